@@ -1,0 +1,1 @@
+"""SpecScope's desktop front end (PySide6 + pyqtgraph)."""

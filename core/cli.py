@@ -1,0 +1,273 @@
+"""The ``specscope`` command.
+
+    specscope                      open the window on the demo pair
+    specscope run      [options]   speculative decoding, headless
+    specscope baseline [options]   the target alone, same sampler and stop rules
+    specscope doctor   ...         does a draft fit a target? (see cli_doctor)
+
+Flag names follow llama.cpp's where one exists. Exit status: 0 success,
+2 bad input (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .errors import SpecScopeError
+
+SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) -> int
+
+
+def _register_optional() -> None:
+    """Subcommands that live in their own modules (each optional while it is being built)."""
+    import importlib
+    for name, module in (("doctor", "cli_doctor"), ("bench", "cli_bench")):
+        try:
+            SUBCOMMANDS[name] = importlib.import_module(f"{__package__}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{module}":
+                raise
+
+
+def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
+    g = p.add_argument_group("models (default: the bundled demo pair)")
+    g.add_argument("-m", "--model", type=Path, help="target model (GGUF)")
+    if draft:
+        g.add_argument("-md", "--model-draft", type=Path, help="draft model (GGUF)")
+    g.add_argument("-c", "--ctx-size", type=int, default=2048, help="context size of both models (default 2048)")
+    g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
+    g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default: all cores)")
+    g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default: all cores)")
+    g.add_argument("-ngl", "--gpu-layers", type=int, default=0, help="target layers on the GPU")
+    g.add_argument("-ngld", "--gpu-layers-draft", type=int, default=0, help="draft layers on the GPU")
+    g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
+    g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")
+    g.add_argument("--deterministic", action="store_true",
+                   help="F32 KV cache and flash attention off: speculative output equals the baseline's")
+
+
+def add_generation_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("prompt and sampling")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("-p", "--prompt", help="prompt text")
+    src.add_argument("-f", "--file", type=Path, help="read the prompt from a file")
+    g.add_argument("-n", "--n-predict", type=int, default=128, help="tokens to generate (default 128)")
+    g.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy (default)")
+    g.add_argument("--top-k", type=int, default=40)
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--min-p", type=float, default=0.05)
+    g.add_argument("-s", "--seed", type=int, default=42)
+    g.add_argument("--repeat-penalty", type=float, default=1.0, help="1.0 = off")
+    g.add_argument("--repeat-last-n", type=int, default=64)
+    g.add_argument("--grammar", default="", help="GBNF grammar (root rule 'root')")
+    g.add_argument("--grammar-file", type=Path, help="read the GBNF grammar from a file")
+    g.add_argument("--ignore-eos", action="store_true", help="never sample end-of-generation tokens")
+    o = p.add_argument_group("output")
+    mode = o.add_mutually_exclusive_group()
+    mode.add_argument("--stream", action="store_true", help="print text as it is produced")
+    mode.add_argument("--json", action="store_true", help="print one JSON document")
+    o.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
+
+
+def add_spec_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("speculative decoding")
+    g.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=3,
+                   help="tokens to draft per round (default 3, as llama.cpp)")
+    g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0,
+                   help="drop drafts shorter than this (default 0)")
+    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0,
+                   help="stop drafting below this top-10 probability (default 0.0)")
+    g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
+                   help="draft cache sync: reuse its own rows (default, faster) or replay "
+                        "the verification batch as llama.cpp does")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _register_optional()
+    parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="speculative decoding, headless")
+    add_model_args(run)
+    add_spec_args(run)
+    add_generation_args(run)
+    base = sub.add_parser("baseline", help="the target alone, same sampler and stop rules")
+    add_model_args(base, draft=False)
+    add_generation_args(base)
+    gui = sub.add_parser("gui", help="open the window (the default)")
+    gui.add_argument("-m", "--model", type=Path)
+    gui.add_argument("-md", "--model-draft", type=Path)
+    for module in SUBCOMMANDS.values():
+        module.add_parser(sub)
+    return parser
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
+    from .demo import demo_pair
+    target = args.model
+    dft = getattr(args, "model_draft", None) if draft else None
+    if target is None or (draft and dft is None):
+        demo_target, demo_draft = demo_pair()
+        target = target or demo_target
+        dft = (dft or demo_draft) if draft else None
+    return target, dft
+
+
+def read_prompt(args) -> str:
+    if args.file is not None:
+        try:
+            return args.file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecScopeError(f"{args.file}: cannot read the prompt file ({exc.strerror or exc})")
+    if args.prompt is not None:
+        return args.prompt
+    return "def fibonacci(n):\n"
+
+
+def engine_settings(args):
+    from .engine import EngineSettings
+    kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
+              kv_type=args.kv_type, target_threads=args.threads,
+              draft_threads=args.threads_draft, target_gpu_layers=args.gpu_layers,
+              draft_gpu_layers=args.gpu_layers_draft)
+    if args.deterministic:
+        kw.update(flash_attn="off", kv_type="f32")
+    return EngineSettings(**kw)
+
+
+def sampler_settings(args, engine):
+    from .sampling import SamplerSettings
+    grammar = args.grammar
+    if args.grammar_file is not None:
+        try:
+            grammar = args.grammar_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecScopeError(f"{args.grammar_file}: cannot read the grammar ({exc.strerror})")
+    bias = ()
+    if args.ignore_eos:
+        vocab = engine.target
+        bias = tuple((t, float("-inf")) for t in range(vocab.n_vocab) if vocab.is_eog(t))
+    return SamplerSettings(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
+                           min_p=args.min_p, seed=args.seed, repeat_penalty=args.repeat_penalty,
+                           repeat_last_n=args.repeat_last_n, grammar=grammar, logit_bias=bias)
+
+
+class TextStream:
+    """Turns emitted tokens into text incrementally (UTF-8 safe), leaving out EOG tokens."""
+
+    def __init__(self, model):
+        self.model = model
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, tokens) -> str:
+        data = b"".join(self.model.piece(t) for t in tokens if not self.model.is_eog(t))
+        return self.decoder.decode(data)
+
+    def flush(self) -> str:
+        return self.decoder.decode(b"", final=True)
+
+
+def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
+    lines = [f"prompt:    {len(prefill.tokens)} tokens in {prefill.seconds * 1e3:.1f} ms",
+             f"generated: {stats.n_tokens} tokens in {stats.t_total:.3f} s = "
+             f"{stats.tokens_per_s:.1f} tokens/s ({stats.n_rounds} rounds, stopped by {finish})"]
+    if speculative:
+        per_pos = "  ".join(f"{p:.2f}" for p in stats.position_acceptance) or "-"
+        lines += [f"n_drafted: {stats.n_drafted}",
+                  f"n_accept:  {stats.n_accept}",
+                  f"accept:    {100 * stats.acceptance_rate:.1f}%",
+                  f"mean accepted length: {stats.mean_accepted_length:.2f} tokens per round",
+                  f"acceptance by draft position: {per_pos}",
+                  f"time: draft {stats.t_draft:.3f} s, verify {stats.t_verify:.3f} s, "
+                  f"sync {stats.t_sync:.3f} s, outside llama.cpp {stats.t_overhead:.3f} s "
+                  f"({100 * stats.overhead_share:.1f}%)"]
+    return lines
+
+
+def cmd_generate(args) -> int:
+    from .engine import Engine, SpecSettings
+    from .stats import fold
+    speculative = args.command == "run"
+    target, draft = resolve_models(args, draft=speculative)
+    prompt = read_prompt(args)
+    with Engine(target, draft, engine_settings(args)) as engine:
+        sampler = sampler_settings(args, engine)
+        if speculative:
+            spec = SpecSettings(n_max=args.spec_draft_n_max, n_min=args.spec_draft_n_min,
+                                p_min=args.spec_draft_p_min, sync=args.sync)
+            run = engine.speculative(prompt, spec, sampler, args.n_predict)
+        else:
+            run = engine.baseline(prompt, sampler, args.n_predict)
+        stream = TextStream(engine.target)
+        events = []
+        if args.stream:
+            sys.stdout.write(prompt)
+        for event in run:
+            events.append(event)
+            if args.stream:
+                sys.stdout.write(stream.feed(event.emitted))
+                sys.stdout.flush()
+        stats = fold(events)
+        text = stream.feed(run.tokens) if not args.stream else ""
+        text += stream.flush()
+        if args.json:
+            doc = {
+                "command": args.command,
+                "target": str(target), "draft": str(draft) if draft else None,
+                "settings": {"n_ctx": engine.tgt.n_ctx, "n_predict": args.n_predict,
+                             "sampler": sampler.describe(),
+                             **({"n_max": spec.n_max, "n_min": spec.n_min, "p_min": spec.p_min,
+                                 "sync": spec.sync} if speculative else {})},
+                "prompt": prompt, "prompt_tokens": list(run.prefill.tokens),
+                "prefill_s": run.prefill.seconds,
+                "text": text, "tokens": run.tokens, "finish": run.finish,
+                "rounds": [e.to_dict() for e in events],
+                "stats": stats.to_dict(),
+            }
+            json.dump(doc, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            if args.stream:
+                sys.stdout.write(text + "\n\n")
+            else:
+                sys.stdout.write(prompt + text + "\n\n")
+            print("\n".join(summary_lines(stats, run.prefill, run.finish, speculative)))
+    return 0
+
+
+def cmd_gui(args) -> int:
+    try:
+        from specscope.app.main import main as gui_main
+    except ImportError as exc:
+        raise SpecScopeError(f"the window needs PySide6 and pyqtgraph ({exc}); "
+                             "the headless commands are 'specscope run' and 'specscope baseline'")
+    return gui_main(model=getattr(args, "model", None), draft=getattr(args, "model_draft", None))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.getLogger("specscope.llama").setLevel(
+        logging.INFO if getattr(args, "verbose", False) else logging.CRITICAL)
+    try:
+        if args.command in (None, "gui"):
+            return cmd_gui(args)
+        if args.command in ("run", "baseline"):
+            return cmd_generate(args)
+        return SUBCOMMANDS[args.command].run(args)
+    except SpecScopeError as exc:
+        print(f"specscope: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,439 @@
+"""Speculative decoding with a small draft model: llama.cpp's draft-simple, in Python.
+
+The round follows seed 000 §6.1 (examples/speculative-simple) with the draft
+loop of §5.3 and the acceptance rule of §6.3:
+
+    1. draft:  decode id_last at n_past on the draft, then greedy argmax over the
+               top-10 renormalized probabilities until p_min, n_max or the budget;
+    2. verify: decode [id_last, d0 .. d(k-1)] on the target with logits on every
+               row; the user's sampler chain samples row by row, keeps while equal
+               and always emits the target's own token;
+    3. sync:   bring the draft cache to the accepted history (``replay``: llama.cpp's
+               re-decode of the verification batch; ``reuse``: keep the rows the
+               draft already holds, decode only what is missing);
+    4. roll back: llama_memory_seq_rm on both caches, or, where the target's
+               memory cannot drop part of a sequence, restore the checkpoint taken
+               before verifying and replay the decided tokens next round (§7).
+
+Differences from llama.cpp, all deliberate: ``n_predict`` is exact (llama.cpp
+emits one token more); a per-round budget of 0 means no draft (llama.cpp then
+drafts up to n_max past the end of the context); the run stops cleanly when the
+context is full; a draft whose memory cannot drop part of a sequence is
+restored from a checkpoint and re-synchronised instead of being left stale.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .errors import ConfigError, ContextFullError, IncompatiblePairError
+from .events import Prefill, RoundEvent
+from .llama import Batch, Context, ContextSettings, Model, SamplerChain
+from .sampling import SamplerSettings, build_chain
+
+DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
+SYNC_MODES = ("reuse", "replay")
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
+    n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
+    p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
+    sync: str = "reuse"       # reuse | replay, see the module docs
+
+    def validate(self) -> None:
+        if self.n_max < 0 or self.n_min < 0:
+            raise ConfigError("draft lengths must be >= 0")
+        if self.n_min > self.n_max:
+            raise ConfigError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
+        if not 0.0 <= self.p_min <= 1.0:
+            raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
+        if self.sync not in SYNC_MODES:
+            raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    n_ctx: int = 2048                      # both contexts get the same n_ctx
+    n_batch: int = 512
+    flash_attn: str = "auto"               # auto | on | off
+    kv_type: str = "f16"                   # f16 | f32
+    target_threads: int = 0                # 0: all cores
+    draft_threads: int = 0
+    target_gpu_layers: int = 0
+    draft_gpu_layers: int = 0
+
+    @classmethod
+    def deterministic(cls, **kw) -> "EngineSettings":
+        """F32 KV cache and no flash attention: batched and single-token decodes agree."""
+        return cls(flash_attn="off", kv_type="f32", **kw)
+
+    def context(self, threads: int) -> ContextSettings:
+        return ContextSettings(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=threads,
+                               flash_attn=self.flash_attn, kv_type=self.kv_type)
+
+
+@dataclass
+class _Timer:
+    """Accumulates seconds spent inside llama.cpp calls, per phase."""
+    draft: float = 0.0
+    verify: float = 0.0
+    sync: float = 0.0
+
+
+class Engine:
+    """Owns the target and (optionally) draft model, their contexts, batches and samplers."""
+
+    def __init__(self, target: str | Path, draft: str | Path | None = None,
+                 settings: EngineSettings = EngineSettings(), progress=None):
+        """progress(model_role, fraction) is called while a model loads."""
+        self.settings = settings
+        self._stack = ExitStack()
+        self._lock = threading.Lock()
+        try:
+            self._open(Path(target), Path(draft) if draft else None, progress)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _open(self, target: Path, draft: Path | None, progress) -> None:
+        s = self.settings
+        on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
+        self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, progress=on("target")))
+        self.draft = None
+        if draft is not None:
+            self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, progress=on("draft")))
+            from .pairing import vocab_rules  # the gate of seed 000 §4.2
+            failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
+            if failed:
+                raise IncompatiblePairError(
+                    f"{draft.name} cannot draft for {target.name}: "
+                    + "; ".join(r.message for r in failed), failed)
+        # contexts are pushed after their models, so the ExitStack frees them first
+        self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
+        self.dft = self._own(Context(self.draft, s.context(s.draft_threads))) if self.draft else None
+        self.tgt_removable = self.tgt.can_remove_partial()
+        self.dft_removable = self.dft.can_remove_partial() if self.dft else True
+        self.batch = self._own(Batch(self.tgt.n_batch))
+        self.dbatch = self._own(Batch(self.dft.n_batch)) if self.dft else None
+
+    def _own(self, handle):
+        self._stack.callback(handle.close)
+        return handle
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ public runs
+    def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
+                    sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
+                    stop: threading.Event | None = None) -> "Run":
+        if self.draft is None:
+            raise ConfigError("speculative decoding needs a draft model")
+        spec.validate()
+        return Run(self, prompt, spec, sampler, n_predict, stop)
+
+    def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
+                 n_predict: int = 128, stop: threading.Event | None = None) -> "Run":
+        return Run(self, prompt, None, sampler, n_predict, stop)
+
+    def tokenize(self, prompt: str | list[int]) -> list[int]:
+        tokens = self.target.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        if not tokens:
+            raise ConfigError("the prompt is empty")
+        if len(tokens) >= self.tgt.n_ctx:
+            raise ContextFullError(
+                f"the prompt is {len(tokens)} tokens but the context holds {self.tgt.n_ctx}: "
+                "shorten the prompt or raise the context size")
+        return tokens
+
+
+class Run:
+    """One generation. Iterate it for RoundEvents; ``prefill``, ``tokens`` and
+    ``finish`` are filled in as it goes. Only one Run per Engine may iterate at a time."""
+
+    def __init__(self, engine: Engine, prompt, spec: SpecSettings | None,
+                 sampler: SamplerSettings, n_predict: int, stop: threading.Event | None):
+        if n_predict < 1:
+            raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
+        sampler.validate()
+        self.engine = engine
+        self.prompt_tokens = engine.tokenize(prompt)
+        self.spec = spec
+        self.sampler_settings = sampler
+        self.n_predict = n_predict
+        self.stop_event = stop or threading.Event()
+        self.prefill: Prefill | None = None
+        self.tokens: list[int] = []
+        self.finish = ""
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def __iter__(self) -> Iterator[RoundEvent]:
+        e = self.engine
+        if not e._lock.acquire(blocking=False):
+            raise ConfigError("this engine is already running a generation")
+        try:
+            with SamplerChainOwner(build_chain(e.target, self.sampler_settings)) as smpl:
+                self._prefill()
+                rounds = self._baseline_rounds(smpl) if self.spec is None else self._spec_rounds(smpl)
+                yield from rounds
+        finally:
+            e._lock.release()
+
+    # ------------------------------------------------------------------ prefill
+    def _prefill(self) -> None:
+        """All prompt tokens but the last into both caches (no logits)."""
+        e = self.engine
+        t0 = time.perf_counter()
+        body = self.prompt_tokens[:-1]
+        for ctx, batch in ((e.tgt, e.batch), (e.dft, e.dbatch)):
+            if ctx is None or (ctx is e.dft and self.spec is None):
+                continue
+            ctx.clear()
+            for start in range(0, len(body), batch.capacity):
+                chunk = body[start:start + batch.capacity]
+                batch.fill(chunk, start, logits="none")
+                ctx.decode(batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
+        self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
+
+    def _finish_after(self, emitted, n_past: int) -> str:
+        """The stop rule shared by both loops: EOG, n_predict, full context."""
+        if emitted and self.engine.target.is_eog(emitted[-1]):
+            return "eog"
+        if len(self.tokens) >= self.n_predict:
+            return "n_predict"
+        if n_past >= self.engine.tgt.n_ctx:
+            return "context"
+        if self.stop_event.is_set():
+            return "stopped"
+        return ""
+
+    # ------------------------------------------------------------------ baseline
+    def _baseline_rounds(self, smpl: SamplerChain) -> Iterator[RoundEvent]:
+        e = self.engine
+        tgt, batch = e.tgt, e.batch
+        n_past = len(self.prompt_tokens) - 1
+        id_last = self.prompt_tokens[-1]
+        index = 0
+        while True:
+            t0 = time.perf_counter()
+            batch.fill((id_last,), n_past, logits="all")
+            tgt.decode(batch, "a token on the target")
+            token = smpl.sample(tgt, 0)
+            t_verify = time.perf_counter() - t0
+            self.tokens.append(token)
+            seed, n_past, id_last = id_last, n_past + 1, token
+            self.finish = self._finish_after((token,), n_past)
+            yield RoundEvent(index, n_past - 1, seed, (), (), 0, (token,), "baseline",
+                             t_verify=t_verify, t_round=time.perf_counter() - t0,
+                             finish=self.finish)
+            if self.finish:
+                return
+            index += 1
+
+    # ------------------------------------------------------------------ speculative
+    def _spec_rounds(self, smpl: SamplerChain) -> Iterator[RoundEvent]:
+        e, spec = self.engine, self.spec
+        tgt, dft = e.tgt, e.dft
+        n_ctx = tgt.n_ctx
+        n_past = len(self.prompt_tokens) - 1   # both caches hold [0, n_past)
+        id_last = self.prompt_tokens[-1]       # sampled, not yet evaluated
+        replay: tuple[int, ...] = ()           # tokens a checkpoint round decided
+        smpl_save = None
+        index = 0
+        while True:
+            t0 = time.perf_counter()
+            tm = _Timer()
+            draft: list[int] = []
+            probs: list[float] = []
+            draft_stop, dropped, n_dft_rows, dft_dropped = "none", 0, 0, 0
+            dft_ckpt = tgt_ckpt = None
+
+            # 1. draft (or take the tokens a checkpoint round already decided)
+            if replay:
+                draft = list(replay)
+            else:
+                n_draft_max = min(n_ctx - n_past - 2, self.n_predict - len(self.tokens) - 1)
+                cap = min(spec.n_max, n_draft_max)
+                if not e.dft_removable:
+                    dft_ckpt = self._timed(tm, "draft", dft.save_state)
+                if cap > 0:
+                    draft, probs, n_dft_rows, draft_stop = self._draft(id_last, n_past, cap, tm)
+                    if draft_stop == "n_max" and cap < spec.n_max:
+                        draft_stop = "budget"
+                else:
+                    draft_stop = "budget"
+                if len(draft) < spec.n_min:
+                    dropped, draft, probs, draft_stop = len(draft), [], [], "n_min"
+                if spec.sync == "replay" or dft_ckpt is not None:
+                    # llama.cpp: roll the draft back to n_past before verification
+                    dft_dropped += n_dft_rows
+                    self._restore_or_trim(dft, dft_ckpt, n_past, tm, "draft")
+                    n_dft_rows = 0
+                if draft and not e.tgt_removable:
+                    tgt_ckpt = self._timed(tm, "verify", tgt.save_state)
+                    smpl_save = smpl.clone()
+
+            # 2. verify [id_last, *draft] on the target, sampling row by row
+            t = time.perf_counter()
+            batch_tokens = [id_last, *draft]
+            e.batch.fill(batch_tokens, n_past, logits="all")
+            tgt.decode(e.batch, f"the verification batch of {len(batch_tokens)} tokens")
+            ids = self._sample_and_accept(smpl, draft)
+            tm.verify += time.perf_counter() - t
+            n_accepted = len(ids) - 1
+
+            # 4a. partial acceptance on a memory that cannot drop rows: restore, replay next round
+            if tgt_ckpt is not None and n_accepted < len(draft):
+                self._timed(tm, "sync", tgt.load_state, tgt_ckpt)
+                smpl.close()
+                smpl.ptr, smpl_save.ptr = smpl_save.ptr, None
+                self._restore_or_trim(dft, dft_ckpt, n_past, tm, "sync", rows=n_dft_rows)
+                replay = tuple(ids)
+                self.tokens.extend(ids)
+                self.finish = self._finish_after(ids, n_past)
+                yield RoundEvent(index, n_past, id_last, tuple(draft), tuple(probs), n_accepted,
+                                 tuple(ids), "checkpoint", draft_stop, dropped,
+                                 kv_dropped_target=len(draft) + 1,
+                                 kv_dropped_draft=dft_dropped + n_dft_rows,
+                                 t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
+                                 t_round=time.perf_counter() - t0, finish=self.finish)
+                if self.finish:
+                    return
+                index += 1
+                continue
+            if smpl_save is not None:
+                smpl_save.close()
+                smpl_save = None
+
+            was_replay = replay
+            if replay:
+                if tuple(ids[:len(replay)]) != replay:
+                    raise RuntimeError("a replayed round sampled different tokens than the "
+                                       "checkpointed round: the sampler state was not restored")
+                mode, emitted, replay = "replay", tuple(ids[len(was_replay):]), ()
+                draft, n_accepted = [], 0
+            else:
+                mode = "spec" if draft else "plain"
+                emitted = tuple(ids)
+            n_past_new = n_past + len(ids)
+
+            # 3. sync the draft cache to [0, n_past_new)
+            t = time.perf_counter()
+            if dft_ckpt is not None:        # restored to n_past after drafting: decode what was kept
+                self._decode_draft(batch_tokens[:len(ids)], n_past, "the accepted tokens")
+            elif spec.sync == "replay":     # llama.cpp: replay the whole verification batch
+                self._decode_draft(batch_tokens, n_past, "the verification batch (replay sync)")
+                dft_dropped += len(batch_tokens) - len(ids)
+                dft.seq_rm(n_past_new, -1)
+            elif n_dft_rows >= len(ids):                   # reuse: the draft holds what it needs
+                dft_dropped += n_dft_rows - len(ids)
+                dft.seq_rm(n_past_new, -1)
+            else:                                          # reuse: decode only the missing rows
+                self._decode_draft(batch_tokens[n_dft_rows:len(ids)], n_past + n_dft_rows,
+                                   "the missing draft rows (reuse sync)")
+
+            # 4. drop the rejected rows from the target cache
+            n_rm_tgt = len(batch_tokens) - len(ids)
+            if e.tgt_removable:
+                tgt.seq_rm(n_past_new, -1)
+            tm.sync += time.perf_counter() - t
+
+            self.tokens.extend(emitted)
+            n_past, id_last = n_past_new, ids[-1]
+            self.finish = self._finish_after(emitted, n_past)
+            yield RoundEvent(index, n_past - len(ids), batch_tokens[0], tuple(draft), tuple(probs),
+                             n_accepted, emitted, mode, draft_stop, dropped, was_replay,
+                             n_rm_tgt, dft_dropped, tm.draft, tm.verify, tm.sync,
+                             time.perf_counter() - t0, self.finish)
+            if self.finish:
+                return
+            index += 1
+
+    def _draft(self, id_last: int, n_past: int, cap: int, tm: _Timer):
+        """Seed 000 §5.3: greedy argmax over the top-10 renormalized probabilities."""
+        dft, batch, p_min = self.engine.dft, self.engine.dbatch, self.spec.p_min
+        draft: list[int] = []
+        probs: list[float] = []
+        token, stop = id_last, "n_max"
+        clock = time.perf_counter
+        while True:
+            batch.fill((token,), n_past + len(draft), logits="all")
+            t = clock()
+            dft.decode(batch, "a draft token")
+            tm.draft += clock() - t
+            logits = dft.logits(1)[0]
+            top = np.argpartition(logits, -DRAFT_TOP_K)[-DRAFT_TOP_K:]
+            top_logits = logits[top]
+            best = int(np.argmax(top_logits))
+            weights = np.exp(top_logits - top_logits[best])
+            p = float(1.0 / weights.sum())
+            if p < p_min:
+                stop = "p_min"
+                break
+            token = int(top[best])
+            draft.append(token)
+            probs.append(p)
+            if len(draft) >= cap:
+                break
+        n_rows = len(draft) + (1 if stop == "p_min" else 0)   # rows decoded from n_past on
+        return draft, probs, n_rows, stop
+
+    def _sample_and_accept(self, smpl: SamplerChain, draft: list[int]) -> list[int]:
+        """Seed 000 §6.3: keep while the target samples the drafted token; always emit its own."""
+        tgt, is_eog = self.engine.tgt, self.engine.target.is_eog
+        ids = []
+        for i, drafted in enumerate(draft):
+            token = smpl.sample(tgt, i)
+            ids.append(token)
+            if token != drafted or (is_eog(token) and i + 1 < len(draft)):
+                return ids
+        ids.append(smpl.sample(tgt, len(draft)))
+        return ids
+
+    def _decode_draft(self, tokens, pos0: int, what: str) -> None:
+        if tokens:
+            self.engine.dbatch.fill(tokens, pos0, logits="none")
+            self.engine.dft.decode(self.engine.dbatch, f"{what} on the draft")
+
+    @staticmethod
+    def _timed(tm: _Timer, phase: str, fn, *args):
+        t = time.perf_counter()
+        result = fn(*args)
+        setattr(tm, phase, getattr(tm, phase) + time.perf_counter() - t)
+        return result
+
+    def _restore_or_trim(self, ctx: Context, ckpt, n_past: int, tm: _Timer, phase: str, rows=0):
+        if ckpt is not None:
+            self._timed(tm, phase, ctx.load_state, ckpt)
+        else:
+            self._timed(tm, phase, ctx.seq_rm, n_past, -1)
+
+
+class SamplerChainOwner:
+    """Context manager closing a sampler chain at the end of a run."""
+
+    def __init__(self, chain: SamplerChain):
+        self.chain = chain
+
+    def __enter__(self) -> SamplerChain:
+        return self.chain
+
+    def __exit__(self, *exc):
+        self.chain.close()

@@ -1,0 +1,47 @@
+"""Typed exceptions whose messages are sentences a user can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SpecScopeError(Exception):
+    """Base class: every error SpecScope expects to show a user."""
+
+
+class ModelFileError(SpecScopeError):
+    """A model file is missing, unreadable, not GGUF, truncated or unusable."""
+
+    def __init__(self, path: str | Path, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class IncompatiblePairError(SpecScopeError):
+    """The draft model cannot draft for the target (vocabulary gate)."""
+
+    def __init__(self, message: str, rules=()):
+        self.rules = tuple(rules)
+        super().__init__(message)
+
+
+class ContextFullError(SpecScopeError):
+    """The prompt does not leave room in the context to generate."""
+
+
+class DecodeError(SpecScopeError):
+    """llama_decode returned a non-zero status."""
+
+    def __init__(self, what: str, status: int):
+        self.status = status
+        reason = {
+            1: "no KV cache slot was free for the batch (the context is full)",
+            2: "the computation was aborted",
+            -1: "the batch was invalid",
+        }.get(status, "llama.cpp reported an internal error")
+        super().__init__(f"decoding {what} failed with status {status}: {reason}")
+
+
+class ConfigError(SpecScopeError):
+    """A setting is out of range or inconsistent."""

@@ -1,0 +1,76 @@
+"""What the engine yields: one frozen event per round.
+
+A round (seed 000 §6.1) starts with both caches holding positions [0, n_past)
+and ``seed`` (id_last) sampled but not yet evaluated. It drafts, verifies
+``[seed, *drafted]`` on the target, and emits ``emitted`` = the accepted
+drafted tokens followed by the target's own token (the replacement at the
+first mismatch, or the bonus token after a full acceptance).
+
+Round modes:
+  ``spec``        a draft was verified;
+  ``plain``       no draft (budget exhausted, or shorter than n_min): one target token;
+  ``checkpoint``  the target's memory cannot drop a partial sequence, so after a partial
+                  acceptance both contexts were restored to the pre-round checkpoint; the
+                  ``emitted`` tokens are decided (the restored sampler draws them again)
+                  and are committed by the next round;
+  ``replay``      that next round: it re-verifies ``replayed`` (not counted as drafted
+                  or accepted again) and emits only the token after them;
+  ``baseline``    a target-only round (one token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEvent:
+    index: int                       # round number, from 0
+    n_past: int                      # position of the seed token
+    seed: int                        # id_last, evaluated this round at n_past
+    drafted: tuple[int, ...]         # the draft model's proposal (empty: none)
+    draft_probs: tuple[float, ...]   # its top-10 renormalized probability of each
+    n_accepted: int                  # leading drafted tokens the target sampled too
+    emitted: tuple[int, ...]         # tokens this round adds to the output
+    mode: str                        # spec | plain | checkpoint | replay | baseline
+    draft_stop: str = ""             # why drafting stopped: n_max | budget | p_min | n_min | none
+    dropped_draft: int = 0           # length of a draft discarded for being shorter than n_min
+    replayed: tuple[int, ...] = ()   # replay rounds: the tokens decided by the checkpoint round
+    kv_dropped_target: int = 0       # KV rows removed from the target cache this round
+    kv_dropped_draft: int = 0        # KV rows removed from the draft cache this round
+    t_draft: float = 0.0             # seconds in llama.cpp while drafting
+    t_verify: float = 0.0            # seconds in llama.cpp verifying (decode + sampling)
+    t_sync: float = 0.0              # seconds in llama.cpp synchronising / rolling back
+    t_round: float = 0.0             # wall seconds for the whole round
+    finish: str = ""                 # set on the last round: eog | n_predict | context | stopped
+
+    @property
+    def t_overhead(self) -> float:
+        """Seconds outside llama.cpp calls (Python glue) in this round."""
+        return max(0.0, self.t_round - self.t_draft - self.t_verify - self.t_sync)
+
+    @property
+    def n_past_after(self) -> int:
+        """Both caches hold [0, n_past_after) once the round is done."""
+        if self.mode == "checkpoint":
+            return self.n_past
+        return self.n_past + len(self.replayed) + len(self.emitted)
+
+    @property
+    def next_seed(self) -> int:
+        return self.seed if self.mode == "checkpoint" else self.emitted[-1]
+
+    def to_dict(self) -> dict:
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        for key in ("drafted", "draft_probs", "emitted", "replayed"):
+            d[key] = list(d[key])
+        d["draft_probs"] = [round(p, 6) for p in d["draft_probs"]]
+        d["t_overhead"] = self.t_overhead
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Prefill:
+    """The prompt, as evaluated before the first round."""
+    tokens: tuple[int, ...]
+    seconds: float

@@ -1,0 +1,1 @@
+"""Data shipped with SpecScope: the demo model pair, example prompts."""

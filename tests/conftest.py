@@ -1,0 +1,53 @@
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import ggufgen  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory):
+    """Tiny F32 models generated with the gguf package (no download, seconds to make)."""
+    d = tmp_path_factory.mktemp("models")
+    weights = ggufgen.llama_weights(len(ggufgen.bpe_vocab()[0]), n_layer=2, seed=1)
+    _, first = ggufgen.first_layer_only(weights)
+    agree_target, agree_draft = ggufgen.first_layer_only(
+        ggufgen.llama_weights(len(ggufgen.bpe_vocab()[0]), n_layer=3, seed=3))
+    paths = {
+        # a 2-layer target and a draft made of its first layer: agrees often, not always
+        "target": ggufgen.write_llama(d / "target.gguf", weights, n_layer=2),
+        "draft": ggufgen.write_llama(d / "draft.gguf", first, n_layer=1),
+        # a draft that computes exactly what the target computes
+        "agree_target": ggufgen.write_llama(d / "agree-target.gguf", agree_target, n_layer=3),
+        "agree_draft": ggufgen.write_llama(d / "agree-draft.gguf", agree_draft, n_layer=1),
+        # unrelated random weights
+        "random_draft": ggufgen.write_llama(d / "random-draft.gguf", n_layer=1, seed=7),
+        # recurrent memory (no partial sequence removal)
+        "mamba": ggufgen.write_mamba(d / "mamba.gguf", seed=4),
+        "mamba_draft": ggufgen.write_mamba(d / "mamba-draft.gguf", n_layer=1, seed=5),
+        # another vocabulary: fewer merges, so the EOS id and the sizes differ
+        "foreign": ggufgen.write_llama(d / "foreign.gguf", n_layer=1, n_vocab_merges=10, seed=8),
+    }
+    return paths
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_threads():
+    """Fail a test that leaves a thread running."""
+    before = set(threading.enumerate())
+    yield
+    import time
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        extra = [t for t in threading.enumerate() if t not in before and t.is_alive()
+                 and not t.daemon]
+        if not extra:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"threads left running: {[t.name for t in extra]}")

@@ -1,0 +1,176 @@
+"""Tiny GGUF models for tests, written with the `gguf` package.
+
+Real llama.cpp loads and runs them; the weights are random (seeded) unless a
+caller passes its own. Vocabularies are byte-level BPE (llama.cpp model
+``gpt2``): the 256 byte tokens, a few merges, and ``<|endoftext|>`` last.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+MERGES = ["Ġ t", "Ġ a", "h e", "i n", "r e", "o n", "Ġt he", "e r", "Ġ s", "a t",
+          "Ġ w", "Ġ o", "e n", "Ġ c", "i s", "i t", "o r", "e s", "Ġ f", "Ġ d",
+          "d e", "Ġd e", "Ġde f", "Ġ (", "Ġ =", "Ġ r", "Ġr e", "Ġre t", "u r", "Ġret ur",
+          "Ġretur n", "Ġ i", "Ġi n", "Ġ p", "s e", "Ġ n", "Ċ Ġ", "ĊĠ Ġ", "ĊĠĠ Ġ", "ĊĠĠĠ Ġ"]
+EOT = "<|endoftext|>"
+
+
+def byte_tokens() -> list[str]:
+    """GPT-2's bytes_to_unicode, in byte order."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = dict(zip(bs, cs))
+    return [chr(table[b]) for b in range(256)]
+
+
+def bpe_vocab(extra_merges: int = len(MERGES)) -> tuple[list[str], list[str]]:
+    tokens = byte_tokens()
+    merges = MERGES[:extra_merges]
+    for m in merges:
+        a, b = m.split(" ")
+        tokens.append(a + b)
+    tokens.append(EOT)
+    return tokens, merges
+
+
+def write_tokenizer(w: gguf.GGUFWriter, tokens: list[str], merges: list[str], *,
+                    model: str = "gpt2", bos: int | None = None, eos: int | None = None,
+                    add_bos: bool = True) -> None:
+    eot = len(tokens) - 1
+    w.add_tokenizer_model(model)
+    w.add_tokenizer_pre("gpt2")
+    w.add_token_list(tokens)
+    types = [gguf.TokenType.NORMAL] * len(tokens)
+    types[eot] = gguf.TokenType.CONTROL
+    w.add_token_types(types)
+    if model == "llama":
+        w.add_token_scores([-float(i) for i in range(len(tokens))])
+    else:
+        w.add_token_merges(merges)
+    w.add_bos_token_id(eot if bos is None else bos)
+    w.add_eos_token_id(eot if eos is None else eos)
+    w.add_add_bos_token(add_bos)
+
+
+def llama_weights(n_vocab: int, n_embd: int = 64, n_layer: int = 2, n_ff: int = 128,
+                  n_head: int = 4, n_head_kv: int = 2, seed: int = 0,
+                  scale: float = 0.25) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    head_dim = n_embd // n_head
+
+    def mat(out, inp):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp) * 4).astype(np.float32)
+
+    w = {"token_embd.weight": (rng.standard_normal((n_vocab, n_embd))).astype(np.float32),
+         "output_norm.weight": np.ones(n_embd, np.float32),
+         "output.weight": mat(n_vocab, n_embd)}
+    for i in range(n_layer):
+        w[f"blk.{i}.attn_norm.weight"] = np.ones(n_embd, np.float32)
+        w[f"blk.{i}.attn_q.weight"] = mat(n_embd, n_embd)
+        w[f"blk.{i}.attn_k.weight"] = mat(n_head_kv * head_dim, n_embd)
+        w[f"blk.{i}.attn_v.weight"] = mat(n_head_kv * head_dim, n_embd)
+        w[f"blk.{i}.attn_output.weight"] = mat(n_embd, n_embd)
+        w[f"blk.{i}.ffn_norm.weight"] = np.ones(n_embd, np.float32)
+        w[f"blk.{i}.ffn_gate.weight"] = mat(n_ff, n_embd)
+        w[f"blk.{i}.ffn_up.weight"] = mat(n_ff, n_embd)
+        w[f"blk.{i}.ffn_down.weight"] = mat(n_embd, n_ff)
+    return w
+
+
+def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
+                n_vocab_merges: int = len(MERGES), n_embd: int = 64, n_layer: int = 2,
+                n_ff: int = 128, n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 4096,
+                seed: int = 0, dtype=np.float32, name: str = "tiny", **tok_kw) -> Path:
+    tokens, merges = bpe_vocab(n_vocab_merges)
+    if weights is None:
+        weights = llama_weights(len(tokens), n_embd, n_layer, n_ff, n_head, n_head_kv, seed)
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name(name)
+    w.add_context_length(n_ctx_train)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(n_embd // n_head)
+    w.add_rope_freq_base(10000.0)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if dtype == np.float32 else gguf.LlamaFileType.MOSTLY_F16)
+    write_tokenizer(w, tokens, merges, **tok_kw)
+    for name_, arr in weights.items():
+        w.add_tensor(name_, arr if arr.ndim == 1 else arr.astype(dtype))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return Path(path)
+
+
+def first_layer_only(weights: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """(target, draft): the target keeps layer 0 and zeroes the outputs of the others,
+    so it computes exactly what the 1-layer draft computes."""
+    target = dict(weights)
+    n_layer = 1 + max(int(k.split(".")[1]) for k in weights if k.startswith("blk."))
+    for i in range(1, n_layer):
+        target[f"blk.{i}.attn_output.weight"] = np.zeros_like(weights[f"blk.{i}.attn_output.weight"])
+        target[f"blk.{i}.ffn_down.weight"] = np.zeros_like(weights[f"blk.{i}.ffn_down.weight"])
+    draft = {k: v for k, v in weights.items() if not k.startswith("blk.") or k.startswith("blk.0.")}
+    return target, draft
+
+
+def write_mamba(path: str | Path, *, n_embd: int = 64, n_layer: int = 2, d_state: int = 16,
+                d_conv: int = 4, dt_rank: int = 4, seed: int = 0, name: str = "tiny-mamba") -> Path:
+    """A tiny Mamba (recurrent memory: no partial sequence removal)."""
+    tokens, merges = bpe_vocab()
+    n_vocab = len(tokens)
+    d_inner = 2 * n_embd
+    rng = np.random.default_rng(seed)
+
+    def mat(out, inp, scale=1.0):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp)).astype(np.float32)
+
+    w = gguf.GGUFWriter(str(path), "mamba")
+    w.add_name(name)
+    w.add_context_length(4096)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(0)
+    w.add_head_count(0)
+    w.add_ssm_conv_kernel(d_conv)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(d_state)
+    w.add_ssm_time_step_rank(dt_rank)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    write_tokenizer(w, tokens, merges)
+    w.add_tensor("token_embd.weight", rng.standard_normal((n_vocab, n_embd)).astype(np.float32))
+    w.add_tensor("output_norm.weight", np.ones(n_embd, np.float32))
+    w.add_tensor("output.weight", mat(n_vocab, n_embd, 4.0))
+    for i in range(n_layer):
+        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(n_embd, np.float32))
+        w.add_tensor(f"blk.{i}.ssm_in.weight", mat(2 * d_inner, n_embd))
+        w.add_tensor(f"blk.{i}.ssm_conv1d.weight", mat(d_inner, d_conv))
+        w.add_tensor(f"blk.{i}.ssm_conv1d.bias", np.zeros(d_inner, np.float32))
+        w.add_tensor(f"blk.{i}.ssm_x.weight", mat(dt_rank + 2 * d_state, d_inner))
+        w.add_tensor(f"blk.{i}.ssm_dt.weight", mat(d_inner, dt_rank))
+        w.add_tensor(f"blk.{i}.ssm_dt.bias", np.full(d_inner, -2.0, np.float32))
+        a = -np.exp(rng.standard_normal((d_inner, d_state)) * 0.5).astype(np.float32)
+        w.add_tensor(f"blk.{i}.ssm_a", a)
+        w.add_tensor(f"blk.{i}.ssm_d", np.ones(d_inner, np.float32))
+        w.add_tensor(f"blk.{i}.ssm_out.weight", mat(n_embd, d_inner))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return Path(path)

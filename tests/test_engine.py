@@ -1,0 +1,197 @@
+"""The speculative engine on real llama.cpp with tiny generated GGUF models."""
+
+import math
+
+import pytest
+
+from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError, ModelFileError
+from specscope.core.sampling import SamplerSettings
+from specscope.core.stats import fold
+
+import ggufgen
+
+EOT = len(ggufgen.bpe_vocab()[0]) - 1
+NO_EOG = ((EOT, -math.inf),)            # like --ignore-eos: random weights emit EOS early
+GREEDY = SamplerSettings(logit_bias=NO_EOG)
+SAMPLED = SamplerSettings(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, seed=1234,
+                          logit_bias=NO_EOG)
+PROMPT = "def fibonacci(n):\n    return"
+DETERMINISTIC = EngineSettings.deterministic(n_ctx=512)
+
+
+def generate(engine, spec=None, sampler=GREEDY, n_predict=64, prompt=PROMPT):
+    run = engine.speculative(prompt, spec, sampler, n_predict) if spec else \
+        engine.baseline(prompt, sampler, n_predict)
+    events = list(run)
+    return run, events
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_models):
+    with Engine(tiny_models["target"], tiny_models["draft"], DETERMINISTIC) as engine:
+        yield engine
+
+
+@pytest.mark.parametrize("sampler", [GREEDY, SAMPLED], ids=["greedy", "temp0.8"])
+@pytest.mark.parametrize("sync", ["reuse", "replay"])
+@pytest.mark.parametrize("n_max", [1, 3, 8])
+def test_speculative_output_equals_baseline(pair, n_max, sync, sampler):
+    base, _ = generate(pair, None, sampler, n_predict=80)
+    spec, events = generate(pair, SpecSettings(n_max=n_max, sync=sync), sampler, n_predict=80)
+    assert spec.tokens == base.tokens
+    assert len(spec.tokens) == 80
+    stats = fold(events)
+    # the comparison is only meaningful if drafts were both accepted and rejected
+    assert 0 < stats.n_accept < stats.n_drafted
+
+
+@pytest.mark.parametrize("sync", ["reuse", "replay"])
+def test_caches_hold_exactly_the_accepted_history_after_every_round(pair, sync):
+    run = pair.speculative(PROMPT, SpecSettings(n_max=4, sync=sync), GREEDY, 60)
+    for event in run:
+        for ctx in (pair.tgt, pair.dft):
+            assert ctx.pos_min() == 0
+            assert ctx.pos_max() == event.n_past_after - 1, (event, ctx is pair.tgt)
+        assert event.n_past_after == len(run.prompt_tokens) - 1 + len(run.tokens)
+        assert event.kv_dropped_target == len(event.drafted) - event.n_accepted
+
+
+def test_a_draft_that_agrees_with_the_target_is_always_accepted(tiny_models):
+    with Engine(tiny_models["agree_target"], tiny_models["agree_draft"], DETERMINISTIC) as e:
+        run, events = generate(e, SpecSettings(n_max=4), n_predict=61)
+    s = fold(events)
+    assert s.n_drafted > 0 and s.n_accept == s.n_drafted
+    assert s.acceptance_rate == 1.0
+    assert s.position_acceptance == (1.0, 1.0, 1.0, 1.0)
+    # every round drafts 4 and emits 5, except the last, cut by the n_predict budget
+    assert [len(ev.emitted) for ev in events] == [5] * 12 + [1]
+    assert s.mean_accepted_length == pytest.approx((s.n_accept + s.n_draft_rounds) / s.n_draft_rounds)
+    assert s.accepted_hist == (0, 0, 0, 0, 12)
+    assert s.n_tokens == 61 == len(run.tokens)
+
+
+def test_a_random_draft_is_almost_never_accepted(tiny_models):
+    with Engine(tiny_models["target"], tiny_models["random_draft"], DETERMINISTIC) as e:
+        run, events = generate(e, SpecSettings(n_max=3), n_predict=60)
+    s = fold(events)
+    assert s.acceptance_rate < 0.15
+    # stats arithmetic from the raw events
+    assert s.n_drafted == sum(len(ev.drafted) for ev in events)
+    assert s.n_accept == sum(ev.n_accepted for ev in events)
+    assert s.n_tokens == sum(len(ev.emitted) for ev in events) == len(run.tokens) == 60
+    assert sum(s.accepted_hist) == s.n_draft_rounds
+    assert s.drafted_at[0] == s.n_draft_rounds
+    assert s.mean_accepted_length == pytest.approx(1 + s.n_accept / s.n_draft_rounds)
+
+
+@pytest.mark.parametrize("target,draft", [("mamba", "mamba_draft"), ("target", "mamba_draft"),
+                                          ("mamba", "mamba")])
+def test_recurrent_memory_uses_checkpoints_and_reproduces_the_baseline(tiny_models, target, draft):
+    with Engine(tiny_models[target], tiny_models[draft], DETERMINISTIC) as e:
+        assert e.tgt_removable == (target != "mamba")
+        assert not e.dft_removable
+        base, _ = generate(e, None, n_predict=50)
+        spec, events = generate(e, SpecSettings(n_max=3), n_predict=50)
+    assert spec.tokens == base.tokens
+    s = fold(events)
+    if target == "mamba" and draft != "mamba":
+        modes = {ev.mode for ev in events}
+        assert {"checkpoint", "replay"} <= modes
+        # replayed tokens are counted once: in the round that decided them
+        assert s.n_tokens == 50
+        assert s.n_drafted == sum(len(ev.drafted) for ev in events if ev.mode != "replay")
+        assert all(not ev.drafted for ev in events if ev.mode == "replay")
+
+
+def test_drafts_shrink_at_the_end_of_the_context_and_the_run_stops_cleanly(tiny_models):
+    settings = EngineSettings.deterministic(n_ctx=48)
+    with Engine(tiny_models["agree_target"], tiny_models["agree_draft"], settings) as e:
+        run, events = generate(e, SpecSettings(n_max=8), n_predict=1000)
+    assert run.finish == "context"
+    last = events[-1]
+    assert last.n_past_after == 48
+    for ev in events:
+        assert len(ev.drafted) <= max(0, 48 - ev.n_past - 2)
+    assert [ev.draft_stop for ev in events[-2:]] == ["budget", "budget"]
+    assert len(events[-1].drafted) == 0
+
+
+@pytest.mark.parametrize("n_predict", [1, 2, 5, 17])
+def test_n_predict_is_exact(pair, n_predict):
+    run, events = generate(pair, SpecSettings(n_max=4), n_predict=n_predict)
+    assert len(run.tokens) == n_predict
+    assert run.finish == "n_predict"
+    assert events[-1].finish == "n_predict"
+
+
+def test_end_of_generation_stops_both_runs(pair):
+    eog_first = SamplerSettings(logit_bias=((EOT, 1e9),))
+    for spec in (None, SpecSettings(n_max=3)):
+        run, events = generate(pair, spec, eog_first, n_predict=50)
+        assert run.tokens == [EOT]
+        assert run.finish == "eog"
+    # natural end of generation: speculative and baseline stop at the same place
+    base, _ = generate(pair, None, SamplerSettings(), n_predict=300)
+    spec, _ = generate(pair, SpecSettings(n_max=3), SamplerSettings(), n_predict=300)
+    assert spec.tokens == base.tokens
+    assert base.finish == spec.finish
+
+
+def test_n_min_drops_short_drafts_and_p_min_cuts_them(pair):
+    _, events = generate(pair, SpecSettings(n_max=3, n_min=3, p_min=0.5), n_predict=40)
+    assert all(len(ev.drafted) in (0, 3) for ev in events)
+    assert all(p >= 0.5 for ev in events for p in ev.draft_probs)
+    dropped = [ev for ev in events if ev.draft_stop == "n_min"]
+    assert dropped and all(ev.mode == "plain" and len(ev.emitted) == 1 for ev in dropped)
+
+
+def test_stop_ends_the_run_within_one_round(pair):
+    run = pair.speculative(PROMPT, SpecSettings(n_max=3), GREEDY, 500)
+    seen = 0
+    for event in run:
+        seen += 1
+        if seen == 3:
+            run.stop()
+    assert seen == 3 and run.finish == "stopped"
+
+
+def test_grammar_and_repetition_penalty_keep_output_equal(pair):
+    grammar = 'root ::= [a-z ]+'
+    s = SamplerSettings(grammar=grammar, repeat_penalty=1.3, logit_bias=NO_EOG)
+    base, _ = generate(pair, None, s, n_predict=30)
+    spec, _ = generate(pair, SpecSettings(n_max=3), s, n_predict=30)
+    assert spec.tokens == base.tokens
+    text = pair.target.detokenize(spec.tokens)
+    assert set(text) <= set("abcdefghijklmnopqrstuvwxyz ")
+
+
+def test_incompatible_pair_is_refused_with_the_rule(tiny_models):
+    with pytest.raises(IncompatiblePairError) as err:
+        Engine(tiny_models["target"], tiny_models["foreign"], DETERMINISTIC)
+    assert "foreign.gguf" in str(err.value)
+    assert "EOS" in str(err.value) or "eos" in str(err.value)
+
+
+def test_prompt_longer_than_the_context_is_refused(tiny_models):
+    with Engine(tiny_models["target"], tiny_models["draft"], EngineSettings.deterministic(n_ctx=32)) as e:
+        with pytest.raises(ContextFullError, match="32"):
+            e.speculative("x = 1\n" * 40, SpecSettings())
+        with pytest.raises(ConfigError):
+            e.baseline("", GREEDY)
+
+
+def test_bad_files_are_refused_before_llama_cpp_sees_them(tmp_path, tiny_models):
+    bad = {
+        "missing": tmp_path / "nope.gguf",
+        "directory": tmp_path,
+        "not GGUF": tmp_path / "text.gguf",
+        "truncated": tmp_path / "cut.gguf",
+    }
+    bad["not GGUF"].write_text("hello, I am not a model\n")
+    data = tiny_models["target"].read_bytes()
+    bad["truncated"].write_bytes(data[: len(data) * 2 // 3])
+    for what, path in bad.items():
+        with pytest.raises(ModelFileError) as err:
+            Engine(path, tiny_models["draft"])
+        assert str(path) in str(err.value), what
