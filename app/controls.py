@@ -1,0 +1,195 @@
+"""The prompt editor and the generation parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout, QWidget)
+
+DEFAULT_PROMPT = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'
+
+
+def example_prompts() -> list[tuple[str, str]]:
+    """(title, text) of the prompts shipped in resources/prompts, sorted by file name."""
+    try:
+        from specscope.core.demo import prompts_dir
+        folder = prompts_dir()
+    except Exception:  # noqa: BLE001 - no prompts is not an error
+        return []
+    out = []
+    for path in sorted(Path(folder).glob("*.txt")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        title = path.stem.split("_", 1)[-1].replace("_", " ")
+        out.append((title, text))
+    return out
+
+
+class PromptEditor(QGroupBox):
+    def __init__(self, parent=None):
+        super().__init__("Prompt", parent)
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Examples"))
+        self.examples = QComboBox()
+        self.examples.addItem("Choose an example prompt…")
+        for title, text in example_prompts():
+            self.examples.addItem(title, text)
+        self.examples.activated.connect(self._example)
+        row.addWidget(self.examples, 1)
+        lay.addLayout(row)
+        self.editor = QPlainTextEdit()
+        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        self.editor.setFont(font)
+        self.editor.setPlaceholderText("Type a prompt; the models continue it.")
+        self.editor.setTabChangesFocus(False)
+        self.editor.setMinimumHeight(80)
+        self.editor.setMaximumHeight(150)
+        lay.addWidget(self.editor)
+
+    def _example(self, index: int) -> None:
+        text = self.examples.itemData(index)
+        if text is not None:
+            self.editor.setPlainText(text)
+        self.examples.setCurrentIndex(0)
+
+    def text(self) -> str:
+        return self.editor.toPlainText()
+
+    def set_text(self, text: str) -> None:
+        self.editor.setPlainText(text)
+
+
+class ParamsPanel(QGroupBox):
+    """n_max, n_min, p_min, sync, sampler, n_predict, context size."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Parameters", parent)
+        grid = QGridLayout(self)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(6)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+
+        self.n_max = QSpinBox(minimum=0, maximum=64, value=3)
+        self.n_max.setToolTip("Tokens the draft proposes per round at most (--spec-draft-n-max; llama.cpp: 3)")
+        self.n_min = QSpinBox(minimum=0, maximum=64, value=0)
+        self.n_min.setToolTip("Drafts shorter than this are dropped and the round decodes plainly (--spec-draft-n-min)")
+        self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
+        self.p_min.setToolTip("Stop drafting when the draft's top token holds less than this share "
+                              "of its top-10 probability mass (--spec-draft-p-min)")
+        self.sync = QComboBox()
+        self.sync.addItem("reuse", "reuse")
+        self.sync.addItem("replay", "replay")
+        self.sync.setItemData(0, "keep the draft's own KV rows for the accepted prefix (about half "
+                                 "the draft cost)", Qt.ItemDataRole.ToolTipRole)
+        self.sync.setItemData(1, "llama.cpp's way: roll the draft back and re-decode the "
+                                 "verification batch", Qt.ItemDataRole.ToolTipRole)
+        self.sync.setToolTip("How the draft cache catches up after verification: reuse its own rows, "
+                             "or replay the verification batch as llama.cpp does")
+
+        self.sampler = QComboBox()
+        self.sampler.addItem("greedy", "greedy")
+        self.sampler.addItem("temperature", "temperature")
+        self.sampler.setToolTip("The target's sampler chain; it verifies the drafts")
+        self.temperature = QDoubleSpinBox(minimum=0.05, maximum=5.0, singleStep=0.1, decimals=2, value=0.8)
+        self.top_k = QSpinBox(minimum=0, maximum=1000, value=40)
+        self.top_k.setSpecialValueText("off")
+        self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2, value=0.95)
+        self.min_p = QDoubleSpinBox(minimum=0.0, maximum=0.99, singleStep=0.01, decimals=2, value=0.05)
+        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=42)
+        self.n_predict = QSpinBox(minimum=1, maximum=1_000_000, value=256, singleStep=64)
+        self.n_predict.setToolTip("Tokens to generate")
+        self.n_ctx = QSpinBox(minimum=64, maximum=1_048_576, value=2048, singleStep=512)
+        self.n_ctx.setToolTip("Context size of both models (changing it reloads them)")
+
+        def section(row, text):
+            lab = QLabel(text)
+            lab.setStyleSheet("color:#555; font-weight:600; margin-top:4px")
+            grid.addWidget(lab, row, 0, 1, 4)
+
+        def pair(row, col, label, widget):
+            lab = QLabel(label)
+            lab.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            lab.setToolTip(widget.toolTip())
+            grid.addWidget(lab, row, col)
+            grid.addWidget(widget, row, col + 1)
+            return lab
+
+        section(0, "Draft")
+        pair(1, 0, "n_max", self.n_max)
+        pair(1, 2, "n_min", self.n_min)
+        pair(2, 0, "p_min", self.p_min)
+        pair(2, 2, "sync", self.sync)
+        section(3, "Sampler (target)")
+        pair(4, 0, "sampler", self.sampler)
+        self._t_label = pair(4, 2, "temp", self.temperature)
+        self._sampling_labels = [pair(5, 0, "top-k", self.top_k), pair(5, 2, "top-p", self.top_p),
+                                 pair(6, 0, "min-p", self.min_p), pair(6, 2, "seed", self.seed)]
+        section(7, "Length")
+        pair(8, 0, "n_predict", self.n_predict)
+        pair(8, 2, "context", self.n_ctx)
+
+        self.sampler.currentIndexChanged.connect(self._sampler_mode)
+        self._sampler_mode()
+        for w in (self.n_max, self.n_min, self.p_min, self.temperature, self.top_k, self.top_p,
+                  self.min_p, self.seed, self.n_predict, self.n_ctx):
+            w.valueChanged.connect(self.changed)
+        for w in (self.sync, self.sampler):
+            w.currentIndexChanged.connect(self.changed)
+
+    def _sampler_mode(self) -> None:
+        greedy = self.sampler.currentData() == "greedy"
+        for w in (self.temperature, self.top_k, self.top_p, self.min_p, self.seed,
+                  self._t_label, *self._sampling_labels):
+            w.setEnabled(not greedy)
+
+    # ------------------------------------------------------------------ settings
+    def spec_settings(self):
+        from specscope.core.engine import SpecSettings
+        return SpecSettings(n_max=self.n_max.value(), n_min=self.n_min.value(),
+                            p_min=round(self.p_min.value(), 4), sync=self.sync.currentData())
+
+    def sampler_settings(self):
+        from specscope.core.sampling import SamplerSettings
+        if self.sampler.currentData() == "greedy":
+            return SamplerSettings(temperature=0.0, seed=self.seed.value())
+        return SamplerSettings(temperature=self.temperature.value(), top_k=self.top_k.value(),
+                               top_p=self.top_p.value(), min_p=self.min_p.value(),
+                               seed=self.seed.value())
+
+    def to_dict(self) -> dict:
+        return {"n_max": self.n_max.value(), "n_min": self.n_min.value(), "p_min": self.p_min.value(),
+                "sync": self.sync.currentData(), "sampler": self.sampler.currentData(),
+                "temperature": self.temperature.value(), "top_k": self.top_k.value(),
+                "top_p": self.top_p.value(), "min_p": self.min_p.value(), "seed": self.seed.value(),
+                "n_predict": self.n_predict.value(), "n_ctx": self.n_ctx.value()}
+
+    def from_dict(self, d: dict) -> None:
+        def num(key, cast, widget):
+            if key in d:
+                try:
+                    widget.setValue(cast(d[key]))
+                except (TypeError, ValueError):
+                    pass
+        num("n_max", int, self.n_max)
+        num("n_min", int, self.n_min)
+        num("p_min", float, self.p_min)
+        num("temperature", float, self.temperature)
+        num("top_k", int, self.top_k)
+        num("top_p", float, self.top_p)
+        num("min_p", float, self.min_p)
+        num("seed", int, self.seed)
+        num("n_predict", int, self.n_predict)
+        num("n_ctx", int, self.n_ctx)
+        for key, combo in (("sync", self.sync), ("sampler", self.sampler)):
+            i = combo.findData(d.get(key))
+            if i >= 0:
+                combo.setCurrentIndex(i)

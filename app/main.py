@@ -1,0 +1,54 @@
+"""``specscope`` with no arguments: open the window.
+
+``main(model, draft)`` is what ``specscope.core.cli`` calls. The window shows
+before any model loads; the pair is checked and loaded on worker threads.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+APP_NAME = "SpecScope"
+ORG_NAME = "SpecScope"
+
+# for tests and the smoke test: quit after this many milliseconds
+QUIT_AFTER_ENV = "SPECSCOPE_QUIT_AFTER_MS"
+
+
+def make_app(argv=None):
+    from PySide6.QtWidgets import QApplication
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(list(argv) if argv is not None else [sys.argv[0]])
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName(ORG_NAME)
+    app.setApplicationDisplayName(APP_NAME)
+    return app
+
+
+def main(model: Path | None = None, draft: Path | None = None) -> int:
+    app = make_app()
+    from PySide6.QtCore import QTimer
+    from .errors import ExceptHook, close_logging
+    from .window import MainWindow
+
+    window = MainWindow(model=Path(model) if model else None, draft=Path(draft) if draft else None)
+    hook = ExceptHook()
+    hook.caught.connect(lambda exc, tb: window.banner.show_error(exc, tb))
+    hook.install()
+    window.show()
+    quit_after = os.environ.get(QUIT_AFTER_ENV)
+    if quit_after:
+        QTimer.singleShot(int(quit_after), window.close)
+    try:
+        return app.exec()
+    finally:
+        hook.uninstall()
+        window.shutdown()
+        close_logging()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

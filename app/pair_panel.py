@@ -1,0 +1,307 @@
+"""Pick a target and a draft; see the pair doctor's verdict and each model's facts."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
+                               QSpinBox, QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout,
+                               QWidget, QHeaderView, QAbstractItemView)
+
+GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
+FACT_ROWS = ("architecture", "parameters", "file size", "tensor type", "bits / weight", "trained context")
+
+
+def human_count(n: int | None) -> str:
+    if not n:
+        return "–"
+    for unit, div in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return str(n)
+
+
+def human_bytes(n: int | None) -> str:
+    if not n:
+        return "–"
+    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= div:
+            return f"{n / div:.3g} {unit}"
+    return f"{n} B"
+
+
+def gguf_paths(mime) -> list[Path]:
+    if not mime.hasUrls():
+        return []
+    return [Path(u.toLocalFile()) for u in mime.urls()
+            if u.isLocalFile() and u.toLocalFile().lower().endswith(".gguf")]
+
+
+class PathEdit(QLineEdit):
+    """A path field that takes a dropped .gguf file."""
+
+    dropped = Signal(Path)
+
+    def __init__(self, placeholder: str):
+        super().__init__()
+        self.setPlaceholderText(placeholder)
+        self.setAcceptDrops(True)
+        self.setClearButtonEnabled(True)
+
+    def dragEnterEvent(self, event):  # noqa: N802
+        if gguf_paths(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event):  # noqa: N802
+        self.dragEnterEvent(event)
+
+    def dropEvent(self, event):  # noqa: N802
+        paths = gguf_paths(event.mimeData())
+        if paths:
+            self.setText(str(paths[0]))
+            self.dropped.emit(paths[0])
+            event.acceptProposedAction()
+
+
+class PairPanel(QGroupBox):
+    pair_changed = Signal()               # the user picked another target or draft
+    demo_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Models", parent)
+        lay = QVBoxLayout(self)
+        lay.setSpacing(6)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(6)
+        self.target_edit = PathEdit("target model (.gguf) — drop a file here")
+        self.draft_edit = PathEdit("draft model (.gguf) — drop a file here")
+        self.target_browse = QToolButton(text="…")
+        self.draft_browse = QToolButton(text="…")
+        self.target_browse.setToolTip("Choose the target model")
+        self.draft_browse.setToolTip("Choose the draft model")
+        for row, (name, edit, browse) in enumerate((("Target", self.target_edit, self.target_browse),
+                                                    ("Draft", self.draft_edit, self.draft_browse))):
+            grid.addWidget(QLabel(name), row, 0)
+            grid.addWidget(edit, row, 1)
+            grid.addWidget(browse, row, 2)
+        lay.addLayout(grid)
+        recent_row = QHBoxLayout()
+        self.recent = QComboBox()
+        self.recent.setToolTip("Pairs you used before")
+        self.recent.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.recent.setMinimumContentsLength(12)
+        self.demo_button = QPushButton("Demo pair")
+        self.demo_button.setToolTip("The small target/draft pair bundled with SpecScope")
+        recent_row.addWidget(self.recent, 1)
+        recent_row.addWidget(self.demo_button)
+        lay.addLayout(recent_row)
+
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.verdict)
+
+        self.facts = QTableWidget(len(FACT_ROWS), 2)
+        self.facts.setHorizontalHeaderLabels(["target", "draft"])
+        self.facts.setVerticalHeaderLabels(list(FACT_ROWS))
+        self.facts.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.facts.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.facts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.facts.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.facts.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.facts.setAlternatingRowColors(True)
+        self.facts.verticalHeader().setDefaultSectionSize(22)
+        self.facts.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.facts.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.facts.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
+        lay.addWidget(self.facts)
+
+        self.load_label = QLabel()
+        self.load_label.setStyleSheet("color:#555")
+        self.progress = {role: QProgressBar() for role in ("target", "draft")}
+        prog = QFormLayout()
+        prog.setContentsMargins(0, 0, 0, 0)
+        for role, bar in self.progress.items():
+            bar.setRange(0, 1000)
+            bar.setTextVisible(True)
+            bar.setFormat(f"{role} %p%")
+            bar.setMaximumHeight(16)
+            prog.addRow(bar)
+        self._progress_box = QWidget()
+        pl = QVBoxLayout(self._progress_box)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.addWidget(self.load_label)
+        pl.addLayout(prog)
+        lay.addWidget(self._progress_box)
+        self.set_load_state("idle")
+
+        self.advanced_toggle = QToolButton(text="Advanced: threads and GPU layers")
+        self.advanced_toggle.setCheckable(True)
+        self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.advanced_toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.advanced_toggle.setAutoRaise(True)
+        self.advanced = QWidget()
+        adv = QGridLayout(self.advanced)
+        adv.setContentsMargins(16, 0, 0, 0)
+        adv.addWidget(QLabel(""), 0, 0)
+        adv.addWidget(QLabel("target"), 0, 1)
+        adv.addWidget(QLabel("draft"), 0, 2)
+        self.threads = {r: QSpinBox() for r in ("target", "draft")}
+        self.gpu_layers = {r: QSpinBox() for r in ("target", "draft")}
+        for c, role in enumerate(("target", "draft"), start=1):
+            self.threads[role].setRange(0, 256)
+            self.threads[role].setSpecialValueText("all cores")
+            self.threads[role].setToolTip(f"CPU threads for the {role} (0: all cores)")
+            self.gpu_layers[role].setRange(0, 999)
+            self.gpu_layers[role].setToolTip(f"layers of the {role} offloaded to the GPU (-ngl)")
+            adv.addWidget(self.threads[role], 1, c)
+            adv.addWidget(self.gpu_layers[role], 2, c)
+        adv.addWidget(QLabel("threads"), 1, 0)
+        adv.addWidget(QLabel("GPU layers"), 2, 0)
+        self.advanced_toggle.toggled.connect(self._toggle_advanced)
+        self._toggle_advanced(False)
+        lay.addWidget(self.advanced_toggle)
+        lay.addWidget(self.advanced)
+
+        self.target_browse.clicked.connect(lambda: self._browse(self.target_edit, "Choose the target model"))
+        self.draft_browse.clicked.connect(lambda: self._browse(self.draft_edit, "Choose the draft model"))
+        for edit in (self.target_edit, self.draft_edit):
+            edit.editingFinished.connect(self._edited)
+            edit.dropped.connect(lambda _p: self._edited(force=True))
+        self.recent.activated.connect(self._recent_chosen)
+        self.demo_button.clicked.connect(self.demo_requested)
+        self._last = (None, None)
+
+    # ------------------------------------------------------------------ pair
+    def pair(self) -> tuple[Path | None, Path | None]:
+        t, d = self.target_edit.text().strip(), self.draft_edit.text().strip()
+        return (Path(t) if t else None, Path(d) if d else None)
+
+    def set_pair(self, target, draft, *, notify: bool = True) -> None:
+        self.target_edit.setText(str(target) if target else "")
+        self.draft_edit.setText(str(draft) if draft else "")
+        self._edited(force=True, notify=notify)
+
+    def _edited(self, force: bool = False, notify: bool = True) -> None:
+        now = self.pair()
+        if now != self._last or force:
+            self._last = now
+            if notify:
+                self.pair_changed.emit()
+
+    def _browse(self, edit: QLineEdit, title: str) -> None:
+        start = edit.text() or str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, title, start, GGUF_FILTER)
+        if path:
+            edit.setText(path)
+            self._edited(force=True)
+
+    def set_recent(self, pairs: list[tuple[str, str]]) -> None:
+        self.recent.clear()
+        self.recent.addItem("Recent pairs…")
+        for t, d in pairs:
+            self.recent.addItem(f"{Path(t).name}  +  {Path(d).name}", (t, d))
+            self.recent.setItemData(self.recent.count() - 1, f"{t}\n{d}", Qt.ItemDataRole.ToolTipRole)
+        self.recent.setEnabled(bool(pairs))
+
+    def _recent_chosen(self, index: int) -> None:
+        data = self.recent.itemData(index)
+        self.recent.setCurrentIndex(0)
+        if data:
+            self.set_pair(Path(data[0]), Path(data[1]))
+
+    # ------------------------------------------------------------------ verdict and facts
+    def set_checking(self) -> None:
+        self.verdict.setText("<span style='color:#666'>Checking the pair…</span>")
+
+    def set_verdict_text(self, text: str, color: str = "#666") -> None:
+        self.verdict.setText(f"<span style='color:{color}'>{html.escape(text)}</span>")
+
+    def set_report(self, report) -> None:
+        if report.compatible:
+            head = (f"<b style='color:#15803d'>✔ {html.escape(report.verdict)}</b>")
+        else:
+            head = f"<b style='color:#b42318'>✘ {html.escape(report.verdict)}</b>"
+        items = []
+        for r in report.rules:
+            if not r.passed:
+                items.append(f"<li style='color:#b42318'>{html.escape(r.message)}</li>")
+        if report.cost.warning:
+            items.append(f"<li style='color:#a15c00'>{html.escape(report.cost.warning)}</li>")
+        for note in report.notes:
+            if "may" in note or "differ" in note or "checkpoint" in note:
+                items.append(f"<li style='color:#555'>{html.escape(note)}</li>")
+        passed = sum(r.passed for r in report.rules)
+        detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} vocabulary rules pass"
+        detail += f"; f ≈ {report.cost.f:.3f} (draft size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
+        self.verdict.setText(head + detail + (f"<ul style='margin:2px 0 0 -20px'>{''.join(items)}</ul>" if items else ""))
+        self.verdict.setToolTip("\n".join([r.message for r in report.rules] + list(report.notes)))
+        for col, m in enumerate((report.target, report.draft)):
+            dominant = max(m.tensor_types.items(), key=lambda kv: kv[1].get("n_params", 0))[0] \
+                if m.tensor_types else (m.file_type or "–")
+            vals = (m.architecture or "–", human_count(m.n_params), human_bytes(m.file_size),
+                    f"{m.file_type or dominant}" + (f" ({dominant})" if m.file_type and dominant != m.file_type else ""),
+                    f"{m.bits_per_weight:.2f}" if m.bits_per_weight else "–",
+                    f"{m.context_length:,}" if m.context_length else "–")
+            for row, v in enumerate(vals):
+                item = QTableWidgetItem(v)
+                item.setToolTip(m.path if row == 0 else v)
+                self.facts.setItem(row, col, item)
+
+    def clear_facts(self) -> None:
+        for col in range(2):
+            for row in range(len(FACT_ROWS)):
+                self.facts.setItem(row, col, QTableWidgetItem("–"))
+
+    def set_load_facts(self, facts: dict) -> None:
+        """Facts from the loaded models, for what the doctor could not say."""
+        for col, role in enumerate(("target", "draft")):
+            f = facts.get(role)
+            if not f:
+                continue
+            item = self.facts.item(1, col)
+            if item is None or item.text() == "–":
+                self.facts.setItem(1, col, QTableWidgetItem(human_count(f["n_params"])))
+            item = self.facts.item(2, col)
+            if item is None or item.text() == "–":
+                self.facts.setItem(2, col, QTableWidgetItem(human_bytes(f["size_bytes"])))
+
+    # ------------------------------------------------------------------ loading
+    def set_load_state(self, state: str, text: str = "") -> None:
+        """idle | loading | loaded"""
+        loading = state == "loading"
+        for bar in self.progress.values():
+            bar.setVisible(loading)
+            if loading:
+                bar.setValue(0)
+        self.load_label.setText(text)
+        self.load_label.setVisible(bool(text))
+
+    def set_progress(self, role: str, fraction: float) -> None:
+        bar = self.progress.get(role)
+        if bar is not None:
+            bar.setVisible(True)
+            bar.setValue(int(fraction * 1000))
+
+    # ------------------------------------------------------------------ advanced
+    def _toggle_advanced(self, on: bool) -> None:
+        self.advanced.setVisible(on)
+        self.advanced_toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+
+    def engine_kwargs(self) -> dict:
+        return dict(target_threads=self.threads["target"].value(),
+                    draft_threads=self.threads["draft"].value(),
+                    target_gpu_layers=self.gpu_layers["target"].value(),
+                    draft_gpu_layers=self.gpu_layers["draft"].value())
+
+    def set_engine_kwargs(self, kw: dict) -> None:
+        self.threads["target"].setValue(int(kw.get("target_threads", 0)))
+        self.threads["draft"].setValue(int(kw.get("draft_threads", 0)))
+        self.gpu_layers["target"].setValue(int(kw.get("target_gpu_layers", 0)))
+        self.gpu_layers["draft"].setValue(int(kw.get("draft_gpu_layers", 0)))

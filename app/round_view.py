@@ -1,0 +1,249 @@
+"""One round, explained in words and a small picture (step mode).
+
+The picture has one column per KV position from ``n_past`` (the seed) to
+one past the last drafted token, and four rows:
+
+    position   n_past   n_past+1 ...
+    draft      seed     d0 (p)   d1 (p) ...       what went into the verification batch
+    target     -        sample0  sample1 ...      the target's sample for that slot (✓ / ✗ / bonus)
+    KV cache   kept     kept     dropped ...      rows each cache holds after the round
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+
+from .token_view import COLORS, ACCEPTED, REJECTED, TARGET, UNCHECKED, visible
+
+CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 96, 6
+ROWS = ("position", "draft", "target", "KV after")
+
+
+def short(text: str, n: int = 10) -> str:
+    text = visible(text) or "␣"
+    text = text.replace(" ", "␣") if text.strip() == "" else text
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+class RoundDiagram(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._ev = None
+        self._vocab = None
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def show_round(self, ev, vocab) -> None:
+        self._ev, self._vocab = ev, vocab
+        self.updateGeometry()
+        self.setMinimumWidth(self.sizeHint().width())
+        self.update()
+
+    def clear(self) -> None:
+        self._ev = None
+        self.update()
+
+    def _n_cols(self) -> int:
+        if self._ev is None:
+            return 0
+        return len(self._ev.replayed) + len(self._ev.drafted) + 2
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP), len(ROWS) * (CELL_H + GAP) + GAP)
+
+    def _tok(self, t: int) -> str:
+        if self._vocab.is_eog(t):
+            return "⟨end⟩"
+        return short(self._vocab.piece(t).decode("utf-8", "replace"))
+
+    def paintEvent(self, _event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.fillRect(self.rect(), QColor("#ffffff"))
+        font = QFont(self.font())
+        small = QFont(font)
+        small.setPointSizeF(max(7.0, font.pointSizeF() - 1.5))
+        p.setFont(font)
+        for r, name in enumerate(ROWS):
+            p.setPen(QColor("#444444"))
+            p.drawText(QRectF(4, GAP + r * (CELL_H + GAP), LABEL_W - 8, CELL_H),
+                       Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
+        ev = self._ev
+        if ev is None:
+            p.setPen(QColor("#888888"))
+            p.drawText(QRectF(LABEL_W, 0, self.width() - LABEL_W, self.height()),
+                       Qt.AlignmentFlag.AlignCenter, "Press Step (F10) to run one round")
+            return
+        replayed, drafted = list(ev.replayed), list(ev.drafted)
+        batch = [ev.seed, *replayed, *drafted]          # the verification batch
+        a, k = ev.n_accepted, len(drafted)
+        n_after = ev.n_past_after
+
+        def cell(col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None):
+            x = LABEL_W + col * (CELL_W + GAP)
+            y = GAP + row * (CELL_H + GAP)
+            rect = QRectF(x, y, CELL_W, CELL_H)
+            p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
+            p.setBrush(QColor(bg))
+            p.drawRoundedRect(rect, 5, 5)
+            f = QFont(font)
+            f.setStrikeOut(strike)
+            p.setFont(f)
+            p.setPen(QColor(fg))
+            if sub:
+                p.drawText(rect.adjusted(2, 2, -2, -CELL_H / 2 + 2), Qt.AlignmentFlag.AlignCenter, text)
+                p.setFont(small)
+                p.setPen(QColor("#555555"))
+                p.drawText(rect.adjusted(2, CELL_H / 2 - 1, -2, -2), Qt.AlignmentFlag.AlignCenter, sub)
+            else:
+                p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+
+        n_cols = len(batch) + 1
+        for c in range(n_cols):
+            pos = ev.n_past + c
+            cell(c, 0, f"{pos}" + ("  n_past" if c == 0 else ""), bg="#ffffff")
+        # row 1: what went into the verification batch
+        cell(0, 1, self._tok(ev.seed), sub="seed (id_last)", bg="#ececec", border="#888888")
+        for i, t in enumerate(replayed):
+            cell(1 + i, 1, self._tok(t), sub="replayed", bg="#ececec")
+        off = 1 + len(replayed)
+        for i, t in enumerate(drafted):
+            prob = f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else "drafted"
+            if i < a:
+                fg, bg = COLORS[ACCEPTED]
+            elif i == a:
+                fg, bg = COLORS[REJECTED]
+            else:
+                fg, bg = COLORS[UNCHECKED][0], "#f7efee"
+            cell(off + i, 1, self._tok(t), fg=fg, bg=bg, sub=prob, strike=i >= a)
+        # row 2: the target's samples, one per batch row, written in the slot they predict
+        emitted = list(ev.emitted)
+        for i, t in enumerate(emitted):
+            col = off + i
+            if i < a:
+                fg, bg = COLORS[ACCEPTED]
+                cell(col, 2, self._tok(t), fg=fg, bg=bg, sub="✓ same")
+            elif drafted and i == a and a < k:
+                fg, bg = COLORS[TARGET]
+                cell(col, 2, self._tok(t), fg=fg, bg=bg, sub="✗ replacement", border=COLORS[REJECTED][0])
+            else:
+                fg, bg = COLORS[TARGET]
+                cell(col, 2, self._tok(t), fg=fg, bg=bg, sub="bonus" if drafted else "target")
+        # row 3: the KV rows after the round
+        for c in range(n_cols):
+            pos = ev.n_past + c
+            if c < len(batch):
+                if pos < n_after:
+                    cell(c, 3, "kept", fg="#333333", bg="#e8e8e8")
+                elif pos == n_after and ev.mode != "checkpoint":
+                    cell(c, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff", sub="next seed here",
+                         border=COLORS[TARGET][0])
+                else:
+                    cell(c, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff")
+            elif pos == n_after:
+                cell(c, 3, "next seed", fg=COLORS[TARGET][0], bg="#ffffff", border=COLORS[TARGET][0])
+        p.end()
+
+
+class RoundExplainer(QWidget):
+    """The latest round in words, with the diagram above."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.diagram = RoundDiagram()
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        inner = QWidget()
+        lay = QVBoxLayout(inner)
+        lay.addWidget(self.diagram)
+        lay.addWidget(self.text, 1)
+        scroll.setWidget(inner)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        self.event = None
+        self.clear()
+
+    def clear(self) -> None:
+        self.event = None
+        self.diagram.clear()
+        self.text.setText("<p style='color:#666'>Step mode runs one round per press of <b>Step</b> "
+                          "(F10) and explains it here: the seed token, the draft, the verification "
+                          "batch, the first mismatch, the KV rows each cache dropped and the next "
+                          "seed. During a free run this shows the latest round.</p>")
+
+    def show_round(self, ev, vocab) -> None:
+        self.event = ev
+        self.diagram.show_round(ev, vocab)
+        self.text.setText(explain(ev, vocab))
+
+
+def explain(ev, vocab) -> str:
+    """The round in words (HTML)."""
+    def tok(t):
+        if vocab.is_eog(t):
+            return "<code>⟨end of text⟩</code>"
+        return f"<code>{html.escape(visible(vocab.piece(t).decode('utf-8', 'replace')) or ' ')}</code>"
+
+    n_past, k, a = ev.n_past, len(ev.drafted), ev.n_accepted
+    lines = [f"<b>Round {ev.index}</b> ({ev.mode}). Both caches held positions 0–{n_past - 1}; "
+             f"the seed <i>id_last</i> = {tok(ev.seed)} (id {ev.seed}) sits at <i>n_past</i> = {n_past}, "
+             "sampled last round but not yet evaluated."]
+    if ev.mode == "baseline":
+        lines.append(f"<b>Target only:</b> the target decoded the seed and sampled {tok(ev.emitted[0])}.")
+    elif ev.replayed:
+        lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
+                     f"tokens ({' '.join(tok(t) for t in ev.replayed)}); the target re-verifies them "
+                     "in this batch instead of a draft.")
+    elif k:
+        drafted = ", ".join(f"{tok(t)} (p {p:.2f})" for t, p in zip(ev.drafted, ev.draft_probs))
+        why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
+               "budget": "the per-round budget (context / n_predict) was reached",
+               "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
+            ev.draft_stop, ev.draft_stop or "the draft ended")
+        lines.append(f"<b>1. Draft:</b> the draft model decoded the seed and proposed {k} token"
+                     f"{'s' if k != 1 else ''} greedily: {drafted}; it stopped because {why}. "
+                     f"({ev.t_draft * 1e3:.1f} ms)")
+    else:
+        why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
+               "budget": "there was no room left to draft"}.get(ev.draft_stop, "nothing was drafted")
+        lines.append(f"<b>1. Draft:</b> none — {why}; this round is plain decoding.")
+    if ev.mode != "baseline":
+        batch = [ev.seed, *ev.replayed, *ev.drafted]
+        lines.append(f"<b>2. Verify:</b> the target decoded the batch [{' '.join(tok(t) for t in batch)}] "
+                     f"at positions {n_past}–{n_past + len(batch) - 1} in one pass, with logits on every "
+                     f"row, and sampled each row. ({ev.t_verify * 1e3:.1f} ms)")
+        if k and a == k:
+            lines.append(f"<b>3. Result:</b> all {k} drafted tokens matched; the target added the bonus "
+                         f"token {tok(ev.emitted[-1])}. Emitted {len(ev.emitted)} tokens.")
+        elif k:
+            lines.append(f"<b>3. Result:</b> the target agreed with {a} drafted token{'s' if a != 1 else ''}; "
+                         f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
+                         f"(draft position {a + 1}): the draft proposed {tok(ev.drafted[a])}, the target "
+                         f"sampled {tok(ev.emitted[-1])}, which replaces it. Emitted {len(ev.emitted)} "
+                         f"token{'s' if len(ev.emitted) != 1 else ''}.")
+        else:
+            lines.append(f"<b>3. Result:</b> the target emitted {tok(ev.emitted[-1])}.")
+        lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
+                     f"{'s' if ev.kv_dropped_target != 1 else ''}, the draft cache "
+                     f"{ev.kv_dropped_draft}. ({ev.t_sync * 1e3:.1f} ms sync)")
+        if ev.mode == "checkpoint":
+            lines.append("The target's memory cannot drop part of a sequence, so both caches were "
+                         "restored to the checkpoint taken before verifying; the decided tokens are "
+                         "replayed next round.")
+    nxt = ev.next_seed
+    if ev.finish:
+        lines.append(f"<b>The run ended</b> ({ev.finish}).")
+    else:
+        lines.append(f"<b>Next:</b> id_last = {tok(nxt)} at n_past = {ev.n_past_after}.")
+    return "".join(f"<p style='margin:2px 0 6px 0'>{ln}</p>" for ln in lines)

@@ -1,0 +1,77 @@
+"""The stats bar: n_drafted, n_accept, acceptance, mean accepted length, tokens/s, speed-up."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
+
+FIELDS = (
+    ("state", "", "what the engine is doing"),
+    ("tokens", "tokens", "tokens generated (and rounds)"),
+    ("n_drafted", "n_drafted", "drafted tokens the target verified"),
+    ("n_accept", "n_accept", "drafted tokens the target kept"),
+    ("acceptance", "acceptance", "n_accept ÷ n_drafted"),
+    ("mean_len", "mean accepted length", "tokens per verified draft: 1 + accepted (llama.cpp's measure)"),
+    ("tps", "tokens/s", "generated tokens per second (prefill excluded)"),
+    ("speedup", "speed-up", "tokens/s of this run ÷ tokens/s of a target-only baseline run with "
+                            "the same prompt and settings (press Baseline)"),
+)
+
+
+class StatsBar(QFrame):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("statsbar")
+        self.setStyleSheet("#statsbar { background:#f4f5f7; border-top:1px solid #d9dbe0; }"
+                           " QLabel[role='name'] { color:#666; }"
+                           " QLabel[role='value'] { color:#111; font-weight:600; }")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(10, 4, 10, 4)
+        lay.setSpacing(6)
+        self.values: dict[str, QLabel] = {}
+        for i, (key, name, tip) in enumerate(FIELDS):
+            if i:
+                sep = QFrame()
+                sep.setFrameShape(QFrame.Shape.VLine)
+                sep.setStyleSheet("color:#d0d0d0")
+                lay.addWidget(sep)
+            if name:
+                n = QLabel(name)
+                n.setProperty("role", "name")
+                n.setToolTip(tip)
+                lay.addWidget(n)
+            v = QLabel("–")
+            v.setProperty("role", "value")
+            v.setToolTip(tip)
+            v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            if key == "state":
+                v.setMinimumWidth(150)
+            lay.addWidget(v)
+            self.values[key] = v
+        lay.addStretch(1)
+        self.set_state("Idle")
+
+    def set_state(self, text: str) -> None:
+        self.values["state"].setText(text)
+
+    def clear(self) -> None:
+        for key, v in self.values.items():
+            if key != "state":
+                v.setText("–")
+
+    def update_stats(self, stats, speedup: float | None, baseline: bool = False) -> None:
+        v = self.values
+        v["tokens"].setText(f"{stats.n_tokens} ({stats.n_rounds} rounds)")
+        if baseline:
+            for key in ("n_drafted", "n_accept", "acceptance", "mean_len", "speedup"):
+                v[key].setText("–")
+        else:
+            v["n_drafted"].setText(str(stats.n_drafted))
+            v["n_accept"].setText(str(stats.n_accept))
+            v["acceptance"].setText(f"{100 * stats.acceptance_rate:.1f} %" if stats.n_drafted else "–")
+            v["mean_len"].setText(f"{stats.mean_accepted_length:.2f}" if stats.n_draft_rounds else "–")
+            v["speedup"].setText(f"{speedup:.2f}×" if speedup else "– (no baseline)")
+        v["tps"].setText(f"{stats.tokens_per_s:.1f}" if stats.t_total > 0 else "–")
+
+    def text(self, key: str) -> str:
+        return self.values[key].text()

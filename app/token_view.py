@@ -1,0 +1,292 @@
+"""The live token view: text as it is emitted, coloured by who produced each token.
+
+Each round appends: the drafted tokens the target accepted, then (if the
+draft was cut) the rejected drafted tokens struck through, then the target's
+own token (the replacement at the first mismatch, or the bonus token after a
+full acceptance). Appending is incremental: one cursor insert per token,
+nothing already in the document is touched. Hiding the rejected tokens is the
+only thing that rebuilds the document, once, when the user flips the toggle.
+"""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import html
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QPlainTextEdit, QToolTip
+
+PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
+
+COLORS = {   # kind -> (foreground, background); also used by the legend
+    PROMPT: ("#6b6b6b", None),
+    ACCEPTED: ("#14532d", "#bbf0c6"),
+    TARGET: ("#1e3a8a", "#c9dcff"),
+    REJECTED: ("#b42318", "#fde4e1"),
+    UNCHECKED: ("#b0837d", None),
+}
+LEGEND = (
+    (ACCEPTED, "drafted, accepted by the target"),
+    (TARGET, "the target's own token (replacement or bonus)"),
+    (REJECTED, "drafted, rejected"),
+    (UNCHECKED, "drafted after a rejection, never checked"),
+)
+
+
+@dataclass(frozen=True)
+class TokenSpan:
+    kind: str            # prompt | accepted | target | rejected | unchecked
+    token: int           # -1 for the prompt
+    round: int           # -1 for the prompt
+    position: int        # KV position the token has (or would have had)
+    start: int           # document positions [start, end)
+    end: int
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class _Piece:
+    kind: str
+    token: int
+    round: int
+    position: int
+    text: str
+    tooltip: str
+
+
+def visible(text: str) -> str:
+    """Whitespace made visible, for tokens shown outside the flowing text."""
+    return text.replace("\n", "↵").replace("\t", "⇥").replace("\r", "␍")
+
+
+def char_format(kind: str, base: QFont | None = None) -> QTextCharFormat:
+    fmt = QTextCharFormat()
+    fg, bg = COLORS[kind]
+    fmt.setForeground(QColor(fg))
+    if bg:
+        fmt.setBackground(QColor(bg))
+    if kind in (REJECTED, UNCHECKED):
+        fmt.setFontStrikeOut(True)
+    if kind == UNCHECKED:
+        fmt.setFontItalic(True)
+    return fmt
+
+
+class TokenView(QPlainTextEdit):
+    """Read-only text view that knows which token every character came from."""
+
+    show_rejected_changed = Signal(bool)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        font.setPointSizeF(max(font.pointSizeF(), 10.5))
+        self.setFont(font)
+        self.setMouseTracking(True)
+        self.setPlaceholderText("Generated text appears here, token by token. Press Run (Ctrl+R) "
+                                "or Step (F10).")
+        self._formats = {k: char_format(k) for k in COLORS}
+        self._show_rejected = True
+        self._pieces: list[_Piece] = []
+        self.spans: list[TokenSpan] = []
+        self._starts: list[int] = []
+        self._vocab = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._generated: list[str] = []
+
+    # ------------------------------------------------------------------ state
+    @property
+    def show_rejected(self) -> bool:
+        return self._show_rejected
+
+    def set_show_rejected(self, show: bool) -> None:
+        if show == self._show_rejected:
+            return
+        self._show_rejected = show
+        self._rebuild()
+        self.show_rejected_changed.emit(show)
+
+    def clear_tokens(self) -> None:
+        self.clear()
+        self._pieces.clear()
+        self.spans.clear()
+        self._starts.clear()
+        self._generated.clear()
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def begin(self, prompt: str, vocab) -> None:
+        """A new run: show the prompt, remember the vocabulary."""
+        self.clear_tokens()
+        self._vocab = vocab
+        self._append([_Piece(PROMPT, -1, -1, -1, prompt, "the prompt")])
+
+    def generated_text(self) -> str:
+        return "".join(self._generated)
+
+    def full_text(self) -> str:
+        """Prompt and generated text, without rejected tokens."""
+        return "".join(p.text for p in self._pieces if p.kind in (PROMPT, ACCEPTED, TARGET))
+
+    # ------------------------------------------------------------------ events
+    def append_events(self, events) -> None:
+        pieces = []
+        for ev in events:
+            pieces.extend(self._round_pieces(ev))
+        self._append(pieces)
+
+    def _text(self, token: int) -> str:
+        if self._vocab.is_eog(token):
+            return ""
+        return self._decoder.decode(self._vocab.piece(token))
+
+    def _piece_text(self, token: int) -> str:
+        return self._vocab.piece(token).decode("utf-8", "replace")
+
+    def _round_pieces(self, ev) -> list[_Piece]:
+        out = []
+        k, a = len(ev.drafted), ev.n_accepted
+        pos0 = ev.n_past + len(ev.replayed) + 1      # position of emitted[0]
+        rnd = f"round {ev.index}"
+        for i, tok in enumerate(ev.emitted):
+            pos = pos0 + i
+            if i < a and ev.drafted:
+                kind = ACCEPTED
+                tip = (f"<b>{rnd}</b>, position {pos}<br>drafted at draft position {i + 1}, "
+                       f"accepted<br>draft probability {ev.draft_probs[i]:.3f}"
+                       if i < len(ev.draft_probs) else f"<b>{rnd}</b>, position {pos}<br>accepted")
+                out.append(_Piece(kind, tok, ev.index, pos, self._text(tok), tip + self._tok_line(tok)))
+                continue
+            # the target's own token: replacement, bonus, or a plain/baseline token
+            if ev.drafted and a < k:
+                # show the rejected draft tokens first, struck through
+                for j in range(a, k):
+                    d = ev.drafted[j]
+                    p = ev.draft_probs[j] if j < len(ev.draft_probs) else None
+                    ptxt = f"draft probability {p:.3f}" if p is not None else ""
+                    if j == a:
+                        tip = (f"<b>{rnd}</b>, position {pos0 + j}<br>drafted at draft position {j + 1}, "
+                               f"<b>rejected</b>: the target sampled "
+                               f"<code>{self._esc(tok)}</code> instead<br>{ptxt}")
+                        kind = REJECTED
+                    else:
+                        tip = (f"<b>{rnd}</b>, position {pos0 + j}<br>drafted at draft position {j + 1}; "
+                               f"never checked (it follows the first mismatch)<br>{ptxt}")
+                        kind = UNCHECKED
+                    out.append(_Piece(kind, d, ev.index, pos0 + j, visible(self._piece_text(d)),
+                                      tip + self._tok_line(d)))
+                d = ev.drafted[a]
+                p = ev.draft_probs[a] if a < len(ev.draft_probs) else 0.0
+                tip = (f"<b>{rnd}</b>, position {pos}<br><b>replacement</b>: the target's own token "
+                       f"at the first mismatch<br>the draft had proposed <code>{self._esc(d)}</code> "
+                       f"(p {p:.3f})")
+            elif ev.drafted:
+                tip = (f"<b>{rnd}</b>, position {pos}<br><b>bonus</b> token: the target accepted all "
+                       f"{k} drafted tokens and added its own")
+            elif ev.mode == "replay":
+                tip = (f"<b>{rnd}</b>, position {pos}<br>after a checkpoint restore the target "
+                       f"re-verified the {len(ev.replayed)} tokens decided last round; this one "
+                       "is its own next token")
+            elif ev.mode == "baseline":
+                tip = f"<b>{rnd}</b>, position {pos}<br>target-only (baseline) token"
+            else:
+                why = {"n_min": f"the draft ({ev.dropped_draft} tokens) was shorter than n_min",
+                       "budget": "no room left to draft"}.get(ev.draft_stop, "no draft")
+                tip = f"<b>{rnd}</b>, position {pos}<br>target token, no draft this round ({why})"
+            if self._vocab.is_eog(tok):
+                out.append(_Piece(TARGET, tok, ev.index, pos, "⟨end of text⟩",
+                                  tip + self._tok_line(tok)))
+            else:
+                out.append(_Piece(TARGET, tok, ev.index, pos, self._text(tok), tip + self._tok_line(tok)))
+        return out
+
+    def _esc(self, token: int) -> str:
+        return html.escape(visible(self._piece_text(token)) or " ")
+
+    def _tok_line(self, token: int) -> str:
+        return f"<br><span style='color:#666'>token {token} <code>{self._esc(token)}</code></span>"
+
+    # ------------------------------------------------------------------ document
+    def _append(self, pieces: list[_Piece]) -> None:
+        if not pieces:
+            return
+        bar = self.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.beginEditBlock()
+        for p in pieces:
+            self._pieces.append(p)
+            if p.kind in (ACCEPTED, TARGET) and p.text and p.text != "⟨end of text⟩":
+                self._generated.append(p.text)
+            self._insert(cursor, p)
+        cursor.endEditBlock()
+        if at_end:
+            bar.setValue(bar.maximum())
+
+    def _insert(self, cursor: QTextCursor, p: _Piece) -> None:
+        if p.kind in (REJECTED, UNCHECKED) and not self._show_rejected:
+            return
+        start = cursor.position()
+        if p.text:
+            cursor.insertText(p.text, self._formats[p.kind])
+        span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.tooltip)
+        self.spans.append(span)
+        self._starts.append(start)
+
+    def _rebuild(self) -> None:
+        pieces = self._pieces
+        self.clear()
+        self.spans.clear()
+        self._starts.clear()
+        self._pieces = []
+        generated = self._generated
+        self._append(pieces)
+        self._generated = generated
+
+    # ------------------------------------------------------------------ hover
+    def span_at(self, doc_pos: int) -> TokenSpan | None:
+        i = bisect.bisect_right(self._starts, doc_pos) - 1
+        while i >= 0:
+            s = self.spans[i]
+            if s.start <= doc_pos < s.end:
+                return s
+            if s.end <= doc_pos:
+                return None
+            i -= 1
+        return None
+
+    def span_at_point(self, point) -> TokenSpan | None:
+        cursor = self.cursorForPosition(point)
+        pos = cursor.position()
+        rect = self.cursorRect(cursor)
+        if point.x() < rect.x() and pos > 0:
+            pos -= 1
+        return self.span_at(pos)
+
+    def viewportEvent(self, event) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.ToolTip:
+            span = self.span_at_point(event.pos())
+            if span is not None and span.kind != PROMPT:
+                QToolTip.showText(event.globalPos(), span.tooltip, self.viewport())
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().viewportEvent(event)
+
+
+def legend_html() -> str:
+    parts = []
+    for kind, label in LEGEND:
+        fg, bg = COLORS[kind]
+        style = f"color:{fg};" + (f"background:{bg};" if bg else "")
+        if kind in (REJECTED, UNCHECKED):
+            style += "text-decoration:line-through;"
+        parts.append(f"<span style='{style} padding:1px 4px;'>&nbsp;abc&nbsp;</span>&nbsp;{label}")
+    return "&nbsp;&nbsp;&nbsp;".join(parts)

@@ -1,0 +1,838 @@
+"""The SpecScope main window.
+
+Left: the pair (pickers, doctor verdict, facts, load progress), the prompt and
+the parameters. Right: the live token view over a tab stack (plots, cost
+model, the latest round explained). Bottom: the stats bar.
+
+Threads: an ``EngineWorker`` (load + runs) and a ``DoctorWorker`` (pair
+checks), each on its own QThread. Round events arrive in batches through
+``events_ready`` and are only queued; ``_refresh`` (a timer, at most every
+``REFRESH_PERIOD_MS``) applies them: token view, stats fold, plots, cost panel.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
+                               QMessageBox, QScrollArea, QSplitter, QTabWidget, QToolBar,
+                               QVBoxLayout, QWidget)
+
+from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
+from .errors import MessageBanner, setup_logging
+from .pair_panel import PairPanel, gguf_paths
+from .round_view import RoundExplainer
+from .stats_bar import StatsBar
+from .token_view import TokenView, legend_html
+from .worker import DoctorWorker, EngineWorker, RunRequest, start_thread
+
+log = logging.getLogger("specscope.app")
+
+REFRESH_PERIOD_MS = 33           # the GUI applies new events at most ~30 times a second
+PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
+MAX_RECENT_PAIRS = 8
+SETTINGS_VERSION = 1
+
+
+def _plots_panel():
+    try:
+        from .plots import PlotsPanel
+        return PlotsPanel()
+    except ImportError:          # the plot widgets are optional while they are being built
+        return _Placeholder("Plots", "not available in this build")
+
+
+def _cost_panel():
+    try:
+        from .cost_panel import CostPanel
+        return CostPanel()
+    except ImportError:
+        return _Placeholder("Cost model", "not available in this build")
+
+
+class _Placeholder(QLabel):
+    def __init__(self, what: str, text: str = "loading…"):
+        super().__init__(f"{what}: {text}")
+        self.setStyleSheet("color:#888")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+
+    def update_stats(self, *a):
+        pass
+
+    def update_measured(self, *a):
+        pass
+
+    def clear(self):
+        pass
+
+
+class MainWindow(QMainWindow):
+    start_requested = Signal(object)
+    preload_requested = Signal(object)
+    step_requested = Signal(int)
+    resume_requested = Signal(int)
+    cancel_requested = Signal()
+    shutdown_requested = Signal()
+    check_requested = Signal(int, str, str)
+    # for tests and the benchmark
+    run_done = Signal(int, str)          # run_id, finish (after the final refresh)
+    step_done = Signal(int)              # run_id: a step was applied to the views
+    pair_report_shown = Signal(object)   # PairReport, or an exception
+
+    def __init__(self, model: Path | None = None, draft: Path | None = None,
+                 settings: QSettings | None = None, preload: bool = True):
+        super().__init__()
+        self.setWindowTitle("SpecScope — speculative decoding, live")
+        self.setAcceptDrops(True)
+        self.settings = settings if settings is not None else QSettings()
+        self.log_path = setup_logging()
+        self._preload_enabled = preload
+
+        self._run_id = 0
+        self._check_id = 0
+        self.active: RunRequest | None = None       # the run in progress
+        self.mode = "idle"                          # idle | running | stepping | paused
+        self.events: list = []                      # events of the run shown
+        self._pending: list = []                    # arrived, not yet applied
+        self.shown_request: RunRequest | None = None
+        self.vocab = None
+        self.report = None
+        self.baselines: dict = {}                   # run key -> Stats of a baseline run
+        self.last_spec: tuple | None = None         # (run key, Stats, n_max) of the latest spec run
+        self.stats = None
+        self._loaded_key = None
+        self._closing = False
+        self.refresh_count = 0
+
+        self._build_ui()
+        self._build_actions()
+        self._start_threads()
+        self._restore(model, draft)
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_PERIOD_MS)
+        self.timer.timeout.connect(self._refresh)
+        self.timer.start()
+        self._update_buttons()
+        QTimer.singleShot(0, self._build_panels)
+
+    def _build_panels(self) -> None:
+        """Replace the plot and cost-model placeholders with the real (pyqtgraph) panels."""
+        if self.panels_ready or self._closing:
+            return
+        current = self.tabs.currentIndex()
+        for index, (attr, make, title) in enumerate((("plots", _plots_panel, "Plots"),
+                                                     ("cost_panel", _cost_panel, "Cost model"))):
+            widget = make()
+            old = getattr(self, attr)
+            self.tabs.removeTab(index)
+            self.tabs.insertTab(index, widget, title)
+            old.deleteLater()
+            setattr(self, attr, widget)
+        self.tabs.setCurrentIndex(current)
+        for name in getattr(self.plots, "plot_names", lambda: [])():
+            self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
+        self.panels_ready = True
+        if self.stats is not None:
+            self.plots.update_stats(self.stats, self.events)
+            self._show_measured()
+
+    # ================================================================== UI
+    def _build_ui(self) -> None:
+        self.pair_panel = PairPanel()
+        self.prompt = PromptEditor()
+        self.params = ParamsPanel()
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(8, 8, 8, 8)
+        ll.addWidget(self.pair_panel)
+        ll.addWidget(self.prompt)
+        ll.addWidget(self.params)
+        ll.addStretch(1)
+        left_scroll = QScrollArea()
+        left_scroll.setWidgetResizable(True)
+        left_scroll.setWidget(left)
+        left_scroll.setMinimumWidth(400)
+        left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        self.banner = MessageBanner()
+        self.banner.log_path = self.log_path
+        self.token_view = TokenView()
+        self.legend = QLabel(legend_html())
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
+        self.show_rejected = QCheckBox("show rejected drafts")
+        self.show_rejected.setChecked(True)
+        self.show_rejected.setToolTip("Show the drafted tokens the target rejected, struck through (Ctrl+H)")
+        self.show_rejected.toggled.connect(self.token_view.set_show_rejected)
+        legend_row = QHBoxLayout()
+        legend_row.addWidget(self.legend, 1)
+        legend_row.addWidget(self.show_rejected)
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(8, 8, 8, 4)
+        tl.addWidget(self.banner)
+        title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
+                       "position and draft probability</span>")
+        tl.addWidget(title)
+        tl.addLayout(legend_row)
+        tl.addWidget(self.token_view, 1)
+
+        # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
+        self.plots = _Placeholder("Plots")
+        self.cost_panel = _Placeholder("Cost model")
+        self.panels_ready = False
+        self.round_view = RoundExplainer()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.plots, "Plots")
+        self.tabs.addTab(self.cost_panel, "Cost model")
+        self.tabs.addTab(self.round_view, "Round (step mode)")
+        self.tabs.setDocumentMode(True)
+
+        self.right_split = QSplitter(Qt.Orientation.Vertical)
+        self.right_split.addWidget(top)
+        self.right_split.addWidget(self.tabs)
+        self.right_split.setStretchFactor(0, 2)
+        self.right_split.setStretchFactor(1, 3)
+        self.right_split.setChildrenCollapsible(False)
+        self.main_split = QSplitter(Qt.Orientation.Horizontal)
+        self.main_split.addWidget(left_scroll)
+        self.main_split.addWidget(self.right_split)
+        self.main_split.setStretchFactor(0, 0)
+        self.main_split.setStretchFactor(1, 1)
+        self.main_split.setSizes([430, 1010])
+        self.right_split.setSizes([330, 470])
+        self.main_split.setChildrenCollapsible(False)
+
+        self.stats_bar = StatsBar()
+        central = QWidget()
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.main_split, 1)
+        cl.addWidget(self.stats_bar)
+        self.setCentralWidget(central)
+
+        self.pair_panel.pair_changed.connect(self._pair_changed)
+        self.pair_panel.demo_requested.connect(self.use_demo_pair)
+        self.params.changed.connect(self._params_changed)
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        if tip:
+            a.setToolTip(tip + (f" ({a.shortcut().toString()})" if shortcut else ""))
+            a.setStatusTip(tip)
+        a.triggered.connect(slot)
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        self.act_run = self._action("▶  Run", self.run_clicked, "Ctrl+R",
+                                    "Speculative decoding with the draft model")
+        self.act_step = self._action("⇥  Step", self.step_clicked, "F10", "Run one round and explain it")
+        self.act_stop = self._action("■  Stop", self.stop_clicked, "Esc", "Stop after the current round")
+        self.act_baseline = self._action("◆  Baseline", self.baseline_clicked, "Ctrl+B",
+                                         "Generate with the target alone, for the measured speed-up")
+        self.act_reset = self._action("↺  Reset", self.reset_clicked, "Ctrl+Shift+R",
+                                      "Clear the text, plots and statistics")
+        self.act_hide = self._action("Show rejected drafts", self.show_rejected.setChecked, "Ctrl+H")
+        self.act_hide.setCheckable(True)
+        self.act_hide.setChecked(True)
+        self.show_rejected.toggled.connect(self.act_hide.setChecked)
+
+        tb = QToolBar("Run")
+        tb.setObjectName("run_toolbar")
+        tb.setMovable(False)
+        tb.setIconSize(QSize(16, 16))
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset):
+            tb.addAction(a)
+        tb.setStyleSheet("QToolButton { padding: 4px 12px; font-weight: 600; }"
+                         " QToolButton:disabled { color: #aaa; }")
+        hint = QLabel("  Ctrl+R run · F10 step · Esc stop")
+        hint.setStyleSheet("color:#888")
+        tb.addWidget(hint)
+        self.addToolBar(tb)
+
+        m = self.menuBar()
+        f = m.addMenu("&File")
+        f.addAction(self._action("Open target…", lambda: self.pair_panel.target_browse.click(), "Ctrl+O"))
+        f.addAction(self._action("Open draft…", lambda: self.pair_panel.draft_browse.click(), "Ctrl+Shift+O"))
+        f.addAction(self._action("Use the demo pair", self.use_demo_pair))
+        f.addSeparator()
+        f.addAction(self._action("Save text…", self.save_text_dialog, "Ctrl+S"))
+        f.addAction(self._action("Save stats as JSON…", lambda: self.save_stats_dialog("json")))
+        f.addAction(self._action("Save stats as CSV…", lambda: self.save_stats_dialog("csv")))
+        self.plots_menu = f.addMenu("Save plot")
+        f.addSeparator()
+        f.addAction(self._action("Quit", self.close, "Ctrl+Q"))
+        e = m.addMenu("&Edit")
+        e.addAction(self._action("Copy generated text", self.copy_text, "Ctrl+Shift+C"))
+        e.addAction(self._action("Copy prompt and text", lambda: self.copy_text(full=True)))
+        r = m.addMenu("&Run")
+        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset):
+            r.addAction(a)
+        r.addSeparator()
+        r.addAction(self.act_hide)
+        h = m.addMenu("&Help")
+        h.addAction(self._action("Open the log folder", self.open_log_folder))
+        h.addAction(self._action("About SpecScope", self.about))
+
+    def _start_threads(self) -> None:
+        self.worker = EngineWorker()
+        self.worker_thread = start_thread(self.worker, "specscope-engine")
+        self.doctor = DoctorWorker()
+        self.doctor_thread = start_thread(self.doctor, "specscope-doctor")
+        w = self.worker
+        self.start_requested.connect(w.start)
+        self.preload_requested.connect(w.preload)
+        self.step_requested.connect(w.step)
+        self.resume_requested.connect(w.resume)
+        self.cancel_requested.connect(w.cancel)
+        self.shutdown_requested.connect(w.shutdown)
+        w.closed.connect(self.worker_thread.quit, Qt.ConnectionType.DirectConnection)
+        w.load_started.connect(self._load_started)
+        w.load_progressed.connect(self.pair_panel.set_progress)
+        w.engine_loaded.connect(self._engine_loaded)
+        w.run_started.connect(self._run_started)
+        w.events_ready.connect(self._events_ready)
+        w.run_finished.connect(self._run_finished)
+        w.step_paused.connect(self._step_paused)
+        w.failed.connect(self._failed)
+        self.check_requested.connect(self.doctor.check)
+        self.doctor.pair_checked.connect(self._pair_checked)
+        self.doctor.check_failed.connect(self._check_failed)
+
+    # ================================================================== settings
+    def _restore(self, model, draft) -> None:
+        s = self.settings
+        geom = s.value("window/geometry")
+        if geom is not None:
+            self.restoreGeometry(geom)
+        else:
+            self.resize(1440, 900)
+        state = s.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        for key, split in (("window/main_split", self.main_split), ("window/right_split", self.right_split)):
+            v = s.value(key)
+            if v is not None:
+                split.restoreState(v)
+        tab = s.value("window/tab")
+        if tab is not None:
+            self.tabs.setCurrentIndex(int(tab))
+        params = s.value("params/json")
+        if params:
+            try:
+                self.params.from_dict(json.loads(params))
+            except (ValueError, TypeError):
+                pass
+        engine_kw = s.value("params/engine_json")
+        if engine_kw:
+            try:
+                self.pair_panel.set_engine_kwargs(json.loads(engine_kw))
+            except (ValueError, TypeError):
+                pass
+        self.prompt.set_text(s.value("params/prompt", DEFAULT_PROMPT) or DEFAULT_PROMPT)
+        self.pair_panel.set_recent(self.recent_pairs())
+        if model is not None or draft is not None:
+            t, d = model, draft
+            if t is None or d is None:
+                demo = self._demo()
+                t, d = t or (demo[0] if demo else None), d or (demo[1] if demo else None)
+        else:
+            t, d = s.value("pair/target"), s.value("pair/draft")
+            if not (t and d and Path(t).is_file() and Path(d).is_file()):
+                demo = self._demo()
+                t, d = demo if demo else (t, d)
+        self.pair_panel.set_pair(t, d)
+        if not (t and d):
+            self.banner.show_message("info", "No demo model pair is installed. Choose a target and a "
+                                             "draft model (File ▸ Open, or drop .gguf files on the window).")
+
+    def _demo(self):
+        try:
+            from specscope.core.demo import demo_pair
+            return demo_pair()
+        except Exception:  # noqa: BLE001 - no demo pair: the user picks one
+            return None
+
+    def recent_pairs(self) -> list[tuple[str, str]]:
+        raw = self.settings.value("pair/recent") or "[]"
+        try:
+            pairs = [tuple(p) for p in json.loads(raw) if len(p) == 2]
+        except (ValueError, TypeError):
+            pairs = []
+        return pairs
+
+    def _remember_pair(self, target: Path, draft: Path) -> None:
+        pair = (str(target), str(draft))
+        pairs = [p for p in self.recent_pairs() if p != pair]
+        pairs.insert(0, pair)
+        self.settings.setValue("pair/recent", json.dumps(pairs[:MAX_RECENT_PAIRS]))
+        self.pair_panel.set_recent(pairs[:MAX_RECENT_PAIRS])
+
+    def save_settings(self) -> None:
+        s = self.settings
+        s.setValue("version", SETTINGS_VERSION)
+        t, d = self.pair_panel.pair()
+        s.setValue("pair/target", str(t) if t else "")
+        s.setValue("pair/draft", str(d) if d else "")
+        s.setValue("params/json", json.dumps(self.params.to_dict()))
+        s.setValue("params/engine_json", json.dumps(self.pair_panel.engine_kwargs()))
+        s.setValue("params/prompt", self.prompt.text())
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("window/main_split", self.main_split.saveState())
+        s.setValue("window/right_split", self.right_split.saveState())
+        s.setValue("window/tab", self.tabs.currentIndex())
+        s.sync()
+
+    # ================================================================== pair
+    def use_demo_pair(self) -> None:
+        demo = self._demo()
+        if demo is None:
+            from specscope.core.errors import ConfigError
+            try:
+                from specscope.core.demo import demo_pair
+                demo_pair()
+            except ConfigError as exc:
+                self.banner.show_error(exc)
+            return
+        self.pair_panel.set_pair(*demo)
+
+    def _pair_changed(self) -> None:
+        t, d = self.pair_panel.pair()
+        self.report = None
+        self.pair_panel.clear_facts()
+        self.pair_panel.set_load_state("idle")
+        if not (t and d):
+            self.pair_panel.set_verdict_text("Choose a target and a draft model.")
+            return
+        self._check_id += 1
+        self.pair_panel.set_checking()
+        self.check_requested.emit(self._check_id, str(t), str(d))
+
+    @Slot(int, object)
+    def _pair_checked(self, req_id: int, report) -> None:
+        if req_id != self._check_id:
+            return
+        self.report = report
+        self.pair_panel.set_report(report)
+        if report.compatible:
+            t, d = self.pair_panel.pair()
+            self._remember_pair(t, d)
+            if self._preload_enabled and self.mode == "idle":
+                QTimer.singleShot(PRELOAD_DELAY_MS, self._preload)
+        self.pair_report_shown.emit(report)
+
+    @Slot(int, object, str)
+    def _check_failed(self, req_id: int, exc, tb: str) -> None:
+        if req_id != self._check_id:
+            return
+        from .errors import describe
+        self.pair_panel.set_verdict_text(describe(exc), "#b42318")
+        self.banner.show_error(exc, tb, "The pair cannot be checked")
+        self.pair_report_shown.emit(exc)
+
+    def _preload(self) -> None:
+        if self.mode != "idle" or self._closing:
+            return
+        req = self._request("spec", step=False, quiet=True)
+        if req is not None:
+            self.preload_requested.emit(req)
+
+    def _params_changed(self) -> None:
+        pass
+
+    # ================================================================== drag and drop
+    def dragEnterEvent(self, event):  # noqa: N802
+        if gguf_paths(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event):  # noqa: N802
+        paths = gguf_paths(event.mimeData())
+        if not paths:
+            return
+        if len(paths) >= 2:
+            a, b = sorted(paths[:2], key=lambda p: p.stat().st_size if p.exists() else 0, reverse=True)
+            self.pair_panel.set_pair(a, b)
+        else:
+            t, d = self.pair_panel.pair()
+            self.pair_panel.set_pair(paths[0], d)
+        event.acceptProposedAction()
+
+    # ================================================================== runs
+    def run_key(self, req: RunRequest) -> tuple:
+        """Runs with equal keys are comparable (speed-up against a baseline)."""
+        return (str(req.target), req.prompt, req.sampler, req.n_predict, req.engine_settings)
+
+    def _engine_settings(self):
+        from specscope.core.engine import EngineSettings
+        return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
+
+    def _request(self, kind: str, step: bool = False, quiet: bool = False) -> RunRequest | None:
+        from specscope.core.errors import ConfigError
+        t, d = self.pair_panel.pair()
+        try:
+            if t is None:
+                raise ConfigError("choose a target model first (File ▸ Open target, or drop a .gguf file)")
+            if d is None and kind == "spec":
+                raise ConfigError("choose a draft model first (File ▸ Open draft), or press Baseline "
+                                  "to run the target alone")
+            prompt = self.prompt.text()
+            if not prompt.strip():
+                raise ConfigError("the prompt is empty: type one or choose an example")
+            spec = self.params.spec_settings() if kind == "spec" else None
+            if spec is not None:
+                spec.validate()
+            sampler = self.params.sampler_settings()
+            sampler.validate()
+        except ConfigError as exc:
+            if not quiet:
+                self.banner.show_error(exc)
+            return None
+        self._run_id += 1
+        return RunRequest(self._run_id, kind, t, d, self._engine_settings(), prompt, spec, sampler,
+                          self.params.n_predict.value(), step=step)
+
+    def _start(self, req: RunRequest) -> None:
+        self.active = req
+        self.mode = "stepping" if req.step else "running"
+        self.stats_bar.set_state("Starting…")
+        if self.banner.level == "error" or self.banner.level == "info":
+            self.banner.dismiss()
+        self._update_buttons()
+        self.start_requested.emit(req)
+
+    def run_clicked(self) -> None:
+        if self.mode == "paused" and self.active is not None:
+            self.mode = "running"
+            self.stats_bar.set_state("Running…")
+            self._update_buttons()
+            self.resume_requested.emit(self.active.run_id)
+            return
+        if self.mode != "idle":
+            return
+        req = self._request("spec")
+        if req is not None:
+            self._start(req)
+
+    def step_clicked(self) -> None:
+        if self.mode == "paused" and self.active is not None:
+            self.mode = "stepping"
+            self._update_buttons()
+            self.step_requested.emit(self.active.run_id)
+            return
+        if self.mode != "idle":
+            return
+        req = self._request("spec", step=True)
+        if req is not None:
+            self.tabs.setCurrentWidget(self.round_view)
+            self._start(req)
+
+    def stop_clicked(self) -> None:
+        if self.active is None:
+            return
+        self.active.stop.set()
+        self.stats_bar.set_state("Stopping…")
+        if self.mode == "paused":
+            self.cancel_requested.emit()
+
+    def baseline_clicked(self) -> None:
+        if self.mode != "idle":
+            return
+        req = self._request("baseline")
+        if req is not None:
+            self._start(req)
+
+    def reset_clicked(self) -> None:
+        if self.active is not None:
+            self.stop_clicked()
+        self._pending.clear()
+        self.events = []
+        self.shown_request = None
+        self.stats = None
+        self.last_spec = None
+        self.token_view.clear_tokens()
+        self.plots.clear()
+        self.cost_panel.clear()
+        self.round_view.clear()
+        self.stats_bar.clear()
+        if self.active is None:
+            self.stats_bar.set_state("Idle")
+
+    def _update_buttons(self) -> None:
+        idle, paused = self.mode == "idle", self.mode == "paused"
+        self.act_run.setEnabled(idle or paused)
+        self.act_step.setEnabled(idle or paused)
+        self.act_baseline.setEnabled(idle)
+        self.act_stop.setEnabled(not idle)
+        self.act_run.setText("▶  Continue" if paused else "▶  Run")
+        self.pair_panel.setEnabled(idle)
+        self.params.setEnabled(idle)
+        self.prompt.editor.setReadOnly(not idle)
+
+    # ================================================================== worker signals
+    @Slot(str)
+    def _load_started(self, text: str) -> None:
+        self.pair_panel.set_load_state("loading", text + "…")
+        self.stats_bar.set_state("Loading models…")
+
+    @Slot(dict)
+    def _engine_loaded(self, facts: dict) -> None:
+        names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
+        self.pair_panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
+        self.pair_panel.set_load_facts(facts)
+        if self.mode == "idle":
+            self.stats_bar.set_state("Ready")
+
+    @Slot(object)
+    def _run_started(self, info) -> None:
+        if self.active is None or info.run_id != self.active.run_id:
+            return
+        self.shown_request = self.active
+        self.vocab = info.vocab
+        self.events = []
+        self._pending.clear()
+        self.token_view.begin(info.prompt_text, info.vocab)
+        self.plots.clear()
+        self.round_view.clear()
+        self.stats_bar.clear()
+        self.stats = None
+        if self.pair_panel.progress["target"].isVisible():
+            self.pair_panel.set_load_state("idle", self.pair_panel.load_label.text())
+        label = "baseline (target only)" if info.kind == "baseline" else "speculative"
+        self.stats_bar.set_state(f"Step mode ({label})" if self.active.step else f"Running {label}…")
+
+    @Slot(int, list)
+    def _events_ready(self, run_id: int, batch: list) -> None:
+        if self.active is not None and run_id == self.active.run_id:
+            self._pending.extend(batch)
+
+    @Slot(int)
+    def _step_paused(self, run_id: int) -> None:
+        if self.active is None or run_id != self.active.run_id:
+            return
+        self._refresh()
+        self.mode = "paused"
+        n = len(self.events)
+        self.stats_bar.set_state(f"Paused after round {n - 1} — F10: next, Ctrl+R: continue")
+        self._update_buttons()
+        self.step_done.emit(run_id)
+
+    @Slot(int, str)
+    def _run_finished(self, run_id: int, finish: str) -> None:
+        if self.active is None or run_id != self.active.run_id:
+            return
+        self._refresh()
+        req = self.active
+        self.active = None
+        self.mode = "idle"
+        stats = self.stats
+        if stats is not None:
+            key = self.run_key(req)
+            if req.kind == "baseline":
+                self.baselines[key] = stats
+            else:
+                self.last_spec = (key, stats, req.spec.n_max)
+            self._show_measured()
+        words = {"eog": "the model ended the text", "n_predict": "n_predict reached",
+                 "context": "the context is full", "stopped": "stopped"}.get(finish, finish)
+        self.stats_bar.set_state(f"Finished: {words}")
+        if finish == "context":
+            self.banner.show_message(
+                "warning", f"The context filled up after {stats.n_tokens if stats else 0} "
+                           f"generated tokens (context size {req.engine_settings.n_ctx}). Raise the context "
+                           "size or shorten the prompt to generate more.")
+        self._update_buttons()
+        self.run_done.emit(run_id, finish)
+
+    @Slot(int, object, str)
+    def _failed(self, run_id: int, exc, tb: str) -> None:
+        if run_id == 0:      # a preload
+            self.pair_panel.set_load_state("idle", "The models could not be loaded.")
+            self.banner.show_error(exc, tb, "Loading the models failed")
+            if self.mode == "idle":
+                self.stats_bar.set_state("Idle")
+            return
+        if self.active is None or run_id != self.active.run_id:
+            return
+        self._refresh()
+        req = self.active
+        self.active = None
+        self.mode = "idle"
+        if self.pair_panel.progress["target"].isVisible():
+            self.pair_panel.set_load_state("idle", "The models could not be loaded.")
+        what = "The baseline run failed" if req.kind == "baseline" else "The run failed"
+        self.banner.show_error(exc, tb, what)
+        self.stats_bar.set_state("Failed — see the message above")
+        self._update_buttons()
+        self.run_done.emit(run_id, "error")
+
+    # ================================================================== refresh
+    def _refresh(self) -> None:
+        """Apply the events that arrived since the last tick (timer, <= 30 Hz)."""
+        if not self._pending:
+            return
+        from specscope.core.stats import fold
+        batch, self._pending = self._pending, []
+        self.refresh_count += 1
+        self.token_view.append_events(batch)
+        self.events.extend(batch)
+        self.stats = stats = fold(self.events)
+        req = self.shown_request
+        baseline = req is not None and req.kind == "baseline"
+        self.stats_bar.update_stats(stats, self._speedup(stats) if not baseline else None, baseline)
+        self.plots.update_stats(stats, self.events)
+        if self.vocab is not None:
+            self.round_view.show_round(batch[-1], self.vocab)
+        if not baseline and req is not None:
+            b = self.baselines.get(self.run_key(req))
+            self.cost_panel.update_measured(stats, b, req.spec.n_max)
+
+    def _speedup(self, stats) -> float | None:
+        req = self.shown_request
+        if req is None or stats is None or stats.tokens_per_s <= 0:
+            return None
+        b = self.baselines.get(self.run_key(req))
+        if b is None or b.tokens_per_s <= 0:
+            return None
+        return stats.tokens_per_s / b.tokens_per_s
+
+    def _show_measured(self) -> None:
+        """After a run: the cost panel and speed-up, pairing the latest spec run with its baseline."""
+        if self.last_spec is None:
+            return
+        key, spec_stats, n_max = self.last_spec
+        b = self.baselines.get(key)
+        self.cost_panel.update_measured(spec_stats, b, n_max)
+        req = self.shown_request
+        if req is not None and req.kind == "spec" and self.stats is not None:
+            self.stats_bar.update_stats(self.stats, self._speedup(self.stats))
+        elif b is not None and spec_stats.tokens_per_s > 0 and b.tokens_per_s > 0:
+            self.stats_bar.values["speedup"].setText(
+                f"{spec_stats.tokens_per_s / b.tokens_per_s:.2f}× (last run)")
+
+    # ================================================================== export
+    def copy_text(self, full: bool = False) -> None:
+        text = self.token_view.full_text() if full else self.token_view.generated_text()
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage("Copied to the clipboard", 2000)
+
+    def _save_path(self, title: str, name: str, filters: str) -> Path | None:
+        start = self.settings.value("export/dir") or str(Path.home())
+        path, _ = QFileDialog.getSaveFileName(self, title, str(Path(start) / name), filters)
+        if not path:
+            return None
+        self.settings.setValue("export/dir", str(Path(path).parent))
+        return Path(path)
+
+    def save_text_dialog(self) -> None:
+        path = self._save_path("Save the generated text", "specscope.txt", "Text (*.txt);;All files (*)")
+        if path:
+            self._export(lambda: self.save_text(path), path)
+
+    def save_stats_dialog(self, fmt: str) -> None:
+        flt = "JSON (*.json)" if fmt == "json" else "CSV (*.csv)"
+        path = self._save_path("Save the statistics", f"specscope-stats.{fmt}", flt)
+        if path:
+            self._export(lambda: self.save_stats(path), path)
+
+    def save_plot_dialog(self, name: str) -> None:
+        slug = name.lower().replace(" ", "-")
+        path = self._save_path(f"Save “{name}”", f"{slug}.png", "PNG image (*.png);;SVG image (*.svg)")
+        if path:
+            self._export(lambda: self.plots.export(name, path), path)
+
+    def _export(self, fn, path: Path) -> None:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001
+            self.banner.show_error(exc, context=f"Saving {path.name} failed")
+            return
+        self.statusBar().showMessage(f"Saved {path}", 4000)
+
+    def save_text(self, path: Path) -> None:
+        Path(path).write_text(self.token_view.full_text(), encoding="utf-8")
+
+    def stats_document(self) -> dict:
+        req = self.shown_request
+        doc = {"run": None, "stats": self.stats.to_dict() if self.stats else None,
+               "rounds": [e.to_dict() for e in self.events]}
+        if req is not None:
+            doc["run"] = {"kind": req.kind, "target": str(req.target),
+                          "draft": str(req.draft) if req.draft and req.kind == "spec" else None,
+                          "prompt": req.prompt, "n_predict": req.n_predict,
+                          "n_ctx": req.engine_settings.n_ctx,
+                          "sampler": req.sampler.describe(),
+                          **({"n_max": req.spec.n_max, "n_min": req.spec.n_min,
+                              "p_min": req.spec.p_min, "sync": req.spec.sync} if req.spec else {})}
+            b = self.baselines.get(self.run_key(req))
+            if b is not None and req.kind == "spec":
+                doc["baseline_stats"] = b.to_dict()
+                doc["speedup"] = self._speedup(self.stats)
+        return doc
+
+    def save_stats(self, path: Path) -> None:
+        path = Path(path)
+        doc = self.stats_document()
+        if path.suffix.lower() == ".csv":
+            with path.open("w", newline="", encoding="utf-8") as fh:
+                rows = doc["rounds"]
+                fields = list(rows[0].keys()) if rows else ["index"]
+                w = csv.DictWriter(fh, fieldnames=fields)
+                w.writeheader()
+                for row in rows:
+                    w.writerow({k: (" ".join(str(x) for x in v) if isinstance(v, list) else v)
+                                for k, v in row.items()})
+        else:
+            path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+
+    # ================================================================== misc
+    def open_log_folder(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.log_path.parent)))
+
+    def about(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle("About SpecScope")
+        box.setText("<b>SpecScope</b><br>A playground for llama.cpp's draft-simple speculative "
+                    "decoding: a small draft model proposes tokens, the target verifies them in one "
+                    f"batch.<br><br>Log file: {self.log_path}")
+        box.setModal(False)
+        box.open()
+
+    def shutdown(self, timeout_ms: int = 15000) -> bool:
+        """Stop any run, free the engine on its thread, join both threads."""
+        if self._closing:
+            return True
+        self._closing = True
+        self.timer.stop()
+        if self.active is not None:
+            self.active.stop.set()
+        self.shutdown_requested.emit()
+        ok = self.worker_thread.wait(timeout_ms)
+        self.doctor_thread.quit()
+        ok = self.doctor_thread.wait(timeout_ms) and ok
+        if not ok:
+            log.warning("a worker thread did not finish within %d ms", timeout_ms)
+        return ok
+
+    def closeEvent(self, event):  # noqa: N802
+        try:
+            self.save_settings()
+        except Exception:  # noqa: BLE001 - never block closing
+            log.exception("saving the settings failed")
+        self.shutdown()
+        event.accept()

@@ -1,0 +1,274 @@
+"""The threads behind the window: the engine worker and the pair doctor.
+
+Both are QObjects moved to their own QThread, driven by queued signals, with a
+small past-tense signal vocabulary. No GUI update happens in them: the engine
+worker emits *batches* of round events (at most one batch per
+``BATCH_PERIOD_S``); the window applies the newest state from a timer.
+
+The engine lives on the worker thread from load to close: every llama.cpp
+call, including the load with its progress callback, runs there, so the UI
+thread never waits on llama.cpp. Stop is a ``threading.Event`` the window
+sets directly (the engine checks it between rounds).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+BATCH_PERIOD_S = 0.025     # the worker emits at most one batch of events per 25 ms
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything one generation needs; the window builds it from the controls."""
+
+    run_id: int
+    kind: str                         # "spec" | "baseline"
+    target: Path
+    draft: Path | None
+    engine_settings: object           # specscope.core.engine.EngineSettings
+    prompt: str
+    spec: object | None               # SpecSettings (spec runs)
+    sampler: object                   # SamplerSettings
+    n_predict: int
+    step: bool = False                # one round per step() request
+    stop: threading.Event = field(default_factory=threading.Event, compare=False)
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: int
+    kind: str
+    prompt_tokens: tuple[int, ...]
+    prompt_text: str
+    vocab: "Vocab"                    # the target's token pieces (plain Python, safe on any thread)
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """A copy of the target's token pieces, so the UI thread never calls into llama.cpp."""
+
+    pieces: tuple[bytes, ...]
+    eog: frozenset[int]
+
+    @classmethod
+    def of(cls, model) -> "Vocab":
+        n = model.n_vocab
+        return cls(tuple(model.piece(t) for t in range(n)),
+                   frozenset(t for t in range(n) if model.is_eog(t)))
+
+    def piece(self, token: int) -> bytes:
+        return self.pieces[token] if 0 <= token < len(self.pieces) else b""
+
+    def is_eog(self, token: int) -> bool:
+        return token in self.eog
+
+
+def _error_payload(exc: BaseException) -> tuple[BaseException, str]:
+    return exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+class EngineWorker(QObject):
+    """Loads the pair and runs generations on its own thread."""
+
+    load_started = Signal(str)                  # a line: what is being loaded
+    load_progressed = Signal(str, float)        # role ("target" | "draft"), fraction
+    engine_loaded = Signal(dict)                # facts about both loaded models
+    run_started = Signal(object)                # RunStarted
+    events_ready = Signal(int, list)            # run_id, a batch of RoundEvents
+    prefill_done = Signal(int, object)          # run_id, Prefill
+    run_finished = Signal(int, str)             # run_id, finish ("eog", "stopped", ...)
+    step_paused = Signal(int)                   # run_id: one step done, waiting for the next
+    failed = Signal(int, object, str)           # run_id (0: load), exception, traceback
+    closed = Signal()
+
+    def __init__(self):
+        super().__init__()
+        self._engine = None
+        self._engine_key = None
+        self._run = None                        # the Run of a step-mode generation
+        self._gen = None                        # its live generator
+        self._request: RunRequest | None = None
+        self._prefill_sent = False
+        self._vocab = None
+
+    # ------------------------------------------------------------------ engine
+    def _ensure_engine(self, target: Path, draft: Path | None, settings) -> None:
+        from specscope.core.engine import Engine
+        key = (str(target), str(draft) if draft else None, settings)
+        if self._engine is not None and self._engine_key == key:
+            return
+        self._close_engine()
+        self.load_started.emit(f"Loading {Path(target).name}" + (f" and {Path(draft).name}" if draft else ""))
+        self._engine = Engine(target, draft, settings,
+                              progress=lambda role, f: self.load_progressed.emit(role, f))
+        self._engine_key = key
+        self._vocab = Vocab.of(self._engine.target)
+        self.engine_loaded.emit(self._facts())
+
+    def _facts(self) -> dict:
+        e = self._engine
+        facts = {}
+        for role, m in (("target", e.target), ("draft", e.draft)):
+            if m is None:
+                continue
+            facts[role] = {"n_params": m.n_params, "size_bytes": m.size_bytes,
+                           "description": m.description, "n_vocab": m.n_vocab,
+                           "path": str(m.path)}
+        facts["n_ctx"] = e.tgt.n_ctx
+        return facts
+
+    def _close_engine(self) -> None:
+        self._drop_generator()
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+            self._engine_key = None
+            self._vocab = None
+
+    def _drop_generator(self) -> None:
+        if self._gen is not None:
+            self._gen.close()             # releases the engine's lock (finally blocks run here)
+        self._gen = self._run = self._request = None
+
+    # ------------------------------------------------------------------ slots
+    @Slot(object)
+    def preload(self, request: RunRequest) -> None:
+        """Load the pair ahead of the first Run (the window calls this once it is shown)."""
+        try:
+            self._ensure_engine(request.target, request.draft, request.engine_settings)
+        except Exception as exc:  # noqa: BLE001 - every failure goes to the window
+            self.failed.emit(0, *_error_payload(exc))
+
+    @Slot(object)
+    def start(self, request: RunRequest) -> None:
+        self._drop_generator()
+        try:
+            self._ensure_engine(request.target, request.draft, request.engine_settings)
+            e = self._engine
+            if request.kind == "spec":
+                run = e.speculative(request.prompt, request.spec, request.sampler,
+                                    request.n_predict, request.stop)
+            else:
+                run = e.baseline(request.prompt, request.sampler, request.n_predict, request.stop)
+        except Exception as exc:  # noqa: BLE001
+            self.failed.emit(request.run_id, *_error_payload(exc))
+            return
+        self._run, self._request, self._gen = run, request, iter(run)
+        self._prefill_sent = False
+        self.run_started.emit(RunStarted(request.run_id, request.kind, tuple(run.prompt_tokens),
+                                         request.prompt, self._vocab))
+        if request.step:
+            self.step(request.run_id)
+        else:
+            self._loop()
+
+    @Slot(int)
+    def step(self, run_id: int) -> None:
+        """One round of a step-mode run."""
+        if self._gen is None or self._request.run_id != run_id:
+            return
+        if self._request.stop.is_set():
+            self._finish("stopped")
+            return
+        try:
+            ev = next(self._gen)
+        except StopIteration:
+            self._finish(self._run.finish or "stopped")
+            return
+        except Exception as exc:  # noqa: BLE001
+            self._fail(exc)
+            return
+        self._send_prefill()
+        self.events_ready.emit(run_id, [ev])
+        if ev.finish:
+            self._finish(ev.finish)
+        else:
+            self.step_paused.emit(run_id)
+
+    @Slot(int)
+    def resume(self, run_id: int) -> None:
+        """Run a step-mode generation freely to its end."""
+        if self._gen is None or self._request.run_id != run_id:
+            return
+        self._loop()
+
+    @Slot()
+    def cancel(self) -> None:
+        """End a paused step-mode run (its stop flag is already set)."""
+        if self._gen is not None:
+            self._finish("stopped")
+
+    @Slot()
+    def shutdown(self) -> None:
+        self._close_engine()
+        self.closed.emit()
+
+    # ------------------------------------------------------------------ the loop
+    def _loop(self) -> None:
+        run_id = self._request.run_id
+        batch, last = [], time.perf_counter()
+        try:
+            for ev in self._gen:
+                if not self._prefill_sent:
+                    self._send_prefill()
+                batch.append(ev)
+                now = time.perf_counter()
+                if now - last >= BATCH_PERIOD_S:
+                    self.events_ready.emit(run_id, batch)
+                    batch, last = [], now
+        except Exception as exc:  # noqa: BLE001
+            if batch:
+                self.events_ready.emit(run_id, batch)
+            self._fail(exc)
+            return
+        if batch:
+            self.events_ready.emit(run_id, batch)
+        self._finish(self._run.finish or "stopped")
+
+    def _send_prefill(self) -> None:
+        if not self._prefill_sent and self._run is not None and self._run.prefill is not None:
+            self._prefill_sent = True
+            self.prefill_done.emit(self._request.run_id, self._run.prefill)
+
+    def _finish(self, finish: str) -> None:
+        run_id = self._request.run_id
+        self._drop_generator()
+        self.run_finished.emit(run_id, finish)
+
+    def _fail(self, exc: BaseException) -> None:
+        run_id = self._request.run_id
+        self._drop_generator()
+        self.failed.emit(run_id, *_error_payload(exc))
+
+
+class DoctorWorker(QObject):
+    """Runs the pair doctor (vocab-only loads) off the UI thread."""
+
+    pair_checked = Signal(int, object)          # request id, PairReport
+    check_failed = Signal(int, object, str)     # request id, exception, traceback
+
+    @Slot(int, str, str)
+    def check(self, req_id: int, target: str, draft: str) -> None:
+        try:
+            from specscope.core.pairing import check_pair
+            report = check_pair(target, draft)
+        except Exception as exc:  # noqa: BLE001
+            self.check_failed.emit(req_id, *_error_payload(exc))
+            return
+        self.pair_checked.emit(req_id, report)
+
+
+def start_thread(obj: QObject, name: str) -> QThread:
+    """Move ``obj`` to a new, started QThread."""
+    thread = QThread()
+    thread.setObjectName(name)
+    obj.moveToThread(thread)
+    thread.start()
+    return thread
