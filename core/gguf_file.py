@@ -16,6 +16,7 @@ in about the time it takes to walk its vocabulary (~0.1 s for 150k tokens).
 from __future__ import annotations
 
 import mmap
+from array import array
 import os
 import stat
 import struct
@@ -156,6 +157,9 @@ class GGUFInfo:
     array_types: dict[str, str]  # array keys: element type name
     long_strings: dict[str, int] = field(default_factory=dict)  # strings not kept: length
     tensor_types: dict[str, TensorTypeStats] = field(default_factory=dict)
+    # file offset of each entry of tokenizer.ggml.tokens (its length prefix), plus the end:
+    # token i's bytes lie in [token_offsets[i] + 8, token_offsets[i + 1])
+    token_offsets: array | None = field(default=None, repr=False, compare=False)
 
     # -- derived -----------------------------------------------------------
     @property
@@ -340,7 +344,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
     array_lengths: dict[str, int] = {}
     array_types: dict[str, str] = {}
     long_strings: dict[str, int] = {}
-    token_texts_ok = True  # checked below for duplicate texts
+    token_offsets: array | None = None
 
     # -- key/value pairs -------------------------------------------------
     for i in range(n_kv):
@@ -374,7 +378,8 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
                         f"more than the {_fmt_bytes(size - pos)} left can hold"
                     )
                 if key == "tokenizer.ggml.tokens":
-                    pos = _walk_tokens(buf, pos, n, size, key)
+                    token_offsets = array("Q")
+                    pos = _walk_tokens(buf, pos, n, size, key, token_offsets)
                 else:
                     pos = _walk_strings(buf, pos, n, size, key)
             else:
@@ -498,6 +503,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
             GGML_TYPES[t][0]: TensorTypeStats(count=c, n_elements=e, n_bytes=b)
             for t, (c, e, b) in sorted(stats.items(), key=lambda kv: -kv[1][2])
         },
+        token_offsets=token_offsets,
     )
 
 
@@ -516,8 +522,8 @@ def _walk_strings(buf: mmap.mmap, pos: int, n: int, size: int, key: str) -> int:
     return pos
 
 
-def _walk_tokens(buf: mmap.mmap, pos: int, n: int, size: int, key: str) -> int:
-    """Like _walk_strings, and also reject duplicate token texts.
+def _walk_tokens(buf: mmap.mmap, pos: int, n: int, size: int, key: str, offsets: array) -> int:
+    """Like _walk_strings, and also reject duplicate token texts and record offsets.
 
     llama.cpp's vocabulary loader asserts (aborting the process) when two ids
     have the same text, so this must be caught here.
@@ -525,7 +531,9 @@ def _walk_tokens(buf: mmap.mmap, pos: int, n: int, size: int, key: str) -> int:
     u64 = _U64.unpack_from
     seen: set[bytes] = set()
     add = seen.add
+    mark = offsets.append
     for j in range(n):
+        mark(pos)
         if pos + 8 > size:
             raise _Malformed(f"the file is truncated: it ends inside metadata array '{key}' (token {j} of {n:,})")
         (m,) = u64(buf, pos)
@@ -540,6 +548,7 @@ def _walk_tokens(buf: mmap.mmap, pos: int, n: int, size: int, key: str) -> int:
         raise _Malformed(
             f"the vocabulary '{key}' holds the same token text under two ids; llama.cpp cannot load it"
         )
+    mark(pos)
     return pos
 
 
