@@ -1,0 +1,496 @@
+"""The cost panel: measured α and f, and seed 003's textbook speed-up curve (issue 5).
+
+Seed 003: a speculative step drafting n tokens costs ``n·f + 1`` target passes
+and yields ``E + 1`` tokens with ``E = α + α² + … + αⁿ``, so the speed-up is
+``(E + 1) / (n·f + 1)``. The formulas live in :mod:`specscope.core.pairing`
+(``expected_accepted``, ``textbook_speedup``, ``best_n``); this module only
+measures α and f from a run and draws the curve.
+
+What is measured, from :class:`~specscope.core.stats.Stats`:
+
+- **acceptance rate** = accepted ÷ drafted (llama.cpp's ``accept%``);
+- **α** (per-token acceptance, the model's parameter) is *fitted*: the α for
+  which the model's expected number of accepted tokens over the run's drafts,
+  Σₖ drafted_at[k] · αᵏ⁺¹, equals the accepted count (:func:`fit_alpha`).
+  The acceptance rate is not α: with n = 4 and α = 0.7 it is about 0.45,
+  because a rejection discards the rest of the draft;
+- **f** = draft time per drafted token ÷ target time per token. Draft time per
+  drafted token is ``t_draft / n_drafted`` (draft decodes ≈ drafted tokens).
+  The target time per token comes from a baseline run when there is one
+  (``t_verify / n_tokens`` of target-only rounds), else from the speculative
+  run itself as verify time per round (``t_verify / n_rounds``), which is what
+  the textbook model assumes a verification batch costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from specscope.core.pairing import best_n, textbook_speedup
+from specscope.core.stats import Stats
+
+__all__ = ["CostPanel", "Measured", "measure", "fit_alpha", "N_PLOT_MAX",
+           "ALPHA_DEFAULT", "F_DEFAULT"]
+
+N_PLOT_MAX = 8                # the curve covers n = 1..max(N_PLOT_MAX, n_max)
+ALPHA_DEFAULT = 0.7           # slider values before anything is measured
+F_DEFAULT = 0.1
+SLIDER_STEPS = 1000
+WELL_BELOW = 0.8              # measured < 80 % of predicted: say why it may be
+VERIFY_RATIO_NOTABLE = 1.25   # a verify batch costing > 1.25 target tokens is worth naming
+OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
+
+CURVE_COLOR = "#0072b2"
+BEST_COLOR = "#e69f00"
+MEASURED_COLOR = "#d64545"
+TEXT_COLOR = "#222222"
+AXIS_COLOR = "#555555"
+
+TARGET_TIME_TIP_BASELINE = (
+    "Target time per token = baseline run's target time ÷ its tokens "
+    "(t_verify / n_tokens of the target-only run).")
+TARGET_TIME_TIP_ESTIMATE = (
+    "No baseline run yet, so the target time per token is estimated from this run: "
+    "verify time ÷ rounds (t_verify / n_rounds), i.e. one verification batch is taken "
+    "to cost one target token, as the textbook model assumes. Run a baseline with the "
+    "same prompt and settings for a real measurement.")
+F_TIP = (
+    "f = cost of one draft token ÷ cost of one target token.\n"
+    "Draft time per token = draft time ÷ drafted tokens (t_draft / n_drafted).\n"
+    "Target time per token: from the baseline run if there is one (t_verify / n_tokens), "
+    "else verify time ÷ rounds of this run (t_verify / n_rounds).")
+ALPHA_TIP = (
+    "α = probability that the target keeps a drafted token, given it kept the ones before.\n"
+    "Fitted so that the textbook model's expected accepted tokens, summed over this run's "
+    "drafts, equals the accepted count. It is higher than the acceptance rate "
+    "(accepted ÷ drafted) because a rejection discards the rest of the draft.")
+
+
+# ============================================================================ measuring (pure)
+
+def fit_alpha(drafted_at: tuple[int, ...] | list[int], n_accept: int) -> float:
+    """The per-token acceptance α with Σₖ drafted_at[k]·α^(k+1) = n_accept.
+
+    ``drafted_at[k]`` counts the drafts that reached position k (0-based); under
+    the textbook model such a draft's k-th token is accepted with probability
+    α^(k+1). The left side increases with α, so bisection finds it.
+    """
+    weights = np.asarray(drafted_at, dtype=float)
+    total = float(weights.sum())
+    if total <= 0 or n_accept <= 0:
+        return 0.0
+    if n_accept >= total:
+        return 1.0
+    powers = np.arange(1, len(weights) + 1)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if float(weights @ mid ** powers) < n_accept:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a speculative run (and, if any, a baseline run) says about α and f."""
+
+    acceptance_rate: float
+    alpha: float
+    mean_accepted_length: float
+    draft_s_per_token: float
+    target_s_per_token: float
+    target_from_baseline: bool
+    f: float
+    n_max: int
+    speedup: float | None          # spec tokens/s ÷ baseline tokens/s
+    spec_tokens_per_s: float
+    baseline_tokens_per_s: float | None
+    verify_ratio: float | None     # verify time per round ÷ target time per token (baseline only)
+    mean_batch: float              # tokens per verification batch (1 + mean draft length)
+    overhead_share: float
+
+
+def measure(spec: Stats, baseline: Stats | None, n_max: int) -> Measured | None:
+    """α, f and the measured speed-up; None while the run has no verified draft."""
+    if spec.n_drafted == 0 or spec.n_rounds == 0:
+        return None
+    has_base = baseline is not None and baseline.n_tokens > 0 and baseline.t_verify > 0
+    if has_base:
+        target_tok = baseline.t_verify / baseline.n_tokens
+    else:
+        target_tok = spec.t_verify / spec.n_rounds
+    draft_tok = spec.t_draft / spec.n_drafted
+    f = draft_tok / target_tok if target_tok > 0 else float("nan")
+    speedup = None
+    base_tps = None
+    verify_ratio = None
+    if has_base and baseline.tokens_per_s > 0 and spec.tokens_per_s > 0:
+        base_tps = baseline.tokens_per_s
+        speedup = spec.tokens_per_s / base_tps
+        verify_ratio = (spec.t_verify / spec.n_rounds) / target_tok
+    return Measured(
+        acceptance_rate=spec.acceptance_rate,
+        alpha=fit_alpha(spec.drafted_at, spec.n_accept),
+        mean_accepted_length=spec.mean_accepted_length,
+        draft_s_per_token=draft_tok,
+        target_s_per_token=target_tok,
+        target_from_baseline=has_base,
+        f=f,
+        n_max=n_max,
+        speedup=speedup,
+        spec_tokens_per_s=spec.tokens_per_s,
+        baseline_tokens_per_s=base_tps,
+        verify_ratio=verify_ratio,
+        mean_batch=1.0 + spec.n_drafted / spec.n_draft_rounds if spec.n_draft_rounds else 1.0,
+        overhead_share=spec.overhead_share,
+    )
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+# ============================================================================ the widget
+
+class CostPanel(QtWidgets.QWidget):
+    """Measured α and f, the textbook speed-up over n, and what-if sliders."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._measured: Measured | None = None
+        self._n_max = 0
+        self._alpha = ALPHA_DEFAULT
+        self._f = F_DEFAULT
+        self._follow = True   # sliders follow the measurement until the user moves one
+
+        outer = QtWidgets.QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        outer.setSpacing(6)
+
+        # --- measured values
+        box = QtWidgets.QGroupBox("Measured in this run")
+        form = QtWidgets.QFormLayout(box)
+        form.setLabelAlignment(QtCore.Qt.AlignmentFlag.AlignLeft)
+        form.setHorizontalSpacing(12)
+        form.setVerticalSpacing(3)
+        self._values: dict[str, QtWidgets.QLabel] = {}
+        rows = (
+            ("rate", "Acceptance rate", "Accepted ÷ drafted tokens (llama.cpp's accept%)."),
+            ("alpha", "α, per token", ALPHA_TIP),
+            ("length", "Mean accepted length", "Tokens a verified draft yields on average: "
+             "1 + accepted drafted tokens per round (llama.cpp's definition)."),
+            ("draft", "Draft time per token", "Draft time ÷ drafted tokens (t_draft / n_drafted)."),
+            ("target", "Target time per token", TARGET_TIME_TIP_ESTIMATE),
+            ("f", "f = draft ÷ target cost", F_TIP),
+            ("speedup", "Measured speed-up", "Speculative tokens/s ÷ baseline tokens/s "
+             "(needs a baseline run with the same prompt and settings)."),
+        )
+        for key, text, tip in rows:
+            name = QtWidgets.QLabel(text)
+            value = QtWidgets.QLabel("—")
+            value.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+            name.setToolTip(tip)
+            value.setToolTip(tip)
+            form.addRow(name, value)
+            self._values[key] = value
+        self._names = {key: form.labelForField(self._values[key]) for key, _, _ in rows}
+        outer.addWidget(box)
+
+        # --- the curve
+        self._plot = pg.PlotWidget(background="w")
+        self._plot.setAntialiasing(True)
+        self._plot.setMinimumHeight(220)
+        p = self._plot.getPlotItem()
+        p.setTitle("Predicted speed-up (textbook model)", color=TEXT_COLOR, size="11pt")
+        for name, text in (("left", "Speed-up over the target alone (×)"),
+                           ("bottom", "Drafted tokens per round, n")):
+            ax = p.getAxis(name)
+            ax.setPen(pg.mkPen(AXIS_COLOR))
+            ax.setTextPen(pg.mkPen(TEXT_COLOR))
+            p.setLabel(name, text, color="#333333", **{"font-size": "9pt"})
+        p.showGrid(x=False, y=True, alpha=0.15)
+        p.setMenuEnabled(False)
+        p.hideButtons()
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        self._break_even = pg.InfiniteLine(
+            pos=1.0, angle=0, movable=False,
+            pen=pg.mkPen("#777777", width=1, style=QtCore.Qt.PenStyle.DashLine),
+            label="break-even", labelOpts={"position": 0.06, "color": "#555555", "anchors": [(0, 1), (0, 1)]})
+        p.addItem(self._break_even)
+        self._nmax_line = pg.InfiniteLine(
+            pos=4, angle=90, movable=False,
+            pen=pg.mkPen("#bbbbbb", width=1, style=QtCore.Qt.PenStyle.DotLine),
+            label="n_max", labelOpts={"position": 0.03, "color": "#777777", "anchors": [(0, 1), (0, 1)]})
+        p.addItem(self._nmax_line)
+        self._nmax_line.setVisible(False)
+        self._curve = p.plot([], [], pen=pg.mkPen(CURVE_COLOR, width=2), symbol="o", symbolSize=6,
+                             symbolBrush=CURVE_COLOR, symbolPen=None)
+        self._best = pg.ScatterPlotItem(size=16, symbol="star", brush=pg.mkBrush(BEST_COLOR),
+                                        pen=pg.mkPen("#7a5200"))
+        p.addItem(self._best)
+        self._best_label = pg.TextItem("", color="#7a5200", anchor=(0.5, 1.3))
+        p.addItem(self._best_label, ignoreBounds=True)
+        self._measured_pt = pg.ScatterPlotItem(size=12, symbol="d", brush=pg.mkBrush(MEASURED_COLOR),
+                                               pen=pg.mkPen("#7a1f1f"))
+        p.addItem(self._measured_pt)
+        self._measured_label = pg.TextItem("", color="#7a1f1f", anchor=(-0.15, 0.5))
+        p.addItem(self._measured_label, ignoreBounds=True)
+        self._measured_pt.setVisible(False)
+        self._measured_label.setVisible(False)
+        p.setLimits(yMin=0.0)
+        outer.addWidget(self._plot, 1)
+
+        # --- what-if sliders
+        grid = QtWidgets.QGridLayout()
+        grid.setHorizontalSpacing(8)
+        self._alpha_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self._f_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self._alpha_readout = QtWidgets.QLabel()
+        self._f_readout = QtWidgets.QLabel()
+        for row, (text, slider, readout, tip) in enumerate((
+                ("α (acceptance per token)", self._alpha_slider, self._alpha_readout,
+                 "What if the target kept each drafted token with this probability?"),
+                ("f (draft ÷ target cost)", self._f_slider, self._f_readout,
+                 "What if one draft token cost this fraction of a target token? "
+                 "Finer steps near 0."))):
+            slider.setRange(0, SLIDER_STEPS)
+            slider.setToolTip(tip)
+            label = QtWidgets.QLabel(text)
+            label.setToolTip(tip)
+            readout.setMinimumWidth(QtGui.QFontMetrics(readout.font()).horizontalAdvance("0.000 ") + 4)
+            readout.setAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+            grid.addWidget(label, row, 0)
+            grid.addWidget(slider, row, 1)
+            grid.addWidget(readout, row, 2)
+        grid.setColumnStretch(1, 1)
+        self._use_measured = QtWidgets.QPushButton("Use measured")
+        self._use_measured.setToolTip("Set α and f back to this run's measured values.")
+        self._use_measured.setEnabled(False)
+        grid.addWidget(self._use_measured, 2, 0, 1, 3, QtCore.Qt.AlignmentFlag.AlignRight)
+        outer.addLayout(grid)
+
+        # --- one plain-language sentence
+        self._summary = QtWidgets.QLabel()
+        self._summary.setWordWrap(True)
+        self._summary.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._summary.setMinimumHeight(QtGui.QFontMetrics(self._summary.font()).lineSpacing() * 3)
+        self._summary.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+        outer.addWidget(self._summary)
+
+        self._alpha_slider.valueChanged.connect(self._alpha_moved)
+        self._f_slider.valueChanged.connect(self._f_moved)
+        self._use_measured.clicked.connect(self.use_measured)
+        self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
+        self._redraw()
+
+    # ------------------------------------------------------------------ public API
+    def update_measured(self, stats_spec: Stats, stats_baseline: Stats | None, n_max: int) -> None:
+        """Measure α and f from a speculative run (and a baseline run of the same prompt and
+        settings, or None) drafting up to ``n_max`` tokens per round."""
+        self._n_max = int(n_max)
+        self._measured = measure(stats_spec, stats_baseline, self._n_max)
+        self._use_measured.setEnabled(self._measured is not None)
+        self._show_values()
+        if self._measured is not None and self._follow:
+            self._set_sliders(self._measured.alpha, self._measured.f)
+        self._redraw()
+
+    def clear(self) -> None:
+        """Forget the measurement; the sliders go back to their defaults."""
+        self._measured = None
+        self._n_max = 0
+        self._follow = True
+        self._use_measured.setEnabled(False)
+        self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
+        self._show_values()
+        self._redraw()
+
+    def use_measured(self) -> None:
+        """Put the sliders back on the measured α and f, and keep them there as the run goes on."""
+        self._follow = True
+        if self._measured is not None:
+            self._set_sliders(self._measured.alpha, self._measured.f)
+        self._redraw()
+
+    @property
+    def alpha(self) -> float:
+        return self._alpha
+
+    @property
+    def f(self) -> float:
+        return self._f
+
+    @property
+    def measured(self) -> Measured | None:
+        return self._measured
+
+    def set_alpha(self, alpha: float) -> None:
+        """As if the user moved the α slider (clamped to 0..1)."""
+        self._alpha_slider.setValue(round(min(max(alpha, 0.0), 1.0) * SLIDER_STEPS))
+
+    def set_f(self, f: float) -> None:
+        """As if the user moved the f slider (clamped to 0..1)."""
+        self._f_slider.setValue(_f_to_slider(f))
+
+    def curve(self) -> tuple[np.ndarray, np.ndarray]:
+        """The predicted speed-up curve: (n, speed-up)."""
+        x, y = self._curve.xData, self._curve.yData
+        return (np.asarray(x if x is not None else []), np.asarray(y if y is not None else []))
+
+    def best_point(self) -> tuple[int, float]:
+        x, y = self._best.getData()
+        return int(x[0]), float(y[0])
+
+    def measured_point(self) -> tuple[int, float] | None:
+        """The measured speed-up as drawn, (n_max, speed-up), or None when not shown."""
+        if not self._measured_pt.isVisible():
+            return None
+        x, y = self._measured_pt.getData()
+        return int(x[0]), float(y[0])
+
+    def summary_text(self) -> str:
+        return self._summary.text()
+
+    # ------------------------------------------------------------------ sliders
+    def _set_sliders(self, alpha: float, f: float) -> None:
+        """Programmatic: keep the exact values, move the handles, don't count as a user move."""
+        self._alpha, self._f = float(alpha), float(f)
+        for slider, v in ((self._alpha_slider, round(min(max(alpha, 0.0), 1.0) * SLIDER_STEPS)),
+                          (self._f_slider, _f_to_slider(f))):
+            slider.blockSignals(True)
+            slider.setValue(v)
+            slider.blockSignals(False)
+        self._show_readouts()
+
+    def _alpha_moved(self, v: int) -> None:
+        self._alpha = v / SLIDER_STEPS
+        self._follow = False
+        self._show_readouts()
+        self._redraw()
+
+    def _f_moved(self, v: int) -> None:
+        self._f = _slider_to_f(v)
+        self._follow = False
+        self._show_readouts()
+        self._redraw()
+
+    def _show_readouts(self) -> None:
+        self._alpha_readout.setText(f"{self._alpha:.3f}")
+        self._f_readout.setText(f"{self._f:.3f}" if self._f <= 1.0 else f"{self._f:.2f} (>1)")
+
+    # ------------------------------------------------------------------ drawing
+    def _show_values(self) -> None:
+        m = self._measured
+        v = self._values
+        if m is None:
+            for label in v.values():
+                label.setText("—")
+            v["speedup"].setText("— (run a baseline with the same prompt)")
+            self._set_tip("target", TARGET_TIME_TIP_ESTIMATE)
+            return
+        v["rate"].setText(f"{m.acceptance_rate:.2f}")
+        v["alpha"].setText(f"{m.alpha:.2f}   (fitted to the accepted count)")
+        v["length"].setText(f"{m.mean_accepted_length:.2f} tokens per verified draft")
+        v["draft"].setText(_ms(m.draft_s_per_token))
+        if m.target_from_baseline:
+            v["target"].setText(f"{_ms(m.target_s_per_token)}   (baseline run)")
+            self._set_tip("target", TARGET_TIME_TIP_BASELINE)
+        else:
+            v["target"].setText(f"{_ms(m.target_s_per_token)}   (estimated: verify ÷ rounds)")
+            self._set_tip("target", TARGET_TIME_TIP_ESTIMATE)
+        v["f"].setText(f"{m.f:.3f}")
+        if m.speedup is None:
+            v["speedup"].setText("— (run a baseline with the same prompt)")
+        else:
+            v["speedup"].setText(f"{m.speedup:.2f}×   ({m.spec_tokens_per_s:.1f} vs "
+                                 f"{m.baseline_tokens_per_s:.1f} tokens/s)")
+
+    def _set_tip(self, key: str, tip: str) -> None:
+        self._values[key].setToolTip(tip)
+        name = self._names.get(key)
+        if name is not None:
+            name.setToolTip(tip)
+
+    def _redraw(self) -> None:
+        alpha, f = self._alpha, self._f
+        n_top = max(N_PLOT_MAX, self._n_max)
+        n = np.arange(1, n_top + 1)
+        s = np.array([textbook_speedup(alpha, int(k), f) for k in n])
+        self._curve.setData(n.astype(float), s)
+        nb, sb = best_n(alpha, f, n_top)
+        self._best.setData([float(nb)], [sb])
+        self._best_label.setText(f"best: n = {nb}, {sb:.2f}×")
+        self._best_label.setPos(float(nb), sb)
+
+        m = self._measured
+        top = max(float(s.max()), 1.0)
+        if self._n_max > 0:
+            self._nmax_line.setPos(self._n_max)
+            self._nmax_line.label.setFormat(f"n_max = {self._n_max}")
+            self._nmax_line.setVisible(True)
+        else:
+            self._nmax_line.setVisible(False)
+        if m is not None and m.speedup is not None and self._n_max > 0:
+            self._measured_pt.setData([float(self._n_max)], [m.speedup])
+            self._measured_label.setText(f"measured {m.speedup:.2f}×")
+            self._measured_label.setPos(float(self._n_max), m.speedup)
+            self._measured_pt.setVisible(True)
+            self._measured_label.setVisible(True)
+            top = max(top, m.speedup)
+        else:
+            self._measured_pt.setVisible(False)
+            self._measured_label.setVisible(False)
+        p = self._plot.getPlotItem()
+        p.setXRange(0.5, n_top + 0.5, padding=0)
+        p.setYRange(0.0, top * 1.22, padding=0)
+        p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in n]])
+        self._summary.setText(self._sentence(nb, sb))
+
+    def _sentence(self, nb: int, sb: float) -> str:
+        alpha, f = self._alpha, self._f
+        text = f"At α = {alpha:.2f} and f = {f:.2f} the textbook model predicts "
+        s_nmax = textbook_speedup(alpha, self._n_max, f) if self._n_max > 0 else 0.0
+        if self._n_max > 0 and self._n_max != nb and s_nmax < sb - 0.005:
+            text += (f"{s_nmax:.2f}× at n = {self._n_max} (your n_max) and "
+                     f"{sb:.2f}× at n = {nb} (best).")
+        elif self._n_max > 0 and self._n_max != nb:
+            text += (f"{s_nmax:.2f}× at n = {self._n_max} (your n_max), as good as "
+                     f"the best, n = {nb}.")
+        else:
+            text += f"{sb:.2f}× at n = {nb} (best)."
+        if sb < 1.0:
+            text += " No draft length pays at these values."
+        m = self._measured
+        if m is None or m.speedup is None or self._n_max <= 0:
+            return text
+        text += f" Measured: {m.speedup:.2f}×"
+        predicted = textbook_speedup(m.alpha, self._n_max, m.f)  # at the measured α and f
+        if m.speedup < WELL_BELOW * predicted:
+            if m.verify_ratio is not None and m.verify_ratio > VERIFY_RATIO_NOTABLE:
+                text += (f" — verifying a batch of {m.mean_batch:.0f} tokens took {m.verify_ratio:.1f}× "
+                         "as long as one target token on this machine; the textbook model assumes 1×.")
+            elif m.overhead_share > OVERHEAD_NOTABLE:
+                text += (f" — {m.overhead_share:.0%} of the time went outside llama.cpp "
+                         "(overhead), which the textbook model leaves out.")
+            else:
+                text += (f", well below the {predicted:.2f}× predicted at the measured values: "
+                         "this run paid costs the textbook model leaves out (see Time per round).")
+        else:
+            text += "."
+        return text
+
+
+def _f_to_slider(f: float) -> int:
+    """f = (v / steps)²: fine steps near 0 (0.01 at 10 %, 0.1 at 32 %, 0.25 at half way)."""
+    return round(np.sqrt(min(max(f, 0.0), 1.0)) * SLIDER_STEPS)
+
+
+def _slider_to_f(v: int) -> float:
+    return (v / SLIDER_STEPS) ** 2

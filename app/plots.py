@@ -1,0 +1,472 @@
+"""Four live plots of a speculative run (issue 5).
+
+``PlotsPanel`` shows, in a 2×2 grid:
+
+- **Acceptance by draft position** — for each draft position k (1 = the first
+  drafted token), the share of drafts reaching k whose k-th token the target
+  kept, with the counts ``accepted/drafted`` written above each bar;
+- **Accepted drafted tokens per round** — how many verified rounds accepted
+  0, 1, 2, … of their drafted tokens;
+- **Generation speed** — tokens per second over generation time, rolling and
+  whole-run;
+- **Time per round** — where each of the latest rounds spent its time: draft /
+  verify / sync / overhead (ms), stacked.
+
+The window calls :meth:`PlotsPanel.update_stats` from a GUI timer (≤ 30 Hz)
+with the fold of all events so far and the list of all events. The bar plots
+read the fold; the time series keep an index into the event list and only
+look at the events added since the previous call (preallocated arrays that
+grow by doubling, ``setData``/``setOpts`` on items made once), following
+pyqtgraph's ``scrollingPlots`` example.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from pyqtgraph import exporters
+from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
+
+from specscope.core.events import RoundEvent
+from specscope.core.stats import Stats
+
+__all__ = [
+    "PlotsPanel",
+    "ACCEPTED_COLOR",
+    "TARGET_COLOR",
+    "REJECTED_COLOR",
+    "SPLIT_COLORS",
+    "SPLIT_PARTS",
+    "TIME_SPLIT_ROUNDS",
+    "SPEED_WINDOW_S",
+    "SPEED_WINDOW_MIN_ROUNDS",
+]
+
+# token colours shared with the window's token view
+ACCEPTED_COLOR = "#2e9d4b"   # a drafted token the target kept
+TARGET_COLOR = "#3b6fd8"     # the target's own token
+REJECTED_COLOR = "#d64545"   # a drafted token the target did not keep
+
+# time split: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies)
+SPLIT_PARTS = ("draft", "verify", "sync", "overhead")
+SPLIT_COLORS = {
+    "draft": "#e69f00",      # orange
+    "verify": "#0072b2",     # blue: the target's work
+    "sync": "#cc79a7",       # reddish purple
+    "overhead": "#9a9a9a",   # grey: outside llama.cpp
+}
+SPLIT_LABELS = {
+    "draft": "draft",
+    "verify": "verify (target)",
+    "sync": "sync / rollback",
+    "overhead": "overhead (Python)",
+}
+
+TIME_SPLIT_ROUNDS = 200          # rounds shown in "Time per round"
+SPEED_WINDOW_S = 2.0             # rolling window of "Generation speed"
+SPEED_WINDOW_MIN_ROUNDS = 8      # … but never fewer rounds than this
+_INITIAL_CAPACITY = 1024
+
+TEXT_COLOR = "#222222"
+AXIS_COLOR = "#555555"
+LABEL_COLOR = "#333333"
+
+# (key, title) in display order; export() accepts either
+PLOTS = (
+    ("acceptance", "Acceptance by draft position"),
+    ("accepted_length", "Accepted drafted tokens per round"),
+    ("speed", "Generation speed"),
+    ("time_split", "Time per round"),
+)
+
+
+def _plot_widget(title: str, left: str, bottom: str) -> pg.PlotWidget:
+    w = pg.PlotWidget(background="w")
+    w.setAntialiasing(True)
+    w.setMinimumSize(260, 190)
+    p = w.getPlotItem()
+    p.setTitle(title, color=TEXT_COLOR, size="11pt")
+    for name, text in (("left", left), ("bottom", bottom)):
+        ax = p.getAxis(name)
+        ax.setPen(pg.mkPen(AXIS_COLOR))
+        ax.setTextPen(pg.mkPen(TEXT_COLOR))
+        p.setLabel(name, text, color=LABEL_COLOR, **{"font-size": "9pt"})
+    p.showGrid(x=False, y=True, alpha=0.15)
+    p.setMenuEnabled(False)
+    p.hideButtons()
+    return w
+
+
+def _label(anchor=(0.5, 1.0)) -> pg.TextItem:
+    t = pg.TextItem("", color=LABEL_COLOR, anchor=anchor)
+    f = t.textItem.font()
+    f.setPointSizeF(8.0)
+    t.setFont(f)
+    return t
+
+
+class _Series:
+    """Per-round values in preallocated arrays that grow by doubling."""
+
+    def __init__(self, names: Sequence[str], capacity: int = _INITIAL_CAPACITY):
+        self.names = tuple(names)
+        self.n = 0
+        self._a = {k: np.zeros(capacity) for k in self.names}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._a[name][:self.n]
+
+    def reserve(self, n_more: int) -> None:
+        need = self.n + n_more
+        cap = len(self._a[self.names[0]])
+        if need > cap:
+            while cap < need:
+                cap *= 2
+            for k, v in self._a.items():
+                grown = np.zeros(cap)
+                grown[:self.n] = v[:self.n]
+                self._a[k] = grown
+
+    def append(self, columns: dict[str, np.ndarray]) -> None:
+        m = len(next(iter(columns.values())))
+        self.reserve(m)
+        for k, v in columns.items():
+            self._a[k][self.n:self.n + m] = v
+        self.n += m
+
+    def clear(self) -> None:
+        self.n = 0
+
+
+class PlotsPanel(QtWidgets.QWidget):
+    """Acceptance by position, accepted-length histogram, speed over time, time per round."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._plots: dict[str, pg.PlotWidget] = {}
+        grid = QtWidgets.QGridLayout(self)
+        grid.setContentsMargins(4, 4, 4, 4)
+        grid.setSpacing(6)
+
+        # 1. acceptance by draft position: green = kept, pale red = not kept, counts above
+        w = _plot_widget(PLOTS[0][1], "Accepted ÷ drafted", "Draft position (1 = first drafted token)")
+        p = w.getPlotItem()
+        self._pos_rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
+                                             brush=pg.mkBrush(_rgba(REJECTED_COLOR, 70)),
+                                             pen=pg.mkPen(None))
+        self._pos_accepted = pg.BarGraphItem(x=[], height=[], width=0.7,
+                                             brush=pg.mkBrush(ACCEPTED_COLOR), pen=pg.mkPen(None))
+        p.addItem(self._pos_rejected)
+        p.addItem(self._pos_accepted)
+        legend = p.addLegend(offset=(-8, 2), labelTextColor=TEXT_COLOR, labelTextSize="8pt",
+                             colCount=2)
+        legend.addItem(self._pos_accepted, "kept by the target")
+        legend.addItem(self._pos_rejected, "not kept")
+        _legend_background(legend)
+        p.setYRange(0.0, 1.34, padding=0)  # room above the bars for the counts and the legend
+        p.setLimits(yMin=0.0)
+        p.getAxis("left").setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)]])
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        self._pos_labels: list[pg.TextItem] = []
+        self._plots["acceptance"] = w
+        grid.addWidget(w, 0, 0)
+
+        # 2. accepted-length histogram: red for rounds that kept nothing, green otherwise
+        w = _plot_widget(PLOTS[1][1], "Rounds", "Drafted tokens accepted in the round")
+        p = w.getPlotItem()
+        self._hist = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
+                                     pen=pg.mkPen(None))
+        p.addItem(self._hist)
+        p.setLimits(yMin=0.0)
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        self._hist_labels: list[pg.TextItem] = []
+        self._hist_brushes: list[QtGui.QBrush] = []
+        self._plots["accepted_length"] = w
+        grid.addWidget(w, 0, 1)
+
+        # 3. generation speed: rolling and whole-run tokens/s over generation time
+        w = _plot_widget(PLOTS[2][1], "Tokens per second", "Generation time (s, prompt excluded)")
+        p = w.getPlotItem()
+        legend = p.addLegend(offset=(-8, 4), labelTextColor=TEXT_COLOR, labelTextSize="8pt")
+        _legend_background(legend)
+        self._speed_roll = p.plot([], [], pen=pg.mkPen(TARGET_COLOR, width=2),
+                                  name=f"last {SPEED_WINDOW_S:g} s")
+        self._speed_mean = p.plot([], [], pen=pg.mkPen("#444444", width=1.5,
+                                                       style=QtCore.Qt.PenStyle.DashLine),
+                                  name="whole run")
+        for item in (self._speed_roll, self._speed_mean):
+            item.setClipToView(True)
+            item.setDownsampling(auto=True, method="peak")
+        p.setLimits(yMin=0.0, xMin=0.0)
+        p.enableAutoRange(axis="x")
+        p.getViewBox().setMouseEnabled(x=True, y=False)
+        self._plots["speed"] = w
+        grid.addWidget(w, 1, 0)
+
+        # 4. time per round, stacked draft / verify / sync / overhead (ms), latest rounds
+        w = _plot_widget(PLOTS[3][1], "Milliseconds", f"Round (latest {TIME_SPLIT_ROUNDS})")
+        p = w.getPlotItem()
+        legend = p.addLegend(offset=(-8, 4), labelTextColor=TEXT_COLOR, labelTextSize="8pt",
+                             colCount=2)
+        _legend_background(legend)
+        self._split_bars: dict[str, pg.BarGraphItem] = {}
+        for part in SPLIT_PARTS:
+            bar = pg.BarGraphItem(x=[], height=[], y0=[], width=0.85,
+                                  brush=pg.mkBrush(SPLIT_COLORS[part]), pen=pg.mkPen(None))
+            p.addItem(bar)
+            legend.addItem(bar, SPLIT_LABELS[part])
+            self._split_bars[part] = bar
+        p.setLimits(yMin=0.0)
+        p.enableAutoRange(axis="x")
+        p.getViewBox().setMouseEnabled(x=True, y=False)
+        self._plots["time_split"] = w
+        grid.addWidget(w, 1, 1)
+
+        # per-round series, filled from the events not seen yet
+        self._series = _Series(("t_end", "tokens", "draft", "verify", "sync", "overhead", "index"))
+        self._cum_tokens = 0.0
+        self._cum_time = 0.0
+        self._n_seen = 0
+        self._last_event: RoundEvent | None = None
+        self._last_stats: Stats | None = None
+        self._roll = np.zeros(_INITIAL_CAPACITY)
+        self._n_positions = self._n_hist = -1
+
+    # ------------------------------------------------------------------ public API
+    def plot_names(self) -> list[str]:
+        """The plots' titles, in display order (what :meth:`export` takes)."""
+        return [title for _, title in PLOTS]
+
+    def plot_widget(self, name: str) -> pg.PlotWidget:
+        """The PlotWidget of a plot, by title or key (acceptance, accepted_length, speed, time_split)."""
+        for key, title in PLOTS:
+            if name in (key, title):
+                return self._plots[key]
+        raise KeyError(f"no plot named {name!r}; the plots are {', '.join(self.plot_names())}")
+
+    def export(self, name: str, path: str | Path) -> Path:
+        """Save one plot as PNG (``.png``) or SVG (``.svg``), chosen by the file extension."""
+        path = Path(path)
+        item = self.plot_widget(name).getPlotItem()
+        ext = path.suffix.lower()
+        if ext == ".png":
+            ex = exporters.ImageExporter(item)  # at the size shown (scaling distorts the text)
+            ex.params["background"] = QtGui.QColor("white")
+        elif ext == ".svg":
+            try:
+                exporters.SVGExporter(item).export(str(path))
+            except ValueError:
+                # pyqtgraph 0.14's SVGExporter cannot parse the closed paths ("… Z") that
+                # Qt 6's SVG generator writes (pyqtgraph issue #3485): let Qt write the SVG
+                _render_svg(self.plot_widget(name), path)
+            return path
+        else:
+            raise ValueError(f"cannot export {path.name}: the file name must end in .png or .svg")
+        ex.export(str(path))
+        return path
+
+    def clear(self) -> None:
+        """Forget everything shown (a new run starts)."""
+        self._series.clear()
+        self._cum_tokens = self._cum_time = 0.0
+        self._n_seen = 0
+        self._last_event = None
+        self._last_stats = None
+        self._n_positions = self._n_hist = -1
+        self._pos_accepted.setOpts(x=[], height=[])
+        self._pos_rejected.setOpts(x=[], height=[], y0=[])
+        for t in self._pos_labels + self._hist_labels:
+            t.setVisible(False)
+        self._hist.setOpts(x=[], height=[])
+        self._speed_roll.setData([], [])
+        self._speed_mean.setData([], [])
+        for bar in self._split_bars.values():
+            bar.setOpts(x=[], height=[], y0=[])
+
+    def update_stats(self, stats: Stats, events: Sequence[RoundEvent]) -> None:
+        """Show ``stats`` (the fold of ``events``); only events new since the last call are read."""
+        n = len(events)
+        if n < self._n_seen or (self._n_seen and events[self._n_seen - 1] is not self._last_event):
+            self.clear()  # another run's events: start over
+        if stats is not self._last_stats and stats != self._last_stats:
+            self._last_stats = stats
+            self._show_positions(stats)
+            self._show_histogram(stats)
+        if n > self._n_seen:
+            self._take(events[self._n_seen:n])
+            self._n_seen = n
+            self._last_event = events[n - 1]
+            self._show_speed()
+            self._show_split()
+
+    # ------------------------------------------------------------------ the bar plots
+    def _show_positions(self, stats: Stats) -> None:
+        rates = np.asarray(stats.position_acceptance, dtype=float)
+        x = np.arange(1, len(rates) + 1, dtype=float)
+        self._pos_accepted.setOpts(x=x, height=rates)
+        self._pos_rejected.setOpts(x=x, y0=rates, height=np.where(np.asarray(stats.drafted_at) > 0,
+                                                                 1.0 - rates, 0.0))
+        labels = _grow_labels(self._pos_labels, len(x), self._plots["acceptance"].getPlotItem())
+        for i, t in enumerate(labels):
+            if i < len(x):
+                t.setText(f"{stats.accepted_at[i]}/{stats.drafted_at[i]}")
+                t.setPos(x[i], 1.0)
+                t.setVisible(True)
+            else:
+                t.setVisible(False)
+        if len(x) != self._n_positions:  # axis work only when a position appears
+            self._n_positions = len(x)
+            p = self._plots["acceptance"].getPlotItem()
+            p.setXRange(0.4, max(len(x), 1) + 0.6, padding=0)
+            p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, len(x) + 1)]])
+
+    def _show_histogram(self, stats: Stats) -> None:
+        counts = np.asarray(stats.accepted_hist, dtype=float)
+        x = np.arange(len(counts), dtype=float)
+        if len(self._hist_brushes) != len(counts):
+            self._hist_brushes = [pg.mkBrush(REJECTED_COLOR if k == 0 else ACCEPTED_COLOR)
+                                  for k in range(len(counts))]
+            self._hist.setOpts(x=x, height=counts, brushes=self._hist_brushes)
+        else:
+            self._hist.setOpts(x=x, height=counts)
+        p = self._plots["accepted_length"].getPlotItem()
+        top = float(counts.max()) if len(counts) else 1.0
+        total = counts.sum()
+        labels = _grow_labels(self._hist_labels, len(x), p)
+        for i, t in enumerate(labels):
+            if i < len(x):
+                t.setText(f"{int(counts[i])}" if total == 0 else
+                          f"{int(counts[i])} ({counts[i] / total:.0%})")
+                t.setPos(x[i], counts[i])
+                t.setVisible(True)
+            else:
+                t.setVisible(False)
+        _fit_y(p, max(top, 1.0), 1.18)
+        if len(x) != self._n_hist:
+            self._n_hist = len(x)
+            p.setXRange(-0.6, max(len(x) - 1, 0) + 0.6, padding=0)
+            p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(len(x))]])
+
+    # ------------------------------------------------------------------ the time series
+    def _take(self, new: Sequence[RoundEvent]) -> None:
+        m = len(new)
+        tokens = np.fromiter((len(e.emitted) for e in new), float, m)
+        t_round = np.fromiter((e.t_round for e in new), float, m)
+        cols = {
+            "tokens": self._cum_tokens + np.cumsum(tokens),
+            "t_end": self._cum_time + np.cumsum(t_round),
+            "draft": np.fromiter((e.t_draft for e in new), float, m) * 1e3,
+            "verify": np.fromiter((e.t_verify for e in new), float, m) * 1e3,
+            "sync": np.fromiter((e.t_sync for e in new), float, m) * 1e3,
+            "overhead": np.fromiter((e.t_overhead for e in new), float, m) * 1e3,
+            "index": np.fromiter((e.index for e in new), float, m),
+        }
+        self._cum_tokens = float(cols["tokens"][-1])
+        self._cum_time = float(cols["t_end"][-1])
+        start = self._series.n
+        self._series.append(cols)
+        # rolling speed for the new rounds: tokens over the last SPEED_WINDOW_S seconds,
+        # and at least SPEED_WINDOW_MIN_ROUNDS rounds (cumulative sums with a leading 0)
+        if len(self._roll) < self._series.n:
+            grown = np.zeros(len(self._series["t_end"]) * 2)
+            grown[:start] = self._roll[:start]
+            self._roll = grown
+        t_end, cum = self._series["t_end"], self._series["tokens"]
+        i = np.arange(start, self._series.n)
+        j = np.searchsorted(t_end, t_end[i] - SPEED_WINDOW_S, side="right") - 1  # last round before the window
+        j = np.minimum(j, i - SPEED_WINDOW_MIN_ROUNDS)
+        j = np.maximum(j, -1)
+        t0 = np.where(j >= 0, t_end[np.maximum(j, 0)], 0.0)
+        c0 = np.where(j >= 0, cum[np.maximum(j, 0)], 0.0)
+        dt = t_end[i] - t0
+        self._roll[i] = np.divide(cum[i] - c0, dt, out=np.zeros(len(i)), where=dt > 0)
+
+    def _show_speed(self) -> None:
+        n = self._series.n
+        t_end = self._series["t_end"]
+        self._speed_roll.setData(t_end, self._roll[:n])
+        mean = self._cum_tokens / self._cum_time if self._cum_time > 0 else 0.0
+        self._speed_mean.setData([0.0, float(t_end[-1])], [mean, mean])
+        top = max(float(self._roll[:n].max()), mean, 1e-9)
+        _fit_y(self._plots["speed"].getPlotItem(), top, 1.3)  # room for the legend
+
+    def _show_split(self) -> None:
+        s = self._series
+        lo = max(0, s.n - TIME_SPLIT_ROUNDS)
+        x = s["index"][lo:]
+        y0 = np.zeros(len(x))
+        for part in SPLIT_PARTS:
+            h = s[part][lo:]
+            self._split_bars[part].setOpts(x=x, y0=y0, height=h)
+            y0 = y0 + h
+        top = float(y0.max()) if len(y0) else 1.0
+        _fit_y(self._plots["time_split"].getPlotItem(), max(top, 1e-6), 1.4)  # room for the legend
+
+    # ------------------------------------------------------------------ for tests
+    def shown(self) -> dict[str, dict[str, np.ndarray]]:
+        """What each plot currently holds (numbers, for tests and debugging)."""
+        def bars(item: pg.BarGraphItem) -> dict[str, np.ndarray]:
+            o = item.opts
+            return {"x": np.asarray(o["x"], dtype=float), "height": np.asarray(o["height"], dtype=float),
+                    "y0": np.asarray(o["y0"] if o["y0"] is not None else np.zeros(len(o["x"])), dtype=float)}
+        rx, ry = self._speed_roll.xData, self._speed_roll.yData
+        return {
+            "acceptance": {**bars(self._pos_accepted),
+                           "labels": [t.toPlainText() for t in self._pos_labels if t.isVisible()]},
+            "accepted_length": {**bars(self._hist),
+                                "labels": [t.toPlainText() for t in self._hist_labels if t.isVisible()]},
+            "speed": {"x": np.asarray(rx if rx is not None else []),
+                      "y": np.asarray(ry if ry is not None else []),
+                      "mean": float(self._speed_mean.getData()[1][0]) if self._series.n else 0.0},
+            "time_split": {part: bars(self._split_bars[part]) for part in SPLIT_PARTS},
+        }
+
+
+def _fit_y(plot: pg.PlotItem, top: float, headroom: float) -> None:
+    """y from 0 to top·headroom; changed only when top leaves the range or falls far below it
+    (steadier to watch, and fewer range changes per tick)."""
+    current = plot.getViewBox().viewRange()[1][1]
+    want = top * headroom
+    if top > current / headroom * 1.0001 or want < 0.6 * current:
+        plot.setYRange(0.0, want, padding=0)
+
+
+def _render_svg(widget: pg.PlotWidget, path: Path) -> None:
+    """The plot item's part of the scene, painted by Qt's own SVG generator."""
+    source = widget.getPlotItem().sceneBoundingRect()
+    gen = QtSvg.QSvgGenerator()
+    gen.setFileName(str(path))
+    gen.setSize(source.size().toSize())
+    target = QtCore.QRectF(0.0, 0.0, source.width(), source.height())
+    gen.setViewBox(target)
+    gen.setTitle(widget.getPlotItem().titleLabel.text)
+    painter = QtGui.QPainter(gen)
+    try:
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        painter.fillRect(target, QtGui.QColor("white"))
+        widget.scene().render(painter, target, source)
+    finally:
+        painter.end()
+
+
+def _grow_labels(labels: list[pg.TextItem], n: int, plot: pg.PlotItem) -> list[pg.TextItem]:
+    """Make sure there are n text items (made once, reused)."""
+    while len(labels) < n:
+        t = _label()
+        plot.addItem(t, ignoreBounds=True)
+        labels.append(t)
+    return labels
+
+
+def _legend_background(legend: pg.LegendItem) -> None:
+    legend.setBrush(pg.mkBrush(255, 255, 255, 215))
+    legend.setPen(pg.mkPen("#cccccc"))
+
+
+def _rgba(hex_color: str, alpha: int) -> QtGui.QColor:
+    c = QtGui.QColor(hex_color)
+    c.setAlpha(alpha)
+    return c

@@ -1,0 +1,199 @@
+"""PlotsPanel: the four live plots hold what the events say, incrementally, and export."""
+
+from __future__ import annotations
+
+import random
+import xml.dom.minidom
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from specscope.app.plots import SPLIT_PARTS, TIME_SPLIT_ROUNDS, PlotsPanel  # noqa: E402
+from specscope.core.events import RoundEvent  # noqa: E402
+from specscope.core.stats import fold  # noqa: E402
+
+
+def spec_round(index: int, n_drafted: int, n_accepted: int, *, t_draft=0.004, t_verify=0.030,
+               t_sync=0.001, t_overhead=0.002) -> RoundEvent:
+    drafted = tuple(range(100, 100 + n_drafted))
+    emitted = drafted[:n_accepted] + (7,)
+    return RoundEvent(index, 10 + index, 1, drafted, (0.5,) * n_drafted, n_accepted, emitted,
+                      "spec" if drafted else "plain", t_draft=t_draft, t_verify=t_verify,
+                      t_sync=t_sync, t_round=t_draft + t_verify + t_sync + t_overhead)
+
+
+def random_run(n_rounds: int, n_max: int = 4, alpha: float = 0.7, seed: int = 0) -> list[RoundEvent]:
+    rng = random.Random(seed)
+    events = []
+    for i in range(n_rounds):
+        n = n_max if rng.random() > 0.1 else rng.randrange(0, n_max)  # some short or no drafts
+        acc = 0
+        while acc < n and rng.random() < alpha:
+            acc += 1
+        events.append(spec_round(i, n, acc, t_draft=0.002 * n * rng.uniform(0.8, 1.2),
+                                 t_verify=0.03 * rng.uniform(0.9, 1.1),
+                                 t_sync=0.0005 * rng.random(), t_overhead=0.001 * rng.random()))
+    return events
+
+
+class CountingList(list):
+    """A list that remembers which items were read (to check the panel reads only new events)."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.read: set[int] = set()
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            self.read.update(range(*key.indices(len(self))))
+        else:
+            self.read.add(key if key >= 0 else len(self) + key)
+        return super().__getitem__(key)
+
+
+@pytest.fixture
+def panel(qtbot):
+    p = PlotsPanel()
+    qtbot.addWidget(p)
+    p.resize(900, 600)
+    return p
+
+
+def test_plot_names_are_the_four_titles(panel):
+    assert panel.plot_names() == ["Acceptance by draft position", "Accepted drafted tokens per round",
+                                  "Generation speed", "Time per round"]
+    for name in panel.plot_names():
+        assert panel.plot_widget(name).getPlotItem().titleLabel.text == name
+
+
+def test_bars_hold_position_acceptance_and_counts(panel):
+    # 4 rounds drafting 3: accepted 3, 1, 0, 2 -> position 1: 3/4, position 2: 2/4, position 3: 1/4
+    events = [spec_round(0, 3, 3), spec_round(1, 3, 1), spec_round(2, 3, 0), spec_round(3, 3, 2)]
+    stats = fold(events)
+    panel.update_stats(stats, events)
+    shown = panel.shown()
+    np.testing.assert_allclose(shown["acceptance"]["x"], [1, 2, 3])
+    np.testing.assert_allclose(shown["acceptance"]["height"], [0.75, 0.5, 0.25])
+    np.testing.assert_allclose(shown["acceptance"]["height"], stats.position_acceptance)
+    assert shown["acceptance"]["labels"] == ["3/4", "2/4", "1/4"]
+    # histogram: one round each accepted 0, 1, 2 and 3 drafted tokens
+    np.testing.assert_allclose(shown["accepted_length"]["x"], [0, 1, 2, 3])
+    np.testing.assert_allclose(shown["accepted_length"]["height"], [1, 1, 1, 1])
+    assert shown["accepted_length"]["labels"][0].startswith("1 (25%)")
+
+
+def test_histogram_counts_match_the_fold(panel):
+    events = random_run(300, n_max=5, alpha=0.6, seed=3)
+    stats = fold(events)
+    panel.update_stats(stats, events)
+    shown = panel.shown()
+    np.testing.assert_allclose(shown["accepted_length"]["height"], stats.accepted_hist)
+    np.testing.assert_allclose(shown["acceptance"]["height"], stats.position_acceptance)
+    assert shown["acceptance"]["labels"] == [f"{a}/{d}" for a, d in zip(stats.accepted_at, stats.drafted_at)]
+
+
+def test_time_split_stacks_the_latest_rounds(panel):
+    events = random_run(TIME_SPLIT_ROUNDS + 57, seed=1)
+    panel.update_stats(fold(events), events)
+    split = panel.shown()["time_split"]
+    latest = events[-TIME_SPLIT_ROUNDS:]
+    for part in SPLIT_PARTS:
+        np.testing.assert_allclose(split[part]["x"], [e.index for e in latest])
+    np.testing.assert_allclose(split["draft"]["height"], [e.t_draft * 1e3 for e in latest])
+    np.testing.assert_allclose(split["verify"]["height"], [e.t_verify * 1e3 for e in latest])
+    # stacked: each part starts where the one below ends, and the stack is the round's time
+    np.testing.assert_allclose(split["verify"]["y0"], split["draft"]["height"])
+    top = split["overhead"]["y0"] + split["overhead"]["height"]
+    np.testing.assert_allclose(top, [e.t_round * 1e3 for e in latest])
+
+
+def test_speed_is_rolling_tokens_per_second(panel):
+    # every round: 2 tokens in 0.1 s -> 20 tokens/s throughout
+    events = [spec_round(i, 2, 1, t_draft=0.02, t_verify=0.07, t_sync=0.0, t_overhead=0.01)
+              for i in range(100)]
+    stats = fold(events)
+    panel.update_stats(stats, events)
+    speed = panel.shown()["speed"]
+    np.testing.assert_allclose(speed["x"], np.arange(1, 101) * 0.1)
+    np.testing.assert_allclose(speed["y"], 20.0)
+    assert speed["mean"] == pytest.approx(stats.tokens_per_s)
+
+
+def test_only_new_events_are_read_and_chunks_add_up(panel, qtbot):
+    events = random_run(250, seed=2)
+    whole = PlotsPanel()
+    qtbot.addWidget(whole)
+    whole.update_stats(fold(events), events)
+
+    feed = CountingList()
+    for start in range(0, 250, 40):
+        feed.read.clear()
+        new = events[start:start + 40]
+        feed.extend(new)
+        panel.update_stats(fold(feed), feed)
+        assert feed.read <= set(range(start - 1, start + len(new)))  # the new ones (+ the last seen)
+    a, b = panel.shown(), whole.shown()
+    np.testing.assert_allclose(a["speed"]["x"], b["speed"]["x"])
+    np.testing.assert_allclose(a["speed"]["y"], b["speed"]["y"])
+    for part in SPLIT_PARTS:
+        np.testing.assert_allclose(a["time_split"][part]["height"], b["time_split"][part]["height"])
+
+    # the same call again reads nothing new
+    feed.read.clear()
+    panel.update_stats(fold(feed), feed)
+    assert feed.read <= {len(feed) - 1}
+
+
+def test_another_runs_events_start_over(panel):
+    first = random_run(120, seed=4)
+    panel.update_stats(fold(first), first)
+    second = random_run(30, seed=5)
+    panel.update_stats(fold(second), second)
+    assert len(panel.shown()["speed"]["x"]) == 30
+    np.testing.assert_allclose(panel.shown()["time_split"]["draft"]["x"], range(30))
+
+
+def test_clear_empties_every_plot(panel):
+    events = random_run(50)
+    panel.update_stats(fold(events), events)
+    panel.clear()
+    shown = panel.shown()
+    assert len(shown["acceptance"]["height"]) == 0
+    assert shown["acceptance"]["labels"] == []
+    assert len(shown["accepted_length"]["height"]) == 0
+    assert len(shown["speed"]["x"]) == 0
+    assert all(len(shown["time_split"][p]["height"]) == 0 for p in SPLIT_PARTS)
+    # and it fills again from the start
+    panel.update_stats(fold(events[:10]), events[:10])
+    assert len(panel.shown()["speed"]["x"]) == 10
+
+
+def test_empty_run_is_fine(panel):
+    panel.update_stats(fold([]), [])
+    assert len(panel.shown()["speed"]["x"]) == 0
+
+
+@pytest.mark.parametrize("name", ["Acceptance by draft position", "Accepted drafted tokens per round",
+                                  "Generation speed", "Time per round"])
+def test_export_png_and_svg(panel, qtbot, tmp_path, name):
+    panel.show()
+    qtbot.waitExposed(panel)
+    events = random_run(80)
+    panel.update_stats(fold(events), events)
+    png = panel.export(name, tmp_path / "plot.png")
+    svg = panel.export(name, tmp_path / "plot.svg")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size > 1000
+    assert svg.stat().st_size > 1000
+    doc = xml.dom.minidom.parse(str(svg))
+    assert doc.documentElement.tagName == "svg"
+
+
+def test_export_refuses_unknown_names_and_extensions(panel, tmp_path):
+    with pytest.raises(ValueError, match=".png or .svg"):
+        panel.export("Generation speed", tmp_path / "plot.jpg")
+    with pytest.raises(KeyError, match="no plot named"):
+        panel.export("Nope", tmp_path / "plot.png")
+    assert panel.export("speed", tmp_path / "by-key.png").exists()  # keys work too
