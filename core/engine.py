@@ -212,6 +212,12 @@ class Run:
                 ctx.decode(batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
         self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
 
+    def _stopped(self) -> bool:
+        """Stop requested between rounds: end without starting another."""
+        if self.stop_event.is_set():
+            self.finish = "stopped"
+        return bool(self.finish)
+
     def _finish_after(self, emitted, n_past: int) -> str:
         """The stop rule shared by both loops: EOG, n_predict, full context."""
         if emitted and self.engine.target.is_eog(emitted[-1]):
@@ -231,7 +237,7 @@ class Run:
         n_past = len(self.prompt_tokens) - 1
         id_last = self.prompt_tokens[-1]
         index = 0
-        while True:
+        while not self._stopped():
             t0 = time.perf_counter()
             batch.fill((id_last,), n_past, logits="all")
             tgt.decode(batch, "a token on the target")
@@ -257,7 +263,7 @@ class Run:
         replay: tuple[int, ...] = ()           # tokens a checkpoint round decided
         smpl_save = None
         index = 0
-        while True:
+        while not self._stopped():
             t0 = time.perf_counter()
             tm = _Timer()
             draft: list[int] = []

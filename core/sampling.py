@@ -61,7 +61,7 @@ def build_chain(model: Model, s: SamplerSettings) -> SamplerChain:
             arr[i].bias = bias
         samplers.append(ll.llama_sampler_init_logit_bias(model.n_vocab, len(s.logit_bias), arr))
     if s.repeat_penalty != 1.0:
-        samplers.append(ll.llama_sampler_init_penalties(s.repeat_last_n, s.repeat_penalty, 0.0, 0.0))
+        samplers.append(ll.llama_sampler_init_penalties(model.n_vocab, s.repeat_last_n, s.repeat_penalty, 0.0, 0.0))
     if s.greedy:
         samplers.append(ll.llama_sampler_init_greedy())
     else:

@@ -49,7 +49,7 @@ def write_tokenizer(w: gguf.GGUFWriter, tokens: list[str], merges: list[str], *,
                     add_bos: bool = True) -> None:
     eot = len(tokens) - 1
     w.add_tokenizer_model(model)
-    w.add_tokenizer_pre("gpt2")
+    w.add_tokenizer_pre("gpt-2")
     w.add_token_list(tokens)
     types = [gguf.TokenType.NORMAL] * len(tokens)
     types[eot] = gguf.TokenType.CONTROL
