@@ -1,0 +1,104 @@
+"""`specscope run` / `specscope baseline` on real llama.cpp with tiny models."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from specscope.core.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def models(tiny_models):
+    return ["-m", str(tiny_models["target"]), "-md", str(tiny_models["draft"])]
+
+
+def test_run_prints_text_and_a_summary(capsys, models):
+    code, out, err = run_cli(capsys, "run", *models, "-p", "def f(x):", "-n", "24", "--ignore-eos")
+    assert code == 0, err
+    assert out.startswith("def f(x):")
+    assert "generated: 24 tokens" in out
+    assert "n_drafted:" in out and "accept:" in out
+
+
+def test_json_document_holds_rounds_and_stats_that_agree(capsys, models):
+    code, out, _ = run_cli(capsys, "run", *models, "-p", "import os", "-n", "30", "--ignore-eos",
+                           "--spec-draft-n-max", "4", "--json", "--deterministic", "--sync", "replay")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["draft"].endswith("draft.gguf") and doc["target"].endswith("target.gguf")
+    assert len(doc["tokens"]) == 30 and doc["finish"] == "n_predict"
+    rounds = doc["rounds"]
+    assert [t for r in rounds for t in r["emitted"]] == doc["tokens"]
+    assert doc["stats"]["n_drafted"] == sum(len(r["drafted"]) for r in rounds)
+    assert doc["stats"]["n_accept"] == sum(r["n_accepted"] for r in rounds)
+    assert all(len(r["drafted"]) <= 4 for r in rounds)
+    assert doc["settings"]["sync"] == "replay"
+
+
+def test_baseline_json_matches_speculative_tokens(capsys, models):
+    common = ["-p", "class A:", "-n", "25", "--ignore-eos", "--json", "--deterministic"]
+    _, spec, _ = run_cli(capsys, "run", *models, *common)
+    _, base, _ = run_cli(capsys, "baseline", "-m", models[1], *common)
+    assert json.loads(spec)["tokens"] == json.loads(base)["tokens"]
+    assert json.loads(base)["draft"] is None
+
+
+def test_stream_prints_the_same_text(capsys, models):
+    _, streamed, _ = run_cli(capsys, "run", *models, "-p", "x", "-n", "20", "--ignore-eos", "--stream")
+    _, plain, _ = run_cli(capsys, "run", *models, "-p", "x", "-n", "20", "--ignore-eos")
+    assert streamed.split("\n\n")[0] == plain.split("\n\n")[0]
+
+
+def test_prompt_from_file(capsys, models, tmp_path):
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("def main():\n")
+    code, out, _ = run_cli(capsys, "run", *models, "-f", str(prompt), "-n", "5", "--ignore-eos")
+    assert code == 0 and out.startswith("def main():\n")
+
+
+def bad_inputs(tmp_path, tiny_models):
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model")
+    cut = tmp_path / "cut.gguf"
+    data = tiny_models["target"].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    return {
+        "missing": ["-m", str(tmp_path / "missing.gguf")],
+        "not GGUF": ["-m", str(text)],
+        "truncated": ["-m", str(cut)],
+        "directory": ["-m", str(tmp_path)],
+        "incompatible": ["-m", str(tiny_models["target"]), "-md", str(tiny_models["foreign"])],
+        "prompt too long": ["-m", str(tiny_models["target"]), "-c", "256", "-p", "x = 1\n" * 300],
+        "missing prompt file": ["-m", str(tiny_models["target"]), "-f", str(tmp_path / "none.txt")],
+    }
+
+
+def test_bad_input_exits_2_with_one_line(capsys, tmp_path, tiny_models):
+    for what, args in bad_inputs(tmp_path, tiny_models).items():
+        if "-md" not in args:
+            args = args + ["-md", str(tiny_models["draft"])]
+        code, out, err = run_cli(capsys, "run", *args, "-n", "4")
+        assert code == 2, what
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("specscope: error: "), (what, err)
+        if what not in ("prompt too long",):
+            named = [a for a in args if a.endswith((".gguf", ".txt")) or a == str(tmp_path)]
+            assert any(n in lines[0] or n.split("/")[-1] in lines[0] for n in named), (what, err)
+
+
+def test_bad_input_in_a_real_process_has_no_traceback(tmp_path, tiny_models):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
+    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "run", "-m", str(bad),
+                           "-md", str(tiny_models["draft"])], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(bad) in proc.stderr
