@@ -377,6 +377,8 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
                         f"the file is truncated or corrupt: metadata array '{key}' claims {n:,} strings, "
                         f"more than the {_fmt_bytes(size - pos)} left can hold"
                     )
+                if n > 2**31 - 1:
+                    raise _Malformed(f"metadata array '{key}' claims {n:,} strings, more than llama.cpp reads")
                 if key == "tokenizer.ggml.tokens":
                     token_offsets = array("Q")
                     pos = _walk_tokens(buf, pos, n, size, key, token_offsets)
@@ -507,49 +509,56 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
     )
 
 
-def _walk_strings(buf: mmap.mmap, pos: int, n: int, size: int, key: str) -> int:
-    """Skip ``n`` length-prefixed strings starting at ``pos``; return the end."""
+def _walk_strings(buf: mmap.mmap, pos: int, n: int, size: int, key: str,
+                  offsets: array | None = None) -> int:
+    """Skip ``n`` length-prefixed strings starting at ``pos``; return the end.
+
+    With ``offsets``, append the position of each string (its length prefix)
+    and finally the end. Kept tight: this loop is most of the check's time.
+    """
     u64 = _U64.unpack_from
-    for j in range(n):
-        if pos + 8 > size:
-            raise _Malformed(f"the file is truncated: it ends inside metadata array '{key}' (element {j} of {n:,})")
-        (m,) = u64(buf, pos)
-        pos += 8 + m
-        if m > GGUF_MAX_STRING_LENGTH or pos > size:
-            raise _Malformed(
-                f"the file is truncated or corrupt: string {j} of metadata array '{key}' runs past the end of the file"
-            )
+    j = 0
+    try:
+        if offsets is None:
+            for j in range(n):
+                pos += 8 + u64(buf, pos)[0]
+        else:
+            mark = offsets.append
+            for j in range(n):
+                mark(pos)
+                pos += 8 + u64(buf, pos)[0]
+            mark(pos)
+    except (struct.error, OverflowError, ValueError):
+        raise _Malformed(
+            f"the file is truncated or corrupt: metadata array '{key}' runs past the end of the file "
+            f"(element {j:,} of {n:,})"
+        ) from None
+    if pos > size:
+        raise _Malformed(
+            f"the file is truncated or corrupt: metadata array '{key}' runs past the end of the file "
+            f"(its last string ends at byte {pos:,}, the file at {size:,})"
+        )
     return pos
 
 
 def _walk_tokens(buf: mmap.mmap, pos: int, n: int, size: int, key: str, offsets: array) -> int:
-    """Like _walk_strings, and also reject duplicate token texts and record offsets.
+    """Like _walk_strings, recording offsets, and reject duplicate token texts.
 
     llama.cpp's vocabulary loader asserts (aborting the process) when two ids
     have the same text, so this must be caught here.
     """
-    u64 = _U64.unpack_from
-    seen: set[bytes] = set()
-    add = seen.add
-    mark = offsets.append
-    for j in range(n):
-        mark(pos)
-        if pos + 8 > size:
-            raise _Malformed(f"the file is truncated: it ends inside metadata array '{key}' (token {j} of {n:,})")
-        (m,) = u64(buf, pos)
-        start = pos + 8
-        pos = start + m
-        if m > GGUF_MAX_STRING_LENGTH or pos > size:
+    end = _walk_strings(buf, pos, n, size, key, offsets)
+    texts = {buf[a + 8:b] for a, b in zip(offsets, offsets[1:])}
+    if len(texts) != n:
+        # llama.cpp renames an empty token i to "[EMPTY_i]": redo exactly if there are any
+        if b"" in texts:
+            texts = {buf[a + 8:b] if b - a > 8 else b"[EMPTY_%d]" % i
+                     for i, (a, b) in enumerate(zip(offsets, offsets[1:]))}
+        if len(texts) != n:
             raise _Malformed(
-                f"the file is truncated or corrupt: token {j} of '{key}' runs past the end of the file"
+                f"the vocabulary '{key}' holds the same token text under two ids; llama.cpp cannot load it"
             )
-        add(buf[start:pos] if m else b"[EMPTY_%d]" % j)
-    if len(seen) != n:
-        raise _Malformed(
-            f"the vocabulary '{key}' holds the same token text under two ids; llama.cpp cannot load it"
-        )
-    mark(pos)
-    return pos
+    return end
 
 
 def _check_tokenizer_arrays(metadata: dict, lengths: dict, types: dict) -> None:

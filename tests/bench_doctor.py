@@ -16,6 +16,7 @@ live here, not in timed asserts.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -57,11 +58,12 @@ def main() -> int:
                   f"({target.stat().st_size / 1e6:.1f} MB each) in {time.perf_counter() - t0:.1f} s")
 
         print(f"import llama_cpp + specscope: {t_import:.3f} s")
-        times = []
+        times, cpu = [], []
         for _ in range(args.runs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             report = check_pair(target, draft)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         assert report.compatible, report.reason
         t_hdr = []
         for _ in range(args.runs):
@@ -72,6 +74,8 @@ def main() -> int:
     print(f"check_pair on {report.target.vocab.n_tokens:,} / {report.draft.vocab.n_tokens:,} tokens: "
           f"first run {times[0]:.3f} s, median of {len(times)} {statistics.median(times):.3f} s "
           f"(min {min(times):.3f} s)")
+    print(f"  CPU time of the process per run (all threads): median {statistics.median(cpu):.3f} s; "
+          f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"  of which check_gguf (Python header check) per file: median {statistics.median(t_hdr):.3f} s")
     return 0
 

@@ -151,3 +151,21 @@ def test_subprocess_no_traceback(tmp_path):
         else:
             assert proc.stderr == ""
             assert "COMPATIBLE" in proc.stdout
+
+
+def test_unreadable_file_exits_2(files, monkeypatch, capsys):
+    """An unreadable file (simulated: the tests may run as root, who reads anything)."""
+    from specscope.core import gguf_file
+
+    good, draft, _ = files
+    real_open = open
+
+    def deny(path, *a, **k):
+        if str(path) == str(draft):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(gguf_file, "open", deny, raising=False)
+    assert main(["doctor", str(good), str(draft)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"specscope doctor: error: {draft}: the file cannot be read (permission denied)"
