@@ -435,3 +435,21 @@ def test_scan_bad_folder(tmp_path):
 def test_speedups_are_finite(pair):
     r = pair()
     assert all(math.isfinite(x) for row in r.cost.speedups.values() for x in row)
+
+
+# ============================================================================ the token-text fast path
+
+def test_identical_token_regions_skip_the_per_token_loop(pair, monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("byte-identical vocabularies need no per-token calls")
+
+    monkeypatch.setattr(pairing, "first_text_mismatch", boom)
+    assert pair(draft={"pad": 100}).compatible
+
+
+def test_texts_compared_as_llama_cpp_does(pair):
+    # the files differ after a NUL byte; llama.cpp compares C strings (strcmp), so they match
+    r = pair(target={"rename": {300: "ab\x00c"}}, draft={"rename": {300: "ab\x00d"}})
+    assert _rule(r, "token text").passed
+    r = pair(target={"rename": {300: "ab\x00c"}}, draft={"rename": {300: "ax\x00c"}})
+    assert _rule(r, "token text").values["first_different_id"] == 300
