@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -70,6 +71,10 @@ def main() -> int:
             t0 = time.perf_counter()
             check_gguf(target)
             t_hdr.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "doctor", str(target), str(draft)],
+                              capture_output=True, text=True)
+        t_cli = time.perf_counter() - t0
 
     print(f"check_pair on {report.target.vocab.n_tokens:,} / {report.draft.vocab.n_tokens:,} tokens: "
           f"first run {times[0]:.3f} s, median of {len(times)} {statistics.median(times):.3f} s "
@@ -77,6 +82,8 @@ def main() -> int:
     print(f"  CPU time of the process per run (all threads): median {statistics.median(cpu):.3f} s; "
           f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"  of which check_gguf (Python header check) per file: median {statistics.median(t_hdr):.3f} s")
+    print(f"'specscope doctor TARGET DRAFT' in a fresh interpreter (start-up and imports included): "
+          f"{t_cli:.3f} s, exit {proc.returncode}")
     return 0
 
 
