@@ -189,7 +189,7 @@ class Run:
         if not e._lock.acquire(blocking=False):
             raise ConfigError("this engine is already running a generation")
         try:
-            with SamplerChainOwner(build_chain(e.target, self.sampler_settings)) as smpl:
+            with build_chain(e.target, self.sampler_settings) as smpl:
                 self._prefill()
                 rounds = self._baseline_rounds(smpl) if self.spec is None else self._spec_rounds(smpl)
                 yield from rounds
@@ -308,9 +308,8 @@ class Run:
             # 4a. partial acceptance on a memory that cannot drop rows: restore, replay next round
             if tgt_ckpt is not None and n_accepted < len(draft):
                 self._timed(tm, "sync", tgt.load_state, tgt_ckpt)
-                smpl.close()
-                smpl.ptr, smpl_save.ptr = smpl_save.ptr, None
-                self._restore_or_trim(dft, dft_ckpt, n_past, tm, "sync", rows=n_dft_rows)
+                smpl.restore(smpl_save)
+                self._restore_or_trim(dft, dft_ckpt, n_past, tm, "sync")
                 replay = tuple(ids)
                 self.tokens.extend(ids)
                 self.finish = self._finish_after(ids, n_past)
@@ -348,10 +347,10 @@ class Run:
                 self._decode_draft(batch_tokens, n_past, "the verification batch (replay sync)")
                 dft_dropped += len(batch_tokens) - len(ids)
                 dft.seq_rm(n_past_new, -1)
-            elif n_dft_rows >= len(ids):                   # reuse: the draft holds what it needs
+            elif n_dft_rows >= len(ids):    # reuse: the draft holds what it needs
                 dft_dropped += n_dft_rows - len(ids)
                 dft.seq_rm(n_past_new, -1)
-            else:                                          # reuse: decode only the missing rows
+            else:                           # reuse: decode only the missing rows
                 self._decode_draft(batch_tokens[n_dft_rows:len(ids)], n_past + n_dft_rows,
                                    "the missing draft rows (reuse sync)")
 
@@ -425,21 +424,8 @@ class Run:
         setattr(tm, phase, getattr(tm, phase) + time.perf_counter() - t)
         return result
 
-    def _restore_or_trim(self, ctx: Context, ckpt, n_past: int, tm: _Timer, phase: str, rows=0):
+    def _restore_or_trim(self, ctx: Context, ckpt, n_past: int, tm: _Timer, phase: str):
         if ckpt is not None:
             self._timed(tm, phase, ctx.load_state, ckpt)
         else:
             self._timed(tm, phase, ctx.seq_rm, n_past, -1)
-
-
-class SamplerChainOwner:
-    """Context manager closing a sampler chain at the end of a run."""
-
-    def __init__(self, chain: SamplerChain):
-        self.chain = chain
-
-    def __enter__(self) -> SamplerChain:
-        return self.chain
-
-    def __exit__(self, *exc):
-        self.chain.close()

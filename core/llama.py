@@ -375,7 +375,18 @@ class SamplerChain:
     def clone(self) -> "SamplerChain":
         return SamplerChain(ll.llama_sampler_clone(self.ptr))
 
+    def restore(self, saved: "SamplerChain") -> None:
+        """Become ``saved`` (a clone taken earlier), which gives up its handle."""
+        self.close()
+        self.ptr, saved.ptr = saved.ptr, None
+
     def close(self) -> None:
         if self.ptr:
             ll.llama_sampler_free(self.ptr)
             self.ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
