@@ -131,7 +131,8 @@ class TokenView(QPlainTextEdit):
 
     def full_text(self) -> str:
         """Prompt and generated text, without rejected tokens."""
-        return "".join(p.text for p in self._pieces if p.kind in (PROMPT, ACCEPTED, TARGET))
+        return "".join(p.text for p in self._pieces if p.kind in (PROMPT, ACCEPTED, TARGET)
+                       and not (p.kind == TARGET and self._vocab.is_eog(p.token)))
 
     # ------------------------------------------------------------------ events
     def append_events(self, events) -> None:
@@ -212,7 +213,7 @@ class TokenView(QPlainTextEdit):
         return f"<br><span style='color:#666'>token {token} <code>{self._esc(token)}</code></span>"
 
     # ------------------------------------------------------------------ document
-    def _append(self, pieces: list[_Piece]) -> None:
+    def _append(self, pieces: list[_Piece], record: bool = True) -> None:
         if not pieces:
             return
         bar = self.verticalScrollBar()
@@ -221,9 +222,10 @@ class TokenView(QPlainTextEdit):
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.beginEditBlock()
         for p in pieces:
-            self._pieces.append(p)
-            if p.kind in (ACCEPTED, TARGET) and p.text and p.text != "⟨end of text⟩":
-                self._generated.append(p.text)
+            if record:
+                self._pieces.append(p)
+                if p.kind in (ACCEPTED, TARGET) and p.text and not self._vocab.is_eog(p.token):
+                    self._generated.append(p.text)
             self._insert(cursor, p)
         cursor.endEditBlock()
         if at_end:
@@ -240,14 +242,10 @@ class TokenView(QPlainTextEdit):
         self._starts.append(start)
 
     def _rebuild(self) -> None:
-        pieces = self._pieces
         self.clear()
         self.spans.clear()
         self._starts.clear()
-        self._pieces = []
-        generated = self._generated
-        self._append(pieces)
-        self._generated = generated
+        self._append(self._pieces, record=False)
 
     # ------------------------------------------------------------------ hover
     def span_at(self, doc_pos: int) -> TokenSpan | None:
@@ -279,6 +277,21 @@ class TokenView(QPlainTextEdit):
                 event.ignore()
             return True
         return super().viewportEvent(event)
+
+
+def expected_kinds(events) -> list[tuple[str, int, int]]:
+    """(kind, token, round) of the spans the view shows for ``events``, in order: the
+    accepted drafted tokens, the rejected one and those after it, then the target's token."""
+    out = []
+    for ev in events:
+        a, k = ev.n_accepted, len(ev.drafted)
+        if ev.drafted:
+            out += [(ACCEPTED, t, ev.index) for t in ev.emitted[:a]]
+            if a < k:
+                out.append((REJECTED, ev.drafted[a], ev.index))
+                out += [(UNCHECKED, t, ev.index) for t in ev.drafted[a + 1:]]
+        out.append((TARGET, ev.emitted[-1], ev.index))
+    return out
 
 
 def legend_html() -> str:

@@ -502,6 +502,8 @@ class MainWindow(QMainWindow):
             if not quiet:
                 self.banner.show_error(exc)
             return None
+        if kind == "baseline" and self.report is not None and not self.report.compatible:
+            d = None                 # the target alone: do not load a draft the gate refuses
         self._run_id += 1
         return RunRequest(self._run_id, kind, t, d, self._engine_settings(), prompt, spec, sampler,
                           self.params.n_predict.value(), step=step)
@@ -821,6 +823,7 @@ class MainWindow(QMainWindow):
         self.timer.stop()
         if self.active is not None:
             self.active.stop.set()
+        self.worker.abort.set()          # a model still loading gives up
         self.shutdown_requested.emit()
         ok = self.worker_thread.wait(timeout_ms)
         self.doctor_thread.quit()

@@ -90,6 +90,7 @@ class EngineWorker(QObject):
 
     def __init__(self):
         super().__init__()
+        self.abort = threading.Event()          # set from any thread: give up a load in progress
         self._engine = None
         self._engine_key = None
         self._run = None                        # the Run of a step-mode generation
@@ -99,18 +100,26 @@ class EngineWorker(QObject):
         self._vocab = None
 
     # ------------------------------------------------------------------ engine
-    def _ensure_engine(self, target: Path, draft: Path | None, settings) -> None:
+    def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
+        """Load the pair unless it is loaded already (a baseline reuses any loaded draft)."""
         from specscope.core.engine import Engine
         key = (str(target), str(draft) if draft else None, settings)
-        if self._engine is not None and self._engine_key == key:
+        if self._engine is not None and (self._engine_key == key or (
+                not need_draft and self._engine_key[0] == key[0] and self._engine_key[2] == key[2])):
             return
         self._close_engine()
         self.load_started.emit(f"Loading {Path(target).name}" + (f" and {Path(draft).name}" if draft else ""))
-        self._engine = Engine(target, draft, settings,
-                              progress=lambda role, f: self.load_progressed.emit(role, f))
+        self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
         self._vocab = Vocab.of(self._engine.target)
         self.engine_loaded.emit(self._facts())
+
+    def _progress(self, role: str, fraction: float) -> bool:
+        """llama.cpp's load progress callback: report it; False aborts the load."""
+        if self.abort.is_set():
+            return False
+        self.load_progressed.emit(role, fraction)
+        return True
 
     def _facts(self) -> dict:
         e = self._engine
@@ -150,7 +159,8 @@ class EngineWorker(QObject):
     def start(self, request: RunRequest) -> None:
         self._drop_generator()
         try:
-            self._ensure_engine(request.target, request.draft, request.engine_settings)
+            self._ensure_engine(request.target, request.draft, request.engine_settings,
+                                need_draft=request.kind == "spec")
             e = self._engine
             if request.kind == "spec":
                 run = e.speculative(request.prompt, request.spec, request.sampler,

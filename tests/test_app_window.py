@@ -1,0 +1,288 @@
+"""The main window on a real pair: the demo pair when it is installed, else the tiny
+generated pair of conftest.py. Runs are short (small n_predict) to keep CI fast."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QSettings  # noqa: E402
+
+from specscope.app.token_view import PROMPT, expected_kinds  # noqa: E402
+from specscope.app.window import MainWindow  # noqa: E402
+from specscope.core.errors import ConfigError  # noqa: E402
+
+RUN_TIMEOUT_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def pair(request):
+    """(target, draft, incompatible draft)."""
+    from specscope.core.demo import DEMO_FOREIGN_DRAFT, demo_pair, models_dir
+    try:
+        target, draft = demo_pair()
+        foreign = models_dir() / DEMO_FOREIGN_DRAFT
+        if foreign.is_file():
+            return target, draft, foreign
+        return target, draft, request.getfixturevalue("tiny_models")["foreign"]
+    except ConfigError:
+        m = request.getfixturevalue("tiny_models")
+        return m["target"], m["draft"], m["foreign"]
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_LOG_DIR", str(tmp_path / "log"))
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+def open_window(qtbot, pair, settings, **kw) -> MainWindow:
+    w = MainWindow(Path(pair[0]), Path(pair[1]), settings=settings, **kw)
+    w.resize(1440, 900)
+    w.show()
+    qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
+    return w
+
+
+@pytest.fixture
+def window(qtbot, pair, settings):
+    w = open_window(qtbot, pair, settings)
+    w.params.n_predict.setValue(24)
+    w.params.n_ctx.setValue(512)
+    w.prompt.set_text("def add(a, b):\n    ")
+    yield w
+    w.close()
+    assert w.worker_thread.isFinished() and w.doctor_thread.isFinished()
+
+
+def run_and_wait(qtbot, w: MainWindow, action) -> str:
+    with qtbot.waitSignal(w.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
+        action()
+    return blocker.args[1]
+
+
+def test_opens_with_the_pair_and_its_verdict(qtbot, window, pair):
+    assert window.pair_panel.pair() == (Path(pair[0]), Path(pair[1]))
+    qtbot.waitUntil(lambda: window.report is not None, timeout=30_000)
+    assert window.report.compatible
+    assert "COMPATIBLE" in window.pair_panel.verdict.text()
+    assert window.pair_panel.facts.item(0, 0).text() == window.report.target.architecture
+    assert window.act_run.isEnabled() and not window.act_stop.isEnabled()
+
+
+def test_run_shows_spans_that_match_the_events(qtbot, window):
+    finish = run_and_wait(qtbot, window, window.run_clicked)
+    assert finish in ("n_predict", "eog")
+    events = window.events
+    assert [e.index for e in events] == list(range(len(events)))      # no batch lost or doubled
+    assert events[-1].finish == finish
+    shown = [(s.kind, s.token, s.round) for s in window.token_view.spans if s.kind != PROMPT]
+    assert shown == expected_kinds(events)
+    emitted = [t for e in events for t in e.emitted]
+    vocab = window.vocab
+    text = b"".join(vocab.piece(t) for t in emitted if not vocab.is_eog(t)).decode("utf-8", "replace")
+    assert window.token_view.generated_text() == text
+    stats = window.stats
+    assert stats.n_tokens == len(emitted) and stats.n_rounds == len(events)
+    assert window.stats_bar.text("n_drafted") == str(stats.n_drafted)
+    assert window.stats_bar.text("n_accept") == str(stats.n_accept)
+    assert window.round_view.event is events[-1]
+    # the plots hold the run
+    held = window.plots.shown()
+    assert sum(held["accepted_length"]["height"]) == stats.n_draft_rounds
+    assert len(held["acceptance"]["height"]) == len(stats.drafted_at)
+    assert len(held["time_split"]["verify"]["height"]) == min(len(events), 200)
+    assert len(held["speed"]["x"]) > 0
+    assert window.mode == "idle" and window.act_run.isEnabled()
+
+
+def test_baseline_then_speed_up(qtbot, window):
+    assert run_and_wait(qtbot, window, window.baseline_clicked) in ("n_predict", "eog")
+    assert all(e.mode == "baseline" for e in window.events)
+    assert window.stats_bar.text("n_drafted") == "–"
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert window.stats_bar.text("speedup").endswith("×")
+    assert window.cost_panel.measured is not None
+
+
+def test_stop_mid_run_within_one_round(qtbot, window):
+    window.params.n_predict.setValue(100_000)
+    window.params.n_ctx.setValue(4096)
+    window.run_clicked()
+    qtbot.waitUntil(lambda: len(window.events) >= 2, timeout=RUN_TIMEOUT_MS)
+    req = window.active
+    t0 = time.perf_counter()
+    with qtbot.waitSignal(window.run_done, timeout=30_000) as blocker:
+        window.stop_clicked()
+    waited = time.perf_counter() - t0
+    assert blocker.args[1] == "stopped"
+    assert req.stop.is_set()
+    events = window.events
+    assert events[-1].finish == "stopped"
+    assert sum(len(e.emitted) for e in events) < 100_000
+    slowest = max(e.t_round for e in events)
+    assert waited < 2 * slowest + 2.0          # the round in flight, plus delivery
+    assert window.mode == "idle"
+    # and the window can run again
+    window.params.n_predict.setValue(8)
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+
+
+def test_step_advances_exactly_one_round(qtbot, window):
+    with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
+        window.step_clicked()
+    assert len(window.events) == 1 and window.mode == "paused"
+    assert window.round_view.event is window.events[0]
+    assert "Round 0" in window.round_view.text.text()
+    qtbot.wait(200)                               # nothing runs while paused
+    assert len(window.events) == 1
+    with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
+        window.step_clicked()
+    assert [e.index for e in window.events] == [0, 1]
+    assert "Round 1" in window.round_view.text.text()
+    assert window.tabs.currentWidget() is window.round_view
+    shown = [(s.kind, s.token, s.round) for s in window.token_view.spans if s.kind != PROMPT]
+    assert shown == expected_kinds(window.events)
+    with qtbot.waitSignal(window.run_done, timeout=30_000) as blocker:
+        window.stop_clicked()
+    assert blocker.args[1] == "stopped"
+    assert len(window.events) == 2 and window.mode == "idle"
+
+
+def test_continue_after_steps(qtbot, window):
+    with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
+        window.step_clicked()
+    assert window.act_run.text().endswith("Continue")
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert sum(len(e.emitted) for e in window.events) <= 24
+
+
+def test_bad_file_shows_the_error_and_the_app_keeps_working(qtbot, window, pair, tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"this is not a model")
+    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+        window.pair_panel.set_pair(bad, Path(pair[1]))
+    assert window.banner.isVisible() and window.banner.level == "error"
+    assert "broken.gguf" in window.banner.message
+    assert "Traceback" in window.banner.details
+    assert window.banner.details_button.isVisible()
+    window.banner.show_details()
+    assert "Traceback" in window.banner.dialog.findChild(
+        __import__("PySide6.QtWidgets", fromlist=["QPlainTextEdit"]).QPlainTextEdit).toPlainText()
+    window.banner.dialog.close()
+    # Run anyway: the load fails with a message naming the file, the window stays usable
+    assert run_and_wait(qtbot, window, window.run_clicked) == "error"
+    assert "broken.gguf" in window.banner.message and window.mode == "idle"
+    log_text = (Path(window.log_path)).read_text(encoding="utf-8")
+    assert "broken.gguf" in log_text and "Traceback" in log_text
+    # back to the good pair: it runs
+    window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert len(window.events) > 0
+
+
+def test_incompatible_pair(qtbot, window, pair):
+    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000) as blocker:
+        window.pair_panel.set_pair(Path(pair[0]), Path(pair[2]))
+    assert not blocker.args[0].compatible
+    assert "INCOMPATIBLE" in window.pair_panel.verdict.text()
+    assert run_and_wait(qtbot, window, window.run_clicked) == "error"
+    assert "cannot draft for" in window.banner.message
+    # Baseline needs no draft: it still works with the target
+    assert run_and_wait(qtbot, window, window.baseline_clicked) in ("n_predict", "eog")
+
+
+def test_full_context_is_reported(qtbot, window):
+    window.params.n_ctx.setValue(64)
+    window.prompt.set_text("x = 1\n" * 200)
+    assert run_and_wait(qtbot, window, window.run_clicked) == "error"
+    assert "context" in window.banner.message and "prompt" in window.banner.message
+    window.prompt.set_text("def f():\n")
+    window.params.n_predict.setValue(200)
+    finish = run_and_wait(qtbot, window, window.run_clicked)
+    assert finish in ("context", "eog")
+    if finish == "context":
+        assert window.banner.level == "warning" and "context" in window.banner.message
+
+
+def test_settings_round_trip(qtbot, pair, settings, tmp_path):
+    w = open_window(qtbot, pair, settings, preload=False)
+    qtbot.waitUntil(lambda: w.report is not None, timeout=30_000)   # a compatible pair is "recent"
+    p = w.params
+    p.n_max.setValue(5)
+    p.n_min.setValue(1)
+    p.p_min.setValue(0.25)
+    p.sync.setCurrentIndex(p.sync.findData("replay"))
+    p.sampler.setCurrentIndex(p.sampler.findData("temperature"))
+    p.temperature.setValue(0.6)
+    p.top_k.setValue(20)
+    p.seed.setValue(7)
+    p.n_predict.setValue(33)
+    p.n_ctx.setValue(1024)
+    w.pair_panel.threads["draft"].setValue(1)
+    w.prompt.set_text("print('hi')\n")
+    w.tabs.setCurrentIndex(1)
+    w.resize(1200, 800)
+    saved = p.to_dict()
+    w.close()
+    assert w.worker_thread.isFinished()
+
+    again = MainWindow(settings=settings, preload=False)
+    try:
+        assert again.params.to_dict() == saved
+        assert again.prompt.text() == "print('hi')\n"
+        assert again.pair_panel.pair() == (Path(pair[0]), Path(pair[1]))
+        assert again.pair_panel.threads["draft"].value() == 1
+        assert again.tabs.currentIndex() == 1
+        assert settings.value("window/geometry") is not None   # (offscreen clamps it to its screen)
+        assert [Path(t) for t in again.recent_pairs()[0]] == [Path(pair[0]), Path(pair[1])]
+        spec = again.params.spec_settings()
+        assert (spec.n_max, spec.n_min, spec.sync) == (5, 1, "replay")
+        sampler = again.params.sampler_settings()
+        assert sampler.temperature == pytest.approx(0.6) and sampler.top_k == 20 and sampler.seed == 7
+    finally:
+        again.close()
+
+
+def test_export(qtbot, window, tmp_path):
+    run_and_wait(qtbot, window, window.run_clicked)
+    window.save_text(tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == window.token_view.full_text()
+    window.save_stats(tmp_path / "stats.json")
+    doc = json.loads((tmp_path / "stats.json").read_text())
+    assert doc["stats"]["n_drafted"] == window.stats.n_drafted
+    assert len(doc["rounds"]) == len(window.events) and doc["run"]["kind"] == "spec"
+    window.save_stats(tmp_path / "stats.csv")
+    lines = (tmp_path / "stats.csv").read_text().splitlines()
+    assert lines[0].startswith("index,") and len(lines) == len(window.events) + 1
+    for name in window.plots.plot_names():
+        for ext in ("png", "svg"):
+            path = tmp_path / f"{name.replace(' ', '_')}.{ext}"
+            window.plots.export(name, path)
+            assert path.stat().st_size > 0
+    window.copy_text()
+    from PySide6.QtGui import QGuiApplication
+    assert QGuiApplication.clipboard().text() == window.token_view.generated_text()
+
+
+def test_shortcuts(window):
+    assert window.act_run.shortcut().toString() == "Ctrl+R"
+    assert window.act_stop.shortcut().toString() == "Esc"
+    assert window.act_step.shortcut().toString() == "F10"
+
+
+def test_no_thread_left_after_close(qtbot, pair, settings):
+    w = open_window(qtbot, pair, settings)
+    w.params.n_predict.setValue(100_000)
+    w.params.n_ctx.setValue(4096)
+    w.run_clicked()
+    qtbot.waitUntil(lambda: len(w.events) >= 1, timeout=RUN_TIMEOUT_MS)
+    w.close()                                     # mid-run: stops, frees the engine, joins
+    assert w.worker_thread.isFinished() and w.doctor_thread.isFinished()
+    assert not [t for t in threading.enumerate() if t.name.startswith("specscope")]
