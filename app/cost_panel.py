@@ -169,6 +169,7 @@ class CostPanel(QtWidgets.QWidget):
         self._alpha = ALPHA_DEFAULT
         self._f = F_DEFAULT
         self._follow = True   # sliders follow the measurement until the user moves one
+        self._view: tuple[int, float] | None = None
 
         outer = QtWidgets.QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
@@ -206,7 +207,7 @@ class CostPanel(QtWidgets.QWidget):
         # --- the curve
         self._plot = pg.PlotWidget(background="w")
         self._plot.setAntialiasing(True)
-        self._plot.setMinimumHeight(220)
+        self._plot.setMinimumHeight(200)
         p = self._plot.getPlotItem()
         p.setTitle("Predicted speed-up (textbook model)", color=TEXT_COLOR, size="11pt")
         for name, text in (("left", "Speed-up over the target alone (×)"),
@@ -427,19 +428,27 @@ class CostPanel(QtWidgets.QWidget):
         nb, sb = best_n(alpha, f, n_top)
         self._best.setData([float(nb)], [sb])
         self._best_label.setText(f"best: n = {nb}, {sb:.2f}×")
+        # centred above the star, but kept inside the plot at either end
+        edge = (nb - 0.5) / n_top
+        self._best_label.setAnchor((0.15 if edge < 0.2 else 0.85 if edge > 0.8 else 0.5, 1.3))
         self._best_label.setPos(float(nb), sb)
 
         m = self._measured
         top = max(float(s.max()), 1.0)
+        right_half = self._n_max > n_top / 2
         if self._n_max > 0:
+            self._nmax_line.setVisible(True)   # first: a hidden label ignores a new format
             self._nmax_line.setPos(self._n_max)
-            self._nmax_line.label.setFormat(f"n_max = {self._n_max}")
-            self._nmax_line.setVisible(True)
+            label = self._nmax_line.label
+            label.setFormat(f"n_max = {self._n_max}")
+            label.anchors = [(1, 1), (1, 1)] if right_half else [(0, 1), (0, 1)]  # text inside the plot
+            label.updatePosition()
         else:
             self._nmax_line.setVisible(False)
         if m is not None and m.speedup is not None and self._n_max > 0:
             self._measured_pt.setData([float(self._n_max)], [m.speedup])
             self._measured_label.setText(f"measured {m.speedup:.2f}×")
+            self._measured_label.setAnchor((1.12, 0.5) if right_half else (-0.12, 0.5))
             self._measured_label.setPos(float(self._n_max), m.speedup)
             self._measured_pt.setVisible(True)
             self._measured_label.setVisible(True)
@@ -448,9 +457,12 @@ class CostPanel(QtWidgets.QWidget):
             self._measured_pt.setVisible(False)
             self._measured_label.setVisible(False)
         p = self._plot.getPlotItem()
-        p.setXRange(0.5, n_top + 0.5, padding=0)
-        p.setYRange(0.0, top * 1.22, padding=0)
-        p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in n]])
+        view = (n_top, round(top * 1.22, 6))
+        if view != self._view:  # axis work only when the extent changes
+            self._view = view
+            p.setXRange(0.5, n_top + 0.5, padding=0)
+            p.setYRange(0.0, view[1], padding=0)
+            p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in n]])
         self._summary.setText(self._sentence(nb, sb))
 
     def _sentence(self, nb: int, sb: float) -> str:
@@ -468,7 +480,9 @@ class CostPanel(QtWidgets.QWidget):
         if sb < 1.0:
             text += " No draft length pays at these values."
         m = self._measured
-        if m is None or m.speedup is None or self._n_max <= 0:
+        if m is None:
+            return text + " Nothing measured yet: these are example values; run a draft to measure α and f."
+        if m.speedup is None or self._n_max <= 0:
             return text
         text += f" Measured: {m.speedup:.2f}×"
         predicted = textbook_speedup(m.alpha, self._n_max, m.f)  # at the measured α and f

@@ -58,11 +58,11 @@ SPLIT_COLORS = {
     "sync": "#cc79a7",       # reddish purple
     "overhead": "#9a9a9a",   # grey: outside llama.cpp
 }
-SPLIT_LABELS = {
-    "draft": "draft",
-    "verify": "verify (target)",
-    "sync": "sync / rollback",
-    "overhead": "overhead (Python)",
+SPLIT_TIPS = {
+    "draft": "draft: the draft model proposing tokens",
+    "verify": "verify: the target evaluating the seed and the draft in one batch, and sampling",
+    "sync": "sync: removing rejected tokens from the caches (or restoring a checkpoint)",
+    "overhead": "overhead: time outside llama.cpp calls (Python glue)",
 }
 
 TIME_SPLIT_ROUNDS = 200          # rounds shown in "Time per round"
@@ -71,6 +71,7 @@ SPEED_WINDOW_MIN_ROUNDS = 8      # … but never fewer rounds than this
 _INITIAL_CAPACITY = 1024
 
 TEXT_COLOR = "#222222"
+LABEL_POINT_SIZE = 8.0
 AXIS_COLOR = "#555555"
 LABEL_COLOR = "#333333"
 
@@ -83,16 +84,18 @@ PLOTS = (
 )
 
 
-def _plot_widget(title: str, left: str, bottom: str) -> pg.PlotWidget:
+def _plot_widget(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
     w = pg.PlotWidget(background="w")
     w.setAntialiasing(True)
     w.setMinimumSize(260, 190)
+    w.setToolTip(tip)
     p = w.getPlotItem()
     p.setTitle(title, color=TEXT_COLOR, size="11pt")
     for name, text in (("left", left), ("bottom", bottom)):
         ax = p.getAxis(name)
         ax.setPen(pg.mkPen(AXIS_COLOR))
         ax.setTextPen(pg.mkPen(TEXT_COLOR))
+        ax.enableAutoSIPrefix(False)
         p.setLabel(name, text, color=LABEL_COLOR, **{"font-size": "9pt"})
     p.showGrid(x=False, y=True, alpha=0.15)
     p.setMenuEnabled(False)
@@ -103,8 +106,14 @@ def _plot_widget(title: str, left: str, bottom: str) -> pg.PlotWidget:
 def _label(anchor=(0.5, 1.0)) -> pg.TextItem:
     t = pg.TextItem("", color=LABEL_COLOR, anchor=anchor)
     f = t.textItem.font()
-    f.setPointSizeF(8.0)
+    f.setPointSizeF(LABEL_POINT_SIZE)
     t.setFont(f)
+    return t
+
+
+def _empty_note(plot: pg.PlotItem) -> pg.TextItem:
+    t = pg.TextItem("", color="#888888", anchor=(0.5, 0.5))
+    plot.addItem(t, ignoreBounds=True)
     return t
 
 
@@ -147,12 +156,16 @@ class PlotsPanel(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._plots: dict[str, pg.PlotWidget] = {}
+        self._legends: dict[str, pg.LegendItem] = {}
         grid = QtWidgets.QGridLayout(self)
         grid.setContentsMargins(4, 4, 4, 4)
         grid.setSpacing(6)
 
-        # 1. acceptance by draft position: green = kept, pale red = not kept, counts above
-        w = _plot_widget(PLOTS[0][1], "Accepted ÷ drafted", "Draft position (1 = first drafted token)")
+        # 1. acceptance by draft position: green = kept, pale red = not kept, counts on top
+        w = _plot_widget(
+            PLOTS[0][1], "Share kept by the target", "Draft position (1 = first drafted token)",
+            "For each position in the draft: of the drafts that reached it, the share whose token "
+            "the target kept (green) or not (pale red).\nThe numbers are kept / drafted.")
         p = w.getPlotItem()
         self._pos_rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
                                              brush=pg.mkBrush(_rgba(REJECTED_COLOR, 70)),
@@ -161,21 +174,21 @@ class PlotsPanel(QtWidgets.QWidget):
                                              brush=pg.mkBrush(ACCEPTED_COLOR), pen=pg.mkPen(None))
         p.addItem(self._pos_rejected)
         p.addItem(self._pos_accepted)
-        legend = p.addLegend(offset=(-8, 2), labelTextColor=TEXT_COLOR, labelTextSize="8pt",
-                             colCount=2)
-        legend.addItem(self._pos_accepted, "kept by the target")
-        legend.addItem(self._pos_rejected, "not kept")
-        _legend_background(legend)
-        p.setYRange(0.0, 1.34, padding=0)  # room above the bars for the counts and the legend
         p.setLimits(yMin=0.0)
         p.getAxis("left").setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)]])
         p.getViewBox().setMouseEnabled(x=False, y=False)
         self._pos_labels: list[pg.TextItem] = []
+        self._pos_texts: list[str] = []
+        self._pos_rotated = False
+        self._pos_empty = _empty_note(p)
         self._plots["acceptance"] = w
         grid.addWidget(w, 0, 0)
 
         # 2. accepted-length histogram: red for rounds that kept nothing, green otherwise
-        w = _plot_widget(PLOTS[1][1], "Rounds", "Drafted tokens accepted in the round")
+        w = _plot_widget(
+            PLOTS[1][1], "Rounds", "Drafted tokens accepted in the round",
+            "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without a "
+            "draft are not counted).\nRed: the target rejected the first drafted token.")
         p = w.getPlotItem()
         self._hist = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
                                      pen=pg.mkPen(None))
@@ -183,15 +196,22 @@ class PlotsPanel(QtWidgets.QWidget):
         p.setLimits(yMin=0.0)
         p.getViewBox().setMouseEnabled(x=False, y=False)
         self._hist_labels: list[pg.TextItem] = []
+        self._hist_texts: list[tuple[str, str]] = []   # (full, short) per bar
         self._hist_brushes: list[QtGui.QBrush] = []
+        self._hist_empty = _empty_note(p)
         self._plots["accepted_length"] = w
         grid.addWidget(w, 0, 1)
 
         # 3. generation speed: rolling and whole-run tokens/s over generation time
-        w = _plot_widget(PLOTS[2][1], "Tokens per second", "Generation time (s, prompt excluded)")
+        w = _plot_widget(
+            PLOTS[2][1], "Tokens per second", "Generation time (s, prompt excluded)",
+            f"Tokens generated per second: over the last {SPEED_WINDOW_S:g} s (at least "
+            f"{SPEED_WINDOW_MIN_ROUNDS} rounds), and over the whole run so far.")
         p = w.getPlotItem()
-        legend = p.addLegend(offset=(-8, 4), labelTextColor=TEXT_COLOR, labelTextSize="8pt")
+        legend = p.addLegend(offset=(-6, 2), labelTextColor=TEXT_COLOR, labelTextSize="8pt",
+                             colCount=2)
         _legend_background(legend)
+        self._legends["speed"] = legend
         self._speed_roll = p.plot([], [], pen=pg.mkPen(TARGET_COLOR, width=2),
                                   name=f"last {SPEED_WINDOW_S:g} s")
         self._speed_mean = p.plot([], [], pen=pg.mkPen("#444444", width=1.5,
@@ -207,23 +227,31 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.addWidget(w, 1, 0)
 
         # 4. time per round, stacked draft / verify / sync / overhead (ms), latest rounds
-        w = _plot_widget(PLOTS[3][1], "Milliseconds", f"Round (latest {TIME_SPLIT_ROUNDS})")
+        w = _plot_widget(
+            PLOTS[3][1], "Milliseconds", f"Round (latest {TIME_SPLIT_ROUNDS})",
+            "Where each round's time went, stacked:\n" + "\n".join(SPLIT_TIPS[k] for k in SPLIT_PARTS))
         p = w.getPlotItem()
-        legend = p.addLegend(offset=(-8, 4), labelTextColor=TEXT_COLOR, labelTextSize="8pt",
-                             colCount=2)
+        legend = p.addLegend(offset=(-6, 2), labelTextColor=TEXT_COLOR, labelTextSize="8pt",
+                             colCount=len(SPLIT_PARTS))
         _legend_background(legend)
+        self._legends["time_split"] = legend
         self._split_bars: dict[str, pg.BarGraphItem] = {}
         for part in SPLIT_PARTS:
             bar = pg.BarGraphItem(x=[], height=[], y0=[], width=0.85,
                                   brush=pg.mkBrush(SPLIT_COLORS[part]), pen=pg.mkPen(None))
             p.addItem(bar)
-            legend.addItem(bar, SPLIT_LABELS[part])
+            legend.addItem(bar, part)
             self._split_bars[part] = bar
         p.setLimits(yMin=0.0)
         p.enableAutoRange(axis="x")
         p.getViewBox().setMouseEnabled(x=True, y=False)
         self._plots["time_split"] = w
         grid.addWidget(w, 1, 1)
+
+        # the top of the data per plot; the y range adds room for labels or the legend
+        self._tops: dict[str, float] = {"acceptance": 1.0}
+        for key, w in self._plots.items():
+            w.getPlotItem().getViewBox().sigResized.connect(lambda _vb, k=key: self._resized(k))
 
         # per-round series, filled from the events not seen yet
         self._series = _Series(("t_end", "tokens", "draft", "verify", "sync", "overhead", "index"))
@@ -234,6 +262,9 @@ class PlotsPanel(QtWidgets.QWidget):
         self._last_stats: Stats | None = None
         self._roll = np.zeros(_INITIAL_CAPACITY)
         self._n_positions = self._n_hist = -1
+        self._label_px = QtGui.QFontMetrics(self._pos_empty.textItem.font()).height()
+        self._show_empty(None, 0)
+        self._refit("acceptance", force=True)
 
     # ------------------------------------------------------------------ public API
     def plot_names(self) -> list[str]:
@@ -276,6 +307,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._last_event = None
         self._last_stats = None
         self._n_positions = self._n_hist = -1
+        self._pos_texts, self._hist_texts = [], []
         self._pos_accepted.setOpts(x=[], height=[])
         self._pos_rejected.setOpts(x=[], height=[], y0=[])
         for t in self._pos_labels + self._hist_labels:
@@ -285,6 +317,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self._speed_mean.setData([], [])
         for bar in self._split_bars.values():
             bar.setOpts(x=[], height=[], y0=[])
+        self._tops = {"acceptance": 1.0}
+        self._show_empty(None, 0)
 
     def update_stats(self, stats: Stats, events: Sequence[RoundEvent]) -> None:
         """Show ``stats`` (the fold of ``events``); only events new since the last call are read."""
@@ -295,6 +329,8 @@ class PlotsPanel(QtWidgets.QWidget):
             self._last_stats = stats
             self._show_positions(stats)
             self._show_histogram(stats)
+            if stats.n_draft_rounds == 0 or self._pos_empty.isVisible():
+                self._show_empty(events[0] if n else None, stats.n_draft_rounds)
         if n > self._n_seen:
             self._take(events[self._n_seen:n])
             self._n_seen = n
@@ -303,25 +339,73 @@ class PlotsPanel(QtWidgets.QWidget):
             self._show_split()
 
     # ------------------------------------------------------------------ the bar plots
+    def _show_empty(self, first: RoundEvent | None, n_draft_rounds: int) -> None:
+        """A note in the two draft plots while there is no draft to show."""
+        if n_draft_rounds:
+            text = ""
+        elif first is None:
+            text = "No run yet"
+        elif first.mode == "baseline":
+            text = "A target-only run drafts nothing"
+        else:
+            text = "No draft verified yet"
+        for note, key, x in ((self._pos_empty, "acceptance", 2.5), (self._hist_empty, "accepted_length", 2.0)):
+            note.setText(text)
+            note.setVisible(bool(text))
+            if text:
+                p = self._plots[key].getPlotItem()
+                lo, hi = (0.4, 4.6) if key == "acceptance" else (-0.6, 4.6)
+                p.setXRange(lo, hi, padding=0)
+                p.getAxis("bottom").setTicks([[]])
+                note.setPos(x, 0.5)
+                if key == "accepted_length":
+                    self._tops[key] = 1.0
+                    self._refit(key, force=True)
+                    p.getAxis("left").setTicks([[]])
+                self._n_positions = self._n_hist = -1  # the axes are set again once data comes
+        if not text:
+            self._plots["accepted_length"].getPlotItem().getAxis("left").setTicks(None)
+
     def _show_positions(self, stats: Stats) -> None:
         rates = np.asarray(stats.position_acceptance, dtype=float)
         x = np.arange(1, len(rates) + 1, dtype=float)
         self._pos_accepted.setOpts(x=x, height=rates)
         self._pos_rejected.setOpts(x=x, y0=rates, height=np.where(np.asarray(stats.drafted_at) > 0,
                                                                  1.0 - rates, 0.0))
-        labels = _grow_labels(self._pos_labels, len(x), self._plots["acceptance"].getPlotItem())
-        for i, t in enumerate(labels):
-            if i < len(x):
-                t.setText(f"{stats.accepted_at[i]}/{stats.drafted_at[i]}")
-                t.setPos(x[i], 1.0)
-                t.setVisible(True)
-            else:
-                t.setVisible(False)
+        self._pos_texts = [f"{a}/{d}" for a, d in zip(stats.accepted_at, stats.drafted_at)]
+        _grow_labels(self._pos_labels, len(x), self._plots["acceptance"].getPlotItem())
         if len(x) != self._n_positions:  # axis work only when a position appears
             self._n_positions = len(x)
             p = self._plots["acceptance"].getPlotItem()
             p.setXRange(0.4, max(len(x), 1) + 0.6, padding=0)
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, len(x) + 1)]])
+        self._layout_pos_labels()
+
+    def _layout_pos_labels(self) -> None:
+        """Counts above the bars when they fit, else turned upright inside the bars' tops."""
+        texts = self._pos_texts
+        per_bar = self._px_per_unit("acceptance")
+        fm = QtGui.QFontMetrics(self._pos_empty.textItem.font())
+        widest = max((fm.horizontalAdvance(t) for t in texts), default=0)
+        rotated = per_bar is not None and widest + 6 > per_bar
+        turned = rotated != self._pos_rotated
+        if turned:
+            self._pos_rotated = rotated
+            self._refit("acceptance", force=True)
+        for i, label in enumerate(self._pos_labels):
+            if i < len(texts):
+                if turned or label.angle != (90 if rotated else 0):
+                    if rotated:
+                        label.setAngle(90)
+                        label.setAnchor((1.0, 0.5))   # the text ends just below the top of the bar
+                    else:
+                        label.setAngle(0)
+                        label.setAnchor((0.5, 1.0))   # centred above the bar
+                    label.setPos(i + 1.0, 0.98 if rotated else 1.0)
+                _set_text(label, texts[i])
+                label.setVisible(True)
+            else:
+                label.setVisible(False)
 
     def _show_histogram(self, stats: Stats) -> None:
         counts = np.asarray(stats.accepted_hist, dtype=float)
@@ -333,22 +417,85 @@ class PlotsPanel(QtWidgets.QWidget):
         else:
             self._hist.setOpts(x=x, height=counts)
         p = self._plots["accepted_length"].getPlotItem()
-        top = float(counts.max()) if len(counts) else 1.0
         total = counts.sum()
-        labels = _grow_labels(self._hist_labels, len(x), p)
-        for i, t in enumerate(labels):
-            if i < len(x):
-                t.setText(f"{int(counts[i])}" if total == 0 else
-                          f"{int(counts[i])} ({counts[i] / total:.0%})")
-                t.setPos(x[i], counts[i])
-                t.setVisible(True)
-            else:
-                t.setVisible(False)
-        _fit_y(p, max(top, 1.0), 1.18)
+        self._hist_texts = [(f"{int(c)} ({c / total:.0%})" if total else f"{int(c)}", f"{int(c)}")
+                            for c in counts]
+        _grow_labels(self._hist_labels, len(x), p)
         if len(x) != self._n_hist:
             self._n_hist = len(x)
             p.setXRange(-0.6, max(len(x) - 1, 0) + 0.6, padding=0)
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(len(x))]])
+        if len(counts):
+            self._tops["accepted_length"] = max(float(counts.max()), 1.0)
+            self._refit("accepted_length")
+        self._layout_hist_labels()
+
+    def _layout_hist_labels(self) -> None:
+        """'count (share)' above each bar if it fits, else the count, else nothing."""
+        per_bar = self._px_per_unit("accepted_length")
+        fm = QtGui.QFontMetrics(self._hist_empty.textItem.font())
+        tier = 0
+        if per_bar is not None:
+            for tier in (0, 1, 2):
+                if tier == 2 or max((fm.horizontalAdvance(t[tier]) for t in self._hist_texts),
+                                    default=0) + 6 <= per_bar:
+                    break
+        heights = self._hist.opts["height"]
+        for i, label in enumerate(self._hist_labels):
+            if i < len(self._hist_texts) and tier < 2:
+                _set_text(label, self._hist_texts[i][tier])
+                if label.pos().y() != heights[i] or label.pos().x() != i:
+                    label.setPos(float(i), float(heights[i]))
+                label.setVisible(True)
+            else:
+                label.setVisible(False)
+
+    # ------------------------------------------------------------------ y ranges with headroom
+    def _px_per_unit(self, key: str) -> float | None:
+        """Pixels per x unit of a plot, or None before it has been laid out."""
+        vb = self._plots[key].getPlotItem().getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        width = vb.width()
+        return width / (x1 - x0) if width > 1 and x1 > x0 else None
+
+    def _reserve_px(self, key: str) -> float:
+        """Pixels to keep free above the data: for the labels or the legend."""
+        if key == "acceptance":
+            return 10.0 if self._pos_rotated else self._label_px + 4.0
+        if key == "accepted_length":
+            return self._label_px + 4.0
+        legend = self._legends[key]
+        return legend.boundingRect().height() + 8.0
+
+    def _refit(self, key: str, force: bool = False) -> None:
+        """y from 0 to the data's top plus the reserved pixels, with some slack so that a growing
+        top does not move the axis every tick."""
+        top = self._tops.get(key)
+        if top is None:
+            return
+        p = self._plots[key].getPlotItem()
+        vb = p.getViewBox()
+        height = vb.height()
+        frac = min(self._reserve_px(key) / height, 0.5) if height > 1 else 0.2
+        need = top / (1.0 - frac)
+        current = vb.viewRange()[1][1]
+        if key == "acceptance":
+            if force or abs(current - need) > 1e-3:
+                p.setYRange(0.0, need, padding=0)
+        elif force or current < need or current > 1.5 * need:
+            p.setYRange(0.0, need * 1.08, padding=0)
+
+    def _resized(self, key: str) -> None:
+        if key == "time_split":  # four legend entries in a row when there is room, else two
+            legend = self._legends[key]
+            cols = len(SPLIT_PARTS) if self._plots[key].getPlotItem().getViewBox().width() >= 340 else 2
+            if legend.columnCount != cols:
+                legend.setColumnCount(cols)
+        self._refit(key, force=True)
+        if key == "acceptance":
+            self._layout_pos_labels()
+        elif key == "accepted_length":
+            self._layout_hist_labels()
 
     # ------------------------------------------------------------------ the time series
     def _take(self, new: Sequence[RoundEvent]) -> None:
@@ -390,8 +537,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self._speed_roll.setData(t_end, self._roll[:n])
         mean = self._cum_tokens / self._cum_time if self._cum_time > 0 else 0.0
         self._speed_mean.setData([0.0, float(t_end[-1])], [mean, mean])
-        top = max(float(self._roll[:n].max()), mean, 1e-9)
-        _fit_y(self._plots["speed"].getPlotItem(), top, 1.3)  # room for the legend
+        self._tops["speed"] = max(float(self._roll[:n].max()), mean, 1e-9)
+        self._refit("speed")
 
     def _show_split(self) -> None:
         s = self._series
@@ -402,8 +549,8 @@ class PlotsPanel(QtWidgets.QWidget):
             h = s[part][lo:]
             self._split_bars[part].setOpts(x=x, y0=y0, height=h)
             y0 = y0 + h
-        top = float(y0.max()) if len(y0) else 1.0
-        _fit_y(self._plots["time_split"].getPlotItem(), max(top, 1e-6), 1.4)  # room for the legend
+        self._tops["time_split"] = max(float(y0.max()) if len(y0) else 1.0, 1e-6)
+        self._refit("time_split")
 
     # ------------------------------------------------------------------ for tests
     def shown(self) -> dict[str, dict[str, np.ndarray]]:
@@ -425,15 +572,6 @@ class PlotsPanel(QtWidgets.QWidget):
         }
 
 
-def _fit_y(plot: pg.PlotItem, top: float, headroom: float) -> None:
-    """y from 0 to top·headroom; changed only when top leaves the range or falls far below it
-    (steadier to watch, and fewer range changes per tick)."""
-    current = plot.getViewBox().viewRange()[1][1]
-    want = top * headroom
-    if top > current / headroom * 1.0001 or want < 0.6 * current:
-        plot.setYRange(0.0, want, padding=0)
-
-
 def _render_svg(widget: pg.PlotWidget, path: Path) -> None:
     """The plot item's part of the scene, painted by Qt's own SVG generator."""
     source = widget.getPlotItem().sceneBoundingRect()
@@ -443,6 +581,8 @@ def _render_svg(widget: pg.PlotWidget, path: Path) -> None:
     target = QtCore.QRectF(0.0, 0.0, source.width(), source.height())
     gen.setViewBox(target)
     gen.setTitle(widget.getPlotItem().titleLabel.text)
+    # the bar items replay QPictures, which Qt rescales for a device of another resolution
+    gen.setResolution(QtGui.QPicture().logicalDpiX())
     painter = QtGui.QPainter(gen)
     try:
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
@@ -450,6 +590,12 @@ def _render_svg(widget: pg.PlotWidget, path: Path) -> None:
         widget.scene().render(painter, target, source)
     finally:
         painter.end()
+
+
+def _set_text(label: pg.TextItem, text: str) -> None:
+    if getattr(label, "_shown_text", None) != text:   # setText re-lays the text out: only on change
+        label.setText(text)
+        label._shown_text = text
 
 
 def _grow_labels(labels: list[pg.TextItem], n: int, plot: pg.PlotItem) -> list[pg.TextItem]:

@@ -182,3 +182,12 @@ def test_curve_extends_to_a_long_n_max(panel):
     x, _ = panel.curve()
     assert x[-1] == 12
     assert panel.measured_point()[0] == 12
+
+
+def test_n_max_line_is_labelled_from_the_first_measurement(panel):
+    panel.update_measured(spec_run([2, 1, 3] * 5, n=6), None, 6)
+    assert panel._nmax_line.isVisible()
+    assert panel._nmax_line.label.toPlainText() == "n_max = 6"
+    panel.clear()
+    assert not panel._nmax_line.isVisible()
+    assert "Nothing measured yet" in panel.summary_text()

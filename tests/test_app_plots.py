@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from PySide6 import QtCore, QtGui, QtSvg  # noqa: E402
+
 from specscope.app.plots import SPLIT_PARTS, TIME_SPLIT_ROUNDS, PlotsPanel  # noqa: E402
 from specscope.core.events import RoundEvent  # noqa: E402
 from specscope.core.stats import fold  # noqa: E402
@@ -189,6 +191,27 @@ def test_export_png_and_svg(panel, qtbot, tmp_path, name):
     assert svg.stat().st_size > 1000
     doc = xml.dom.minidom.parse(str(svg))
     assert doc.documentElement.tagName == "svg"
+    # the SVG draws what the PNG shows (not, say, bars rescaled past the axes)
+    png_image = QtGui.QImage(str(png))
+    assert np.abs(_gray(png_image) - _gray(_render(svg, png_image.size()))).mean() < 2.5
+
+
+def _render(svg, size) -> QtGui.QImage:
+    image = QtGui.QImage(size, QtGui.QImage.Format.Format_ARGB32)
+    image.fill(QtGui.QColor("white"))
+    painter = QtGui.QPainter(image)
+    QtSvg.QSvgRenderer(str(svg)).render(painter)
+    painter.end()
+    return image
+
+
+def _gray(image: QtGui.QImage) -> np.ndarray:
+    """A 90×60 grey-level thumbnail as floats."""
+    small = image.convertToFormat(QtGui.QImage.Format.Format_Grayscale8).scaled(
+        90, 60, QtCore.Qt.AspectRatioMode.IgnoreAspectRatio,
+        QtCore.Qt.TransformationMode.SmoothTransformation)
+    rows = np.frombuffer(small.constBits(), np.uint8, small.bytesPerLine() * small.height())
+    return rows.reshape(small.height(), small.bytesPerLine())[:, :small.width()].astype(float)
 
 
 def test_export_refuses_unknown_names_and_extensions(panel, tmp_path):
@@ -197,3 +220,30 @@ def test_export_refuses_unknown_names_and_extensions(panel, tmp_path):
     with pytest.raises(KeyError, match="no plot named"):
         panel.export("Nope", tmp_path / "plot.png")
     assert panel.export("speed", tmp_path / "by-key.png").exists()  # keys work too
+
+
+def test_count_labels_turn_upright_when_bars_are_narrow(panel, qtbot):
+    panel.show()
+    qtbot.waitExposed(panel)
+    few = random_run(60, n_max=4, seed=6)
+    panel.update_stats(fold(few), few)
+    visible = [t for t in panel._pos_labels if t.isVisible()]
+    assert len(visible) == 4 and all(t.angle == 0 for t in visible)
+    panel.clear()
+    many = random_run(3000, n_max=16, alpha=0.9, seed=7)
+    panel.update_stats(fold(many), many)
+    visible = [t for t in panel._pos_labels if t.isVisible()]
+    assert len(visible) == 16 and all(t.angle == 90 for t in visible)
+
+
+def test_notes_while_there_is_no_draft(panel):
+    assert panel._pos_empty.isVisible() and panel._pos_empty.toPlainText() == "No run yet"
+    baseline = [RoundEvent(i, 10 + i, 1, (), (), 0, (5,), "baseline", t_verify=0.01, t_round=0.01)
+                for i in range(20)]
+    panel.update_stats(fold(baseline), baseline)
+    assert panel._hist_empty.toPlainText() == "A target-only run drafts nothing"
+    assert len(panel.shown()["speed"]["x"]) == 20   # the time series still show the run
+    panel.clear()
+    events = random_run(20)
+    panel.update_stats(fold(events), events)
+    assert not panel._pos_empty.isVisible() and not panel._hist_empty.isVisible()
