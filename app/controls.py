@@ -49,7 +49,7 @@ class PromptEditor(QGroupBox):
         self.editor.setPlaceholderText("Type a prompt; the models continue it.")
         self.editor.setTabChangesFocus(False)
         self.editor.setMinimumHeight(80)
-        self.editor.setMaximumHeight(150)
+        self.editor.setMaximumHeight(130)
         lay.addWidget(self.editor)
 
     def _example(self, index: int) -> None:
@@ -74,7 +74,7 @@ class ParamsPanel(QGroupBox):
         super().__init__("Parameters", parent)
         grid = QGridLayout(self)
         grid.setHorizontalSpacing(8)
-        grid.setVerticalSpacing(6)
+        grid.setVerticalSpacing(4)
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
 
@@ -123,19 +123,19 @@ class ParamsPanel(QGroupBox):
             grid.addWidget(widget, row, col + 1)
             return lab
 
-        section(0, "Draft")
-        pair(1, 0, "n_max", self.n_max)
-        pair(1, 2, "n_min", self.n_min)
-        pair(2, 0, "p_min", self.p_min)
-        pair(2, 2, "sync", self.sync)
-        section(3, "Sampler (target)")
-        pair(4, 0, "sampler", self.sampler)
-        self._t_label = pair(4, 2, "temp", self.temperature)
-        self._sampling_labels = [pair(5, 0, "top-k", self.top_k), pair(5, 2, "top-p", self.top_p),
-                                 pair(6, 0, "min-p", self.min_p), pair(6, 2, "seed", self.seed)]
-        section(7, "Length")
-        pair(8, 0, "n_predict", self.n_predict)
-        pair(8, 2, "context", self.n_ctx)
+        section(0, "Generation")
+        pair(1, 0, "n_predict", self.n_predict)
+        pair(1, 2, "context", self.n_ctx)
+        section(2, "Draft")
+        pair(3, 0, "n_max", self.n_max)
+        pair(3, 2, "n_min", self.n_min)
+        pair(4, 0, "p_min", self.p_min)
+        pair(4, 2, "sync", self.sync)
+        section(5, "Sampler (the target's; it verifies the drafts)")
+        pair(6, 0, "sampler", self.sampler)
+        self._t_label = pair(6, 2, "temp", self.temperature)
+        self._sampling_labels = [pair(7, 0, "top-k", self.top_k), pair(7, 2, "top-p", self.top_p),
+                                 pair(8, 0, "min-p", self.min_p), pair(8, 2, "seed", self.seed)]
 
         self.sampler.currentIndexChanged.connect(self._sampler_mode)
         self._sampler_mode()

@@ -63,7 +63,9 @@ def setup_logging() -> Path:
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.INFO:
         root.setLevel(logging.INFO)
-    logging.getLogger("specscope.llama").setLevel(logging.WARNING)
+    llama_log = logging.getLogger("specscope.llama")
+    if llama_log.level == logging.NOTSET:
+        llama_log.setLevel(logging.WARNING)      # llama.cpp's warnings and errors, not its chatter
     _handler = handler
     return path
 

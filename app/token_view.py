@@ -29,10 +29,10 @@ COLORS = {   # kind -> (foreground, background); also used by the legend
     UNCHECKED: ("#b0837d", None),
 }
 LEGEND = (
-    (ACCEPTED, "drafted, accepted by the target"),
-    (TARGET, "the target's own token (replacement or bonus)"),
-    (REJECTED, "drafted, rejected"),
-    (UNCHECKED, "drafted after a rejection, never checked"),
+    (ACCEPTED, "draft token, accepted"),
+    (TARGET, "target's own token (replacement or bonus)"),
+    (REJECTED, "draft token, rejected"),
+    (UNCHECKED, "draft token after a rejection (never checked)"),
 )
 
 

@@ -16,6 +16,7 @@ import csv
 import json
 import logging
 import time
+from collections import deque
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal, Slot
@@ -110,6 +111,7 @@ class MainWindow(QMainWindow):
         self._loaded_key = None
         self._closing = False
         self.refresh_count = 0
+        self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per refresh
 
         self._build_ui()
         self._build_actions()
@@ -172,17 +174,17 @@ class MainWindow(QMainWindow):
         self.show_rejected.setChecked(True)
         self.show_rejected.setToolTip("Show the drafted tokens the target rejected, struck through (Ctrl+H)")
         self.show_rejected.toggled.connect(self.token_view.set_show_rejected)
-        legend_row = QHBoxLayout()
-        legend_row.addWidget(self.legend, 1)
-        legend_row.addWidget(self.show_rejected)
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(8, 8, 8, 4)
         tl.addWidget(self.banner)
         title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
                        "position and draft probability</span>")
-        tl.addWidget(title)
-        tl.addLayout(legend_row)
+        title_row = QHBoxLayout()
+        title_row.addWidget(title, 1)
+        title_row.addWidget(self.show_rejected)
+        tl.addLayout(title_row)
+        tl.addWidget(self.legend)
         tl.addWidget(self.token_view, 1)
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
@@ -208,7 +210,7 @@ class MainWindow(QMainWindow):
         self.main_split.setStretchFactor(0, 0)
         self.main_split.setStretchFactor(1, 1)
         self.main_split.setSizes([430, 1010])
-        self.right_split.setSizes([330, 470])
+        self.right_split.setSizes([390, 410])
         self.main_split.setChildrenCollapsible(False)
 
         self.stats_bar = StatsBar()
@@ -259,6 +261,8 @@ class MainWindow(QMainWindow):
             tb.addAction(a)
         tb.setStyleSheet("QToolButton { padding: 4px 12px; font-weight: 600; }"
                          " QToolButton:disabled { color: #aaa; }")
+        run_button = tb.widgetForAction(self.act_run)
+        run_button.setStyleSheet("QToolButton { color: #15803d; } QToolButton:disabled { color: #aaa; }")
         hint = QLabel("  Ctrl+R run · F10 step · Esc stop")
         hint.setStyleSheet("color:#888")
         tb.addWidget(hint)
@@ -687,6 +691,11 @@ class MainWindow(QMainWindow):
         """Apply the events that arrived since the last tick (timer, <= 30 Hz)."""
         if not self._pending:
             return
+        t_wall, t_cpu = time.perf_counter(), time.thread_time()
+        self._apply_pending()
+        self.refresh_costs.append((time.perf_counter() - t_wall, time.thread_time() - t_cpu))
+
+    def _apply_pending(self) -> None:
         from specscope.core.stats import fold
         batch, self._pending = self._pending, []
         self.refresh_count += 1

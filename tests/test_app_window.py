@@ -286,3 +286,31 @@ def test_no_thread_left_after_close(qtbot, pair, settings):
     w.close()                                     # mid-run: stops, frees the engine, joins
     assert w.worker_thread.isFinished() and w.doctor_thread.isFinished()
     assert not [t for t in threading.enumerate() if t.name.startswith("specscope")]
+
+
+def test_load_progress_reaches_the_bars(qtbot, pair, settings):
+    w = open_window(qtbot, pair, settings, preload=False)
+    seen = []
+    w.worker.load_progressed.connect(lambda role, f: seen.append((role, f)))
+    w.params.n_predict.setValue(4)
+    try:
+        assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+        assert {"target", "draft"} <= {role for role, _ in seen}
+        assert max(f for _, f in seen) == pytest.approx(1.0)
+        assert w.pair_panel.progress["target"].value() == 1000
+        assert not w.pair_panel.progress["target"].isVisible()      # hidden once loaded
+        assert "Loaded" in w.pair_panel.load_label.text()
+    finally:
+        w.close()
+
+
+def test_dropping_two_files_sets_the_pair(qtbot, window, pair):
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(pair[1])), QUrl.fromLocalFile(str(pair[0]))])
+    event = QDropEvent(QPointF(700, 400), Qt.DropAction.CopyAction, mime,
+                       Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
+    window.pair_panel.set_pair(None, None)
+    window.dropEvent(event)
+    assert window.pair_panel.pair() == (Path(pair[0]), Path(pair[1]))   # the larger file is the target

@@ -1,0 +1,151 @@
+"""Benchmark (prints figures, asserts nothing): the window during a 512-token run.
+
+    python tests/bench_gui.py [-m TARGET -md DRAFT] [-n 512] [--repeat 3]
+
+1. Event-loop stalls: a 5 ms heartbeat timer runs on the UI thread while the
+   window runs; a stall is how late a tick comes (gap - 5 ms). Goal: p99 <= 50 ms.
+2. Speed: the window's tokens/s (the engine's own timing, prefill excluded)
+   against the headless CLI (`specscope run --json`, same prompt and settings).
+   Goal: >= 95 %. Runs alternate window / CLI and the medians are compared.
+
+Defaults to the demo pair; offscreen unless QT_QPA_PLATFORM says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+HEARTBEAT_MS = 5
+PROMPT = 'def parse_args(argv=None):\n    """Parse the command line."""\n'
+
+
+def percentile(values, q):
+    if not values:
+        return 0.0
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def window_run(app, w, n_predict: int) -> dict:
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, Qt, QTimer
+    gaps: list[float] = []
+    clock = QElapsedTimer()
+    clock.start()
+    last = [clock.nsecsElapsed()]
+
+    def beat():
+        now = clock.nsecsElapsed()
+        gaps.append((now - last[0]) / 1e6 - HEARTBEAT_MS)
+        last[0] = now
+
+    heart = QTimer()
+    heart.setTimerType(Qt.TimerType.PreciseTimer)
+    heart.setInterval(HEARTBEAT_MS)
+    heart.timeout.connect(beat)
+    w.params.n_predict.setValue(n_predict)
+    loop = QEventLoop()
+    result = {}
+
+    def done(run_id, finish):
+        result["finish"] = finish
+        loop.quit()
+
+    w.run_done.connect(done)
+    refresh0 = w.refresh_count
+    w.refresh_costs.clear()
+    t0 = time.perf_counter()
+    heart.start()
+    w.run_clicked()
+    loop.exec()
+    heart.stop()
+    wall = time.perf_counter() - t0
+    w.run_done.disconnect(done)
+    stalls = [max(0.0, g) for g in gaps[1:]]
+    s = w.stats
+    return {"finish": result.get("finish"), "tokens": s.n_tokens, "tps": s.tokens_per_s,
+            "wall_s": wall, "stall_p50": percentile(stalls, 50), "stall_p99": percentile(stalls, 99),
+            "stall_max": max(stalls or [0.0]), "ticks": len(gaps),
+            "refreshes": w.refresh_count - refresh0, "acceptance": s.acceptance_rate,
+            "refresh_cpu_p99": percentile([c for _, c in w.refresh_costs], 99) * 1e3,
+            "refresh_wall_p99": percentile([t for t, _ in w.refresh_costs], 99) * 1e3}
+
+
+def cli_run(target, draft, n_predict: int, n_ctx: int) -> dict:
+    cmd = [sys.executable, "-m", "specscope.core.cli", "run", "-m", str(target), "-md", str(draft),
+           "-n", str(n_predict), "-c", str(n_ctx), "-p", PROMPT, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
+    doc = json.loads(out)
+    return {"tokens": doc["stats"]["n_tokens"], "tps": doc["stats"]["tokens_per_s"], "finish": doc["finish"]}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("-m", "--model", type=Path)
+    p.add_argument("-md", "--model-draft", type=Path)
+    p.add_argument("-n", "--n-predict", type=int, default=512)
+    p.add_argument("-c", "--ctx-size", type=int, default=2048)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    if args.model and args.model_draft:
+        target, draft = args.model, args.model_draft
+    else:
+        from specscope.core.demo import demo_pair
+        target, draft = demo_pair()
+
+    from PySide6.QtCore import QSettings
+    from specscope.app.main import make_app
+    from specscope.app.window import MainWindow
+
+    app = make_app()
+    tmp = tempfile.mkdtemp(prefix="specscope-bench-")
+    os.environ["SPECSCOPE_LOG_DIR"] = tmp
+    settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+    t0 = time.perf_counter()
+    w = MainWindow(Path(target), Path(draft), settings=settings, preload=False)
+    w.resize(1440, 900)
+    w.show()
+    app.processEvents()
+    t_open = time.perf_counter() - t0
+    w.prompt.set_text(PROMPT)
+    w.params.n_ctx.setValue(args.ctx_size)
+    w.params.n_max.setValue(3)
+
+    print(f"pair: {Path(target).name} + {Path(draft).name}; n_predict {args.n_predict}, "
+          f"context {args.ctx_size}, greedy, n_max 3; {os.cpu_count()} CPUs")
+    print(f"window constructed and shown in {t_open * 1e3:.0f} ms (this process, imports excluded)")
+    window_run(app, w, 16)          # warm-up: loads the models
+    runs, clis = [], []
+    for i in range(args.repeat):
+        r = window_run(app, w, args.n_predict)
+        c = cli_run(target, draft, args.n_predict, args.ctx_size)
+        runs.append(r)
+        clis.append(c)
+        print(f"  run {i + 1}: window {r['tps']:7.1f} tok/s ({r['tokens']} tokens, {r['finish']}, "
+              f"{r['refreshes']} refreshes in {r['wall_s']:.2f} s) | stalls p50 {r['stall_p50']:.1f} ms, "
+              f"p99 {r['stall_p99']:.1f} ms, max {r['stall_max']:.1f} ms | refresh p99 "
+              f"{r['refresh_wall_p99']:.1f} ms wall, {r['refresh_cpu_p99']:.1f} ms CPU | "
+              f"CLI {c['tps']:7.1f} tok/s ({c['tokens']} tokens)")
+    w.close()
+    tps_w = statistics.median(r["tps"] for r in runs)
+    tps_c = statistics.median(c["tps"] for c in clis)
+    p99 = max(r["stall_p99"] for r in runs)
+    worst = max(r["stall_max"] for r in runs)
+    print(f"event-loop stall: p99 {p99:.1f} ms (goal <= 50), max {worst:.1f} ms")
+    print(f"tokens/s: window {tps_w:.1f}, headless CLI {tps_c:.1f} -> {100 * tps_w / tps_c:.1f} % "
+          "(goal >= 95 %)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
