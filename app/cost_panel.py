@@ -40,7 +40,11 @@ N_PLOT_MAX = 8                # the curve covers n = 1..max(N_PLOT_MAX, n_max)
 ALPHA_DEFAULT = 0.7           # slider values before anything is measured
 F_DEFAULT = 0.1
 SLIDER_STEPS = 1000
+WIDE_MIN_WIDTH_PX = 760       # at least this wide and 1.4× wider than tall: plot beside the values
+WIDE_COLUMN_PX = 400
+_NO_MAX_PX = 16777215         # QWIDGETSIZE_MAX
 WELL_BELOW = 0.8              # measured < 80 % of predicted: say why it may be
+ABOVE_MODEL = 1.25            # measured > 125 % of predicted: the baseline is suspect
 VERIFY_RATIO_NOTABLE = 1.25   # a verify batch costing > 1.25 target tokens is worth naming
 OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
 
@@ -171,9 +175,10 @@ class CostPanel(QtWidgets.QWidget):
         self._follow = True   # sliders follow the measurement until the user moves one
         self._view: tuple[int, float] | None = None
 
-        outer = QtWidgets.QVBoxLayout(self)
-        outer.setContentsMargins(6, 6, 6, 6)
-        outer.setSpacing(6)
+        self._layout = QtWidgets.QGridLayout(self)
+        self._layout.setContentsMargins(6, 6, 6, 6)
+        self._layout.setSpacing(6)
+        self._wide: bool | None = None
 
         # --- measured values
         box = QtWidgets.QGroupBox("Measured in this run")
@@ -202,7 +207,7 @@ class CostPanel(QtWidgets.QWidget):
             form.addRow(name, value)
             self._values[key] = value
         self._names = {key: form.labelForField(self._values[key]) for key, _, _ in rows}
-        outer.addWidget(box)
+        self._box = box
 
         # --- the curve
         self._plot = pg.PlotWidget(background="w")
@@ -210,7 +215,7 @@ class CostPanel(QtWidgets.QWidget):
         self._plot.setMinimumHeight(200)
         p = self._plot.getPlotItem()
         p.setTitle("Predicted speed-up (textbook model)", color=TEXT_COLOR, size="11pt")
-        for name, text in (("left", "Speed-up over the target alone (×)"),
+        for name, text in (("left", "Speed-up (×)"),
                            ("bottom", "Drafted tokens per round, n")):
             ax = p.getAxis(name)
             ax.setPen(pg.mkPen(AXIS_COLOR))
@@ -246,10 +251,11 @@ class CostPanel(QtWidgets.QWidget):
         self._measured_pt.setVisible(False)
         self._measured_label.setVisible(False)
         p.setLimits(yMin=0.0)
-        outer.addWidget(self._plot, 1)
 
         # --- what-if sliders
-        grid = QtWidgets.QGridLayout()
+        self._controls = QtWidgets.QWidget()
+        grid = QtWidgets.QGridLayout(self._controls)
+        grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(8)
         self._alpha_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self._f_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
@@ -275,7 +281,6 @@ class CostPanel(QtWidgets.QWidget):
         self._use_measured.setToolTip("Set α and f back to this run's measured values.")
         self._use_measured.setEnabled(False)
         grid.addWidget(self._use_measured, 2, 0, 1, 3, QtCore.Qt.AlignmentFlag.AlignRight)
-        outer.addLayout(grid)
 
         # --- one plain-language sentence
         self._summary = QtWidgets.QLabel()
@@ -283,13 +288,51 @@ class CostPanel(QtWidgets.QWidget):
         self._summary.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self._summary.setMinimumHeight(QtGui.QFontMetrics(self._summary.font()).lineSpacing() * 3)
         self._summary.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
-        outer.addWidget(self._summary)
+        self._arrange(wide=False)
 
         self._alpha_slider.valueChanged.connect(self._alpha_moved)
         self._f_slider.valueChanged.connect(self._f_moved)
         self._use_measured.clicked.connect(self.use_measured)
         self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
         self._redraw()
+
+    # ------------------------------------------------------------------ layout
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        size = event.size()
+        self._arrange(wide=size.width() >= WIDE_MIN_WIDTH_PX and size.width() >= 1.4 * size.height())
+        super().resizeEvent(event)
+
+    def _arrange(self, wide: bool) -> None:
+        """Tall: values, plot, sliders, sentence in a column. Wide (a short tab in a wide
+        window): values, sliders and sentence on the left, the plot beside them."""
+        if wide == self._wide:
+            return
+        self._wide = wide
+        lay = self._layout
+        for w in (self._box, self._plot, self._controls, self._summary):
+            lay.removeWidget(w)
+        for i in range(4):
+            lay.setRowStretch(i, 0)
+        for i in range(2):
+            lay.setColumnStretch(i, 0)
+        if wide:
+            lay.addWidget(self._box, 0, 0)
+            lay.addWidget(self._controls, 1, 0)
+            lay.addWidget(self._summary, 2, 0)
+            lay.addWidget(self._plot, 0, 1, 4, 1)
+            lay.setRowStretch(3, 1)
+            lay.setColumnStretch(1, 1)
+            for w in (self._box, self._controls, self._summary):
+                w.setMaximumWidth(WIDE_COLUMN_PX)
+        else:
+            lay.addWidget(self._box, 0, 0)
+            lay.addWidget(self._plot, 1, 0)
+            lay.addWidget(self._controls, 2, 0)
+            lay.addWidget(self._summary, 3, 0)
+            lay.setRowStretch(1, 1)
+            lay.setColumnStretch(0, 1)
+            for w in (self._box, self._controls, self._summary):
+                w.setMaximumWidth(_NO_MAX_PX)
 
     # ------------------------------------------------------------------ public API
     def update_measured(self, stats_spec: Stats, stats_baseline: Stats | None, n_max: int) -> None:
@@ -496,6 +539,10 @@ class CostPanel(QtWidgets.QWidget):
             else:
                 text += (f", well below the {predicted:.2f}× predicted at the measured values: "
                          "this run paid costs the textbook model leaves out (see Time per round).")
+        elif m.speedup > ABOVE_MODEL * predicted:
+            text += (f", well above the {predicted:.2f}× the textbook model predicts at the measured "
+                     "values: the baseline run was probably slowed by something else (a first, "
+                     "cold run or other load on the machine); run it again.")
         else:
             text += "."
         return text

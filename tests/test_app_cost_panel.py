@@ -191,3 +191,19 @@ def test_n_max_line_is_labelled_from_the_first_measurement(panel):
     panel.clear()
     assert not panel._nmax_line.isVisible()
     assert "Nothing measured yet" in panel.summary_text()
+
+
+def test_sentence_doubts_a_slow_baseline(panel):
+    spec = spec_run([1, 0, 2] * 10, n=4, t_draft_tok=0.002, t_verify=0.040, t_overhead=0.0)
+    panel.update_measured(spec, baseline_run(30, t_token=0.400), 4)  # a baseline 10× too slow
+    assert "baseline run was probably slowed" in panel.summary_text()
+
+
+def test_wide_and_tall_arrangements(panel, qtbot):
+    panel.show()
+    panel.resize(1000, 480)
+    qtbot.waitUntil(lambda: panel._plot.geometry().left() > panel._box.geometry().right())  # beside
+    assert panel._wide is True
+    panel.resize(500, 650)
+    qtbot.waitUntil(lambda: panel._plot.geometry().top() > panel._box.geometry().bottom())  # below
+    assert panel._wide is False
