@@ -118,6 +118,7 @@ class Measured:
     verify_ratio: float | None     # verify time per round ÷ target time per token (baseline only)
     mean_batch: float              # tokens per verification batch (1 + mean draft length)
     overhead_share: float
+    baseline_overhead_share: float | None = None
 
 
 def measure(spec: Stats, baseline: Stats | None, n_max: int) -> Measured | None:
@@ -153,6 +154,7 @@ def measure(spec: Stats, baseline: Stats | None, n_max: int) -> Measured | None:
         verify_ratio=verify_ratio,
         mean_batch=1.0 + spec.n_drafted / spec.n_draft_rounds if spec.n_draft_rounds else 1.0,
         overhead_share=spec.overhead_share,
+        baseline_overhead_share=baseline.overhead_share if has_base else None,
     )
 
 
@@ -174,6 +176,7 @@ class CostPanel(QtWidgets.QWidget):
         self._f = F_DEFAULT
         self._follow = True   # sliders follow the measurement until the user moves one
         self._view: tuple[int, float] | None = None
+        self._break_even_right: bool | None = None
 
         self._layout = QtWidgets.QGridLayout(self)
         self._layout.setContentsMargins(6, 6, 6, 6)
@@ -476,6 +479,13 @@ class CostPanel(QtWidgets.QWidget):
         self._best_label.setAnchor((0.15 if edge < 0.2 else 0.85 if edge > 0.8 else 0.5, 1.3))
         self._best_label.setPos(float(nb), sb)
 
+        right_end = abs(s[-1] - 1.0) > abs(s[0] - 1.0)  # "break-even" where the curve is away
+        if right_end != self._break_even_right:
+            self._break_even_right = right_end
+            label = self._break_even.label
+            label.anchors = [(1, 1), (1, 1)] if right_end else [(0, 1), (0, 1)]
+            label.setPosition(0.98 if right_end else 0.02)
+
         m = self._measured
         top = max(float(s.max()), 1.0)
         right_half = self._n_max > n_top / 2
@@ -540,9 +550,14 @@ class CostPanel(QtWidgets.QWidget):
                 text += (f", well below the {predicted:.2f}× predicted at the measured values: "
                          "this run paid costs the textbook model leaves out (see Time per round).")
         elif m.speedup > ABOVE_MODEL * predicted:
-            text += (f", well above the {predicted:.2f}× the textbook model predicts at the measured "
-                     "values: the baseline run was probably slowed by something else (a first, "
-                     "cold run or other load on the machine); run it again.")
+            text += f", well above the {predicted:.2f}× the textbook model predicts at the measured values"
+            if (m.baseline_overhead_share or 0.0) > OVERHEAD_NOTABLE:
+                text += (f": the target-only run spent {m.baseline_overhead_share:.0%} of its time "
+                         "outside llama.cpp, once per token, where speculation pays it once per "
+                         "round; the textbook model leaves that out.")
+            else:
+                text += (": the baseline run was probably slowed by something else (a first, "
+                         "cold run or other load on the machine); run it again.")
         else:
             text += "."
         return text

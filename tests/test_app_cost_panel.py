@@ -207,3 +207,20 @@ def test_wide_and_tall_arrangements(panel, qtbot):
     panel.resize(500, 650)
     qtbot.waitUntil(lambda: panel._plot.geometry().top() > panel._box.geometry().bottom())  # below
     assert panel._wide is False
+
+
+def test_sentence_names_the_baselines_per_token_overhead(panel):
+    spec = spec_run([1, 0, 2] * 10, n=4, t_draft_tok=0.002, t_verify=0.040, t_overhead=0.0)
+    slow_glue = fold([RoundEvent(i, 10 + i, 1, (), (), 0, (9,), "baseline", t_verify=0.040,
+                                 t_round=0.120) for i in range(30)])   # 2/3 outside llama.cpp
+    panel.update_measured(spec, slow_glue, 4)
+    assert "67% of its time outside llama.cpp" in panel.summary_text()
+
+
+def test_break_even_label_sits_where_the_curve_is_away(panel):
+    panel.set_alpha(0.9)
+    panel.set_f(0.01)     # rising: n = 8 is far above 1 -> label at the right end
+    assert panel._break_even.label.orthoPos == pytest.approx(0.98)
+    panel.set_alpha(0.6)
+    panel.set_f(0.15)     # 1.39× at n = 1, 1.13× at n = 8 -> label at the left end
+    assert panel._break_even.label.orthoPos == pytest.approx(0.02)
