@@ -15,6 +15,8 @@ ORG_NAME = "SpecScope"
 
 # for tests and the smoke test: quit after this many milliseconds
 QUIT_AFTER_ENV = "SPECSCOPE_QUIT_AFTER_MS"
+# for the benchmark: time.time() when the process was started; the window prints how long it took
+STARTUP_T0_ENV = "SPECSCOPE_STARTUP_T0"
 
 
 def make_app(argv=None):
@@ -39,6 +41,12 @@ def main(model: Path | None = None, draft: Path | None = None) -> int:
     hook.caught.connect(lambda exc, tb: window.banner.show_error(exc, tb))
     hook.install()
     window.show()
+    t0 = os.environ.get(STARTUP_T0_ENV)
+    if t0:
+        import time
+        QTimer.singleShot(0, lambda: print(f"specscope: window shown after "
+                                           f"{(time.time() - float(t0)) * 1e3:.0f} ms",
+                                           file=sys.stderr, flush=True))
     quit_after = os.environ.get(QUIT_AFTER_ENV)
     if quit_after:
         QTimer.singleShot(int(quit_after), window.close)

@@ -196,9 +196,11 @@ def explain(ev, vocab) -> str:
         return f"<code>{html.escape(visible(vocab.piece(t).decode('utf-8', 'replace')) or ' ')}</code>"
 
     n_past, k, a = ev.n_past, len(ev.drafted), ev.n_accepted
+    origin = ("the prompt's last token, left out of the prefill" if ev.index == 0
+              else "sampled last round")
     lines = [f"<b>Round {ev.index}</b> ({ev.mode}). Both caches held positions 0–{n_past - 1}; "
-             f"the seed <i>id_last</i> = {tok(ev.seed)} (id {ev.seed}) sits at <i>n_past</i> = {n_past}, "
-             "sampled last round but not yet evaluated."]
+             f"the seed <i>id_last</i> = {tok(ev.seed)} (id {ev.seed}) sits at <i>n_past</i> = {n_past}: "
+             f"{origin}, not yet evaluated."]
     if ev.mode == "baseline":
         lines.append(f"<b>Target only:</b> the target decoded the seed and sampled {tok(ev.emitted[0])}.")
     elif ev.replayed:

@@ -76,6 +76,7 @@ class _Placeholder(QLabel):
 
 class MainWindow(QMainWindow):
     start_requested = Signal(object)
+    warm_up_requested = Signal()
     preload_requested = Signal(object)
     step_requested = Signal(int)
     resume_requested = Signal(int)
@@ -299,6 +300,7 @@ class MainWindow(QMainWindow):
         self.doctor_thread = start_thread(self.doctor, "specscope-doctor")
         w = self.worker
         self.start_requested.connect(w.start)
+        self.warm_up_requested.connect(w.warm_up)
         self.preload_requested.connect(w.preload)
         self.step_requested.connect(w.step)
         self.resume_requested.connect(w.resume)
@@ -316,6 +318,7 @@ class MainWindow(QMainWindow):
         self.check_requested.connect(self.doctor.check)
         self.doctor.pair_checked.connect(self._pair_checked)
         self.doctor.check_failed.connect(self._check_failed)
+        self.warm_up_requested.emit()
 
     # ================================================================== settings
     def _restore(self, model, draft) -> None:

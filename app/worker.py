@@ -147,6 +147,16 @@ class EngineWorker(QObject):
         self._gen = self._run = self._request = None
 
     # ------------------------------------------------------------------ slots
+    @Slot()
+    def warm_up(self) -> None:
+        """Import the engine (numpy, the llama.cpp library) here, not on the UI thread."""
+        try:
+            import specscope.core.engine  # noqa: F401
+            import specscope.core.sampling  # noqa: F401
+            import specscope.core.stats  # noqa: F401
+        except Exception as exc:  # noqa: BLE001
+            self.failed.emit(0, *_error_payload(exc))
+
     @Slot(object)
     def preload(self, request: RunRequest) -> None:
         """Load the pair ahead of the first Run (the window calls this once it is shown)."""
