@@ -1,0 +1,549 @@
+"""Calibration: what a verification batch and a draft token cost on *this* machine.
+
+Seed 003's textbook model prices a speculative round at ``n·f + 1`` target
+passes: it assumes that verifying ``n + 1`` tokens in one batch costs as much as
+one token. On a memory-bound GPU that is close to true; on a small CPU it is
+not (seed 000's postscript; on this project's 2-core machine verification cost
+grows almost linearly with the batch). So SpecScope measures.
+
+Measured figures (all in *target-token units*: seconds ÷ the target's median
+single-token decode time ``t1``)
+
+``c(k)``      the target's cost of one decode of a batch of k tokens with logits on
+              every row (a verification batch), k = 1 .. k_max; c(1) = 1.
+              ``c_raw`` are the medians as measured; ``c`` is their non-decreasing
+              fit (pool-adjacent-violators over k ≥ 2, floored at 1; it only evens
+              out noise: a batch of k + 1 tokens cannot really be cheaper than one
+              of k) and is what the predictions use.
+``f``         the draft's single-token decode (with logits) ÷ ``t1``.
+``f_batch(k)`` the draft's decode of a k-token batch without logits (the ``replay``
+              sync decodes the k = n + 1 verification batch; the ``reuse`` sync
+              decodes one token after a full acceptance: f_batch(1)).
+``s``         sampling one row with the run's target sampler chain.
+``o_base``    Python time per target-only round (the engine's loop, outside llama.cpp).
+``o0, o1``    Python time per speculative round, o0 + o1·(draft length), fitted on
+              two short speculative runs.
+
+How it is measured, robustly on a shared machine: both contexts are filled with
+``n_past`` tokens (attention cost depends on the position); every repetition
+times one decode of each kind (target k = 1..k_max, draft token, draft batches)
+in a fresh random order, rolling the caches back to ``n_past`` after each, so
+draft and target decodes interleave as they do in a run and a burst of load
+hits all kinds alike; medians over the repetitions after a warm-up. Python
+overheads come from two short engine runs (medians over rounds).
+
+The calibrated prediction (per round with draft length n; all in target-token units)
+
+    tokens per round   T(n) = 1 + E,            E = Σ_{i=1..n} a_i
+    cost per round     C(n) = n·f                          draft decodes (seed + n − 1)
+                            + c(n + 1)                     one verification batch
+                            + s·(1 + E)                    sampling the rows up to the first mismatch
+                            + sync(n)                      reuse: f_batch(1)·a_n   (one missing row after
+                                                                                   a full acceptance)
+                                                           replay: f_batch(n + 1)  (llama.cpp's re-decode)
+                            + o0 + o1·n                    Python time of the round
+    baseline per token B   = 1 + s + o_base
+    speed-up           S(n) = T(n)·B / C(n)
+
+``a_i`` is the *unconditional* acceptance at draft position i — the share of
+drafts whose first i tokens were all accepted (``Stats.position_acceptance``)
+— or ``α^i`` for an assumed per-token acceptance α (then E is
+:func:`specscope.core.pairing.expected_accepted`). a_n is therefore the
+probability of a full acceptance. The textbook prediction, for comparison, is
+seed 003's ``(E + 1) / (n·f + 1)`` with the same E and f
+(:func:`specscope.core.pairing.textbook_speedup` for an assumed α).
+
+Calibrations are cached per pair and settings (model files' paths, sizes and
+modification times, engine settings, sampler, k_max, n_past, machine) as JSON
+in the user's cache directory (``$SPECSCOPE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/specscope``, else ``~/.cache/specscope``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import random
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import ConfigError
+from .pairing import expected_accepted, textbook_speedup
+
+CALIBRATION_VERSION = 2
+DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
+DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
+MIN_REPS = 5                  # ... and at least, whatever the time budget
+TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
+WARMUP_REPS = 3
+OVERHEAD_TOKENS = 32          # tokens per overhead-calibration run
+SYNC_MODES = ("reuse", "replay")
+
+CALIBRATION_PROMPT = (
+    "def read_config(path):\n"
+    "    \"\"\"Read a configuration file and return a dictionary of its settings.\"\"\"\n"
+    "    settings = {}\n"
+    "    with open(path) as handle:\n"
+    "        for line in handle:\n")
+
+Progress = Callable[[float, str], None]   # (fraction done, what)
+
+
+# ============================================================================ the figures
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured cost figures of one pair under one set of settings (see the module docs)."""
+
+    k_max: int                         # largest verification batch measured (n_max + 1)
+    n_past: int                        # position the decodes were timed at
+    t1: float                          # seconds: the target's single-token decode (the unit)
+    c_raw: tuple[float, ...]           # c_raw[k-1]: measured median cost of a k-token batch
+    c: tuple[float, ...]               # non-decreasing fit of c_raw (used by the predictions)
+    f: float                           # the draft's single-token decode with logits
+    f_batch: tuple[float, ...]         # f_batch[k-1]: draft decode of a k-token batch, no logits
+    s: float = 0.0                     # sampling one row with the target's sampler chain
+    o_base: float = 0.0                # Python time per baseline round
+    o0: float = 0.0                    # Python time per speculative round: o0 + o1·draft length
+    o1: float = 0.0
+    reps: int = 0
+    seconds: float = 0.0               # how long calibrating took
+    created: float = 0.0               # time.time() when measured
+    key: str = ""                      # cache key (pair and settings)
+    describe: dict = field(default_factory=dict)   # what was calibrated: models, settings
+
+    def cost(self, k: int) -> float:
+        """c(k), the fitted cost of a k-token verification batch (k ≥ 1)."""
+        return _at(self.c, k, "c")
+
+    def draft_batch(self, k: int) -> float:
+        """f_batch(k), the draft's cost of a k-token batch without logits."""
+        return _at(self.f_batch, k, "f_batch")
+
+    @property
+    def cached_age_s(self) -> float:
+        return max(0.0, time.time() - self.created) if self.created else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for key in ("c_raw", "c", "f_batch"):
+            d[key] = list(d[key])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Calibration":
+        d = dict(d)
+        for key in ("c_raw", "c", "f_batch"):
+            d[key] = tuple(d[key])
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def lines(self) -> list[str]:
+        """The figures, for a terminal or a label."""
+        ks = range(1, self.k_max + 1)
+        return [
+            f"target token t1 = {self.t1 * 1e3:.3f} ms at position {self.n_past}; "
+            f"draft token f = {self.f:.3f}; sampling s = {self.s:.3f} per row",
+            "c(k)       " + " ".join(f"{k}:{self.cost(k):.2f}" for k in ks),
+            "c raw      " + " ".join(f"{k}:{self.c_raw[k - 1]:.2f}" for k in ks),
+            "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks),
+            f"python per round: baseline {self.o_base:.3f}, speculative "
+            f"{self.o0:.3f} + {self.o1:.3f}·n  (target-token units; {self.reps} reps, "
+            f"{self.seconds:.1f} s)",
+        ]
+
+
+def _at(values: Sequence[float], k: int, name: str) -> float:
+    if k < 1:
+        raise ConfigError(f"{name}({k}) is undefined: batches hold at least one token")
+    if k > len(values):
+        raise ConfigError(f"{name}({k}) was not calibrated (k_max = {len(values)}); "
+                          f"recalibrate with a larger draft length")
+    return values[k - 1]
+
+
+def cost_fit(c_raw: Sequence[float]) -> tuple[float, ...]:
+    """c from the measured c_raw: c(1) = 1, and for k ≥ 2 the non-decreasing fit of
+    c_raw(2..), floored at 1 (a batch holding a token cannot cost less than that token)."""
+    if not c_raw:
+        return ()
+    return (1.0,) + tuple(max(1.0, v) for v in monotone_fit(c_raw[1:]))
+
+
+def monotone_fit(values: Sequence[float]) -> tuple[float, ...]:
+    """Least-squares non-decreasing fit (pool adjacent violators)."""
+    blocks: list[list[float]] = []      # [sum, count]
+    for v in values:
+        blocks.append([float(v), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            s, n = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += n
+    out: list[float] = []
+    for s, n in blocks:
+        out.extend([s / n] * int(n))
+    return tuple(out)
+
+
+# ============================================================================ predictions (pure)
+
+def alpha_acceptance(alpha: float, n: int) -> tuple[float, ...]:
+    """Unconditional per-position acceptance a_i = α^i, i = 1..n."""
+    return tuple(alpha ** i for i in range(1, n + 1))
+
+
+def textbook_from_accepted(expected: float, n: int, f: float) -> float:
+    """Seed 003's (E + 1) / (n·f + 1) for a given mean of accepted drafts E.
+
+    Equals :func:`specscope.core.pairing.textbook_speedup` when E = α + … + αⁿ."""
+    return (expected + 1.0) / (n * f + 1.0)
+
+
+def textbook_prediction(n: int, f: float, *, acceptance: Sequence[float] | None = None,
+                        alpha: float | None = None) -> float:
+    """The textbook speed-up from measured per-position acceptance or an assumed α."""
+    if alpha is not None:
+        return textbook_speedup(alpha, n, f)
+    if acceptance is None:
+        raise ConfigError("a prediction needs the per-position acceptance or an assumed α")
+    return textbook_from_accepted(sum(acceptance[:n]), n, f)
+
+
+@dataclass(frozen=True)
+class RoundCost:
+    """The calibrated model's account of one round (target-token units)."""
+    tokens: float        # 1 + E
+    draft: float         # n·f
+    verify: float        # c(n + 1)
+    sampling: float      # s·(1 + E)
+    sync: float
+    overhead: float      # o0 + o1·n
+    baseline: float      # B, the cost of one target-only token
+
+    @property
+    def total(self) -> float:
+        return self.draft + self.verify + self.sampling + self.sync + self.overhead
+
+    @property
+    def speedup(self) -> float:
+        return self.tokens * self.baseline / self.total
+
+
+def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str = "reuse",
+               *, n_draft: float | None = None, p_full: float | None = None) -> RoundCost:
+    """The calibrated model for draft length n (see the module docs).
+
+    ``acceptance`` holds a_1..a_n (extra entries are ignored, missing ones count 0).
+    ``n_draft`` is the mean number of draft decodes per round when it is not n
+    (drafts stopped by p_min or the budget); the verification batch is then
+    priced by linear interpolation of c between its neighbours. ``p_full`` is the
+    share of fully accepted drafts when it is not a_n (the same drafts of varying
+    length)."""
+    if n < 1:
+        raise ConfigError(f"a speculative round drafts at least one token, not {n}")
+    if sync not in SYNC_MODES:
+        raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {sync!r}")
+    a = [float(x) for x in list(acceptance)[:n]] + [0.0] * max(0, n - len(acceptance))
+    expected = sum(a)
+    length = float(n if n_draft is None else n_draft)
+    verify = _interp(cal.c, length + 1.0)
+    if sync == "reuse":
+        sync_cost = cal.draft_batch(1) * (a[n - 1] if p_full is None else float(p_full))
+    else:
+        sync_cost = _interp(cal.f_batch, length + 1.0)
+    return RoundCost(tokens=1.0 + expected, draft=length * cal.f, verify=verify,
+                     sampling=cal.s * (1.0 + expected), sync=sync_cost,
+                     overhead=cal.o0 + cal.o1 * length,
+                     baseline=1.0 + cal.s + cal.o_base)
+
+
+def _interp(values: Sequence[float], k: float) -> float:
+    lo = int(k)
+    if lo < 1:
+        return values[0]
+    if lo >= len(values):
+        if k > len(values) + 1e-9:
+            raise ConfigError(f"a batch of {k:g} tokens was not calibrated (k_max = {len(values)}); "
+                              "recalibrate with a larger draft length")
+        return values[-1]
+    frac = k - lo
+    return values[lo - 1] * (1.0 - frac) + values[lo] * frac
+
+
+def calibrated_speedup(cal: Calibration, n: int, *, acceptance: Sequence[float] | None = None,
+                       alpha: float | None = None, sync: str = "reuse",
+                       n_draft: float | None = None) -> float:
+    """S(n) = (1 + E)·B / C(n): the calibrated prediction (module docs)."""
+    if alpha is not None:
+        acceptance = alpha_acceptance(alpha, n)
+    if acceptance is None:
+        raise ConfigError("a prediction needs the per-position acceptance or an assumed α")
+    return round_cost(cal, n, acceptance, sync, n_draft=n_draft).speedup
+
+
+def expected_from_alpha(alpha: float, n: int) -> float:
+    """E for an assumed α (seed 003's α + α² + … + αⁿ)."""
+    return expected_accepted(alpha, n)
+
+
+# ============================================================================ measuring
+
+def _median(xs: Sequence[float]) -> float:
+    return statistics.median(xs) if xs else 0.0
+
+
+def _filler_tokens(engine, n: int) -> list[int]:
+    """n plausible tokens (a code snippet, repeated) to fill the caches with."""
+    base = engine.target.tokenize(CALIBRATION_PROMPT * 4, add_special=False)
+    base = [t for t in base if not engine.target.is_eog(t)] or [0]
+    return [base[i % len(base)] for i in range(n)]
+
+
+def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
+              reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
+              overhead_runs: bool = True,
+              progress: Progress | None = None, stop: threading.Event | None = None,
+              seed: int = 0) -> Calibration:
+    """Measure c(k) for k = 1..k_max, f, f_batch, s and the Python overheads.
+
+    ``engine`` must have a draft. Clears both contexts. ``sampler`` is the target's
+    SamplerSettings of the runs to predict (sampling cost; default greedy)."""
+    from .sampling import SamplerSettings, build_chain
+    if engine.draft is None:
+        raise ConfigError("calibrating needs a draft model")
+    if k_max < 1:
+        raise ConfigError(f"k_max must be >= 1, not {k_max}")
+    sampler = sampler or SamplerSettings()
+    n_ctx = engine.tgt.n_ctx
+    n_past = max(1, min(n_past, n_ctx - k_max - 1))
+    if k_max > min(engine.tgt.n_batch, engine.dft.n_batch):
+        raise ConfigError(f"a batch of {k_max} tokens exceeds the batch size")
+    stop = stop or threading.Event()
+    say = progress or (lambda frac, what: None)
+    t_start = time.perf_counter()
+    tgt, dft, batch, dbatch = engine.tgt, engine.dft, engine.batch, engine.dbatch
+    tokens = _filler_tokens(engine, n_past + k_max)
+    clock = time.perf_counter
+
+    if not engine._lock.acquire(blocking=False):
+        raise ConfigError("this engine is already running a generation")
+    try:
+        # fill both caches with [0, n_past)
+        for ctx, b in ((tgt, batch), (dft, dbatch)):
+            ctx.clear()
+            for start in range(0, n_past, b.capacity):
+                chunk = tokens[start:min(n_past, start + b.capacity)]
+                b.fill(chunk, start, logits="none")
+                ctx.decode(b, "the calibration prefix")
+        removable = engine.tgt_removable and engine.dft_removable
+        if not removable:
+            raise ConfigError("calibration needs models whose caches can drop part of a "
+                              "sequence (attention KV caches); recurrent models are not supported")
+
+        def run_item(kind: str, k: int) -> float:
+            seq = tokens[n_past:n_past + k]
+            if kind == "t":
+                batch.fill(seq, n_past, logits="all")
+                t = clock()
+                tgt.decode(batch, "a calibration batch")
+                dt = clock() - t
+                tgt.seq_rm(n_past, -1)
+            elif kind == "d":
+                dbatch.fill(seq, n_past, logits="all")
+                t = clock()
+                dft.decode(dbatch, "a calibration draft token")
+                dt = clock() - t
+                dft.seq_rm(n_past, -1)
+            else:  # "db": a draft batch without logits
+                dbatch.fill(seq, n_past, logits="none")
+                t = clock()
+                dft.decode(dbatch, "a calibration draft batch")
+                dt = clock() - t
+                dft.seq_rm(n_past, -1)
+            return dt
+
+        items = [("t", k) for k in range(1, k_max + 1)] + [("d", 1)] + \
+                [("db", k) for k in range(1, k_max + 1)]
+        times: dict[tuple[str, int], list[float]] = {it: [] for it in items}
+        rng = random.Random(seed)
+        total = WARMUP_REPS + reps
+        t_timing = clock()
+        done_reps = 0
+        for rep in range(total):
+            if stop.is_set():
+                raise CalibrationStopped()
+            if rep >= WARMUP_REPS + MIN_REPS and clock() - t_timing > time_budget_s:
+                break
+            order = items[:]
+            rng.shuffle(order)
+            for kind, k in order:
+                dt = run_item(kind, k)
+                if rep >= WARMUP_REPS:
+                    times[(kind, k)].append(dt)
+            done_reps = max(0, rep + 1 - WARMUP_REPS)
+            say(0.8 * min(1.0, max((rep + 1) / total, (clock() - t_timing) / time_budget_s)),
+                "timing decodes")
+
+        # sampling cost per row with the runs' sampler chain
+        batch.fill(tokens[n_past:n_past + k_max], n_past, logits="all")
+        tgt.decode(batch, "a calibration batch")
+        sample_times = []
+        for _ in range(5):
+            chain = build_chain(engine.target, sampler)
+            try:
+                for row in range(k_max):
+                    t = clock()
+                    chain.sample(tgt, row)
+                    sample_times.append(clock() - t)
+            finally:
+                chain.close()
+        tgt.seq_rm(n_past, -1)
+        tgt.clear()
+        dft.clear()
+    finally:
+        engine._lock.release()
+
+    t1 = _median(times[("t", 1)])
+    if t1 <= 0:
+        raise ConfigError("the target's decode time could not be measured")
+    c_raw = tuple(_median(times[("t", k)]) / t1 for k in range(1, k_max + 1))
+    cal = Calibration(
+        k_max=k_max, n_past=n_past, t1=t1, c_raw=c_raw, c=cost_fit(c_raw),
+        f=_median(times[("d", 1)]) / t1,
+        f_batch=monotone_fit([_median(times[("db", k)]) / t1 for k in range(1, k_max + 1)]),
+        s=_median(sample_times) / t1, reps=done_reps)
+    if overhead_runs:
+        say(0.85, "timing the engine's loop")
+        o_base, o0, o1 = _measure_overheads(engine, k_max, sampler, stop)
+        cal = _replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1)
+    say(1.0, "calibrated")
+    return _replace(cal, seconds=time.perf_counter() - t_start, created=time.time())
+
+
+class CalibrationStopped(Exception):
+    """Stop was requested while calibrating."""
+
+
+def _replace(cal: Calibration, **kw) -> Calibration:
+    from dataclasses import replace
+    return replace(cal, **kw)
+
+
+def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float, float]:
+    """Python seconds per round: baseline, and o0 + o1·n for speculative rounds."""
+    from .engine import SpecSettings
+    prompt = CALIBRATION_PROMPT
+    n_tokens = OVERHEAD_TOKENS
+    base = [ev.t_overhead for ev in engine.baseline(prompt, sampler, n_tokens, stop)]
+    o_base = _median(base[1:] or base)
+    points: list[tuple[int, float]] = []
+    lengths = sorted({1, max(1, k_max - 1)})
+    for n in lengths:
+        run = engine.speculative(prompt, SpecSettings(n_max=n), sampler, n_tokens, stop)
+        per_len: dict[int, list[float]] = {}
+        for ev in run:
+            if ev.drafted and ev.mode == "spec":
+                per_len.setdefault(len(ev.drafted), []).append(ev.t_overhead)
+        for length, xs in per_len.items():
+            points.extend((length, x) for x in xs)
+    if stop.is_set():
+        raise CalibrationStopped()
+    by_len: dict[int, float] = {}
+    for length in {p[0] for p in points}:
+        by_len[length] = _median([x for l, x in points if l == length])
+    if len(by_len) >= 2:
+        xs = sorted(by_len)
+        lo, hi = xs[0], xs[-1]
+        o1 = max(0.0, (by_len[hi] - by_len[lo]) / (hi - lo))
+        o0 = max(0.0, by_len[lo] - o1 * lo)
+    elif by_len:
+        (length, value), = by_len.items()
+        o0, o1 = value, 0.0
+    else:
+        o0 = o1 = 0.0
+    return o_base, o0, o1
+
+
+# ============================================================================ cache
+
+def cache_dir() -> Path:
+    env = os.environ.get("SPECSCOPE_CACHE_DIR")
+    if env:
+        return Path(env) / "calibration"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "specscope" / "calibration"
+
+
+def _file_id(path) -> dict:
+    p = Path(path).resolve()
+    try:
+        st = p.stat()
+        return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    except OSError:
+        return {"path": str(p)}
+
+
+def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST) -> tuple[str, dict]:
+    """(key, description) identifying a pair, its settings and this machine."""
+    from dataclasses import asdict as _asdict
+    desc = {
+        "version": CALIBRATION_VERSION,
+        "target": _file_id(engine.target.path),
+        "draft": _file_id(engine.draft.path) if engine.draft is not None else None,
+        "engine": _asdict(engine.settings),
+        "sampler": sampler.describe() if sampler is not None else "greedy",
+        "k_max": k_max, "n_past": n_past,
+        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()},
+    }
+    blob = json.dumps(desc, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:20], desc
+
+
+def load_cached(key: str, *, k_max: int | None = None) -> Calibration | None:
+    path = cache_dir() / f"{key}.json"
+    try:
+        cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if k_max is not None and cal.k_max < k_max:
+        return None
+    return cal
+
+
+def save_cached(cal: Calibration) -> Path | None:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{cal.key}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cal.to_dict(), indent=1, default=str), encoding="utf-8")
+        tmp.replace(path)
+        return path
+    except OSError:
+        return None   # a cache that cannot be written is not an error
+
+
+def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
+                    reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
+                    refresh: bool = False, use_cache: bool = True,
+                    progress: Progress | None = None, stop: threading.Event | None = None
+                    ) -> tuple[Calibration, bool]:
+    """(calibration, from_cache): the cached figures for this pair and settings,
+    or fresh ones (then cached)."""
+    key, desc = calibration_key(engine, k_max, sampler, n_past)
+    if use_cache and not refresh:
+        cal = load_cached(key, k_max=k_max)
+        if cal is not None:
+            return cal, True
+    cal = calibrate(engine, k_max, sampler=sampler, n_past=n_past, reps=reps,
+                    time_budget_s=time_budget_s, progress=progress, stop=stop)
+    cal = _replace(cal, key=key, describe=desc)
+    if use_cache:
+        save_cached(cal)
+    return cal, False

@@ -1,0 +1,228 @@
+"""``specscope bench``: drafts × draft lengths × prompts, measured against the target alone.
+
+    specscope bench -m TARGET.gguf -md DRAFT1.gguf -md DRAFT2.gguf \\
+                    --spec-draft-n-max 1,2,4,8 --prompts prompts.json --csv out.csv
+
+Prints, per draft, the calibrated cost figures (c(k), f, ...; see
+``specscope.core.calibrate``), then one pooled row per draft × n: acceptance,
+mean accepted length, tokens/s, the measured speed-up against a target-only run
+of the same prompts, seed 003's textbook prediction and the calibrated
+prediction with their errors, and the lossless check. ``--json`` prints one
+JSON document instead; ``--csv``/``--out-json`` write files (the CSV columns are
+documented in ``specscope.core.sweep``). A progress line goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .errors import ConfigError
+
+PROGRESS_PERIOD_S = 0.1
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from .cli import add_model_args
+    p = subparsers.add_parser(
+        "bench", help="measure speed-up over drafts × draft lengths × prompts",
+        description=__doc__.split("\n\n")[0])
+    add_model_args(p, draft=False)
+    g = p.add_argument_group("sweep")
+    g.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
+                   help="draft model (GGUF); repeat for several (default: the demo draft)")
+    g.add_argument("--spec-draft-n-max", "--draft-max", default="1,2,4,8", metavar="N[,N...]",
+                   help="draft lengths to try: a list like 1,2,4,8 or a range like 1-8 (default 1,2,4,8)")
+    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0,
+                   help="stop drafting below this top-10 probability (default 0.0)")
+    g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
+                   help="draft cache sync (default reuse; replay = llama.cpp's way)")
+    g.add_argument("--prompts", type=Path, default=None,
+                   help="prompt-set file (.json, or text with prompts separated by '---' lines; "
+                        "default: the shipped bench_prompts.json)")
+    g.add_argument("-p", "--prompt", action="append", default=None,
+                   help="a prompt (repeat for several; replaces the prompt set)")
+    g.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
+    g.add_argument("-r", "--repeats", type=int, default=1,
+                   help="runs per cell, each with its own baseline (default 1)")
+    g.add_argument("--alpha", type=float, default=None,
+                   help="also predict with an assumed per-token acceptance α")
+    g.add_argument("--no-lossless", action="store_true", help="skip the lossless check")
+    g.add_argument("--near-tie", type=float, default=None,
+                   help="logit gap under which a divergence counts as a numerical near-tie (default 0.1)")
+    g.add_argument("--recalibrate", action="store_true", help="measure the costs again, ignoring the cache")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the calibration cache")
+    g.add_argument("--calibration-seconds", type=float, default=None, metavar="S",
+                   help="time budget for timing the decodes when calibrating (default 4)")
+    s = p.add_argument_group("sampling (the target's; drafts are always greedy)")
+    s.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy (default)")
+    s.add_argument("--top-k", type=int, default=40)
+    s.add_argument("--top-p", type=float, default=0.95)
+    s.add_argument("--min-p", type=float, default=0.05)
+    s.add_argument("-s", "--seed", type=int, default=42)
+    s.add_argument("--ignore-eos", action="store_true",
+                   help="never sample end-of-generation tokens (every run generates n tokens)")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    o.add_argument("--csv", type=Path, help="write the table (every row) as CSV to this file")
+    o.add_argument("--out-json", type=Path, help="write the JSON document to this file")
+    o.add_argument("--per-prompt", action="store_true", help="print a row per prompt too")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    o.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
+    return p
+
+
+class ProgressLine:
+    """A one-line progress bar on stderr, redrawn with \\r at most 10 times a second."""
+
+    def __init__(self, stream=None, width: int = 28):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.last = 0.0
+        self.shown = False
+        self.t0 = time.monotonic()
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_PERIOD_S and done < total:
+            return
+        self.last = now
+        frac = done / total if total else 1.0
+        filled = int(round(self.width * frac))
+        bar = "#" * filled + "-" * (self.width - filled)
+        line = f"\r[{bar}] {done}/{total} {now - self.t0:5.0f}s {what}"[:120]
+        self.stream.write(line.ljust(100))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.shown = False
+
+
+def _prompts(args) -> list[tuple[str, str]]:
+    from .sweep import load_prompts
+    if args.prompt:
+        return [(f"p{i}", text) for i, text in enumerate(args.prompt, 1)]
+    return load_prompts(args.prompts)
+
+
+def _sampler(args, target_path: Path):
+    from .sampling import SamplerSettings
+    bias = ()
+    if args.ignore_eos:
+        from .llama import Model
+        model = Model(target_path, vocab_only=True)
+        try:
+            bias = tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
+        finally:
+            model.close()
+    return SamplerSettings(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
+                           min_p=args.min_p, seed=args.seed, logit_bias=bias)
+
+
+def settings_from_args(args):
+    from .cli import engine_settings
+    from .demo import demo_pair
+    from .sweep import SweepSettings, parse_n_values
+    from .compare import NEAR_TIE_LOGIT_GAP
+    from .calibrate import TIME_BUDGET_S
+    target, drafts = args.model, list(args.model_draft or [])
+    if target is None or not drafts:
+        demo_target, demo_draft = demo_pair()
+        target = target or demo_target
+        drafts = drafts or [demo_draft]
+    if args.n_predict < 2:
+        raise ConfigError(f"-n must be >= 2 for a benchmark, not {args.n_predict}")
+    return SweepSettings(
+        target=Path(target), drafts=tuple(Path(d) for d in drafts),
+        n_values=parse_n_values(args.spec_draft_n_max), prompts=tuple(_prompts(args)),
+        n_predict=args.n_predict, sampler=_sampler(args, Path(target)),
+        engine=engine_settings(args), sync=args.sync, p_min=args.spec_draft_p_min,
+        repeats=args.repeats, alpha=args.alpha, lossless=not args.no_lossless,
+        recalibrate=args.recalibrate, use_cache=not args.no_cache,
+        near_tie=NEAR_TIE_LOGIT_GAP if args.near_tie is None else args.near_tie,
+        calibration_s=TIME_BUDGET_S if args.calibration_seconds is None else args.calibration_seconds)
+
+
+def report_lines(result) -> list[str]:
+    """The text report: settings, calibration, table, best n, lossless."""
+    from .compare import DETERMINISTIC_HINT, is_deterministic
+    from .sweep import format_table
+    s = result.settings
+    lines = [f"target: {s.target}",
+             f"drafts: {', '.join(str(d) for d in s.drafts)}",
+             f"{len(s.prompts)} prompts × {s.repeats} repeat(s), {s.n_predict} tokens each, "
+             f"n = {','.join(map(str, s.n_values))}, sync {s.sync}, sampler {s.sampler.describe()}, "
+             f"KV {s.engine.kv_type}, flash attention {s.engine.flash_attn}"]
+    for name, cal in result.calibrations.items():
+        when = (f"cached, measured {cal.cached_age_s / 60:.0f} min ago (--recalibrate to measure again)"
+                if result.from_cache.get(name) else "measured now")
+        lines += ["", f"calibration of {name} ({when}):"] + ["  " + ln for ln in cal.lines()]
+    lines += ["", format_table(result, per_prompt=False)]
+    best = result.best_n()
+    if best:
+        lines.append("")
+        for name, b in best.items():
+            lines.append(f"best n for {name}: measured n={b['measured']} ({b['measured_speedup']:.3f}x); "
+                         f"calibrated model picks n={b['calibrated']} ({b['calibrated_speedup']:.3f}x), "
+                         f"textbook n={b['textbook']} ({b['textbook_speedup']:.3f}x)")
+    pooled = result.pooled()
+    if pooled:
+        cal_err = max(abs(r.calibrated_error) for r in pooled)
+        tb_err = max(abs(r.textbook_error) for r in pooled)
+        lines.append(f"largest error over the pooled rows: calibrated {100 * cal_err:.1f}%, "
+                     f"textbook {100 * tb_err:.1f}%")
+    if s.lossless:
+        lines.append("")
+        if result.lossless_notes:
+            lines.append(f"lossless: {len(result.lossless_notes)} run(s) differ from the baseline:")
+            lines += ["  " + note for note in result.lossless_notes[:10]]
+            if len(result.lossless_notes) > 10:
+                lines.append(f"  ... and {len(result.lossless_notes) - 10} more")
+        else:
+            n_runs = sum(len(c.spec) for c in result.cells)
+            lines.append(f"lossless: all {n_runs} speculative runs emitted exactly the baseline's tokens")
+        if result.lossless_notes and not is_deterministic(s.engine):
+            lines.append("  " + DETERMINISTIC_HINT)
+    if result.stopped:
+        lines += ["", "stopped before the end: the table holds the runs that finished"]
+    return lines
+
+
+def run(args) -> int:
+    from .sweep import run_sweep
+    settings = settings_from_args(args)
+    bar = None if args.quiet else ProgressLine()
+    stop = threading.Event()
+    try:
+        result = run_sweep(settings, progress=bar, stop=stop)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    try:
+        if args.csv:
+            args.csv.write_text(result.to_csv(), encoding="utf-8")
+        if args.out_json:
+            args.out_json.write_text(result.to_json() + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the results ({exc.strerror}: {exc.filename})")
+    if args.json:
+        sys.stdout.write(result.to_json() + "\n")
+    else:
+        print("\n".join(report_lines(result)))
+        if args.per_prompt:
+            from .sweep import format_table
+            print("\nper prompt:\n" + format_table(result, per_prompt=True))
+        if args.csv:
+            print(f"\nCSV: {args.csv}")
+    return 0

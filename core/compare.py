@@ -1,0 +1,307 @@
+"""Measured speed-up and the lossless check: a baseline and a speculative run side by side.
+
+Measured speed-up
+    Both runs use the same prompt, sampler, n_predict and engine settings. Only
+    generation is timed (``Stats.t_total``: the rounds' wall time); prompt
+    processing is reported separately (``prefill_s``). speed-up = speculative
+    tokens/s ÷ baseline tokens/s.
+
+Lossless check
+    Speculative decoding with llama.cpp's acceptance rule emits exactly the
+    target sampler's tokens (seed 000 §6.3), so the two token lists should be
+    equal. They can still differ through *numerics*: a verification batch is a
+    batched decode, the baseline decodes one token at a time, and the two do not
+    give bit-identical logits (flash attention, an F16 KV cache, quantized
+    weights; see LLAMA_CPP_NOTES.md). On a divergence the check reports the
+    position, both tokens and the target's logits there, recomputed twice:
+
+    * ``baseline`` side: the prompt and the agreed tokens decoded one token at a
+      time, exactly as the baseline run decoded them;
+    * ``speculative`` side: the target's verification batches of the
+      speculative run replayed from its round events, which reproduces the
+      batched numerics the speculative run saw.
+
+    A divergence is a **numerical near-tie** when the two tokens' logits are
+    within ``near_tie`` of each other on the baseline side (the baseline's logit
+    bias applied; grammar and penalties are not) and, for a greedy sampler, the
+    speculative side's own logits rank its token first (its numerics flipped
+    the order). Anything else is a **real mismatch**: the speculative run emitted
+    a token its target did not choose. Under the deterministic-numerics settings
+    (``EngineSettings.deterministic()``: F32 KV cache, flash attention off) with
+    F32 weights the two runs must be identical.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .events import RoundEvent
+from .stats import Stats, fold
+
+NEAR_TIE_LOGIT_GAP = 0.1      # batched vs single-token logits drift ~1e-3..1e-1 (F16 KV, FA, Q8_0)
+DETERMINISTIC_HINT = ("rerun with deterministic numerics (--deterministic: F32 KV cache, "
+                      "flash attention off), under which the outputs must be identical")
+
+
+# ============================================================================ results
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run left behind (plain data; no llama.cpp handle)."""
+    kind: str                          # "baseline" | "spec"
+    tokens: tuple[int, ...]
+    stats: Stats
+    prefill_s: float
+    finish: str
+    n_full: int = 0                    # rounds that accepted their whole draft
+    n_max: int = 0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.stats.tokens_per_s
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "n_max": self.n_max, "tokens": list(self.tokens),
+                "prefill_s": self.prefill_s, "finish": self.finish, "n_full": self.n_full,
+                "stats": self.stats.to_dict()}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    position: int                      # index into the generated tokens (0 = first generated)
+    baseline_token: int | None         # None: that run had ended
+    spec_token: int | None
+    baseline_text: str = ""
+    spec_text: str = ""
+    top1: int = -1                     # the baseline side's two best tokens there
+    top2: int = -1
+    top2_gap: float = float("nan")     # logit(top1) - logit(top2), baseline side
+    token_gap: float = float("nan")    # logit(baseline token) - logit(spec token), baseline side
+    spec_token_gap: float = float("nan")  # the same difference in the speculative side's logits
+    kind: str = "mismatch"             # "near-tie" | "mismatch" | "length"
+
+    def describe(self) -> str:
+        if self.kind == "length":
+            return (f"the outputs agree for {self.position} tokens, then one run ended "
+                    f"(baseline {'ended' if self.baseline_token is None else repr(self.baseline_text)}, "
+                    f"speculative {'ended' if self.spec_token is None else repr(self.spec_text)})")
+        what = "a numerical near-tie" if self.kind == "near-tie" else "a real mismatch"
+        spec_side = "" if np.isnan(self.spec_token_gap) else \
+            f", {self.spec_token_gap:+.4f} in the speculative run's batched logits"
+        return (f"diverged at generated token {self.position}: baseline {self.baseline_token} "
+                f"{self.baseline_text!r}, speculative {self.spec_token} {self.spec_text!r}; "
+                f"target's top-2 logit gap {self.top2_gap:.4f}, the two tokens' logits differ by "
+                f"{self.token_gap:+.4f}{spec_side} — {what}")
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in ("top2_gap", "token_gap", "spec_token_gap"):
+            d[k] = None if np.isnan(d[k]) else float(d[k])
+        return d
+
+
+@dataclass(frozen=True)
+class LosslessReport:
+    identical: bool
+    n_compared: int                    # tokens compared (the shorter output)
+    divergence: Divergence | None = None
+    deterministic: bool = False        # the engine ran with F32 KV and flash attention off
+
+    @property
+    def verdict(self) -> str:
+        if self.identical:
+            return "identical"
+        return self.divergence.kind if self.divergence else "mismatch"
+
+    def describe(self) -> str:
+        if self.identical:
+            return f"identical ({self.n_compared} tokens)"
+        text = self.divergence.describe()
+        if not self.deterministic:
+            text += "; " + DETERMINISTIC_HINT
+        return text
+
+    def to_dict(self) -> dict:
+        return {"identical": self.identical, "verdict": self.verdict, "n_compared": self.n_compared,
+                "deterministic": self.deterministic,
+                "divergence": self.divergence.to_dict() if self.divergence else None}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A baseline and a speculative run of the same prompt and settings."""
+    prompt: str
+    baseline: RunResult
+    spec: RunResult
+    lossless: LosslessReport | None = None
+
+    @property
+    def speedup(self) -> float:
+        b = self.baseline.tokens_per_s
+        return self.spec.tokens_per_s / b if b > 0 else 0.0
+
+
+# ============================================================================ pure helpers
+
+def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
+    """The first index where the two token lists differ (a length difference counts), or None."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    if len(a) != len(b):
+        return min(len(a), len(b))
+    return None
+
+
+def is_deterministic(settings) -> bool:
+    return getattr(settings, "kv_type", "") == "f32" and getattr(settings, "flash_attn", "") == "off"
+
+
+def classify(baseline_logits: np.ndarray, baseline_token: int, spec_token: int, *,
+             spec_logits: np.ndarray | None = None, greedy: bool = True,
+             near_tie: float = NEAR_TIE_LOGIT_GAP) -> tuple[str, float, float]:
+    """(kind, token_gap, spec_token_gap) for a divergence (see the module docs)."""
+    gap = float(baseline_logits[baseline_token] - baseline_logits[spec_token])
+    spec_gap = float("nan")
+    if spec_logits is not None:
+        spec_gap = float(spec_logits[baseline_token] - spec_logits[spec_token])
+    kind = "near-tie" if abs(gap) <= near_tie else "mismatch"
+    if kind == "near-tie" and greedy and spec_logits is not None:
+        if int(np.argmax(spec_logits)) != spec_token:
+            kind = "mismatch"
+    return kind, gap, spec_gap
+
+
+def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunResult:
+    n_full = sum(1 for ev in events if ev.drafted and ev.n_accepted == len(ev.drafted))
+    return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
+                     run.finish, n_full, n_max)
+
+
+# ============================================================================ with an engine
+
+def execute(run) -> list[RoundEvent]:
+    return list(run)
+
+
+def _bias_vector(engine, sampler) -> np.ndarray | None:
+    if not sampler.logit_bias:
+        return None
+    bias = np.zeros(engine.target.n_vocab, dtype=np.float64)
+    for tok, value in sampler.logit_bias:
+        if 0 <= tok < len(bias):
+            bias[tok] += value
+    return bias
+
+
+def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence[int]) -> np.ndarray:
+    """The target's logits for generated token ``len(generated)``, computed the baseline's way:
+    the prompt but its last token as a batch, then one token at a time."""
+    tgt, batch = engine.tgt, engine.batch
+    tgt.clear()
+    body = list(prompt_tokens[:-1])
+    for start in range(0, len(body), batch.capacity):
+        batch.fill(body[start:start + batch.capacity], start, logits="none")
+        tgt.decode(batch, "the prompt (lossless check)")
+    pos = len(body)
+    for token in [prompt_tokens[-1], *generated]:
+        batch.fill((token,), pos, logits="all")
+        tgt.decode(batch, "a token (lossless check)")
+        pos += 1
+    row = np.array(tgt.logits(1)[0], dtype=np.float64)
+    tgt.clear()
+    return row
+
+
+def spec_logits_at(engine, prompt_tokens: Sequence[int], events: Sequence[RoundEvent],
+                   index: int) -> np.ndarray | None:
+    """The target's logits for generated token ``index`` as the speculative run computed them:
+    its verification batches replayed from the round events. None when the run used
+    checkpoint rounds (recurrent memory) or the events do not reach that token."""
+    tgt, batch = engine.tgt, engine.batch
+    if any(ev.mode in ("checkpoint", "replay") for ev in events):
+        return None
+    base = len(prompt_tokens) - 1           # position whose logits give generated token 0
+    target_pos = base + index
+    tgt.clear()
+    body = list(prompt_tokens[:-1])
+    for start in range(0, len(body), batch.capacity):
+        batch.fill(body[start:start + batch.capacity], start, logits="none")
+        tgt.decode(batch, "the prompt (lossless check)")
+    row = None
+    for ev in events:
+        tokens = [ev.seed, *ev.drafted]
+        batch.fill(tokens, ev.n_past, logits="all")
+        tgt.decode(batch, "a verification batch (lossless check)")
+        if ev.n_past <= target_pos < ev.n_past + len(ev.emitted):   # rows of the kept history
+            row = np.array(tgt.logits(len(tokens))[target_pos - ev.n_past], dtype=np.float64)
+            break
+        tgt.seq_rm(ev.n_past + len(ev.emitted), -1)
+    tgt.clear()
+    return row
+
+
+def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequence[int],
+                   spec_tokens: Sequence[int], *, sampler=None, spec_events=None,
+                   near_tie: float = NEAR_TIE_LOGIT_GAP) -> LosslessReport:
+    """Compare the two runs' tokens; on a divergence, look at the target's logits there."""
+    from .sampling import SamplerSettings
+    sampler = sampler or SamplerSettings()
+    deterministic = is_deterministic(engine.settings)
+    pos = first_divergence(baseline_tokens, spec_tokens)
+    n = min(len(baseline_tokens), len(spec_tokens))
+    if pos is None:
+        return LosslessReport(True, n, None, deterministic)
+    b_tok = baseline_tokens[pos] if pos < len(baseline_tokens) else None
+    s_tok = spec_tokens[pos] if pos < len(spec_tokens) else None
+    text = engine.target.detokenize
+    common = list(baseline_tokens[:pos])
+    logits = baseline_logits_at(engine, prompt_tokens, common)
+    bias = _bias_vector(engine, sampler)
+    if bias is not None:
+        logits = logits + bias
+    order = np.argsort(logits)[::-1]
+    top1, top2 = int(order[0]), int(order[1])
+    top2_gap = float(logits[top1] - logits[top2])
+    if b_tok is None or s_tok is None:
+        div = Divergence(pos, b_tok, s_tok, text([b_tok]) if b_tok is not None else "",
+                         text([s_tok]) if s_tok is not None else "", top1, top2, top2_gap,
+                         kind="length")
+        return LosslessReport(False, n, div, deterministic)
+    spec_row = None
+    if spec_events is not None:
+        spec_row = spec_logits_at(engine, prompt_tokens, spec_events, pos)
+        if spec_row is not None and bias is not None:
+            spec_row = spec_row + bias
+    kind, gap, spec_gap = classify(logits, b_tok, s_tok, spec_logits=spec_row,
+                                   greedy=sampler.greedy, near_tie=near_tie)
+    div = Divergence(pos, b_tok, s_tok, text([b_tok]), text([s_tok]), top1, top2, top2_gap,
+                     gap, spec_gap, kind)
+    return LosslessReport(False, n, div, deterministic)
+
+
+def compare(engine, prompt: str | list[int], spec, sampler=None, n_predict: int = 64, *,
+            spec_sampler=None, lossless: bool = True, stop: threading.Event | None = None,
+            near_tie: float = NEAR_TIE_LOGIT_GAP) -> Comparison:
+    """Run the baseline, then the speculative run, and compare them.
+
+    ``spec_sampler`` (default: ``sampler``) lets a test force a divergence, e.g. with a
+    logit bias on the speculative side only."""
+    from .sampling import SamplerSettings
+    sampler = sampler or SamplerSettings()
+    spec_sampler = spec_sampler or sampler
+    base_run = engine.baseline(prompt, sampler, n_predict, stop)
+    base_events = execute(base_run)
+    spec_run = engine.speculative(prompt, spec, spec_sampler, n_predict, stop)
+    spec_events = execute(spec_run)
+    baseline = run_result("baseline", base_run, base_events)
+    speculative = run_result("spec", spec_run, spec_events, spec.n_max)
+    report = None
+    if lossless and not (stop is not None and stop.is_set()):
+        report = check_lossless(engine, base_run.prompt_tokens, baseline.tokens, speculative.tokens,
+                                sampler=sampler, spec_events=spec_events, near_tie=near_tie)
+    return Comparison(prompt if isinstance(prompt, str) else "", baseline, speculative, report)

@@ -1,0 +1,171 @@
+"""Calibration: the prediction formulas on plain numbers, and c(k), f measured on real models."""
+
+import pytest
+
+from specscope.core import calibrate as cb
+from specscope.core.calibrate import Calibration, calibrated_speedup, round_cost
+from specscope.core.engine import Engine, EngineSettings
+from specscope.core.errors import ConfigError
+from specscope.core.pairing import expected_accepted, textbook_speedup
+
+# one thread each: quick and steady even while other processes load the CPU
+ONE_THREAD = dict(target_threads=1, draft_threads=1)
+SETTINGS = EngineSettings(n_ctx=256, **ONE_THREAD)
+
+
+def cal_of(c, f=0.0, f_batch=None, s=0.0, o_base=0.0, o0=0.0, o1=0.0):
+    c = tuple(float(x) for x in c)
+    return Calibration(k_max=len(c), n_past=0, t1=1e-3, c_raw=c, c=c, f=f,
+                       f_batch=tuple(f_batch if f_batch is not None else [f] * len(c)),
+                       s=s, o_base=o_base, o0=o0, o1=o1)
+
+
+# ============================================================================ formulas
+
+def test_textbook_from_accepted_is_seed_003s_formula():
+    for alpha in (0.3, 0.7, 1.0):
+        for n in (1, 4, 8):
+            e = expected_accepted(alpha, n)
+            assert cb.textbook_from_accepted(e, n, 0.1) == pytest.approx(textbook_speedup(alpha, n, 0.1))
+            assert cb.textbook_prediction(n, 0.1, alpha=alpha) == pytest.approx(textbook_speedup(alpha, n, 0.1))
+            from_acceptance = cb.textbook_prediction(n, 0.1, acceptance=cb.alpha_acceptance(alpha, n))
+            assert from_acceptance == pytest.approx(textbook_speedup(alpha, n, 0.1))
+    # (E + 1) / (n f + 1): E = 2, n = 4, f = 0.25 -> 3 / 2
+    assert cb.textbook_from_accepted(2.0, 4, 0.25) == pytest.approx(1.5)
+
+
+def test_calibrated_equals_textbook_when_a_batch_costs_one_pass():
+    """c(k) = 1, draft decodes only (no sync, sampling or overhead): the textbook model."""
+    cal = cal_of([1.0] * 9, f=0.1, f_batch=[0.0] * 9)
+    for alpha in (0.5, 0.9):
+        for n in (1, 3, 8):
+            assert calibrated_speedup(cal, n, alpha=alpha) == pytest.approx(textbook_speedup(alpha, n, 0.1))
+
+
+def test_calibrated_prediction_on_plain_numbers():
+    # linear verification cost c(k) = k, f = 0.1, a = (0.8, 0.6), reuse sync f_batch(1) = 0.05,
+    # sampling 0.01 per row, overheads o_base 0.02, o0 0.03, o1 0.01
+    cal = cal_of([1, 2, 3, 4], f=0.1, f_batch=[0.05, 0.2, 0.3, 0.4], s=0.01, o_base=0.02, o0=0.03, o1=0.01)
+    a = (0.8, 0.6)
+    rc = round_cost(cal, 2, a, "reuse")
+    e = 1.4
+    assert rc.tokens == pytest.approx(1 + e)
+    assert rc.draft == pytest.approx(0.2)                 # n·f
+    assert rc.verify == pytest.approx(3.0)                # c(n + 1)
+    assert rc.sampling == pytest.approx(0.01 * (1 + e))
+    assert rc.sync == pytest.approx(0.05 * 0.6)           # f_batch(1) · P(full acceptance) = a_n
+    assert rc.overhead == pytest.approx(0.03 + 0.01 * 2)
+    assert rc.baseline == pytest.approx(1.03)
+    total = 0.2 + 3.0 + 0.024 + 0.03 + 0.05
+    assert rc.total == pytest.approx(total)
+    assert rc.speedup == pytest.approx(2.4 * 1.03 / total)
+    assert calibrated_speedup(cal, 2, acceptance=a) == pytest.approx(rc.speedup)
+    # replay sync: the draft re-decodes the n + 1 verification batch
+    assert round_cost(cal, 2, a, "replay").sync == pytest.approx(0.3)
+    # a given share of full acceptances replaces a_n; a fractional draft length interpolates c
+    assert round_cost(cal, 2, a, "reuse", p_full=0.5).sync == pytest.approx(0.025)
+    assert round_cost(cal, 2, a, "reuse", n_draft=1.5).verify == pytest.approx(2.5)
+    # linear verification: the speed-up can never beat 1 with these figures
+    assert calibrated_speedup(cal, 3, alpha=1.0) < 1.0
+
+
+def test_prediction_errors():
+    cal = cal_of([1, 2, 3])
+    with pytest.raises(ConfigError):
+        calibrated_speedup(cal, 3, alpha=0.5)          # c(4) was not calibrated
+    with pytest.raises(ConfigError):
+        calibrated_speedup(cal, 1)                     # neither acceptance nor α
+    with pytest.raises(ConfigError):
+        round_cost(cal, 1, (0.5,), "sideways")
+    with pytest.raises(ConfigError):
+        round_cost(cal, 0, ())
+
+
+def test_cost_fit_is_non_decreasing_and_at_least_one():
+    assert cb.monotone_fit([1, 3, 2, 4]) == pytest.approx((1, 2.5, 2.5, 4))
+    assert cb.cost_fit([1.0, 0.9, 1.8, 1.6, 2.5]) == pytest.approx((1.0, 1.0, 1.7, 1.7, 2.5))
+    fit = cb.cost_fit([1.0, 1.4, 1.3, 2.0, 1.9, 3.0])
+    assert fit[0] == 1.0
+    assert all(b >= a for a, b in zip(fit, fit[1:]))
+
+
+def test_calibration_round_trips_through_json():
+    cal = cal_of([1, 1.5, 2], f=0.2, s=0.01)
+    again = Calibration.from_dict(cal.to_dict())
+    assert again == cal
+    assert "c(k)" in "\n".join(cal.lines())
+
+
+# ============================================================================ measured
+
+def quick_calibrate(engine, k_max=4, **kw):
+    return cb.calibrate(engine, k_max, reps=6, time_budget_s=1.0, n_past=32, **kw)
+
+
+def test_calibrate_on_tiny_models(tiny_models):
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        cal = quick_calibrate(engine)
+        assert cal.k_max == 4 and len(cal.c) == len(cal.c_raw) == len(cal.f_batch) == 4
+        assert cal.c_raw[0] == 1.0 and cal.c[0] == 1.0
+        assert all(x >= 1.0 for x in cal.c)
+        assert all(b >= a for a, b in zip(cal.c, cal.c[1:]))
+        assert cal.t1 > 0 and cal.f > 0 and cal.s >= 0
+        assert cal.o_base >= 0 and cal.o0 >= 0 and cal.o1 >= 0
+        assert cal.reps >= cb.MIN_REPS
+        # the engine still works afterwards
+        from specscope.core.engine import SpecSettings
+        run = engine.speculative("def f(x):", SpecSettings(n_max=2), n_predict=4)
+        list(run)
+        assert len(run.tokens) >= 1
+
+
+def test_calibrate_needs_a_draft_and_stops(tiny_models):
+    import threading
+    with Engine(tiny_models["target"], None, SETTINGS) as engine:
+        with pytest.raises(ConfigError):
+            cb.calibrate(engine, 3)
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        stop = threading.Event()
+        stop.set()
+        with pytest.raises(cb.CalibrationStopped):
+            cb.calibrate(engine, 3, stop=stop)
+
+
+def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        first, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5)
+        assert not cached and first.key
+        again, cached = cb.get_calibration(engine, 3)
+        assert cached and again == first
+        smaller, cached = cb.get_calibration(engine, 2)   # another k_max: another key
+        assert not cached
+        fresh, cached = cb.get_calibration(engine, 3, refresh=True, reps=5, time_budget_s=0.5)
+        assert not cached and fresh.created >= first.created
+    assert len(list((tmp_path / "calibration").glob("*.json"))) == 2
+    with Engine(tiny_models["target"], tiny_models["draft"],
+                EngineSettings(n_ctx=256, kv_type="f32", **ONE_THREAD)) as engine:
+        key_f32, _ = cb.calibration_key(engine, 3)
+    assert key_f32 != first.key
+
+
+def demo_pair_or_skip():
+    from specscope.core.demo import demo_pair
+    try:
+        return demo_pair()
+    except ConfigError as exc:
+        pytest.skip(f"the demo pair is not installed: {exc}")
+
+
+@pytest.mark.slow
+def test_demo_pair_c_is_at_least_one_and_non_decreasing():
+    target, draft = demo_pair_or_skip()
+    with Engine(target, draft, EngineSettings(n_ctx=512, **ONE_THREAD)) as engine:
+        cal = cb.calibrate(engine, 9, time_budget_s=3.0)
+    assert cal.c[0] == 1.0
+    assert all(x >= 1.0 for x in cal.c)
+    assert all(b >= a for a, b in zip(cal.c, cal.c[1:]))
+    # the raw medians agree with the fit up to timing noise, and a batch of 9 costs more than 1
+    assert all(x >= 0.8 for x in cal.c_raw)
+    assert cal.c_raw[-1] > 1.0
+    assert 0.0 < cal.f < 1.0

@@ -1,0 +1,226 @@
+"""Measured speed-up, the lossless check, and sweeps (CSV/JSON), on real llama.cpp."""
+
+import csv
+import io
+import json
+import math
+import threading
+
+import numpy as np
+import pytest
+
+import ggufgen
+from specscope.core.compare import (baseline_logits_at, check_lossless, classify, compare,
+                                    first_divergence, spec_logits_at)
+from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.errors import ConfigError
+from specscope.core.sampling import SamplerSettings
+from specscope.core import sweep as sw
+
+EOT = len(ggufgen.bpe_vocab()[0]) - 1
+NO_EOG = ((EOT, -math.inf),)
+GREEDY = SamplerSettings(logit_bias=NO_EOG)
+PROMPT = "def fibonacci(n):\n    return"
+# one thread each: quick and steady even while other processes load the CPU
+ONE_THREAD = dict(target_threads=1, draft_threads=1)
+
+
+@pytest.fixture(scope="module")
+def det_engine(tiny_models):
+    settings = EngineSettings.deterministic(n_ctx=512, **ONE_THREAD)
+    with Engine(tiny_models["target"], tiny_models["draft"], settings) as e:
+        yield e
+
+
+# ============================================================================ pure
+
+def test_first_divergence():
+    assert first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert first_divergence([1, 2], [1, 2, 3]) == 2
+    assert first_divergence([], []) is None
+
+
+def test_classify():
+    logits = np.array([0.0, 5.0, 4.97, 1.0])
+    kind, gap, _ = classify(logits, 1, 2)
+    assert kind == "near-tie" and gap == pytest.approx(0.03)
+    kind, gap, _ = classify(logits, 1, 3)
+    assert kind == "mismatch" and gap == pytest.approx(4.0)
+    # the speculative side's own logits rank its token first: a numerics flip, still a near-tie
+    kind, _, spec_gap = classify(logits, 1, 2, spec_logits=np.array([0.0, 4.98, 4.99, 1.0]))
+    assert kind == "near-tie" and spec_gap == pytest.approx(-0.01)
+    # ... but if even its own logits prefer the baseline's token, the engine chose wrongly
+    kind, _, _ = classify(logits, 1, 2, spec_logits=np.array([0.0, 5.0, 4.97, 1.0]))
+    assert kind == "mismatch"
+
+
+# ============================================================================ lossless check
+
+def test_deterministic_numerics_give_identical_output(det_engine):
+    for n_max in (1, 4):
+        for sync in ("reuse", "replay"):
+            cmp = compare(det_engine, PROMPT, SpecSettings(n_max=n_max, sync=sync), GREEDY, n_predict=24)
+            assert cmp.lossless.identical, cmp.lossless.describe()
+            assert cmp.lossless.deterministic
+            assert cmp.lossless.verdict == "identical"
+            assert cmp.baseline.tokens == cmp.spec.tokens
+            assert len(cmp.spec.tokens) == 24
+            assert cmp.speedup > 0
+            assert cmp.baseline.prefill_s > 0 and cmp.spec.prefill_s > 0
+
+
+def test_seeded_sampling_is_identical_too(det_engine):
+    sampled = SamplerSettings(temperature=0.8, seed=7, logit_bias=NO_EOG)
+    cmp = compare(det_engine, PROMPT, SpecSettings(n_max=3), sampled, n_predict=24)
+    assert cmp.lossless.identical, cmp.lossless.describe()
+
+
+def test_forced_divergence_is_a_real_mismatch(det_engine):
+    # the baseline's least likely token at the first generated position, pushed up on the spec side
+    prompt_tokens = det_engine.tokenize(PROMPT)
+    logits = baseline_logits_at(det_engine, prompt_tokens, [])
+    logits[EOT] = np.inf
+    forced = int(np.argmin(logits))
+    spec_sampler = SamplerSettings(logit_bias=NO_EOG + ((forced, 1e4),))
+    cmp = compare(det_engine, PROMPT, SpecSettings(n_max=3), GREEDY, n_predict=12,
+                  spec_sampler=spec_sampler)
+    rep = cmp.lossless
+    assert not rep.identical
+    d = rep.divergence
+    assert d.position == 0
+    assert d.spec_token == forced and d.baseline_token == cmp.baseline.tokens[0]
+    assert d.baseline_token == d.top1
+    assert d.top2_gap >= 0
+    assert d.token_gap > 1.0
+    assert d.kind == "mismatch" and rep.verdict == "mismatch"
+    assert "real mismatch" in rep.describe()
+    json.dumps(rep.to_dict())
+
+
+def test_replayed_verification_logits_match_the_baseline_under_deterministic_numerics(det_engine):
+    run = det_engine.speculative(PROMPT, SpecSettings(n_max=3), GREEDY, 16)
+    events = list(run)
+    for index in (0, 5, 11):
+        spec_row = spec_logits_at(det_engine, run.prompt_tokens, events, index)
+        base_row = baseline_logits_at(det_engine, run.prompt_tokens, run.tokens[:index])
+        assert spec_row is not None
+        assert np.max(np.abs(spec_row - base_row)) < 1e-3
+        assert int(np.argmax(spec_row[:EOT])) == run.tokens[index]
+
+
+def test_non_deterministic_divergences_suggest_the_deterministic_settings(tiny_models):
+    """Whatever the default numerics do on this machine, a report says what it found."""
+    with Engine(tiny_models["target"], tiny_models["draft"], EngineSettings(n_ctx=512, **ONE_THREAD)) as engine:
+        cmp = compare(engine, PROMPT, SpecSettings(n_max=4), GREEDY, n_predict=32)
+        rep = cmp.lossless
+        assert not rep.deterministic
+        if not rep.identical:
+            assert rep.divergence.kind in ("near-tie", "mismatch")
+            assert "--deterministic" in rep.describe()
+
+
+def test_length_divergence(det_engine):
+    prompt_tokens = det_engine.tokenize(PROMPT)
+    base = list(range(40, 46))
+    rep = check_lossless(det_engine, prompt_tokens, base, base[:4], sampler=GREEDY)
+    assert not rep.identical and rep.divergence.kind == "length" and rep.divergence.position == 4
+
+
+# ============================================================================ sweeps
+
+def sweep_settings(tiny_models, **kw):
+    base = dict(target=tiny_models["target"], drafts=(tiny_models["draft"], tiny_models["random_draft"]),
+                n_values=(1, 2), prompts=(("code", PROMPT), ("words", "The cat sat on")),
+                n_predict=8, sampler=GREEDY, engine=EngineSettings(n_ctx=256, **ONE_THREAD),
+                use_cache=False)
+    base.update(kw)
+    return sw.SweepSettings(**base)
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tiny_models):
+    steps = []
+    result = sw.run_sweep(sweep_settings(tiny_models), progress=lambda d, t, w: steps.append((d, t, w)))
+    return result, steps
+
+
+def test_sweep_table_and_csv_columns(small_sweep):
+    result, steps = small_sweep
+    assert not result.stopped
+    total = steps[-1][1]
+    assert total == sw.sweep_steps(result.settings) == 2 * (1 + 2 * (1 + 2))
+    assert steps[-1][0] == total
+    assert all(b[0] >= a[0] for a, b in zip(steps, steps[1:]))
+    # 2 drafts × 2 n × (2 prompts + ALL)
+    assert len(result.rows) == 12
+    assert len(result.pooled()) == 4
+    reader = csv.reader(io.StringIO(result.to_csv()))
+    header = next(reader)
+    assert tuple(header) == sw.CSV_COLUMNS == (
+        "draft", "n_max", "prompt", "tokens", "rounds", "acceptance", "mean_accepted_length",
+        "tokens_per_s", "baseline_tokens_per_s", "measured_speedup", "textbook_speedup",
+        "calibrated_speedup", "textbook_error", "calibrated_error", "alpha_speedup", "f",
+        "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at")
+    body = list(reader)
+    assert len(body) == 12
+    for line in body:
+        row = dict(zip(header, line))
+        assert row["draft"] in ("draft.gguf", "random-draft.gguf")
+        assert row["prompt"] in ("code", "words", "ALL")
+        assert float(row["measured_speedup"]) > 0
+        assert float(row["calibrated_speedup"]) > 0 and float(row["textbook_speedup"]) > 0
+        assert row["lossless"] in ("identical", "near-tie", "mismatch", "length")
+        assert int(row["tokens"]) == (16 if row["prompt"] == "ALL" else 8)
+
+
+def test_sweep_json_heatmap_and_best_n(small_sweep, tmp_path):
+    result, _ = small_sweep
+    doc = json.loads(result.to_json())
+    assert doc["columns"] == list(sw.CSV_COLUMNS)
+    assert set(doc["calibration"]) == {"draft.gguf", "random-draft.gguf"}
+    assert all(len(c["c"]) == 3 for c in doc["calibration"].values())      # k_max = n_max + 1
+    assert set(doc["best_n"]) == {"draft.gguf", "random-draft.gguf"}
+    drafts, ns, grid = result.heatmap()
+    assert drafts == ["draft.gguf", "random-draft.gguf"] and ns == [1, 2]
+    assert all(v is not None and v > 0 for line in grid for v in line)
+    assert result.save(tmp_path / "s.csv").read_text().startswith("draft,n_max,prompt")
+    assert json.loads(result.save(tmp_path / "s.json").read_text())["rows"]
+    assert "calibrated" in sw.format_table(result)
+
+
+def test_sweep_stops_between_runs(tiny_models):
+    stop = threading.Event()
+
+    def progress(done, total, what):
+        if done >= 3:
+            stop.set()
+    result = sw.run_sweep(sweep_settings(tiny_models, n_values=(1, 2, 3)), progress=progress, stop=stop)
+    assert result.stopped
+    assert len(result.calibrations) == 1
+    assert 0 < len(result.rows) < 2 * 3 * 3
+
+
+def test_prompt_sets(tmp_path):
+    shipped = sw.load_prompts()
+    assert len(shipped) >= 3 and all(name and text.strip() for name, text in shipped)
+    txt = tmp_path / "p.txt"
+    txt.write_text("first prompt\n---\nsecond\nprompt\n---\n\n", encoding="utf-8")
+    assert sw.load_prompts(txt) == [("p1", "first prompt\n"), ("p2", "second\nprompt\n")]
+    js = tmp_path / "p.json"
+    js.write_text(json.dumps(["a", {"name": "b", "text": "bee"}]), encoding="utf-8")
+    assert sw.load_prompts(js) == [("p1", "a"), ("b", "bee")]
+    for bad in ("{", json.dumps({"prompts": [{"name": "x"}]}), json.dumps([])):
+        js.write_text(bad, encoding="utf-8")
+        with pytest.raises(ConfigError):
+            sw.load_prompts(js)
+    with pytest.raises(ConfigError):
+        sw.load_prompts(tmp_path / "missing.json")
+
+
+def test_parse_n_values():
+    assert sw.parse_n_values("1,2,4,8") == (1, 2, 4, 8)
+    assert sw.parse_n_values("1-4,8,2") == (1, 2, 3, 4, 8)
+    for bad in ("0", "a", "", "3-x", "100"):
+        with pytest.raises(ConfigError):
+            sw.parse_n_values(bad)
