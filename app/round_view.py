@@ -19,8 +19,8 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWi
 
 from .token_view import COLORS, ACCEPTED, REJECTED, TARGET, UNCHECKED, visible
 
-CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 96, 6
-ROWS = ("position", "draft", "target", "KV after")
+CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
+ROWS = ("position", "batch / draft", "target samples", "target KV after")
 
 
 def short(text: str, n: int = 10) -> str:
@@ -52,7 +52,7 @@ class RoundDiagram(QWidget):
         return len(self._ev.replayed) + len(self._ev.drafted) + 2
 
     def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP), len(ROWS) * (CELL_H + GAP) + GAP)
+        return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 230, len(ROWS) * (CELL_H + GAP) + GAP)
 
     def _tok(self, t: int) -> str:
         if self._vocab.is_eog(t):
@@ -145,6 +145,14 @@ class RoundDiagram(QWidget):
                     cell(c, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff")
             elif pos == n_after:
                 cell(c, 3, "next seed", fg=COLORS[TARGET][0], bg="#ffffff", border=COLORS[TARGET][0])
+        if ev.mode != "baseline":
+            x = LABEL_W + n_cols * (CELL_W + GAP) + 8
+            y = GAP + 3 * (CELL_H + GAP)
+            p.setFont(small)
+            p.setPen(QColor("#444444"))
+            p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                       f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
+                       f"draft dropped {ev.kv_dropped_draft} row{'s' if ev.kv_dropped_draft != 1 else ''}")
         p.end()
 
 

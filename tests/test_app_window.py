@@ -314,3 +314,15 @@ def test_dropping_two_files_sets_the_pair(qtbot, window, pair):
     window.pair_panel.set_pair(None, None)
     window.dropEvent(event)
     assert window.pair_panel.pair() == (Path(pair[0]), Path(pair[1]))   # the larger file is the target
+
+
+def test_reset_clears_the_views(qtbot, window):
+    window.params.n_predict.setValue(8)
+    run_and_wait(qtbot, window, window.run_clicked)
+    assert window.token_view.spans and window.stats is not None
+    window.reset_clicked()
+    assert window.token_view.toPlainText() == "" and not window.token_view.spans
+    assert window.events == [] and window.stats is None
+    assert window.stats_bar.text("n_drafted") == "–"
+    assert sum(window.plots.shown()["accepted_length"]["height"]) == 0
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")   # still works
