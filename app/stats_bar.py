@@ -59,7 +59,8 @@ class StatsBar(QFrame):
             if key != "state":
                 v.setText("–")
 
-    def update_stats(self, stats, speedup: float | None, baseline: bool = False) -> None:
+    def update_stats(self, stats, speedup: float | None, baseline: bool = False,
+                     no_speedup: str = "– (no baseline yet)") -> None:
         v = self.values
         v["tokens"].setText(f"{stats.n_tokens} ({stats.n_rounds} rounds)")
         if baseline:
@@ -70,7 +71,7 @@ class StatsBar(QFrame):
             v["n_accept"].setText(str(stats.n_accept))
             v["acceptance"].setText(f"{100 * stats.acceptance_rate:.1f} %" if stats.n_drafted else "–")
             v["mean_len"].setText(f"{stats.mean_accepted_length:.2f}" if stats.n_draft_rounds else "–")
-            v["speedup"].setText(f"{speedup:.2f}×" if speedup else "– (no baseline)")
+            v["speedup"].setText(f"{speedup:.2f}×" if speedup else no_speedup)
         v["tps"].setText(f"{stats.tokens_per_s:.1f}" if stats.t_total > 0 else "–")
 
     def text(self, key: str) -> str:

@@ -707,7 +707,7 @@ class MainWindow(QMainWindow):
         self.stats = stats = fold(self.events)
         req = self.shown_request
         baseline = req is not None and req.kind == "baseline"
-        self.stats_bar.update_stats(stats, self._speedup(stats) if not baseline else None, baseline)
+        self._update_stats_bar()
         self.plots.update_stats(stats, self.events)
         if self.vocab is not None:
             self.round_view.show_round(batch[-1], self.vocab)
@@ -715,10 +715,18 @@ class MainWindow(QMainWindow):
             b = self.baselines.get(self.run_key(req))
             self.cost_panel.update_measured(stats, b, req.spec.n_max)
 
+    def _update_stats_bar(self) -> None:
+        req, stats = self.shown_request, self.stats
+        if stats is None:
+            return
+        baseline = req is not None and req.kind == "baseline"
+        note = "– (step mode)" if req is not None and req.step else "– (no baseline yet)"
+        self.stats_bar.update_stats(stats, None if baseline else self._speedup(stats), baseline, note)
+
     def _speedup(self, stats) -> float | None:
         req = self.shown_request
-        if req is None or stats is None or stats.tokens_per_s <= 0:
-            return None
+        if req is None or stats is None or stats.tokens_per_s <= 0 or req.step:
+            return None           # a stepped run's first rounds are not a fair speed sample
         b = self.baselines.get(self.run_key(req))
         if b is None or b.tokens_per_s <= 0:
             return None
@@ -733,7 +741,7 @@ class MainWindow(QMainWindow):
         self.cost_panel.update_measured(spec_stats, b, n_max)
         req = self.shown_request
         if req is not None and req.kind == "spec" and self.stats is not None:
-            self.stats_bar.update_stats(self.stats, self._speedup(self.stats))
+            self._update_stats_bar()
         elif b is not None and spec_stats.tokens_per_s > 0 and b.tokens_per_s > 0:
             self.stats_bar.values["speedup"].setText(
                 f"{spec_stats.tokens_per_s / b.tokens_per_s:.2f}× (last run)")
