@@ -401,9 +401,13 @@ def sweep_steps(s: SweepSettings) -> int:
 
 def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
               stop: threading.Event | None = None, on_cell: Callable[[Cell], None] | None = None,
-              on_calibrated: Callable[[str, Calibration, bool], None] | None = None) -> SweepResult:
+              on_calibrated: Callable[[str, Calibration, bool], None] | None = None,
+              on_rows: Callable[[list[Row]], None] | None = None) -> SweepResult:
     """Run the sweep (see the module docs). Stop (``stop.set()``) ends it after the
-    current run; the result then holds what was finished, with ``stopped`` set."""
+    current run; the result then holds what was finished, with ``stopped`` set.
+
+    Callbacks run on the calling thread: ``on_calibrated(draft, calibration, from_cache)``,
+    ``on_cell(cell)`` after every speculative run, ``on_rows(rows)`` with the table so far."""
     from .engine import Engine, EngineSettings, SpecSettings
     from .sampling import SamplerSettings
     s.validate()
@@ -442,6 +446,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                 done += 1
                 say(done, total, f"{name}: calibrated")
                 cells = {(n, p): Cell(name, n, p) for n in s.n_values for p, _ in s.prompts}
+                result.cells.extend(cells.values())
                 for p_name, text in s.prompts:
                     for rep in range(s.repeats):
                         if stop.is_set():
@@ -479,8 +484,10 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                             done += 1
                             if on_cell:
                                 on_cell(cell)
-                result.cells.extend(c for c in cells.values() if c.spec)
+                            if on_rows:
+                                on_rows(build_rows(result))
     finally:
+        result.cells = [c for c in result.cells if c.spec]
         result.stopped = stop.is_set()
         result.rows = build_rows(result)
         result.seconds = time.perf_counter() - t0

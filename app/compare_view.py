@@ -1,0 +1,786 @@
+"""The Compare view: drafts × draft lengths × prompts, measured against the target alone (issue 6).
+
+The same sweep as ``specscope bench`` (:mod:`specscope.core.sweep`), run on a
+worker thread with progress and a cooperative Stop (checked between runs and
+passed to the engine's runs, so Stop takes effect within one round). It shows
+
+- the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.calibrate`);
+- the table of the CSV export (pooled rows, per-prompt rows on request);
+- a heatmap of the measured speed-up, drafts × n, the best n per draft outlined;
+- the speed-up against n: measured (markers), calibrated prediction (solid),
+  textbook prediction (dashed), one colour per draft;
+- the best n per draft and the lossless check.
+
+    python -m specscope.app.compare_view [-m TARGET.gguf] [-md DRAFT.gguf ...]
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import traceback
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QThread, Qt, Signal, Slot
+from PySide6.QtGui import QBrush, QColor, QFont, QFontDatabase
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog,
+                               QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QListWidget, QProgressBar, QPushButton, QSizePolicy,
+                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
+
+__all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
+
+DRAFT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
+TEXT_COLOR = "#222222"
+AXIS_COLOR = "#555555"
+DEFAULT_N_VALUES = "1,2,4,8"
+DEFAULT_N_PREDICT = 64
+SHIPPED_PROMPTS = "Shipped benchmark prompts"
+
+# (header, Row attribute, format)
+TABLE_COLUMNS = (
+    ("Draft", "draft", "{}"),
+    ("n", "n_max", "{}"),
+    ("Prompt", "prompt", "{}"),
+    ("Accept", "acceptance", "pct"),
+    ("Mean len", "mean_accepted_length", "{:.2f}"),
+    ("tok/s", "tokens_per_s", "{:.1f}"),
+    ("Base tok/s", "baseline_tokens_per_s", "{:.1f}"),
+    ("Measured", "measured_speedup", "{:.3f}×"),
+    ("Textbook (err)", "textbook_speedup", "textbook_error"),
+    ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
+    ("Lossless", "lossless", "{}"),
+)
+PROMPT_COLUMN = 2
+COLUMN_TIPS = {
+    "Accept": "accepted ÷ drafted tokens (llama.cpp's accept%)",
+    "Mean len": "tokens per round that drafted: 1 + accepted",
+    "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",
+    "Base tok/s": "the target alone on the same prompts and settings",
+    "Measured": "tok/s ÷ base tok/s",
+    "Textbook (err)": "seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
+                      "in brackets: prediction ÷ measured − 1",
+    "Calibrated (err)": "the calibrated model: c(k), f, sync and Python costs measured on this machine; "
+                        "in brackets: prediction ÷ measured − 1",
+    "Lossless": "identical: the speculative run emitted exactly the baseline's tokens",
+}
+
+
+def speedup_color(value: float | None) -> QColor:
+    """Diverging colour around 1×: red below (slower), white at 1, blue above (faster)."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return QColor("#eeeeee")
+    t = max(-1.0, min(1.0, math.log2(value) / math.log2(2.0)))   # ±1 at 0.5× and 2×
+    white = (255, 255, 255)
+    end = (33, 102, 172) if t > 0 else (202, 0, 32)
+    a = abs(t) * 0.85
+    return QColor(*(int(w + (e - w) * a) for w, e in zip(white, end)))
+
+
+def _cell_text(row, attr: str, fmt: str) -> str:
+    value = getattr(row, attr)
+    if fmt.endswith("_error"):
+        err = getattr(row, fmt)
+        return f"{value:.3f}× ({_fmt(err, 'err')})"
+    return _fmt(value, fmt)
+
+
+def _fmt(value, fmt: str) -> str:
+    if value is None:
+        return ""
+    if fmt == "pct":
+        return f"{100 * value:.1f}%"
+    if fmt == "err":
+        return "" if not math.isfinite(value) else f"{100 * value:+.1f}%"
+    return fmt.format(value)
+
+
+# ============================================================================ worker
+
+class SweepWorker(QObject):
+    """Runs :func:`specscope.core.sweep.run_sweep` on its own thread."""
+
+    progressed = Signal(int, int, str)          # steps done, steps in all, what now
+    calibrated = Signal(str, object, bool)      # draft name, Calibration, from cache
+    rows_updated = Signal(object)               # list[Row]: the table so far
+    finished = Signal(object)                   # SweepResult
+    failed = Signal(object, str)                # exception, traceback
+
+    def __init__(self):
+        super().__init__()
+        self.stop = threading.Event()
+
+    @Slot(object)
+    def run(self, settings) -> None:
+        from specscope.core.sweep import run_sweep
+        try:
+            result = run_sweep(settings, stop=self.stop,
+                               progress=lambda d, t, w: self.progressed.emit(d, t, w),
+                               on_calibrated=lambda n, c, k: self.calibrated.emit(n, c, k),
+                               on_rows=lambda rows: self.rows_updated.emit(rows))
+        except Exception as exc:  # noqa: BLE001 - every failure goes to the view
+            self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            return
+        self.finished.emit(result)
+
+
+# ============================================================================ the view
+
+class CompareView(QWidget):
+    """Compare tab: set a pair (and optional extra drafts), choose draft lengths and
+    prompts, Run; results fill in as the sweep goes. Stop ends it after the current run."""
+
+    sweep_started = Signal()
+    sweep_finished = Signal(object)             # SweepResult (also after Stop)
+    sweep_failed = Signal(object, str)
+    _start_requested = Signal(object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.target: Path | None = None
+        self.result = None                       # the last SweepResult
+        self.rows: list = []
+        self.calibrations: dict[str, object] = {}
+        self.from_cache: dict[str, bool] = {}
+        self.prompt_file: Path | None = None     # None: the shipped set
+        self.running = False
+        self._thread: QThread | None = None
+        self._worker: SweepWorker | None = None
+        self._build()
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        from specscope.app.errors import MessageBanner
+        fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        root = QVBoxLayout(self)
+        root.setContentsMargins(6, 6, 6, 6)
+        self.banner = MessageBanner()
+        root.addWidget(self.banner)
+
+        # -- settings
+        box = QGroupBox("Sweep")
+        grid = QGridLayout(box)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+        self.target_label = QLabel("no target")
+        self.target_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        grid.addWidget(QLabel("Target"), 0, 0)
+        grid.addWidget(self.target_label, 0, 1)
+        self.drafts = QListWidget()
+        self.drafts.setMaximumHeight(64)
+        self.drafts.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.drafts.setToolTip("Draft models to compare (each is paired with the target)")
+        grid.addWidget(QLabel("Drafts"), 1, 0, Qt.AlignmentFlag.AlignTop)
+        grid.addWidget(self.drafts, 1, 1, 2, 1)
+        buttons = QHBoxLayout()
+        self.add_draft_button = QPushButton("Add draft…")
+        self.remove_draft_button = QPushButton("Remove")
+        self.add_draft_button.clicked.connect(self._add_draft_dialog)
+        self.remove_draft_button.clicked.connect(self._remove_drafts)
+        buttons.addWidget(self.add_draft_button)
+        buttons.addWidget(self.remove_draft_button)
+        buttons.addStretch(1)
+        grid.addLayout(buttons, 3, 1)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
+        self.n_values = QLineEdit(DEFAULT_N_VALUES)
+        self.n_values.setToolTip("Draft lengths to try: a list like 1,2,4,8 or a range like 1-8")
+        form.addRow("Draft lengths n", self.n_values)
+        prompts_row = QHBoxLayout()
+        self.prompts = QComboBox()
+        self.prompts.addItem(SHIPPED_PROMPTS)
+        self.prompts.addItem("Choose a file…")
+        self.prompts.activated.connect(self._prompts_chosen)
+        prompts_row.addWidget(self.prompts, 1)
+        form.addRow("Prompts", prompts_row)
+        line = QHBoxLayout()
+        self.n_predict = QSpinBox()
+        self.n_predict.setRange(2, 4096)
+        self.n_predict.setValue(DEFAULT_N_PREDICT)
+        self.n_predict.setToolTip("tokens generated by every run")
+        self.repeats = QSpinBox()
+        self.repeats.setRange(1, 20)
+        self.repeats.setToolTip("runs per cell, each with its own baseline")
+        self.sync = QComboBox()
+        self.sync.addItems(["reuse", "replay"])
+        self.sync.setToolTip("draft cache sync: reuse its own rows, or replay the verification "
+                             "batch as llama.cpp does")
+        line.addWidget(self.n_predict)
+        line.addWidget(QLabel("repeats"))
+        line.addWidget(self.repeats)
+        line.addWidget(QLabel("sync"))
+        line.addWidget(self.sync)
+        line.addStretch(1)
+        form.addRow("Tokens per run", line)
+        grid.addLayout(form, 0, 2, 4, 2)
+
+        checks = QHBoxLayout()
+        self.deterministic = QCheckBox("Deterministic numerics")
+        self.deterministic.setToolTip("F32 KV cache and flash attention off: speculative output must "
+                                      "then equal the baseline's token for token")
+        self.ignore_eos = QCheckBox("Ignore EOS")
+        self.ignore_eos.setChecked(True)
+        self.ignore_eos.setToolTip("never sample end-of-generation tokens, so every run has the same length")
+        self.recalibrate = QCheckBox("Recalibrate")
+        self.recalibrate.setToolTip("measure c(k) and f again instead of using the cached figures")
+        self.alpha_on = QCheckBox("Assumed α")
+        self.alpha = QDoubleSpinBox()
+        self.alpha.setRange(0.0, 1.0)
+        self.alpha.setSingleStep(0.05)
+        self.alpha.setValue(0.7)
+        self.alpha.setEnabled(False)
+        self.alpha_on.toggled.connect(self.alpha.setEnabled)
+        for w in (self.deterministic, self.ignore_eos, self.recalibrate, self.alpha_on, self.alpha):
+            checks.addWidget(w)
+        checks.addStretch(1)
+        grid.addLayout(checks, 4, 0, 1, 4)
+        root.addWidget(box)
+
+        # -- run bar
+        bar = QHBoxLayout()
+        self.run_button = QPushButton("Run sweep")
+        self.run_button.clicked.connect(self.start)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.clicked.connect(self.request_stop)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("%v / %m")
+        self.status = QLabel("")
+        self.status.setMinimumWidth(200)
+        self.csv_button = QPushButton("Export CSV…")
+        self.json_button = QPushButton("Export JSON…")
+        self.csv_button.clicked.connect(lambda: self._export_dialog("csv"))
+        self.json_button.clicked.connect(lambda: self._export_dialog("json"))
+        for w in (self.run_button, self.stop_button):
+            bar.addWidget(w)
+        bar.addWidget(self.progress, 1)
+        bar.addWidget(self.status, 2)
+        bar.addWidget(self.csv_button)
+        bar.addWidget(self.json_button)
+        root.addLayout(bar)
+
+        # -- calibration figures
+        self.calibration_label = QLabel("Calibration: not measured yet (Run measures c(k) and f first, "
+                                        "a few seconds per draft, cached afterwards).")
+        self.calibration_label.setFont(fixed)
+        self.calibration_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.calibration_label.setWordWrap(False)
+        self.calibration_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        root.addWidget(self.calibration_label)
+
+        # -- results
+        split = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("<b>Results</b> (ALL = pooled over the prompts)"))
+        top.addStretch(1)
+        self.per_prompt = QCheckBox("Rows per prompt")
+        self.per_prompt.toggled.connect(self._fill_table)
+        top.addWidget(self.per_prompt)
+        lv.addLayout(top)
+        self.table = QTableWidget(0, len(TABLE_COLUMNS))
+        self.table.setHorizontalHeaderLabels([c[0] for c in TABLE_COLUMNS])
+        for i, (head, _, _) in enumerate(TABLE_COLUMNS):
+            item = self.table.horizontalHeaderItem(i)
+            if head in COLUMN_TIPS:
+                item.setToolTip(COLUMN_TIPS[head])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        lv.addWidget(self.table, 1)
+        self.best_label = QLabel("")
+        self.best_label.setWordWrap(True)
+        self.best_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lv.addWidget(self.best_label)
+        self.lossless_label = QLabel("")
+        self.lossless_label.setWordWrap(True)
+        self.lossless_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lv.addWidget(self.lossless_label)
+        split.addWidget(left)
+
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(0, 0, 0, 0)
+        rv.addWidget(QLabel("<b>Measured speed-up</b>, drafts × n (best n in brackets)"))
+        self.heatmap = QTableWidget(0, 0)
+        self.heatmap.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.heatmap.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.heatmap.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.heatmap.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.heatmap.verticalHeader().setDefaultSectionSize(24)
+        self.heatmap.setFixedHeight(60)
+        self.heatmap.setToolTip("blue: faster than the target alone; red: slower")
+        rv.addWidget(self.heatmap)
+        self.plot = self._make_plot()
+        rv.addWidget(self.plot, 1)
+        key = QLabel("● measured   ━ calibrated prediction   ╌ textbook prediction (E+1)/(n·f+1); "
+                     "one colour per draft")
+        key.setStyleSheet(f"color:{AXIS_COLOR}")
+        key.setWordWrap(True)
+        rv.addWidget(key)
+        split.addWidget(right)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([780, 500])
+        self.splitter = split
+        root.addWidget(split, 1)
+
+    def _make_plot(self) -> pg.PlotWidget:
+        w = pg.PlotWidget(background="w")
+        w.setAntialiasing(True)
+        w.setMinimumSize(280, 220)
+        p = w.getPlotItem()
+        p.setTitle("Speed-up against the target alone", color=TEXT_COLOR, size="11pt")
+        for name, text in (("left", "speed-up (×)"), ("bottom", "draft length n")):
+            ax = p.getAxis(name)
+            ax.setPen(pg.mkPen(AXIS_COLOR))
+            ax.setTextPen(pg.mkPen(TEXT_COLOR))
+            ax.enableAutoSIPrefix(False)
+            p.setLabel(name, text, color=AXIS_COLOR, **{"font-size": "9pt"})
+        p.showGrid(x=False, y=True, alpha=0.15)
+        p.setMenuEnabled(False)
+        p.hideButtons()
+        self.one_line = pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#999999", width=1,
+                                                                        style=Qt.PenStyle.DotLine))
+        p.addItem(self.one_line)
+        self.legend = p.addLegend(offset=(-10, 10), labelTextColor=TEXT_COLOR, labelTextSize="8pt")
+        self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+        self.legend.setPen(pg.mkPen("#cccccc"))
+        self._curves: list = []
+        return w
+
+    # ------------------------------------------------------------------ public API
+    def set_pair(self, target_path, draft_path=None, extra_drafts=()) -> None:
+        """The pair to benchmark (the window's current pair), plus optional other drafts."""
+        self.target = Path(target_path) if target_path else None
+        self.target_label.setText(str(self.target) if self.target else "no target")
+        self.target_label.setToolTip(str(self.target) if self.target else "")
+        self.drafts.clear()
+        for d in ([draft_path] if draft_path else []) + list(extra_drafts):
+            self.add_draft(d)
+        self._update_buttons()
+
+    def add_draft(self, path) -> None:
+        path = str(Path(path))
+        if path not in self.draft_paths():
+            self.drafts.addItem(path)
+        self._update_buttons()
+
+    def draft_paths(self) -> list[str]:
+        return [self.drafts.item(i).text() for i in range(self.drafts.count())]
+
+    def settings(self):
+        """The SweepSettings the controls describe (raises ConfigError on bad input)."""
+        from specscope.core.engine import EngineSettings
+        from specscope.core.errors import ConfigError
+        from specscope.core.sampling import SamplerSettings
+        from specscope.core.sweep import SweepSettings, load_prompts, parse_n_values
+        if self.target is None:
+            raise ConfigError("choose a target model first")
+        drafts = self.draft_paths()
+        if not drafts:
+            raise ConfigError("add at least one draft model")
+        bias = ()
+        if self.ignore_eos.isChecked():
+            bias = self._eog_bias()
+        engine = EngineSettings.deterministic() if self.deterministic.isChecked() else EngineSettings()
+        return SweepSettings(
+            target=self.target, drafts=tuple(Path(d) for d in drafts),
+            n_values=parse_n_values(self.n_values.text()),
+            prompts=tuple(load_prompts(self.prompt_file)), n_predict=self.n_predict.value(),
+            sampler=SamplerSettings(logit_bias=bias), engine=engine, sync=self.sync.currentText(),
+            repeats=self.repeats.value(),
+            alpha=self.alpha.value() if self.alpha_on.isChecked() else None,
+            recalibrate=self.recalibrate.isChecked())
+
+    def _eog_bias(self) -> tuple:
+        from specscope.core.llama import Model
+        model = Model(self.target, vocab_only=True)
+        try:
+            return tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
+        finally:
+            model.close()
+
+    def start(self, settings=None) -> bool:
+        """Run a sweep (the controls' settings unless given). False if it could not start."""
+        if self.running:
+            return False
+        try:
+            settings = settings or self.settings()
+            settings.validate()
+        except Exception as exc:  # noqa: BLE001 - bad input is shown, not raised
+            self.banner.show_error(exc, context="Cannot run the sweep")
+            return False
+        self.banner.dismiss()
+        self._ensure_thread()
+        self._worker.stop.clear()
+        self.running = True
+        self.rows = []
+        self.calibrations, self.from_cache = {}, {}
+        self.result = None
+        self._fill_all()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.status.setText("starting…")
+        self._update_buttons()
+        self.sweep_started.emit()
+        self._start_requested.emit(settings)
+        return True
+
+    def request_stop(self) -> None:
+        if self._worker is not None and self.running:
+            self._worker.stop.set()
+            self.status.setText("stopping after the current run…")
+
+    def export(self, path) -> Path:
+        """Write the last results as CSV or JSON (by the file's suffix)."""
+        if self.result is None:
+            raise ValueError("nothing to export yet")
+        return self.result.save(path)
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        """Stop a running sweep and end the worker thread (call before closing)."""
+        if self._worker is not None:
+            self._worker.stop.set()
+        if self._thread is None:
+            return True
+        self._thread.quit()
+        ok = self._thread.wait(timeout_ms)
+        self._thread = None
+        self._worker = None
+        self.running = False
+        return ok
+
+    def closeEvent(self, event):  # noqa: N802 - Qt override
+        self.shutdown()
+        super().closeEvent(event)
+
+    # ------------------------------------------------------------------ worker plumbing
+    def _ensure_thread(self) -> None:
+        if self._thread is not None:
+            return
+        self._worker = SweepWorker()
+        self._thread = QThread()
+        self._thread.setObjectName("specscope-compare")
+        self._worker.moveToThread(self._thread)
+        self._thread.finished.connect(self._worker.deleteLater)
+        self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
+        self._worker.progressed.connect(self._on_progress)
+        self._worker.calibrated.connect(self._on_calibrated)
+        self._worker.rows_updated.connect(self._on_rows)
+        self._worker.finished.connect(self._on_finished)
+        self._worker.failed.connect(self._on_failed)
+        self._thread.start()
+
+    @Slot(int, int, str)
+    def _on_progress(self, done: int, total: int, what: str) -> None:
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(done)
+        if self.running and not (self._worker and self._worker.stop.is_set()):
+            self.status.setText(what)
+
+    @Slot(str, object, bool)
+    def _on_calibrated(self, name: str, cal, cached: bool) -> None:
+        self.calibrations[name] = cal
+        self.from_cache[name] = cached
+        self._fill_calibration()
+
+    @Slot(object)
+    def _on_rows(self, rows) -> None:
+        self.rows = list(rows)
+        self._fill_all()
+
+    @Slot(object)
+    def _on_finished(self, result) -> None:
+        self.running = False
+        self.result = result
+        self.rows = list(result.rows)
+        self.calibrations = dict(result.calibrations)
+        self.from_cache = dict(result.from_cache)
+        self.status.setText(f"stopped after {result.seconds:.0f} s" if result.stopped
+                            else f"done in {result.seconds:.0f} s")
+        self._fill_all()
+        self._update_buttons()
+        self.sweep_finished.emit(result)
+
+    @Slot(object, str)
+    def _on_failed(self, exc, tb: str) -> None:
+        self.running = False
+        self.status.setText("failed")
+        self.banner.show_error(exc, tb, context="The sweep failed")
+        self._update_buttons()
+        self.sweep_failed.emit(exc, tb)
+
+    # ------------------------------------------------------------------ filling in
+    def _update_buttons(self) -> None:
+        idle = not self.running
+        self.run_button.setEnabled(idle and self.target is not None and self.drafts.count() > 0)
+        self.stop_button.setEnabled(self.running)
+        self.csv_button.setEnabled(idle and self.result is not None)
+        self.json_button.setEnabled(idle and self.result is not None)
+        for w in (self.add_draft_button, self.remove_draft_button, self.n_values, self.prompts,
+                  self.n_predict, self.repeats, self.sync, self.deterministic, self.ignore_eos,
+                  self.recalibrate, self.alpha_on):
+            w.setEnabled(idle)
+        self.alpha.setEnabled(idle and self.alpha_on.isChecked())
+
+    def _fill_all(self) -> None:
+        self._fill_calibration()
+        self._fill_table()
+        self._fill_heatmap()
+        self._fill_plot()
+        self._fill_summary()
+
+    def _fill_calibration(self) -> None:
+        if not self.calibrations:
+            return
+        parts = []
+        for name, cal in self.calibrations.items():
+            ks = range(1, cal.k_max + 1)
+            when = "cached" if self.from_cache.get(name) else "measured now"
+            parts.append(f"{name} ({when}): t1 {cal.t1 * 1e3:.2f} ms, f {cal.f:.3f}, "
+                         f"c(k) " + " ".join(f"{cal.cost(k):.2f}" for k in ks)
+                         + f", python/round {cal.o0:.2f}+{cal.o1:.2f}·n")
+        self.calibration_label.setText("Calibration — " + "\n".join(parts))
+        self.calibration_label.setToolTip("\n\n".join(
+            f"{name}:\n" + "\n".join(cal.lines()) for name, cal in self.calibrations.items()))
+
+    def _visible_rows(self) -> list:
+        from specscope.core.sweep import ALL
+        return self.rows if self.per_prompt.isChecked() else [r for r in self.rows if r.prompt == ALL]
+
+    def _fill_table(self) -> None:
+        rows = self._visible_rows()
+        self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
+        self.table.setRowCount(len(rows))
+        bold = QFont()
+        bold.setBold(True)
+        best = self._best()
+        for i, row in enumerate(rows):
+            for j, (_, attr, fmt) in enumerate(TABLE_COLUMNS):
+                value = getattr(row, attr)
+                item = QTableWidgetItem(_cell_text(row, attr, fmt))
+                if j >= 3:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if attr == "measured_speedup":
+                    item.setBackground(QBrush(speedup_color(value)))
+                if attr == "lossless" and value not in ("identical", ""):
+                    item.setForeground(QBrush(QColor("#b00020" if value == "mismatch" else "#8a6d00")))
+                    if row.divergence_at is not None:
+                        item.setText(f"{value} @{row.divergence_at}")
+                if row.prompt == "ALL" and best.get(row.draft, {}).get("measured") == row.n_max:
+                    item.setFont(bold)
+                self.table.setItem(i, j, item)
+
+    def _best(self) -> dict:
+        from specscope.core.sweep import ALL
+        out: dict[str, dict] = {}
+        for r in self.rows:
+            if r.prompt != ALL:
+                continue
+            cur = out.get(r.draft)
+            if cur is None or r.measured_speedup > cur["measured_speedup"]:
+                out[r.draft] = {"measured": r.n_max, "measured_speedup": r.measured_speedup}
+        for d in out:
+            pooled = [r for r in self.rows if r.prompt == ALL and r.draft == d]
+            c = max(pooled, key=lambda r: (r.calibrated_speedup, -r.n_max))
+            t = max(pooled, key=lambda r: (r.textbook_speedup, -r.n_max))
+            out[d].update(calibrated=c.n_max, calibrated_speedup=c.calibrated_speedup,
+                          textbook=t.n_max, textbook_speedup=t.textbook_speedup)
+        return out
+
+    def _pooled(self):
+        from specscope.core.sweep import ALL
+        return [r for r in self.rows if r.prompt == ALL]
+
+    def _drafts_in_rows(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.rows:
+            if r.draft not in seen:
+                seen.append(r.draft)
+        return seen
+
+    def _fill_heatmap(self) -> None:
+        pooled = self._pooled()
+        drafts = self._drafts_in_rows()
+        ns = sorted({r.n_max for r in pooled})
+        self.heatmap.clear()
+        self.heatmap.setRowCount(len(drafts))
+        self.heatmap.setColumnCount(len(ns))
+        self.heatmap.setHorizontalHeaderLabels([f"n={n}" for n in ns])
+        self.heatmap.setVerticalHeaderLabels(drafts)
+        header = self.heatmap.horizontalHeader().sizeHint().height()
+        row_h = self.heatmap.verticalHeader().defaultSectionSize()
+        self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
+        best = self._best()
+        bold = QFont()
+        bold.setBold(True)
+        for r in pooled:
+            i, j = drafts.index(r.draft), ns.index(r.n_max)
+            item = QTableWidgetItem(f"{r.measured_speedup:.2f}×")
+            item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+            item.setBackground(QBrush(speedup_color(r.measured_speedup)))
+            item.setForeground(QBrush(QColor("#111111")))
+            item.setToolTip(f"{r.draft}, n = {r.n_max}: measured {r.measured_speedup:.3f}×, "
+                            f"calibrated {r.calibrated_speedup:.3f}×, textbook {r.textbook_speedup:.3f}×, "
+                            f"acceptance {100 * r.acceptance:.1f}%")
+            if best.get(r.draft, {}).get("measured") == r.n_max:
+                item.setFont(bold)
+                item.setText(f"[{r.measured_speedup:.2f}×]")
+            self.heatmap.setItem(i, j, item)
+
+    def _fill_plot(self) -> None:
+        p = self.plot.getPlotItem()
+        for c in self._curves:
+            p.removeItem(c)
+        self._curves = []
+        self.legend.clear()
+        pooled = self._pooled()
+        for k, draft in enumerate(self._drafts_in_rows()):
+            rows = sorted((r for r in pooled if r.draft == draft), key=lambda r: r.n_max)
+            if not rows:
+                continue
+            color = DRAFT_COLORS[k % len(DRAFT_COLORS)]
+            xs = [r.n_max for r in rows]
+            short = draft if len(draft) <= 22 else draft[:20] + "…"
+            measured = p.plot(xs, [r.measured_speedup for r in rows], pen=pg.mkPen(color, width=1),
+                              symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
+                              symbolPen=pg.mkPen("w"), name=short)
+            calibrated = p.plot(xs, [r.calibrated_speedup for r in rows],
+                                pen=pg.mkPen(color, width=2.5))
+            textbook = p.plot(xs, [r.textbook_speedup for r in rows],
+                              pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DashLine))
+            self._curves += [measured, calibrated, textbook]
+        if pooled:
+            ns = sorted({r.n_max for r in pooled})
+            p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
+            values = [v for r in pooled for v in (r.measured_speedup, r.calibrated_speedup,
+                                                  r.textbook_speedup) if math.isfinite(v)] + [1.0]
+            lo, hi = min(values), max(values)
+            pad = 0.08 * (hi - lo or 1.0)
+            p.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
+            p.setXRange(min(ns) - 0.4, max(ns) + 0.4, padding=0)
+
+    def _fill_summary(self) -> None:
+        best = self._best()
+        parts = []
+        for d, b in best.items():
+            parts.append(f"<b>{d}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
+                         f"the calibrated model picks n = {b['calibrated']}, the textbook n = {b['textbook']}")
+        pooled = self._pooled()
+        if pooled:
+            cal = max(abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error))
+            tb = max(abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error))
+            parts.append(f"largest prediction error: calibrated {100 * cal:.1f}%, textbook {100 * tb:.1f}%")
+        self.best_label.setText("<br>".join(parts))
+        verdicts = [r.lossless for r in self.rows if r.prompt != "ALL" and r.lossless]
+        if not verdicts:
+            self.lossless_label.setText("")
+            return
+        bad = [r for r in self.rows if r.prompt != "ALL" and r.lossless not in ("identical", "")]
+        if not bad:
+            self.lossless_label.setText(f"<span style='color:#1a7f37'>Lossless: every speculative run "
+                                        f"emitted exactly the baseline's tokens.</span>")
+        else:
+            near = sum(1 for r in bad if r.lossless == "near-tie")
+            text = (f"Lossless: {len(bad)} of {len(verdicts)} runs differ from the baseline "
+                    f"({near} numerical near-ties, {len(bad) - near} real mismatches). ")
+            if self.result is not None and self.result.lossless_notes:
+                text += self.result.lossless_notes[0].replace("<", "&lt;") + ". "
+            if not self.deterministic.isChecked():
+                text += "Tick <i>Deterministic numerics</i> (F32 KV cache, flash attention off): " \
+                        "the outputs must then be identical."
+            color = "#b00020" if len(bad) > near else "#8a6d00"
+            self.lossless_label.setText(f"<span style='color:{color}'>{text}</span>")
+
+    # ------------------------------------------------------------------ dialogs
+    def _add_draft_dialog(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Add draft models", "", "GGUF models (*.gguf)")
+        for p in paths:
+            self.add_draft(p)
+
+    def _remove_drafts(self) -> None:
+        for item in self.drafts.selectedItems():
+            self.drafts.takeItem(self.drafts.row(item))
+        self._update_buttons()
+
+    def _prompts_chosen(self, index: int) -> None:
+        if index == 0:
+            self.prompt_file = None
+            return
+        path, _ = QFileDialog.getOpenFileName(self, "Prompt set", "", "Prompt sets (*.json *.txt)")
+        if not path:
+            self.prompts.setCurrentIndex(0 if self.prompt_file is None else 2)
+            return
+        self.set_prompt_file(path)
+
+    def set_prompt_file(self, path) -> None:
+        self.prompt_file = Path(path) if path else None
+        while self.prompts.count() > 2:
+            self.prompts.removeItem(2)
+        if self.prompt_file is None:
+            self.prompts.setCurrentIndex(0)
+        else:
+            self.prompts.addItem(self.prompt_file.name)
+            self.prompts.setCurrentIndex(2)
+
+    def _export_dialog(self, kind: str) -> None:
+        if self.result is None:
+            return
+        filt = "CSV (*.csv)" if kind == "csv" else "JSON (*.json)"
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {kind.upper()}", f"specscope-bench.{kind}", filt)
+        if not path:
+            return
+        if not path.lower().endswith(f".{kind}"):
+            path += f".{kind}"
+        try:
+            self.export(path)
+        except OSError as exc:
+            self.banner.show_error(exc, context="Cannot export")
+
+
+# ============================================================================ standalone
+
+def main(argv=None) -> int:
+    import argparse
+    import sys
+    from PySide6.QtWidgets import QApplication
+    parser = argparse.ArgumentParser(description="SpecScope's Compare view on its own")
+    parser.add_argument("-m", "--model", type=Path)
+    parser.add_argument("-md", "--model-draft", type=Path, action="append")
+    parser.add_argument("--run", action="store_true", help="start the sweep at once")
+    args = parser.parse_args(argv)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    target, drafts = args.model, list(args.model_draft or [])
+    if target is None or not drafts:
+        try:
+            from specscope.core.demo import demo_pair
+            demo_target, demo_draft = demo_pair()
+            target = target or demo_target
+            drafts = drafts or [demo_draft]
+        except Exception:  # noqa: BLE001 - the view says what is missing
+            pass
+    view = CompareView()
+    view.setWindowTitle("SpecScope — Compare")
+    view.resize(1280, 820)
+    if target is not None:
+        view.set_pair(target, drafts[0] if drafts else None, drafts[1:])
+    view.show()
+    if args.run:
+        view.start()
+    rc = app.exec()
+    view.shutdown()
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""The Compare view: a sweep on the worker thread, its table, heatmap, plot, export and Stop."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+import ggufgen  # noqa: E402
+from specscope.app.compare_view import CompareView, TABLE_COLUMNS, speedup_color  # noqa: E402
+from specscope.core.engine import EngineSettings  # noqa: E402
+from specscope.core.sampling import SamplerSettings  # noqa: E402
+from specscope.core.sweep import CSV_COLUMNS  # noqa: E402
+
+EOT = len(ggufgen.bpe_vocab()[0]) - 1
+QUICK = dict(engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1), n_predict=8,
+             sampler=SamplerSettings(logit_bias=((EOT, -math.inf),)), calibration_s=0.3)
+
+
+@pytest.fixture(autouse=True)
+def cache_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def view(qtbot, tiny_models, tmp_path):
+    v = CompareView()
+    qtbot.addWidget(v)
+    v.resize(1200, 800)
+    v.set_pair(tiny_models["target"], tiny_models["draft"], [tiny_models["random_draft"]])
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": "code", "text": "def f(x):"},
+                                               {"name": "words", "text": "The cat"}]}), encoding="utf-8")
+    v.set_prompt_file(prompts)
+    v.n_values.setText("1,2")
+    yield v
+    assert v.shutdown()
+
+
+def run(view, qtbot, timeout=120_000, **kw):
+    settings = replace(view.settings(), **{**QUICK, **kw})
+    with qtbot.waitSignal(view.sweep_finished, timeout=timeout) as blocker:
+        assert view.start(settings)
+        assert view.running and not view.run_button.isEnabled() and view.stop_button.isEnabled()
+    return blocker.args[0]
+
+
+def test_settings_from_the_controls(view, tiny_models):
+    s = view.settings()
+    assert s.target == tiny_models["target"]
+    assert [p.name for p in s.drafts] == ["draft.gguf", "random-draft.gguf"]
+    assert s.n_values == (1, 2)
+    assert [name for name, _ in s.prompts] == ["code", "words"]
+    assert s.sampler.logit_bias and s.sampler.logit_bias[0][1] == -math.inf     # ignore EOS is on
+    view.deterministic.setChecked(True)
+    view.alpha_on.setChecked(True)
+    s = view.settings()
+    assert s.engine.kv_type == "f32" and s.engine.flash_attn == "off" and s.alpha == pytest.approx(0.7)
+
+
+def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
+    result = run(view, qtbot)
+    assert not result.stopped
+    assert not view.running and view.run_button.isEnabled() and not view.stop_button.isEnabled()
+    assert view.progress.value() == view.progress.maximum()
+    # table: pooled rows (2 drafts × 2 n), then every row per prompt
+    assert view.table.rowCount() == 4
+    assert view.table.columnCount() == len(TABLE_COLUMNS)
+    texts = [view.table.item(0, j).text() for j in range(len(TABLE_COLUMNS))]
+    assert texts[0] == "draft.gguf" and texts[1] == "1" and texts[7].endswith("×")
+    view.per_prompt.setChecked(True)
+    assert view.table.rowCount() == 12
+    # heatmap: drafts × n
+    assert (view.heatmap.rowCount(), view.heatmap.columnCount()) == (2, 2)
+    assert all(view.heatmap.item(i, j).text().strip("[]").endswith("×") for i in range(2) for j in range(2))
+    assert sum(view.heatmap.item(i, j).text().startswith("[") for i in range(2) for j in range(2)) == 2
+    # plot: measured, calibrated and textbook per draft
+    assert len(view._curves) == 6
+    assert "draft.gguf" in view.best_label.text() and "calibrated" in view.best_label.text()
+    assert "Lossless" in view.lossless_label.text()
+    assert "draft.gguf" in view.calibration_label.text() and "c(k)" in view.calibration_label.text()
+    # export
+    assert view.csv_button.isEnabled() and view.json_button.isEnabled()
+    rows = list(csv.reader(io.StringIO(view.export(tmp_path / "out.csv").read_text())))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 13
+    doc = json.loads(view.export(tmp_path / "out.json").read_text())
+    assert len(doc["rows"]) == 12 and set(doc["best_n"]) == {"draft.gguf", "random-draft.gguf"}
+    # a second run uses the cached calibration
+    run(view, qtbot)
+    assert "(cached)" in view.calibration_label.text()
+
+
+def test_stop_ends_the_sweep_between_runs(view, qtbot):
+    settings = replace(view.settings(), **{**QUICK, "n_values": (1, 2, 3, 4), "n_predict": 24})
+    seen = []
+
+    def on_progress(done, total, what):
+        seen.append(done)
+        if done >= 3:
+            view.request_stop()
+    view._ensure_thread()
+    view._worker.progressed.connect(on_progress)
+    with qtbot.waitSignal(view.sweep_finished, timeout=120_000) as blocker:
+        view.start(settings)
+    result = blocker.args[0]
+    assert result.stopped
+    assert "stopped" in view.status.text()
+    assert len(result.rows) < 2 * 4 * 3
+    assert view.run_button.isEnabled()
+
+
+def test_bad_input_is_shown_not_raised(view, qtbot):
+    view.n_values.setText("0")
+    assert not view.start()
+    assert not view.banner.isHidden() and "draft lengths" in view.banner.message
+    assert not view.running
+
+
+def test_run_needs_a_pair(qtbot):
+    v = CompareView()
+    qtbot.addWidget(v)
+    assert not v.run_button.isEnabled()
+    assert not v.start()
+    assert not v.banner.isHidden()
+    assert v.shutdown()
+
+
+def test_failure_reaches_the_banner(view, qtbot, tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 8)
+    settings = replace(view.settings(), **QUICK, drafts=(bad,))
+    with qtbot.waitSignal(view.sweep_failed, timeout=60_000):
+        view.start(settings)
+    assert not view.banner.isHidden() and not view.running and view.run_button.isEnabled()
+
+
+def test_speedup_colors():
+    assert speedup_color(1.0).name() == "#ffffff"
+    faster, slower = speedup_color(2.0), speedup_color(0.5)
+    assert faster.blue() > faster.red() and slower.red() > slower.blue()
+    assert speedup_color(None).name() == "#eeeeee"
