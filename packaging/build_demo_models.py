@@ -47,8 +47,8 @@ EOT = gguf_export.EOT_TEXT
 
 SEED = 1234
 
-TARGET_CFG = dict(vocab_size=4096, dim=256, n_layers=6, n_heads=4, ffn_dim=688, tie_embeddings=False)
-DRAFT_CFG = dict(vocab_size=4096, dim=128, n_layers=2, n_heads=2, ffn_dim=352, tie_embeddings=True)
+TARGET_CFG = dict(vocab_size=4096, dim=256, n_layers=4, n_heads=4, ffn_dim=688, tie_embeddings=False)
+DRAFT_CFG = dict(vocab_size=4096, dim=128, n_layers=1, n_heads=2, ffn_dim=352, tie_embeddings=True)
 FOREIGN_CFG = dict(vocab_size=2048, dim=64, n_layers=1, n_heads=2, ffn_dim=176, tie_embeddings=True)
 
 SEQ_LEN = 512
@@ -212,7 +212,7 @@ def stage_train(work: Path, args, which: str):
     docs = [np.array(v, dtype=np.int64) for v in held.values()]
     eot = 0
     docs = [np.concatenate([[eot], d]) for d in docs]
-    ce, n = demo_train.eval_ce(model, docs, SEQ_LEN)
+    ce, n = demo_train.eval_ce(model, docs, SEQ_LEN, max_windows=48)
     stats.update({"held_out_ce": ce, "held_out_ppl": float(np.exp(ce)), "held_out_tokens": n,
                   "seq_len": SEQ_LEN, "batch": BATCH, "lr": lr, "seed": seed,
                   "bf16_autocast": not args.fp32, "threads": args_threads,
@@ -299,20 +299,22 @@ def stage_export(work: Path, args):
 
 
 def main(argv=None):
-    global args_threads
+    global args_threads, MODELS_DIR
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work-dir", default=str(REPO / "build" / "demo-models"))
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--target-steps", type=int, default=700)
-    ap.add_argument("--target-minutes", type=float, default=24)
-    ap.add_argument("--draft-steps", type=int, default=700)
-    ap.add_argument("--draft-minutes", type=float, default=12)
+    ap.add_argument("--models-dir", default=str(MODELS_DIR), help="where the GGUFs and the card go")
+    ap.add_argument("--target-steps", type=int, default=1200)
+    ap.add_argument("--target-minutes", type=float, default=35)
+    ap.add_argument("--draft-steps", type=int, default=1200)
+    ap.add_argument("--draft-minutes", type=float, default=15)
     ap.add_argument("--foreign-steps", type=int, default=150)
-    ap.add_argument("--foreign-minutes", type=float, default=2)
+    ap.add_argument("--foreign-minutes", type=float, default=3)
     ap.add_argument("--fp32", action="store_true", help="train without bf16 autocast")
     args = ap.parse_args(argv)
     args_threads = args.threads
+    MODELS_DIR = Path(args.models_dir)
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
@@ -336,11 +338,11 @@ def main(argv=None):
             import evaluate_demo
 
             evaluate_demo.main(["--models-dir", str(MODELS_DIR), "--work-dir", str(work),
-                                "--out", str(work / "eval.json")])
+                                "--out", str(work / "eval.json"), "--threads", str(args.threads)])
         elif s == "card":
             import write_model_card
 
-            write_model_card.write(work, MODELS_DIR / "README.md")
+            write_model_card.write(work, MODELS_DIR / "README.md", MODELS_DIR)
         timings[s] = time.time() - t0
         save_json(work / "timings.json", timings)
     log(f"done in {time.time() - t_all:.0f}s")

@@ -190,11 +190,13 @@ def batches(stream: np.ndarray, seq_len: int, batch: int, seed: int):
         yield w[:, :-1], w[:, 1:]
 
 
-def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
+def lr_at(progress: float, step: int, peak: float, warmup: int) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine from ``peak`` to
+    0.1 * peak as ``progress`` goes from 0 to 1."""
     if step < warmup:
         return peak * (step + 1) / warmup
-    p = (step - warmup) / max(1, total - warmup)
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+    p = min(1.0, max(0.0, progress))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
 def train(
@@ -213,12 +215,14 @@ def train(
     log_every: int = 25,
     bf16: bool = True,
 ) -> dict:
-    """Train with AdamW and cosine schedule. With ``teacher``, the loss is
+    """Train with AdamW and a cosine schedule. With ``teacher``, the loss is
     ``distill_weight * KL(teacher || model) + (1 - distill_weight) * CE``.
 
-    ``time_budget_s`` shrinks the schedule if the measured step time says
-    ``steps`` would not fit (decided once, after a few warm-up steps, so the
-    run stays reproducible for a given hardware speed class).
+    The schedule runs on progress = max(step / steps, elapsed / time_budget_s):
+    training stops at ``steps`` or when the time budget is spent, whichever
+    comes first, and the learning rate is annealed properly either way (the
+    machine is shared, so step times vary). Batches and initialisation are
+    seeded; the number of steps reached depends on the machine's speed.
     """
     torch.manual_seed(seed)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -227,7 +231,7 @@ def train(
         [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
         lr=lr, betas=(0.9, 0.95), eps=1e-8,
     )
-    warmup = max(10, steps // 20)
+    warmup = 20
     it = batches(stream, seq_len, batch, seed)
     model.train()
     if teacher is not None:
@@ -236,11 +240,19 @@ def train(
     tokens = 0
     ema = None
     step = 0
-    total = steps
-    while step < total:
+
+    def progress():
+        p = step / steps
+        if time_budget_s:
+            p = max(p, (time.time() - t0) / time_budget_s)
+        return p
+
+    cur_lr = lr_at(0.0, 0, lr, warmup)
+    while progress() < 1.0:
         x, y = next(it)
+        cur_lr = lr_at(progress(), step, lr, warmup)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, total, lr, warmup)
+            g["lr"] = cur_lr
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             logits = model(x)
             ce = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.reshape(-1))
@@ -260,38 +272,33 @@ def train(
         tokens += x.numel()
         ema = ce.item() if ema is None else 0.95 * ema + 0.05 * ce.item()
         step += 1
-        if time_budget_s is not None and step % 10 == 0 and step < total:
-            # project the finish from the mean step time; shorten (never lengthen)
-            # the schedule if it would overrun the budget
-            now = time.time()
-            per = (now - t0) / step
-            left = time_budget_s - (now - t0)
-            fit = step + int(max(left, 0) / per)
-            if fit < total:
-                new_total = max(fit, step + 5)
-                if new_total < total:
-                    log(f"  step time {per:.2f}s: shortening schedule {total} -> {new_total} steps")
-                    total = new_total
-        if step % log_every == 0 or step == total:
+        if step % log_every == 0:
             el = time.time() - t0
-            log(f"  step {step}/{total}  ce {ema:.3f}  lr {lr_at(step, total, lr, warmup):.2e}  "
-                f"{tokens / el:.0f} tok/s  {el:.0f}s")
+            log(f"  step {step} (of at most {steps})  ce {ema:.3f}  lr {cur_lr:.2e}  "
+                f"{tokens / el:.0f} tok/s  {el:.0f}s  progress {progress():.2f}")
+    el = time.time() - t0
+    log(f"  stopped at step {step}  ce {ema:.3f}  {el:.0f}s")
     model.eval()
-    return {"steps": step, "tokens": tokens, "seconds": time.time() - t0, "final_ce_ema": ema}
+    return {"steps": step, "max_steps": steps, "tokens": tokens, "seconds": el, "final_ce_ema": ema,
+            "time_budget_s": time_budget_s}
 
 
 @torch.no_grad()
-def eval_ce(model: Llama, docs: list[np.ndarray], seq_len: int, bf16: bool = False) -> tuple[float, int]:
-    """Mean next-token cross-entropy (nats) over documents, in windows."""
+def eval_ce(model: Llama, docs: list[np.ndarray], seq_len: int, bf16: bool = False,
+            max_windows: int | None = None) -> tuple[float, int]:
+    """Mean next-token cross-entropy (nats) over documents, in windows
+    (the first ``max_windows`` windows when given)."""
     model.eval()
     tot, n = 0.0, 0
-    for d in docs:
-        for s in range(0, len(d) - 1, seq_len):
-            w = torch.from_numpy(d[s : s + seq_len + 1].astype(np.int64))[None]
-            if w.shape[1] < 2:
-                continue
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                lg = model(w[:, :-1]).float()
-            tot += F.cross_entropy(lg[0], w[0, 1:], reduction="sum").item()
-            n += w.shape[1] - 1
+    wins = [(d, s) for d in docs for s in range(0, len(d) - 1, seq_len)]
+    if max_windows is not None:
+        wins = wins[:max_windows]
+    for d, s in wins:
+        w = torch.from_numpy(d[s : s + seq_len + 1].astype(np.int64))[None]
+        if w.shape[1] < 2:
+            continue
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            lg = model(w[:, :-1]).float()
+        tot += F.cross_entropy(lg[0], w[0, 1:], reduction="sum").item()
+        n += w.shape[1] - 1
     return tot / max(n, 1), n

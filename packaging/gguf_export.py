@@ -108,6 +108,8 @@ def write_llama_gguf(
     path.parent.mkdir(parents=True, exist_ok=True)
     if len(vocab.tokens) != cfg.vocab_size:
         raise ValueError(f"vocab has {len(vocab.tokens)} tokens, config says {cfg.vocab_size}")
+    if vocab.model == "gpt2" and not vocab.merges:
+        raise ValueError("a gpt2 (BPE) vocabulary needs at least one merge for llama.cpp to load it")
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name)
     if description:
