@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 FIELDS = (
@@ -18,13 +19,26 @@ FIELDS = (
 )
 
 
+WIDTH_SAMPLES = {"state": "Paused after round 000 — F10: next, Ctrl+R: continue",
+                 "tokens": "00000 (00000 rounds)", "n_drafted": "000000", "n_accept": "000000",
+                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0",
+                 "speedup": "– (no baseline yet)"}
+
+
 class StatsBar(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("statsbar")
-        self.setStyleSheet("#statsbar { background:#f4f5f7; border-top:1px solid #d9dbe0; }"
-                           " QLabel[role='name'] { color:#666; }"
-                           " QLabel[role='value'] { color:#111; font-weight:600; }")
+        # a plain palette background (not a style sheet) keeps repaints inside the bar
+        self.setAutoFillBackground(True)
+        pal = self.palette()
+        pal.setColor(QPalette.ColorRole.Window, QColor("#f4f5f7"))
+        self.setPalette(pal)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        bold = QFont(self.font())
+        bold.setWeight(QFont.Weight.DemiBold)
+        grey = QPalette(pal)
+        grey.setColor(QPalette.ColorRole.WindowText, QColor("#666666"))
         lay = QHBoxLayout(self)
         lay.setContentsMargins(10, 4, 10, 4)
         lay.setSpacing(6)
@@ -37,15 +51,17 @@ class StatsBar(QFrame):
                 lay.addWidget(sep)
             if name:
                 n = QLabel(name)
-                n.setProperty("role", "name")
+                n.setPalette(grey)
                 n.setToolTip(tip)
                 lay.addWidget(n)
             v = QLabel("–")
-            v.setProperty("role", "value")
+            v.setFont(bold)
             v.setToolTip(tip)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            if key == "state":
-                v.setMinimumWidth(150)
+            # fixed widths: a changing number must not re-lay out (and repaint) the window
+            fm = QFontMetrics(bold)
+            sample = WIDTH_SAMPLES.get(key, "0000")
+            v.setMinimumWidth(fm.horizontalAdvance(sample) + 4)
             lay.addWidget(v)
             self.values[key] = v
         lay.addStretch(1)

@@ -37,6 +37,8 @@ from .worker import DoctorWorker, EngineWorker, RunRequest, start_thread
 log = logging.getLogger("specscope.app")
 
 REFRESH_PERIOD_MS = 33           # the GUI applies new events at most ~30 times a second
+PANEL_PERIOD_MS = 250            # the visible plot / cost / round tab redraws at most 4 times a second
+                                 # (a pyqtgraph redraw of the four plots costs tens of ms of CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8
 SETTINGS_VERSION = 1
@@ -112,6 +114,9 @@ class MainWindow(QMainWindow):
         self._loaded_key = None
         self._closing = False
         self.refresh_count = 0
+        self._panels_dirty = False
+        self._panels_shown_at = 0.0
+        self._dirty_tabs: set = set()
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per refresh
 
         self._build_ui()
@@ -144,7 +149,9 @@ class MainWindow(QMainWindow):
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
         self.panels_ready = True
         if self.stats is not None:
-            self.plots.update_stats(self.stats, self.events)
+            self._panels_dirty = True
+            self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
+            self._update_panels()
             self._show_measured()
 
     # ================================================================== UI
@@ -198,6 +205,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.cost_panel, "Cost model")
         self.tabs.addTab(self.round_view, "Round (step mode)")
         self.tabs.setDocumentMode(True)
+        self.tabs.currentChanged.connect(self._update_panels)
 
         self.right_split = QSplitter(Qt.Orientation.Vertical)
         self.right_split.addWidget(top)
@@ -573,6 +581,8 @@ class MainWindow(QMainWindow):
         self.shown_request = None
         self.stats = None
         self.last_spec = None
+        self._panels_dirty = False
+        self._dirty_tabs = set()
         self.token_view.clear_tokens()
         self.plots.clear()
         self.cost_panel.clear()
@@ -635,6 +645,7 @@ class MainWindow(QMainWindow):
             return
         self._refresh()
         self.mode = "paused"
+        self._update_panels()
         n = len(self.events)
         self.stats_bar.set_state(f"Paused after round {n - 1} — F10: next, Ctrl+R: continue")
         self._update_buttons()
@@ -648,6 +659,7 @@ class MainWindow(QMainWindow):
         req = self.active
         self.active = None
         self.mode = "idle"
+        self._update_panels()
         stats = self.stats
         if stats is not None:
             key = self.run_key(req)
@@ -681,6 +693,7 @@ class MainWindow(QMainWindow):
         req = self.active
         self.active = None
         self.mode = "idle"
+        self._update_panels()
         if self.pair_panel.progress["target"].isVisible():
             self.pair_panel.set_load_state("idle", "The models could not be loaded.")
         what = "The baseline run failed" if req.kind == "baseline" else "The run failed"
@@ -693,6 +706,8 @@ class MainWindow(QMainWindow):
     def _refresh(self) -> None:
         """Apply the events that arrived since the last tick (timer, <= 30 Hz)."""
         if not self._pending:
+            if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
+                self._update_panels()
             return
         t_wall, t_cpu = time.perf_counter(), time.thread_time()
         self._apply_pending()
@@ -704,16 +719,36 @@ class MainWindow(QMainWindow):
         self.refresh_count += 1
         self.token_view.append_events(batch)
         self.events.extend(batch)
-        self.stats = stats = fold(self.events)
-        req = self.shown_request
-        baseline = req is not None and req.kind == "baseline"
+        self.stats = fold(self.events)
         self._update_stats_bar()
-        self.plots.update_stats(stats, self.events)
-        if self.vocab is not None:
-            self.round_view.show_round(batch[-1], self.vocab)
-        if not baseline and req is not None:
-            b = self.baselines.get(self.run_key(req))
-            self.cost_panel.update_measured(stats, b, req.spec.n_max)
+        self._panels_dirty = True
+        self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
+        now = time.perf_counter()
+        if now - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3 or self.mode in ("idle", "paused"):
+            self._update_panels()
+
+    def _update_panels(self, *_args) -> None:
+        """Bring the visible tab up to date (the plots redraw at most every PANEL_PERIOD_MS;
+        a hidden tab catches up when it is shown)."""
+        if not self._panels_dirty or self.stats is None:
+            return
+        self._panels_shown_at = time.perf_counter()
+        req, stats = self.shown_request, self.stats
+        current = self.tabs.currentWidget()
+        if current is self.plots:
+            self.plots.update_stats(stats, self.events)
+        elif current is self.round_view:
+            if self.vocab is not None and self.events:
+                self.round_view.show_round(self.events[-1], self.vocab)
+        elif current is self.cost_panel:
+            if req is not None and req.kind == "spec":
+                self.cost_panel.update_measured(stats, self.baselines.get(self.run_key(req)),
+                                                req.spec.n_max)
+        else:
+            return
+        self._dirty_tabs.discard(current)
+        if not self._dirty_tabs:
+            self._panels_dirty = False
 
     def _update_stats_bar(self) -> None:
         req, stats = self.shown_request, self.stats

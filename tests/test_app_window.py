@@ -92,7 +92,9 @@ def test_run_shows_spans_that_match_the_events(qtbot, window):
     assert stats.n_tokens == len(emitted) and stats.n_rounds == len(events)
     assert window.stats_bar.text("n_drafted") == str(stats.n_drafted)
     assert window.stats_bar.text("n_accept") == str(stats.n_accept)
+    window.tabs.setCurrentWidget(window.round_view)     # hidden tabs catch up when shown
     assert window.round_view.event is events[-1]
+    window.tabs.setCurrentWidget(window.plots)
     # the plots hold the run
     held = window.plots.shown()
     assert sum(held["accepted_length"]["height"]) == stats.n_draft_rounds
