@@ -60,6 +60,14 @@ def _cost_panel():
         return _Placeholder("Cost model", "not available in this build")
 
 
+def _compare_view():
+    try:
+        from .compare_view import CompareView
+        return CompareView()
+    except ImportError:
+        return None
+
+
 class _Placeholder(QLabel):
     def __init__(self, what: str, text: str = "loading…"):
         super().__init__(f"{what}: {text}")
@@ -144,6 +152,15 @@ class MainWindow(QMainWindow):
             self.tabs.insertTab(index, widget, title)
             old.deleteLater()
             setattr(self, attr, widget)
+        self.compare = _compare_view()
+        if self.compare is not None:
+            self.tabs.addTab(self.compare, "Compare (sweep)")
+            t, d = self.pair_panel.pair()
+            if t is not None:
+                self.compare.set_pair(t, d)
+        if self._restore_tab is not None and self._restore_tab < self.tabs.count():
+            current = self._restore_tab
+        self._restore_tab = None
         self.tabs.setCurrentIndex(current)
         for name in getattr(self.plots, "plot_names", lambda: [])():
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
@@ -199,6 +216,8 @@ class MainWindow(QMainWindow):
         self.plots = _Placeholder("Plots")
         self.cost_panel = _Placeholder("Cost model")
         self.panels_ready = False
+        self.compare = None              # the Compare tab (issue 6), built with the plots
+        self._restore_tab = None
         self.round_view = RoundExplainer()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.plots, "Plots")
@@ -345,6 +364,7 @@ class MainWindow(QMainWindow):
                 split.restoreState(v)
         tab = s.value("window/tab")
         if tab is not None:
+            self._restore_tab = int(tab)        # applied once all the tabs exist
             self.tabs.setCurrentIndex(int(tab))
         params = s.value("params/json")
         if params:
@@ -428,6 +448,8 @@ class MainWindow(QMainWindow):
 
     def _pair_changed(self) -> None:
         t, d = self.pair_panel.pair()
+        if self.compare is not None and not self.compare.running and t is not None:
+            self.compare.set_pair(t, d)
         self.report = None
         self.pair_panel.clear_facts()
         self.pair_panel.set_load_state("idle")
@@ -881,6 +903,8 @@ class MainWindow(QMainWindow):
         self.worker.abort.set()          # a model still loading gives up
         self.shutdown_requested.emit()
         ok = self.worker_thread.wait(timeout_ms)
+        if self.compare is not None:
+            ok = self.compare.shutdown(timeout_ms) and ok
         self.doctor_thread.quit()
         ok = self.doctor_thread.wait(timeout_ms) and ok
         if not ok:

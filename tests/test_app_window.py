@@ -328,3 +328,11 @@ def test_reset_clears_the_views(qtbot, window):
     assert window.stats_bar.text("n_drafted") == "–"
     assert sum(window.plots.shown()["accepted_length"]["height"]) == 0
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")   # still works
+
+
+def test_compare_tab_follows_the_pair(window, pair):
+    if window.compare is None:
+        pytest.skip("no Compare view in this build")
+    assert window.tabs.indexOf(window.compare) >= 0
+    assert window.compare.target == Path(pair[0])
+    assert window.compare.draft_paths() == [str(Path(pair[1]))]
