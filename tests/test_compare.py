@@ -224,3 +224,20 @@ def test_parse_n_values():
     for bad in ("0", "a", "", "3-x", "100"):
         with pytest.raises(ConfigError):
             sw.parse_n_values(bad)
+
+
+def test_demo_pair_is_lossless_under_deterministic_numerics():
+    """On the demo pair the speculative output is the target's: identical, or at worst a
+    numerical near-tie (F16 weights keep a little batched-vs-single drift)."""
+    from specscope.core.demo import demo_pair
+    try:
+        target, draft = demo_pair()
+    except ConfigError as exc:
+        pytest.skip(f"the demo pair is not installed: {exc}")
+    with Engine(target, draft, EngineSettings.deterministic(n_ctx=512, **ONE_THREAD)) as engine:
+        eog = tuple((t, -math.inf) for t in range(engine.target.n_vocab) if engine.target.is_eog(t))
+        sampler = SamplerSettings(logit_bias=eog)
+        for n_max in (2, 6):
+            cmp = compare(engine, "def parse_args(argv=None):\n", SpecSettings(n_max=n_max), sampler,
+                          n_predict=48)
+            assert cmp.lossless.verdict in ("identical", "near-tie"), cmp.lossless.describe()
