@@ -24,16 +24,8 @@ N_SPECIAL = 5
 
 
 def _gpt2_byte_chars() -> list[str]:
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    table = dict(zip(bs, cs))
-    return [chr(table[b]) for b in range(256)]
+    from ggufgen import byte_tokens  # GPT-2's bytes_to_unicode, in byte order
+    return byte_tokens()
 
 
 def vocab_tokens(model: str, n_base: int, pad: int = 0, rename: dict[int, str] | None = None) -> list[str]:
