@@ -123,6 +123,7 @@ class MainWindow(QMainWindow):
         self._closing = False
         self.refresh_count = 0
         self._panels_dirty = False
+        self._stats_stale = False
         self._panels_shown_at = 0.0
         self._dirty_tabs: set = set()
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per refresh
@@ -604,6 +605,7 @@ class MainWindow(QMainWindow):
         self.stats = None
         self.last_spec = None
         self._panels_dirty = False
+        self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
         self.plots.clear()
@@ -736,25 +738,33 @@ class MainWindow(QMainWindow):
         self.refresh_costs.append((time.perf_counter() - t_wall, time.thread_time() - t_cpu))
 
     def _apply_pending(self) -> None:
-        from specscope.core.stats import fold
         batch, self._pending = self._pending, []
         self.refresh_count += 1
-        self.token_view.append_events(batch)
+        self.token_view.append_events(batch)           # the text: every tick
         self.events.extend(batch)
-        self.stats = fold(self.events)
-        self._update_stats_bar()
+        self._stats_stale = True
         self._panels_dirty = True
         self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
         now = time.perf_counter()
         if now - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3 or self.mode in ("idle", "paused"):
-            self._update_panels()
+            self._update_panels()                       # numbers and plots: at most 4 Hz
+
+    def _fold(self) -> None:
+        if self._stats_stale:
+            from specscope.core.stats import fold
+            self.stats = fold(self.events)
+            self._stats_stale = False
+            self._update_stats_bar()
 
     def _update_panels(self, *_args) -> None:
         """Bring the visible tab up to date (the plots redraw at most every PANEL_PERIOD_MS;
         a hidden tab catches up when it is shown)."""
-        if not self._panels_dirty or self.stats is None:
+        if not self._panels_dirty:
             return
         self._panels_shown_at = time.perf_counter()
+        self._fold()
+        if self.stats is None:
+            return
         req, stats = self.shown_request, self.stats
         current = self.tabs.currentWidget()
         if current is self.plots:
