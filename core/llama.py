@@ -29,8 +29,15 @@ log.addHandler(logging.NullHandler())
 
 # llama.cpp's levels: 1 DEBUG, 2 INFO, 3 WARN, 4 ERROR, 5 CONT (continues the previous line)
 _LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
-_log_state = threading.local()
-_last_error: list[str] = []  # last few ERROR lines, for load failures
+_log_state = threading.local()   # per thread: the level of the line being continued, its errors
+
+
+def _errors() -> list[str]:
+    """The last few ERROR lines llama.cpp logged on this thread (for load failures)."""
+    errors = getattr(_log_state, "errors", None)
+    if errors is None:
+        errors = _log_state.errors = []
+    return errors
 
 
 @ll.llama_log_callback
@@ -46,8 +53,9 @@ def _on_llama_log(level: int, text: bytes, _user) -> None:  # pragma: no cover -
             return
         py_level = _LEVELS.get(level, logging.INFO)
         if py_level >= logging.ERROR:
-            _last_error.append(message.strip())
-            del _last_error[:-4]
+            errors = _errors()
+            errors.append(message.strip())
+            del errors[:-4]
         if log.isEnabledFor(py_level):
             log.log(py_level, "%s", message)
     except Exception:  # never let an exception unwind into C
@@ -70,8 +78,9 @@ def ensure_backend() -> None:
 
 
 def _take_last_error() -> str:
-    text = "; ".join(_last_error[-2:])
-    _last_error.clear()
+    errors = _errors()
+    text = "; ".join(errors[-2:])
+    errors.clear()
     return text
 
 
@@ -102,7 +111,7 @@ class Model:
                     return True
             self._progress_cb = ll.llama_progress_callback(_progress)
             params.progress_callback = self._progress_cb
-        _last_error.clear()
+        _errors().clear()
         self.ptr = ll.llama_model_load_from_file(os.fsencode(self.path), params)
         if not self.ptr:
             detail = _take_last_error()
@@ -141,6 +150,9 @@ class Model:
     def meta(self, key: str) -> str | None:
         buf = ctypes.create_string_buffer(512)
         n = ll.llama_model_meta_val_str(self.ptr, key.encode(), buf, len(buf))
+        if n >= len(buf):   # it returns the full length: read long values (chat templates) whole
+            buf = ctypes.create_string_buffer(n + 1)
+            n = ll.llama_model_meta_val_str(self.ptr, key.encode(), buf, len(buf))
         return buf.value.decode("utf-8", "replace") if n >= 0 else None
 
     @property
@@ -245,7 +257,7 @@ class Context:
         if kv is None:
             raise ConfigError(f"KV cache type must be f16 or f32, not {settings.kv_type!r}")
         params.type_k = params.type_v = kv
-        _last_error.clear()
+        _errors().clear()
         self.ptr = ll.llama_init_from_model(model.ptr, params)
         if not self.ptr:
             detail = _take_last_error()
