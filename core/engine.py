@@ -384,15 +384,13 @@ class Run:
             dft.decode(batch, "a draft token")
             tm.draft += clock() - t
             logits = dft.logits(1)[0]
-            top = np.argpartition(logits, -DRAFT_TOP_K)[-DRAFT_TOP_K:]
-            top_logits = logits[top]
-            best = int(np.argmax(top_logits))
-            weights = np.exp(top_logits - top_logits[best])
-            p = float(1.0 / weights.sum())
+            best = int(logits.argmax())
+            top = np.partition(logits, -DRAFT_TOP_K)[-DRAFT_TOP_K:]   # the top-10 logits
+            p = float(1.0 / np.exp(top - logits[best]).sum())          # argmax's share of their mass
             if p < p_min:
                 stop = "p_min"
                 break
-            token = int(top[best])
+            token = best
             draft.append(token)
             probs.append(p)
             if len(draft) >= cap:

@@ -214,6 +214,9 @@ class Model:
 
 # ---------------------------------------------------------------------------- context
 
+# llama_get_logits returning a plain address (the binding's version returns a ctypes pointer)
+_get_logits_address = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("llama_get_logits", ll._lib))
+
 GGML_TYPE_F32 = 0
 GGML_TYPE_F16 = 1
 FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
@@ -268,6 +271,7 @@ class Context:
         self.n_batch = ll.llama_n_batch(self.ptr)
         self.mem = ll.llama_get_memory(self.ptr)
         self.n_vocab = model.n_vocab
+        self._views: dict[tuple[int, int], np.ndarray] = {}
 
     def close(self) -> None:
         if self.ptr:
@@ -280,9 +284,16 @@ class Context:
             raise DecodeError(what, status)
 
     def logits(self, n_rows: int) -> np.ndarray:
-        """The logits of the last decode's output rows, as a (n_rows, n_vocab) view."""
-        ptr = ll.llama_get_logits(self.ptr)
-        return np.ctypeslib.as_array(ptr, shape=(n_rows, self.n_vocab))
+        """The logits of the last decode's output rows, as a (n_rows, n_vocab) view.
+        Views are cached by buffer address: making one costs more than a draft step's numpy work."""
+        addr = _get_logits_address(self.ptr)
+        view = self._views.get((addr, n_rows))
+        if view is None:
+            if len(self._views) > 64:
+                self._views.clear()
+            raw = (ctypes.c_float * (n_rows * self.n_vocab)).from_address(addr)
+            view = self._views[(addr, n_rows)] = np.frombuffer(raw, np.float32).reshape(n_rows, self.n_vocab)
+        return view
 
     def seq_rm(self, p0: int, p1: int = -1) -> bool:
         return bool(ll.llama_memory_seq_rm(self.mem, 0, p0, p1))
@@ -337,6 +348,10 @@ class Batch:
     def fill(self, tokens, pos0: int, *, logits: str = "all") -> None:
         """tokens at positions pos0, pos0+1, ...; logits: 'all', 'last' or 'none'."""
         n = len(tokens)
+        if n == 1:                      # the draft loop's case: skip numpy's slice machinery
+            self.token[0], self.pos[0], self.logits[0] = tokens[0], pos0, logits != "none"
+            self.raw.n_tokens = 1
+            return
         if n > self.capacity:
             raise ConfigError(f"a batch of {n} tokens exceeds the batch capacity {self.capacity}")
         self.token[:n] = tokens
