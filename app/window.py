@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMai
 
 from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
 from .errors import MessageBanner, setup_logging
-from .pair_panel import PairPanel, gguf_paths
+from .pair_panel import PairPanel, auto_threads, gguf_paths
 from .round_view import RoundExplainer
 from .stats_bar import StatsBar
 from .token_view import TokenView, legend_html
@@ -37,7 +37,7 @@ from .worker import DoctorWorker, EngineWorker, RunRequest, start_thread
 log = logging.getLogger("specscope.app")
 
 REFRESH_PERIOD_MS = 33           # the GUI applies new events at most ~30 times a second
-PANEL_PERIOD_MS = 250            # the visible plot / cost / round tab redraws at most 4 times a second
+PANEL_PERIOD_MS = 500            # the visible plot / cost / round tab redraws at most 2 times a second
                                  # (a pyqtgraph redraw of the four plots costs tens of ms of CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8
@@ -517,7 +517,10 @@ class MainWindow(QMainWindow):
 
     def _engine_settings(self):
         from specscope.core.engine import EngineSettings
-        return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
+        kw = self.pair_panel.engine_kwargs()
+        for key in ("target_threads", "draft_threads"):
+            kw[key] = kw[key] or auto_threads()
+        return EngineSettings(n_ctx=self.params.n_ctx.value(), **kw)
 
     def _request(self, kind: str, step: bool = False, quiet: bool = False) -> RunRequest | None:
         from specscope.core.errors import ConfigError

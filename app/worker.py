@@ -98,6 +98,7 @@ class EngineWorker(QObject):
         self._request: RunRequest | None = None
         self._prefill_sent = False
         self._vocab = None
+        self.rounds_done = 0                    # rounds the current run has yielded (for tests)
 
     # ------------------------------------------------------------------ engine
     def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
@@ -182,6 +183,7 @@ class EngineWorker(QObject):
             return
         self._run, self._request, self._gen = run, request, iter(run)
         self._prefill_sent = False
+        self.rounds_done = 0
         self.run_started.emit(RunStarted(request.run_id, request.kind, tuple(run.prompt_tokens),
                                          request.prompt, self._vocab))
         if request.step:
@@ -205,6 +207,7 @@ class EngineWorker(QObject):
         except Exception as exc:  # noqa: BLE001
             self._fail(exc)
             return
+        self.rounds_done += 1
         self._send_prefill()
         self.events_ready.emit(run_id, [ev])
         if ev.finish:
@@ -236,6 +239,7 @@ class EngineWorker(QObject):
         batch, last = [], time.perf_counter()
         try:
             for ev in self._gen:
+                self.rounds_done += 1
                 if not self._prefill_sent:
                     self._send_prefill()
                 batch.append(ev)

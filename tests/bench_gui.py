@@ -37,6 +37,22 @@ def percentile(values, q):
     return s[k]
 
 
+PLOT_PAINTS: list[tuple[float, float]] = []     # (wall s, CPU s) of each plot widget paint
+
+
+def time_plot_paints(w) -> None:
+    """Wrap the plot widgets' paintEvent to time them (the largest UI-thread cost in a run)."""
+    for name in getattr(w.plots, "plot_names", lambda: [])():
+        pw = w.plots.plot_widget(name)
+        orig = pw.paintEvent
+
+        def timed(ev, orig=orig):
+            t, c = time.perf_counter(), time.thread_time()
+            orig(ev)
+            PLOT_PAINTS.append((time.perf_counter() - t, time.thread_time() - c))
+        pw.paintEvent = timed
+
+
 def window_run(app, w, n_predict: int) -> dict:
     from PySide6.QtCore import QElapsedTimer, QEventLoop, Qt, QTimer
     gaps: list[float] = []
@@ -81,9 +97,10 @@ def window_run(app, w, n_predict: int) -> dict:
             "refresh_wall_p99": percentile([t for t, _ in w.refresh_costs], 99) * 1e3}
 
 
-def cli_run(target, draft, n_predict: int, n_ctx: int) -> dict:
+def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int) -> dict:
     cmd = [sys.executable, "-m", "specscope.core.cli", "run", "-m", str(target), "-md", str(draft),
-           "-n", str(n_predict), "-c", str(n_ctx), "-p", PROMPT, "--json"]
+           "-n", str(n_predict), "-c", str(n_ctx), "-t", str(threads), "-td", str(threads),
+           "-p", PROMPT, "--json"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
     doc = json.loads(out)
     return {"tokens": doc["stats"]["n_tokens"], "tps": doc["stats"]["tokens_per_s"], "finish": doc["finish"]}
@@ -135,16 +152,20 @@ def main() -> int:
     w.params.n_max.setValue(3)
 
     print(f"pair: {Path(target).name} + {Path(draft).name}; n_predict {args.n_predict}, "
-          f"context {args.ctx_size}, greedy, n_max 3; {os.cpu_count()} CPUs")
+          f"context {args.ctx_size}, greedy, n_max 3; {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}")
     print(f"window constructed and shown in {t_open * 1e3:.0f} ms (this process, imports excluded)")
     starts = [startup_ms() for _ in range(3)]
     print("startup, process start to window shown: "
           + ", ".join(f"{s:.0f} ms" if s is not None else "?" for s in starts) + " (goal <= 2000 ms)")
+    time_plot_paints(w)
     window_run(app, w, 16)          # warm-up: loads the models
+    PLOT_PAINTS.clear()
+    threads = w.shown_request.engine_settings.target_threads   # the CLI gets the same
     runs, clis = [], []
     for i in range(args.repeat):
         r = window_run(app, w, args.n_predict)
-        c = cli_run(target, draft, args.n_predict, args.ctx_size)
+        c = cli_run(target, draft, args.n_predict, args.ctx_size, threads)
         runs.append(r)
         clis.append(c)
         print(f"  run {i + 1}: window {r['tps']:7.1f} tok/s ({r['tokens']} tokens, {r['finish']}, "
@@ -157,6 +178,12 @@ def main() -> int:
     tps_c = statistics.median(c["tps"] for c in clis)
     p99 = max(r["stall_p99"] for r in runs)
     worst = max(r["stall_max"] for r in runs)
+    if PLOT_PAINTS:
+        walls, cpus = [1e3 * p[0] for p in PLOT_PAINTS], [1e3 * p[1] for p in PLOT_PAINTS]
+        print(f"plot widget paints: {len(PLOT_PAINTS)}, wall mean {statistics.mean(walls):.1f} ms / "
+              f"max {max(walls):.1f} ms, UI-thread CPU mean {statistics.mean(cpus):.1f} ms / "
+              f"max {max(cpus):.1f} ms (one of the four plots each)")
+    print(f"threads per model: {threads} (the window's auto: all cores but one), CLI the same")
     print(f"event-loop stall: p99 {p99:.1f} ms (goal <= 50), max {worst:.1f} ms")
     print(f"tokens/s: window {tps_w:.1f}, headless CLI {tps_c:.1f} -> {100 * tps_w / tps_c:.1f} % "
           "(goal >= 95 %)")

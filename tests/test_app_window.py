@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -119,17 +118,16 @@ def test_stop_mid_run_within_one_round(qtbot, window):
     window.run_clicked()
     qtbot.waitUntil(lambda: len(window.events) >= 2, timeout=RUN_TIMEOUT_MS)
     req = window.active
-    t0 = time.perf_counter()
     with qtbot.waitSignal(window.run_done, timeout=30_000) as blocker:
         window.stop_clicked()
-    waited = time.perf_counter() - t0
+        rounds_at_stop = window.worker.rounds_done      # read after the flag is set
     assert blocker.args[1] == "stopped"
     assert req.stop.is_set()
     events = window.events
     assert events[-1].finish == "stopped"
+    # the round in flight ends the run; +1 for a round yielded but not yet counted at the read
+    assert len(events) - rounds_at_stop <= 2
     assert sum(len(e.emitted) for e in events) < 100_000
-    slowest = max(e.t_round for e in events)
-    assert waited < 2 * slowest + 2.0          # the round in flight, plus delivery
     assert window.mode == "idle"
     # and the window can run again
     window.params.n_predict.setValue(8)
