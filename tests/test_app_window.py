@@ -334,3 +334,40 @@ def test_compare_tab_follows_the_pair(window, pair):
     assert window.tabs.indexOf(window.compare) >= 0
     assert window.compare.target == Path(pair[0])
     assert window.compare.draft_paths() == [str(Path(pair[1]))]
+
+
+def test_decode_failure_mid_run_is_reported(qtbot, window, monkeypatch):
+    from specscope.core import engine as engine_mod
+    from specscope.core.errors import DecodeError
+    real = engine_mod.Run._spec_rounds
+
+    def failing(self, smpl):
+        rounds = real(self, smpl)
+        yield next(rounds)
+        raise DecodeError("the verification batch of 4 tokens", 1)
+
+    monkeypatch.setattr(engine_mod.Run, "_spec_rounds", failing)
+    assert run_and_wait(qtbot, window, window.run_clicked) == "error"
+    assert "decoding the verification batch" in window.banner.message
+    assert len(window.events) == 1                      # what came before the failure is kept
+    monkeypatch.setattr(engine_mod.Run, "_spec_rounds", real)
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+
+
+def test_hover_shows_the_token(qtbot, window):
+    from PySide6.QtCore import QEvent, QPoint
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QToolTip
+    run_and_wait(qtbot, window, window.run_clicked)
+    view = window.token_view
+    span = next(s for s in view.spans if s.kind != PROMPT and s.end > s.start
+                and view.document().characterAt(s.start) not in "\u2029 ")
+    cursor = view.textCursor()
+    cursor.setPosition(span.start)
+    rect = view.cursorRect(cursor)
+    point = QPoint(rect.x() + 2, rect.center().y())
+    assert view.span_at_point(point) == span
+    event = QHelpEvent(QEvent.Type.ToolTip, point, view.viewport().mapToGlobal(point))
+    view.viewportEvent(event)
+    assert QToolTip.isVisible() and f"round {span.round}" in QToolTip.text()
+    QToolTip.hideText()
