@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QThread, Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor, QFont, QFontDatabase
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
@@ -148,6 +148,7 @@ class CompareView(QWidget):
         self.running = False
         self._thread: QThread | None = None
         self._worker: SweepWorker | None = None
+        self._quit_hooked = False
         self._build()
         self._update_buttons()
 
@@ -480,6 +481,10 @@ class CompareView(QWidget):
         self._worker.finished.connect(self._on_finished)
         self._worker.failed.connect(self._on_failed)
         self._thread.start()
+        app = QCoreApplication.instance()
+        if app is not None and not self._quit_hooked:
+            app.aboutToQuit.connect(self.shutdown)   # a tab's closeEvent does not run at exit
+            self._quit_hooked = True
 
     @Slot(int, int, str)
     def _on_progress(self, done: int, total: int, what: str) -> None:
