@@ -25,12 +25,21 @@ single-token decode time ``t1``)
               two short speculative runs.
 
 How it is measured, robustly on a shared machine: both contexts are filled with
-``n_past`` tokens (attention cost depends on the position); every repetition
-times one decode of each kind (target k = 1..k_max, draft token, draft batches)
-in a fresh random order, rolling the caches back to ``n_past`` after each, so
-draft and target decodes interleave as they do in a run and a burst of load
-hits all kinds alike; medians over the repetitions after a warm-up. Python
-overheads come from two short engine runs (medians over rounds).
+``n_past`` tokens (attention cost depends on the position); then the llama.cpp
+calls of real rounds are replayed in their order — for a verification batch of
+k tokens: k − 1 single-token draft decodes, the target's k-token decode, a draft
+sync decode (alternately one row, as ``reuse`` after a full acceptance, and k
+rows, as ``replay``), rolling both caches back to ``n_past`` after each round.
+k = 1 rounds are baseline rounds (one target token). Every k runs a block of
+``ROUNDS_PER_BLOCK`` rounds in a row whose first round is not timed: like a
+real run, consecutive decodes of one shape reuse llama.cpp's compute graph
+(timing each shape once between other shapes cost every decode a graph
+rebuild — about 0.2 ms, 12 % of a single token of a 256-wide 6-layer model on
+this 2-core machine — which inflated c(1), the unit, and so skewed c(k) low). The draft lengths come in
+a fresh random order every repetition, so a burst of load from elsewhere hits
+all of them alike; figures are medians over the repetitions (at most
+``reps``, at least ``MIN_REPS``, within ``time_budget_s``). Python overheads
+come from two short engine runs (medians over rounds).
 
 The calibrated prediction (per round with draft length n; all in target-token units)
 
@@ -81,7 +90,8 @@ DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
 TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
-WARMUP_REPS = 3
+WARMUP_REPS = 1
+ROUNDS_PER_BLOCK = 3          # simulated rounds per draft length in a row (the first is not timed)
 OVERHEAD_TOKENS = 32          # tokens per overhead-calibration run
 SYNC_MODES = ("reuse", "replay")
 
@@ -298,6 +308,19 @@ def _median(xs: Sequence[float]) -> float:
     return statistics.median(xs) if xs else 0.0
 
 
+def trimmed_mean(xs: Sequence[float], trim: float = 0.2) -> float:
+    """Mean of the values left after dropping the lowest and highest ``trim`` share."""
+    if not xs:
+        return 0.0
+    ys = sorted(xs)
+    k = int(len(ys) * trim)
+    ys = ys[k:len(ys) - k] or ys
+    return sum(ys) / len(ys)
+
+
+ESTIMATOR = _median        # how repeated decode timings are summarised
+
+
 def _filler_tokens(engine, n: int) -> list[int]:
     """n plausible tokens (a code snippet, repeated) to fill the caches with."""
     base = engine.target.tokenize(CALIBRATION_PROMPT * 4, add_special=False)
@@ -346,31 +369,43 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
             raise ConfigError("calibration needs models whose caches can drop part of a "
                               "sequence (attention KV caches); recurrent models are not supported")
 
-        def run_item(kind: str, k: int) -> float:
-            seq = tokens[n_past:n_past + k]
-            if kind == "t":
-                batch.fill(seq, n_past, logits="all")
-                t = clock()
-                tgt.decode(batch, "a calibration batch")
-                dt = clock() - t
-                tgt.seq_rm(n_past, -1)
-            elif kind == "d":
-                dbatch.fill(seq, n_past, logits="all")
-                t = clock()
-                dft.decode(dbatch, "a calibration draft token")
-                dt = clock() - t
-                dft.seq_rm(n_past, -1)
-            else:  # "db": a draft batch without logits
-                dbatch.fill(seq, n_past, logits="none")
-                t = clock()
-                dft.decode(dbatch, "a calibration draft batch")
-                dt = clock() - t
-                dft.seq_rm(n_past, -1)
-            return dt
+        def time_decode(ctx, b, seq, pos, logits, what) -> float:
+            b.fill(seq, pos, logits=logits)
+            t = clock()
+            ctx.decode(b, what)
+            return clock() - t
 
-        items = [("t", k) for k in range(1, k_max + 1)] + [("d", 1)] + \
-                [("db", k) for k in range(1, k_max + 1)]
-        times: dict[tuple[str, int], list[float]] = {it: [] for it in items}
+        def block(k: int, keep: bool) -> None:
+            """ROUNDS_PER_BLOCK simulated rounds with a verification batch of k tokens,
+            the llama.cpp calls of a real round in their order (k = 1: baseline rounds)."""
+            for r in range(ROUNDS_PER_BLOCK):
+                record = keep and r > 0          # the first round of a block rebuilds graphs
+                pos = n_past
+                if k > 1:                        # 1. draft: seed + k - 2 more, one token each
+                    for i in range(k - 1):
+                        dt = time_decode(dft, dbatch, tokens[pos + i:pos + i + 1], pos + i, "all",
+                                         "a calibration draft token")
+                        if record:
+                            times[("d", 1)].append(dt)
+                dt = time_decode(tgt, batch, tokens[pos:pos + k], pos, "all",   # 2. verify
+                                 "a calibration batch")
+                if record:
+                    times[("t", k)].append(dt)
+                tgt.seq_rm(pos, -1)
+                if k > 1:                        # 3. sync: reuse (one row) or replay (k rows)
+                    dft.seq_rm(pos + (k - 1 if r % 2 else 0), -1)
+                    sync_k = 1 if r % 2 else k
+                    p0 = pos + k - 1 if r % 2 else pos
+                    dt = time_decode(dft, dbatch, tokens[p0:p0 + sync_k], p0, "none",
+                                     "a calibration draft batch")
+                    if record:
+                        times[("db", sync_k)].append(dt)
+                    dft.seq_rm(pos, -1)
+
+        items = list(range(1, k_max + 1))
+        times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in items}
+        times.update({("db", k): [] for k in items})
+        times[("d", 1)] = []
         rng = random.Random(seed)
         total = WARMUP_REPS + reps
         t_timing = clock()
@@ -382,13 +417,19 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                 break
             order = items[:]
             rng.shuffle(order)
-            for kind, k in order:
-                dt = run_item(kind, k)
-                if rep >= WARMUP_REPS:
-                    times[(kind, k)].append(dt)
+            for k in order:
+                block(k, rep >= WARMUP_REPS)
             done_reps = max(0, rep + 1 - WARMUP_REPS)
             say(0.8 * min(1.0, max((rep + 1) / total, (clock() - t_timing) / time_budget_s)),
                 "timing decodes")
+        if k_max == 1 or not times[("db", 1)]:   # no draft rounds: time the draft on its own
+            for _ in range(5):
+                times[("d", 1)].append(time_decode(dft, dbatch, tokens[n_past:n_past + 1], n_past, "all",
+                                                   "a calibration draft token"))
+                dft.seq_rm(n_past, -1)
+                times[("db", 1)].append(time_decode(dft, dbatch, tokens[n_past:n_past + 1], n_past, "none",
+                                                    "a calibration draft batch"))
+                dft.seq_rm(n_past, -1)
 
         # sampling cost per row with the runs' sampler chain
         batch.fill(tokens[n_past:n_past + k_max], n_past, logits="all")
@@ -409,14 +450,16 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     finally:
         engine._lock.release()
 
-    t1 = _median(times[("t", 1)])
+    est = ESTIMATOR
+    t1 = est(times[("t", 1)])
     if t1 <= 0:
         raise ConfigError("the target's decode time could not be measured")
-    c_raw = tuple(_median(times[("t", k)]) / t1 for k in range(1, k_max + 1))
+    c_raw = tuple(est(times[("t", k)]) / t1 for k in range(1, k_max + 1))
     cal = Calibration(
         k_max=k_max, n_past=n_past, t1=t1, c_raw=c_raw, c=cost_fit(c_raw),
-        f=_median(times[("d", 1)]) / t1,
-        f_batch=monotone_fit([_median(times[("db", k)]) / t1 for k in range(1, k_max + 1)]),
+        f=est(times[("d", 1)]) / t1,
+        f_batch=monotone_fit([est(times[("db", k)] or times[("db", 1)]) / t1
+                              for k in range(1, k_max + 1)]),
         s=_median(sample_times) / t1, reps=done_reps)
     if overhead_runs:
         say(0.85, "timing the engine's loop")
