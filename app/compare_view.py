@@ -17,6 +17,7 @@ passed to the engine's runs, so Stop takes effect within one round). It shows
 from __future__ import annotations
 
 import math
+import os
 import threading
 import traceback
 from pathlib import Path
@@ -66,6 +67,14 @@ COLUMN_TIPS = {
                         "in brackets: prediction ÷ measured − 1",
     "Lossless": "identical: the speculative run emitted exactly the baseline's tokens",
 }
+
+
+def _auto_threads() -> int:
+    try:
+        from specscope.app.pair_panel import auto_threads
+        return auto_threads()
+    except Exception:  # noqa: BLE001 - the window's helper is optional here
+        return max(1, (os.cpu_count() or 2) - 1)
 
 
 def speedup_color(value: float | None) -> QColor:
@@ -210,11 +219,18 @@ class CompareView(QWidget):
         self.sync.addItems(["reuse", "replay"])
         self.sync.setToolTip("draft cache sync: reuse its own rows, or replay the verification "
                              "batch as llama.cpp does")
+        self.threads = QSpinBox()
+        self.threads.setRange(1, max(1, os.cpu_count() or 1))
+        self.threads.setValue(_auto_threads())
+        self.threads.setToolTip("CPU threads for each model (default: all cores but one, which stays "
+                                "with the window; llama.cpp's threads stall when one loses its core)")
         line.addWidget(self.n_predict)
         line.addWidget(QLabel("repeats"))
         line.addWidget(self.repeats)
         line.addWidget(QLabel("sync"))
         line.addWidget(self.sync)
+        line.addWidget(QLabel("threads"))
+        line.addWidget(self.threads)
         line.addStretch(1)
         form.addRow("Tokens per run", line)
         grid.addLayout(form, 0, 2, 4, 2)
@@ -393,7 +409,9 @@ class CompareView(QWidget):
         bias = ()
         if self.ignore_eos.isChecked():
             bias = self._eog_bias()
-        engine = EngineSettings.deterministic() if self.deterministic.isChecked() else EngineSettings()
+        threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
+        engine = EngineSettings.deterministic(**threads) if self.deterministic.isChecked() \
+            else EngineSettings(**threads)
         return SweepSettings(
             target=self.target, drafts=tuple(Path(d) for d in drafts),
             n_values=parse_n_values(self.n_values.text()),
@@ -533,7 +551,7 @@ class CompareView(QWidget):
         self.csv_button.setEnabled(idle and self.result is not None)
         self.json_button.setEnabled(idle and self.result is not None)
         for w in (self.add_draft_button, self.remove_draft_button, self.n_values, self.prompts,
-                  self.n_predict, self.repeats, self.sync, self.deterministic, self.ignore_eos,
+                  self.n_predict, self.repeats, self.sync, self.threads, self.deterministic, self.ignore_eos,
                   self.recalibrate, self.alpha_on):
             w.setEnabled(idle)
         self.alpha.setEnabled(idle and self.alpha_on.isChecked())

@@ -1,10 +1,11 @@
 """Sweeps: drafts × draft lengths × prompts, measured and predicted.
 
 For every draft the sweep opens the pair, calibrates it (:mod:`.calibrate`,
-cached), then for every prompt runs the target alone and a speculative run
-per draft length n (the order of the n values rotates between repetitions, and
-each repetition runs its own baseline, so slow drift in machine load hits all
-cells alike). Every speculative run is compared with the baseline of the same
+cached), then for every prompt runs the target alone, a speculative run per
+draft length n, and the target alone again (the two baselines bracket the
+speculative runs in time; the order of the n values rotates between
+repetitions, each repetition with its own baselines, so slow drift in machine
+load hits all cells alike). Every speculative run is compared with the baseline of the same
 prompt and repetition for losslessness (:mod:`.compare`).
 
 Rows (:class:`Row`, one per draft × n × prompt, plus a pooled ``ALL`` row per
@@ -395,8 +396,8 @@ def build_rows(result: SweepResult) -> list[Row]:
 # ============================================================================ running
 
 def sweep_steps(s: SweepSettings) -> int:
-    """Progress steps: one calibration per draft, one run per baseline and speculative run."""
-    return len(s.drafts) * (1 + len(s.prompts) * s.repeats * (1 + len(s.n_values)))
+    """Progress steps: one calibration per draft, one per baseline and speculative run."""
+    return len(s.drafts) * (1 + len(s.prompts) * s.repeats * (2 + len(s.n_values)))
 
 
 def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
@@ -460,6 +461,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                         done += 1
                         k = rep % len(s.n_values)
                         order = list(s.n_values[k:]) + list(s.n_values[:k])
+                        touched: list[Cell] = []
                         for n in order:
                             if stop.is_set():
                                 break
@@ -473,6 +475,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                             cell = cells[(n, p_name)]
                             cell.spec.append(res)
                             cell.baseline.append(base)
+                            touched.append(cell)
                             if s.lossless:
                                 report = check_lossless(engine, run.prompt_tokens, base.tokens, res.tokens,
                                                         sampler=sampler, spec_events=events,
@@ -486,6 +489,18 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                                 on_cell(cell)
                             if on_rows:
                                 on_rows(build_rows(result))
+                        if stop.is_set():
+                            break
+                        # a second baseline after the speculative runs brackets them in time
+                        say(done, total, f"{name}: {p_name} baseline again")
+                        base_run = engine.baseline(text, sampler, s.n_predict, stop)
+                        base_events = execute(base_run)
+                        if stop.is_set():
+                            break
+                        again = run_result("baseline", base_run, base_events)
+                        for cell in touched:
+                            cell.baseline.append(again)
+                        done += 1
     finally:
         result.cells = [c for c in result.cells if c.spec]
         result.stopped = stop.is_set()

@@ -58,6 +58,7 @@ def test_settings_from_the_controls(view, tiny_models):
     assert s.n_values == (1, 2)
     assert [name for name, _ in s.prompts] == ["code", "words"]
     assert s.sampler.logit_bias and s.sampler.logit_bias[0][1] == -math.inf     # ignore EOS is on
+    assert s.engine.target_threads == s.engine.draft_threads == view.threads.value() >= 1
     view.deterministic.setChecked(True)
     view.alpha_on.setChecked(True)
     s = view.settings()

@@ -149,7 +149,7 @@ def test_sweep_table_and_csv_columns(small_sweep):
     result, steps = small_sweep
     assert not result.stopped
     total = steps[-1][1]
-    assert total == sw.sweep_steps(result.settings) == 2 * (1 + 2 * (1 + 2))
+    assert total == sw.sweep_steps(result.settings) == 2 * (1 + 2 * (2 + 2))
     assert steps[-1][0] == total
     assert all(b[0] >= a[0] for a, b in zip(steps, steps[1:]))
     # 2 drafts × 2 n × (2 prompts + ALL)
