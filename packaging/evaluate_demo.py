@@ -39,10 +39,13 @@ from gguf_export import LlamaCppModel  # noqa: E402
 N_MAX = 4
 PROMPT_TOKENS = 128
 GEN_TOKENS = 128
+# Prompts end without a trailing newline: the tokenizer merges a newline with
+# the next line's indentation, so a prompt cut after "\n" would be an
+# unnatural token boundary (the model would rarely indent next).
 SAMPLE_PROMPTS = [
-    "import os\nimport sys\n\n\ndef main(argv=None):\n",
-    "class Stack:\n    \"\"\"A simple LIFO stack.\"\"\"\n\n    def __init__(self):\n",
-    "def read_config(path):\n    \"\"\"Read a configuration file and return a dict.\"\"\"\n",
+    "import os\nimport sys\n\n\ndef main(argv=None):",
+    "class Stack:\n    \"\"\"A simple LIFO stack.\"\"\"\n\n    def __init__(self):",
+    "def read_config(path):\n    \"\"\"Read a configuration file and return a dict.\"\"\"",
 ]
 
 

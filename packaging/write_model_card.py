@@ -210,6 +210,7 @@ tokens each; {h["prompts"]} prompts.
 | tokens per target pass | {h["tokens_per_round"]:.2f} |
 | speculative output identical to plain greedy target output | {h["spec_output_equals_plain_greedy"]} of {h["prompts"]} prompts |
 | wall time, speculative vs plain target | {h["wall_s_spec"]:.2f} s vs {h["wall_s_plain_target"]:.2f} s |
+| per file | {_per_file(h)} |
 
 {_engine_line(ev)}
 
@@ -259,6 +260,15 @@ a tiny random model by `tests/test_demo_export.py` (no torch needed).
     out = Path(out)
     out.write_text(text)
     return out
+
+
+def _per_file(h) -> str:
+    pf = sorted(h["per_file_acceptance"].items(), key=lambda kv: kv[1])
+    if not pf:
+        return "n/a"
+    mid = pf[len(pf) // 2]
+    return (f"lowest {pf[0][1]:.0%} (`{pf[0][0]}`), median {mid[1]:.0%}, "
+            f"highest {pf[-1][1]:.0%} (`{pf[-1][0]}`)")
 
 
 def _engine_line(ev) -> str:
