@@ -1,7 +1,7 @@
 """Sweeps: drafts × draft lengths × prompts, measured and predicted.
 
 For every draft the sweep opens the pair, calibrates it (:mod:`.calibrate`,
-cached), then for every prompt runs the target alone, a speculative run per
+cached; at the position of a typical round: mean prompt length + n_predict / 2), then for every prompt runs the target alone, a speculative run per
 draft length n, and the target alone again (the two baselines bracket the
 speculative runs in time; the order of the n values rotates between
 repetitions, each repetition with its own baselines, so slow drift in machine
@@ -32,8 +32,10 @@ draft × n) carry the columns of :data:`CSV_COLUMNS`:
 ``lossless``              identical | near-tie | mismatch | length (worst over the runs)
 ``divergence_at``         first diverging generated token (empty when identical)
 
-Pooled rows sum tokens and times over prompts and pool the per-round
-acceptance counts, which is exactly right for the calibrated model: its cost
+Times are robust to a run slowed by a burst of load from elsewhere: per prompt,
+tokens × the median seconds per token over its repeated runs
+(:func:`robust_time`; a plain sum with one run). Pooled rows sum tokens and
+times over prompts and pool the per-round acceptance counts, which is exactly right for the calibrated model: its cost
 and its tokens per round are both linear in the per-position acceptance.
 """
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -316,6 +319,22 @@ def _worst(verdicts: Sequence[str]) -> str:
     return max(verdicts, key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else 99)
 
 
+def robust_time(groups: Sequence[Sequence[RunResult]]) -> float:
+    """Generation seconds of several groups of repeated runs (one group per prompt):
+    Σ_groups tokens × the median over the group's runs of seconds per token. With one
+    run per group it is the plain sum; with repeats, one run slowed down by a burst of
+    load from elsewhere (on 2 cores llama.cpp's threads can stall 10× when one loses its
+    core) does not swamp the others."""
+    total = 0.0
+    for runs in groups:
+        runs = [r for r in runs if r.stats.n_tokens > 0]
+        if not runs:
+            continue
+        per_token = statistics.median(r.stats.t_total / r.stats.n_tokens for r in runs)
+        total += per_token * sum(r.stats.n_tokens for r in runs)
+    return total
+
+
 def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibration,
              sync: str, alpha: float | None = None) -> Row:
     """One row from the runs of one or more cells (pooled when several)."""
@@ -324,9 +343,9 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
     reports = [rep for c in cells for rep in c.lossless]
     tokens = sum(r.stats.n_tokens for r in spec)
     rounds = sum(r.stats.n_rounds for r in spec)
-    t_spec = sum(r.stats.t_total for r in spec)
+    t_spec = robust_time([c.spec for c in cells])
     b_tokens = sum(r.stats.n_tokens for r in base)
-    t_base = sum(r.stats.t_total for r in base)
+    t_base = robust_time([c.baseline for c in cells])
     n_drafted = sum(r.stats.n_drafted for r in spec)
     n_accept = sum(r.stats.n_accept for r in spec)
     draft_rounds = sum(r.stats.n_draft_rounds for r in spec)
@@ -437,6 +456,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                 try:
                     cal, cached = get_calibration(engine, k_max, sampler=sampler, refresh=s.recalibrate,
                                                   use_cache=s.use_cache, time_budget_s=s.calibration_s,
+                                                  n_past=typical_position(engine, s),
                                                   progress=cal_progress, stop=stop)
                 except CalibrationStopped:
                     break
@@ -508,6 +528,14 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
         result.seconds = time.perf_counter() - t0
     say(total if not result.stopped else done, total, "stopped" if result.stopped else "done")
     return result
+
+
+def typical_position(engine, s: SweepSettings) -> int:
+    """Where a typical round of the sweep sits: the mean prompt length plus half the
+    generation, rounded to 16 (attention makes a decode's cost depend on its position)."""
+    lengths = [len(engine.tokenize(text)) for _, text in s.prompts]
+    mid = sum(lengths) / len(lengths) + s.n_predict / 2
+    return max(16, int(round(mid / 16.0)) * 16)
 
 
 def _draft_names(paths: Sequence[Path]) -> list[str]:

@@ -241,3 +241,14 @@ def test_demo_pair_is_lossless_under_deterministic_numerics():
             cmp = compare(engine, "def parse_args(argv=None):\n", SpecSettings(n_max=n_max), sampler,
                           n_predict=48)
             assert cmp.lossless.verdict in ("identical", "near-tie"), cmp.lossless.describe()
+
+
+def test_robust_time_ignores_one_stalled_repeat():
+    from specscope.core.compare import RunResult
+    from specscope.core.stats import Stats
+
+    def run(tokens, seconds):
+        return RunResult("spec", tuple(range(tokens)), Stats(n_tokens=tokens, t_total=seconds), 0.0, "n_predict")
+    assert sw.robust_time([[run(10, 1.0)], [run(20, 4.0)]]) == pytest.approx(5.0)
+    # three repeats of one prompt, one stalled 10x: the median per-token time wins
+    assert sw.robust_time([[run(10, 1.0), run(10, 10.0), run(10, 1.2)]]) == pytest.approx(30 * 0.12)
