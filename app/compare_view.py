@@ -327,7 +327,7 @@ class CompareView(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(QLabel("<b>Measured speed-up</b>, drafts × n (best n in brackets)"))
+        rv.addWidget(QLabel("<b>Measured speed-up</b> (×), drafts × n (best n in bold)"))
         self.heatmap = QTableWidget(0, 0)
         self.heatmap.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.heatmap.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
@@ -647,9 +647,10 @@ class CompareView(QWidget):
         best = self._best()
         bold = QFont()
         bold.setBold(True)
+        bold.setUnderline(True)
         for r in pooled:
             i, j = drafts.index(r.draft), ns.index(r.n_max)
-            item = QTableWidgetItem(f"{r.measured_speedup:.2f}×")
+            item = QTableWidgetItem(f"{r.measured_speedup:.2f}")
             item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
             item.setBackground(QBrush(speedup_color(r.measured_speedup)))
             item.setForeground(QBrush(QColor("#111111")))
@@ -658,7 +659,6 @@ class CompareView(QWidget):
                             f"acceptance {100 * r.acceptance:.1f}%")
             if best.get(r.draft, {}).get("measured") == r.n_max:
                 item.setFont(bold)
-                item.setText(f"[{r.measured_speedup:.2f}×]")
             self.heatmap.setItem(i, j, item)
 
     def _fill_plot(self) -> None:
