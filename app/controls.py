@@ -107,8 +107,9 @@ class ParamsPanel(QGroupBox):
         self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=42)
         self.n_predict = QSpinBox(minimum=1, maximum=1_000_000, value=256, singleStep=64)
         self.n_predict.setToolTip("Tokens to generate")
-        self.n_ctx = QSpinBox(minimum=64, maximum=1_048_576, value=2048, singleStep=512)
-        self.n_ctx.setToolTip("Context size of both models (changing it reloads them)")
+        self.n_ctx = QSpinBox(minimum=256, maximum=1_048_576, value=2048, singleStep=512)
+        self.n_ctx.setToolTip("Context size of both models (changing it reloads them; llama.cpp "
+                              "uses at least 256)")
 
         def section(row, text):
             lab = QLabel(text)

@@ -199,12 +199,12 @@ def test_incompatible_pair(qtbot, window, pair):
 
 
 def test_full_context_is_reported(qtbot, window):
-    window.params.n_ctx.setValue(64)
-    window.prompt.set_text("x = 1\n" * 200)
+    window.params.n_ctx.setValue(256)
+    window.prompt.set_text("x = 1\n" * 300)
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
     assert "context" in window.banner.message and "prompt" in window.banner.message
     window.prompt.set_text("def f():\n")
-    window.params.n_predict.setValue(200)
+    window.params.n_predict.setValue(400)
     finish = run_and_wait(qtbot, window, window.run_clicked)
     assert finish in ("context", "eog")
     if finish == "context":
