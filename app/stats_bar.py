@@ -19,10 +19,8 @@ FIELDS = (
 )
 
 
-WIDTH_SAMPLES = {"state": "Paused after round 000 — F10: next, Ctrl+R: continue",
-                 "tokens": "00000 (00000 rounds)", "n_drafted": "000000", "n_accept": "000000",
-                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0",
-                 "speedup": "– (no baseline yet)"}
+WIDTH_SAMPLES = {"tokens": "0000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
+                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "000.0"}   # the numbers
 
 
 class StatsBar(QFrame):
@@ -59,9 +57,8 @@ class StatsBar(QFrame):
             v.setToolTip(tip)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             # fixed widths: a changing number must not re-lay out (and repaint) the window
-            fm = QFontMetrics(bold)
-            sample = WIDTH_SAMPLES.get(key, "0000")
-            v.setMinimumWidth(fm.horizontalAdvance(sample) + 4)
+            if key in WIDTH_SAMPLES:
+                v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
             lay.addWidget(v)
             self.values[key] = v
         lay.addStretch(1)

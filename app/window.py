@@ -148,14 +148,24 @@ class MainWindow(QMainWindow):
         for index, (attr, make, title) in enumerate((("plots", _plots_panel, "Plots"),
                                                      ("cost_panel", _cost_panel, "Cost model"))):
             widget = make()
-            old = getattr(self, attr)
+            page = widget
+            if attr == "cost_panel":         # tall: scroll rather than squeeze the text above
+                page = QScrollArea()
+                page.setWidgetResizable(True)
+                page.setFrameShape(QScrollArea.Shape.NoFrame)
+                page.setWidget(widget)
+            old = self.tabs.widget(index)
             self.tabs.removeTab(index)
-            self.tabs.insertTab(index, widget, title)
+            self.tabs.insertTab(index, page, title)
             old.deleteLater()
             setattr(self, attr, widget)
         self.compare = _compare_view()
         if self.compare is not None:
-            self.tabs.addTab(self.compare, "Compare (sweep)")
+            scroll = QScrollArea()          # it is tall: let it scroll rather than squeeze the text
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+            scroll.setWidget(self.compare)
+            self.tabs.addTab(scroll, "Compare (sweep)")
             t, d = self.pair_panel.pair()
             if t is not None:
                 self.compare.set_pair(t, d)
@@ -163,6 +173,9 @@ class MainWindow(QMainWindow):
             current = self._restore_tab
         self._restore_tab = None
         self.tabs.setCurrentIndex(current)
+        if not self._splits_restored:      # first start: the text gets 45 % of the height
+            h = sum(self.right_split.sizes())
+            self.right_split.setSizes([h * 45 // 100, h - h * 45 // 100])
         for name in getattr(self.plots, "plot_names", lambda: [])():
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
         self.panels_ready = True
@@ -219,6 +232,7 @@ class MainWindow(QMainWindow):
         self.panels_ready = False
         self.compare = None              # the Compare tab (issue 6), built with the plots
         self._restore_tab = None
+        self._splits_restored = False
         self.round_view = RoundExplainer()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.plots, "Plots")
@@ -230,8 +244,8 @@ class MainWindow(QMainWindow):
         self.right_split = QSplitter(Qt.Orientation.Vertical)
         self.right_split.addWidget(top)
         self.right_split.addWidget(self.tabs)
-        self.right_split.setStretchFactor(0, 2)
-        self.right_split.setStretchFactor(1, 3)
+        self.right_split.setStretchFactor(0, 1)
+        self.right_split.setStretchFactor(1, 1)
         self.right_split.setChildrenCollapsible(False)
         self.main_split = QSplitter(Qt.Orientation.Horizontal)
         self.main_split.addWidget(left_scroll)
@@ -363,6 +377,7 @@ class MainWindow(QMainWindow):
             v = s.value(key)
             if v is not None:
                 split.restoreState(v)
+                self._splits_restored = True
         tab = s.value("window/tab")
         if tab is not None:
             self._restore_tab = int(tab)        # applied once all the tabs exist
@@ -674,7 +689,8 @@ class MainWindow(QMainWindow):
         self.mode = "paused"
         self._update_panels()
         n = len(self.events)
-        self.stats_bar.set_state(f"Paused after round {n - 1} — F10: next, Ctrl+R: continue")
+        self.stats_bar.set_state(f"Paused after round {n - 1}")
+        self.stats_bar.values["state"].setToolTip("F10: the next round · Ctrl+R: run on · Esc: stop")
         self._update_buttons()
         self.step_done.emit(run_id)
 
@@ -770,6 +786,8 @@ class MainWindow(QMainWindow):
             return
         req, stats = self.shown_request, self.stats
         current = self.tabs.currentWidget()
+        if isinstance(current, QScrollArea):
+            current = current.widget()
         if current is self.plots:
             self.plots.update_stats(stats, self.events)
         elif current is self.round_view:
