@@ -6,6 +6,8 @@ own token (the replacement at the first mismatch, or the bonus token after a
 full acceptance). Appending is incremental: one cursor insert per token,
 nothing already in the document is touched. Hiding the rejected tokens is the
 only thing that rebuilds the document, once, when the user flips the toggle.
+Line breaks in generated tokens are drawn as "↵" before the break, so their
+colour shows; the text that is copied or saved is the plain text.
 """
 
 from __future__ import annotations
@@ -236,7 +238,10 @@ class TokenView(QPlainTextEdit):
             return
         start = cursor.position()
         if p.text:
-            cursor.insertText(p.text, self._formats[p.kind])
+            text = p.text
+            if p.kind in (ACCEPTED, TARGET) and "\n" in text:
+                text = text.replace("\n", "↵\n")      # a line break shows whose token it was
+            cursor.insertText(text, self._formats[p.kind])
         span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.tooltip)
         self.spans.append(span)
         self._starts.append(start)

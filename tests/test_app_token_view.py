@@ -95,11 +95,11 @@ def test_hover_text(view):
 
 def test_hiding_rejected_rebuilds_once_and_keeps_text(view):
     view.append_events(ROUNDS)
-    assert view.toPlainText() == "abcdefghikl" + "mn\no⟨end of text⟩"
+    assert view.toPlainText() == "abcdefghikl" + "mn↵\no⟨end of text⟩"
     text = view.generated_text()
     view.set_show_rejected(False)
     assert all(s.kind not in (REJECTED, UNCHECKED) for s in view.spans)
-    assert view.toPlainText() == "abcdefgkn\no⟨end of text⟩"
+    assert view.toPlainText() == "abcdefgkn↵\no⟨end of text⟩"
     assert view.generated_text() == text
     # appending keeps working while hidden
     view.append_events([ev(5, 14, 99, (1, 2), 0, (3,))])
