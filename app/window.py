@@ -125,6 +125,7 @@ class MainWindow(QMainWindow):
         self._panels_dirty = False
         self._stats_stale = False
         self._panels_shown_at = 0.0
+        self._held_plots: list = []
         self._dirty_tabs: set = set()
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per refresh
 
@@ -748,6 +749,7 @@ class MainWindow(QMainWindow):
     # ================================================================== refresh
     def _refresh(self) -> None:
         """Apply the events that arrived since the last tick (timer, <= 30 Hz)."""
+        self._release_plot_paint(everything=self.mode not in ("running", "stepping"))
         if not self._pending:
             if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
                 self._update_panels()
@@ -790,6 +792,8 @@ class MainWindow(QMainWindow):
             current = current.widget()
         if current is self.plots:
             self.plots.update_stats(stats, self.events)
+            if self.mode in ("running", "stepping"):
+                self._stagger_plot_paints()
         elif current is self.round_view:
             if self.vocab is not None and self.events:
                 self.round_view.show_round(self.events[-1], self.vocab)
@@ -802,6 +806,21 @@ class MainWindow(QMainWindow):
         self._dirty_tabs.discard(current)
         if not self._dirty_tabs:
             self._panels_dirty = False
+
+    def _stagger_plot_paints(self) -> None:
+        """Paint the plots one per tick instead of all four in one event-loop turn (each
+        pyqtgraph paint is several ms; together they were the longest UI stall of a run)."""
+        widgets = [self.plots.plot_widget(n) for n in getattr(self.plots, "plot_names", lambda: [])()]
+        for w in widgets[1:]:
+            if w not in self._held_plots:
+                w.setUpdatesEnabled(False)
+                self._held_plots.append(w)
+
+    def _release_plot_paint(self, everything: bool = False) -> None:
+        while self._held_plots:
+            self._held_plots.pop(0).setUpdatesEnabled(True)   # schedules that plot's repaint
+            if not everything:
+                return
 
     def _update_stats_bar(self) -> None:
         req, stats = self.shown_request, self.stats
