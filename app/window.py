@@ -725,6 +725,8 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object, str)
     def _failed(self, run_id: int, exc, tb: str) -> None:
+        if self._closing:
+            return
         if run_id == 0:      # a preload
             self.pair_panel.set_load_state("idle", "The models could not be loaded.")
             self.banner.show_error(exc, tb, "Loading the models failed")

@@ -164,7 +164,8 @@ class EngineWorker(QObject):
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings)
         except Exception as exc:  # noqa: BLE001 - every failure goes to the window
-            self.failed.emit(0, *_error_payload(exc))
+            if not self.abort.is_set():          # (an abort is the window closing, not a failure)
+                self.failed.emit(0, *_error_payload(exc))
 
     @Slot(object)
     def start(self, request: RunRequest) -> None:
@@ -179,7 +180,8 @@ class EngineWorker(QObject):
             else:
                 run = e.baseline(request.prompt, request.sampler, request.n_predict, request.stop)
         except Exception as exc:  # noqa: BLE001
-            self.failed.emit(request.run_id, *_error_payload(exc))
+            if not self.abort.is_set():
+                self.failed.emit(request.run_id, *_error_payload(exc))
             return
         self._run, self._request, self._gen = run, request, iter(run)
         self._prefill_sent = False

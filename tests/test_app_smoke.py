@@ -13,10 +13,11 @@ import pytest
 pytest.importorskip("PySide6")
 
 
-def test_specscope_starts_and_quits(tmp_path):
+@pytest.mark.parametrize("quit_after_ms", [1200, 4000])   # while the pair loads; once it is ready
+def test_specscope_starts_and_quits(tmp_path, quit_after_ms):
     env = dict(os.environ,
                QT_QPA_PLATFORM="offscreen",
-               SPECSCOPE_QUIT_AFTER_MS="4000",      # long enough for the pair check and the plots
+               SPECSCOPE_QUIT_AFTER_MS=str(quit_after_ms),
                SPECSCOPE_LOG_DIR=str(tmp_path / "log"),
                XDG_CONFIG_HOME=str(tmp_path / "config"),   # QSettings: a fresh user
                XDG_STATE_HOME=str(tmp_path / "state"),
