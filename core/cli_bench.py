@@ -155,7 +155,7 @@ def settings_from_args(args):
 def report_lines(result) -> list[str]:
     """The text report: settings, calibration, table, best n, lossless."""
     from .compare import DETERMINISTIC_HINT, is_deterministic
-    from .sweep import format_table
+    from .sweep import format_heatmap, format_table
     s = result.settings
     lines = [f"target: {s.target}",
              f"drafts: {', '.join(str(d) for d in s.drafts)}",
@@ -167,6 +167,8 @@ def report_lines(result) -> list[str]:
                 if result.from_cache.get(name) else "measured now")
         lines += ["", f"calibration of {name} ({when}):"] + ["  " + ln for ln in cal.lines()]
     lines += ["", format_table(result, per_prompt=False)]
+    if result.pooled():
+        lines += ["", "measured speed-up, drafts × n (* = best n):", format_heatmap(result)]
     best = result.best_n()
     if best:
         lines.append("")

@@ -581,3 +581,20 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     for row in data:
         lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
     return "\n".join(lines)
+
+
+def format_heatmap(result: SweepResult) -> str:
+    """The measured speed-up as a drafts × n grid, the best n per draft marked with *."""
+    drafts, ns, grid = result.heatmap()
+    if not drafts:
+        return ""
+    best = result.best_n()
+    width = max(len(d) for d in drafts)
+    lines = [" " * width + "  " + "".join(f"{'n=' + str(n):>8}" for n in ns)]
+    for d, values in zip(drafts, grid):
+        cells = []
+        for n, v in zip(ns, values):
+            mark = "*" if best.get(d, {}).get("measured") == n else " "
+            cells.append(f"{'' if v is None else f'{v:.2f}x'}{mark}".rjust(8))
+        lines.append(d.ljust(width) + "  " + "".join(cells))
+    return "\n".join(lines)

@@ -33,6 +33,7 @@ def test_bench_prints_the_table(tiny_models, capsys):
     assert "c(k)" in out and "f_batch(k)" in out
     assert "measured" in out and "textbook" in out and "calibrated" in out and "α-model" in out
     assert "best n for draft.gguf" in out and "best n for random-draft.gguf" in out
+    assert "drafts × n (* = best n)" in out and out.count("x*") == 2
     assert "lossless:" in out
     assert "per prompt:" in out
     assert "[#" in err and "done" in err          # the progress line
