@@ -157,10 +157,12 @@ class MessageBanner(QFrame):
         self.details_button.setVisible(bool(details))
         self.show()
 
-    def show_error(self, exc: BaseException, tb: str = "", context: str = "") -> None:
+    def show_error(self, exc: BaseException, tb: str = "", context: str = "", hint: str = "") -> None:
         message = describe(exc)
         if context:
             message = f"{context}: {message}"
+        if hint:
+            message = f"{message}. {hint}"
         tb = tb or "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         log.error("%s\n%s", message, tb.rstrip())
         self.show_message("error", message, tb)

@@ -743,7 +743,10 @@ class MainWindow(QMainWindow):
         if self.pair_panel.progress["target"].isVisible():
             self.pair_panel.set_load_state("idle", "The models could not be loaded.")
         what = "The baseline run failed" if req.kind == "baseline" else "The run failed"
-        self.banner.show_error(exc, tb, what)
+        from specscope.core.errors import ContextFullError, IncompatiblePairError
+        hint = {IncompatiblePairError: "Choose another draft, or press Baseline to run the target alone",
+                ContextFullError: ""}.get(type(exc), "")
+        self.banner.show_error(exc, tb, what, hint)
         self.stats_bar.set_state("Failed — see the message above")
         self._update_buttons()
         self.run_done.emit(run_id, "error")
