@@ -90,7 +90,7 @@ class TokenView(QPlainTextEdit):
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setPointSizeF(max(font.pointSizeF(), 10.5))
         self.setFont(font)
-        self.setMouseTracking(True)
+        self.viewport().installEventFilter(self)
         self.setPlaceholderText("Generated text appears here, token by token. Press Run (Ctrl+R) "
                                 "or Step (F10).")
         self._formats = {k: char_format(k) for k in COLORS}
@@ -272,16 +272,18 @@ class TokenView(QPlainTextEdit):
             pos -= 1
         return self.span_at(pos)
 
-    def viewportEvent(self, event) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.ToolTip:
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
+        """Tooltips for tokens. A filter on the viewport, not a viewportEvent override: an
+        override would run the text's painting inside a Python call, holding the GIL the
+        engine's worker thread needs."""
+        if obj is self.viewport() and event.type() == QEvent.Type.ToolTip:
             span = self.span_at_point(event.pos())
             if span is not None and span.kind != PROMPT:
                 QToolTip.showText(event.globalPos(), span.tooltip, self.viewport())
             else:
                 QToolTip.hideText()
-                event.ignore()
             return True
-        return super().viewportEvent(event)
+        return False
 
 
 def expected_kinds(events) -> list[tuple[str, int, int]]:

@@ -37,7 +37,7 @@ from .worker import DoctorWorker, EngineWorker, RunRequest, start_thread
 log = logging.getLogger("specscope.app")
 
 REFRESH_PERIOD_MS = 33           # the GUI applies new events at most ~30 times a second
-PANEL_PERIOD_MS = 500            # the visible plot / cost / round tab redraws at most 2 times a second
+PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws once a second in a run
                                  # (a pyqtgraph redraw of the four plots costs tens of ms of CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8

@@ -80,12 +80,13 @@ def window_run(app, w, n_predict: int) -> dict:
     w.run_done.connect(done)
     refresh0 = w.refresh_count
     w.refresh_costs.clear()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     heart.start()
     w.run_clicked()
     loop.exec()
     heart.stop()
     wall = time.perf_counter() - t0
+    ui_cpu = time.thread_time() - c0        # this (the UI) thread's CPU during the run
     w.run_done.disconnect(done)
     stalls = [max(0.0, g) for g in gaps[1:]]
     s = w.stats
@@ -93,6 +94,7 @@ def window_run(app, w, n_predict: int) -> dict:
             "wall_s": wall, "stall_p50": percentile(stalls, 50), "stall_p99": percentile(stalls, 99),
             "stall_max": max(stalls or [0.0]), "ticks": len(gaps),
             "refreshes": w.refresh_count - refresh0, "acceptance": s.acceptance_rate,
+            "ui_cpu_share": ui_cpu / wall,
             "refresh_cpu_p99": percentile([c for _, c in w.refresh_costs], 99) * 1e3,
             "refresh_wall_p99": percentile([t for t, _ in w.refresh_costs], 99) * 1e3}
 
@@ -171,7 +173,8 @@ def main() -> int:
         print(f"  run {i + 1}: window {r['tps']:7.1f} tok/s ({r['tokens']} tokens, {r['finish']}, "
               f"{r['refreshes']} refreshes in {r['wall_s']:.2f} s) | stalls p50 {r['stall_p50']:.1f} ms, "
               f"p99 {r['stall_p99']:.1f} ms, max {r['stall_max']:.1f} ms | refresh p99 "
-              f"{r['refresh_wall_p99']:.1f} ms wall, {r['refresh_cpu_p99']:.1f} ms CPU | "
+              f"{r['refresh_wall_p99']:.1f} ms wall, {r['refresh_cpu_p99']:.1f} ms CPU | UI thread busy "
+              f"{100 * r['ui_cpu_share']:.0f} % | "
               f"CLI {c['tps']:7.1f} tok/s ({c['tokens']} tokens)")
     w.close()
     tps_w = statistics.median(r["tps"] for r in runs)

@@ -371,6 +371,6 @@ def test_hover_shows_the_token(qtbot, window):
     point = QPoint(rect.x() + 2, rect.center().y())
     assert view.span_at_point(point) == span
     event = QHelpEvent(QEvent.Type.ToolTip, point, view.viewport().mapToGlobal(point))
-    view.viewportEvent(event)
+    view.eventFilter(view.viewport(), event)
     assert QToolTip.isVisible() and f"round {span.round}" in QToolTip.text()
     QToolTip.hideText()
