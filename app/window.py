@@ -777,8 +777,9 @@ class MainWindow(QMainWindow):
 
     def _fold(self) -> None:
         if self._stats_stale:
-            from specscope.core.stats import fold
-            self.stats = fold(self.events)
+            from specscope.core.stats import Stats, fold
+            start = self.stats or Stats()               # n_rounds = events folded so far
+            self.stats = fold(self.events[start.n_rounds:], start)
             self._stats_stale = False
             self._update_stats_bar()
 

@@ -75,12 +75,15 @@ def _add_at(counts: list[int], n: int) -> None:
         counts[i] += 1
 
 
-def fold(events: Iterable[RoundEvent]) -> Stats:
-    n_rounds = n_tokens = n_draft_rounds = n_drafted = n_accept = 0
-    drafted_at: list[int] = []
-    accepted_at: list[int] = []
-    hist: list[int] = []
-    t_draft = t_verify = t_sync = t_overhead = t_total = 0.0
+def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
+    """The statistics of ``events``; with ``start``, of the events that made ``start`` and then
+    these (``fold(b, fold(a)) == fold(a + b)``), so a live view folds only what is new."""
+    n_rounds, n_tokens, n_draft_rounds = start.n_rounds, start.n_tokens, start.n_draft_rounds
+    n_drafted, n_accept = start.n_drafted, start.n_accept
+    drafted_at, accepted_at = list(start.drafted_at), list(start.accepted_at)
+    hist = list(start.accepted_hist)
+    t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
+    t_overhead, t_total = start.t_overhead, start.t_total
     for ev in events:
         n_rounds += 1
         n_tokens += len(ev.emitted)
