@@ -54,7 +54,7 @@ FOREIGN_CFG = dict(vocab_size=2048, dim=64, n_layers=1, n_heads=2, ffn_dim=176, 
 SEQ_LEN = 512
 BATCH = 4
 
-STAGES = ["tokenizer", "target", "draft", "foreign", "export", "eval", "card"]
+STAGES = ["tokenizer", "target", "selfgen", "draft", "draft2", "foreign", "export", "eval", "card"]
 
 
 def log(msg: str):
@@ -73,7 +73,15 @@ def load_json(path: Path):
 # ------------------------------------------------------------------ tokenizer
 
 
-def train_tokenizer(texts, vocab_size: int):
+# The foreign tokenizer also has a different special-token layout
+# (<|pad|> at id 0, <|endoftext|> at 1): its ids, BOS/EOS and token texts all
+# differ from the main vocabulary's, not only its size (a plain 2048-token BPE
+# trained the same way would be a prefix of the 4096-token one).
+SPECIALS = {"main": [EOT], "foreign": ["<|pad|>", EOT]}
+VOCAB_SIZES = {"main": 4096, "foreign": 2048}
+
+
+def train_tokenizer(texts, vocab_size: int, specials=(EOT,)):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -81,7 +89,7 @@ def train_tokenizer(texts, vocab_size: int):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[EOT],
+        special_tokens=list(specials),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         min_frequency=2,
         show_progress=False,
@@ -100,13 +108,13 @@ def encode_stream(tok, docs) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def stage_tokenizer(work: Path, args):
+def stage_tokenizer(work: Path, args, names=("main", "foreign")):
     train, held = demo_corpus.load_split()
     log(f"corpus: {len(train)} train files, {len(held)} held-out files "
         f"({sum(len(t) for _, t in train)} / {sum(len(t) for _, t in held)} chars)")
-    for name, vs in (("main", 4096), ("foreign", 2048)):
+    for name in names:
         t0 = time.time()
-        tok = train_tokenizer((t for _, t in train), vs)
+        tok = train_tokenizer((t for _, t in train), VOCAB_SIZES[name], SPECIALS[name])
         tok.save(str(work / f"tokenizer_{name}.json"))
         s_train = encode_stream(tok, train)
         s_held = encode_stream(tok, held)
@@ -116,6 +124,8 @@ def stage_tokenizer(work: Path, args):
         save_json(work / f"held_docs_{name}.json", held_docs)
         log(f"tokenizer {name}: vocab {tok.get_vocab_size()}, train tokens {len(s_train)}, "
             f"held-out tokens {len(s_held)} ({time.time() - t0:.0f}s)")
+    if "main" not in names:
+        return
     save_json(work / "corpus.json", {
         "stdlib_root": str(demo_corpus.stdlib_root()),
         "python": platform.python_version(),
@@ -210,7 +220,7 @@ def stage_train(work: Path, args, which: str):
     )
     held = load_json(work / f"held_docs_{vocab}.json")
     docs = [np.array(v, dtype=np.int64) for v in held.values()]
-    eot = 0
+    eot = gguf_export.GGUFVocab.from_hf_json(load_json(work / f"tokenizer_{vocab}.json")).bos_id
     docs = [np.concatenate([[eot], d]) for d in docs]
     ce, n = demo_train.eval_ce(model, docs, SEQ_LEN, max_windows=48)
     stats.update({"held_out_ce": ce, "held_out_ppl": float(np.exp(ce)), "held_out_tokens": n,
@@ -219,6 +229,80 @@ def stage_train(work: Path, args, which: str):
                   "distilled_from": teacher_name})
     log(f"{which}: done in {stats['seconds']:.0f}s, {stats['tokens']} tokens, held-out ppl {np.exp(ce):.2f} (torch)")
     _save_ckpt(work, which, model, cfg, stats)
+
+
+# ------------------------------------------------------- self-generated data
+
+SELFGEN_PROMPT = 64
+SELFGEN_LEN = 256
+
+
+def stage_selfgen(work: Path, args):
+    """Greedy continuations by the target (through llama.cpp, F32 export) of
+    seeded random 64-token windows of the training stream: the draft's
+    second distillation phase trains on the target's own outputs."""
+    model, cfg, meta = _load_ckpt(work, "target")
+    vocab = gguf_export.GGUFVocab.from_hf_json(load_json(work / "tokenizer_main.json"))
+    path = work / "target-f32.gguf"
+    gguf_export.write_llama_gguf(path, model.gguf_tensors(), gguf_export.GGUFConfig.from_dict(cfg.to_dict()),
+                                 vocab, name="target-f32", weight_type="f32")
+    stream = np.load(work / "train_main.npy")
+    rng = np.random.default_rng(SEED + 100)
+    seqs = []
+    t0 = time.time()
+    with gguf_export.LlamaCppModel(path, n_ctx=SELFGEN_LEN + 8, n_threads=args.threads) as m:
+        while len(seqs) < args.selfgen_max and time.time() - t0 < args.selfgen_minutes * 60:
+            s0 = int(rng.integers(0, len(stream) - SELFGEN_PROMPT))
+            ids = [int(t) for t in stream[s0 : s0 + SELFGEN_PROMPT]]
+            m.clear()
+            lg = m.decode(ids, 0)
+            while len(ids) < SELFGEN_LEN:
+                t = int(lg[-1].argmax())
+                ids.append(t)
+                if len(ids) < SELFGEN_LEN:
+                    lg = m.decode([t], len(ids) - 1)
+            seqs.append(ids)
+            if len(seqs) % 200 == 0:
+                log(f"  selfgen {len(seqs)} sequences, {time.time() - t0:.0f}s")
+    path.unlink()
+    arr = np.array(seqs, dtype=np.uint16)
+    np.save(work / "selfgen.npy", arr)
+    save_json(work / "selfgen.json", {"sequences": len(seqs), "prompt_tokens": SELFGEN_PROMPT,
+                                      "length": SELFGEN_LEN, "seconds": time.time() - t0,
+                                      "generated_tokens": len(seqs) * (SELFGEN_LEN - SELFGEN_PROMPT)})
+    log(f"selfgen: {len(seqs)} sequences of {SELFGEN_LEN} tokens in {time.time() - t0:.0f}s")
+
+
+def stage_draft2(work: Path, args):
+    """Second distillation phase of the draft: continue from the corpus-distilled
+    draft on the target's own greedy outputs (selfgen), loss 0.5 KL + 0.5 CE
+    (the CE labels of the generated part are the target's greedy tokens)."""
+    torch = _torch()
+    import demo_train
+
+    model, cfg, meta = _load_ckpt(work, "draft")
+    teacher, _, _ = _load_ckpt(work, "target")
+    for p in teacher.parameters():
+        p.requires_grad_(False)
+    data = np.load(work / "selfgen.npy")
+    seed = SEED + 50
+    log(f"draft2: {len(data)} self-generated sequences, {args.draft2_steps} steps of 8x{SELFGEN_LEN - 1}, "
+        f"budget {args.draft2_minutes} min")
+    stats = demo_train.train(
+        model, data, steps=args.draft2_steps, seq_len=SELFGEN_LEN - 1, batch=8, lr=1e-3, seed=seed,
+        teacher=teacher, distill_weight=0.5, time_budget_s=args.draft2_minutes * 60, log=log,
+        bf16=not args.fp32, warmup=10,
+    )
+    held = load_json(work / "held_docs_main.json")
+    docs = [np.concatenate([[0], np.array(v, dtype=np.int64)]) for v in held.values()]
+    ce, n = demo_train.eval_ce(model, docs, SEQ_LEN, max_windows=48)
+    stats.update({"held_out_ce": ce, "held_out_ppl": float(np.exp(ce)), "held_out_tokens": n,
+                  "seq_len": SELFGEN_LEN - 1, "batch": 8, "lr": 1e-3, "seed": seed,
+                  "data": "selfgen", "distill_weight": 0.5})
+    meta["train_phase2"] = stats
+    torch.save(model.state_dict(), work / "draft.pt")
+    save_json(work / "draft.json", meta)
+    log(f"draft2: done in {stats['seconds']:.0f}s, {stats['tokens']} tokens, held-out ppl {np.exp(ce):.2f} (torch)")
 
 
 # ------------------------------------------------------------------ export
@@ -257,7 +341,7 @@ def stage_export(work: Path, args):
         f32_path = work / f"{name}-f32.gguf"
         gguf_export.write_llama_gguf(f32_path, tensors, gcfg, vocab, name=f"specscope-demo-{name}-f32",
                                      weight_type="f32")
-        ids = probe_ids if name != "foreign" else [0] + list(load_json(work / "held_docs_foreign.json").values())[0][:127]
+        ids = probe_ids if name != "foreign" else [vocab.bos_id] + list(load_json(work / "held_docs_foreign.json").values())[0][:127]
         with torch.no_grad():
             ref = model(torch.tensor([ids])).float()[0].numpy()
         d16 = float(np.abs(gguf_export.llama_cpp_logits(out, ids) - ref).max())
@@ -309,6 +393,10 @@ def main(argv=None):
     ap.add_argument("--target-minutes", type=float, default=35)
     ap.add_argument("--draft-steps", type=int, default=1200)
     ap.add_argument("--draft-minutes", type=float, default=15)
+    ap.add_argument("--selfgen-minutes", type=float, default=8)
+    ap.add_argument("--selfgen-max", type=int, default=4000)
+    ap.add_argument("--draft2-steps", type=int, default=1500)
+    ap.add_argument("--draft2-minutes", type=float, default=12)
     ap.add_argument("--foreign-steps", type=int, default=150)
     ap.add_argument("--foreign-minutes", type=float, default=3)
     ap.add_argument("--fp32", action="store_true", help="train without bf16 autocast")
@@ -332,6 +420,10 @@ def main(argv=None):
             stage_tokenizer(work, args)
         elif s in ("target", "draft", "foreign"):
             stage_train(work, args, s)
+        elif s == "selfgen":
+            stage_selfgen(work, args)
+        elif s == "draft2":
+            stage_draft2(work, args)
         elif s == "export":
             stage_export(work, args)
         elif s == "eval":

@@ -180,8 +180,14 @@ class Llama(nn.Module):
 
 
 def batches(stream: np.ndarray, seq_len: int, batch: int, seed: int):
-    """Endless random windows (x, y) from a token stream, seeded."""
+    """Endless random windows (x, y) from a token stream (1-D), or random
+    rows of a 2-D array of sequences, seeded."""
     rng = np.random.default_rng(seed)
+    if stream.ndim == 2:  # rows of fixed-length sequences: random rows
+        while True:
+            rows = rng.integers(0, len(stream), size=batch)
+            w = torch.from_numpy(stream[rows, : seq_len + 1].astype(np.int64))
+            yield w[:, :-1], w[:, 1:]
     n = len(stream) - seq_len - 1
     while True:
         starts = rng.integers(0, n, size=batch)
@@ -214,6 +220,7 @@ def train(
     log=print,
     log_every: int = 25,
     bf16: bool = True,
+    warmup: int = 20,
 ) -> dict:
     """Train with AdamW and a cosine schedule. With ``teacher``, the loss is
     ``distill_weight * KL(teacher || model) + (1 - distill_weight) * CE``.
@@ -231,7 +238,6 @@ def train(
         [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
         lr=lr, betas=(0.9, 0.95), eps=1e-8,
     )
-    warmup = 20
     it = batches(stream, seq_len, batch, seed)
     model.train()
     if teacher is not None:

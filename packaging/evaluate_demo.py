@@ -229,7 +229,7 @@ def engine_cross_check(models_dir: Path, docs, n_ctx: int, threads: int) -> dict
                 events.extend(run)
         st = fold(events)
         return {"available": True, "acceptance": st.acceptance_rate, "drafted": st.n_drafted,
-                "accepted": st.n_accept, "per_position_conditional": list(st.position_acceptance),
+                "accepted": st.n_accept, "per_position": list(st.position_acceptance),
                 "mean_accepted_length": st.mean_accepted_length}
     except Exception as e:
         return {"available": True, "error": repr(e)}

@@ -83,9 +83,21 @@ def write(work: Path, out: Path, models_dir: Path = MODELS_DIR):
         return (f"| {k} | {t['steps']} | {t['batch']}×{t['seq_len']} | {t['tokens']:,} | {t['lr']:g} | "
                 f"{_min(t['seconds'])} | {how} |")
 
+    d2 = meta["draft"].get("train_phase2")
+    sg = _j(work / "selfgen.json") if (work / "selfgen.json").exists() else None
+    draft2_row = ""
+    if d2:
+        draft2_row = (f"| draft, phase 2 | {d2['steps']} | {d2['batch']}×{d2['seq_len']} | {d2['tokens']:,} | "
+                      f"{d2['lr']:g} | {_min(d2['seconds'])} | on the target's own greedy outputs"
+                      + (f" ({sg['sequences']:,} continuations of {sg['prompt_tokens']}-token training windows "
+                         f"to {sg['length']} tokens, made with llama.cpp in {_min(sg['seconds'])})" if sg else "")
+                      + f": 0.5·KL + 0.5·CE |")
+        train_total_extra = d2["seconds"] + (sg["seconds"] if sg else 0)
+    else:
+        train_total_extra = 0
     pos_c = " · ".join(f"{a:.1%}" for a in h["per_position_conditional"])
     pos_u = " · ".join(f"{a:.1%}" for a in h["per_position_cumulative"])
-    nov_c = " · ".join(f"{a:.1%}" for a in nov["per_position_conditional"])
+    nov_u = " · ".join(f"{a:.1%}" for a in nov["per_position_cumulative"])
     tok_main = exp["tokenizer_main"]
     samples = "\n\n".join(
         f"Prompt + greedy completion (acceptance {s['acceptance']:.0%}):\n\n```python\n{s['prompt']}{s['completion']}\n```"
@@ -136,7 +148,11 @@ A tied output head means the file has no `output.weight` and llama.cpp uses
 Byte-level BPE trained with HF `tokenizers` on the training files
 (GPT-2 pre-tokenizer regex, no prefix space, all 256 byte symbols,
 min frequency 2): 4096 tokens = `<|endoftext|>` (id 0) + 256 bytes + 3839
-merges. The foreign draft has its own 2048-token BPE trained the same way.
+merges. The foreign draft has its own 2048-token BPE trained the same way
+but with two special tokens, `<|pad|>` (id 0) and `<|endoftext|>` (id 1, its
+BOS/EOS): its size, BOS/EOS ids, token texts and tokenization all differ from
+the pair's, so llama.cpp's vocabulary check (and SpecScope's gate) refuses it
+as a draft for the target.
 
 GGUF metadata: `tokenizer.ggml.model = gpt2`, `tokenizer.ggml.pre = trillion`
 (llama.cpp applies exactly the GPT-2 regex for it, like `gpt-2`, but without
@@ -180,6 +196,7 @@ from it. The weights themselves ship as part of SpecScope.
 |---|---|---|---|---|---|---|
 {train_row("target")}
 {train_row("draft")}
+{draft2_row}
 {train_row("foreign")}
 
 AdamW (β 0.9/0.95, weight decay 0.1 on matrices), linear warm-up then cosine
@@ -187,7 +204,7 @@ to 10% of the peak, gradient clipping 1.0, bf16 autocast, random
 {meta["target"]["train"]["seq_len"]}-token windows of the token stream (seeded),
 fixed seeds. Hardware: {_cpu()}, {meta["target"]["train"]["threads"]} threads
 (torch {_torch_version()}), shared with other work. Training time
-{_min(train_total)} for the three models{f"; the whole build {_min(build_total)}" if build_total else ""}.
+{_min(train_total + train_total_extra)} for the three models (including the self-generated data){f"; the whole build {_min(build_total)}" if build_total else ""}.
 Each stage has a step cap and a wall-clock budget; its cosine schedule runs
 on whichever is used up first (the machine was shared with other builds, so
 step times varied), and the steps above are the ones actually run.
@@ -205,8 +222,8 @@ tokens each; {h["prompts"]} prompts.
 | held-out standard-library files | |
 |---|---|
 | drafted tokens accepted | **{h["acceptance"]:.1%}** ({h["accepted"]:,} of {h["drafted"]:,}) |
-| acceptance by draft position 1 · 2 · 3 · 4 (given the earlier ones were accepted) | {pos_c} |
-| all of positions 1..i accepted | {pos_u} |
+| acceptance at draft position 1 · 2 · 3 · 4 (share of drafts whose i-th token was accepted; SpecScope's per-position figure) | **{pos_u}** |
+| the same, given positions 1..i−1 were accepted | {pos_c} |
 | tokens per target pass | {h["tokens_per_round"]:.2f} |
 | speculative output identical to plain greedy target output | {h["spec_output_equals_plain_greedy"]} of {h["prompts"]} prompts |
 | wall time, speculative vs plain target | {h["wall_s_spec"]:.2f} s vs {h["wall_s_plain_target"]:.2f} s |
@@ -215,7 +232,7 @@ tokens each; {h["prompts"]} prompts.
 {_engine_line(ev)}
 
 Unpredictable input (the same files' opening tokens shuffled, 64 tokens
-generated): acceptance {nov["acceptance"]:.1%}, by position {nov_c}.
+generated): acceptance {nov["acceptance"]:.1%}, by position {nov_u}.
 
 Held-out perplexity (llama.cpp, F16 files, {ev["perplexity"]["tokens"]:,} tokens, each file
 starting with `<|endoftext|>`, independent {ev["perplexity"]["window"]}-token windows):
@@ -277,7 +294,7 @@ def _engine_line(ev) -> str:
         return "SpecScope's engine was not available for a cross-check."
     if "error" in e:
         return f"Cross-check with SpecScope's engine failed: {e['error']}"
-    pos = " · ".join(f"{a:.1%}" for a in e["per_position_conditional"])
+    pos = " · ".join(f"{a:.1%}" for a in e["per_position"])
     return (f"The same prompts through SpecScope's own engine (`specscope.core.engine`, greedy, "
             f"n_max {ev['n_max']}, p_min 0, F32 KV, flash attention off): acceptance "
             f"**{e['acceptance']:.1%}** ({e['accepted']:,} of {e['drafted']:,}), by position {pos}.")

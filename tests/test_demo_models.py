@@ -80,7 +80,10 @@ def test_foreign_draft_vocabulary_differs(vocabs):
     # llama.cpp's gate tolerates at most SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
     # tokens of difference in vocabulary size
     assert abs(t.n_vocab - f.n_vocab) > 128
-    # and the same text tokenizes differently
+    # BOS/EOS ids and token texts (from SPEC_VOCAB_CHECK_START_TOKEN_ID = 5) differ too
+    assert L.llama_vocab_bos(f.vocab) != L.llama_vocab_bos(t.vocab)
+    assert _text(f, L.llama_vocab_eos(f.vocab)) == b"<|endoftext|>"
+    assert any(_text(t, i) != _text(f, i) for i in range(5, min(t.n_vocab, f.n_vocab)))
     text = "def __init__(self, name):\n    self.name = name\n"
     assert t.tokenize(text) != f.tokenize(text)
 
