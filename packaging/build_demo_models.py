@@ -1,14 +1,16 @@
 """Rebuild SpecScope's demo model pair (and the foreign-vocabulary draft).
 
     pip install -e '.[train]'
-    python packaging/build_demo_models.py            # everything, ~60 min on 2 CPU cores
+    python packaging/build_demo_models.py            # everything, at most ~80 min on 2 CPU cores
 
-Stages (``--stages`` picks a comma-separated subset, in this order):
+Stages (``--stages`` picks a comma-separated subset, run in this order):
 
   tokenizer  corpus split (demo_corpus.py), byte-level BPE 4096 (+ the foreign
              2048-token BPE), token streams, tests/data fixture
-  target     train the target (llama, ~6.8M parameters)
-  draft      distil the draft from the target (KL to the target's logits + CE)
+  target     train the target (llama, ~5.3M parameters)
+  selfgen    greedy continuations by the target (llama.cpp) of training windows
+  draft      distil the draft from the target on the corpus (KL + CE)
+  draft2     continue distilling the draft on the target's own outputs (selfgen)
   foreign    train the tiny draft with the foreign 2048-token vocabulary
   export     write the three GGUFs to resources/models, check llama.cpp against
              torch (logits, tokenization of every held-out file)
@@ -390,13 +392,13 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models-dir", default=str(MODELS_DIR), help="where the GGUFs and the card go")
     ap.add_argument("--target-steps", type=int, default=1200)
-    ap.add_argument("--target-minutes", type=float, default=35)
+    ap.add_argument("--target-minutes", type=float, default=30)
     ap.add_argument("--draft-steps", type=int, default=1200)
-    ap.add_argument("--draft-minutes", type=float, default=15)
+    ap.add_argument("--draft-minutes", type=float, default=14)
     ap.add_argument("--selfgen-minutes", type=float, default=8)
     ap.add_argument("--selfgen-max", type=int, default=4000)
     ap.add_argument("--draft2-steps", type=int, default=1500)
-    ap.add_argument("--draft2-minutes", type=float, default=12)
+    ap.add_argument("--draft2-minutes", type=float, default=9)
     ap.add_argument("--foreign-steps", type=int, default=150)
     ap.add_argument("--foreign-minutes", type=float, default=3)
     ap.add_argument("--fp32", action="store_true", help="train without bf16 autocast")

@@ -202,7 +202,7 @@ from it. The weights themselves ship as part of SpecScope.
 AdamW (β 0.9/0.95, weight decay 0.1 on matrices), linear warm-up then cosine
 to 10% of the peak, gradient clipping 1.0, bf16 autocast, random
 {meta["target"]["train"]["seq_len"]}-token windows of the token stream (seeded),
-fixed seeds. Hardware: {_cpu()}, {meta["target"]["train"]["threads"]} threads
+fixed seeds. Hardware: {_cpu()}, {meta["target"]["train"]["threads"]} torch thread(s)
 (torch {_torch_version()}), shared with other work. Training time
 {_min(train_total + train_total_extra)} for the three models (including the self-generated data){f"; the whole build {_min(build_total)}" if build_total else ""}.
 Each stage has a step cap and a wall-clock budget; its cosine schedule runs
@@ -238,7 +238,7 @@ Held-out perplexity (llama.cpp, F16 files, {ev["perplexity"]["tokens"]:,} tokens
 starting with `<|endoftext|>`, independent {ev["perplexity"]["window"]}-token windows):
 target **{ev["perplexity"]["target"]:.2f}**, draft {ev["perplexity"]["draft"]:.2f}
 (torch, F32 weights, first {meta["target"]["train"]["held_out_tokens"]:,} of those tokens: target
-{meta["target"]["train"]["held_out_ppl"]:.2f}, draft {meta["draft"]["train"]["held_out_ppl"]:.2f}).
+{meta["target"]["train"]["held_out_ppl"]:.2f}, draft {_draft_ppl(meta)}).
 
 Decode speed in llama.cpp on the build machine ({ev.get("threads", 2)} thread(s), one token per call
 after a 64-token prompt, best of 3): target {sp["target"]["us_per_token"]:.0f} µs/token,
@@ -268,8 +268,8 @@ python packaging/build_demo_models.py
 
 This retrains the tokenizers and the three models, rewrites the GGUFs here,
 `tests/data/demo_tokenizer_fixture.json` and this card (intermediate files in
-`build/demo-models/`; `--stages` runs a subset: tokenizer, target, draft,
-foreign, export, eval, card). Seeds are fixed; on a different CPU the time
+`build/demo-models/`; `--stages` runs a subset, in this order: tokenizer,
+target, selfgen, draft, draft2, foreign, export, eval, card). Seeds are fixed; on a different CPU the time
 budgets may cut a different number of steps. `packaging/evaluate_demo.py`
 re-measures the figures above on its own. The export path is tested in CI on
 a tiny random model by `tests/test_demo_export.py` (no torch needed).
@@ -277,6 +277,15 @@ a tiny random model by `tests/test_demo_export.py` (no torch needed).
     out = Path(out)
     out.write_text(text)
     return out
+
+
+def _draft_ppl(meta) -> str:
+    d = meta["draft"]
+    if "train_phase2" in d:
+        return (f"{d['train_phase2']['held_out_ppl']:.2f} after phase 2, {d['train']['held_out_ppl']:.2f} after "
+                f"phase 1: training on the target's own outputs trades perplexity on real files for agreement "
+                f"with the target")
+    return f"{d['train']['held_out_ppl']:.2f}"
 
 
 def _per_file(h) -> str:
