@@ -24,6 +24,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 PROGRESS_PERIOD_S = 0.1
+BUSY_SHARE = 0.1            # others using more of the CPU than this: say the figures are noisy
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -194,6 +195,11 @@ def report_lines(result) -> list[str]:
             lines.append(f"lossless: all {n_runs} speculative runs emitted exactly the baseline's tokens")
         if result.lossless_notes and not is_deterministic(s.engine):
             lines.append("  " + DETERMINISTIC_HINT)
+    if result.others_cpu is not None:
+        busy = result.others_cpu >= BUSY_SHARE
+        lines += ["", f"other processes used {100 * result.others_cpu:.0f}% of the CPU during the sweep"
+                  + (": timings are noisy (llama.cpp's threads stall when one loses its core); rerun "
+                     "on a quieter machine, with --repeats, or with fewer threads (-t/-td)" if busy else "")]
     if result.stopped:
         lines += ["", "stopped before the end: the table holds the runs that finished"]
     return lines

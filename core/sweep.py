@@ -44,6 +44,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import statistics
 import threading
 import time
@@ -238,6 +239,7 @@ class SweepResult:
     stopped: bool = False
     seconds: float = 0.0
     lossless_notes: list[str] = field(default_factory=list)
+    others_cpu: float | None = None    # share of the CPU other processes used meanwhile (Linux)
 
     # -- views ------------------------------------------------------------
     def pooled(self, draft: str | None = None) -> list[Row]:
@@ -297,7 +299,7 @@ class SweepResult:
             "columns": list(CSV_COLUMNS),
             "rows": [r.to_dict() for r in self.rows],
             "best_n": self.best_n(),
-            "stopped": self.stopped, "seconds": self.seconds,
+            "stopped": self.stopped, "seconds": self.seconds, "others_cpu": self.others_cpu,
         }
 
     def to_json(self) -> str:
@@ -419,6 +421,40 @@ def sweep_steps(s: SweepSettings) -> int:
     return len(s.drafts) * (1 + len(s.prompts) * s.repeats * (2 + len(s.n_values)))
 
 
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux /proc/stat), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)     # idle + iowait
+    return (sum(values[:8]) - idle) / ticks
+
+
+class LoadMeter:
+    """How much CPU other processes took while we measured (their share of all cores)."""
+
+    def __init__(self):
+        self.t0 = time.perf_counter()
+        self.busy0 = _busy_seconds()
+        self.own0 = sum(os.times()[:2])
+
+    def others_share(self) -> float | None:
+        busy = _busy_seconds()
+        if busy is None or self.busy0 is None:
+            return None
+        wall = time.perf_counter() - self.t0
+        if wall <= 0:
+            return None
+        others = (busy - self.busy0) - (sum(os.times()[:2]) - self.own0)
+        return max(0.0, min(1.0, others / (wall * (os.cpu_count() or 1))))
+
+
 def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
               stop: threading.Event | None = None, on_cell: Callable[[Cell], None] | None = None,
               on_calibrated: Callable[[str, Calibration, bool], None] | None = None,
@@ -439,6 +475,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
     total = sweep_steps(s)
     done = 0
     result = SweepResult(s)
+    meter = LoadMeter()
     t0 = time.perf_counter()
     k_max = max(s.n_values) + 1
     names = _draft_names(s.drafts)
@@ -526,6 +563,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
         result.stopped = stop.is_set()
         result.rows = build_rows(result)
         result.seconds = time.perf_counter() - t0
+        result.others_cpu = meter.others_share()
     say(total if not result.stopped else done, total, "stopped" if result.stopped else "done")
     return result
 

@@ -178,6 +178,7 @@ def test_sweep_json_heatmap_and_best_n(small_sweep, tmp_path):
     result, _ = small_sweep
     doc = json.loads(result.to_json())
     assert doc["columns"] == list(sw.CSV_COLUMNS)
+    assert doc["others_cpu"] is None or 0.0 <= doc["others_cpu"] <= 1.0
     assert set(doc["calibration"]) == {"draft.gguf", "random-draft.gguf"}
     assert all(len(c["c"]) == 3 for c in doc["calibration"].values())      # k_max = n_max + 1
     assert set(doc["best_n"]) == {"draft.gguf", "random-draft.gguf"}
