@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["QT_QPA_PLATFORM"] = os.environ.get("QT_QPA_PLATFORM") or "offscreen"
 sys.path.insert(0, str(Path(__file__).parent))
 
 import ggufgen  # noqa: E402
