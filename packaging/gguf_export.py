@@ -265,67 +265,28 @@ def byte_level_vocab(n_merged: int = 0) -> GGUFVocab:
 # ----------------------------------------------------------- llama.cpp side
 
 
-_LOG_CB = None
-
-
-def quiet_llama_logs():
-    """Silence llama.cpp's log output (keeps the callback alive)."""
-    global _LOG_CB
-    import llama_cpp
-
-    if _LOG_CB is None:
-        @ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
-        def _cb(level, text, user):
-            return None
-
-        _LOG_CB = _cb
-    llama_cpp.llama_log_set(_LOG_CB, ctypes.c_void_p(0))
-
-
 class LlamaCppModel:
-    """A small wrapper over llama_cpp's low-level API: load, tokenize,
-    detokenize, decode with logits. Deterministic numerics: flash attention
-    off, F32 KV cache."""
+    """Load, tokenize, detokenize and decode with logits, over SpecScope's own owners of
+    llama.cpp handles (specscope.core.llama), which also route llama.cpp's log to Python
+    logging. Deterministic numerics: flash attention off, F32 KV cache."""
 
     def __init__(self, path: str | Path, n_ctx: int = 1024, n_threads: int = 2, vocab_only: bool = False):
-        import llama_cpp as L
+        from specscope.core.llama import Batch, Context, ContextSettings, Model
 
-        quiet_llama_logs()
-        self.L = L
-        mp = L.llama_model_default_params()
-        mp.vocab_only = vocab_only
-        self.model = L.llama_model_load_from_file(str(path).encode(), mp)
-        if not self.model:
-            raise RuntimeError(f"llama.cpp could not load {path}")
-        self.vocab = L.llama_model_get_vocab(self.model)
-        self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
-        self.ctx = None
+        self._model = Model(path, vocab_only=vocab_only)
+        self.vocab = self._model.vocab
+        self.n_vocab = self._model.n_vocab
+        self._ctx = self._batch = None
         if not vocab_only:
-            cp = L.llama_context_default_params()
-            cp.n_ctx = n_ctx
-            cp.n_batch = n_ctx
-            cp.n_ubatch = n_ctx
-            cp.n_threads = n_threads
-            cp.n_threads_batch = n_threads
-            cp.flash_attn_type = 0
-            cp.type_k = 0
-            cp.type_v = 0
-            self.ctx = L.llama_init_from_model(self.model, cp)
-            if not self.ctx:
-                raise RuntimeError("llama_init_from_model failed")
             self.n_ctx = n_ctx
-            self.batch = L.llama_batch_init(n_ctx, 0, 1)
-            self.mem = L.llama_get_memory(self.ctx)
+            self._ctx = Context(self._model, ContextSettings.deterministic(
+                n_ctx=n_ctx, n_batch=n_ctx, n_threads=n_threads))
+            self._batch = Batch(n_ctx)
 
     def close(self):
-        L = self.L
-        if self.ctx:
-            L.llama_batch_free(self.batch)
-            L.llama_free(self.ctx)
-            self.ctx = None
-        if self.model:
-            L.llama_model_free(self.model)
-            self.model = None
+        for handle in (self._batch, self._ctx, self._model):   # context before model
+            if handle is not None:
+                handle.close()
 
     def __enter__(self):
         return self
@@ -335,19 +296,11 @@ class LlamaCppModel:
 
     # -- vocabulary
     def tokenize(self, text: str, add_special: bool = False, parse_special: bool = False) -> list[int]:
-        L = self.L
-        b = text.encode("utf-8")
-        n = len(b) + 8
-        buf = (L.llama_token * n)()
-        r = L.llama_tokenize(self.vocab, b, len(b), buf, n, add_special, parse_special)
-        if r < 0:
-            n = -r
-            buf = (L.llama_token * n)()
-            r = L.llama_tokenize(self.vocab, b, len(b), buf, n, add_special, parse_special)
-        return list(buf[:r])
+        return self._model.tokenize(text, add_special=add_special, parse_special=parse_special)
 
     def detokenize(self, ids, remove_special: bool = False, unparse_special: bool = False) -> str:
-        L = self.L
+        import llama_cpp as L
+
         arr = (L.llama_token * max(1, len(ids)))(*ids)
         n = len(ids) * 64 + 16
         buf = ctypes.create_string_buffer(n)
@@ -359,37 +312,18 @@ class LlamaCppModel:
         return buf.raw[:r].decode("utf-8", errors="replace")
 
     def piece(self, tok: int) -> bytes:
-        L = self.L
-        buf = ctypes.create_string_buffer(256)
-        r = L.llama_token_to_piece(self.vocab, tok, buf, 256, 0, True)
-        return buf.raw[:r]
+        return self._model.piece(tok)
 
     # -- decoding
     def clear(self, p0: int = 0):
-        self.L.llama_memory_seq_rm(self.mem, 0, p0, -1)
+        self._ctx.seq_rm(p0, -1)
 
     def decode(self, ids, pos0: int, all_logits: bool = False) -> np.ndarray:
         """Decode ``ids`` at positions pos0.. ; return logits rows (n, vocab)
         for every token (all_logits) or just the last one (1, vocab)."""
-        L = self.L
-        n = len(ids)
-        b = self.batch
-        for i, t in enumerate(ids):
-            b.token[i] = int(t)
-            b.pos[i] = pos0 + i
-            b.n_seq_id[i] = 1
-            b.seq_id[i][0] = 0
-            b.logits[i] = 1 if (all_logits or i == n - 1) else 0
-        b.n_tokens = n
-        rc = L.llama_decode(self.ctx, b)
-        if rc != 0:
-            raise RuntimeError(f"llama_decode returned {rc}")
-        rows = range(n) if all_logits else [n - 1]
-        out = np.empty((len(rows), self.n_vocab), dtype=np.float32)
-        for j, i in enumerate(rows):
-            p = L.llama_get_logits_ith(self.ctx, i)
-            out[j] = np.ctypeslib.as_array(p, shape=(self.n_vocab,))
-        return out
+        self._batch.fill([int(t) for t in ids], pos0, logits="all" if all_logits else "last")
+        self._ctx.decode(self._batch, f"{len(ids)} tokens")
+        return self._ctx.logits(len(ids) if all_logits else 1).copy()
 
 
 def llama_cpp_logits(path: str | Path, ids, n_ctx: int = 512) -> np.ndarray:
