@@ -22,7 +22,9 @@ single-token decode time ``t1``)
 ``s``         sampling one row with the run's target sampler chain.
 ``o_base``    Python time per target-only round (the engine's loop, outside llama.cpp).
 ``o0, o1``    Python time per speculative round, o0 + o1·(draft length), fitted on
-              two short speculative runs.
+              two short speculative runs (trimmed means over their rounds).
+``r``         rolling both caches back after a round (the seq_rm calls), from the
+              same runs' rounds that needed no sync decode.
 
 How it is measured, robustly on a shared machine: both contexts are filled with
 ``n_past`` tokens (attention cost depends on the position); then the llama.cpp
@@ -39,7 +41,7 @@ this 2-core machine — which inflated c(1), the unit, and so skewed c(k) low). 
 a fresh random order every repetition, so a burst of load from elsewhere hits
 all of them alike; figures are medians over the repetitions (at most
 ``reps``, at least ``MIN_REPS``, within ``time_budget_s``). Python overheads
-come from two short engine runs (medians over rounds).
+and the rollback come from short engine runs (trimmed means over rounds).
 
 The calibrated prediction (per round with draft length n; all in target-token units)
 
@@ -47,9 +49,9 @@ The calibrated prediction (per round with draft length n; all in target-token un
     cost per round     C(n) = n·f                          draft decodes (seed + n − 1)
                             + c(n + 1)                     one verification batch
                             + s·(1 + E)                    sampling the rows up to the first mismatch
-                            + sync(n)                      reuse: f_batch(1)·a_n   (one missing row after
-                                                                                   a full acceptance)
-                                                           replay: f_batch(n + 1)  (llama.cpp's re-decode)
+                            + sync(n)                      reuse: r + f_batch(1)·a_n   (one missing row
+                                                                                  after a full acceptance)
+                                                           replay: r + f_batch(n + 1)  (llama.cpp's re-decode)
                             + o0 + o1·n                    Python time of the round
     baseline per token B   = 1 + s + o_base
     speed-up           S(n) = T(n)·B / C(n)
@@ -85,14 +87,14 @@ from typing import Callable, Sequence
 from .errors import ConfigError
 from .pairing import expected_accepted, textbook_speedup
 
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 3
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
 TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
 WARMUP_REPS = 1
 ROUNDS_PER_BLOCK = 3          # simulated rounds per draft length in a row (the first is not timed)
-OVERHEAD_TOKENS = 32          # tokens per overhead-calibration run
+OVERHEAD_TOKENS = 48          # tokens per overhead-calibration run
 SYNC_MODES = ("reuse", "replay")
 
 CALIBRATION_PROMPT = (
@@ -122,6 +124,7 @@ class Calibration:
     o_base: float = 0.0                # Python time per baseline round
     o0: float = 0.0                    # Python time per speculative round: o0 + o1·draft length
     o1: float = 0.0
+    r: float = 0.0                     # rolling both caches back after a round (seq_rm calls)
     reps: int = 0
     seconds: float = 0.0               # how long calibrating took
     created: float = 0.0               # time.time() when measured
@@ -163,8 +166,8 @@ class Calibration:
             "c(k)       " + " ".join(f"{k}:{self.cost(k):.2f}" for k in ks),
             "c raw      " + " ".join(f"{k}:{self.c_raw[k - 1]:.2f}" for k in ks),
             "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks),
-            f"python per round: baseline {self.o_base:.3f}, speculative "
-            f"{self.o0:.3f} + {self.o1:.3f}·n  (target-token units; {self.reps} reps, "
+            f"python per round: baseline {self.o_base:.3f}, speculative {self.o0:.3f} + "
+            f"{self.o1:.3f}·n; rollback r = {self.r:.3f}  (target-token units; {self.reps} reps, "
             f"{self.seconds:.1f} s)",
         ]
 
@@ -264,9 +267,9 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
     length = float(n if n_draft is None else n_draft)
     verify = _interp(cal.c, length + 1.0)
     if sync == "reuse":
-        sync_cost = cal.draft_batch(1) * (a[n - 1] if p_full is None else float(p_full))
+        sync_cost = cal.r + cal.draft_batch(1) * (a[n - 1] if p_full is None else float(p_full))
     else:
-        sync_cost = _interp(cal.f_batch, length + 1.0)
+        sync_cost = cal.r + _interp(cal.f_batch, length + 1.0)
     return RoundCost(tokens=1.0 + expected, draft=length * cal.f, verify=verify,
                      sampling=cal.s * (1.0 + expected), sync=sync_cost,
                      overhead=cal.o0 + cal.o1 * length,
@@ -463,8 +466,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         s=_median(sample_times) / t1, reps=done_reps)
     if overhead_runs:
         say(0.85, "timing the engine's loop")
-        o_base, o0, o1 = _measure_overheads(engine, k_max, sampler, stop)
-        cal = _replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1)
+        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop)
+        cal = _replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1, r=r / t1)
     say(1.0, "calibrated")
     return _replace(cal, seconds=time.perf_counter() - t_start, created=time.time())
 
@@ -478,28 +481,32 @@ def _replace(cal: Calibration, **kw) -> Calibration:
     return replace(cal, **kw)
 
 
-def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float, float]:
-    """Python seconds per round: baseline, and o0 + o1·n for speculative rounds."""
+def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float, float, float]:
+    """Seconds per round from short engine runs: Python time of a baseline round,
+    o0 + o1·n of a speculative round, and r, the rollback (seq_rm on both caches)
+    of a round that needed no sync decode. Trimmed means: a run pays every round's
+    time, so a median would leave out the occasional slower one."""
     from .engine import SpecSettings
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
     base = [ev.t_overhead for ev in engine.baseline(prompt, sampler, n_tokens, stop)]
-    o_base = _median(base[1:] or base)
+    o_base = trimmed_mean(base[1:] or base, 0.1)
     points: list[tuple[int, float]] = []
+    rollback: list[float] = []
     lengths = sorted({1, max(1, k_max - 1)})
     for n in lengths:
         run = engine.speculative(prompt, SpecSettings(n_max=n), sampler, n_tokens, stop)
-        per_len: dict[int, list[float]] = {}
-        for ev in run:
-            if ev.drafted and ev.mode == "spec":
-                per_len.setdefault(len(ev.drafted), []).append(ev.t_overhead)
-        for length, xs in per_len.items():
-            points.extend((length, x) for x in xs)
+        for i, ev in enumerate(run):
+            if i == 0 or not ev.drafted or ev.mode != "spec":
+                continue
+            points.append((len(ev.drafted), ev.t_overhead))
+            if ev.n_accepted < len(ev.drafted):        # reuse sync: seq_rm only, no decode
+                rollback.append(ev.t_sync)
     if stop.is_set():
         raise CalibrationStopped()
     by_len: dict[int, float] = {}
     for length in {p[0] for p in points}:
-        by_len[length] = _median([x for l, x in points if l == length])
+        by_len[length] = trimmed_mean([x for l, x in points if l == length], 0.1)
     if len(by_len) >= 2:
         xs = sorted(by_len)
         lo, hi = xs[0], xs[-1]
@@ -510,7 +517,7 @@ def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float,
         o0, o1 = value, 0.0
     else:
         o0 = o1 = 0.0
-    return o_base, o0, o1
+    return o_base, o0, o1, trimmed_mean(rollback, 0.1)
 
 
 # ============================================================================ cache

@@ -62,6 +62,10 @@ def test_calibrated_prediction_on_plain_numbers():
     assert calibrated_speedup(cal, 2, acceptance=a) == pytest.approx(rc.speedup)
     # replay sync: the draft re-decodes the n + 1 verification batch
     assert round_cost(cal, 2, a, "replay").sync == pytest.approx(0.3)
+    # the rollback (seq_rm) cost is paid every round, in both sync modes
+    with_r = Calibration(**{**cal.__dict__, "r": 0.02})
+    assert round_cost(with_r, 2, a, "reuse").sync == pytest.approx(0.02 + 0.05 * 0.6)
+    assert round_cost(with_r, 2, a, "replay").sync == pytest.approx(0.02 + 0.3)
     # a given share of full acceptances replaces a_n; a fractional draft length interpolates c
     assert round_cost(cal, 2, a, "reuse", p_full=0.5).sync == pytest.approx(0.025)
     assert round_cost(cal, 2, a, "reuse", n_draft=1.5).verify == pytest.approx(2.5)
