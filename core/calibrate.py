@@ -16,13 +16,16 @@ single-token decode time ``t1``)
               out noise: a batch of k + 1 tokens cannot really be cheaper than one
               of k) and is what the predictions use.
 ``f``         the draft's single-token decode (with logits) ÷ ``t1``.
+``f_first``   the same for the first draft decode of a round that follows a sync
+              decode (another shape, so llama.cpp rebuilds the draft's graph).
 ``f_batch(k)`` the draft's decode of a k-token batch without logits (the ``replay``
               sync decodes the k = n + 1 verification batch; the ``reuse`` sync
               decodes one token after a full acceptance: f_batch(1)).
 ``s``         sampling one row with the run's target sampler chain.
 ``o_base``    Python time per target-only round (the engine's loop, outside llama.cpp).
-``o0, o1``    Python time per speculative round, o0 + o1·(draft length), fitted on
-              two short speculative runs (trimmed means over their rounds).
+``o0, o1``    Python time per speculative round, o0 + o1·(draft length), fitted by
+              least squares over the rounds of three short speculative runs
+              (n = 1, about k_max/2, k_max − 1; the slowest tenth left out).
 ``r``         rolling both caches back after a round (the seq_rm calls), from the
               same runs' rounds that needed no sync decode.
 
@@ -46,7 +49,8 @@ and the rollback come from short engine runs (trimmed means over rounds).
 The calibrated prediction (per round with draft length n; all in target-token units)
 
     tokens per round   T(n) = 1 + E,            E = Σ_{i=1..n} a_i
-    cost per round     C(n) = n·f                          draft decodes (seed + n − 1)
+    cost per round     C(n) = n·f + (f_first − f)·p_sync   draft decodes (seed + n − 1); p_sync =
+                                                           a_n (reuse) or 1 (replay): a graph rebuild
                             + c(n + 1)                     one verification batch
                             + s·(1 + E)                    sampling the rows up to the first mismatch
                             + sync(n)                      reuse: r + f_batch(1)·a_n   (one missing row
@@ -87,14 +91,14 @@ from typing import Callable, Sequence
 from .errors import ConfigError
 from .pairing import expected_accepted, textbook_speedup
 
-CALIBRATION_VERSION = 3
+CALIBRATION_VERSION = 5
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
 TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
 WARMUP_REPS = 1
 ROUNDS_PER_BLOCK = 3          # simulated rounds per draft length in a row (the first is not timed)
-OVERHEAD_TOKENS = 48          # tokens per overhead-calibration run
+OVERHEAD_TOKENS = 96          # tokens per overhead-calibration run
 SYNC_MODES = ("reuse", "replay")
 
 CALIBRATION_PROMPT = (
@@ -120,6 +124,7 @@ class Calibration:
     c: tuple[float, ...]               # non-decreasing fit of c_raw (used by the predictions)
     f: float                           # the draft's single-token decode with logits
     f_batch: tuple[float, ...]         # f_batch[k-1]: draft decode of a k-token batch, no logits
+    f_first: float = 0.0               # f for the first of a round after a sync decode (graph rebuilt)
     s: float = 0.0                     # sampling one row with the target's sampler chain
     o_base: float = 0.0                # Python time per baseline round
     o0: float = 0.0                    # Python time per speculative round: o0 + o1·draft length
@@ -162,7 +167,8 @@ class Calibration:
         ks = range(1, self.k_max + 1)
         return [
             f"target token t1 = {self.t1 * 1e3:.3f} ms at position {self.n_past}; "
-            f"draft token f = {self.f:.3f}; sampling s = {self.s:.3f} per row",
+            f"draft token f = {self.f:.3f} (first of a round {self.f_first:.3f}); "
+            f"sampling s = {self.s:.3f} per row",
             "c(k)       " + " ".join(f"{k}:{self.cost(k):.2f}" for k in ks),
             "c raw      " + " ".join(f"{k}:{self.c_raw[k - 1]:.2f}" for k in ks),
             "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks),
@@ -270,7 +276,11 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
         sync_cost = cal.r + cal.draft_batch(1) * (a[n - 1] if p_full is None else float(p_full))
     else:
         sync_cost = cal.r + _interp(cal.f_batch, length + 1.0)
-    return RoundCost(tokens=1.0 + expected, draft=length * cal.f, verify=verify,
+    # the first draft decode of a round rebuilds the draft's graph when the round before
+    # ended with a sync decode (another shape): reuse after a full acceptance, replay always
+    p_sync = 1.0 if sync == "replay" else (a[n - 1] if p_full is None else float(p_full))
+    rebuild = max(0.0, cal.f_first - cal.f) * p_sync if cal.f_first else 0.0
+    return RoundCost(tokens=1.0 + expected, draft=length * cal.f + rebuild, verify=verify,
                      sampling=cal.s * (1.0 + expected), sync=sync_cost,
                      overhead=cal.o0 + cal.o1 * length,
                      baseline=1.0 + cal.s + cal.o_base)
@@ -388,8 +398,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                     for i in range(k - 1):
                         dt = time_decode(dft, dbatch, tokens[pos + i:pos + i + 1], pos + i, "all",
                                          "a calibration draft token")
-                        if record:
-                            times[("d", 1)].append(dt)
+                        if record:                  # the first follows a sync decode of another shape
+                            times[("d", 1) if i else ("d0", 1)].append(dt)
                 dt = time_decode(tgt, batch, tokens[pos:pos + k], pos, "all",   # 2. verify
                                  "a calibration batch")
                 if record:
@@ -409,6 +419,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in items}
         times.update({("db", k): [] for k in items})
         times[("d", 1)] = []
+        times[("d0", 1)] = []
         rng = random.Random(seed)
         total = WARMUP_REPS + reps
         t_timing = clock()
@@ -425,6 +436,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
             done_reps = max(0, rep + 1 - WARMUP_REPS)
             say(0.8 * min(1.0, max((rep + 1) / total, (clock() - t_timing) / time_budget_s)),
                 "timing decodes")
+        if not times[("d", 1)]:                 # k_max ≤ 2: no second draft decode in a round
+            times[("d", 1)] = list(times[("d0", 1)])
         if k_max == 1 or not times[("db", 1)]:   # no draft rounds: time the draft on its own
             for _ in range(5):
                 times[("d", 1)].append(time_decode(dft, dbatch, tokens[n_past:n_past + 1], n_past, "all",
@@ -461,6 +474,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     cal = Calibration(
         k_max=k_max, n_past=n_past, t1=t1, c_raw=c_raw, c=cost_fit(c_raw),
         f=est(times[("d", 1)]) / t1,
+        f_first=est(times[("d0", 1)] or times[("d", 1)]) / t1,
         f_batch=monotone_fit([est(times[("db", k)] or times[("db", 1)]) / t1
                               for k in range(1, k_max + 1)]),
         s=_median(sample_times) / t1, reps=done_reps)
@@ -483,9 +497,12 @@ def _replace(cal: Calibration, **kw) -> Calibration:
 
 def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float, float, float]:
     """Seconds per round from short engine runs: Python time of a baseline round,
-    o0 + o1·n of a speculative round, and r, the rollback (seq_rm on both caches)
-    of a round that needed no sync decode. Trimmed means: a run pays every round's
-    time, so a median would leave out the occasional slower one."""
+    o0 + o1·n of a speculative round (least squares over the rounds, the slowest
+    tenth left out; the Python per drafted token is the draft loop's, sampling is
+    timed with the verification), and r, the rollback (seq_rm on both caches)
+    of a round that needed no sync decode (trimmed mean: a run pays every round's
+    time, so a median would leave out the occasional slower one)."""
+    import numpy as np
     from .engine import SpecSettings
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
@@ -493,7 +510,7 @@ def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float,
     o_base = trimmed_mean(base[1:] or base, 0.1)
     points: list[tuple[int, float]] = []
     rollback: list[float] = []
-    lengths = sorted({1, max(1, k_max - 1)})
+    lengths = sorted({1, max(1, (k_max - 1) // 2), max(1, k_max - 1)})
     for n in lengths:
         run = engine.speculative(prompt, SpecSettings(n_max=n), sampler, n_tokens, stop)
         for i, ev in enumerate(run):
@@ -504,19 +521,21 @@ def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float,
                 rollback.append(ev.t_sync)
     if stop.is_set():
         raise CalibrationStopped()
-    by_len: dict[int, float] = {}
-    for length in {p[0] for p in points}:
-        by_len[length] = trimmed_mean([x for l, x in points if l == length], 0.1)
-    if len(by_len) >= 2:
-        xs = sorted(by_len)
-        lo, hi = xs[0], xs[-1]
-        o1 = max(0.0, (by_len[hi] - by_len[lo]) / (hi - lo))
-        o0 = max(0.0, by_len[lo] - o1 * lo)
-    elif by_len:
-        (length, value), = by_len.items()
-        o0, o1 = value, 0.0
-    else:
-        o0 = o1 = 0.0
+    o0 = o1 = 0.0
+    if points:
+        cut = sorted(p[1] for p in points)[int(0.9 * (len(points) - 1))]
+        kept = [p for p in points if p[1] <= cut] or points
+        x = np.array([[1.0, p[0]] for p in kept])
+        y = np.array([p[1] for p in kept])
+        if np.ptp(x[:, 1]) > 0:
+            (o0, o1), *_ = np.linalg.lstsq(x, y, rcond=None)
+            o0, o1 = float(o0), float(o1)
+            if o1 < 0:
+                o0, o1 = float(y.mean()), 0.0
+            elif o0 < 0:
+                o0, o1 = 0.0, float(y.sum() / x[:, 1].sum())
+        else:
+            o0 = float(y.mean())
     return o_base, o0, o1, trimmed_mean(rollback, 0.1)
 
 
