@@ -34,7 +34,11 @@ How it is measured, robustly on a shared machine: both contexts are filled with
 calls of real rounds are replayed in their order — for a verification batch of
 k tokens: k − 1 single-token draft decodes, the target's k-token decode, a draft
 sync decode (alternately one row, as ``reuse`` after a full acceptance, and k
-rows, as ``replay``), rolling both caches back to ``n_past`` after each round.
+rows, as ``replay``), rolling both caches back to ``n_past`` after each round,
+with the Python a real round does between its decodes (the draft's top-10,
+sampling the verified rows): how long llama.cpp's worker threads wait between
+two decodes changes what the next one costs (on 2 threads, leaving that work
+out made every prediction ~9 % optimistic).
 k = 1 rounds are baseline rounds (one target token). Every k runs a block of
 ``ROUNDS_PER_BLOCK`` rounds in a row whose first round is not timed: like a
 real run, consecutive decodes of one shape reuse llama.cpp's compute graph
@@ -88,10 +92,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .errors import ConfigError
 from .pairing import expected_accepted, textbook_speedup
 
-CALIBRATION_VERSION = 5
+CALIBRATION_VERSION = 6
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
@@ -367,6 +373,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     tokens = _filler_tokens(engine, n_past + k_max)
     clock = time.perf_counter
 
+    closers: list = []
     if not engine._lock.acquire(blocking=False):
         raise ConfigError("this engine is already running a generation")
     try:
@@ -388,6 +395,15 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
             ctx.decode(b, what)
             return clock() - t
 
+        def draft_step_work(ctx) -> None:
+            """The Python a real draft step does between two decodes (the engine's top-10
+            of the draft's logits): the time between decodes changes how long llama.cpp's
+            worker threads wait, and so what the next decode costs."""
+            logits = ctx.logits(1)[0]
+            best = int(logits.argmax())
+            top = np.partition(logits, -10)[-10:]
+            float(1.0 / np.exp(top - logits[best]).sum())
+
         def block(k: int, keep: bool) -> None:
             """ROUNDS_PER_BLOCK simulated rounds with a verification batch of k tokens,
             the llama.cpp calls of a real round in their order (k = 1: baseline rounds)."""
@@ -400,10 +416,13 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                                          "a calibration draft token")
                         if record:                  # the first follows a sync decode of another shape
                             times[("d", 1) if i else ("d0", 1)].append(dt)
+                        draft_step_work(dft)
                 dt = time_decode(tgt, batch, tokens[pos:pos + k], pos, "all",   # 2. verify
                                  "a calibration batch")
                 if record:
                     times[("t", k)].append(dt)
+                for row in range(k):             # the rows a round samples (greedy here)
+                    greedy.sample(tgt, row)
                 tgt.seq_rm(pos, -1)
                 if k > 1:                        # 3. sync: reuse (one row) or replay (k rows)
                     dft.seq_rm(pos + (k - 1 if r % 2 else 0), -1)
@@ -415,6 +434,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                         times[("db", sync_k)].append(dt)
                     dft.seq_rm(pos, -1)
 
+        greedy = build_chain(engine.target, SamplerSettings())
+        closers.append(greedy.close)
         items = list(range(1, k_max + 1))
         times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in items}
         times.update({("db", k): [] for k in items})
@@ -464,6 +485,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         tgt.clear()
         dft.clear()
     finally:
+        for close in closers:
+            close()
         engine._lock.release()
 
     est = ESTIMATOR
