@@ -39,6 +39,7 @@ AXIS_COLOR = "#555555"
 DEFAULT_N_VALUES = "1,2,4,8"
 DEFAULT_N_PREDICT = 64
 SHIPPED_PROMPTS = "Shipped benchmark prompts"
+ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
 # (header, Row attribute, format)
 TABLE_COLUMNS = (
@@ -120,15 +121,25 @@ class SweepWorker(QObject):
     def __init__(self):
         super().__init__()
         self.stop = threading.Event()
+        self.ack = threading.Event()           # the view has shown what was handed over
+
+    def _handoff(self, signal, *args) -> None:
+        """Emit, then wait until the view has drawn it: the window's painting then
+        happens between measurements, never during one (it would slow the run being
+        timed; a run of 64 tokens takes well under a second)."""
+        self.ack.clear()
+        signal.emit(*args)
+        if not self.stop.is_set():
+            self.ack.wait(ACK_TIMEOUT_S)
 
     @Slot(object)
     def run(self, settings) -> None:
         from specscope.core.sweep import run_sweep
         try:
             result = run_sweep(settings, stop=self.stop,
-                               progress=lambda d, t, w: self.progressed.emit(d, t, w),
-                               on_calibrated=lambda n, c, k: self.calibrated.emit(n, c, k),
-                               on_rows=lambda rows: self.rows_updated.emit(rows))
+                               progress=lambda d, t, w: self._handoff(self.progressed, d, t, w),
+                               on_calibrated=lambda n, c, k: self._handoff(self.calibrated, n, c, k),
+                               on_rows=lambda rows: self._handoff(self.rows_updated, rows))
         except Exception as exc:  # noqa: BLE001 - every failure goes to the view
             self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
             return
@@ -459,6 +470,7 @@ class CompareView(QWidget):
         if self._worker is not None and self.running:
             self._worker.stop.set()
             self.status.setText("stopping after the current run…")
+            self._worker.ack.set()
 
     def export(self, path) -> Path:
         """Write the last results as CSV or JSON (by the file's suffix)."""
@@ -470,6 +482,7 @@ class CompareView(QWidget):
         """Stop a running sweep and end the worker thread (call before closing)."""
         if self._worker is not None:
             self._worker.stop.set()
+            self._worker.ack.set()
         if self._thread is None:
             return True
         self._thread.quit()
@@ -504,23 +517,41 @@ class CompareView(QWidget):
             app.aboutToQuit.connect(self.shutdown)   # a tab's closeEvent does not run at exit
             self._quit_hooked = True
 
+    def _drawn(self) -> None:
+        """Paint now and let the worker go on measuring."""
+        try:
+            if self.isVisible():
+                self.repaint()
+        finally:
+            if self._worker is not None:
+                self._worker.ack.set()
+
     @Slot(int, int, str)
     def _on_progress(self, done: int, total: int, what: str) -> None:
-        self.progress.setRange(0, max(1, total))
-        self.progress.setValue(done)
-        if self.running and not (self._worker and self._worker.stop.is_set()):
-            self.status.setText(what)
+        try:
+            self.progress.setRange(0, max(1, total))
+            self.progress.setValue(done)
+            if self.running and not (self._worker and self._worker.stop.is_set()):
+                self.status.setText(what)
+        finally:
+            self._drawn()
 
     @Slot(str, object, bool)
     def _on_calibrated(self, name: str, cal, cached: bool) -> None:
-        self.calibrations[name] = cal
-        self.from_cache[name] = cached
-        self._fill_calibration()
+        try:
+            self.calibrations[name] = cal
+            self.from_cache[name] = cached
+            self._fill_calibration()
+        finally:
+            self._drawn()
 
     @Slot(object)
     def _on_rows(self, rows) -> None:
-        self.rows = list(rows)
-        self._fill_all()
+        try:
+            self.rows = list(rows)
+            self._fill_all()
+        finally:
+            self._drawn()
 
     @Slot(object)
     def _on_finished(self, result) -> None:
@@ -782,6 +813,7 @@ def main(argv=None) -> int:
     parser.add_argument("-md", "--model-draft", type=Path, action="append")
     parser.add_argument("--run", action="store_true", help="start the sweep at once")
     args = parser.parse_args(argv)
+    sys.setswitchinterval(0.0005)   # as the window does: the worker gets the GIL back quickly
     app = QApplication.instance() or QApplication(sys.argv[:1])
     target, drafts = args.model, list(args.model_draft or [])
     if target is None or not drafts:
