@@ -562,6 +562,8 @@ class CompareView(QWidget):
         self.from_cache = dict(result.from_cache)
         self.status.setText(f"stopped after {result.seconds:.0f} s" if result.stopped
                             else f"done in {result.seconds:.0f} s")
+        if result.skipped:
+            self.banner.show_message("warning", "Skipped " + "; ".join(result.skipped.values()))
         self._fill_all()
         self._update_buttons()
         self.sweep_finished.emit(result)

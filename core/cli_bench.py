@@ -167,6 +167,8 @@ def report_lines(result) -> list[str]:
         when = (f"cached, measured {cal.cached_age_s / 60:.0f} min ago (--recalibrate to measure again)"
                 if result.from_cache.get(name) else "measured now")
         lines += ["", f"calibration of {name} ({when}):"] + ["  " + ln for ln in cal.lines()]
+    for name, why in result.skipped.items():
+        lines += ["", f"skipped {name}: {why}"]
     lines += ["", format_table(result, per_prompt=False)]
     if result.pooled():
         lines += ["", "measured speed-up, drafts × n (* = best n):", format_heatmap(result)]

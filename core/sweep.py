@@ -56,7 +56,7 @@ from .calibrate import (TIME_BUDGET_S, Calibration, calibrated_speedup, get_cali
                         textbook_from_accepted)
 from .compare import (NEAR_TIE_LOGIT_GAP, LosslessReport, RunResult, check_lossless, execute,
                       run_result)
-from .errors import ConfigError
+from .errors import ConfigError, IncompatiblePairError
 
 ALL = "ALL"
 CSV_COLUMNS = ("draft", "n_max", "prompt", "tokens", "rounds", "acceptance", "mean_accepted_length",
@@ -240,6 +240,7 @@ class SweepResult:
     seconds: float = 0.0
     lossless_notes: list[str] = field(default_factory=list)
     others_cpu: float | None = None    # share of the CPU other processes used meanwhile (Linux)
+    skipped: dict[str, str] = field(default_factory=dict)   # draft name -> why (vocabulary gate)
 
     # -- views ------------------------------------------------------------
     def pooled(self, draft: str | None = None) -> list[Row]:
@@ -300,6 +301,7 @@ class SweepResult:
             "rows": [r.to_dict() for r in self.rows],
             "best_n": self.best_n(),
             "stopped": self.stopped, "seconds": self.seconds, "others_cpu": self.others_cpu,
+            "skipped": dict(self.skipped),
         }
 
     def to_json(self) -> str:
@@ -484,7 +486,15 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
             if stop.is_set():
                 break
             say(done, total, f"{name}: loading")
-            with Engine(s.target, draft_path, settings) as engine:
+            try:
+                engine = Engine(s.target, draft_path, settings)
+            except IncompatiblePairError as exc:
+                if len(s.drafts) == 1:
+                    raise
+                result.skipped[name] = str(exc)      # the other drafts still run
+                done += 1 + len(s.prompts) * s.repeats * (2 + len(s.n_values))
+                continue
+            with engine:
                 say(done, total, f"{name}: calibrating")
 
                 def cal_progress(frac, what, _done=done, _name=name):
@@ -564,6 +574,9 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
         result.rows = build_rows(result)
         result.seconds = time.perf_counter() - t0
         result.others_cpu = meter.others_share()
+    if s.drafts and len(result.skipped) == len(s.drafts):
+        raise IncompatiblePairError("no draft can draft for this target: "
+                                    + "; ".join(result.skipped.values()))
     say(total if not result.stopped else done, total, "stopped" if result.stopped else "done")
     return result
 

@@ -146,3 +146,11 @@ def test_speedup_colors():
     faster, slower = speedup_color(2.0), speedup_color(0.5)
     assert faster.blue() > faster.red() and slower.red() > slower.blue()
     assert speedup_color(None).name() == "#eeeeee"
+
+
+def test_an_incompatible_draft_is_skipped_with_a_warning(view, qtbot, tiny_models):
+    result = run(view, qtbot, drafts=(tiny_models["draft"], tiny_models["foreign"]), n_values=(1,))
+    assert "foreign.gguf" in result.skipped
+    assert not view.banner.isHidden() and view.banner.level == "warning"
+    assert view.heatmap.rowCount() == 1
+

@@ -13,7 +13,7 @@ import ggufgen
 from specscope.core.compare import (baseline_logits_at, check_lossless, classify, compare,
                                     first_divergence, spec_logits_at)
 from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.errors import ConfigError
+from specscope.core.errors import ConfigError, IncompatiblePairError
 from specscope.core.sampling import SamplerSettings
 from specscope.core import sweep as sw
 
@@ -253,3 +253,13 @@ def test_robust_time_ignores_one_stalled_repeat():
     assert sw.robust_time([[run(10, 1.0)], [run(20, 4.0)]]) == pytest.approx(5.0)
     # three repeats of one prompt, one stalled 10x: the median per-token time wins
     assert sw.robust_time([[run(10, 1.0), run(10, 10.0), run(10, 1.2)]]) == pytest.approx(30 * 0.12)
+
+
+def test_sweep_skips_a_draft_the_gate_refuses(tiny_models):
+    settings = sweep_settings(tiny_models, drafts=(tiny_models["draft"], tiny_models["foreign"]),
+                              n_values=(1,), prompts=(("code", PROMPT),))
+    result = sw.run_sweep(settings)
+    assert set(result.skipped) == {"foreign.gguf"} and "cannot draft" in result.skipped["foreign.gguf"]
+    assert result.drafts() == ["draft.gguf"]
+    with pytest.raises(IncompatiblePairError):
+        sw.run_sweep(sweep_settings(tiny_models, drafts=(tiny_models["foreign"],), n_values=(1,)))
