@@ -55,7 +55,7 @@ Accuracy, measured: on the demo pair on the project's 2-core CPU (quiet
 machine, ``specscope bench --spec-draft-n-max 1-8 --ignore-eos --repeats 3``)
 the calibrated prediction was within 6 % of the measured speed-up for every
 n = 1..8 (reuse and replay sync, 1 and 2 threads), where the textbook one was
-75-150 % too high. On a busy machine llama.cpp's threads stall whenever one
+60-160 % too high. On a busy machine llama.cpp's threads stall whenever one
 loses its core, and no prediction survives that: ``specscope bench`` reports
 how much CPU other processes took.
 
