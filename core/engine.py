@@ -382,8 +382,8 @@ class Run:
             batch.fill((token,), n_past + len(draft), logits="all")
             t = clock()
             dft.decode(batch, "a draft token")
+            logits = dft.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time
             tm.draft += clock() - t
-            logits = dft.logits(1)[0]
             best = int(logits.argmax())
             top = np.partition(logits, -DRAFT_TOP_K)[-DRAFT_TOP_K:]   # the top-10 logits
             p = float(1.0 / np.exp(top - logits[best]).sum())          # argmax's share of their mass
@@ -412,7 +412,9 @@ class Run:
 
     def _decode_draft(self, tokens, pos0: int, what: str) -> None:
         if tokens:
-            self.engine.dbatch.fill(tokens, pos0, logits="none")
+            # a single row is decoded with logits, unused: the same graph as a draft step,
+            # so llama.cpp does not rebuild its graph for the next draft decode
+            self.engine.dbatch.fill(tokens, pos0, logits="last" if len(tokens) == 1 else "none")
             self.engine.dft.decode(self.engine.dbatch, f"{what} on the draft")
 
     @staticmethod
