@@ -19,14 +19,15 @@ QUIT_AFTER_ENV = "SPECSCOPE_QUIT_AFTER_MS"
 STARTUP_T0_ENV = "SPECSCOPE_STARTUP_T0"
 
 
-GIL_SWITCH_INTERVAL_S = 0.0005
+GIL_SWITCH_INTERVAL_S = 0.0001
 
 
 def make_app(argv=None):
     from PySide6.QtWidgets import QApplication
     # The engine's worker thread needs the GIL for a moment between llama.cpp calls; with the
     # default 5 ms switch interval it can wait that long behind the UI thread's Python
-    # (pyqtgraph painting) every time. 0.5 ms keeps the worker close to its headless speed.
+    # (pyqtgraph painting) every time. bench_gui.py: at 0.5 ms the window reached 75-86% of the
+    # headless CLI's tokens/s on the demo pair, at 0.1 ms 86-102% (noisy 1-s runs, 2 cores).
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     app = QApplication.instance()
     if app is None:
