@@ -672,6 +672,9 @@ class MainWindow(QMainWindow):
         self.round_view.clear()
         self.stats_bar.clear()
         self.stats = None
+        # the cleared plots paint now; their first live update waits a full panel period, so
+        # a run's first second is not spent repainting plots (pyqtgraph paints hold the GIL)
+        self._panels_shown_at = time.perf_counter()
         if self.pair_panel.progress["target"].isVisible():
             self.pair_panel.set_load_state("idle", self.pair_panel.load_label.text())
         label = "baseline (target only)" if info.kind == "baseline" else "speculative"
