@@ -166,8 +166,12 @@ def main() -> int:
     threads = w.shown_request.engine_settings.target_threads   # the CLI gets the same
     runs, clis = [], []
     for i in range(args.repeat):
-        r = window_run(app, w, args.n_predict)
-        c = cli_run(target, draft, args.n_predict, args.ctx_size, threads)
+        if i % 2:     # alternate the order, so a drift of the machine's speed favours neither
+            c = cli_run(target, draft, args.n_predict, args.ctx_size, threads)
+            r = window_run(app, w, args.n_predict)
+        else:
+            r = window_run(app, w, args.n_predict)
+            c = cli_run(target, draft, args.n_predict, args.ctx_size, threads)
         runs.append(r)
         clis.append(c)
         print(f"  run {i + 1}: window {r['tps']:7.1f} tok/s ({r['tokens']} tokens, {r['finish']}, "
@@ -190,6 +194,9 @@ def main() -> int:
     print(f"event-loop stall: p99 {p99:.1f} ms (goal <= 50), max {worst:.1f} ms")
     print(f"tokens/s: window {tps_w:.1f}, headless CLI {tps_c:.1f} -> {100 * tps_w / tps_c:.1f} % "
           "(goal >= 95 %)")
+    ratios = sorted(r["tps"] / c["tps"] for r, c in zip(runs, clis))
+    print(f"paired runs, window / CLI: median {100 * statistics.median(ratios):.1f} % "
+          f"(range {100 * ratios[0]:.0f}-{100 * ratios[-1]:.0f} %, {len(ratios)} pairs)")
     return 0
 
 
