@@ -744,8 +744,8 @@ class CompareView(QWidget):
             return
         bad = [r for r in self.rows if r.prompt != "ALL" and r.lossless not in ("identical", "")]
         if not bad:
-            self.lossless_label.setText(f"<span style='color:#1a7f37'>Lossless: every speculative run "
-                                        f"emitted exactly the baseline's tokens.</span>")
+            self.lossless_label.setText("<span style='color:#1a7f37'>Lossless: every speculative run "
+                                        "emitted exactly the baseline's tokens.</span>")
         else:
             near = sum(1 for r in bad if r.lossless == "near-tie")
             text = (f"Lossless: {len(bad)} of {len(verdicts)} runs differ from the baseline "

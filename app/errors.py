@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QStandardPaths, Qt, Signal
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel,
-                               QPlainTextEdit, QPushButton, QVBoxLayout, QWidget)
+                               QPlainTextEdit, QPushButton, QVBoxLayout)
 
 log = logging.getLogger("specscope.app")
 LOG_FILE_NAME = "specscope.log"

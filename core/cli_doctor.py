@@ -137,7 +137,7 @@ def format_cost(c) -> list[str]:
     out = [f"Cost estimate (seed 003): f ≈ {c.f:.4f}  ({c.basis})"]
     if c.warning:
         out.append(f"  note: {c.warning}")
-    out.append(f"  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")
+    out.append("  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")
     out.append("           " + "".join(f"{'n=' + str(n):>7}" for n in range(1, c.n_max + 1)) + "   best")
     for a in c.alphas:
         row = c.speedups[str(a)]

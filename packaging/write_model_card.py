@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -91,7 +89,7 @@ def write(work: Path, out: Path, models_dir: Path = MODELS_DIR):
                       f"{d2['lr']:g} | {_min(d2['seconds'])} | on the target's own greedy outputs"
                       + (f" ({sg['sequences']:,} continuations of {sg['prompt_tokens']}-token training windows "
                          f"to {sg['length']} tokens, made with llama.cpp in {_min(sg['seconds'])})" if sg else "")
-                      + f": 0.5·KL + 0.5·CE |")
+                      + ": 0.5·KL + 0.5·CE |")
         train_total_extra = d2["seconds"] + (sg["seconds"] if sg else 0)
     else:
         train_total_extra = 0

@@ -11,12 +11,10 @@ median of --repeat runs; generation time only (prompt processing excluded).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
-from specscope.core.demo import demo_pair, prompts_dir
+from specscope.core.demo import demo_pair
 from specscope.core.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.sampling import SamplerSettings
 from specscope.core.stats import fold

@@ -9,7 +9,6 @@ by the training tokenizer.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import sys
