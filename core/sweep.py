@@ -513,6 +513,13 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                     on_calibrated(name, cal, cached)
                 done += 1
                 say(done, total, f"{name}: calibrated")
+
+                def baseline_once(text, _engine=engine):
+                    """One timed target-only run, or None when Stop was pressed during it."""
+                    run = _engine.baseline(text, sampler, s.n_predict, stop)
+                    events = execute(run)
+                    return None if stop.is_set() else run_result("baseline", run, events)
+
                 cells = {(n, p): Cell(name, n, p) for n in s.n_values for p, _ in s.prompts}
                 result.cells.extend(cells.values())
                 for p_name, text in s.prompts:
@@ -520,11 +527,9 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                         if stop.is_set():
                             break
                         say(done, total, f"{name}: {p_name} baseline")
-                        base_run = engine.baseline(text, sampler, s.n_predict, stop)
-                        base_events = execute(base_run)
-                        if stop.is_set():
+                        base = baseline_once(text)
+                        if base is None:
                             break
-                        base = run_result("baseline", base_run, base_events)
                         done += 1
                         k = rep % len(s.n_values)
                         order = list(s.n_values[k:]) + list(s.n_values[:k])
@@ -560,11 +565,9 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                             break
                         # a second baseline after the speculative runs brackets them in time
                         say(done, total, f"{name}: {p_name} baseline again")
-                        base_run = engine.baseline(text, sampler, s.n_predict, stop)
-                        base_events = execute(base_run)
-                        if stop.is_set():
+                        again = baseline_once(text)
+                        if again is None:
                             break
-                        again = run_result("baseline", base_run, base_events)
                         for cell in touched:
                             cell.baseline.append(again)
                         done += 1
