@@ -31,6 +31,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
+from specscope.app.plots import cache_static_parts
+
 __all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
 
 DRAFT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
@@ -384,6 +386,7 @@ class CompareView(QWidget):
         self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
         self.legend.setPen(pg.mkPen("#cccccc"))
         self._curves: list = []
+        cache_static_parts(p)
         return w
 
     # ------------------------------------------------------------------ public API

@@ -30,6 +30,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from specscope.app.plots import cache_static_parts
 from specscope.core.pairing import best_n, textbook_speedup
 from specscope.core.stats import Stats
 
@@ -254,6 +255,7 @@ class CostPanel(QtWidgets.QWidget):
         self._measured_pt.setVisible(False)
         self._measured_label.setVisible(False)
         p.setLimits(yMin=0.0)
+        cache_static_parts(p)
 
         # --- what-if sliders
         self._controls = QtWidgets.QWidget()

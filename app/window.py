@@ -19,10 +19,10 @@ import time
 from collections import deque
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtCore import QUrl
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
+from PySide6.QtWidgets import (QApplication, QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
                                QMessageBox, QScrollArea, QSplitter, QTabWidget, QToolBar,
                                QVBoxLayout, QWidget)
 
@@ -66,6 +66,19 @@ def _compare_view():
         return CompareView()
     except ImportError:
         return None
+
+
+class _PaintCounter(QObject):
+    """Counts the paint events of the widgets it is installed on."""
+
+    def __init__(self, parent: QObject):
+        super().__init__(parent)
+        self.count = 0
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Paint:
+            self.count += 1
+        return False
 
 
 class _Placeholder(QLabel):
@@ -131,6 +144,9 @@ class MainWindow(QMainWindow):
 
         self._build_ui()
         self._build_actions()
+        self._plot_paints = _PaintCounter(self)
+        for name in getattr(self.plots, "plot_names", lambda: [])():
+            self.plots.plot_widget(name).viewport().installEventFilter(self._plot_paints)
         self._start_threads()
         self._restore(model, draft)
 
@@ -604,6 +620,7 @@ class MainWindow(QMainWindow):
         if self.active is None:
             return
         self.active.stop.set()
+        self.active.ui_ready.set()
         self.stats_bar.set_state("Stopping…")
         if self.mode == "paused":
             self.cancel_requested.emit()
@@ -672,13 +689,16 @@ class MainWindow(QMainWindow):
         self.round_view.clear()
         self.stats_bar.clear()
         self.stats = None
-        # the cleared plots paint now; their first live update waits a full panel period, so
-        # a run's first second is not spent repainting plots (pyqtgraph paints hold the GIL)
-        self._panels_shown_at = time.perf_counter()
         if self.pair_panel.progress["target"].isVisible():
             self.pair_panel.set_load_state("idle", self.pair_panel.load_label.text())
         label = "baseline (target only)" if info.kind == "baseline" else "speculative"
         self.stats_bar.set_state(f"Step mode ({label})" if self.active.step else f"Running {label}…")
+        # The engine waits (prefill included) until the cleared window has painted, so its first
+        # rounds do not compete with those paints for the GIL; the first live plot update then
+        # waits a full panel period.
+        self._release_plot_paint(everything=True)
+        self._panels_shown_at = time.perf_counter()
+        self.active.ui_ready.set()
 
     @Slot(int, list)
     def _events_ready(self, run_id: int, batch: list) -> None:
@@ -959,6 +979,7 @@ class MainWindow(QMainWindow):
         self.timer.stop()
         if self.active is not None:
             self.active.stop.set()
+            self.active.ui_ready.set()
         self.worker.abort.set()          # a model still loading gives up
         self.shutdown_requested.emit()
         ok = self.worker_thread.wait(timeout_ms)

@@ -22,6 +22,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 BATCH_PERIOD_S = 0.025     # the worker emits at most one batch of events per 25 ms
+UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its cleared panels
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class RunRequest:
     n_predict: int
     step: bool = False                # one round per step() request
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
+    # set by the window once it has painted the new run's empty panels: the first rounds then
+    # do not compete with those paints for the GIL (pyqtgraph paints hold it for ms at a time)
+    ui_ready: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,7 @@ class EngineWorker(QObject):
         self.rounds_done = 0
         self.run_started.emit(RunStarted(request.run_id, request.kind, tuple(run.prompt_tokens),
                                          request.prompt, self._vocab))
+        request.ui_ready.wait(UI_READY_TIMEOUT_S)   # bounded: a busy or closing window is not awaited
         if request.step:
             self.step(request.run_id)
         else:
