@@ -15,7 +15,9 @@ from __future__ import annotations
 import bisect
 import codecs
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
 
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
@@ -38,7 +40,7 @@ LEGEND = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TokenSpan:
     kind: str            # prompt | accepted | target | rejected | unchecked
     token: int           # -1 for the prompt
@@ -46,17 +48,22 @@ class TokenSpan:
     position: int        # KV position the token has (or would have had)
     start: int           # document positions [start, end)
     end: int
-    tooltip: str
+    describe: Callable[[], str] = field(repr=False, compare=False)
+
+    @property
+    def tooltip(self) -> str:
+        """What hovering the token shows (HTML), written on demand."""
+        return self.describe()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Piece:
     kind: str
     token: int
     round: int
     position: int
     text: str
-    tooltip: str
+    describe: Callable[[], str]         # its tooltip, on demand
 
 
 def visible(text: str) -> str:
@@ -126,7 +133,7 @@ class TokenView(QPlainTextEdit):
         """A new run: show the prompt, remember the vocabulary."""
         self.clear_tokens()
         self._vocab = vocab
-        self._append([_Piece(PROMPT, -1, -1, -1, prompt, "the prompt")])
+        self._append([_Piece(PROMPT, -1, -1, -1, prompt, lambda: "the prompt")])
 
     def generated_text(self) -> str:
         return "".join(self._generated)
@@ -155,58 +162,63 @@ class TokenView(QPlainTextEdit):
         out = []
         k, a = len(ev.drafted), ev.n_accepted
         pos0 = ev.n_past + len(ev.replayed) + 1      # position of emitted[0]
-        rnd = f"round {ev.index}"
         for i, tok in enumerate(ev.emitted):
-            pos = pos0 + i
             if i < a and ev.drafted:
-                kind = ACCEPTED
-                tip = (f"<b>{rnd}</b>, position {pos}<br>drafted at draft position {i + 1}, "
-                       f"accepted<br>draft probability {ev.draft_probs[i]:.3f}"
-                       if i < len(ev.draft_probs) else f"<b>{rnd}</b>, position {pos}<br>accepted")
-                out.append(_Piece(kind, tok, ev.index, pos, self._text(tok), tip + self._tok_line(tok)))
+                out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, self._text(tok),
+                                  partial(self._describe, ev, ACCEPTED, i)))
                 continue
-            # the target's own token: replacement, bonus, or a plain/baseline token
+            # the target's own token: replacement, bonus, or a plain/baseline token;
+            # the rejected drafted tokens come first, struck through
+            for j in range(a, k if ev.drafted else 0):
+                kind = REJECTED if j == a else UNCHECKED
+                out.append(_Piece(kind, ev.drafted[j], ev.index, pos0 + j,
+                                  visible(self._piece_text(ev.drafted[j])),
+                                  partial(self._describe, ev, kind, j)))
+            text = "⟨end of text⟩" if self._vocab.is_eog(tok) else self._text(tok)
+            out.append(_Piece(TARGET, tok, ev.index, pos0 + i, text, partial(self._describe, ev, TARGET, i)))
+        return out
+
+    def _describe(self, ev, kind: str, i: int) -> str:
+        """A token's tooltip (HTML), written when it is first hovered: ``i`` indexes
+        ``ev.emitted`` (accepted, target) or ``ev.drafted`` (rejected, unchecked)."""
+        k, a = len(ev.drafted), ev.n_accepted
+        pos = ev.n_past + len(ev.replayed) + 1 + i
+        head = f"<b>round {ev.index}</b>, position {pos}<br>"
+        p = ev.draft_probs[i] if kind != TARGET and i < len(ev.draft_probs) else None
+        if kind == ACCEPTED:
+            tok = ev.emitted[i]
+            tip = head + f"drafted at draft position {i + 1}, accepted" + (
+                f"<br>draft probability {p:.3f}" if p is not None else "")
+        elif kind in (REJECTED, UNCHECKED):
+            tok = ev.drafted[i]
+            ptxt = f"draft probability {p:.3f}" if p is not None else ""
+            if kind == REJECTED:
+                tip = head + (f"drafted at draft position {i + 1}, <b>rejected</b>: the target sampled "
+                              f"<code>{self._esc(ev.emitted[a])}</code> instead<br>{ptxt}")
+            else:
+                tip = head + (f"drafted at draft position {i + 1}; never checked (it follows the "
+                              f"first mismatch)<br>{ptxt}")
+        else:
+            tok = ev.emitted[i]
             if ev.drafted and a < k:
-                # show the rejected draft tokens first, struck through
-                for j in range(a, k):
-                    d = ev.drafted[j]
-                    p = ev.draft_probs[j] if j < len(ev.draft_probs) else None
-                    ptxt = f"draft probability {p:.3f}" if p is not None else ""
-                    if j == a:
-                        tip = (f"<b>{rnd}</b>, position {pos0 + j}<br>drafted at draft position {j + 1}, "
-                               f"<b>rejected</b>: the target sampled "
-                               f"<code>{self._esc(tok)}</code> instead<br>{ptxt}")
-                        kind = REJECTED
-                    else:
-                        tip = (f"<b>{rnd}</b>, position {pos0 + j}<br>drafted at draft position {j + 1}; "
-                               f"never checked (it follows the first mismatch)<br>{ptxt}")
-                        kind = UNCHECKED
-                    out.append(_Piece(kind, d, ev.index, pos0 + j, visible(self._piece_text(d)),
-                                      tip + self._tok_line(d)))
                 d = ev.drafted[a]
-                p = ev.draft_probs[a] if a < len(ev.draft_probs) else 0.0
-                tip = (f"<b>{rnd}</b>, position {pos}<br><b>replacement</b>: the target's own token "
-                       f"at the first mismatch<br>the draft had proposed <code>{self._esc(d)}</code> "
-                       f"(p {p:.3f})")
+                pd = ev.draft_probs[a] if a < len(ev.draft_probs) else 0.0
+                tip = head + (f"<b>replacement</b>: the target's own token at the first mismatch<br>"
+                              f"the draft had proposed <code>{self._esc(d)}</code> (p {pd:.3f})")
             elif ev.drafted:
-                tip = (f"<b>{rnd}</b>, position {pos}<br><b>bonus</b> token: the target accepted all "
-                       f"{k} drafted tokens and added its own")
+                tip = head + (f"<b>bonus</b> token: the target accepted all {k} drafted tokens and "
+                              "added its own")
             elif ev.mode == "replay":
-                tip = (f"<b>{rnd}</b>, position {pos}<br>after a checkpoint restore the target "
-                       f"re-verified the {len(ev.replayed)} tokens decided last round; this one "
-                       "is its own next token")
+                tip = head + (f"after a checkpoint restore the target re-verified the "
+                              f"{len(ev.replayed)} tokens decided last round; this one is its own "
+                              "next token")
             elif ev.mode == "baseline":
-                tip = f"<b>{rnd}</b>, position {pos}<br>target-only (baseline) token"
+                tip = head + "target-only (baseline) token"
             else:
                 why = {"n_min": f"the draft ({ev.dropped_draft} tokens) was shorter than n_min",
                        "budget": "no room left to draft"}.get(ev.draft_stop, "no draft")
-                tip = f"<b>{rnd}</b>, position {pos}<br>target token, no draft this round ({why})"
-            if self._vocab.is_eog(tok):
-                out.append(_Piece(TARGET, tok, ev.index, pos, "⟨end of text⟩",
-                                  tip + self._tok_line(tok)))
-            else:
-                out.append(_Piece(TARGET, tok, ev.index, pos, self._text(tok), tip + self._tok_line(tok)))
-        return out
+                tip = head + f"target token, no draft this round ({why})"
+        return tip + self._tok_line(tok)
 
     def _esc(self, token: int) -> str:
         return html.escape(visible(self._piece_text(token)) or " ")
@@ -242,7 +254,7 @@ class TokenView(QPlainTextEdit):
             if p.kind in (ACCEPTED, TARGET) and "\n" in text:
                 text = text.replace("\n", "↵\n")      # a line break shows whose token it was
             cursor.insertText(text, self._formats[p.kind])
-        span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.tooltip)
+        span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.describe)
         self.spans.append(span)
         self._starts.append(start)
 
