@@ -36,7 +36,8 @@ from .worker import DoctorWorker, EngineWorker, RunRequest, start_thread
 
 log = logging.getLogger("specscope.app")
 
-REFRESH_PERIOD_MS = 33           # the GUI applies new events at most ~30 times a second
+REFRESH_PERIOD_MS = 50           # the GUI applies new events 20 times a second (the text view
+                                 # repaint is most of a tick: 30 Hz took 17 % of a core in a run)
 PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws once a second in a run
                                  # (a pyqtgraph redraw of the four plots costs tens of ms of CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
@@ -776,7 +777,7 @@ class MainWindow(QMainWindow):
 
     # ================================================================== refresh
     def _refresh(self) -> None:
-        """Apply the events that arrived since the last tick (timer, <= 30 Hz)."""
+        """Apply the events that arrived since the last tick (timer, REFRESH_PERIOD_MS)."""
         self._release_plot_paint(everything=self.mode not in ("running", "stepping"))
         if not self._pending:
             if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:

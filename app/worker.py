@@ -21,7 +21,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-BATCH_PERIOD_S = 0.025     # the worker emits at most one batch of events per 25 ms
+BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms
 UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its cleared panels
 
 

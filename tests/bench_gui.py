@@ -29,6 +29,23 @@ HEARTBEAT_MS = 5
 PROMPT = 'def parse_args(argv=None):\n    """Parse the command line."""\n'
 
 
+def cpu_jiffies() -> tuple[int, int]:
+    """(steal, total) jiffies of all CPUs (Linux; (0, 0) elsewhere). Steal is time the
+    hypervisor gave this VM's CPUs to someone else: on a shared host it moves tokens/s by
+    ±20 % from run to run, so each pair reports it."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[7], sum(v[:8])
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+
+
+def steal_share(before, after) -> float:
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
+
+
 def percentile(values, q):
     if not values:
         return 0.0
@@ -165,13 +182,17 @@ def main() -> int:
     PLOT_PAINTS.clear()
     threads = w.shown_request.engine_settings.target_threads   # the CLI gets the same
     runs, clis = [], []
+    if os.environ.get("SPECSCOPE_REFRESH_MS"):        # for experiments
+        w.timer.setInterval(int(os.environ["SPECSCOPE_REFRESH_MS"]))
     for i in range(args.repeat):
+        s0 = cpu_jiffies()
         if i % 2:     # alternate the order, so a drift of the machine's speed favours neither
             c = cli_run(target, draft, args.n_predict, args.ctx_size, threads)
             r = window_run(app, w, args.n_predict)
         else:
             r = window_run(app, w, args.n_predict)
             c = cli_run(target, draft, args.n_predict, args.ctx_size, threads)
+        r["steal"] = steal_share(s0, cpu_jiffies())
         runs.append(r)
         clis.append(c)
         print(f"  run {i + 1}: window {r['tps']:7.1f} tok/s ({r['tokens']} tokens, {r['finish']}, "
@@ -179,7 +200,7 @@ def main() -> int:
               f"p99 {r['stall_p99']:.1f} ms, max {r['stall_max']:.1f} ms | refresh p99 "
               f"{r['refresh_wall_p99']:.1f} ms wall, {r['refresh_cpu_p99']:.1f} ms CPU | UI thread busy "
               f"{100 * r['ui_cpu_share']:.0f} % | "
-              f"CLI {c['tps']:7.1f} tok/s ({c['tokens']} tokens)")
+              f"CLI {c['tps']:7.1f} tok/s ({c['tokens']} tokens) | steal {100 * r['steal']:.0f} %")
     w.close()
     tps_w = statistics.median(r["tps"] for r in runs)
     tps_c = statistics.median(c["tps"] for c in clis)
