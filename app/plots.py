@@ -279,6 +279,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._roll = np.zeros(_INITIAL_CAPACITY)
         self._n_positions = self._n_hist = -1
         self._label_px = QtGui.QFontMetrics(self._pos_empty.textItem.font()).height()
+        self._idle_note = "No run yet"
         self._show_empty(None, 0)
         self._refit("acceptance", force=True)
 
@@ -315,8 +316,11 @@ class PlotsPanel(QtWidgets.QWidget):
         ex.export(str(path))
         return path
 
-    def clear(self) -> None:
-        """Forget everything shown (a new run starts)."""
+    def clear(self, update_period_s: float | None = None) -> None:
+        """Forget everything shown. ``update_period_s``: a run has started, and the plots will
+        be updated this often (the empty plots say so)."""
+        self._idle_note = ("No run yet" if update_period_s is None else
+                           f"Run in progress: the plots update every {update_period_s:g} s")
         self._series.clear()
         self._cum_tokens = self._cum_time = 0.0
         self._n_seen = 0
@@ -360,7 +364,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if n_draft_rounds:
             text = ""
         elif first is None:
-            text = "No run yet"
+            text = self._idle_note
         elif first.mode == "baseline":
             text = "A target-only run drafts nothing"
         else:

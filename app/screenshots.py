@@ -50,6 +50,7 @@ def main(argv=None) -> int:
         return cond()
 
     def shot(name):
+        wait(lambda: w.plots_painted, 2)     # plots repaint one per tick after an update
         app.processEvents()
         path = args.out / f"{name}.png"
         w.grab().save(str(path))

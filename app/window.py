@@ -38,6 +38,7 @@ log = logging.getLogger("specscope.app")
 
 REFRESH_PERIOD_MS = 50           # the GUI applies new events 20 times a second (the text view
                                  # repaint is most of a tick: 30 Hz took 17 % of a core in a run)
+STATS_PERIOD_MS = 250            # the stats bar's numbers: 4 times a second
 PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws once a second in a run
                                  # (a pyqtgraph redraw of the four plots costs tens of ms of CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
@@ -139,6 +140,7 @@ class MainWindow(QMainWindow):
         self._panels_dirty = False
         self._stats_stale = False
         self._panels_shown_at = 0.0
+        self._stats_shown_at = 0.0
         self._held_plots: list = []
         self._dirty_tabs: set = set()
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per refresh
@@ -686,7 +688,8 @@ class MainWindow(QMainWindow):
         self.events = []
         self._pending.clear()
         self.token_view.begin(info.prompt_text, info.vocab)
-        self.plots.clear()
+        self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
+        self._stagger_plot_paints()
         self.round_view.clear()
         self.stats_bar.clear()
         self.stats = None
@@ -694,12 +697,28 @@ class MainWindow(QMainWindow):
             self.pair_panel.set_load_state("idle", self.pair_panel.load_label.text())
         label = "baseline (target only)" if info.kind == "baseline" else "speculative"
         self.stats_bar.set_state(f"Step mode ({label})" if self.active.step else f"Running {label}…")
-        # The engine waits (prefill included) until the cleared window has painted, so its first
+        # The engine waits (prefill included) until the cleared plots have painted, so its first
         # rounds do not compete with those paints for the GIL; the first live plot update then
         # waits a full panel period.
-        self._release_plot_paint(everything=True)
         self._panels_shown_at = time.perf_counter()
-        self.active.ui_ready.set()
+        self._ready_when_painted(self.active.ui_ready)
+
+    def _ready_when_painted(self, ready, seen: int = -1, quiet: int = 0) -> None:
+        """Set ``ready`` once every held plot has painted. pyqtgraph settles in a cascade of
+        paints, so the plots count as painted after two checks (2 ms apart) without a paint;
+        held plots are released one at a time (each paint is an event-loop stall of several
+        ms). The worker waits at most UI_READY_TIMEOUT_S."""
+        if ready.is_set():
+            return
+        n = self._plot_paints.count
+        quiet = quiet + 1 if n == seen else 0
+        if quiet >= 2:
+            if not self._held_plots:
+                ready.set()
+                return
+            self._release_plot_paint()
+            quiet = 0
+        QTimer.singleShot(2, lambda: self._ready_when_painted(ready, n, quiet))
 
     @Slot(int, list)
     def _events_ready(self, run_id: int, batch: list) -> None:
@@ -778,7 +797,7 @@ class MainWindow(QMainWindow):
     # ================================================================== refresh
     def _refresh(self) -> None:
         """Apply the events that arrived since the last tick (timer, REFRESH_PERIOD_MS)."""
-        self._release_plot_paint(everything=self.mode not in ("running", "stepping"))
+        self._release_plot_paint()
         if not self._pending:
             if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
                 self._update_panels()
@@ -790,14 +809,17 @@ class MainWindow(QMainWindow):
     def _apply_pending(self) -> None:
         batch, self._pending = self._pending, []
         self.refresh_count += 1
+        now = time.perf_counter()
         self.token_view.append_events(batch)           # the text: every tick
         self.events.extend(batch)
         self._stats_stale = True
+        if now - self._stats_shown_at >= STATS_PERIOD_MS / 1e3:
+            self._stats_shown_at = now
+            self._fold()
         self._panels_dirty = True
         self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
-        now = time.perf_counter()
         if now - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3 or self.mode in ("idle", "paused"):
-            self._update_panels()                       # numbers and plots: at most 4 Hz
+            self._update_panels()                       # the visible tab: once a second
 
     def _fold(self) -> None:
         if self._stats_stale:
@@ -822,8 +844,7 @@ class MainWindow(QMainWindow):
             current = current.widget()
         if current is self.plots:
             self.plots.update_stats(stats, self.events)
-            if self.mode in ("running", "stepping"):
-                self._stagger_plot_paints()
+            self._stagger_plot_paints()
         elif current is self.round_view:
             if self.vocab is not None and self.events:
                 self.round_view.show_round(self.events[-1], self.vocab)
@@ -846,11 +867,14 @@ class MainWindow(QMainWindow):
                 w.setUpdatesEnabled(False)
                 self._held_plots.append(w)
 
-    def _release_plot_paint(self, everything: bool = False) -> None:
-        while self._held_plots:
+    @property
+    def plots_painted(self) -> bool:
+        """No plot is waiting for its staggered repaint."""
+        return not self._held_plots
+
+    def _release_plot_paint(self) -> None:
+        if self._held_plots:
             self._held_plots.pop(0).setUpdatesEnabled(True)   # schedules that plot's repaint
-            if not everything:
-                return
 
     def _update_stats_bar(self) -> None:
         req, stats = self.shown_request, self.stats

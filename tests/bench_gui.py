@@ -86,6 +86,9 @@ def window_run(app, w, n_predict: int) -> dict:
     heart.setTimerType(Qt.TimerType.PreciseTimer)
     heart.setInterval(HEARTBEAT_MS)
     heart.timeout.connect(beat)
+    settle = QEventLoop()       # let the previous run's last paints finish, as a person would
+    QTimer.singleShot(300, settle.quit)
+    settle.exec()
     w.params.n_predict.setValue(n_predict)
     loop = QEventLoop()
     result = {}
