@@ -148,8 +148,6 @@ class MainWindow(QMainWindow):
         self._build_ui()
         self._build_actions()
         self._plot_paints = _PaintCounter(self)
-        for name in getattr(self.plots, "plot_names", lambda: [])():
-            self.plots.plot_widget(name).viewport().installEventFilter(self._plot_paints)
         self._start_threads()
         self._restore(model, draft)
 
@@ -197,6 +195,7 @@ class MainWindow(QMainWindow):
             h = sum(self.right_split.sizes())
             self.right_split.setSizes([h * 45 // 100, h - h * 45 // 100])
         for name in getattr(self.plots, "plot_names", lambda: [])():
+            self.plots.plot_widget(name).viewport().installEventFilter(self._plot_paints)
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
         self.panels_ready = True
         if self.stats is not None:

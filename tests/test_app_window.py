@@ -137,6 +137,38 @@ def test_stop_mid_run_within_one_round(qtbot, window):
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
 
 
+def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, monkeypatch):
+    """The worker waits for the window's go (ui_ready) before the prefill, so the first rounds
+    do not compete with the cleared plots' paints; the window gives it once they painted."""
+    from specscope.app import worker as worker_mod
+    from specscope.core import engine as engine_mod
+    monkeypatch.setattr(worker_mod, "UI_READY_TIMEOUT_S", 60.0)   # only the window's go counts
+    seen = {}
+    prefill = engine_mod.Run._prefill
+
+    def spy(run):
+        seen.setdefault("at_prefill", (window.active.ui_ready.is_set(), window.plots_painted,
+                                       window._plot_paints.count))
+        prefill(run)
+
+    monkeypatch.setattr(engine_mod.Run, "_prefill", spy)
+    window.tabs.setCurrentWidget(window.plots)
+    paints_before = window._plot_paints.count
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    ready, painted, paints = seen["at_prefill"]
+    assert ready and painted
+    assert paints > paints_before          # the cleared plots painted before the first round
+
+
+def test_the_engine_goes_on_without_the_windows_go(qtbot, window, monkeypatch):
+    """A window that never answers (busy, closing) delays a run by UI_READY_TIMEOUT_S at most."""
+    from specscope.app import worker as worker_mod
+    monkeypatch.setattr(worker_mod, "UI_READY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(window, "_ready_when_painted", lambda ready: None)
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert window.events and window.stats.n_tokens == sum(len(e.emitted) for e in window.events)
+
+
 def test_step_advances_exactly_one_round(qtbot, window):
     with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
         window.step_clicked()
