@@ -158,6 +158,9 @@ def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, mo
     ready, painted, paints = seen["at_prefill"]
     assert ready and painted
     assert paints > paints_before          # the cleared plots painted before the first round
+    # the final update's repaints are staggered, one plot per tick: none stays held
+    qtbot.waitUntil(lambda: window.plots_painted, timeout=5_000)
+    assert all(window.plots.plot_widget(n).updatesEnabled() for n in window.plots.plot_names())
 
 
 def test_the_engine_goes_on_without_the_windows_go(qtbot, window, monkeypatch):
