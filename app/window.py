@@ -717,7 +717,7 @@ class MainWindow(QMainWindow):
                 return
             self._release_plot_paint()
             quiet = 0
-        QTimer.singleShot(2, lambda: self._ready_when_painted(ready, n, quiet))
+        QTimer.singleShot(2, self, lambda: self._ready_when_painted(ready, n, quiet))
 
     @Slot(int, list)
     def _events_ready(self, run_id: int, batch: list) -> None:
