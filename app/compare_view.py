@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from specscope.app.plots import cache_static_parts
+from specscope.app.plots import cache_static_parts, styled_plot
 
 __all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
 
@@ -365,20 +365,10 @@ class CompareView(QWidget):
         root.addWidget(split, 1)
 
     def _make_plot(self) -> pg.PlotWidget:
-        w = pg.PlotWidget(background="w")
-        w.setAntialiasing(True)
+        w = styled_plot("Speed-up against the target alone", "speed-up (×)", "draft length n",
+                        antialias=True)
         w.setMinimumSize(280, 220)
         p = w.getPlotItem()
-        p.setTitle("Speed-up against the target alone", color=TEXT_COLOR, size="11pt")
-        for name, text in (("left", "speed-up (×)"), ("bottom", "draft length n")):
-            ax = p.getAxis(name)
-            ax.setPen(pg.mkPen(AXIS_COLOR))
-            ax.setTextPen(pg.mkPen(TEXT_COLOR))
-            ax.enableAutoSIPrefix(False)
-            p.setLabel(name, text, color=AXIS_COLOR, **{"font-size": "9pt"})
-        p.showGrid(x=False, y=True, alpha=0.15)
-        p.setMenuEnabled(False)
-        p.hideButtons()
         self.one_line = pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#999999", width=1,
                                                                         style=Qt.PenStyle.DotLine))
         p.addItem(self.one_line)

@@ -30,7 +30,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.app.plots import cache_static_parts
+from specscope.app.plots import cache_static_parts, styled_plot
 from specscope.core.pairing import best_n, textbook_speedup
 from specscope.core.stats import Stats
 
@@ -52,8 +52,6 @@ OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
 CURVE_COLOR = "#0072b2"
 BEST_COLOR = "#e69f00"
 MEASURED_COLOR = "#d64545"
-TEXT_COLOR = "#222222"
-AXIS_COLOR = "#555555"
 
 TARGET_TIME_TIP_BASELINE = (
     "Target time per token = baseline run's target time ÷ its tokens "
@@ -214,20 +212,10 @@ class CostPanel(QtWidgets.QWidget):
         self._box = box
 
         # --- the curve
-        self._plot = pg.PlotWidget(background="w")
-        self._plot.setAntialiasing(True)
+        self._plot = styled_plot("Predicted speed-up (textbook model)", "Speed-up (×)",
+                                 "Drafted tokens per round, n", antialias=True)
         self._plot.setMinimumHeight(200)
         p = self._plot.getPlotItem()
-        p.setTitle("Predicted speed-up (textbook model)", color=TEXT_COLOR, size="11pt")
-        for name, text in (("left", "Speed-up (×)"),
-                           ("bottom", "Drafted tokens per round, n")):
-            ax = p.getAxis(name)
-            ax.setPen(pg.mkPen(AXIS_COLOR))
-            ax.setTextPen(pg.mkPen(TEXT_COLOR))
-            p.setLabel(name, text, color="#333333", **{"font-size": "9pt"})
-        p.showGrid(x=False, y=True, alpha=0.15)
-        p.setMenuEnabled(False)
-        p.hideButtons()
         p.getViewBox().setMouseEnabled(x=False, y=False)
         self._break_even = pg.InfiniteLine(
             pos=1.0, angle=0, movable=False,

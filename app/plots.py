@@ -36,6 +36,7 @@ from specscope.core.stats import Stats
 __all__ = [
     "PlotsPanel",
     "cache_static_parts",
+    "styled_plot",
     "ACCEPTED_COLOR",
     "TARGET_COLOR",
     "REJECTED_COLOR",
@@ -97,11 +98,13 @@ def cache_static_parts(plot: pg.PlotItem) -> None:
         plot.legend.setCacheMode(cache)
 
 
-def _plot_widget(title: str, left: str, bottom: str, tip: str, antialias: bool = False) -> pg.PlotWidget:
+def styled_plot(title: str, left: str, bottom: str, tip: str = "",
+                antialias: bool = False) -> pg.PlotWidget:
+    """A plot in SpecScope's style: white, titled, labelled axes, a faint y grid, no menu."""
     w = pg.PlotWidget(background="w")
     w.setAntialiasing(antialias)     # only lines need it; bars are axis-aligned rectangles
-    w.setMinimumSize(260, 190)
-    w.setToolTip(tip)
+    if tip:
+        w.setToolTip(tip)
     p = w.getPlotItem()
     p.setTitle(title, color=TEXT_COLOR, size="11pt")
     for name, text in (("left", left), ("bottom", bottom)):
@@ -175,7 +178,7 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.setSpacing(6)
 
         # 1. acceptance by draft position: green = kept, pale red = not kept, counts on top
-        w = _plot_widget(
+        w = styled_plot(
             PLOTS[0][1], "Share kept by the target", "Draft position (1 = first drafted token)",
             "For each position in the draft: of the drafts that reached it, the share whose token "
             "the target kept (green) or not (pale red).\nThe numbers are kept / drafted.")
@@ -198,7 +201,7 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.addWidget(w, 0, 0)
 
         # 2. accepted-length histogram: red for rounds that kept nothing, green otherwise
-        w = _plot_widget(
+        w = styled_plot(
             PLOTS[1][1], "Rounds", "Drafted tokens accepted in the round",
             "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without a "
             "draft are not counted).\nRed: the target rejected the first drafted token.")
@@ -216,7 +219,7 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.addWidget(w, 0, 1)
 
         # 3. generation speed: rolling and whole-run tokens/s over generation time
-        w = _plot_widget(
+        w = styled_plot(
             PLOTS[2][1], "Tokens per second", "Generation time (s, prompt excluded)",
             f"Tokens generated per second: over the last {SPEED_WINDOW_S:g} s (at least "
             f"{SPEED_WINDOW_MIN_ROUNDS} rounds), and over the whole run so far.", antialias=True)
@@ -240,7 +243,7 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.addWidget(w, 1, 0)
 
         # 4. time per round, stacked draft / verify / sync / overhead (ms), latest rounds
-        w = _plot_widget(
+        w = styled_plot(
             PLOTS[3][1], "Milliseconds", f"Round (latest {TIME_SPLIT_ROUNDS})",
             "Where each round's time went, stacked:\n" + "\n".join(SPLIT_TIPS[k] for k in SPLIT_PARTS))
         p = w.getPlotItem()
@@ -262,6 +265,7 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.addWidget(w, 1, 1)
 
         for w in self._plots.values():
+            w.setMinimumSize(260, 190)
             cache_static_parts(w.getPlotItem())
 
         # the top of the data per plot; the y range adds room for labels or the legend

@@ -22,7 +22,7 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtCore import QUrl
-from PySide6.QtWidgets import (QApplication, QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
+from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
                                QMessageBox, QScrollArea, QSplitter, QTabWidget, QToolBar,
                                QVBoxLayout, QWidget)
 
