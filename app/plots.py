@@ -12,7 +12,7 @@
 - **Time per round** — where each of the latest rounds spent its time: draft /
   verify / sync / overhead (ms), stacked.
 
-The window calls :meth:`PlotsPanel.update_stats` from a GUI timer (20 Hz)
+The window calls :meth:`PlotsPanel.update_stats` from a GUI timer (once a second during a run)
 with the fold of all events so far and the list of all events. The bar plots
 read the fold; the time series keep an index into the event list and only
 look at the events added since the previous call (preallocated arrays that

@@ -40,7 +40,7 @@ REFRESH_PERIOD_MS = 50           # the GUI applies new events 20 times a second 
                                  # repaint is most of a tick: 30 Hz took 17 % of a core in a run)
 STATS_PERIOD_MS = 250            # the stats bar's numbers: 4 times a second
 PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws once a second in a run
-                                 # (a pyqtgraph redraw of the four plots costs tens of ms of CPU)
+                                 # (the four plots' update and repaint cost ~10-20 ms of UI CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8
 SETTINGS_VERSION = 1

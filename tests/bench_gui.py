@@ -190,8 +190,6 @@ def main() -> int:
     PLOT_PAINTS.clear()
     threads = w.shown_request.engine_settings.target_threads   # the CLI gets the same
     runs, clis = [], []
-    if os.environ.get("SPECSCOPE_REFRESH_MS"):        # for experiments
-        w.timer.setInterval(int(os.environ["SPECSCOPE_REFRESH_MS"]))
     for i in range(args.repeat):
         st = window_run(app, w, args.n_predict, heartbeat=True)     # the stalls
         s0 = cpu_jiffies()
