@@ -47,6 +47,12 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("-ngld", "--gpu-layers-draft", type=int, default=0, help="draft layers on the GPU")
     g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
     g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")
+    rp = g.add_mutually_exclusive_group()
+    rp.add_argument("--repack", choices=("auto", "on", "off"), default="auto",
+                    help="let llama.cpp repack quantized weights for this CPU (default auto: off "
+                         "where the CPU reports AMX, whose repacked kernels crash; on elsewhere)")
+    rp.add_argument("--no-repack", dest="repack", action="store_const", const="off",
+                    help="llama.cpp's --no-repack: same as --repack off")
     g.add_argument("--deterministic", action="store_true",
                    help="F32 KV cache and flash attention off: speculative output equals the baseline's")
 
@@ -135,7 +141,7 @@ def engine_settings(args):
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
               kv_type=args.kv_type, target_threads=args.threads,
               draft_threads=args.threads_draft, target_gpu_layers=args.gpu_layers,
-              draft_gpu_layers=args.gpu_layers_draft)
+              draft_gpu_layers=args.gpu_layers_draft, repack=args.repack)
     if args.deterministic:
         kw.update(flash_attn="off", kv_type="f32")
     return EngineSettings(**kw)

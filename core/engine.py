@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
-from .llama import Batch, Context, ContextSettings, Model, SamplerChain
+from .llama import Batch, Context, ContextSettings, Model, SamplerChain, resolve_repack
 from .sampling import SamplerSettings, build_chain
 
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
@@ -70,6 +70,7 @@ class EngineSettings:
     draft_threads: int = 0
     target_gpu_layers: int = 0
     draft_gpu_layers: int = 0
+    repack: str = "auto"                   # auto | on | off: llama.cpp's weight repacking (--repack)
 
     @classmethod
     def deterministic(cls, **kw) -> "EngineSettings":
@@ -107,10 +108,13 @@ class Engine:
     def _open(self, target: Path, draft: Path | None, progress) -> None:
         s = self.settings
         on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
-        self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, progress=on("target")))
+        self.repack, self.repack_reason = resolve_repack(s.repack)
+        self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
+                                      progress=on("target")))
         self.draft = None
         if draft is not None:
-            self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, progress=on("draft")))
+            self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, repack=self.repack,
+                                         progress=on("draft")))
             from .pairing import vocab_rules  # the gate of seed 000 §4.2
             failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
             if failed:

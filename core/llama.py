@@ -77,6 +77,34 @@ def ensure_backend() -> None:
         _backend_ready = True
 
 
+def system_info() -> str:
+    """llama.cpp's ``llama_print_system_info``: the CPU features it was built for and found."""
+    ensure_backend()
+    return (ll.llama_print_system_info() or b"").decode("utf-8", "replace")
+
+
+REPACK_MODES = ("auto", "on", "off")
+
+
+def resolve_repack(mode: str) -> tuple[bool, str]:
+    """(repack?, why) for ``--repack auto|on|off``.
+
+    ``auto`` turns llama.cpp's extra buffer types off where it reports AMX: there it repacks
+    quantized weights into AMX buffers and ``ggml_backend_amx_mul_mat`` crashes on the first
+    decode (llama.cpp issue 20824). F16/F32 weights are never repacked, so nothing changes
+    for them."""
+    if mode == "on":
+        return True, "repacking on (--repack on)"
+    if mode == "off":
+        return False, "repacking off (--repack off)"
+    if mode != "auto":
+        raise ConfigError(f"--repack must be auto, on or off, not {mode!r}")
+    if "AMX_INT8 = 1" in system_info():
+        return False, ("repacking off: this CPU reports AMX, where llama.cpp's repacked "
+                       "quantized weights crash (llama.cpp issue 20824)")
+    return True, "repacking on: llama.cpp's default on this CPU (no AMX)"
+
+
 def _take_last_error() -> str:
     errors = _errors()
     text = "; ".join(errors[-2:])
@@ -93,7 +121,9 @@ class Model:
     """A loaded GGUF model (or only its vocabulary, with ``vocab_only``)."""
 
     def __init__(self, path: str | Path, *, vocab_only: bool = False, n_gpu_layers: int = 0,
-                 progress=None, check_file: bool = True):
+                 repack: bool = True, progress=None, check_file: bool = True):
+        """repack: let llama.cpp repack weights into extra buffer types (AMX, AVX512 …),
+        llama.cpp's ``use_extra_bufts``; ``False`` is its ``--no-repack``."""
         ensure_backend()
         self.path = Path(path)
         if check_file:
@@ -102,6 +132,7 @@ class Model:
         params = ll.llama_model_default_params()
         params.vocab_only = vocab_only
         params.n_gpu_layers = n_gpu_layers
+        params.use_extra_bufts = repack
         self._progress_cb = None
         if progress is not None:
             def _progress(fraction, _user):
