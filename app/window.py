@@ -376,6 +376,7 @@ class MainWindow(QMainWindow):
         w.run_finished.connect(self._run_finished)
         w.step_paused.connect(self._step_paused)
         w.failed.connect(self._failed)
+        w.crashed.connect(self._model_crashed)
         self.check_requested.connect(self.doctor.check)
         self.doctor.pair_checked.connect(self._pair_checked)
         self.doctor.check_failed.connect(self._check_failed)
@@ -677,6 +678,19 @@ class MainWindow(QMainWindow):
         self.pair_panel.set_load_facts(facts)
         if self.mode == "idle":
             self.stats_bar.set_state("Ready")
+
+    @Slot(object, bool)
+    def _model_crashed(self, verdict, retrying: bool) -> None:
+        """A model crashed llama.cpp in the probe's child process (this window is unharmed)."""
+        name = Path(verdict.model).name
+        what = verdict.signal_name or verdict.status
+        message = f"{name} crashed llama.cpp ({what}) in a test process"
+        if verdict.cause:
+            message += f". Likely cause: {verdict.cause}"
+        message += (". Retrying once with repacking off." if retrying else
+                    ". The window is unaffected; choose another model or other settings.")
+        details = "\n".join([verdict.describe(), "", "Last llama.cpp log lines:", *verdict.log_tail])
+        self.banner.show_message("warning" if retrying else "error", message, details)
 
     @Slot(object)
     def _run_started(self, info) -> None:

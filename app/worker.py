@@ -90,6 +90,7 @@ class EngineWorker(QObject):
     run_finished = Signal(int, str)             # run_id, finish ("eog", "stopped", ...)
     step_paused = Signal(int)                   # run_id: one step done, waiting for the next
     failed = Signal(int, object, str)           # run_id (0: load), exception, traceback
+    crashed = Signal(object, bool)              # a probe Verdict; True: retrying with safe settings
     closed = Signal()
 
     def __init__(self):
@@ -113,11 +114,30 @@ class EngineWorker(QObject):
                 not need_draft and self._engine_key[0] == key[0] and self._engine_key[2] == key[2])):
             return
         self._close_engine()
+        self.load_started.emit(f"Checking {Path(target).name}" + (f" and {Path(draft).name}" if draft else ""))
+        settings = self._guarded(target, draft, settings)
         self.load_started.emit(f"Loading {Path(target).name}" + (f" and {Path(draft).name}" if draft else ""))
         self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
         self._vocab = Vocab.of(self._engine.target)
         self.engine_loaded.emit(self._facts())
+
+    def _guarded(self, target: Path, draft: Path | None, settings):
+        """The crash probe (core/probe.py): each model first runs in a child process. When one
+        crashes it, say so and retry once with the safe settings (repacking off); the settings
+        that passed are the ones the engine loads with."""
+        from dataclasses import replace
+        from specscope.core.probe import SAFE, ProbeSettings, probe
+        safe = replace(settings, **SAFE)
+        for attempt in ((settings, safe) if safe != settings else (settings,)):
+            crash = next((v for v in (probe(path, ProbeSettings.of(attempt, role))
+                                      for role, path in (("target", target), ("draft", draft))
+                                      if path is not None) if not v.ok), None)
+            if crash is None:
+                return attempt
+            retry = attempt is settings and safe != settings
+            self.crashed.emit(crash, retry)
+        raise crash.error()
 
     def _progress(self, role: str, fraction: float) -> bool:
         """llama.cpp's load progress callback: report it; False aborts the load."""
@@ -136,6 +156,8 @@ class EngineWorker(QObject):
                            "description": m.description, "n_vocab": m.n_vocab,
                            "path": str(m.path)}
         facts["n_ctx"] = e.tgt.n_ctx
+        facts["repack"] = {"on": e.repack, "reason": e.repack_reason,
+                           "setting": e.settings.repack}
         return facts
 
     def _close_engine(self) -> None:

@@ -103,6 +103,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .cache import cache_root, file_id, read_json, write_json
 from .errors import ConfigError
 from .pairing import expected_accepted, textbook_speedup
 
@@ -574,20 +575,7 @@ def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float,
 # ============================================================================ cache
 
 def cache_dir() -> Path:
-    env = os.environ.get("SPECSCOPE_CACHE_DIR")
-    if env:
-        return Path(env) / "calibration"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "specscope" / "calibration"
-
-
-def _file_id(path) -> dict:
-    p = Path(path).resolve()
-    try:
-        st = p.stat()
-        return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    except OSError:
-        return {"path": str(p)}
+    return cache_root() / "calibration"
 
 
 def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST) -> tuple[str, dict]:
@@ -595,8 +583,8 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
     from dataclasses import asdict as _asdict
     desc = {
         "version": CALIBRATION_VERSION,
-        "target": _file_id(engine.target.path),
-        "draft": _file_id(engine.draft.path) if engine.draft is not None else None,
+        "target": file_id(engine.target.path),
+        "draft": file_id(engine.draft.path) if engine.draft is not None else None,
         "engine": _asdict(engine.settings),
         "sampler": sampler.describe() if sampler is not None else "greedy",
         "k_max": k_max, "n_past": n_past,
@@ -607,10 +595,10 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
 
 
 def load_cached(key: str, *, k_max: int | None = None) -> Calibration | None:
-    path = cache_dir() / f"{key}.json"
+    doc = read_json(cache_dir() / f"{key}.json")
     try:
-        cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, KeyError):
+        cal = Calibration.from_dict(doc)
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
     if k_max is not None and cal.k_max < k_max:
         return None
@@ -618,16 +606,7 @@ def load_cached(key: str, *, k_max: int | None = None) -> Calibration | None:
 
 
 def save_cached(cal: Calibration) -> Path | None:
-    folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{cal.key}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cal.to_dict(), indent=1, default=str), encoding="utf-8")
-        tmp.replace(path)
-        return path
-    except OSError:
-        return None   # a cache that cannot be written is not an error
+    return write_json(cache_dir() / f"{cal.key}.json", cal.to_dict())
 
 
 def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,

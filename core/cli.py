@@ -53,6 +53,9 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
                          "where the CPU reports AMX, whose repacked kernels crash; on elsewhere)")
     rp.add_argument("--no-repack", dest="repack", action="store_const", const="off",
                     help="llama.cpp's --no-repack: same as --repack off")
+    g.add_argument("--no-probe", action="store_true",
+                   help="skip the crash probe (each model is first tried in a child process, "
+                        "verdicts cached): a model that crashes llama.cpp then ends specscope")
     g.add_argument("--deterministic", action="store_true",
                    help="F32 KV cache and flash attention off: speculative output equals the baseline's")
 
@@ -196,13 +199,25 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
     return lines
 
 
+def guard_models(settings, target, draft=None) -> None:
+    """The crash probe (core/probe.py): raise ModelCrashError, one line, when llama.cpp crashes
+    on a model in a child process with these settings, before this process touches it."""
+    from .probe import ProbeSettings, guard
+    for role, path in (("target", target), ("draft", draft)):
+        if path is not None:
+            guard(path, ProbeSettings.of(settings, role))
+
+
 def cmd_generate(args) -> int:
     from .engine import Engine, SpecSettings
     from .stats import fold
     speculative = args.command == "run"
     target, draft = resolve_models(args, draft=speculative)
     prompt = read_prompt(args)
-    with Engine(target, draft, engine_settings(args)) as engine:
+    settings = engine_settings(args)
+    if not args.no_probe:
+        guard_models(settings, target, draft)
+    with Engine(target, draft, settings) as engine:
         sampler = sampler_settings(args, engine)
         if speculative:
             spec = SpecSettings(n_max=args.spec_draft_n_max, n_min=args.spec_draft_n_min,

@@ -45,3 +45,13 @@ class DecodeError(SpecScopeError):
 
 class ConfigError(SpecScopeError):
     """A setting is out of range or inconsistent."""
+
+
+class ModelCrashError(ModelFileError):
+    """llama.cpp crashed (a signal or an abort) running a model in the crash probe's child process."""
+
+    def __init__(self, path: str | Path, message: str, verdict=None):
+        self.verdict = verdict
+        SpecScopeError.__init__(self, message)
+        self.path = str(path)
+        self.problem = message

@@ -1,11 +1,14 @@
 import os
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
 os.environ["QT_QPA_PLATFORM"] = os.environ.get("QT_QPA_PLATFORM") or "offscreen"
+# calibrations and crash-probe verdicts go to a cache of the test session's own, not the user's
+os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cache-")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import ggufgen  # noqa: E402
@@ -33,6 +36,8 @@ def tiny_models(tmp_path_factory):
         "mamba_draft": ggufgen.write_mamba(d / "mamba-draft.gguf", n_layer=1, seed=5),
         # another vocabulary: fewer merges, so the EOS id and the sizes differ
         "foreign": ggufgen.write_llama(d / "foreign.gguf", n_layer=1, n_vocab_merges=10, seed=8),
+        # llama.cpp aborts on it at the first decode (SIGABRT): for the crash probe
+        "crashing": ggufgen.write_crashing_llama(d / "crashing.gguf"),
     }
     return paths
 

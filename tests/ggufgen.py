@@ -174,3 +174,10 @@ def write_mamba(path: str | Path, *, n_embd: int = 64, n_layer: int = 2, d_state
     w.write_tensors_to_file()
     w.close()
     return Path(path)
+
+
+def write_crashing_llama(path: str | Path) -> Path:
+    """A malformed model that llama.cpp loads but aborts on at the first decode: 3 KV heads
+    for 4 query heads (the tensor shapes agree with the header, so the load checks pass; the
+    attention's matrix product then fails ``GGML_ASSERT(ggml_can_mul_mat(k, q))``)."""
+    return write_llama(path, n_head=4, n_head_kv=3, name="crashes-llama.cpp")

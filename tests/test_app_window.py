@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtCore import QSettings, Qt  # noqa: E402
 
 from specscope.app.token_view import PROMPT, expected_kinds  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
@@ -223,6 +223,25 @@ def test_bad_file_shows_the_error_and_the_app_keeps_working(qtbot, window, pair,
     window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert len(window.events) > 0
+
+
+def test_a_model_that_crashes_llama_cpp_leaves_the_window_running(qtbot, window, pair, tiny_models):
+    crashed = []
+    window.worker.crashed.connect(lambda verdict, retrying: crashed.append((verdict, retrying)),
+                                  Qt.ConnectionType.DirectConnection)
+    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+        window.pair_panel.set_pair(Path(tiny_models["crashing"]), Path(tiny_models["draft"]))
+    assert run_and_wait(qtbot, window, window.run_clicked) == "error"
+    # probed in a child process, retried once with repacking off, crashed again: reported
+    assert [retrying for _, retrying in crashed] == [True, False]
+    assert all(v.signal_name == "SIGABRT" and v.model.endswith("crashing.gguf") for v, _ in crashed)
+    assert crashed[1][0].settings["repack_used"] == "off"
+    assert window.banner.level == "error" and "crashing.gguf" in window.banner.message
+    assert "SIGABRT" in window.banner.message and window.mode == "idle"
+    # the window goes on: the good pair runs, and its settings are what they were
+    assert window.params.n_predict.value() == 24
+    window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
 
 
 def test_incompatible_pair(qtbot, window, pair):

@@ -1,0 +1,230 @@
+"""A guard against native crashes: try a model in a child process before using it in-process.
+
+llama.cpp can kill the process that runs it: a segfault in a kernel (on CPUs that report
+AMX, repacked quantized weights crash in ``ggml_backend_amx_mul_mat``, llama.cpp issue
+20824), or an abort on a ``GGML_ASSERT`` for a malformed file. Python cannot catch either.
+So before a (model file, settings) combination is first used in-process, ``probe`` loads it
+in a child process, decodes a verification-sized batch, a prompt-sized one and a few single
+tokens, and reports how the child ended. Verdicts are cached in the user's cache folder, keyed
+by the file's identity, the llama.cpp build and the settings, so the second open costs nothing.
+
+The probe is a guard, not a second engine: it exercises the same kernels the engine will
+(matrix products of one row and of many rows, prefill and verification), then exits.
+
+Run as ``python -m specscope.core.probe JSON`` it is the child itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .cache import cache_root, file_id, read_json, write_json
+from .errors import ModelCrashError
+
+PROBE_VERSION = 1
+TIMEOUT_S = 120.0
+LOG_TAIL = 6                 # llama.cpp log lines kept from a crashed child
+SAFE = {"repack": "off"}     # the settings a crashed probe is retried with
+_CHILD_ERROR = 3             # the child's exit status for an error SpecScope explains itself
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What decides which kernels a model runs with (and so whether they crash)."""
+    repack: str = "auto"        # auto | on | off (resolved in the child, as the engine does)
+    n_gpu_layers: int = 0
+    flash_attn: str = "auto"
+    kv_type: str = "f16"
+    n_threads: int = 0
+
+    @classmethod
+    def of(cls, engine_settings, role: str = "target") -> "ProbeSettings":
+        s = engine_settings
+        draft = role == "draft"
+        return cls(repack=s.repack, flash_attn=s.flash_attn, kv_type=s.kv_type,
+                   n_gpu_layers=s.draft_gpu_layers if draft else s.target_gpu_layers,
+                   n_threads=s.draft_threads if draft else s.target_threads)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    model: str
+    settings: dict
+    status: str = "ok"              # ok | signal | exit | timeout | error
+    signal_name: str = ""           # SIGSEGV, SIGABRT …
+    exit_code: int = 0
+    log_tail: tuple[str, ...] = field(default=())
+    cause: str = ""                 # the likely cause, in words
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def failed_check(self) -> str:
+        """The GGML_ASSERT line llama.cpp printed before aborting, if any."""
+        for line in self.log_tail:
+            if "GGML_ASSERT" in line or "GGML_ABORT" in line:
+                return line[line.index("GGML_"):]
+        return ""
+
+    def describe(self) -> str:
+        """One line: what happened to which model."""
+        what = {"signal": f"llama.cpp crashed ({self.signal_name})",
+                "exit": f"llama.cpp exited with status {self.exit_code}",
+                "timeout": f"llama.cpp did not finish within {TIMEOUT_S:.0f} s"}.get(self.status, "")
+        return (f"{self.model}: {what} while running this model "
+                f"(repacking {self.settings.get('repack_used', self.settings.get('repack'))})"
+                + (f"; likely cause: {self.cause}" if self.cause else "")
+                + (f" ({self.failed_check})" if self.failed_check else ""))
+
+    def error(self) -> ModelCrashError:
+        return ModelCrashError(self.model, self.describe(), self)
+
+
+def _build_id() -> str:
+    """Which llama.cpp this process runs: the binding's version, its library file, the CPU it found."""
+    import llama_cpp
+    from .llama import system_info
+    lib = Path(llama_cpp.llama_cpp._lib._name)
+    try:
+        lib_id = f"{lib}:{lib.stat().st_size}:{lib.stat().st_mtime_ns}"
+    except OSError:
+        lib_id = str(lib)
+    return f"{llama_cpp.__version__}|{lib_id}|{system_info()}"
+
+
+def probe_key(path, settings: ProbeSettings) -> str:
+    desc = {"version": PROBE_VERSION, "file": file_id(path), "build": _build_id(),
+            "settings": asdict(settings)}
+    return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _cache_path(key: str) -> Path:
+    return cache_root() / "probes" / f"{key}.json"
+
+
+def likely_cause(settings: dict, log_tail, signal_name: str) -> str:
+    text = "\n".join(log_tail).lower()
+    if "amx" in text or (settings.get("repack_used") == "on" and "AMX_INT8 = 1" in
+                         settings.get("system_info", "")):
+        return ("llama.cpp's AMX kernels for repacked quantized weights crash on this CPU "
+                "(llama.cpp issue 20824); repacking off (--repack off) avoids them")
+    if signal_name == "SIGABRT" or "ggml_assert" in text:
+        return "llama.cpp stopped on a failed internal check: the file may be malformed"
+    if settings.get("repack_used") == "on":
+        return "a llama.cpp kernel for repacked weights may be at fault; try repacking off"
+    return "a bug in llama.cpp or a malformed model file"
+
+
+def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = True,
+          timeout_s: float = TIMEOUT_S) -> Verdict:
+    """How a child process fared with this model and these settings (cached)."""
+    path = Path(path)
+    key = probe_key(path, settings)
+    if use_cache:
+        doc = read_json(_cache_path(key))
+        if isinstance(doc, dict):
+            try:
+                doc["log_tail"] = tuple(doc.get("log_tail", ()))
+                return Verdict(**{**doc, "cached": True})
+            except TypeError:
+                pass
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "specscope.core.probe",
+           json.dumps({"path": str(path), **asdict(settings)})]
+    try:
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout_s,
+                              env={**os.environ, "GGML_NO_BACKTRACE": "1"})
+        rc, out, err, status = proc.returncode, proc.stdout, proc.stderr, None
+    except subprocess.TimeoutExpired as exc:
+        rc, out, err, status = None, exc.stdout or b"", exc.stderr or b"", "timeout"
+    seconds = time.perf_counter() - t0
+    report = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        if line.startswith("{"):
+            try:
+                report = json.loads(line)
+            except ValueError:
+                pass
+    if rc == _CHILD_ERROR:
+        # a clean error (a missing or malformed file, a setting llama.cpp refused): not a
+        # crash; the in-process load reports it the usual way. Not cached.
+        return Verdict(True, str(path), asdict(settings), "error", seconds=seconds)
+    used = {**asdict(settings), **report}
+    lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+    tail = tuple(lines[-LOG_TAIL:])
+    asserts = [line for line in lines if "GGML_ASSERT" in line or "GGML_ABORT" in line]
+    if asserts and asserts[-1] not in tail:
+        tail = (asserts[-1], *tail[1:])
+    if rc == 0:
+        verdict = Verdict(True, str(path), used, "ok", seconds=seconds)
+    else:
+        sig = ""
+        if status is None:
+            status = "signal" if rc < 0 else "exit"
+            if rc < 0:
+                try:
+                    sig = signal.Signals(-rc).name
+                except ValueError:
+                    sig = f"signal {-rc}"
+        verdict = Verdict(False, str(path), used, status, sig, rc or 0, tail,
+                          likely_cause(used, tail, sig), seconds)
+    if status != "timeout" and use_cache:     # a timeout may be a busy machine: ask again next time
+        write_json(_cache_path(key), {k: v for k, v in asdict(verdict).items() if k != "cached"})
+    return verdict
+
+
+def guard(path, settings: ProbeSettings, *, use_cache: bool = True) -> Verdict:
+    """Raise ModelCrashError when the model crashes a child process with these settings."""
+    verdict = probe(path, settings, use_cache=use_cache)
+    if not verdict.ok:
+        raise verdict.error()
+    return verdict
+
+
+# ---------------------------------------------------------------------------- the child
+
+def _child(spec: dict) -> int:
+    import logging
+    from .errors import SpecScopeError
+    from .llama import Batch, Context, ContextSettings, Model, resolve_repack, system_info
+    # llama.cpp's log lines go to stderr, where the parent keeps the last few
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    llama_log = logging.getLogger("specscope.llama")
+    llama_log.addHandler(handler)
+    llama_log.setLevel(logging.INFO)
+    try:
+        repack, _why = resolve_repack(spec["repack"])
+        print(json.dumps({"repack_used": "on" if repack else "off",
+                          "system_info": system_info().strip()}), flush=True)
+        model = Model(spec["path"], repack=repack, n_gpu_layers=spec["n_gpu_layers"])
+        ctx = Context(model, ContextSettings(n_ctx=256, n_batch=64, n_threads=spec["n_threads"],
+                                             flash_attn=spec["flash_attn"], kv_type=spec["kv_type"]))
+        token = model.bos if model.bos >= 0 else 0
+        with Batch(64) as batch:
+            pos = 0
+            for n in (32, 9, 4, 2, 1, 1):         # a prompt chunk, verifications, single tokens
+                batch.fill([token] * n, pos, logits="all")
+                ctx.decode(batch, f"a probe batch of {n} tokens")
+                ctx.logits(n)[-1].argmax()
+                pos += n
+        ctx.close()
+        model.close()
+    except SpecScopeError as exc:
+        print(str(exc), file=sys.stderr)
+        return _CHILD_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(json.loads(sys.argv[1])))
