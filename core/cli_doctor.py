@@ -38,9 +38,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("draft", type=Path, nargs="?", help="draft model (GGUF)")
     p.add_argument("--scan", type=Path, metavar="DIR",
                    help="check every .gguf in DIR as a draft, ranked by estimated cost")
+    p.add_argument("--repack", choices=("auto", "on", "off"), default="auto",
+                   help="the weight-repacking setting to report on (default auto, as run and the window)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
     return p
+
+
+def repack_note(mode: str) -> dict:
+    """Which weight repacking ``mode`` gives on this CPU, and why (a doctor line)."""
+    from .llama import resolve_repack
+    on, why = resolve_repack(mode)
+    return {"setting": mode, "on": on, "reason": why}
 
 
 def run(args) -> int:
@@ -57,7 +66,11 @@ def run(args) -> int:
             _emit(args, report.to_dict(), format_scan(report))
             return EXIT_COMPATIBLE if report.compatible else EXIT_INCOMPATIBLE
         report = pairing.check_pair(args.target, args.draft)
-        _emit(args, report.to_dict(), format_pair(report))
+        repack = repack_note(args.repack)
+        text = format_pair(report).rstrip("\n").split("\n")
+        text.insert(-1, f"Weight repacking on this CPU (--repack {repack['setting']}): {repack['reason']}")
+        text.insert(-1, "")
+        _emit(args, {**report.to_dict(), "repack": repack}, "\n".join(text) + "\n")
         return EXIT_COMPATIBLE if report.compatible else EXIT_INCOMPATIBLE
     except SpecScopeError as exc:
         return _bad_input(args, str(exc))
