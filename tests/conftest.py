@@ -12,6 +12,18 @@ os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cach
 sys.path.insert(0, str(Path(__file__).parent))
 
 import ggufgen  # noqa: E402
+import realmodel  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct Q4_1 (tests/realmodel.py). In CI the tier must run: no skip."""
+    try:
+        return realmodel.smollm2_path()
+    except (RuntimeError, OSError) as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the real-model tier needs SmolLM2: {exc}")
+        pytest.skip(f"SmolLM2-135M-Instruct Q4_1 is not available: {exc}")
 
 
 @pytest.fixture(scope="session")
