@@ -233,7 +233,9 @@ def test_a_model_that_crashes_llama_cpp_leaves_the_window_running(qtbot, window,
         window.pair_panel.set_pair(Path(tiny_models["crashing"]), Path(tiny_models["draft"]))
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
     # probed in a child process, retried once with repacking off, crashed again: reported
-    assert [retrying for _, retrying in crashed] == [True, False]
+    # (for the preload when the pair was set, and again for Run)
+    flags = [retrying for _, retrying in crashed]
+    assert flags and flags == [True, False] * (len(flags) // 2)
     assert all(v.signal_name == "SIGABRT" and v.model.endswith("crashing.gguf") for v, _ in crashed)
     assert crashed[1][0].settings["repack_used"] == "off"
     assert window.banner.level == "error" and "crashing.gguf" in window.banner.message
