@@ -36,6 +36,16 @@ def labels(tokens, vocab) -> list[str]:
     return ["⟨end⟩" if vocab.is_eog(t) else x for t, x in zip(tokens, texts)]
 
 
+def round_labels(ev, vocab) -> tuple[list[str], list[str]]:
+    """(verification batch, emitted) labels of a round. Tokens are read along what the round
+    kept (seed, replayed, emitted), so an accepted drafted token and its sample show the same;
+    drafted tokens from the first rejection on are read along the draft."""
+    r, a = 1 + len(ev.replayed), ev.n_accepted
+    kept = labels([ev.seed, *ev.replayed, *ev.emitted], vocab)
+    drafted = labels([ev.seed, *ev.replayed, *ev.drafted], vocab)
+    return kept[:r + a] + drafted[r + a:], kept[r:]
+
+
 def token_tooltip(token: int, vocab) -> str:
     """Hovering a token: its id and its piece as the vocabulary writes it."""
     return f"token {token} · vocabulary piece <code>{html.escape(vocab.text(token))}</code>"
@@ -109,8 +119,7 @@ class RoundDiagram(QWidget):
         batch = [ev.seed, *replayed, *drafted]          # the verification batch
         a, k = ev.n_accepted, len(drafted)
         n_after = ev.n_past_after
-        batch_text = [short(x) for x in labels(batch, self._vocab)]
-        emitted_text = [short(x) for x in labels(ev.emitted, self._vocab)]
+        batch_text, emitted_text = ([short(x) for x in row] for row in round_labels(ev, self._vocab))
         self._cells = []
 
         def cell(col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None,
@@ -234,8 +243,7 @@ class RoundExplainer(QWidget):
 def explain(ev, vocab) -> str:
     """The round in words (HTML). Tokens are read along the verification batch and along
     what was emitted, so a character split over tokens shows as its shares."""
-    batch_text = labels([ev.seed, *ev.replayed, *ev.drafted], vocab)
-    emitted_text = labels(ev.emitted, vocab)
+    batch_text, emitted_text = round_labels(ev, vocab)
     r = 1 + len(ev.replayed)                      # the drafted tokens' offset in the batch
 
     def tok(t, text):

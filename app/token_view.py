@@ -151,7 +151,8 @@ class TokenView(QPlainTextEdit):
         n = len(prompt_tokens)
         for i, tok in enumerate(prompt_tokens):
             text, joined = self._stream.feed(tok, vocab.piece(tok))
-            pieces.append(_Piece(PROMPT, tok, -1, i, text, partial(self._describe_prompt, i, n, tok, joined)))
+            pieces.append(_Piece(PROMPT, tok, -1, i, text,
+                                 partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
         self._append(pieces)
 
     def generated_text(self) -> str:
@@ -190,7 +191,7 @@ class TokenView(QPlainTextEdit):
             if i < a and ev.drafted:
                 text, joined = self._text(tok)
                 out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, text,
-                                  partial(self._describe, ev, ACCEPTED, i, joined)))
+                                  partial(self._describe, ev, ACCEPTED, i, (joined, text[:1]))))
                 continue
             # the target's own token: replacement, bonus, or a plain/baseline token;
             # the rejected drafted tokens come first, struck through, each with its share
@@ -203,13 +204,15 @@ class TokenView(QPlainTextEdit):
                                   partial(self._describe, ev, kind, j)))
             text, joined = ("⟨end of text⟩", ()) if self._vocab.is_eog(tok) else self._text(tok)
             out.append(_Piece(TARGET, tok, ev.index, pos0 + i, text,
-                              partial(self._describe, ev, TARGET, i, joined)))
+                              partial(self._describe, ev, TARGET, i, (joined, text[:1]))))
         return out
 
-    def _describe_prompt(self, i: int, n: int, token: int, joined: tuple[int, ...]) -> str:
-        return f"<b>prompt</b> token {i + 1} of {n}, position {i}" + self._tok_line(token, joined)
+    def _describe_prompt(self, i: int, n: int, token: int, split=((), "")) -> str:
+        return f"<b>prompt</b> token {i + 1} of {n}, position {i}" + self._tok_line(token, split)
 
-    def _describe(self, ev, kind: str, i: int, joined: tuple[int, ...] = ()) -> str:
+    def _describe(self, ev, kind: str, i: int, split=((), "")) -> str:
+        """``split``: (earlier tokens, character) when this token completes a character
+        whose first bytes those tokens held."""
         """A token's tooltip (HTML), written when it is first hovered: ``i`` indexes
         ``ev.emitted`` (accepted, target) or ``ev.drafted`` (rejected, unchecked)."""
         k, a = len(ev.drafted), ev.n_accepted
@@ -249,19 +252,21 @@ class TokenView(QPlainTextEdit):
                 why = {"n_min": f"the draft ({ev.dropped_draft} tokens) was shorter than n_min",
                        "budget": "no room left to draft"}.get(ev.draft_stop, "no draft")
                 tip = head + f"target token, no draft this round ({why})"
-        return tip + self._tok_line(tok, joined)
+        return tip + self._tok_line(tok, split)
 
     def _esc(self, token: int) -> str:
         return html.escape(visible(self._piece_text(token)) or " ")
 
-    def _tok_line(self, token: int, joined: tuple[int, ...] = ()) -> str:
+    def _tok_line(self, token: int, split=((), "")) -> str:
         """The token's id, its vocabulary piece, and the text or bytes it stands for."""
         line = f"token {token} · vocabulary piece <code>{html.escape(self._vocab.text(token))}</code>"
-        line += f" · text <code>{self._esc(token)}</code>"
+        shown = self._esc(token)
+        line += f" · {'bytes' if shown.startswith('⟨') else 'text'} <code>{shown}</code>"
+        joined, char = split
         if joined:
             ids = ", ".join(str(t) for t in joined)
-            line += (f"<br>its first character also holds the bytes of the token"
-                     f"{'s' if len(joined) > 1 else ''} before it ({ids})")
+            line += (f"<br>it completes <code>{html.escape(char)}</code>, whose first bytes are in the "
+                     f"token{'s' if len(joined) > 1 else ''} before it ({ids})")
         return f"<br><span style='color:#666'>{line}</span>"
 
     # ------------------------------------------------------------------ document
