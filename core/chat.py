@@ -47,6 +47,7 @@ from .errors import SpecScopeError
 
 TEMPLATE_KEY = "tokenizer.chat_template"
 MAX_MESSAGE_CHARS = 300      # how much of a template's own error message the one line keeps
+MAX_RENDER_CHARS = 4_000_000  # a chat prompt longer than any context: the template is runaway
 
 
 class ChatTemplateError(SpecScopeError):
@@ -118,10 +119,19 @@ def render_template(source: str, messages: list[dict], *, bos_token: str = "", e
         raise ChatTemplateError(f"{where}: the chat template cannot be compiled "
                                 f"({type(exc).__name__}: {_one_line(exc)})") from None
     try:
-        return template.render(messages=messages, bos_token=bos_token, eos_token=eos_token,
-                               add_generation_prompt=True, raise_exception=_raise_exception,
-                               strftime_now=_strftime_now, functions=None, function_call=None,
-                               tools=None, tool_choice=None)
+        parts, n = [], 0
+        for part in template.generate(messages=messages, bos_token=bos_token, eos_token=eos_token,
+                                      add_generation_prompt=True, raise_exception=_raise_exception,
+                                      strftime_now=_strftime_now, functions=None,
+                                      function_call=None, tools=None, tool_choice=None):
+            parts.append(part)
+            n += len(part)
+            if n > MAX_RENDER_CHARS:
+                raise ChatTemplateError(f"{where}: the chat template was stopped: it wrote more "
+                                        f"than {MAX_RENDER_CHARS:,} characters for one message")
+        return "".join(parts)
+    except ChatTemplateError:
+        raise
     except SecurityError as exc:
         raise ChatTemplateError(
             f"{where}: the chat template was refused: it reached for something Jinja2's sandbox "

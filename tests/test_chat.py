@@ -181,6 +181,12 @@ def test_bad_or_missing_templates_give_one_line(capsys, chat_models, name, words
     assert "Traceback" not in err
 
 
+def test_a_runaway_template_is_stopped():
+    loop = "{% for i in range(100000) %}{% for j in range(100000) %}xxxxxxxxxx{% endfor %}{% endfor %}"
+    with pytest.raises(ChatTemplateError, match="stopped: it wrote more than"):
+        render_template(loop, [{"role": "user", "content": "hi"}], where="loop.gguf")
+
+
 def test_system_needs_chat(capsys, chat_models):
     code, _, err = run_cli(capsys, "baseline", "-m", chat_models["chatml"], "--system", "x", "-p", "hi")
     assert code == 2 and "--system needs --chat" in err
