@@ -45,6 +45,8 @@ class TokenText:
 
     def feed(self, token: int, piece: bytes) -> tuple[str, tuple[int, ...]]:
         text = self._decoder.decode(piece)
+        if not self._held and piece and piece[-1] < 0x80:   # the common case: nothing held
+            return text, ()
         joined = ()
         if text and self._held:
             joined, self._held = tuple(self._held), []
