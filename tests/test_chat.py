@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 
 import pytest
 
@@ -216,3 +217,30 @@ def test_chat_stream_prints_the_rendered_prompt(capsys, chat_models):
     code, out, _ = run_cli(capsys, "baseline", "-m", chat_models["chatml"], "--chat", "-p", "hi",
                            "-n", "4", "--ignore-eos", "--stream")
     assert code == 0 and out.startswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+
+
+# ---------------------------------------------------------------------------- a real model
+
+@pytest.mark.skipif(not os.environ.get("SPECSCOPE_SMOLLM2"),
+                    reason="set SPECSCOPE_SMOLLM2 to SmolLM2-135M-Instruct.Q4_1.gguf (the real-model tier)")
+def test_real_chatml_model_tokens_equal_llama_cpp():
+    """SmolLM2's own ChatML template: the same text as llama.cpp's built-in ChatML formatter and
+    llama-cpp-python's renderer, the same tokens as llama-cpp-python's chat path."""
+    import llama_cpp.llama_cpp as ll
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from specscope.core.chat import chat_template
+    m = Model(os.environ["SPECSCOPE_SMOLLM2"], vocab_only=True)
+    try:
+        ours = render_chat(m, "Hi 你好 😀", "You are a poet.")
+        msgs = [{"role": "system", "content": "You are a poet."}, {"role": "user", "content": "Hi 你好 😀"}]
+        theirs = Jinja2ChatFormatter(chat_template(m), eos_token=m.token_text(m.eos).decode(),
+                                     bos_token=m.token_text(m.bos).decode())(messages=msgs).prompt
+        assert ours == theirs
+        arr = (ll.llama_chat_message * 2)(*(ll.llama_chat_message(x["role"].encode(), x["content"].encode())
+                                            for x in msgs))
+        buf = ctypes.create_string_buffer(4096)
+        n = ll.llama_chat_apply_template(chat_template(m).encode(), arr, 2, True, buf, len(buf))
+        assert buf.raw[:n].decode() == ours
+        assert m.tokenize(ours) == m.tokenize(theirs, add_special=False)   # llama-cpp-python's way
+    finally:
+        m.close()
