@@ -6,8 +6,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QSpinBox, QVBoxLayout)
 
 DEFAULT_PROMPT = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'
 
@@ -30,7 +30,21 @@ def example_prompts() -> list[tuple[str, str]]:
     return out
 
 
+CHAT_TIPS = {
+    True: "Chat: the prompt goes to the target as a user message in the target's own chat "
+          "template (rendered in Jinja2's sandbox), with the assistant's turn opened",
+    False: "The target has no chat template: the prompt goes to the models as typed",
+    None: "Chat: available once the pair doctor has read the target and found a chat template",
+}
+
+
 class PromptEditor(QGroupBox):
+    """The prompt, the example prompts and the Chat toggle (with an optional system message).
+
+    Chat is on by default where the target has a chat template; the user's choice is kept
+    (and saved). The toggle is off and disabled while the target has none, or while the
+    pair doctor has not said yet, so it always shows what a run will do."""
+
     def __init__(self, parent=None):
         super().__init__("Prompt", parent)
         lay = QVBoxLayout(self)
@@ -43,14 +57,73 @@ class PromptEditor(QGroupBox):
         self.examples.activated.connect(self._example)
         row.addWidget(self.examples, 1)
         lay.addLayout(row)
+        chat_row = QHBoxLayout()
+        self.chat = QCheckBox("Chat")
+        self.chat.setChecked(True)
+        self.chat.toggled.connect(self._chat_toggled)
+        chat_row.addWidget(self.chat)
+        self.system = QLineEdit()
+        self.system.setPlaceholderText("System message (optional)")
+        self.system.setToolTip("With Chat: a system message before the prompt, in the chat template")
+        self.system.setClearButtonEnabled(True)
+        chat_row.addWidget(self.system, 1)
+        chat_row.addStretch(0)
+        lay.addLayout(chat_row)
         self.editor = QPlainTextEdit()
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.editor.setFont(font)
-        self.editor.setPlaceholderText("Type a prompt; the models continue it.")
         self.editor.setTabChangesFocus(False)
         self.editor.setMinimumHeight(80)
         self.editor.setMaximumHeight(130)
         lay.addWidget(self.editor)
+        self._chat_wanted = True      # the user's choice, kept while a target has no template
+        self.has_template: bool | None = None
+        self.set_template_available(None)
+
+    # ------------------------------------------------------------------ chat
+    def set_template_available(self, has: bool | None) -> None:
+        """What the pair doctor says of the target: a template (True), none (False), not known yet."""
+        self.has_template = has
+        self.chat.blockSignals(True)
+        self.chat.setChecked(self._chat_wanted and has is True)
+        self.chat.blockSignals(False)
+        self.chat.setEnabled(has is True)
+        self.chat.setText("Chat" if has is not False else "Chat (no template)")
+        self.chat.setToolTip(CHAT_TIPS[has])
+        self._show_chat_state()
+
+    def _chat_toggled(self, on: bool) -> None:
+        self._chat_wanted = on
+        self._show_chat_state()
+
+    def _show_chat_state(self) -> None:
+        on = self.chat_enabled()
+        self.system.setVisible(on)
+        self.editor.setPlaceholderText("Type a message; the target answers it in its chat template."
+                                       if on else "Type a prompt; the models continue it.")
+
+    def chat_enabled(self) -> bool:
+        """Whether a run gives the target the prompt in its chat template."""
+        return self.chat.isChecked()      # (unchecked wherever the target has no template)
+
+    def system_text(self) -> str:
+        return self.system.text().strip() if self.chat_enabled() else ""
+
+    def set_read_only(self, read_only: bool) -> None:
+        """While a run is in progress the prompt and its chat settings stay as they were."""
+        self.editor.setReadOnly(read_only)
+        self.system.setReadOnly(read_only)
+        self.chat.setEnabled(not read_only and self.has_template is True)
+
+    def to_dict(self) -> dict:
+        return {"chat": self._chat_wanted, "system": self.system.text()}
+
+    def from_dict(self, d: dict) -> None:
+        if isinstance(d.get("system"), str):
+            self.system.setText(d["system"])
+        if isinstance(d.get("chat"), bool):
+            self._chat_wanted = d["chat"]
+            self.set_template_available(self.has_template)
 
     def _example(self, index: int) -> None:
         text = self.examples.itemData(index)

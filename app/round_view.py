@@ -7,20 +7,48 @@ one past the last drafted token, and four rows:
     draft      seed     d0 (p)   d1 (p) ...       what went into the verification batch
     target     -        sample0  sample1 ...      the target's sample for that slot (✓ / ✗ / bonus)
     KV cache   kept     kept     dropped ...      rows each cache holds after the round
+
+Tokens show the text they make, read along their row (core/tokentext.py): a
+character split over tokens appears on each of them with its share, "中 (1/3)".
+Hovering a token cell shows its id and its piece as the vocabulary writes it.
 """
 
 from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
-from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
+
+from specscope.core.tokentext import shares
 
 from .token_view import COLORS, ACCEPTED, REJECTED, TARGET, UNCHECKED, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
+
+
+def labels(tokens, vocab) -> list[str]:
+    """What each token of a row shows: the text it makes read along the row (a split
+    character's share included), ⟨end⟩ for an end-of-generation token."""
+    texts = shares([b"" if vocab.is_eog(t) else vocab.piece(t) for t in tokens])
+    return ["⟨end⟩" if vocab.is_eog(t) else x for t, x in zip(tokens, texts)]
+
+
+def round_labels(ev, vocab) -> tuple[list[str], list[str]]:
+    """(verification batch, emitted) labels of a round. Tokens are read along what the round
+    kept (seed, replayed, emitted), so an accepted drafted token and its sample show the same;
+    drafted tokens from the first rejection on are read along the draft."""
+    r, a = 1 + len(ev.replayed), ev.n_accepted
+    kept = labels([ev.seed, *ev.replayed, *ev.emitted], vocab)
+    drafted = labels([ev.seed, *ev.replayed, *ev.drafted], vocab)
+    return kept[:r + a] + drafted[r + a:], kept[r:]
+
+
+def token_tooltip(token: int, vocab) -> str:
+    """Hovering a token: its id and its piece as the vocabulary writes it."""
+    return f"token {token} · vocabulary piece <code>{html.escape(vocab.text(token))}</code>"
 
 
 def short(text: str, n: int = 10) -> str:
@@ -34,6 +62,7 @@ class RoundDiagram(QWidget):
         super().__init__(parent)
         self._ev = None
         self._vocab = None
+        self._cells: list[tuple[QRectF, int]] = []     # painted token cells, for tooltips
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def show_round(self, ev, vocab) -> None:
@@ -44,7 +73,21 @@ class RoundDiagram(QWidget):
 
     def clear(self) -> None:
         self._ev = None
+        self._cells = []
         self.update()
+
+    def token_at(self, point: QPointF) -> int | None:
+        return next((tok for rect, tok in self._cells if rect.contains(point)), None)
+
+    def event(self, event) -> bool:  # noqa: D401 - Qt override
+        if event.type() == QEvent.Type.ToolTip:
+            tok = self.token_at(QPointF(event.pos()))
+            if tok is not None and self._vocab is not None:
+                QToolTip.showText(event.globalPos(), token_tooltip(tok, self._vocab), self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
 
     def _n_cols(self) -> int:
         if self._ev is None:
@@ -53,11 +96,6 @@ class RoundDiagram(QWidget):
 
     def sizeHint(self) -> QSize:  # noqa: N802
         return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 230, len(ROWS) * (CELL_H + GAP) + GAP)
-
-    def _tok(self, t: int) -> str:
-        if self._vocab.is_eog(t):
-            return "⟨end⟩"
-        return short(self._vocab.piece(t).decode("utf-8", "replace"))
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
@@ -81,11 +119,16 @@ class RoundDiagram(QWidget):
         batch = [ev.seed, *replayed, *drafted]          # the verification batch
         a, k = ev.n_accepted, len(drafted)
         n_after = ev.n_past_after
+        batch_text, emitted_text = ([short(x) for x in row] for row in round_labels(ev, self._vocab))
+        self._cells = []
 
-        def cell(col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None):
+        def cell(col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None,
+                 token=None):
             x = LABEL_W + col * (CELL_W + GAP)
             y = GAP + row * (CELL_H + GAP)
             rect = QRectF(x, y, CELL_W, CELL_H)
+            if token is not None:
+                self._cells.append((rect, token))
             p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
             p.setBrush(QColor(bg))
             p.drawRoundedRect(rect, 5, 5)
@@ -106,9 +149,9 @@ class RoundDiagram(QWidget):
             pos = ev.n_past + c
             cell(c, 0, f"{pos}" + ("  n_past" if c == 0 else ""), bg="#ffffff")
         # row 1: what went into the verification batch
-        cell(0, 1, self._tok(ev.seed), sub="seed (id_last)", bg="#ececec", border="#888888")
+        cell(0, 1, batch_text[0], sub="seed (id_last)", bg="#ececec", border="#888888", token=ev.seed)
         for i, t in enumerate(replayed):
-            cell(1 + i, 1, self._tok(t), sub="replayed", bg="#ececec")
+            cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
         off = 1 + len(replayed)
         for i, t in enumerate(drafted):
             prob = f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else "drafted"
@@ -118,20 +161,21 @@ class RoundDiagram(QWidget):
                 fg, bg = COLORS[REJECTED]
             else:
                 fg, bg = COLORS[UNCHECKED][0], "#f7efee"
-            cell(off + i, 1, self._tok(t), fg=fg, bg=bg, sub=prob, strike=i >= a)
+            cell(off + i, 1, batch_text[off + i], fg=fg, bg=bg, sub=prob, strike=i >= a, token=t)
         # row 2: the target's samples, one per batch row, written in the slot they predict
         emitted = list(ev.emitted)
         for i, t in enumerate(emitted):
             col = off + i
             if i < a:
                 fg, bg = COLORS[ACCEPTED]
-                cell(col, 2, self._tok(t), fg=fg, bg=bg, sub="✓ same")
+                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✓ same", token=t)
             elif drafted and i == a and a < k:
                 fg, bg = COLORS[TARGET]
-                cell(col, 2, self._tok(t), fg=fg, bg=bg, sub="✗ replacement", border=COLORS[REJECTED][0])
+                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✗ replacement",
+                     border=COLORS[REJECTED][0], token=t)
             else:
                 fg, bg = COLORS[TARGET]
-                cell(col, 2, self._tok(t), fg=fg, bg=bg, sub="bonus" if drafted else "target")
+                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="bonus" if drafted else "target", token=t)
         # row 3: the KV rows after the round
         for c in range(n_cols):
             pos = ev.n_past + c
@@ -197,26 +241,35 @@ class RoundExplainer(QWidget):
 
 
 def explain(ev, vocab) -> str:
-    """The round in words (HTML)."""
-    def tok(t):
+    """The round in words (HTML). Tokens are read along the verification batch and along
+    what was emitted, so a character split over tokens shows as its shares."""
+    batch_text, emitted_text = round_labels(ev, vocab)
+    r = 1 + len(ev.replayed)                      # the drafted tokens' offset in the batch
+
+    def tok(t, text):
         if vocab.is_eog(t):
             return "<code>⟨end of text⟩</code>"
-        return f"<code>{html.escape(visible(vocab.piece(t).decode('utf-8', 'replace')) or ' ')}</code>"
+        return f"<code>{html.escape(visible(text) or ' ')}</code>"
 
+    seed = tok(ev.seed, batch_text[0])
+    own = tok(ev.emitted[-1], emitted_text[-1])   # the target's own token this round
     n_past, k, a = ev.n_past, len(ev.drafted), ev.n_accepted
     origin = ("the prompt's last token, left out of the prefill" if ev.index == 0
               else "sampled last round")
     lines = [f"<b>Round {ev.index}</b> ({ev.mode}). Both caches held positions 0–{n_past - 1}; "
-             f"the seed <i>id_last</i> = {tok(ev.seed)} (id {ev.seed}) sits at <i>n_past</i> = {n_past}: "
+             f"the seed <i>id_last</i> = {seed} (id {ev.seed}) sits at "
+             f"<i>n_past</i> = {n_past}: "
              f"{origin}, not yet evaluated."]
     if ev.mode == "baseline":
-        lines.append(f"<b>Target only:</b> the target decoded the seed and sampled {tok(ev.emitted[0])}.")
+        lines.append(f"<b>Target only:</b> the target decoded the seed and sampled {own}.")
     elif ev.replayed:
+        replayed = " ".join(tok(t, x) for t, x in zip(ev.replayed, batch_text[1:r]))
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
-                     f"tokens ({' '.join(tok(t) for t in ev.replayed)}); the target re-verifies them "
-                     "in this batch instead of a draft.")
+                     f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
+                     "draft.")
     elif k:
-        drafted = ", ".join(f"{tok(t)} (p {p:.2f})" for t, p in zip(ev.drafted, ev.draft_probs))
+        drafted = ", ".join(f"{tok(t, x)} (p {p:.2f})"
+                            for t, x, p in zip(ev.drafted, batch_text[r:], ev.draft_probs))
         why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
                "budget": "the per-round budget (context / n_predict) was reached",
                "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
@@ -230,20 +283,22 @@ def explain(ev, vocab) -> str:
         lines.append(f"<b>1. Draft:</b> none — {why}; this round is plain decoding.")
     if ev.mode != "baseline":
         batch = [ev.seed, *ev.replayed, *ev.drafted]
-        lines.append(f"<b>2. Verify:</b> the target decoded the batch [{' '.join(tok(t) for t in batch)}] "
+        shown = " ".join(tok(t, x) for t, x in zip(batch, batch_text))
+        lines.append(f"<b>2. Verify:</b> the target decoded the batch [{shown}] "
                      f"at positions {n_past}–{n_past + len(batch) - 1} in one pass, with logits on every "
                      f"row, and sampled each row. ({ev.t_verify * 1e3:.1f} ms)")
         if k and a == k:
             lines.append(f"<b>3. Result:</b> all {k} drafted tokens matched; the target added the bonus "
-                         f"token {tok(ev.emitted[-1])}. Emitted {len(ev.emitted)} tokens.")
+                         f"token {own}. Emitted {len(ev.emitted)} tokens.")
         elif k:
             lines.append(f"<b>3. Result:</b> the target agreed with {a} drafted token{'s' if a != 1 else ''}; "
                          f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
-                         f"(draft position {a + 1}): the draft proposed {tok(ev.drafted[a])}, the target "
-                         f"sampled {tok(ev.emitted[-1])}, which replaces it. Emitted {len(ev.emitted)} "
+                         f"(draft position {a + 1}): the draft proposed "
+                         f"{tok(ev.drafted[a], batch_text[r + a])}, the "
+                         f"target sampled {own}, which replaces it. Emitted {len(ev.emitted)} "
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         else:
-            lines.append(f"<b>3. Result:</b> the target emitted {tok(ev.emitted[-1])}.")
+            lines.append(f"<b>3. Result:</b> the target emitted {own}.")
         lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
                      f"{'s' if ev.kv_dropped_target != 1 else ''}, the draft cache "
                      f"{ev.kv_dropped_draft}. ({ev.t_sync * 1e3:.1f} ms sync)")
@@ -251,9 +306,9 @@ def explain(ev, vocab) -> str:
             lines.append("The target's memory cannot drop part of a sequence, so both caches were "
                          "restored to the checkpoint taken before verifying; the decided tokens are "
                          "replayed next round.")
-    nxt = ev.next_seed
     if ev.finish:
         lines.append(f"<b>The run ended</b> ({ev.finish}).")
     else:
-        lines.append(f"<b>Next:</b> id_last = {tok(nxt)} at n_past = {ev.n_past_after}.")
+        nxt = seed if ev.mode == "checkpoint" else own      # ev.next_seed
+        lines.append(f"<b>Next:</b> id_last = {nxt} at n_past = {ev.n_past_after}.")
     return "".join(f"<p style='margin:2px 0 6px 0'>{ln}</p>" for ln in lines)

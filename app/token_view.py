@@ -8,12 +8,18 @@ nothing already in the document is touched. Hiding the rejected tokens is the
 only thing that rebuilds the document, once, when the user flips the toggle.
 Line breaks in generated tokens are drawn as "↵" before the break, so their
 colour shows; the text that is copied or saved is the plain text.
+
+Tokens show the text they make (core/tokentext.py): a UTF-8 character split
+over several tokens appears with the token that completes it, whose tooltip
+names the tokens that held its first bytes; struck-through drafted tokens show
+their share of such a character. The prompt is shown token by token as the
+target was given it (with a chat template: the template's tokens). Hovering
+any token shows its id and its piece as the vocabulary writes it.
 """
 
 from __future__ import annotations
 
 import bisect
-import codecs
 import html
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,6 +28,8 @@ from typing import Callable
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
+
+from specscope.core.tokentext import TokenText, hex_bytes, shares
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
 
@@ -106,8 +114,9 @@ class TokenView(QPlainTextEdit):
         self.spans: list[TokenSpan] = []
         self._starts: list[int] = []
         self._vocab = None
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._stream = TokenText()
         self._generated: list[str] = []
+        self._prompt = ""
 
     # ------------------------------------------------------------------ state
     @property
@@ -127,21 +136,31 @@ class TokenView(QPlainTextEdit):
         self.spans.clear()
         self._starts.clear()
         self._generated.clear()
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._stream = TokenText()
+        self._prompt = ""
 
-    def begin(self, prompt: str, vocab) -> None:
-        """A new run: show the prompt, remember the vocabulary."""
+    def begin(self, prompt: str, vocab, prompt_tokens=()) -> None:
+        """A new run: show the prompt (its tokens, when given), remember the vocabulary."""
         self.clear_tokens()
         self._vocab = vocab
-        self._append([_Piece(PROMPT, -1, -1, -1, prompt, lambda: "the prompt")])
+        self._prompt = prompt
+        if not prompt_tokens:
+            self._append([_Piece(PROMPT, -1, -1, -1, prompt, lambda: "the prompt")])
+            return
+        pieces = []
+        n = len(prompt_tokens)
+        for i, tok in enumerate(prompt_tokens):
+            text, joined = self._stream.feed(tok, vocab.piece(tok))
+            pieces.append(_Piece(PROMPT, tok, -1, i, text,
+                                 partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
+        self._append(pieces)
 
     def generated_text(self) -> str:
         return "".join(self._generated)
 
     def full_text(self) -> str:
-        """Prompt and generated text, without rejected tokens."""
-        return "".join(p.text for p in self._pieces if p.kind in (PROMPT, ACCEPTED, TARGET)
-                       and not (p.kind == TARGET and self._vocab.is_eog(p.token)))
+        """The prompt the target was given and the generated text, without rejected tokens."""
+        return self._prompt + self.generated_text()
 
     # ------------------------------------------------------------------ events
     def append_events(self, events) -> None:
@@ -150,13 +169,19 @@ class TokenView(QPlainTextEdit):
             pieces.extend(self._round_pieces(ev))
         self._append(pieces)
 
-    def _text(self, token: int) -> str:
+    def _text(self, token: int) -> tuple[str, tuple[int, ...]]:
+        """The text an emitted token adds, and the earlier tokens its first character joins."""
         if self._vocab.is_eog(token):
-            return ""
-        return self._decoder.decode(self._vocab.piece(token))
+            return "", ()
+        return self._stream.feed(token, self._vocab.piece(token))
 
     def _piece_text(self, token: int) -> str:
-        return self._vocab.piece(token).decode("utf-8", "replace")
+        """A token shown on its own (in a tooltip): its text, or its bytes where they make none."""
+        piece = self._vocab.piece(token)
+        try:
+            return piece.decode("utf-8")
+        except UnicodeDecodeError:
+            return hex_bytes(piece)
 
     def _round_pieces(self, ev) -> list[_Piece]:
         out = []
@@ -164,21 +189,30 @@ class TokenView(QPlainTextEdit):
         pos0 = ev.n_past + len(ev.replayed) + 1      # position of emitted[0]
         for i, tok in enumerate(ev.emitted):
             if i < a and ev.drafted:
-                out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, self._text(tok),
-                                  partial(self._describe, ev, ACCEPTED, i)))
+                text, joined = self._text(tok)
+                out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, text,
+                                  partial(self._describe, ev, ACCEPTED, i, (joined, text[:1]))))
                 continue
             # the target's own token: replacement, bonus, or a plain/baseline token;
-            # the rejected drafted tokens come first, struck through
-            for j in range(a, k if ev.drafted else 0):
+            # the rejected drafted tokens come first, struck through, each with its share
+            # of the text they would have made after what was accepted
+            rejected = ev.drafted[a:k] if ev.drafted else ()
+            labels = shares([self._vocab.piece(t) for t in rejected], self._stream.pending)
+            for j, (tok_j, label) in enumerate(zip(rejected, labels), start=a):
                 kind = REJECTED if j == a else UNCHECKED
-                out.append(_Piece(kind, ev.drafted[j], ev.index, pos0 + j,
-                                  visible(self._piece_text(ev.drafted[j])),
+                out.append(_Piece(kind, tok_j, ev.index, pos0 + j, visible(label),
                                   partial(self._describe, ev, kind, j)))
-            text = "⟨end of text⟩" if self._vocab.is_eog(tok) else self._text(tok)
-            out.append(_Piece(TARGET, tok, ev.index, pos0 + i, text, partial(self._describe, ev, TARGET, i)))
+            text, joined = ("⟨end of text⟩", ()) if self._vocab.is_eog(tok) else self._text(tok)
+            out.append(_Piece(TARGET, tok, ev.index, pos0 + i, text,
+                              partial(self._describe, ev, TARGET, i, (joined, text[:1]))))
         return out
 
-    def _describe(self, ev, kind: str, i: int) -> str:
+    def _describe_prompt(self, i: int, n: int, token: int, split=((), "")) -> str:
+        return f"<b>prompt</b> token {i + 1} of {n}, position {i}" + self._tok_line(token, split)
+
+    def _describe(self, ev, kind: str, i: int, split=((), "")) -> str:
+        """``split``: (earlier tokens, character) when this token completes a character
+        whose first bytes those tokens held."""
         """A token's tooltip (HTML), written when it is first hovered: ``i`` indexes
         ``ev.emitted`` (accepted, target) or ``ev.drafted`` (rejected, unchecked)."""
         k, a = len(ev.drafted), ev.n_accepted
@@ -218,13 +252,22 @@ class TokenView(QPlainTextEdit):
                 why = {"n_min": f"the draft ({ev.dropped_draft} tokens) was shorter than n_min",
                        "budget": "no room left to draft"}.get(ev.draft_stop, "no draft")
                 tip = head + f"target token, no draft this round ({why})"
-        return tip + self._tok_line(tok)
+        return tip + self._tok_line(tok, split)
 
     def _esc(self, token: int) -> str:
         return html.escape(visible(self._piece_text(token)) or " ")
 
-    def _tok_line(self, token: int) -> str:
-        return f"<br><span style='color:#666'>token {token} <code>{self._esc(token)}</code></span>"
+    def _tok_line(self, token: int, split=((), "")) -> str:
+        """The token's id, its vocabulary piece, and the text or bytes it stands for."""
+        line = f"token {token} · vocabulary piece <code>{html.escape(self._vocab.text(token))}</code>"
+        shown = self._esc(token)
+        line += f" · {'bytes' if shown.startswith('⟨') else 'text'} <code>{shown}</code>"
+        joined, char = split
+        if joined:
+            ids = ", ".join(str(t) for t in joined)
+            line += (f"<br>it completes <code>{html.escape(char)}</code>, whose first bytes are in the "
+                     f"token{'s' if len(joined) > 1 else ''} before it ({ids})")
+        return f"<br><span style='color:#666'>{line}</span>"
 
     # ------------------------------------------------------------------ document
     def _append(self, pieces: list[_Piece], record: bool = True) -> None:
@@ -290,7 +333,7 @@ class TokenView(QPlainTextEdit):
         engine's worker thread needs."""
         if obj is self.viewport() and event.type() == QEvent.Type.ToolTip:
             span = self.span_at_point(event.pos())
-            if span is not None and span.kind != PROMPT:
+            if span is not None and (span.kind != PROMPT or span.token >= 0):
                 QToolTip.showText(event.globalPos(), span.tooltip, self.viewport())
             else:
                 QToolTip.hideText()

@@ -415,6 +415,10 @@ class MainWindow(QMainWindow):
             except (ValueError, TypeError):
                 pass
         self.prompt.set_text(s.value("params/prompt", DEFAULT_PROMPT) or DEFAULT_PROMPT)
+        try:
+            self.prompt.from_dict(json.loads(s.value("params/prompt_json") or "{}"))
+        except (ValueError, TypeError, AttributeError):
+            pass
         self.pair_panel.set_recent(self.recent_pairs())
         if model is not None or draft is not None:
             t, d = model, draft
@@ -462,6 +466,7 @@ class MainWindow(QMainWindow):
         s.setValue("params/json", json.dumps(self.params.to_dict()))
         s.setValue("params/engine_json", json.dumps(self.pair_panel.engine_kwargs()))
         s.setValue("params/prompt", self.prompt.text())
+        s.setValue("params/prompt_json", json.dumps(self.prompt.to_dict()))
         s.setValue("window/geometry", self.saveGeometry())
         s.setValue("window/state", self.saveState())
         s.setValue("window/main_split", self.main_split.saveState())
@@ -487,6 +492,7 @@ class MainWindow(QMainWindow):
         if self.compare is not None and not self.compare.running and t is not None:
             self.compare.set_pair(t, d)
         self.report = None
+        self.prompt.set_template_available(None)
         self.pair_panel.clear_facts()
         self.pair_panel.set_load_state("idle")
         if not (t and d):
@@ -501,6 +507,7 @@ class MainWindow(QMainWindow):
         if req_id != self._check_id:
             return
         self.report = report
+        self.prompt.set_template_available(report.target.has_chat_template)
         self.pair_panel.set_report(report)
         if report.compatible:
             t, d = self.pair_panel.pair()
@@ -548,7 +555,8 @@ class MainWindow(QMainWindow):
     # ================================================================== runs
     def run_key(self, req: RunRequest) -> tuple:
         """Runs with equal keys are comparable (speed-up against a baseline)."""
-        return (str(req.target), req.prompt, req.sampler, req.n_predict, req.engine_settings)
+        return (str(req.target), req.prompt, req.chat, req.system, req.sampler, req.n_predict,
+                req.engine_settings)
 
     def _engine_settings(self):
         from specscope.core.engine import EngineSettings
@@ -582,7 +590,8 @@ class MainWindow(QMainWindow):
             d = None                 # the target alone: do not load a draft the gate refuses
         self._run_id += 1
         return RunRequest(self._run_id, kind, t, d, self._engine_settings(), prompt, spec, sampler,
-                          self.params.n_predict.value(), step=step)
+                          self.params.n_predict.value(), step=step, chat=self.prompt.chat_enabled(),
+                          system=self.prompt.system_text())
 
     def _start(self, req: RunRequest) -> None:
         self.active = req
@@ -663,7 +672,7 @@ class MainWindow(QMainWindow):
         self.act_run.setText("▶  Continue" if paused else "▶  Run")
         self.pair_panel.setEnabled(idle)
         self.params.setEnabled(idle)
-        self.prompt.editor.setReadOnly(not idle)
+        self.prompt.set_read_only(not idle)
 
     # ================================================================== worker signals
     @Slot(str)
@@ -700,7 +709,7 @@ class MainWindow(QMainWindow):
         self.vocab = info.vocab
         self.events = []
         self._pending.clear()
-        self.token_view.begin(info.prompt_text, info.vocab)
+        self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
         self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
         self._stagger_plot_paints()
         self.round_view.clear()
@@ -969,7 +978,8 @@ class MainWindow(QMainWindow):
         if req is not None:
             doc["run"] = {"kind": req.kind, "target": str(req.target),
                           "draft": str(req.draft) if req.draft and req.kind == "spec" else None,
-                          "prompt": req.prompt, "n_predict": req.n_predict,
+                          "prompt": req.prompt, "chat": req.chat, "system": req.system,
+                          "n_predict": req.n_predict,
                           "n_ctx": req.engine_settings.n_ctx,
                           "sampler": req.sampler.describe(),
                           **({"n_max": req.spec.n_max, "n_min": req.spec.n_min,

@@ -39,6 +39,8 @@ class RunRequest:
     sampler: object                   # SamplerSettings
     n_predict: int
     step: bool = False                # one round per step() request
+    chat: bool = False                # give the target the prompt in its own chat template
+    system: str = ""                  # with chat: a system message ("" = none)
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
     # set by the window once it has painted the new run's empty panels: the first rounds then
     # do not compete with those paints for the GIL (pyqtgraph paints hold it for ms at a time)
@@ -50,7 +52,7 @@ class RunStarted:
     run_id: int
     kind: str
     prompt_tokens: tuple[int, ...]
-    prompt_text: str
+    prompt_text: str                  # what the target was given (with chat: the rendered template)
     vocab: "Vocab"                    # the target's token pieces (plain Python, safe on any thread)
 
 
@@ -60,15 +62,22 @@ class Vocab:
 
     pieces: tuple[bytes, ...]
     eog: frozenset[int]
+    texts: tuple[bytes, ...] = ()     # the vocabulary's own pieces ("▁Hello", "<0x0A>"), for hovering
 
     @classmethod
     def of(cls, model) -> "Vocab":
         n = model.n_vocab
         return cls(tuple(model.piece(t) for t in range(n)),
-                   frozenset(t for t in range(n) if model.is_eog(t)))
+                   frozenset(t for t in range(n) if model.is_eog(t)),
+                   tuple(model.token_text(t) for t in range(n)))
 
     def piece(self, token: int) -> bytes:
         return self.pieces[token] if 0 <= token < len(self.pieces) else b""
+
+    def text(self, token: int) -> str:
+        """The token as its vocabulary writes it."""
+        raw = self.texts[token] if 0 <= token < len(self.texts) else self.piece(token)
+        return raw.decode("utf-8", "replace")
 
     def is_eog(self, token: int) -> bool:
         return token in self.eog
@@ -200,11 +209,15 @@ class EngineWorker(QObject):
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec")
             e = self._engine
+            prompt = request.prompt
+            if request.chat:
+                from specscope.core.chat import render_chat
+                prompt = render_chat(e.target, prompt, request.system or None)
             if request.kind == "spec":
-                run = e.speculative(request.prompt, request.spec, request.sampler,
+                run = e.speculative(prompt, request.spec, request.sampler,
                                     request.n_predict, request.stop)
             else:
-                run = e.baseline(request.prompt, request.sampler, request.n_predict, request.stop)
+                run = e.baseline(prompt, request.sampler, request.n_predict, request.stop)
         except Exception as exc:  # noqa: BLE001
             if not self.abort.is_set():
                 self.failed.emit(request.run_id, *_error_payload(exc))
@@ -213,7 +226,7 @@ class EngineWorker(QObject):
         self._prefill_sent = False
         self.rounds_done = 0
         self.run_started.emit(RunStarted(request.run_id, request.kind, tuple(run.prompt_tokens),
-                                         request.prompt, self._vocab))
+                                         prompt, self._vocab))
         request.ui_ready.wait(UI_READY_TIMEOUT_S)   # bounded: a busy or closing window is not awaited
         if request.step:
             self.step(request.run_id)

@@ -12,7 +12,6 @@ Flag names follow llama.cpp's where one exists. Exit status: 0 success,
 from __future__ import annotations
 
 import argparse
-import codecs
 import json
 import logging
 import sys
@@ -65,6 +64,10 @@ def add_generation_args(p: argparse.ArgumentParser) -> None:
     src = g.add_mutually_exclusive_group()
     src.add_argument("-p", "--prompt", help="prompt text")
     src.add_argument("-f", "--file", type=Path, help="read the prompt from a file")
+    g.add_argument("--chat", action="store_true",
+                   help="format the prompt as a user message with the target's own chat template "
+                        "(rendered in Jinja2's sandbox) and add the generation prompt")
+    g.add_argument("--system", metavar="TEXT", help="with --chat: a system message before the prompt")
     g.add_argument("-n", "--n-predict", type=int, default=128, help="tokens to generate (default 128)")
     g.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy (default)")
     g.add_argument("--top-k", type=int, default=40)
@@ -139,6 +142,14 @@ def read_prompt(args) -> str:
     return "def fibonacci(n):\n"
 
 
+def chat_prompt(args, model, prompt: str) -> str | None:
+    """With --chat: the prompt in the target's chat template (see core/chat.py), else None."""
+    if not args.chat:
+        return None
+    from .chat import render_chat
+    return render_chat(model, prompt, args.system)
+
+
 def engine_settings(args):
     from .engine import EngineSettings
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
@@ -168,18 +179,20 @@ def sampler_settings(args, engine):
 
 
 class TextStream:
-    """Turns emitted tokens into text incrementally (UTF-8 safe), leaving out EOG tokens."""
+    """Turns emitted tokens into text incrementally, leaving out EOG tokens: a character
+    split over tokens is written once its last byte arrives (see core/tokentext.py)."""
 
     def __init__(self, model):
+        from .tokentext import TokenText
         self.model = model
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.text = TokenText()
 
     def feed(self, tokens) -> str:
-        data = b"".join(self.model.piece(t) for t in tokens if not self.model.is_eog(t))
-        return self.decoder.decode(data)
+        return "".join(self.text.feed(t, self.model.piece(t))[0]
+                       for t in tokens if not self.model.is_eog(t))
 
     def flush(self) -> str:
-        return self.decoder.decode(b"", final=True)
+        return self.text.flush()
 
 
 def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
@@ -214,21 +227,25 @@ def cmd_generate(args) -> int:
     speculative = args.command == "run"
     target, draft = resolve_models(args, draft=speculative)
     prompt = read_prompt(args)
+    if args.system is not None and not args.chat:
+        raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
     settings = engine_settings(args)
     if not args.no_probe:
         guard_models(settings, target, draft)
     with Engine(target, draft, settings) as engine:
+        chat = chat_prompt(args, engine.target, prompt)
+        model_prompt = prompt if chat is None else chat     # what the target is given
         sampler = sampler_settings(args, engine)
         if speculative:
             spec = SpecSettings(n_max=args.spec_draft_n_max, n_min=args.spec_draft_n_min,
                                 p_min=args.spec_draft_p_min, sync=args.sync)
-            run = engine.speculative(prompt, spec, sampler, args.n_predict)
+            run = engine.speculative(model_prompt, spec, sampler, args.n_predict)
         else:
-            run = engine.baseline(prompt, sampler, args.n_predict)
+            run = engine.baseline(model_prompt, sampler, args.n_predict)
         stream = TextStream(engine.target)
         events = []
         if args.stream:
-            sys.stdout.write(prompt)
+            sys.stdout.write(model_prompt)
         for event in run:
             events.append(event)
             if args.stream:
@@ -245,7 +262,8 @@ def cmd_generate(args) -> int:
                              "sampler": sampler.describe(),
                              **({"n_max": spec.n_max, "n_min": spec.n_min, "p_min": spec.p_min,
                                  "sync": spec.sync} if speculative else {})},
-                "prompt": prompt, "prompt_tokens": list(run.prefill.tokens),
+                "prompt": prompt, "chat": chat is not None, "system": args.system,
+                "chat_prompt": chat, "prompt_tokens": list(run.prefill.tokens),
                 "prefill_s": run.prefill.seconds,
                 "text": text, "tokens": run.tokens, "finish": run.finish,
                 "rounds": [e.to_dict() for e in events],
@@ -257,7 +275,7 @@ def cmd_generate(args) -> int:
             if args.stream:
                 sys.stdout.write(text + "\n\n")
             else:
-                sys.stdout.write(prompt + text + "\n\n")
+                sys.stdout.write(model_prompt + text + "\n\n")
             print("\n".join(summary_lines(stats, run.prefill, run.finish, speculative)))
     return 0
 

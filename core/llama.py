@@ -175,6 +175,10 @@ class Model:
     def add_bos(self) -> bool:
         return bool(ll.llama_vocab_get_add_bos(self.vocab))
 
+    @property
+    def add_eos(self) -> bool:
+        return bool(ll.llama_vocab_get_add_eos(self.vocab))
+
     def is_eog(self, token: int) -> bool:
         return bool(ll.llama_vocab_is_eog(self.vocab, token))
 

@@ -44,16 +44,46 @@ def bpe_vocab(extra_merges: int = len(MERGES)) -> tuple[list[str], list[str]]:
     return tokens, merges
 
 
+SPM_PIECES = ["▁", "▁t", "▁a", "he", "▁the", "in", "er", "▁def", "▁(", "▁=", "▁return", "▁in",
+              "▁hello", "▁world", "ing", "on"]
+
+
+def spm_vocab(specials=()) -> list[str]:
+    """A SentencePiece-style vocabulary (llama.cpp model ``llama``): <unk>, <s>, </s>, the 256
+    byte tokens <0x00>..<0xFF> (byte fallback), ``▁``-word pieces, the letters, ``specials``,
+    and <|endoftext|> last. Anything else (line breaks, CJK, emoji) becomes byte tokens."""
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("(),.:=")
+    return (["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + SPM_PIECES
+            + letters + list(specials) + [EOT])
+
+
+def _token_type(text: str, model: str) -> int:
+    if text.startswith("<|") and text.endswith("|>"):
+        return gguf.TokenType.CONTROL
+    if model == "llama":
+        if len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
+            return gguf.TokenType.BYTE
+        if text in ("<s>", "</s>"):
+            return gguf.TokenType.CONTROL
+        if text == "<unk>":
+            return gguf.TokenType.UNKNOWN
+    return gguf.TokenType.NORMAL
+
+
 def write_tokenizer(w: gguf.GGUFWriter, tokens: list[str], merges: list[str], *,
                     model: str = "gpt2", bos: int | None = None, eos: int | None = None,
-                    add_bos: bool = True) -> None:
+                    add_bos: bool = True, chat_template: str | None = None) -> None:
+    """``<|…|>`` tokens are control tokens; with ``model="llama"`` also <s>, </s> (and <unk>,
+    <0xNN> byte tokens get their SentencePiece types)."""
     eot = len(tokens) - 1
     w.add_tokenizer_model(model)
     w.add_tokenizer_pre("gpt-2")
     w.add_token_list(tokens)
-    types = [gguf.TokenType.NORMAL] * len(tokens)
+    types = [_token_type(t, model) for t in tokens]
     types[eot] = gguf.TokenType.CONTROL
     w.add_token_types(types)
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
     if model == "llama":
         w.add_token_scores([-float(i) for i in range(len(tokens))])
     else:
@@ -91,8 +121,15 @@ def llama_weights(n_vocab: int, n_embd: int = 64, n_layer: int = 2, n_ff: int = 
 def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
                 n_vocab_merges: int = len(MERGES), n_embd: int = 64, n_layer: int = 2,
                 n_ff: int = 128, n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 4096,
-                seed: int = 0, dtype=np.float32, name: str = "tiny", **tok_kw) -> Path:
-    tokens, merges = bpe_vocab(n_vocab_merges)
+                seed: int = 0, dtype=np.float32, name: str = "tiny", tokens: list[str] | None = None,
+                specials=(), **tok_kw) -> Path:
+    """``tokens``: a whole vocabulary of one's own (e.g. ``spm_vocab()``, with ``model="llama"``);
+    ``specials``: control tokens such as ``<|im_start|>`` added before <|endoftext|>."""
+    if tokens is None:
+        tokens, merges = bpe_vocab(n_vocab_merges)
+        tokens = tokens[:-1] + list(specials) + tokens[-1:]
+    else:
+        merges = []
     if weights is None:
         weights = llama_weights(len(tokens), n_embd, n_layer, n_ff, n_head, n_head_kv, seed)
     w = gguf.GGUFWriter(str(path), "llama")

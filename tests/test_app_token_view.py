@@ -129,3 +129,141 @@ def test_explainer_words(qtbot):
     assert "bonus" in full and "n_past = 8" in full
     plain = explain(ROUNDS[3], VOCAB)
     assert "n_min" in plain
+
+
+# ---------------------------------------------------------------------------- real vocabularies
+# SentencePiece pieces (▁), byte tokens (<0x0A>) and UTF-8 characters split over tokens, in
+# vocabularies llama.cpp loads from generated GGUF files.
+
+TEXT = "hello world\n中文 😀 the end"
+
+
+@pytest.fixture(scope="module")
+def real_vocabs(tmp_path_factory):
+    import ggufgen
+    from specscope.core.llama import Model
+    d = tmp_path_factory.mktemp("vocabs")
+    files = {"spm": ggufgen.write_llama(d / "spm.gguf", model="llama", tokens=ggufgen.spm_vocab(),
+                                        bos=1, eos=2, n_layer=1),
+             "bpe": ggufgen.write_llama(d / "bpe.gguf", n_layer=1)}
+    out = {}
+    for name, path in files.items():
+        m = Model(path, vocab_only=True)
+        try:
+            out[name] = (Vocab.of(m), m.tokenize(TEXT, add_special=False))
+        finally:
+            m.close()
+    return out
+
+
+def baseline_rounds(tokens, n_past=0):
+    return [ev(i, n_past + i, tokens[i - 1] if i else 0, (), 0, (t,), "baseline")
+            for i, t in enumerate(tokens)]
+
+
+def ids_of(vocab, raw: bytes) -> int:
+    return vocab.texts.index(raw)
+
+
+def span_text(view, span) -> str:
+    """The document's text of a span (positions count UTF-16 units: 😀 is two)."""
+    from PySide6.QtGui import QTextCursor
+    c = QTextCursor(view.document())
+    c.setPosition(span.start)
+    c.setPosition(span.end, QTextCursor.MoveMode.KeepAnchor)
+    return c.selectedText().replace("\u2029", "\n")
+
+
+@pytest.mark.parametrize("name", ["spm", "bpe"])
+def test_real_tokens_show_the_text_they_make(qtbot, real_vocabs, name):
+    vocab, tokens = real_vocabs[name]
+    view = TokenView()
+    qtbot.addWidget(view)
+    view.begin("", vocab)
+    view.append_events(baseline_rounds(tokens))
+    shown = view.generated_text()
+    # SentencePiece writes a space before the first word (its ▁ prefix); nothing else differs
+    assert shown == (" " + TEXT if name == "spm" else TEXT)
+    assert "▁" not in view.toPlainText() and "<0x" not in view.toPlainText() and "�" not in shown
+    # 中 is three byte tokens: the first two show nothing, the third the character, and its
+    # tooltip names the two before it
+    e4, b8, ad = (next(t for t in tokens if vocab.piece(t) == bytes([b])) for b in (0xE4, 0xB8, 0xAD))
+    spans = {s.token: s for s in view.spans}
+    assert spans[e4].start == spans[e4].end and spans[b8].start == spans[b8].end
+    tip = spans[ad].tooltip
+    assert span_text(view, spans[ad]) == "中"
+    assert f"token {ad}" in tip and f"completes <code>中</code>" in tip and f"({e4}, {b8})" in tip
+    raw = "&lt;0xAD&gt;" if name == "spm" else "Ń"           # the vocabulary's own piece
+    assert f"vocabulary piece <code>{raw}</code>" in tip and "bytes <code>⟨AD⟩</code>" in tip
+
+
+def test_spm_pieces_and_byte_tokens_on_hover(qtbot, real_vocabs):
+    vocab, tokens = real_vocabs["spm"]
+    view = TokenView()
+    qtbot.addWidget(view)
+    view.begin("", vocab)
+    view.append_events(baseline_rounds(tokens))
+    newline = ids_of(vocab, b"<0x0A>")
+    word = next(t for t in tokens if vocab.text(t).startswith("▁") and len(vocab.text(t)) > 1)
+    spans = {s.token: s for s in view.spans}
+    assert "vocabulary piece <code>&lt;0x0A&gt;</code>" in spans[newline].tooltip
+    assert span_text(view, spans[newline]) == "↵\n"
+    assert f"vocabulary piece <code>{vocab.text(word)}</code>" in spans[word].tooltip
+    assert span_text(view, spans[word]) == " " + vocab.text(word)[1:]
+
+
+def test_rejected_tokens_show_their_share_of_a_split_character(qtbot, real_vocabs):
+    vocab, tokens = real_vocabs["bpe"]
+    emoji = [t for t in tokens if vocab.piece(t)[:1] in (b"\xf0", b"\x9f", b"\x98", b"\x80")]
+    assert len(emoji) == 4                                     # 😀 = F0 9F 98 80, one byte each
+    view = TokenView()
+    qtbot.addWidget(view)
+    view.begin("", vocab)
+    x = ids_of(vocab, b"x")
+    # the draft proposed the whole emoji; the target kept its first byte, then said "x"
+    view.append_events([ev(0, 3, x, emoji, 1, (emoji[0], x))])
+    rejected = [s for s in view.spans if s.kind in (REJECTED, UNCHECKED)]
+    shown = [span_text(view, s) for s in rejected]
+    assert shown == ["😀 (2/4)", "😀 (3/4)", "😀 (4/4)"]
+    assert view.generated_text() == "\ufffdx"        # F0 then "x" really is not valid UTF-8
+
+
+def test_prompt_is_shown_token_by_token(qtbot, real_vocabs):
+    vocab, tokens = real_vocabs["spm"]
+    view = TokenView()
+    qtbot.addWidget(view)
+    view.begin(TEXT, vocab, [1, *tokens])          # <s> and the prompt's tokens
+    prompt = [s for s in view.spans if s.kind == PROMPT]
+    assert [s.token for s in prompt] == [1, *tokens]
+    assert view.toPlainText() == "<s> " + TEXT
+    assert "prompt</b> token 1 of" in prompt[0].tooltip and "&lt;s&gt;" in prompt[0].tooltip
+    assert view.full_text() == TEXT                # what the target was given, as text
+
+
+def test_step_mode_shows_split_characters_and_hover(qtbot, real_vocabs):
+    from specscope.app.round_view import labels, token_tooltip
+    vocab, tokens = real_vocabs["spm"]
+    han = [t for t in tokens if vocab.text(t) in ("<0xE4>", "<0xB8>", "<0xAD>")]
+    newline = ids_of(vocab, b"<0x0A>")
+    e = ev(0, 5, newline, han, 3, (*han, newline))
+    assert labels([newline, *han], vocab) == ["\n", "中 (1/3)", "中 (2/3)", "中 (3/3)"]
+    # the draft row and the target's samples read the same where the draft was accepted, even
+    # when the character is finished only by the bonus token (which the batch does not hold)
+    from specscope.app.round_view import round_labels
+    cut = ev(1, 5, newline, han[:2], 2, (*han, newline))
+    assert round_labels(cut, vocab) == (["\n", "中 (1/3)", "中 (2/3)"], ["中 (1/3)", "中 (2/3)", "中 (3/3)", "\n"])
+    # kept: 0xE4 then a line break (no character: its byte shows); the rejected drafts would
+    # have completed 中
+    rejected = ev(2, 5, newline, han, 1, (han[0], newline))
+    assert round_labels(rejected, vocab) == (["\n", "⟨E4⟩", "中 (2/3)", "中 (3/3)"], ["⟨E4⟩", "\n"])
+    text = explain(e, vocab)
+    assert "<code>中 (1/3)</code> (p 0.50)" in text and "<code>↵</code>" in text
+    w = RoundExplainer()
+    qtbot.addWidget(w)
+    w.resize(900, 400)
+    w.show()
+    w.show_round(e, vocab)
+    qtbot.waitUntil(lambda: bool(w.diagram._cells))          # painted: token cells recorded
+    rect, tok = w.diagram._cells[1]                          # the first drafted token
+    assert w.diagram.token_at(rect.center()) == han[0]
+    assert "vocabulary piece <code>&lt;0xE4&gt;</code>" in token_tooltip(han[0], vocab)
