@@ -221,15 +221,13 @@ def test_chat_stream_prints_the_rendered_prompt(capsys, chat_models):
 
 # ---------------------------------------------------------------------------- a real model
 
-@pytest.mark.skipif(not os.environ.get("SPECSCOPE_SMOLLM2"),
-                    reason="set SPECSCOPE_SMOLLM2 to SmolLM2-135M-Instruct.Q4_1.gguf (the real-model tier)")
-def test_real_chatml_model_tokens_equal_llama_cpp():
+def test_real_chatml_model_tokens_equal_llama_cpp(smollm2, capsys):
     """SmolLM2's own ChatML template: the same text as llama.cpp's built-in ChatML formatter and
     llama-cpp-python's renderer, the same tokens as llama-cpp-python's chat path."""
     import llama_cpp.llama_cpp as ll
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     from specscope.core.chat import chat_template
-    m = Model(os.environ["SPECSCOPE_SMOLLM2"], vocab_only=True)
+    m = Model(smollm2, vocab_only=True)
     try:
         ours = render_chat(m, "Hi 你好 😀", "You are a poet.")
         msgs = [{"role": "system", "content": "You are a poet."}, {"role": "user", "content": "Hi 你好 😀"}]
@@ -242,5 +240,11 @@ def test_real_chatml_model_tokens_equal_llama_cpp():
         n = ll.llama_chat_apply_template(chat_template(m).encode(), arr, 2, True, buf, len(buf))
         assert buf.raw[:n].decode() == ours
         assert m.tokenize(ours) == m.tokenize(theirs, add_special=False)   # llama-cpp-python's way
+        # the CLI's prompt tokens are llama.cpp's tokenization of llama.cpp's own rendering
+        code, out, err = run_cli(capsys, "run", "-m", smollm2, "-md", smollm2, "--chat", "--system",
+                                 "You are a poet.", "-p", "Hi 你好 😀", "-n", "4", "--json",
+                                 "-t", "1", "-td", "1")
+        assert code == 0, err
+        assert json.loads(out)["prompt_tokens"] == m.tokenize(buf.raw[:n].decode())
     finally:
         m.close()
