@@ -53,8 +53,8 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
                          "where the CPU reports AMX, whose repacked kernels crash; on elsewhere)")
     rp.add_argument("--no-repack", dest="repack", action="store_const", const="off",
                     help="llama.cpp's --no-repack: same as --repack off")
-    g.add_argument("--deterministic", action="store_true",
-                   help="F32 KV cache and flash attention off: speculative output equals the baseline's")
+    from .compare import DETERMINISTIC_GUARANTEE
+    g.add_argument("--deterministic", action="store_true", help=DETERMINISTIC_GUARANTEE.replace("%", "%%"))
 
 
 def add_generation_args(p: argparse.ArgumentParser) -> None:

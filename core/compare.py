@@ -61,8 +61,21 @@ from .stats import Stats, fold
 
 NEAR_TIE_LOGIT_GAP = 0.1      # batched vs single-token logits drift ~1e-3..1e-1 (F16 KV, FA, Q8_0)
 SAMPLED_NEAR_TIE = 0.01       # sampled, no batched side: u this close to the other token's share
-DETERMINISTIC_HINT = ("rerun with deterministic numerics (--deterministic: F32 KV cache, "
-                      "flash attention off), under which the outputs must be identical")
+# What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
+# guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (README: "When
+# speculative output equals the baseline's"). The CLI help and the window's tooltip show it.
+DETERMINISTIC_GUARANTEE = (
+    "F32 KV cache and flash attention off. With more than one thread, flash attention decodes a single "
+    "token through its own split-KV path once the context passes 256 tokens (logits ~1% off the "
+    "batched ones); without it, "
+    "Q4_0, Q4_1 and Q8_0 weights give bit-identical logits one token at a time and in a batch, so "
+    "speculative output equals the baseline's. F32 weights still differ by ~1e-7 and F16 by ~1e-4 "
+    "(llama.cpp multiplies one token with vec_dot, a batch with llamafile's sgemm; K-quants switch "
+    "kernels at 8 tokens), so they can part at near-ties, and CPUs with other kernels (AVX-512, AMX, "
+    "ARM) may differ more; specscope bench says whether numerics explain a divergence")
+DETERMINISTIC_HINT = ("rerun with --deterministic (F32 KV cache, flash attention off): then only "
+                      "batch-size-dependent matmul kernels remain (none for Q4_0/Q4_1/Q8_0 on x86 AVX2, "
+                      "~1e-7 for F32 and ~1e-4 for F16 weights)")
 
 
 # ============================================================================ results
