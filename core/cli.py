@@ -55,8 +55,8 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("--no-probe", action="store_true",
                    help="skip the crash probe (each model is first tried in a child process, "
                         "verdicts cached): a model that crashes llama.cpp then ends specscope")
-    g.add_argument("--deterministic", action="store_true",
-                   help="F32 KV cache and flash attention off: speculative output equals the baseline's")
+    from .compare import DETERMINISTIC_GUARANTEE
+    g.add_argument("--deterministic", action="store_true", help=DETERMINISTIC_GUARANTEE.replace("%", "%%"))
 
 
 def add_generation_args(p: argparse.ArgumentParser) -> None:

@@ -55,7 +55,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also predict with an assumed per-token acceptance α")
     g.add_argument("--no-lossless", action="store_true", help="skip the lossless check")
     g.add_argument("--near-tie", type=float, default=None,
-                   help="logit gap under which a divergence counts as a numerical near-tie (default 0.1)")
+                   help="greedy runs: logit gap under which a divergence counts as a numerical near-tie "
+                        "(default 0.1); sampled runs are judged by the sampler's own draw")
     g.add_argument("--recalibrate", action="store_true", help="measure the costs again, ignoring the cache")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the calibration cache")
     g.add_argument("--calibration-seconds", type=float, default=None, metavar="S",

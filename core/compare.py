@@ -21,14 +21,31 @@ Lossless check
       speculative run replayed from its round events, which reproduces the
       batched numerics the speculative run saw.
 
-    A divergence is a **numerical near-tie** when the two tokens' logits are
-    within ``near_tie`` of each other on the baseline side (the baseline's logit
-    bias applied; grammar and penalties are not) and, for a greedy sampler, the
+    Greedy runs: a divergence is a **numerical near-tie** when the two tokens'
+    logits are within ``near_tie`` of each other on the baseline side (the
+    baseline's logit bias applied; grammar and penalties are not) and the
     speculative side's own logits rank its token first (its numerics flipped
-    the order). Anything else is a **real mismatch**: the speculative run emitted
-    a token its target did not choose. Under the deterministic-numerics settings
-    (``EngineSettings.deterministic()``: F32 KV cache, flash attention off) with
-    F32 weights the two runs must be identical.
+    the order).
+
+    Sampled runs: the greedy top-2 gap says nothing about a sampled token.
+    llama.cpp's ``dist`` sampler draws one uniform number u per emitted token
+    (``std::mt19937`` seeded with the sampler's seed, so the draw for generated
+    token i is the i-th draw in both runs) and walks the candidates left after
+    the chain's transforms (logit bias, penalties, top-k, top-p, min-p,
+    temperature: applied by llama.cpp's own samplers, :func:`candidates`) until
+    their running probability reaches u. The check rebuilds both sides'
+    candidates and u (:func:`dist_draw`): the divergence is **numerical** when u
+    picks the baseline's token from the single-token distribution and the
+    speculative run's token from the batched one, i.e. u fell in the region
+    where the two distributions pick different tokens (its size is reported);
+    otherwise it is a **real mismatch**. Without the speculative side (runs with
+    checkpoint rounds) it is numerical when u lies within
+    ``SAMPLED_NEAR_TIE`` of the speculative token's share.
+
+    Anything else is a **real mismatch**: the speculative run emitted a token its
+    target did not choose. See ``DETERMINISTIC_GUARANTEE`` for what the
+    deterministic-numerics settings (``EngineSettings.deterministic()``: F32 KV
+    cache, flash attention off) guarantee.
 """
 
 from __future__ import annotations
@@ -43,8 +60,22 @@ from .events import RoundEvent
 from .stats import Stats, fold
 
 NEAR_TIE_LOGIT_GAP = 0.1      # batched vs single-token logits drift ~1e-3..1e-1 (F16 KV, FA, Q8_0)
-DETERMINISTIC_HINT = ("rerun with deterministic numerics (--deterministic: F32 KV cache, "
-                      "flash attention off), under which the outputs must be identical")
+SAMPLED_NEAR_TIE = 0.01       # sampled, no batched side: u this close to the other token's share
+# What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
+# guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (README: "When
+# speculative output equals the baseline's"). The CLI help and the window's tooltip show it.
+DETERMINISTIC_GUARANTEE = (
+    "F32 KV cache and flash attention off. With more than one thread, flash attention decodes a single "
+    "token through its own split-KV path once the context passes 256 tokens (logits ~1% off the "
+    "batched ones); without it, "
+    "Q4_0, Q4_1 and Q8_0 weights give bit-identical logits one token at a time and in a batch, so "
+    "speculative output equals the baseline's. F32 weights still differ by ~1e-7 and F16 by ~1e-4 "
+    "(llama.cpp multiplies one token with vec_dot, a batch with llamafile's sgemm; K-quants switch "
+    "kernels at 8 tokens), so they can part at near-ties, and CPUs with other kernels (AVX-512, AMX, "
+    "ARM) may differ more; specscope bench says whether numerics explain a divergence")
+DETERMINISTIC_HINT = ("rerun with --deterministic (F32 KV cache, flash attention off): then only "
+                      "batch-size-dependent matmul kernels remain (none for Q4_0/Q4_1/Q8_0 on x86 AVX2, "
+                      "~1e-7 for F32 and ~1e-4 for F16 weights)")
 
 
 # ============================================================================ results
@@ -83,24 +114,53 @@ class Divergence:
     token_gap: float = float("nan")    # logit(baseline token) - logit(spec token), baseline side
     spec_token_gap: float = float("nan")  # the same difference in the speculative side's logits
     kind: str = "mismatch"             # "near-tie" | "mismatch" | "length"
+    # sampled runs: the dist sampler's draw u for this token and what it picks on each side
+    draw: float = float("nan")
+    draw_baseline_pick: int = -1       # the token u picks from the single-token distribution
+    draw_spec_pick: int = -1           # ... from the batched one (-1: not recomputed)
+    baseline_share: tuple[float, float] | None = None   # the draws that pick the baseline token there
+    spec_share: tuple[float, float] | None = None       # the draws that pick the speculative token (batched)
+    disagreement: float = float("nan")  # share of all draws for which the two distributions differ
 
     def describe(self) -> str:
         if self.kind == "length":
             return (f"the outputs agree for {self.position} tokens, then one run ended "
                     f"(baseline {'ended' if self.baseline_token is None else repr(self.baseline_text)}, "
                     f"speculative {'ended' if self.spec_token is None else repr(self.spec_text)})")
+        head = (f"diverged at generated token {self.position}: baseline {self.baseline_token} "
+                f"{self.baseline_text!r}, speculative {self.spec_token} {self.spec_text!r}; ")
+        if not np.isnan(self.draw):
+            return head + self._describe_draw()
         what = "a numerical near-tie" if self.kind == "near-tie" else "a real mismatch"
         spec_side = "" if np.isnan(self.spec_token_gap) else \
             f", {self.spec_token_gap:+.4f} in the speculative run's batched logits"
-        return (f"diverged at generated token {self.position}: baseline {self.baseline_token} "
-                f"{self.baseline_text!r}, speculative {self.spec_token} {self.spec_text!r}; "
-                f"target's top-2 logit gap {self.top2_gap:.4f}, the two tokens' logits differ by "
+        return (head + f"target's top-2 logit gap {self.top2_gap:.4f}, the two tokens' logits differ by "
                 f"{self.token_gap:+.4f}{spec_side} — {what}")
+
+    def _describe_draw(self) -> str:
+        def share(s):
+            return "none" if s is None else f"[{s[0]:.5f}, {s[1]:.5f}]"
+        text = (f"the sampler's draw u = {self.draw:.5f} picks {self.draw_baseline_pick} from the "
+                f"single-token distribution (baseline token's share {share(self.baseline_share)})")
+        if self.draw_spec_pick >= 0:
+            text += (f" and {self.draw_spec_pick} from the batched one (speculative token's share "
+                     f"{share(self.spec_share)}); the two distributions pick different tokens for "
+                     f"{100 * self.disagreement:.3f}% of draws")
+        else:
+            text += f"; the speculative token's share there is {share(self.spec_share)}"
+        if self.kind == "near-tie":
+            return text + " — a numerical divergence: the draw fell where the two distributions disagree"
+        if self.draw_baseline_pick != self.baseline_token:
+            return text + (" — a real mismatch (the draw does not reproduce the baseline's own token: "
+                           "a sampler state the check cannot rebuild?)")
+        return text + " — a real mismatch: both distributions pick the baseline's token for this draw"
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        for k in ("top2_gap", "token_gap", "spec_token_gap"):
+        for k in ("top2_gap", "token_gap", "spec_token_gap", "draw", "disagreement"):
             d[k] = None if np.isnan(d[k]) else float(d[k])
+        for k in ("baseline_share", "spec_share"):
+            d[k] = None if d[k] is None else [float(x) for x in d[k]]
         return d
 
 
@@ -176,6 +236,93 @@ def classify(baseline_logits: np.ndarray, baseline_token: int, spec_token: int, 
     return kind, gap, spec_gap
 
 
+def mt19937_words(seed: int, n: int) -> list[int]:
+    """The first ``n`` outputs of C++'s ``std::mt19937(seed)`` (the dist sampler's engine)."""
+    mt = [seed & 0xFFFFFFFF]
+    for i in range(1, 624):
+        mt.append((1812433253 * (mt[-1] ^ (mt[-1] >> 30)) + i) & 0xFFFFFFFF)
+    out: list[int] = []
+    while len(out) < n:
+        for i in range(624):
+            y = (mt[i] & 0x80000000) | (mt[(i + 1) % 624] & 0x7FFFFFFF)
+            mt[i] = mt[(i + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+        for y in mt[:n - len(out)]:
+            y ^= y >> 11
+            y ^= (y << 7) & 0x9D2C5680
+            y ^= (y << 15) & 0xEFC60000
+            out.append(y ^ (y >> 18))
+    return out
+
+
+def dist_draw(seed: int, index: int) -> float:
+    """The u that llama.cpp's dist sampler drew for its ``index``-th token:
+    ``std::uniform_real_distribution<double>(0, 1)`` over ``std::mt19937(seed)``, which
+    (libstdc++ and libc++ ``generate_canonical``) takes two 32-bit words: (w0 + w1·2³²) / 2⁶⁴."""
+    w0, w1 = mt19937_words(seed, 2 * index + 2)[-2:]
+    u = (float(w0) + float(w1) * 4294967296.0) / 18446744073709551616.0
+    return u if u < 1.0 else float(np.nextafter(1.0, 0.0))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One logits row after the sampler chain's transforms, in the order llama.cpp's dist
+    sampler walks it, with its running sum of exp(logit − max) (float32 terms summed in
+    double, as ``llama_sampler_dist_apply`` sums them)."""
+    ids: np.ndarray
+    cum: np.ndarray
+
+    @classmethod
+    def from_logits(cls, ids, logits, is_sorted: bool) -> "Candidates":
+        logits = np.asarray(logits, dtype=np.float32)
+        top = logits[0] if is_sorted else logits.max()
+        p = np.exp(logits - top, dtype=np.float32)
+        return cls(np.asarray(ids, dtype=np.int64), np.cumsum(p.astype(np.float64)))
+
+    def index(self, u: float) -> int:
+        """The candidate a draw u selects: the first whose running sum reaches u·total."""
+        return min(int(np.searchsorted(self.cum, self.cum[-1] * u, side="left")), len(self.ids) - 1)
+
+    def pick(self, u: float) -> int:
+        return int(self.ids[self.index(u)])
+
+    def share(self, token: int) -> tuple[float, float] | None:
+        """The draws (an interval of u) that select ``token``, or None when it is not a candidate."""
+        where = np.flatnonzero(self.ids == token)
+        if not len(where):
+            return None
+        i = int(where[0])
+        return (float(self.cum[i - 1] / self.cum[-1]) if i else 0.0, float(self.cum[i] / self.cum[-1]))
+
+
+def disagreement(a: Candidates, b: Candidates) -> float:
+    """The share of all draws u in [0, 1) for which the two rows pick different tokens."""
+    edges = np.unique(np.concatenate([[0.0, 1.0], a.cum / a.cum[-1], b.cum / b.cum[-1]]))
+    edges = edges[(edges >= 0.0) & (edges <= 1.0)]
+    mids = (edges[:-1] + edges[1:]) / 2
+    picks_a = a.ids[np.minimum(np.searchsorted(a.cum / a.cum[-1], mids, side="left"), len(a.ids) - 1)]
+    picks_b = b.ids[np.minimum(np.searchsorted(b.cum / b.cum[-1], mids, side="left"), len(b.ids) - 1)]
+    return float(np.diff(edges)[picks_a != picks_b].sum())
+
+
+def classify_sampled(baseline: Candidates, spec: Candidates | None, u: float, baseline_token: int,
+                     spec_token: int, *, near: float = SAMPLED_NEAR_TIE) -> dict:
+    """Kind and figures of a sampled run's divergence (see the module docs), as Divergence fields."""
+    b_pick = baseline.pick(u)
+    out = {"draw": u, "draw_baseline_pick": b_pick, "baseline_share": baseline.share(baseline_token)}
+    if spec is not None:
+        s_pick = spec.pick(u)
+        out.update(draw_spec_pick=s_pick, spec_share=spec.share(spec_token),
+                   disagreement=disagreement(baseline, spec))
+        numerical = b_pick == baseline_token and s_pick == spec_token
+    else:
+        share = baseline.share(spec_token)
+        out["spec_share"] = share
+        numerical = (b_pick == baseline_token and share is not None
+                     and share[0] - near <= u <= share[1] + near)
+    out["kind"] = "near-tie" if numerical else "mismatch"
+    return out
+
+
 def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunResult:
     n_full = sum(1 for ev in events if ev.drafted and ev.n_accepted == len(ev.drafted))
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
@@ -196,6 +343,30 @@ def _bias_vector(engine, sampler) -> np.ndarray | None:
         if 0 <= tok < len(bias):
             bias[tok] += value
     return bias
+
+
+def candidates(engine, sampler, row: np.ndarray, history: Sequence[int]) -> Candidates:
+    """``row`` after the target's sampler chain without its final dist sampler, applied by
+    llama.cpp itself (logit bias, penalties and grammar having accepted ``history``)."""
+    import ctypes
+    import llama_cpp.llama_cpp as ll
+    from .sampling import build_chain
+    with build_chain(engine.target, sampler) as chain:
+        last = ll.llama_sampler_chain_n(chain.ptr) - 1
+        ll.llama_sampler_free(ll.llama_sampler_chain_remove(chain.ptr, last))   # the dist sampler
+        for token in history:
+            chain.accept(token)
+        n = len(row)
+        data = (ll.llama_token_data * n)()
+        view = np.ctypeslib.as_array(ctypes.cast(data, ctypes.POINTER(ctypes.c_int32)), shape=(3 * n,))
+        view[0::3] = np.arange(n, dtype=np.int32)
+        view.view(np.float32)[1::3] = np.asarray(row, dtype=np.float32)
+        arr = ll.llama_token_data_array(data, n, -1, False)
+        ll.llama_sampler_apply(chain.ptr, ctypes.byref(arr))
+        size = int(arr.size)
+        ids = view[0:3 * size:3].copy()
+        logits = view.view(np.float32)[1:3 * size:3].copy()
+        return Candidates.from_logits(ids, logits, bool(arr.sorted))
 
 
 def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence[int]) -> np.ndarray:
@@ -260,10 +431,9 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
     s_tok = spec_tokens[pos] if pos < len(spec_tokens) else None
     text = engine.target.detokenize
     common = list(baseline_tokens[:pos])
-    logits = baseline_logits_at(engine, prompt_tokens, common)
+    raw = baseline_logits_at(engine, prompt_tokens, common)
     bias = _bias_vector(engine, sampler)
-    if bias is not None:
-        logits = logits + bias
+    logits = raw + bias if bias is not None else raw
     order = np.argsort(logits)[::-1]
     top1, top2 = int(order[0]), int(order[1])
     top2_gap = float(logits[top1] - logits[top2])
@@ -272,15 +442,18 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
                          text([s_tok]) if s_tok is not None else "", top1, top2, top2_gap,
                          kind="length")
         return LosslessReport(False, n, div, deterministic)
-    spec_row = None
-    if spec_events is not None:
-        spec_row = spec_logits_at(engine, prompt_tokens, spec_events, pos)
-        if spec_row is not None and bias is not None:
-            spec_row = spec_row + bias
+    spec_raw = spec_logits_at(engine, prompt_tokens, spec_events, pos) if spec_events is not None else None
+    spec_row = spec_raw + bias if spec_raw is not None and bias is not None else spec_raw
     kind, gap, spec_gap = classify(logits, b_tok, s_tok, spec_logits=spec_row,
                                    greedy=sampler.greedy, near_tie=near_tie)
+    drawn = {}
+    if not sampler.greedy:     # the draw decides, not the logit gap
+        u = dist_draw(sampler.seed, pos)
+        spec_cands = candidates(engine, sampler, spec_raw, common) if spec_raw is not None else None
+        drawn = classify_sampled(candidates(engine, sampler, raw, common), spec_cands, u, b_tok, s_tok)
+        kind = drawn.pop("kind")
     div = Divergence(pos, b_tok, s_tok, text([b_tok]), text([s_tok]), top1, top2, top2_gap,
-                     gap, spec_gap, kind)
+                     gap, spec_gap, kind, **drawn)
     return LosslessReport(False, n, div, deterministic)
 
 

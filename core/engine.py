@@ -108,14 +108,16 @@ class Engine:
     def _open(self, target: Path, draft: Path | None, progress) -> None:
         s = self.settings
         on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
+        from .pairing import require_vocabulary, vocab_rules  # the gate of seed 000 §4.2
         self.repack, self.repack_reason = resolve_repack(s.repack)
         self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
                                       progress=on("target")))
+        require_vocabulary(self.target)
         self.draft = None
         if draft is not None:
             self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, repack=self.repack,
                                          progress=on("draft")))
-            from .pairing import vocab_rules  # the gate of seed 000 §4.2
+            require_vocabulary(self.draft)
             failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
             if failed:
                 raise IncompatiblePairError(

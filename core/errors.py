@@ -6,7 +6,14 @@ from pathlib import Path
 
 
 class SpecScopeError(Exception):
-    """Base class: every error SpecScope expects to show a user."""
+    """Base class: every error SpecScope expects to show a user.
+
+    Its text is one line: control and invisible characters that reached the message from a
+    file (a corrupted key name, llama.cpp's log) are shown escaped, never printed raw."""
+
+    def __str__(self) -> str:
+        from .gguf_file import printable
+        return printable(super().__str__())
 
 
 class ModelFileError(SpecScopeError):

@@ -20,6 +20,7 @@ from array import array
 import os
 import stat
 import struct
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ __all__ = [
     "GGUFInfo",
     "TensorTypeStats",
     "check_gguf",
+    "printable",
+    "quote_text",
     "GGML_TYPES",
     "LLAMA_FTYPE_NAMES",
 ]
@@ -231,6 +234,42 @@ class GGUFInfo:
         return max(self.tensor_types.items(), key=lambda kv: kv[1].n_bytes)[0]
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def printable(text: str, also: str = "") -> str:
+    """``text`` with control, invisible and undecodable characters escaped (``\\n``,
+    ``\\x1b``, ``\\u200b``; bytes decoded with ``surrogateescape`` as ``\\xNN``), so that
+    whatever a file holds prints as one line that shows what is there. Characters in
+    ``also`` get a backslash too (a quote and the backslash itself, for quoted text)."""
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch in also:
+            out.append("\\" + ch)
+        elif 0xDC80 <= o <= 0xDCFF:  # an invalid UTF-8 byte
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif ch == " " or (ch.isprintable() and unicodedata.category(ch) not in ("Zs", "Cf")):
+            out.append(ch)
+        elif o <= 0xFF:
+            out.append(f"\\x{o:02x}")
+        elif o <= 0xFFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    return "".join(out)
+
+
+def quote_text(raw: bytes | str, quote: str = "'", limit: int = 200) -> str:
+    """A key, name or token text from a file in quotes, escaped by :func:`printable`
+    (the quote and backslashes too), cut after ``limit`` characters."""
+    text = raw.decode("utf-8", errors="surrogateescape") if isinstance(raw, bytes) else raw
+    cut = len(text) > limit
+    return quote + printable(text[:limit], also="\\" + quote) + quote + ("…" if cut else "")
+
+
 class _Malformed(Exception):
     """Internal: the header is inconsistent; the message is the problem."""
 
@@ -354,31 +393,33 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
         try:
             key = raw_key.decode("utf-8")
         except UnicodeDecodeError:
-            raise _Malformed(f"the name of metadata key {i} is not valid UTF-8") from None
+            raise _Malformed(f"the name of metadata key {i} is not valid UTF-8 "
+                             f"({quote_text(raw_key)})") from None
+        shown = quote_text(key)
         if key in metadata or key in array_lengths or key in long_strings:
-            raise _Malformed(f"metadata key '{key}' appears twice")
-        need(4, f"the type of metadata key '{key}'")
+            raise _Malformed(f"metadata key {shown} appears twice")
+        need(4, f"the type of metadata key {shown}")
         (vtype,) = u32(buf, pos)
         pos += 4
         if vtype not in _GGUF_TYPES:
-            raise _Malformed(f"metadata key '{key}' has an invalid value type {vtype}")
+            raise _Malformed(f"metadata key {shown} has an invalid value type {vtype}")
         if vtype == _T_ARRAY:
-            need(12, f"the array header of '{key}'")
+            need(12, f"the array header of {shown}")
             (etype,) = u32(buf, pos)
             (n,) = u64(buf, pos + 4)
             pos += 12
             if etype not in _GGUF_TYPES or etype == _T_ARRAY:
-                raise _Malformed(f"metadata array '{key}' has an invalid element type {etype}")
+                raise _Malformed(f"metadata array {shown} has an invalid element type {etype}")
             if n > GGUF_MAX_ARRAY_ELEMENTS:
-                raise _Malformed(f"metadata array '{key}' claims {n:,} elements, over GGUF's limit")
+                raise _Malformed(f"metadata array {shown} claims {n:,} elements, over GGUF's limit")
             if etype == _T_STRING:
                 if n * 8 > size - pos:
                     raise _Malformed(
-                        f"the file is truncated or corrupt: metadata array '{key}' claims {n:,} strings, "
+                        f"the file is truncated or corrupt: metadata array {shown} claims {n:,} strings, "
                         f"more than the {_fmt_bytes(size - pos)} left can hold"
                     )
                 if n > 2**31 - 1:
-                    raise _Malformed(f"metadata array '{key}' claims {n:,} strings, more than llama.cpp reads")
+                    raise _Malformed(f"metadata array {shown} claims {n:,} strings, more than llama.cpp reads")
                 if key == "tokenizer.ggml.tokens":
                     token_offsets = array("Q")
                     pos = _walk_tokens(buf, pos, n, size, key, token_offsets)
@@ -386,31 +427,31 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
                     pos = _walk_strings(buf, pos, n, size, key)
             else:
                 esize = _GGUF_TYPES[etype][1]
-                need(n * esize, f"metadata array '{key}' ({n:,} × {_GGUF_TYPES[etype][0]})")
+                need(n * esize, f"metadata array {shown} ({n:,} × {_GGUF_TYPES[etype][0]})")
                 pos += n * esize
             array_lengths[key] = n
             array_types[key] = _GGUF_TYPES[etype][0]
         elif vtype == _T_STRING:
             start = pos
-            need(8, f"the length of the value of '{key}'")
+            need(8, f"the length of the value of {shown}")
             (n,) = u64(buf, pos)
             if n > MAX_KEPT_STRING_BYTES:
                 if n > GGUF_MAX_STRING_LENGTH:
-                    raise _Malformed(f"the value of '{key}' claims a length of {n:,} bytes, over GGUF's limit")
+                    raise _Malformed(f"the value of {shown} claims a length of {n:,} bytes, over GGUF's limit")
                 pos += 8
-                need(n, f"the value of '{key}'")
+                need(n, f"the value of {shown}")
                 pos += n
                 long_strings[key] = n
             else:
                 pos = start
-                raw = read_string(f"the value of '{key}'")
+                raw = read_string(f"the value of {shown}")
                 metadata[key] = raw.decode("utf-8", errors="replace")
         else:
             _, esize, fmt = _GGUF_TYPES[vtype]
-            need(esize, f"the value of '{key}'")
+            need(esize, f"the value of {shown}")
             (value,) = struct.unpack_from(fmt, buf, pos)
             if vtype == 7 and buf[pos] > 1:
-                raise _Malformed(f"the boolean '{key}' holds {buf[pos]}, not 0 or 1")
+                raise _Malformed(f"the boolean {shown} holds {buf[pos]}, not 0 or 1")
             pos += esize
             metadata[key] = value
 
@@ -432,35 +473,36 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
     for i in range(n_tensors):
         raw_name = read_string(f"the name of tensor {i}")
         name = raw_name.decode("utf-8", errors="replace")
+        shown = quote_text(raw_name)
         if len(raw_name) >= GGML_MAX_NAME:
             raise _Malformed(f"tensor {i} has a name of {len(raw_name)} bytes; ggml allows at most {GGML_MAX_NAME - 1}")
         if raw_name in seen_names:
-            raise _Malformed(f"tensor '{name}' appears twice")
+            raise _Malformed(f"tensor {shown} appears twice")
         seen_names.add(raw_name)
-        need(4, f"the shape of tensor '{name}'")
+        need(4, f"the shape of tensor {shown}")
         (n_dims,) = u32(buf, pos)
         pos += 4
         if n_dims > GGML_MAX_DIMS:
-            raise _Malformed(f"tensor '{name}' has {n_dims} dimensions; ggml allows at most {GGML_MAX_DIMS}")
-        need(8 * n_dims + 4 + 8, f"the shape, type and offset of tensor '{name}'")
+            raise _Malformed(f"tensor {shown} has {n_dims} dimensions; ggml allows at most {GGML_MAX_DIMS}")
+        need(8 * n_dims + 4 + 8, f"the shape, type and offset of tensor {shown}")
         ne = [_I64.unpack_from(buf, pos + 8 * j)[0] for j in range(n_dims)]
         pos += 8 * n_dims
         if any(d < 0 for d in ne):
-            raise _Malformed(f"tensor '{name}' has a negative dimension {tuple(ne)}")
+            raise _Malformed(f"tensor {shown} has a negative dimension {tuple(ne)}")
         n_el = 1
         for d in ne:
             n_el *= d
         if n_el > INT64_MAX:
-            raise _Malformed(f"tensor '{name}' has a shape {tuple(ne)} too large to address")
+            raise _Malformed(f"tensor {shown} has a shape {tuple(ne)} too large to address")
         (ttype,) = u32(buf, pos)
         pos += 4
         if ttype not in GGML_TYPES:
-            raise _Malformed(f"tensor '{name}' has an unknown or removed ggml type {ttype}")
+            raise _Malformed(f"tensor {shown} has an unknown or removed ggml type {ttype}")
         tname, blck, tsize = GGML_TYPES[ttype]
         ne0 = ne[0] if ne else 1
         if ne0 % blck:
             raise _Malformed(
-                f"tensor '{name}' of type {tname} has {ne0} elements per row, not a multiple of the block size {blck}"
+                f"tensor {shown} of type {tname} has {ne0} elements per row, not a multiple of the block size {blck}"
             )
         nbytes = n_el // blck * tsize
         (offset,) = u64(buf, pos)
@@ -479,12 +521,12 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
         for name, offset, nbytes in infos:
             if offset != expected:
                 raise _Malformed(
-                    f"tensor '{name}' has data offset {offset:,}, expected {expected:,} (corrupt tensor table)"
+                    f"tensor {shown} has data offset {offset:,}, expected {expected:,} (corrupt tensor table)"
                 )
             end = data_offset + offset + nbytes
             if end > size:
                 raise _Malformed(
-                    f"the file is truncated: the data of tensor '{name}' ends at byte {end:,} "
+                    f"the file is truncated: the data of tensor {shown} ends at byte {end:,} "
                     f"but the file has only {_fmt_bytes(size)} (an incomplete download?)"
                 )
             expected += -(-nbytes // alignment) * alignment
@@ -530,12 +572,12 @@ def _walk_strings(buf: mmap.mmap, pos: int, n: int, size: int, key: str,
             mark(pos)
     except (struct.error, OverflowError, ValueError):
         raise _Malformed(
-            f"the file is truncated or corrupt: metadata array '{key}' runs past the end of the file "
+            f"the file is truncated or corrupt: metadata array {quote_text(key)} runs past the end of the file "
             f"(element {j:,} of {n:,})"
         ) from None
     if pos > size:
         raise _Malformed(
-            f"the file is truncated or corrupt: metadata array '{key}' runs past the end of the file "
+            f"the file is truncated or corrupt: metadata array {quote_text(key)} runs past the end of the file "
             f"(its last string ends at byte {pos:,}, the file at {size:,})"
         )
     return pos

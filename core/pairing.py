@@ -22,14 +22,13 @@ import hashlib
 import os
 import re
 import time
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import ModelFileError, SpecScopeError
-from .gguf_file import GGUFInfo, check_gguf
+from .gguf_file import GGUFInfo, check_gguf, printable, quote_text
 
 __all__ = [
     "SPEC_VOCAB_MAX_SIZE_DIFFERENCE",
@@ -45,6 +44,7 @@ __all__ = [
     "ScanReport",
     "vocab_facts",
     "vocab_rules",
+    "require_vocabulary",
     "rules_from_facts",
     "check_pair",
     "scan",
@@ -66,6 +66,7 @@ ALPHAS = (0.5, 0.7, 0.9)
 N_MAX = 8
 
 # llama.h enum llama_vocab_type
+LLAMA_VOCAB_TYPE_NONE = 0
 VOCAB_TYPE_NAMES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo-2", 7: "TEST"}
 
 # src/llama-arch.cpp: llm_arch_is_recurrent / llm_arch_is_hybrid (llama-cpp-python 0.3.36).
@@ -269,40 +270,37 @@ def rules_from_facts(t: VocabFacts, d: VocabFacts,
     return rules
 
 
+NO_TOKENIZER = ("this GGUF file has no tokenizer (tokenizer.ggml.model is missing, 'none' or "
+                "'no_vocab', or there are no tokenizer.ggml.tokens), so it cannot tokenize a prompt "
+                "or be paired")
+
+
+def require_vocabulary(model) -> None:
+    """Refuse a loaded model whose vocabulary llama.cpp reports as type none: every
+    token-level call into it (texts, attributes, tokenizing) ends in a GGML_ASSERT that
+    aborts the process."""
+    if int(_ll().llama_vocab_type(model.vocab)) == LLAMA_VOCAB_TYPE_NONE:
+        raise ModelFileError(str(model.path), NO_TOKENIZER)
+
+
 def vocab_rules(target_vocab_ptr, draft_vocab_ptr) -> list[Rule]:
     """Apply llama.cpp's vocabulary rules to two already-loaded ``llama_vocab`` pointers.
 
     Returns four :class:`Rule` objects (vocabulary type, BOS/EOS, vocabulary
-    size, token text); the pair is compatible when all pass.
+    size, token text); the pair is compatible when all pass. Token texts are not
+    compared when either side has no vocabulary (type none: llama.cpp asserts).
     """
     t = vocab_facts(target_vocab_ptr)
     d = vocab_facts(draft_vocab_ptr)
-    mismatch = first_text_mismatch(target_vocab_ptr, draft_vocab_ptr, min(t.n_tokens, d.n_tokens))
+    mismatch = None
+    if LLAMA_VOCAB_TYPE_NONE not in (t.type_id, d.type_id):
+        mismatch = first_text_mismatch(target_vocab_ptr, draft_vocab_ptr, min(t.n_tokens, d.n_tokens))
     return rules_from_facts(t, d, mismatch)
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", '"': '\\"', "\0": "\\0"}
 
 
 def escape_token_text(raw: bytes) -> str:
     """A token's text in double quotes, with control, invisible and invalid bytes escaped."""
-    s = raw.decode("utf-8", errors="surrogateescape")
-    out = []
-    for ch in s:
-        o = ord(ch)
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif 0xDC80 <= o <= 0xDCFF:  # an invalid UTF-8 byte
-            out.append(f"\\x{o - 0xDC00:02x}")
-        elif ch == " " or (ch.isprintable() and unicodedata.category(ch) not in ("Zs", "Cf")):
-            out.append(ch)
-        elif o <= 0xFF:
-            out.append(f"\\x{o:02x}")
-        elif o <= 0xFFFF:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(f"\\U{o:08x}")
-    return '"' + "".join(out) + '"'
+    return quote_text(raw, '"')
 
 
 # ============================================================================ beyond the vocabulary
@@ -377,7 +375,8 @@ class ModelSummary:
 
     @property
     def display_name(self) -> str:
-        return self.name or Path(self.path).name
+        """general.name (escaped: it comes from the file), else the file name."""
+        return printable(self.name) if self.name else Path(self.path).name
 
 
 def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=None) -> ModelSummary:
@@ -576,8 +575,7 @@ class _Loaded:
     def __init__(self, path: str | os.PathLike):
         self.info = check_gguf(path)
         if not self.info.has_tokenizer:
-            raise ModelFileError(str(path), "this GGUF file has no tokenizer (no tokenizer.ggml.model "
-                                 "and tokenizer.ggml.tokens), so it cannot be paired")
+            raise ModelFileError(str(path), NO_TOKENIZER)
         if self.info.architecture is None:
             raise ModelFileError(str(path), "this GGUF file names no architecture (general.architecture)")
         from .llama import Model  # noqa: PLC0415 - the native library loads on first use

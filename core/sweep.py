@@ -29,7 +29,9 @@ draft × n) carry the columns of :data:`CSV_COLUMNS`:
 ``f``                     the calibrated draft cost per token
 ``prefill_ms``            prompt processing of the speculative runs (both models), mean
 ``baseline_prefill_ms``   prompt processing of the baseline runs, mean
-``lossless``              identical | near-tie | mismatch | length (worst over the runs)
+``lossless``              identical | near-tie | mismatch | length (worst over the runs); near-tie:
+                          numerics explain the divergence (greedy: the logit gap; sampled: the
+                          sampler's draw falls where the batched and one-token distributions part)
 ``divergence_at``         first diverging generated token (empty when identical)
 
 Times are robust to a run slowed by a burst of load from elsewhere: per prompt,

@@ -88,6 +88,8 @@ def write_tokenizer(w: gguf.GGUFWriter, tokens: list[str], merges: list[str], *,
         w.add_token_scores([-float(i) for i in range(len(tokens))])
     else:
         w.add_token_merges(merges)
+    if model in ("none", "no_vocab"):      # llama.cpp then takes the size from {arch}.vocab_size
+        w.add_vocab_size(len(tokens))
     w.add_bos_token_id(eot if bos is None else bos)
     w.add_eos_token_id(eot if eos is None else eos)
     w.add_add_bos_token(add_bos)

@@ -102,3 +102,47 @@ def test_bad_input_in_a_real_process_has_no_traceback(tmp_path, tiny_models):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert str(bad) in proc.stderr
+
+
+# ----------------------------------------------------------------------------- files that used to kill the process
+
+@pytest.fixture(scope="module")
+def no_vocab_models(tmp_path_factory):
+    import ggufgen
+    d = tmp_path_factory.mktemp("novocab")
+    return {kind: ggufgen.write_llama(d / f"{kind}.gguf", n_layer=1, model=kind)
+            for kind in ("none", "no_vocab")}
+
+
+def _cli_process(*argv):
+    return subprocess.run([sys.executable, "-m", "specscope.core.cli", *map(str, argv)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("kind", ["none", "no_vocab"])
+def test_a_model_without_vocabulary_is_one_line_not_an_abort(kind, no_vocab_models, tiny_models):
+    # llama.cpp GGML_ASSERTs (SIGABRT) on any token-level call into such a vocabulary;
+    # run in a child so that a regression fails this test instead of killing pytest
+    bad, good = no_vocab_models[kind], tiny_models["target"]
+    for argv in (("run", "-m", good, "-md", bad), ("run", "-m", bad, "-md", good), ("baseline", "-m", bad)):
+        proc = _cli_process(*argv, "-n", "4", "-p", "x")
+        assert proc.returncode == 2, (argv, proc.returncode, proc.stderr[-2000:])
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"specscope: error: {bad}: "), proc.stderr
+        assert "has no tokenizer" in lines[0]
+
+
+def test_a_corrupted_key_name_is_one_escaped_line(capsys, tiny_models, tmp_path):
+    data = bytearray(tiny_models["target"].read_bytes())
+    key = b"general.name"
+    at = data.index(key)
+    data[at:at + len(key)] = b"gen\0ra\n.\x1bame"
+    data[at + len(key):at + len(key) + 4] = (77).to_bytes(4, "little")   # and its value type
+    bad = tmp_path / "key.gguf"
+    bad.write_bytes(bytes(data))
+    for command in (("run", "-md", tiny_models["draft"]), ("baseline",), ("bench", "-q", "-md", tiny_models["draft"])):
+        code, out, err = run_cli(capsys, command[0], "-m", str(bad), *map(str, command[1:]), "-n", "4")
+        assert code == 2, (command, err)
+        assert err.count("\n") == 1 and "\0" not in err and "\x1b" not in err, err
+        assert err.startswith(f"specscope: error: {bad}: metadata key 'gen\\0ra\\n.\\x1bame' "
+                              "has an invalid value type 77"), err

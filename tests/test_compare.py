@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import ggufgen
-from specscope.core.compare import (baseline_logits_at, check_lossless, classify, compare,
-                                    first_divergence, spec_logits_at)
+from specscope.core.compare import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
+                                    classify_sampled, compare, disagreement, dist_draw, first_divergence,
+                                    mt19937_words, spec_logits_at)
 from specscope.core.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
 from specscope.core.sampling import SamplerSettings
@@ -96,6 +97,89 @@ def test_forced_divergence_is_a_real_mismatch(det_engine):
     assert d.kind == "mismatch" and rep.verdict == "mismatch"
     assert "real mismatch" in rep.describe()
     json.dumps(rep.to_dict())
+
+
+# ============================================================================ sampled runs
+
+def test_mt19937_is_cpps():
+    # the C++ standard requires the 10000th output of a default-constructed std::mt19937
+    assert mt19937_words(5489, 10000)[-1] == 4123659995
+    u = [dist_draw(5, i) for i in range(50)]
+    assert all(0.0 <= x < 1.0 for x in u) and len(set(u)) == 50
+
+
+def test_candidates_pick_by_running_probability():
+    c = Candidates.from_logits([7, 3, 9], np.log([0.5, 0.3, 0.2]), True)
+    assert [c.pick(u) for u in (0.0, 0.49, 0.51, 0.79, 0.81, 0.999)] == [7, 7, 3, 3, 9, 9]
+    assert c.share(3) == pytest.approx((0.5, 0.8)) and c.share(4) is None
+    other = Candidates.from_logits([7, 3, 9], np.log([0.45, 0.35, 0.2]), True)
+    assert disagreement(c, other) == pytest.approx(0.05)   # u in (0.45, 0.5] picks 3 there, 7 here
+    assert disagreement(c, c) == 0.0
+
+
+def test_classify_sampled():
+    base = Candidates.from_logits([7, 3, 9], np.log([0.5, 0.3, 0.2]), True)
+    spec = Candidates.from_logits([7, 3, 9], np.log([0.45, 0.35, 0.2]), True)
+    # u = 0.47: the single-token row picks 7, the batched one 3: numerics decided
+    d = classify_sampled(base, spec, 0.47, 7, 3)
+    assert d["kind"] == "near-tie" and d["draw_spec_pick"] == 3 and d["disagreement"] == pytest.approx(0.05)
+    # u = 0.2: both rows pick 7, so a speculative 3 is a real mismatch, however close the logits
+    assert classify_sampled(base, spec, 0.2, 7, 3)["kind"] == "mismatch"
+    # the draw must reproduce the baseline's own token
+    assert classify_sampled(base, spec, 0.6, 7, 3)["kind"] == "mismatch"
+    # without the batched side: near the other token's share
+    assert classify_sampled(base, None, 0.495, 7, 3)["kind"] == "near-tie"
+    assert classify_sampled(base, None, 0.2, 7, 3)["kind"] == "mismatch"
+
+
+def test_the_draws_reproduce_a_sampled_baseline(det_engine):
+    """The check's rebuilt candidates and draws give exactly the tokens llama.cpp sampled."""
+    for sampler in (SamplerSettings(temperature=1.5, seed=5, logit_bias=NO_EOG),
+                    SamplerSettings(temperature=0.8, top_k=0, top_p=0.9, min_p=0.0, seed=11,
+                                    repeat_penalty=1.3, logit_bias=NO_EOG)):
+        run = det_engine.baseline(PROMPT, sampler, 12)
+        list(run)
+        for i, token in enumerate(run.tokens):
+            row = baseline_logits_at(det_engine, run.prompt_tokens, run.tokens[:i])
+            cands = candidates(det_engine, sampler, row, run.tokens[:i])
+            assert cands.pick(dist_draw(sampler.seed, i)) == token, (sampler.describe(), i)
+
+
+def test_a_sampled_divergence_forced_by_the_draft_side_is_a_real_mismatch(det_engine):
+    sampler = SamplerSettings(temperature=0.8, seed=5, logit_bias=NO_EOG)
+    prompt_tokens = det_engine.tokenize(PROMPT)
+    logits = baseline_logits_at(det_engine, prompt_tokens, [])
+    logits[EOT] = np.inf
+    forced = int(np.argmin(logits))
+    spec_sampler = SamplerSettings(temperature=0.8, seed=5, logit_bias=NO_EOG + ((forced, 1e4),))
+    rep = compare(det_engine, PROMPT, SpecSettings(n_max=3), sampler, n_predict=8,
+                  spec_sampler=spec_sampler).lossless
+    d = rep.divergence
+    assert d.position == 0 and d.spec_token == forced
+    assert d.draw == dist_draw(5, 0) and d.draw_baseline_pick == d.baseline_token
+    assert d.draw_spec_pick == d.baseline_token          # the batched row picks it too
+    assert d.kind == "mismatch" and "real mismatch" in rep.describe() and "draw u =" in rep.describe()
+    json.dumps(rep.to_dict())
+
+
+def test_rows_that_pick_differently_at_the_draw_make_a_numerical_divergence(det_engine):
+    """Real rows of the target, the batched one lowered at the baseline's token: where u
+    now picks another token from it, the divergence is numerical, whatever the logit gap."""
+    sampler = SamplerSettings(temperature=1.0, seed=3, logit_bias=NO_EOG)
+    prompt_tokens = det_engine.tokenize(PROMPT)
+    base_row = baseline_logits_at(det_engine, prompt_tokens, [])
+    u = dist_draw(sampler.seed, 0)
+    base = candidates(det_engine, sampler, base_row, [])
+    b_tok = base.pick(u)
+    lowered = base_row.copy()
+    lowered[b_tok] -= 30.0
+    spec = candidates(det_engine, sampler, lowered, [])
+    s_tok = spec.pick(u)
+    assert s_tok != b_tok
+    d = classify_sampled(base, spec, u, b_tok, s_tok)
+    assert d["kind"] == "near-tie" and d["draw_baseline_pick"] == b_tok and d["draw_spec_pick"] == s_tok
+    lo, hi = base.share(b_tok)
+    assert d["disagreement"] >= hi - lo - 1e-9       # every draw that picked b_tok now picks another
 
 
 def test_replayed_verification_logits_match_the_baseline_under_deterministic_numerics(det_engine):

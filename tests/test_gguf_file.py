@@ -301,3 +301,44 @@ def test_tensor_data_exactly_fits(tmp_path):
     assert info.tensor_types["F32"].n_elements == 11
     p.write_bytes(p.read_bytes()[:-1])
     assert "truncated" in _problem(p)
+
+
+# ----------------------------------------------------------------------------- names from the file, shown escaped
+
+CORRUPT = "gen\0ra\n.\x1bam\re\t\u200b"           # NUL, newline, ESC, CR, tab, a zero-width space
+CORRUPT_SHOWN = r"'gen\0ra\n.\x1bam\re\t\u200b'"
+
+
+@pytest.mark.parametrize("kv, words", [
+    (gguf_string(CORRUPT) + struct.pack("<I", 77) + b"\0" * 8, "invalid value type 77"),
+    (gguf_string(CORRUPT) + struct.pack("<IB", 7, 2), "not 0 or 1"),
+    (gguf_string(CORRUPT) + struct.pack("<IIQ", 9, 8, 1) + b"\xff" * 8, "runs past the end"),
+    (gguf_string(CORRUPT.encode() + b"\xff") + struct.pack("<II", 4, 1), "not valid UTF-8"),
+])
+def test_a_corrupted_key_name_is_shown_escaped_on_one_line(tmp_path, kv, words):
+    p = tmp_path / "k.gguf"
+    p.write_bytes(raw_gguf([kv]))
+    problem = _problem(p)                      # one line (checked there)
+    assert words in problem
+    assert not any(c in problem for c in "\0\r\t\x1b\u200b")
+    assert CORRUPT_SHOWN[:-1] in problem        # what is there, escaped
+
+
+def test_a_duplicate_corrupted_key_and_tensor_name_are_escaped(tmp_path):
+    p = tmp_path / "d.gguf"
+    p.write_bytes(raw_gguf([kv_u32(CORRUPT, 1), kv_u32(CORRUPT, 2)]))
+    assert f"metadata key {CORRUPT_SHOWN} appears twice" in _problem(p)
+    name = "t\n\x07"
+    p.write_bytes(raw_gguf([], [tensor_info(name, (8,)), tensor_info(name, (8,), offset=32)], b"\0" * 64))
+    assert r"tensor 't\n\x07' appears twice" in _problem(p)
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("plain.key", "'plain.key'"),
+    ("it's", r"'it\'s'"),
+    ("a\\b", r"'a\\b'"),
+    (b"\xc3(", r"'\xc3('"),
+    ("x" * 300, "'" + "x" * 200 + "'…"),
+])
+def test_quote_text(raw, shown):
+    assert gguf_file.quote_text(raw) == shown

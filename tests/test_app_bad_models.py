@@ -1,0 +1,54 @@
+"""The window on model files that used to kill the process or print raw bytes: a
+vocabulary-less model (llama.cpp GGML_ASSERTs on it) and a corrupted key name.
+Each becomes one escaped line in the banner, and the window keeps working."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+import ggufgen  # noqa: E402
+from test_app_window import open_window, pair, run_and_wait, settings  # noqa: E402,F401 - fixtures
+
+
+@pytest.fixture
+def window(qtbot, pair, settings):  # noqa: F811
+    w = open_window(qtbot, pair, settings)
+    w.params.n_predict.setValue(8)
+    w.params.n_ctx.setValue(256)
+    w.prompt.set_text("x = ")
+    yield w
+    w.close()
+
+
+def corrupted_key_model(source: Path, path: Path) -> Path:
+    data = bytearray(source.read_bytes())
+    key = b"general.name"
+    at = data.index(key)
+    data[at:at + len(key)] = b"gen\0ra\n.\x1bame"
+    data[at + len(key):at + len(key) + 4] = (77).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    return path
+
+
+def one_clean_line(text: str) -> bool:
+    return not any(c in text for c in "\n\r\0\x1b")
+
+
+def test_bad_models_get_one_clean_line_and_the_window_keeps_working(qtbot, window, pair, tmp_path):
+    no_vocab = ggufgen.write_llama(tmp_path / "novocab.gguf", n_layer=1, model="no_vocab")
+    bad_key = corrupted_key_model(Path(pair[1]), tmp_path / "badkey.gguf")
+    for target, draft, words in ((Path(pair[0]), no_vocab, "has no tokenizer"),
+                                 (no_vocab, Path(pair[1]), "has no tokenizer"),
+                                 (Path(pair[0]), bad_key, r"metadata key 'gen\0ra\n.\x1bame'")):
+        with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+            window.pair_panel.set_pair(target, draft)
+        assert run_and_wait(qtbot, window, window.run_clicked) == "error"
+        message = window.banner.message
+        assert words in message and one_clean_line(message), message
+        assert window.mode == "idle"
+    window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
