@@ -77,11 +77,17 @@ def test_the_window_opens_and_runs_it(qtbot, smollm2, tmp_path, monkeypatch):
         qtbot.waitUntil(lambda: w.report is not None, timeout=60_000)
         assert w.report.compatible
         w.params.n_predict.setValue(16)
-        w.prompt.set_text("The capital of France is")
+        prompt = "What is the capital of France?"
+        w.prompt.set_text(prompt)
         with qtbot.waitSignal(w.run_done, timeout=300_000) as blocker:
             w.run_clicked()
         assert blocker.args[1] == "n_predict", w.banner.message
-        assert sum(len(e.emitted) for e in w.events) == 16
-        assert "Paris" in w.token_view.toPlainText()
+        tokens = [t for e in w.events for t in e.emitted]
+        assert len(tokens) == 16
+        # Chat is on by default for a model with a template: the same tokens as the CLI's --chat
+        assert w.token_view.toPlainText().startswith("<|im_start|>system")
+        cli_run = cli("run", "-m", smollm2, "-md", smollm2, "--chat", "-p", prompt, "-n", "16", "--json")
+        assert cli_run.returncode == 0, cli_run.stderr[-800:]
+        assert tokens == json.loads(cli_run.stdout)["tokens"]
     finally:
         w.close()
