@@ -97,6 +97,22 @@ class EngineSettings:
                                flash_attn=self.flash_attn, kv_type=self.kv_type)
 
 
+def top_values(row: np.ndarray, k: int, groups: int = 64) -> np.ndarray:
+    """The k largest values of ``row`` (in no order), exactly, for a fraction of what
+    ``np.partition(row, -k)`` costs on a large vocabulary (a quarter or less at 150k tokens).
+
+    The row is read as a grid of ``groups`` rows (``row.reshape(groups, -1)``). Take the k
+    columns with the largest maxima: a value outside them is at most its column's maximum,
+    hence at most each of the k chosen maxima, so it is not needed among the k largest. Those
+    columns and the few elements left over by the reshape hold the k largest values."""
+    n = row.size - row.size % groups
+    if n < 4 * k * groups:
+        return np.partition(row, -k)[-k:]
+    grid = row[:n].reshape(groups, -1)
+    columns = np.argpartition(grid.max(axis=0), -k)[-k:]
+    return np.partition(np.concatenate((grid[:, columns].ravel(), row[n:])), -k)[-k:]
+
+
 @dataclass
 class _Timer:
     """Accumulates seconds spent inside llama.cpp calls, per phase."""
@@ -407,7 +423,7 @@ class Run:
             logits = dft.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time
             tm.draft += clock() - t
             best = int(logits.argmax())
-            top = np.partition(logits, -DRAFT_TOP_K)[-DRAFT_TOP_K:]   # the top-10 logits
+            top = top_values(logits, DRAFT_TOP_K)                       # the top-10 logits
             p = float(1.0 / np.exp(top - logits[best]).sum())          # argmax's share of their mass
             if p < p_min:
                 stop = "p_min"

@@ -34,12 +34,16 @@ def byte_tokens() -> list[str]:
     return [chr(table[b]) for b in range(256)]
 
 
-def bpe_vocab(extra_merges: int = len(MERGES)) -> tuple[list[str], list[str]]:
+def bpe_vocab(extra_merges: int = len(MERGES), n_vocab: int | None = None) -> tuple[list[str], list[str]]:
+    """n_vocab: pad with word pieces ``w0``, ``w1`` … (never produced by the merges) to that
+    size, ``<|endoftext|>`` still last: a large vocabulary for benchmarks."""
     tokens = byte_tokens()
     merges = MERGES[:extra_merges]
     for m in merges:
         a, b = m.split(" ")
         tokens.append(a + b)
+    if n_vocab is not None:
+        tokens += [f"w{i}" for i in range(n_vocab - 1 - len(tokens))]
     tokens.append(EOT)
     return tokens, merges
 
@@ -91,8 +95,9 @@ def llama_weights(n_vocab: int, n_embd: int = 64, n_layer: int = 2, n_ff: int = 
 def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
                 n_vocab_merges: int = len(MERGES), n_embd: int = 64, n_layer: int = 2,
                 n_ff: int = 128, n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 4096,
-                seed: int = 0, dtype=np.float32, name: str = "tiny", **tok_kw) -> Path:
-    tokens, merges = bpe_vocab(n_vocab_merges)
+                seed: int = 0, dtype=np.float32, name: str = "tiny", n_vocab: int | None = None,
+                **tok_kw) -> Path:
+    tokens, merges = bpe_vocab(n_vocab_merges, n_vocab)
     if weights is None:
         weights = llama_weights(len(tokens), n_embd, n_layer, n_ff, n_head, n_head_kv, seed)
     w = gguf.GGUFWriter(str(path), "llama")
