@@ -353,15 +353,43 @@ class Context:
         self.clear()
         return ok
 
-    def save_state(self) -> bytes:
-        n = ll.llama_state_seq_get_size(self.ptr, 0)
-        buf = (ctypes.c_uint8 * n)()
-        written = ll.llama_state_seq_get_data(self.ptr, buf, n, 0)
-        return bytes(buf[:written])
 
-    def load_state(self, data: bytes) -> None:
-        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if ll.llama_state_seq_set_data(self.ptr, buf, len(data), 0) == 0:
+class Checkpoint:
+    """Sequence 0's state in one context, copied out to a buffer that later saves reuse.
+
+    ``partial`` is llama.cpp's ``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``, what its
+    speculative-simple passes: a hybrid memory (llama_memory_hybrid) then writes only its
+    recurrent part, whose size does not depend on the context; the KV cache of its attention
+    layers is left out, and ``restore`` trims it back to the checkpoint with ``seq_rm``. A pure
+    recurrent memory (Mamba) ignores the flag: its whole state is the recurrent one. Bytes move
+    with llama.cpp's own copy into a ctypes buffer, grown only when a save needs more room.
+    """
+
+    def __init__(self, ctx: Context, *, partial: bool = True):
+        self.ctx = ctx
+        self.flags = ll.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY if partial else ll.LLAMA_STATE_SEQ_FLAGS_NONE
+        self._buf = (ctypes.c_uint8 * 0)()
+        self.size = 0        # bytes the last save wrote
+        self.pos_max = -1    # the sequence's last position when it was saved
+
+    def save(self) -> "Checkpoint":
+        ctx = self.ctx
+        n = ll.llama_state_seq_get_size_ext(ctx.ptr, 0, self.flags)
+        if n > len(self._buf):
+            self._buf = (ctypes.c_uint8 * n)()
+        written = ll.llama_state_seq_get_data_ext(ctx.ptr, self._buf, n, 0, self.flags)
+        if written != n:
+            raise DecodeError("a state checkpoint save", -1)
+        self.size, self.pos_max = n, ctx.pos_max()
+        return self
+
+    def restore(self) -> None:
+        """Back to the saved state: the saved part read back (the recurrent state, or the whole
+        state when not partial), then every row after the saved position dropped (the attention
+        rows a partial state left in the KV cache; a no-op otherwise), as llama.cpp does."""
+        ctx = self.ctx
+        if ll.llama_state_seq_set_data_ext(ctx.ptr, self._buf, self.size, 0, self.flags) != self.size \
+                or not ctx.seq_rm(self.pos_max + 1, -1):
             raise DecodeError("a state checkpoint restore", -1)
 
 

@@ -34,12 +34,16 @@ def byte_tokens() -> list[str]:
     return [chr(table[b]) for b in range(256)]
 
 
-def bpe_vocab(extra_merges: int = len(MERGES)) -> tuple[list[str], list[str]]:
+def bpe_vocab(extra_merges: int = len(MERGES), n_vocab: int | None = None) -> tuple[list[str], list[str]]:
+    """n_vocab: pad with word pieces ``w0``, ``w1`` … (never produced by the merges) to that
+    size, ``<|endoftext|>`` still last: a large vocabulary for benchmarks."""
     tokens = byte_tokens()
     merges = MERGES[:extra_merges]
     for m in merges:
         a, b = m.split(" ")
         tokens.append(a + b)
+    if n_vocab is not None:
+        tokens += [f"w{i}" for i in range(n_vocab - 1 - len(tokens))]
     tokens.append(EOT)
     return tokens, merges
 
@@ -124,11 +128,12 @@ def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, 
                 n_vocab_merges: int = len(MERGES), n_embd: int = 64, n_layer: int = 2,
                 n_ff: int = 128, n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 4096,
                 seed: int = 0, dtype=np.float32, name: str = "tiny", tokens: list[str] | None = None,
-                specials=(), **tok_kw) -> Path:
+                specials=(), n_vocab: int | None = None, **tok_kw) -> Path:
     """``tokens``: a whole vocabulary of one's own (e.g. ``spm_vocab()``, with ``model="llama"``);
-    ``specials``: control tokens such as ``<|im_start|>`` added before <|endoftext|>."""
+    ``specials``: control tokens such as ``<|im_start|>`` added before <|endoftext|>;
+    ``n_vocab``: pad the BPE vocabulary to this many tokens."""
     if tokens is None:
-        tokens, merges = bpe_vocab(n_vocab_merges)
+        tokens, merges = bpe_vocab(n_vocab_merges, n_vocab)
         tokens = tokens[:-1] + list(specials) + tokens[-1:]
     else:
         merges = []
@@ -220,3 +225,68 @@ def write_crashing_llama(path: str | Path) -> Path:
     for 4 query heads (the tensor shapes agree with the header, so the load checks pass; the
     attention's matrix product then fails ``GGML_ASSERT(ggml_can_mul_mat(k, q))``)."""
     return write_llama(path, n_head=4, n_head_kv=3, name="crashes-llama.cpp")
+
+
+def lfm2_weights(n_vocab: int, layers: str = "cac", n_embd: int = 64, n_ff: int = 128,
+                 n_head: int = 4, n_head_kv: int = 2, l_cache: int = 3, seed: int = 0,
+                 scale: float = 0.25) -> dict[str, np.ndarray]:
+    """LFM2 weights; ``layers`` names each block: ``c`` a short convolution (recurrent
+    memory), ``a`` attention (KV cache)."""
+    rng = np.random.default_rng(seed)
+    head_dim = n_embd // n_head
+
+    def mat(out, inp):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp) * 4).astype(np.float32)
+
+    w = {"token_embd.weight": rng.standard_normal((n_vocab, n_embd)).astype(np.float32),
+         "token_embd_norm.weight": np.ones(n_embd, np.float32),   # LFM2's output norm
+         "output.weight": mat(n_vocab, n_embd)}
+    for i, kind in enumerate(layers):
+        w[f"blk.{i}.attn_norm.weight"] = np.ones(n_embd, np.float32)
+        if kind == "a":
+            w[f"blk.{i}.attn_q_norm.weight"] = np.ones(head_dim, np.float32)
+            w[f"blk.{i}.attn_k_norm.weight"] = np.ones(head_dim, np.float32)
+            w[f"blk.{i}.attn_q.weight"] = mat(n_embd, n_embd)
+            w[f"blk.{i}.attn_k.weight"] = mat(n_head_kv * head_dim, n_embd)
+            w[f"blk.{i}.attn_v.weight"] = mat(n_head_kv * head_dim, n_embd)
+            w[f"blk.{i}.attn_output.weight"] = mat(n_embd, n_embd)
+        else:
+            w[f"blk.{i}.shortconv.conv.weight"] = mat(n_embd, l_cache)
+            w[f"blk.{i}.shortconv.in_proj.weight"] = mat(3 * n_embd, n_embd)
+            w[f"blk.{i}.shortconv.out_proj.weight"] = mat(n_embd, n_embd)
+        w[f"blk.{i}.ffn_norm.weight"] = np.ones(n_embd, np.float32)
+        w[f"blk.{i}.ffn_gate.weight"] = mat(n_ff, n_embd)
+        w[f"blk.{i}.ffn_up.weight"] = mat(n_ff, n_embd)
+        w[f"blk.{i}.ffn_down.weight"] = mat(n_embd, n_ff)
+    return w
+
+
+def write_lfm2(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
+               layers: str = "cac", n_embd: int = 64, n_ff: int = 128, n_head: int = 4,
+               n_head_kv: int = 2, l_cache: int = 3, seed: int = 0,
+               name: str = "tiny-lfm2") -> Path:
+    """A tiny LFM2: a hybrid memory (KV cache for the ``a`` layers, recurrent convolution
+    state for the ``c`` layers), llama.cpp's simplest hybrid architecture."""
+    tokens, merges = bpe_vocab()
+    if weights is None:
+        weights = lfm2_weights(len(tokens), layers, n_embd, n_ff, n_head, n_head_kv, l_cache, seed)
+    w = gguf.GGUFWriter(str(path), "lfm2")
+    w.add_name(name)
+    w.add_context_length(4096)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(len(layers))
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv([n_head_kv if kind == "a" else 0 for kind in layers])
+    w.add_shortconv_l_cache(l_cache)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(10000.0)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    write_tokenizer(w, tokens, merges)
+    for name_, arr in weights.items():
+        w.add_tensor(name_, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return Path(path)

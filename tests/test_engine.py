@@ -2,9 +2,10 @@
 
 import math
 
+import numpy as np
 import pytest
 
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine import Engine, EngineSettings, SpecSettings, top_values
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError, ModelFileError
 from specscope.core.sampling import SamplerSettings
 from specscope.core.stats import fold
@@ -199,3 +200,18 @@ def test_bad_files_are_refused_before_llama_cpp_sees_them(tmp_path, tiny_models)
         with pytest.raises(ModelFileError) as err:
             Engine(path, tiny_models["draft"])
         assert str(path) in str(err.value), what
+
+
+def test_top_values_are_the_k_largest_values_exactly():
+    rng = np.random.default_rng(0)
+    for n in (5, 2559, 2560, 4096, 49_155, 152_064, 262_144):
+        for row in (rng.standard_normal(n).astype(np.float32),
+                    rng.integers(-3, 3, n).astype(np.float32)):      # many ties
+            k = min(10, n)
+            expected = np.sort(np.partition(row, -k)[-k:])
+            assert np.array_equal(np.sort(top_values(row, k)), expected), n
+    # the largest values in the leftover tail and all in one column
+    row = np.zeros(64 * 100 + 7, np.float32)
+    row[-3:] = 5
+    row[np.arange(10) * 100 + 42] = 4
+    assert np.array_equal(np.sort(top_values(row, 10)), [4] * 7 + [5] * 3)
