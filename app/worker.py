@@ -97,6 +97,7 @@ class EngineWorker(QObject):
         self.abort = threading.Event()          # set from any thread: give up a load in progress
         self._engine = None
         self._engine_key = None
+        self._threads = {}
         self._run = None                        # the Run of a step-mode generation
         self._gen = None                        # its live generator
         self._request: RunRequest | None = None
@@ -116,8 +117,21 @@ class EngineWorker(QObject):
         self.load_started.emit(f"Loading {Path(target).name}" + (f" and {Path(draft).name}" if draft else ""))
         self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
+        self._measure_threads(settings)
         self._vocab = Vocab.of(self._engine.target)
         self.engine_loaded.emit(self._facts())
+
+    def _measure_threads(self, settings) -> None:
+        """Threads 0 (the window's "auto"): give each context the thread count that decodes
+        fastest on this machine now (core.threads: all cores on an idle machine, fewer on one
+        busy with other work). Measured here, on the thread that runs every decode."""
+        from specscope.core.threads import fastest_threads
+        e = self._engine
+        self._threads = {}
+        for role, ctx, n in (("target", e.tgt, settings.target_threads),
+                             ("draft", e.dft, settings.draft_threads)):
+            if ctx is not None:
+                self._threads[role] = fastest_threads(ctx) if n == 0 else (n, {})
 
     def _progress(self, role: str, fraction: float) -> bool:
         """llama.cpp's load progress callback: report it; False aborts the load."""
@@ -136,6 +150,8 @@ class EngineWorker(QObject):
                            "description": m.description, "n_vocab": m.n_vocab,
                            "path": str(m.path)}
         facts["n_ctx"] = e.tgt.n_ctx
+        facts["repack"], facts["repack_reason"] = e.repack, e.repack_reason
+        facts["threads"] = dict(self._threads)         # role -> (threads, {threads: s per decode})
         return facts
 
     def _close_engine(self) -> None:
