@@ -37,7 +37,10 @@ def auto_threads() -> int:
 def threads_line(threads: dict) -> str:
     """'Threads: target 2, draft 2 (measured per token: 2: 9.8 ms, 1: 17.0 ms · …)'."""
     parts, measured = [], []
-    for role, (n, medians) in threads.items():
+    for role in ("target", "draft"):
+        if role not in threads:
+            continue
+        n, medians = threads[role]
         parts.append(f"{role} {n}")
         if medians:
             measured.append(f"{role} " + ", ".join(f"{k}: {v * 1e3:.1f} ms" for k, v in medians.items()))

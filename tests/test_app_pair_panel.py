@@ -71,6 +71,7 @@ def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path,
         qtbot.waitUntil(lambda: w.mode == "idle", timeout=60_000)
         assert w.pair_panel.engine_label.isVisible()
         assert "repacking off" in w.pair_panel.engine_label.text()
+        assert w.pair_panel.engine_label.text().startswith("Threads: target ")   # measured: auto
     finally:
         w.close()
     again = MainWindow(settings=settings, preload=False)
