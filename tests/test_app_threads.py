@@ -42,7 +42,7 @@ def test_a_sweep_leaves_no_thread_team_behind(qtbot, tiny_models, tmp_path, monk
     prompts.write_text(json.dumps({"prompts": [{"name": "code", "text": "def f(x):"}]}), encoding="utf-8")
     view.set_prompt_file(prompts)
     view.n_values.setText("1")
-    settings = replace(view.settings(), engine=EngineSettings(n_ctx=256, target_threads=2, draft_threads=2),
+    settings = replace(view.settings(), engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1),
                        n_predict=8, sampler=SamplerSettings(logit_bias=((EOT, -math.inf),)),
                        calibration_s=0.2)
     before = os_threads()
@@ -54,3 +54,41 @@ def test_a_sweep_leaves_no_thread_team_behind(qtbot, tiny_models, tmp_path, monk
     assert os_threads() <= before, "a thread (and its OpenMP team) outlived the sweep"
     assert view._thread is None
     assert view.shutdown()
+
+
+@pytest.mark.skipif(not TASKS.is_dir(), reason="needs Linux /proc")
+def test_a_thread_that_decoded_keeps_its_openmp_team_until_it_ends(tiny_models):
+    """Why the sweep's thread must end: with llama.cpp built on libgomp, a thread that ran a
+    2-thread decode keeps a team thread of its own for as long as it lives."""
+    import threading
+    from specscope.core.llama import Batch, Context, ContextSettings, Model
+    model = Model(tiny_models["target"])
+    decoded, release = threading.Event(), threading.Event()
+
+    def body():
+        ctx = Context(model, ContextSettings(n_ctx=64, n_threads=2))
+        with Batch(1) as batch:
+            batch.fill([1], 0)
+            ctx.decode(batch, "test")
+        ctx.close()
+        decoded.set()
+        release.wait(60)
+
+    before = os_threads()
+    t = threading.Thread(target=body)
+    t.start()
+    try:
+        assert decoded.wait(60)
+        gomp = "libgomp" in Path("/proc/self/maps").read_text()
+        if gomp:             # the Python thread and the one team thread it started
+            assert os_threads() == before + 2
+    finally:
+        release.set()
+        t.join()
+        model.close()
+    deadline = time.monotonic() + 5
+    while os_threads() > before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert os_threads() == before
+    if not gomp:
+        pytest.skip("llama.cpp is not built on libgomp here (checked only that no thread lingers)")
