@@ -22,6 +22,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms
+REMEASURE_AFTER_S = 10.0   # a run starting this long after the last thread measurement measures again
 UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its cleared panels
 
 
@@ -98,6 +99,7 @@ class EngineWorker(QObject):
         self._engine = None
         self._engine_key = None
         self._threads = {}
+        self._threads_measured_at = 0.0
         self._run = None                        # the Run of a step-mode generation
         self._gen = None                        # its live generator
         self._request: RunRequest | None = None
@@ -124,10 +126,13 @@ class EngineWorker(QObject):
     def _measure_threads(self, settings) -> None:
         """Threads 0 (the window's "auto"): give each context the thread count that decodes
         fastest on this machine now (core.threads: all cores on an idle machine, fewer on one
-        busy with other work). Measured here, on the thread that runs every decode."""
+        busy with other work). Measured here, on the thread that runs every decode, when the
+        pair loads and again when a run starts more than REMEASURE_AFTER_S later: a count
+        chosen on a quiet machine runs 10-100x slower once other work takes a core."""
         from specscope.core.threads import fastest_threads
         e = self._engine
         self._threads = {}
+        self._threads_measured_at = time.monotonic()
         for role, ctx, n in (("target", e.tgt, settings.target_threads),
                              ("draft", e.dft, settings.draft_threads)):
             if ctx is not None:
@@ -193,6 +198,9 @@ class EngineWorker(QObject):
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec")
+            if time.monotonic() - self._threads_measured_at > REMEASURE_AFTER_S:
+                self._measure_threads(self._engine_key[2])   # the machine's load may have changed
+                self.engine_loaded.emit(self._facts())
             e = self._engine
             if request.kind == "spec":
                 run = e.speculative(request.prompt, request.spec, request.sampler,
