@@ -40,11 +40,13 @@ def fastest_threads(ctx: Context, counts: tuple[int, ...] | None = None,
     count, taking turns, and leave ``ctx`` set to the fastest. Returns it and the median
     seconds per decode of each count still in the race at the end. A count more than twice
     as slow as the best is dropped early (on a busy machine one such decode can take
-    seconds). The context's memory is cleared afterwards (a run's prefill clears it anyway)."""
+    seconds). The context's memory is cleared before and after (a run's prefill clears it
+    anyway)."""
     counts = sorted(counts or candidates())          # fewest first: the safe one sets the pace
     token = max(0, ctx.model.bos)
     times: dict[int, list[float]] = {}
     pos = 0
+    ctx.clear()
     with Batch(1) as batch:
         def decode(n: int) -> float:
             nonlocal pos
