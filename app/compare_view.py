@@ -73,14 +73,6 @@ COLUMN_TIPS = {
 }
 
 
-def _auto_threads() -> int:
-    try:
-        from specscope.app.pair_panel import auto_threads
-        return auto_threads()
-    except Exception:  # noqa: BLE001 - the window's helper is optional here
-        return max(1, (os.cpu_count() or 2) - 1)
-
-
 def speedup_color(value: float | None) -> QColor:
     """Diverging colour around 1×: red below (slower), white at 1, blue above (faster)."""
     if value is None or not math.isfinite(value) or value <= 0:
@@ -235,9 +227,9 @@ class CompareView(QWidget):
                              "batch as llama.cpp does")
         self.threads = QSpinBox()
         self.threads.setRange(1, max(1, os.cpu_count() or 1))
-        self.threads.setValue(_auto_threads())
-        self.threads.setToolTip("CPU threads for each model (default: all cores but one, which stays "
-                                "with the window; llama.cpp's threads stall when one loses its core)")
+        self.threads.setValue(max(1, os.cpu_count() or 1))      # as `specscope bench`
+        self.threads.setToolTip("CPU threads for each model (default: all cores, as in the command "
+                                "line; on a machine busy with other work fewer can be faster)")
         line.addWidget(self.n_predict)
         line.addWidget(QLabel("repeats"))
         line.addWidget(self.repeats)
@@ -476,13 +468,20 @@ class CompareView(QWidget):
         if self._worker is not None:
             self._worker.stop.set()
             self._worker.ack.set()
+        self.running = False
+        return self._end_thread(timeout_ms)
+
+    def _end_thread(self, timeout_ms: int = 10000) -> bool:
+        """End the worker thread. Done after every sweep, not only at exit: llama.cpp's OpenMP
+        (libgomp) keeps a team of threads for each thread that ran a decode while that thread
+        lives, and once a process holds more of them than there are cores, every team waits at
+        its barriers by sleeping instead of spinning, which slows the window's own runs."""
         if self._thread is None:
             return True
         self._thread.quit()
         ok = self._thread.wait(timeout_ms)
         self._thread = None
         self._worker = None
-        self.running = False
         return ok
 
     def closeEvent(self, event):  # noqa: N802 - Qt override
@@ -549,6 +548,7 @@ class CompareView(QWidget):
     @Slot(object)
     def _on_finished(self, result) -> None:
         self.running = False
+        self._end_thread()
         self.result = result
         self.rows = list(result.rows)
         self.calibrations = dict(result.calibrations)
@@ -564,6 +564,7 @@ class CompareView(QWidget):
     @Slot(object, str)
     def _on_failed(self, exc, tb: str) -> None:
         self.running = False
+        self._end_thread()
         self.status.setText("failed")
         self.banner.show_error(exc, tb, context="The sweep failed")
         self._update_buttons()

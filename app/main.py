@@ -21,6 +21,94 @@ STARTUP_T0_ENV = "SPECSCOPE_STARTUP_T0"
 
 GIL_SWITCH_INTERVAL_S = 0.0001
 
+# System libraries that PySide6's Qt loads on Linux but does not ship (readelf -d: the NEEDED
+# entries of libQt6Core/Gui/Widgets/DBus and of the xcb and wayland platform plugins), with
+# the Debian/Ubuntu package of each. Qt aborts (SIGABRT, exit 134) when one is missing; fresh
+# installs often lack the xcb utility libraries (libxcb-cursor0 since Qt 6.5, libxcb-icccm4,
+# libxcb-keysyms1) and libxkbcommon-x11-0. tests/test_app_first_start.py checks that this list
+# covers what the installed PySide6 needs.
+QT_LIBRARIES = {
+    "libEGL.so.1": "libegl1", "libGL.so.1": "libgl1", "libfontconfig.so.1": "libfontconfig1",
+    "libfreetype.so.6": "libfreetype6", "libglib-2.0.so.0": "libglib2.0-0",
+    "libgthread-2.0.so.0": "libglib2.0-0", "libxkbcommon.so.0": "libxkbcommon0",
+    "libX11.so.6": "libx11-6", "libdbus-1.so.3": "libdbus-1-3", "libz.so.1": "zlib1g",
+    "libzstd.so.1": "libzstd1",
+}
+XCB_LIBRARIES = {
+    "libxcb.so.1": "libxcb1", "libX11-xcb.so.1": "libx11-xcb1",
+    "libxkbcommon-x11.so.0": "libxkbcommon-x11-0", "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-icccm.so.4": "libxcb-icccm4", "libxcb-util.so.1": "libxcb-util1",
+    "libxcb-image.so.0": "libxcb-image0", "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-randr.so.0": "libxcb-randr0", "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-render.so.0": "libxcb-render0", "libxcb-shape.so.0": "libxcb-shape0",
+    "libxcb-shm.so.0": "libxcb-shm0", "libxcb-sync.so.1": "libxcb-sync1",
+    "libxcb-xfixes.so.0": "libxcb-xfixes0", "libxcb-xkb.so.1": "libxcb-xkb1",
+}
+WAYLAND_LIBRARIES = {"libwayland-client.so.0": "libwayland-client0",
+                     "libwayland-cursor.so.0": "libwayland-cursor0"}
+HEADLESS = "or use the headless 'specscope run' / 'specscope baseline'"
+
+
+def _missing(libraries: dict[str, str]) -> list[str]:
+    """The libraries of ``libraries`` the dynamic loader cannot find (it searches as it will
+    for Qt's own libraries: LD_LIBRARY_PATH, the ld.so cache, the system folders)."""
+    import ctypes
+    missing = []
+    for name in libraries:
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            missing.append(name)
+    return missing
+
+
+def _install_hint(libraries: dict[str, str], missing: list[str]) -> str:
+    packages = " ".join(dict.fromkeys(libraries[m] for m in missing))
+    return (f"the window needs {', '.join(missing)}, which this system lacks: install "
+            f"{'it' if len(missing) == 1 else 'them'} (Debian/Ubuntu: sudo apt install {packages}), "
+            f"{HEADLESS}")
+
+
+def _x_display_error() -> str | None:
+    """Can we reach the X server that DISPLAY names? (Qt aborts when it cannot.)"""
+    import ctypes
+    xcb = ctypes.CDLL("libxcb.so.1")
+    xcb.xcb_connect.restype = ctypes.c_void_p
+    xcb.xcb_connect.argtypes = (ctypes.c_char_p, ctypes.c_void_p)
+    xcb.xcb_connection_has_error.argtypes = (ctypes.c_void_p,)
+    xcb.xcb_disconnect.argtypes = (ctypes.c_void_p,)
+    conn = xcb.xcb_connect(None, None)
+    failed = xcb.xcb_connection_has_error(conn)
+    xcb.xcb_disconnect(conn)
+    if failed:
+        return (f"cannot connect to the X display DISPLAY={os.environ.get('DISPLAY')!r} (is the "
+                f"desktop session still running? over SSH use ssh -X), {HEADLESS}")
+    return None
+
+
+def display_problem() -> str | None:
+    """Why Qt could not open a window here, in one line (None: it can, as far as we can tell).
+
+    Checked before the QApplication exists: without a display, or with a system library
+    missing, Qt prints its own lines and aborts the process. An explicit QT_QPA_PLATFORM
+    (offscreen, vnc, ...) is the user's choice and is not second-guessed."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return ("no display: DISPLAY and WAYLAND_DISPLAY are unset (an SSH session?); start "
+                f"SpecScope from a desktop session (over SSH: ssh -X), {HEADLESS}")
+    missing = _missing(QT_LIBRARIES)
+    if missing:
+        return _install_hint(QT_LIBRARIES, missing)
+    if os.environ.get("WAYLAND_DISPLAY") and not _missing(WAYLAND_LIBRARIES):
+        return None                  # Qt tries Wayland first when WAYLAND_DISPLAY is set
+    if not os.environ.get("DISPLAY"):
+        return _install_hint(WAYLAND_LIBRARIES, _missing(WAYLAND_LIBRARIES))
+    missing = _missing(XCB_LIBRARIES)
+    if missing:
+        return _install_hint(XCB_LIBRARIES, missing)
+    return _x_display_error()
+
 
 def make_app(argv=None):
     from PySide6.QtWidgets import QApplication
@@ -39,6 +127,10 @@ def make_app(argv=None):
 
 
 def main(model: Path | None = None, draft: Path | None = None) -> int:
+    problem = display_problem()
+    if problem:
+        print(f"specscope: error: {problem}", file=sys.stderr)
+        return 2
     app = make_app()
     from PySide6.QtCore import QTimer
     from .errors import ExceptHook, close_logging

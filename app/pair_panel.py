@@ -6,21 +6,46 @@ import html
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QSpinBox, QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout,
-                               QWidget, QHeaderView, QAbstractItemView)
+                               QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem, QToolButton,
+                               QVBoxLayout, QWidget, QHeaderView, QAbstractItemView)
 
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 FACT_ROWS = ("architecture", "parameters", "file size", "tensor type", "bits / weight", "trained context")
+# EngineSettings.repack (core.llama.REPACK_MODES; not imported here: that loads llama.cpp on the UI thread)
+REPACK_MODES = ("auto", "on", "off")
+ZWSP = "\u200b"
+
+
+def breakable(text: str) -> str:
+    """Let word wrap break long paths and names after / \\ _ - (a zero-width space)."""
+    for sep in "/\\_-":
+        text = text.replace(sep, sep + ZWSP)
+    return text
 
 
 def auto_threads() -> int:
-    """The window's default thread count per model: all cores but one, which stays with the
-    UI. (llama.cpp's threads wait for each other at every barrier, so one thread that loses
-    its core to the UI stalls the whole decode; on 2 cores this is several times faster.)"""
-    return max(1, (os.cpu_count() or 2) - 1)
+    """The window's default thread count per model: 0, which the engine worker replaces by the
+    count that decodes fastest on this machine when it loads the pair (core.threads: all
+    cores, as in the command line, unless the machine is busy with other work)."""
+    return 0
+
+
+def threads_line(threads: dict) -> str:
+    """'Threads: target 2, draft 2 (measured per token: 2: 9.8 ms, 1: 17.0 ms · …)'."""
+    parts, measured = [], []
+    for role in ("target", "draft"):
+        if role not in threads:
+            continue
+        n, medians = threads[role]
+        parts.append(f"{role} {n}")
+        if medians:
+            measured.append(f"{role} " + ", ".join(f"{k}: {v * 1e3:.1f} ms" for k, v in medians.items()))
+    line = "Threads: " + ", ".join(parts)
+    return line + (f" (auto, measured per token: {'; '.join(measured)})" if measured else "")
 
 
 def human_count(n: int | None) -> str:
@@ -48,8 +73,34 @@ def gguf_paths(mime) -> list[Path]:
             if u.isLocalFile() and u.toLocalFile().lower().endswith(".gguf")]
 
 
+class ElidedLabel(QLabel):
+    """A one-line label that fits any width: a text too long loses its middle (the full
+    text is the tooltip), so a long file name never widens the panel."""
+
+    def __init__(self, text: str = ""):
+        super().__init__(text)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        self.setToolTip(text)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(0, super().minimumSizeHint().height())
+
+    def elided(self) -> str:
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideMiddle,
+                                             self.contentsRect().width())
+
+    def paintEvent(self, event):  # noqa: N802
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(self.contentsRect(), int(self.alignment()), self.elided())
+
+
 class PathEdit(QLineEdit):
-    """A path field that takes a dropped .gguf file."""
+    """A path field that takes a dropped .gguf file. A path longer than the field shows its
+    end (the file name); the full path is the tooltip."""
 
     dropped = Signal(Path)
 
@@ -58,6 +109,16 @@ class PathEdit(QLineEdit):
         self.setPlaceholderText(placeholder)
         self.setAcceptDrops(True)
         self.setClearButtonEnabled(True)
+        self.setMinimumWidth(60)
+        self.textChanged.connect(self.setToolTip)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        self.setCursorPosition(len(text))        # the file name, not the first folders
+
+    def focusOutEvent(self, event):  # noqa: N802
+        super().focusOutEvent(event)
+        self.setCursorPosition(len(self.text()))
 
     def dragEnterEvent(self, event):  # noqa: N802
         if gguf_paths(event.mimeData()):
@@ -111,6 +172,8 @@ class PairPanel(QGroupBox):
 
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
+        # the layout's width, not the text's: a long unbreakable name must not widen the panel
+        self.verdict.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.verdict)
@@ -130,7 +193,7 @@ class PairPanel(QGroupBox):
         self.facts.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
         lay.addWidget(self.facts)
 
-        self.load_label = QLabel()
+        self.load_label = ElidedLabel()
         self.load_label.setStyleSheet("color:#555")
         self.progress = {role: QProgressBar() for role in ("target", "draft")}
         prog = QFormLayout()
@@ -145,11 +208,17 @@ class PairPanel(QGroupBox):
         pl = QVBoxLayout(self._progress_box)
         pl.setContentsMargins(0, 0, 0, 0)
         pl.addWidget(self.load_label)
+        self.engine_label = QLabel()             # threads and weight repacking of the last load
+        self.engine_label.setWordWrap(True)
+        self.engine_label.setStyleSheet("color:#555")
+        self.engine_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.engine_label.setVisible(False)
+        pl.addWidget(self.engine_label)
         pl.addLayout(prog)
         lay.addWidget(self._progress_box)
         self.set_load_state("idle")
 
-        self.advanced_toggle = QToolButton(text="Advanced: threads and GPU layers")
+        self.advanced_toggle = QToolButton(text="Advanced: threads, GPU layers, weight repacking")
         self.advanced_toggle.setCheckable(True)
         self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.advanced_toggle.setArrowType(Qt.ArrowType.RightArrow)
@@ -164,15 +233,25 @@ class PairPanel(QGroupBox):
         self.gpu_layers = {r: QSpinBox() for r in ("target", "draft")}
         for c, role in enumerate(("target", "draft"), start=1):
             self.threads[role].setRange(0, 256)
-            self.threads[role].setSpecialValueText(f"auto ({auto_threads()})")
-            self.threads[role].setToolTip(f"CPU threads for the {role}; auto: all cores but one "
-                                          "(that one keeps the window responsive)")
+            self.threads[role].setSpecialValueText("auto")
+            self.threads[role].setToolTip(f"CPU threads for the {role}; auto: the count that decodes "
+                                          "fastest here, measured when the pair loads (all cores "
+                                          "on an idle machine, as in the command line; fewer on "
+                                          "one busy with other work)")
             self.gpu_layers[role].setRange(0, 999)
             self.gpu_layers[role].setToolTip(f"layers of the {role} offloaded to the GPU (-ngl)")
             adv.addWidget(self.threads[role], 1, c)
             adv.addWidget(self.gpu_layers[role], 2, c)
         adv.addWidget(QLabel("threads"), 1, 0)
         adv.addWidget(QLabel("GPU layers"), 2, 0)
+        self.repack = QComboBox()
+        self.repack.addItems(REPACK_MODES)
+        self.repack_tip = ("llama.cpp's weight repacking (--repack) for both models. auto: off where "
+                           "the CPU reports AMX (its repacked quantized kernels crash, llama.cpp issue "
+                           "20824), on elsewhere; off is llama.cpp's --no-repack")
+        self.repack.setToolTip(self.repack_tip)
+        adv.addWidget(QLabel("weight repacking"), 3, 0)
+        adv.addWidget(self.repack, 3, 1, 1, 2)
         self.advanced_toggle.toggled.connect(self._toggle_advanced)
         self._toggle_advanced(False)
         lay.addWidget(self.advanced_toggle)
@@ -230,22 +309,22 @@ class PairPanel(QGroupBox):
         self.verdict.setText("<span style='color:#666'>Checking the pair…</span>")
 
     def set_verdict_text(self, text: str, color: str = "#666") -> None:
-        self.verdict.setText(f"<span style='color:{color}'>{html.escape(text)}</span>")
+        self.verdict.setText(f"<span style='color:{color}'>{breakable(html.escape(text))}</span>")
 
     def set_report(self, report) -> None:
         if report.compatible:
-            head = (f"<b style='color:#15803d'>✔ {html.escape(report.verdict)}</b>")
+            head = (f"<b style='color:#15803d'>✔ {breakable(html.escape(report.verdict))}</b>")
         else:
-            head = f"<b style='color:#b42318'>✘ {html.escape(report.verdict)}</b>"
+            head = f"<b style='color:#b42318'>✘ {breakable(html.escape(report.verdict))}</b>"
         items = []
         for r in report.rules:
             if not r.passed:
-                items.append(f"<li style='color:#b42318'>{html.escape(r.message)}</li>")
+                items.append(f"<li style='color:#b42318'>{breakable(html.escape(r.message))}</li>")
         if report.cost.warning:
-            items.append(f"<li style='color:#a15c00'>{html.escape(report.cost.warning)}</li>")
+            items.append(f"<li style='color:#a15c00'>{breakable(html.escape(report.cost.warning))}</li>")
         for note in report.notes:
             if "may" in note or "differ" in note or "checkpoint" in note:
-                items.append(f"<li style='color:#555'>{html.escape(note)}</li>")
+                items.append(f"<li style='color:#555'>{breakable(html.escape(note))}</li>")
         passed = sum(r.passed for r in report.rules)
         detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} vocabulary rules pass"
         detail += f"; f ≈ {report.cost.f:.3f} (draft size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
@@ -269,7 +348,15 @@ class PairPanel(QGroupBox):
                 self.facts.setItem(row, col, QTableWidgetItem("–"))
 
     def set_load_facts(self, facts: dict) -> None:
-        """Facts from the loaded models, for what the doctor could not say."""
+        """Facts from the loaded models, for what the doctor could not say, and whether
+        llama.cpp repacked the weights (and why)."""
+        lines = [threads_line(facts["threads"])] if facts.get("threads") else []
+        if facts.get("repack_reason"):
+            why = f"Weight {facts['repack_reason']}"
+            lines.append(why)
+            self.repack.setToolTip(f"{self.repack_tip}.\nLast load: {why}")
+        self.engine_label.setText("\n".join(lines))
+        self.engine_label.setVisible(bool(lines))
         for col, role in enumerate(("target", "draft")):
             f = facts.get(role)
             if not f:
@@ -285,6 +372,8 @@ class PairPanel(QGroupBox):
     def set_load_state(self, state: str, text: str = "") -> None:
         """idle | loading | loaded"""
         loading = state == "loading"
+        if loading:
+            self.engine_label.setVisible(False)
         for bar in self.progress.values():
             bar.setVisible(loading)
             if loading:
@@ -308,10 +397,13 @@ class PairPanel(QGroupBox):
         return dict(target_threads=self.threads["target"].value(),
                     draft_threads=self.threads["draft"].value(),
                     target_gpu_layers=self.gpu_layers["target"].value(),
-                    draft_gpu_layers=self.gpu_layers["draft"].value())
+                    draft_gpu_layers=self.gpu_layers["draft"].value(),
+                    repack=self.repack.currentText())
 
     def set_engine_kwargs(self, kw: dict) -> None:
         self.threads["target"].setValue(int(kw.get("target_threads", 0)))
         self.threads["draft"].setValue(int(kw.get("draft_threads", 0)))
         self.gpu_layers["target"].setValue(int(kw.get("target_gpu_layers", 0)))
         self.gpu_layers["draft"].setValue(int(kw.get("draft_gpu_layers", 0)))
+        repack = kw.get("repack", "auto")
+        self.repack.setCurrentText(repack if repack in REPACK_MODES else "auto")

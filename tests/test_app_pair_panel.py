@@ -1,0 +1,86 @@
+"""The pair panel: it fits its column whatever the paths, and the weight repacking choice
+reaches the engine, is shown after a load and persists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QSettings  # noqa: E402
+
+from specscope.app.pair_panel import PairPanel  # noqa: E402
+from specscope.core.engine import EngineSettings  # noqa: E402
+
+LONG_DIR = "/home/someone/" + "/".join(["a-folder-with-a-rather-long-name-for-models"] * 4)
+LONG_NAME = "SmolLM2-135M-Instruct-with-an-extremely-long-descriptive-file-name-Q4_1-imatrix.gguf"
+
+
+def test_a_long_path_does_not_widen_the_panel(qtbot):
+    panel = PairPanel()
+    qtbot.addWidget(panel)
+    panel.resize(400, 700)
+    panel.show()
+    short_min = panel.minimumSizeHint().width()
+    long_path = f"{LONG_DIR}/{LONG_NAME}"
+    panel.set_pair(long_path, long_path.replace("SmolLM2", "draft"), notify=False)
+    panel.set_load_state("idle", f"Loaded {LONG_NAME} + {LONG_NAME} (context 2048)")
+    panel.set_verdict_text(f"{long_path}: not a GGUF file (bad magic)", "#b42318")
+    panel.set_load_facts({"repack": False, "repack_reason": "repacking off (--repack off)"})
+    qtbot.wait(50)
+    assert panel.minimumSizeHint().width() <= max(short_min, 400)
+    for widget in (panel.target_browse, panel.draft_browse, panel.demo_button):
+        assert widget.geometry().right() <= panel.contentsRect().right(), widget.toolTip()
+    assert panel.target_edit.toolTip() == long_path            # the full path is the tooltip
+    assert panel.load_label.toolTip().startswith(f"Loaded {LONG_NAME}")
+    assert panel.pair()[0] == Path(long_path)                   # the text itself is whole
+
+
+def test_the_repack_choice_reaches_the_engine_settings(qtbot):
+    panel = PairPanel()
+    qtbot.addWidget(panel)
+    assert panel.engine_kwargs()["repack"] == "auto"
+    panel.repack.setCurrentText("off")
+    assert EngineSettings(**panel.engine_kwargs()).repack == "off"
+    panel.set_engine_kwargs({"repack": "sideways"})          # a hand-edited settings file
+    assert panel.repack.currentText() == "auto"
+    panel.set_engine_kwargs({"repack": "on"})
+    assert panel.repack.currentText() == "on"
+
+
+def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path, monkeypatch):
+    from specscope.app.window import MainWindow
+    from specscope.core.demo import demo_pair
+    from specscope.core.errors import ConfigError
+    try:
+        target, draft = demo_pair()
+    except ConfigError:
+        pytest.skip("no demo pair installed")
+    monkeypatch.setenv("SPECSCOPE_LOG_DIR", str(tmp_path / "log"))
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(Path(target), Path(draft), settings=settings)
+    w.show()
+    try:
+        w.pair_panel.repack.setCurrentText("off")
+        w.params.n_predict.setValue(4)
+        with qtbot.waitSignal(w.worker.engine_loaded, timeout=60_000) as loaded:
+            w.run_clicked()
+        assert loaded.args[0]["repack"] is False
+        qtbot.waitUntil(lambda: w.mode == "idle", timeout=60_000)
+        assert w.pair_panel.engine_label.isVisible()
+        assert "repacking off" in w.pair_panel.engine_label.text()
+        assert w.pair_panel.engine_label.text().startswith("Threads: target ")   # measured: auto
+        monkeypatch.setattr("specscope.app.worker.REMEASURE_AFTER_S", 0.0)
+        with qtbot.waitSignal(w.run_done, timeout=60_000) as done:   # measured again, on a used context
+            with qtbot.waitSignal(w.worker.engine_loaded, timeout=60_000):
+                w.run_clicked()
+        assert done.args[1] in ("n_predict", "eog"), w.banner.message
+    finally:
+        w.close()
+    again = MainWindow(settings=settings, preload=False)
+    try:
+        assert again.pair_panel.repack.currentText() == "off"
+    finally:
+        again.close()
