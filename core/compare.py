@@ -447,7 +447,8 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
     kind, gap, spec_gap = classify(logits, b_tok, s_tok, spec_logits=spec_row,
                                    greedy=sampler.greedy, near_tie=near_tie)
     drawn = {}
-    if not sampler.greedy:     # the draw decides, not the logit gap
+    if not sampler.greedy and sampler.seed & 0xFFFFFFFF != 0xFFFFFFFF:   # (that seed: a random one)
+        # the draw decides, not the logit gap
         u = dist_draw(sampler.seed, pos)
         spec_cands = candidates(engine, sampler, spec_raw, common) if spec_raw is not None else None
         drawn = classify_sampled(candidates(engine, sampler, raw, common), spec_cands, u, b_tok, s_tok)
