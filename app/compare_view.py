@@ -748,8 +748,7 @@ class CompareView(QWidget):
                 text += self.result.lossless_notes[0].replace("<", "&lt;") + ". "
             if not self.deterministic.isChecked():
                 text += "Tick <i>Deterministic numerics</i> (F32 KV cache, flash attention off): " \
-                        "identical for Q4_0/Q4_1/Q8_0 weights on x86, near-ties only for F32/F16 " \
-                        "(hover it for why)."
+                        "fewer and smaller differences remain (hover it for which)."
             color = "#b00020" if len(bad) > near else "#8a6d00"
             self.lossless_label.setText(f"<span style='color:{color}'>{text}</span>")
 

@@ -65,17 +65,17 @@ SAMPLED_NEAR_TIE = 0.01       # sampled, no batched side: u this close to the ot
 # guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (README: "When
 # speculative output equals the baseline's"). The CLI help and the window's tooltip show it.
 DETERMINISTIC_GUARANTEE = (
-    "F32 KV cache and flash attention off. With more than one thread, flash attention decodes a single "
-    "token through its own split-KV path once the context passes 256 tokens (logits ~1% off the "
-    "batched ones); without it, "
-    "Q4_0, Q4_1 and Q8_0 weights give bit-identical logits one token at a time and in a batch, so "
-    "speculative output equals the baseline's. F32 weights still differ by ~1e-7 and F16 by ~1e-4 "
-    "(llama.cpp multiplies one token with vec_dot, a batch with llamafile's sgemm; K-quants switch "
-    "kernels at 8 tokens), so they can part at near-ties, and CPUs with other kernels (AVX-512, AMX, "
-    "ARM) may differ more; specscope bench says whether numerics explain a divergence")
-DETERMINISTIC_HINT = ("rerun with --deterministic (F32 KV cache, flash attention off): then only "
-                      "batch-size-dependent matmul kernels remain (none for Q4_0/Q4_1/Q8_0 on x86 AVX2, "
-                      "~1e-7 for F32 and ~1e-4 for F16 weights)")
+    "F32 KV cache and flash attention off. Measured on x86 AVX2: one-token and batched logits of "
+    "Q4_0, Q4_1 and Q8_0 models are then bit-identical while the context holds at most 256 tokens "
+    "(flash attention's single-token split-KV path alone moves them ~1% past 256 tokens with 2+ "
+    "threads); past 256 tokens the attention's products over the cache still differ by up to ~1% "
+    "(SmolLM2 Q4_1), and F32 weights by ~1e-7, F16 by ~1e-4 at any length (llama.cpp multiplies one "
+    "token with vec_dot, a batch with llamafile's sgemm; K-quants switch kernels at 8 tokens). So "
+    "speculative output equals the baseline's up to near-ties, other CPUs (AVX-512, AMX, ARM) may "
+    "differ more, and specscope bench says whether numerics explain a divergence")
+DETERMINISTIC_HINT = ("rerun with --deterministic (F32 KV cache, flash attention off), which removes "
+                      "flash attention's single-token path; batch-size-dependent matmul kernels remain "
+                      "(see --help)")
 
 
 # ============================================================================ results
@@ -447,7 +447,8 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
     kind, gap, spec_gap = classify(logits, b_tok, s_tok, spec_logits=spec_row,
                                    greedy=sampler.greedy, near_tie=near_tie)
     drawn = {}
-    if not sampler.greedy:     # the draw decides, not the logit gap
+    if not sampler.greedy and sampler.seed & 0xFFFFFFFF != 0xFFFFFFFF:   # (that seed: a random one)
+        # the draw decides, not the logit gap
         u = dist_draw(sampler.seed, pos)
         spec_cands = candidates(engine, sampler, spec_raw, common) if spec_raw is not None else None
         drawn = classify_sampled(candidates(engine, sampler, raw, common), spec_cands, u, b_tok, s_tok)
