@@ -89,7 +89,8 @@ class EngineSettings:
 
     @classmethod
     def deterministic(cls, **kw) -> "EngineSettings":
-        """F32 KV cache and no flash attention: batched and single-token decodes agree."""
+        """F32 KV cache and no flash attention: batched and single-token decodes agree as far as
+        llama.cpp's kernels allow (``compare.DETERMINISTIC_GUARANTEE`` says how far)."""
         return cls(flash_attn="off", kv_type="f32", **kw)
 
     def context(self, threads: int) -> ContextSettings:

@@ -259,8 +259,9 @@ FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
 @dataclass(frozen=True)
 class ContextSettings:
-    """Per-context settings. ``deterministic`` picks F32 KV and no flash attention,
-    under which batched and single-token decodes agree to ~1e-6."""
+    """Per-context settings. ``deterministic`` picks F32 KV and no flash attention, which removes
+    flash attention's single-token path; batched and single-token matrix kernels still differ
+    for some weight types and past 256 tokens (``compare.DETERMINISTIC_GUARANTEE``)."""
     n_ctx: int = 2048
     n_batch: int = 512
     n_threads: int = 0          # 0: all cores
