@@ -125,11 +125,13 @@ def window_run(app, w, n_predict: int, heartbeat: bool = True) -> dict:
             "refresh_wall_p99": percentile([t for t, _ in w.refresh_costs], 99) * 1e3}
 
 
-def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int) -> dict:
-    """The CLI with its own defaults (threads 0: llama.cpp gets all cores), or -t/-td threads."""
+def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool) -> dict:
+    """The CLI with its own defaults (threads 0: llama.cpp gets all cores), or -t/-td threads;
+    ``--chat`` when the window formats the prompt with the chat template (its default for a
+    model that has one), so both generate from the same prompt."""
     cmd = [sys.executable, "-m", "specscope.core.cli", "run", "-m", str(target), "-md", str(draft),
            "-n", str(n_predict), "-c", str(n_ctx), "-t", str(threads), "-td", str(threads),
-           "-p", PROMPT, "--json"]
+           "-p", PROMPT, "--json", *(["--chat"] if chat else [])]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
     doc = json.loads(out)
     return {"tokens": doc["stats"]["n_tokens"], "tps": doc["stats"]["tokens_per_s"], "finish": doc["finish"]}
@@ -205,11 +207,13 @@ def main() -> int:
         st = window_run(app, w, args.n_predict, heartbeat=True)     # the stalls
         s0 = cpu_jiffies()
         if i % 2:     # alternate the order, so a drift of the machine's speed favours neither
-            c = cli_run(target, draft, args.n_predict, args.ctx_size, args.cli_threads)
+            c = cli_run(target, draft, args.n_predict, args.ctx_size, args.cli_threads,
+                        w.prompt.chat.isChecked())
             r = window_run(app, w, args.n_predict, heartbeat=False)
         else:
             r = window_run(app, w, args.n_predict, heartbeat=False)
-            c = cli_run(target, draft, args.n_predict, args.ctx_size, args.cli_threads)
+            c = cli_run(target, draft, args.n_predict, args.ctx_size, args.cli_threads,
+                        w.prompt.chat.isChecked())
         r["steal"] = steal_share(s0, cpu_jiffies())
         for key in ("stall_p50", "stall_p99", "stall_max", "ticks"):
             r[key] = st[key]
