@@ -98,21 +98,30 @@ class EngineSettings:
                                flash_attn=self.flash_attn, kv_type=self.kv_type)
 
 
-def top_values(row: np.ndarray, k: int, groups: int = 64) -> np.ndarray:
-    """The k largest values of ``row`` (in no order), exactly, for a fraction of what
-    ``np.partition(row, -k)`` costs on a large vocabulary (at 150k tokens about a third in a
-    warm loop; less of a gain right after a decode, when the row is not in cache yet).
+def top_values(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, int]:
+    """(the k largest values of ``row``, in no order; ``row.argmax()``), exactly, in one pass
+    over the row instead of two (argmax, then ``np.partition(row, -k)``): on a 150k-token
+    vocabulary that pass is most of a draft step's Python time.
 
     The row is read as a grid of ``groups`` rows (``row.reshape(groups, -1)``). Take the k
     columns with the largest maxima: a value outside them is at most its column's maximum,
     hence at most each of the k chosen maxima, so it is not needed among the k largest. Those
-    columns and the few elements left over by the reshape hold the k largest values."""
+    columns and the few elements left over by the reshape hold the k largest values; the
+    maximum's index comes from its column (``argmax`` itself where maxima tie across columns,
+    so that the lowest index wins as with ``argmax``)."""
     n = row.size - row.size % groups
     if n < 4 * k * groups:
-        return np.partition(row, -k)[-k:]
-    grid = row[:n].reshape(groups, -1)
-    columns = np.argpartition(grid.max(axis=0), -k)[-k:]
-    return np.partition(np.concatenate((grid[:, columns].ravel(), row[n:])), -k)[-k:]
+        return np.partition(row, -k)[-k:], int(row.argmax())
+    width = n // groups
+    grid, tail = row[:n].reshape(groups, width), row[n:]
+    maxima = grid.max(axis=0)
+    columns = np.argpartition(maxima, -k)[-k:]
+    top = np.partition(np.concatenate((grid[:, columns].ravel(), tail)), -k)[-k:]
+    best_value = top.max()
+    at = np.flatnonzero(maxima == best_value)
+    if len(at) == 1 and not (tail == best_value).any():     # the maximum's one column
+        return top, int(grid[:, at[0]].argmax()) * width + int(at[0])
+    return top, int(row.argmax())                            # ties across columns: rare
 
 
 @dataclass
@@ -426,8 +435,7 @@ class Run:
             dft.decode(batch, "a draft token")
             logits = dft.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time
             tm.draft += clock() - t
-            best = int(logits.argmax())
-            top = top_values(logits, DRAFT_TOP_K)                       # the top-10 logits
+            top, best = top_values(logits, DRAFT_TOP_K)                # the top-10 logits, argmax
             p = float(1.0 / np.exp(top - logits[best]).sum())          # argmax's share of their mass
             if p < p_min:
                 stop = "p_min"

@@ -202,16 +202,22 @@ def test_bad_files_are_refused_before_llama_cpp_sees_them(tmp_path, tiny_models)
         assert str(path) in str(err.value), what
 
 
-def test_top_values_are_the_k_largest_values_exactly():
+def test_top_values_are_the_k_largest_values_and_the_argmax_exactly():
     rng = np.random.default_rng(0)
     for n in (5, 2559, 2560, 4096, 49_155, 152_064, 262_144):
         for row in (rng.standard_normal(n).astype(np.float32),
                     rng.integers(-3, 3, n).astype(np.float32)):      # many ties
             k = min(10, n)
             expected = np.sort(np.partition(row, -k)[-k:])
-            assert np.array_equal(np.sort(top_values(row, k)), expected), n
+            top, best = top_values(row, k)
+            assert np.array_equal(np.sort(top), expected), n
+            assert best == row.argmax(), n                           # the first of tied maxima
     # the largest values in the leftover tail and all in one column
     row = np.zeros(64 * 100 + 7, np.float32)
     row[-3:] = 5
     row[np.arange(10) * 100 + 42] = 4
-    assert np.array_equal(np.sort(top_values(row, 10)), [4] * 7 + [5] * 3)
+    top, best = top_values(row, 10)
+    assert np.array_equal(np.sort(top), [4] * 7 + [5] * 3) and best == 64 * 100 + 4
+    # tied maxima in the grid and the tail: the lowest index wins, as with argmax
+    row[[77, 6000]] = 5
+    assert top_values(row, 10)[1] == 77
