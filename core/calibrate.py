@@ -389,11 +389,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     try:
         # fill both caches with [0, n_past)
         for ctx, b in ((tgt, batch), (dft, dbatch)):
-            ctx.clear()
-            for start in range(0, n_past, b.capacity):
-                chunk = tokens[start:min(n_past, start + b.capacity)]
-                b.fill(chunk, start, logits="none")
-                ctx.decode(b, "the calibration prefix")
+            ctx.prefill(tokens[:n_past], b, "the calibration prefix")
         removable = engine.tgt_removable and engine.dft_removable
         if not removable:
             raise ConfigError("calibration needs models whose caches can drop part of a "

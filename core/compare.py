@@ -373,11 +373,8 @@ def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence
     """The target's logits for generated token ``len(generated)``, computed the baseline's way:
     the prompt but its last token as a batch, then one token at a time."""
     tgt, batch = engine.tgt, engine.batch
-    tgt.clear()
     body = list(prompt_tokens[:-1])
-    for start in range(0, len(body), batch.capacity):
-        batch.fill(body[start:start + batch.capacity], start, logits="none")
-        tgt.decode(batch, "the prompt (lossless check)")
+    tgt.prefill(body, batch, "the prompt (lossless check)")
     pos = len(body)
     for token in [prompt_tokens[-1], *generated]:
         batch.fill((token,), pos, logits="all")
@@ -398,11 +395,8 @@ def spec_logits_at(engine, prompt_tokens: Sequence[int], events: Sequence[RoundE
         return None
     base = len(prompt_tokens) - 1           # position whose logits give generated token 0
     target_pos = base + index
-    tgt.clear()
     body = list(prompt_tokens[:-1])
-    for start in range(0, len(body), batch.capacity):
-        batch.fill(body[start:start + batch.capacity], start, logits="none")
-        tgt.decode(batch, "the prompt (lossless check)")
+    tgt.prefill(body, batch, "the prompt (lossless check)")
     row = None
     for ev in events:
         tokens = [ev.seed, *ev.drafted]

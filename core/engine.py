@@ -256,11 +256,7 @@ class Run:
         for ctx, batch in ((e.tgt, e.batch), (e.dft, e.dbatch)):
             if ctx is None or (ctx is e.dft and self.spec is None):
                 continue
-            ctx.clear()
-            for start in range(0, len(body), batch.capacity):
-                chunk = body[start:start + batch.capacity]
-                batch.fill(chunk, start, logits="none")
-                ctx.decode(batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
+            ctx.prefill(body, batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
         self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
 
     def _stopped(self) -> bool:

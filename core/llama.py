@@ -319,6 +319,14 @@ class Context:
         if status != 0:
             raise DecodeError(what, status)
 
+    def prefill(self, tokens, batch: "Batch", what: str) -> None:
+        """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,
+        without logits (a prompt, or a prefix to measure against)."""
+        self.clear()
+        for start in range(0, len(tokens), batch.capacity):
+            batch.fill(tokens[start:start + batch.capacity], start, logits="none")
+            self.decode(batch, what)
+
     def logits(self, n_rows: int) -> np.ndarray:
         """The logits of the last decode's output rows, as a (n_rows, n_vocab) view.
         Views are cached by buffer address: making one costs more than a draft step's numpy work."""
