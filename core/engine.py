@@ -293,9 +293,9 @@ class Run:
             self.tokens.append(token)
             seed, n_past, id_last = id_last, n_past + 1, token
             self.finish = self._finish_after((token,), n_past)
-            yield RoundEvent(index, n_past - 1, seed, (), (), 0, (token,), "baseline",
-                             t_verify=t_verify, t_round=time.perf_counter() - t0,
-                             finish=self.finish)
+            yield self._event(t0, _Timer(verify=t_verify), index=index, n_past=n_past - 1,
+                              seed=seed, drafted=(), draft_probs=(), n_accepted=0,
+                              emitted=(token,), mode="baseline")
             if self.finish:
                 return
             index += 1
@@ -360,12 +360,12 @@ class Run:
                 replay = tuple(ids)
                 self.tokens.extend(ids)
                 self.finish = self._finish_after(ids, n_past)
-                yield RoundEvent(index, n_past, id_last, tuple(draft), tuple(probs), n_accepted,
-                                 tuple(ids), "checkpoint", draft_stop, dropped,
-                                 kv_dropped_target=len(draft) + 1,
-                                 kv_dropped_draft=dft_dropped + n_dft_rows,
-                                 t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
-                                 t_round=time.perf_counter() - t0, finish=self.finish)
+                yield self._event(t0, tm, index=index, n_past=n_past, seed=id_last,
+                                  drafted=tuple(draft), draft_probs=tuple(probs),
+                                  n_accepted=n_accepted, emitted=tuple(ids), mode="checkpoint",
+                                  draft_stop=draft_stop, dropped_draft=dropped,
+                                  kv_dropped_target=len(draft) + 1,
+                                  kv_dropped_draft=dft_dropped + n_dft_rows)
                 if self.finish:
                     return
                 index += 1
@@ -410,13 +410,20 @@ class Run:
             self.tokens.extend(emitted)
             n_past, id_last = n_past_new, ids[-1]
             self.finish = self._finish_after(emitted, n_past)
-            yield RoundEvent(index, n_past - len(ids), batch_tokens[0], tuple(draft), tuple(probs),
-                             n_accepted, emitted, mode, draft_stop, dropped, was_replay,
-                             n_rm_tgt, dft_dropped, tm.draft, tm.verify, tm.sync,
-                             time.perf_counter() - t0, self.finish)
+            yield self._event(t0, tm, index=index, n_past=n_past - len(ids), seed=batch_tokens[0],
+                              drafted=tuple(draft), draft_probs=tuple(probs),
+                              n_accepted=n_accepted, emitted=emitted, mode=mode,
+                              draft_stop=draft_stop, dropped_draft=dropped, replayed=was_replay,
+                              kv_dropped_target=n_rm_tgt, kv_dropped_draft=dft_dropped)
             if self.finish:
                 return
             index += 1
+
+    def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:
+        """The round's event, with its phase timings and the run's finish (the one place events
+        are built: by keyword)."""
+        return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
+                          t_round=time.perf_counter() - t0, finish=self.finish)
 
     def _draft(self, id_last: int, n_past: int, cap: int, tm: _Timer):
         """Seed 000 §5.3: greedy argmax over the top-10 renormalized probabilities."""
