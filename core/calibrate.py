@@ -105,7 +105,7 @@ import numpy as np
 
 from .cache import cache_root, file_id, read_json, write_json
 from .errors import ConfigError
-from .pairing import expected_accepted, textbook_speedup
+from .pairing import expected_accepted, textbook_from_accepted, textbook_speedup  # noqa: F401 - re-exported
 
 CALIBRATION_VERSION = 6
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
@@ -231,13 +231,6 @@ def monotone_fit(values: Sequence[float]) -> tuple[float, ...]:
 def alpha_acceptance(alpha: float, n: int) -> tuple[float, ...]:
     """Unconditional per-position acceptance a_i = α^i, i = 1..n."""
     return tuple(alpha ** i for i in range(1, n + 1))
-
-
-def textbook_from_accepted(expected: float, n: int, f: float) -> float:
-    """Seed 003's (E + 1) / (n·f + 1) for a given mean of accepted drafts E.
-
-    Equals :func:`specscope.core.pairing.textbook_speedup` when E = α + … + αⁿ."""
-    return (expected + 1.0) / (n * f + 1.0)
 
 
 def textbook_prediction(n: int, f: float, *, acceptance: Sequence[float] | None = None,

@@ -50,6 +50,7 @@ __all__ = [
     "scan",
     "expected_accepted",
     "textbook_speedup",
+    "textbook_from_accepted",
     "best_n",
     "speedup_table",
     "escape_token_text",
@@ -91,9 +92,15 @@ def expected_accepted(alpha: float, n: int) -> float:
     return alpha * (1.0 - alpha ** n) / (1.0 - alpha)
 
 
+def textbook_from_accepted(expected: float, n: int, f: float) -> float:
+    """Seed 003's (E + 1) / (n·f + 1), a verification batch costing one target pass, for a
+    mean of accepted drafts per round E (the one place the formula is written)."""
+    return (expected + 1.0) / (n * f + 1.0)
+
+
 def textbook_speedup(alpha: float, n: int, f: float) -> float:
-    """Seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass."""
-    return (expected_accepted(alpha, n) + 1.0) / (n * f + 1.0)
+    """Seed 003's speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
+    return textbook_from_accepted(expected_accepted(alpha, n), n, f)
 
 
 def best_n(alpha: float, f: float, n_max: int = N_MAX) -> tuple[int, float]:
