@@ -105,7 +105,7 @@ import numpy as np
 
 from .cache import cache_root, file_id, read_json, write_json
 from .errors import ConfigError
-from .pairing import expected_accepted, textbook_from_accepted, textbook_speedup  # noqa: F401 - re-exported
+from .pairing import expected_accepted, textbook_from_accepted, textbook_speedup
 
 CALIBRATION_VERSION = 6
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round

@@ -54,11 +54,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .calibrate import (TIME_BUDGET_S, Calibration, calibrated_speedup, get_calibration,
-                        textbook_from_accepted)
+from .calibrate import TIME_BUDGET_S, Calibration, calibrated_speedup, get_calibration
 from .compare import (NEAR_TIE_LOGIT_GAP, LosslessReport, RunResult, check_lossless, execute,
                       run_result)
 from .errors import ConfigError, IncompatiblePairError
+from .pairing import textbook_from_accepted
 
 ALL = "ALL"
 CSV_COLUMNS = ("draft", "n_max", "prompt", "tokens", "rounds", "acceptance", "mean_accepted_length",

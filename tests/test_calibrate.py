@@ -6,7 +6,7 @@ from specscope.core import calibrate as cb
 from specscope.core.calibrate import Calibration, calibrated_speedup, round_cost
 from specscope.core.engine import Engine, EngineSettings
 from specscope.core.errors import ConfigError
-from specscope.core.pairing import expected_accepted, textbook_speedup
+from specscope.core.pairing import expected_accepted, textbook_from_accepted, textbook_speedup
 
 # one thread each: quick and steady even while other processes load the CPU
 ONE_THREAD = dict(target_threads=1, draft_threads=1)
@@ -26,12 +26,12 @@ def test_textbook_from_accepted_is_seed_003s_formula():
     for alpha in (0.3, 0.7, 1.0):
         for n in (1, 4, 8):
             e = expected_accepted(alpha, n)
-            assert cb.textbook_from_accepted(e, n, 0.1) == pytest.approx(textbook_speedup(alpha, n, 0.1))
+            assert textbook_from_accepted(e, n, 0.1) == pytest.approx(textbook_speedup(alpha, n, 0.1))
             assert cb.textbook_prediction(n, 0.1, alpha=alpha) == pytest.approx(textbook_speedup(alpha, n, 0.1))
             from_acceptance = cb.textbook_prediction(n, 0.1, acceptance=cb.alpha_acceptance(alpha, n))
             assert from_acceptance == pytest.approx(textbook_speedup(alpha, n, 0.1))
     # (E + 1) / (n f + 1): E = 2, n = 4, f = 0.25 -> 3 / 2
-    assert cb.textbook_from_accepted(2.0, 4, 0.25) == pytest.approx(1.5)
+    assert textbook_from_accepted(2.0, 4, 0.25) == pytest.approx(1.5)
 
 
 def test_calibrated_equals_textbook_when_a_batch_costs_one_pass():
