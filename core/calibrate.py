@@ -97,6 +97,7 @@ import random
 import statistics
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -377,9 +378,9 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     clock = time.perf_counter
 
     closers: list = []
-    if not engine._lock.acquire(blocking=False):
-        raise ConfigError("this engine is already running a generation")
-    try:
+    with ExitStack() as held:
+        held.enter_context(engine.exclusive("a calibration"))
+        held.callback(lambda: [close() for close in closers])
         # fill both caches with [0, n_past)
         for ctx, b in ((tgt, batch), (dft, dbatch)):
             ctx.prefill(tokens[:n_past], b, "the calibration prefix")
@@ -483,10 +484,6 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         tgt.seq_rm(n_past, -1)
         tgt.clear()
         dft.clear()
-    finally:
-        for close in closers:
-            close()
-        engine._lock.release()
 
     est = ESTIMATOR
     t1 = est(times[("t", 1)])

@@ -373,15 +373,16 @@ def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence
     """The target's logits for generated token ``len(generated)``, computed the baseline's way:
     the prompt but its last token as a batch, then one token at a time."""
     tgt, batch = engine.tgt, engine.batch
-    body = list(prompt_tokens[:-1])
-    tgt.prefill(body, batch, "the prompt (lossless check)")
-    pos = len(body)
-    for token in [prompt_tokens[-1], *generated]:
-        batch.fill((token,), pos, logits="all")
-        tgt.decode(batch, "a token (lossless check)")
-        pos += 1
-    row = np.array(tgt.logits(1)[0], dtype=np.float64)
-    tgt.clear()
+    with engine.exclusive("a lossless check"):
+        body = list(prompt_tokens[:-1])
+        tgt.prefill(body, batch, "the prompt (lossless check)")
+        pos = len(body)
+        for token in [prompt_tokens[-1], *generated]:
+            batch.fill((token,), pos, logits="all")
+            tgt.decode(batch, "a token (lossless check)")
+            pos += 1
+        row = np.array(tgt.logits(1)[0], dtype=np.float64)
+        tgt.clear()
     return row
 
 
@@ -393,20 +394,21 @@ def spec_logits_at(engine, prompt_tokens: Sequence[int], events: Sequence[RoundE
     tgt, batch = engine.tgt, engine.batch
     if any(ev.mode in ("checkpoint", "replay") for ev in events):
         return None
-    base = len(prompt_tokens) - 1           # position whose logits give generated token 0
-    target_pos = base + index
-    body = list(prompt_tokens[:-1])
-    tgt.prefill(body, batch, "the prompt (lossless check)")
-    row = None
-    for ev in events:
-        tokens = [ev.seed, *ev.drafted]
-        batch.fill(tokens, ev.n_past, logits="all")
-        tgt.decode(batch, "a verification batch (lossless check)")
-        if ev.n_past <= target_pos < ev.n_past + len(ev.emitted):   # rows of the kept history
-            row = np.array(tgt.logits(len(tokens))[target_pos - ev.n_past], dtype=np.float64)
-            break
-        tgt.seq_rm(ev.n_past + len(ev.emitted), -1)
-    tgt.clear()
+    with engine.exclusive("a lossless check"):
+        base = len(prompt_tokens) - 1           # position whose logits give generated token 0
+        target_pos = base + index
+        body = list(prompt_tokens[:-1])
+        tgt.prefill(body, batch, "the prompt (lossless check)")
+        row = None
+        for ev in events:
+            tokens = [ev.seed, *ev.drafted]
+            batch.fill(tokens, ev.n_past, logits="all")
+            tgt.decode(batch, "a verification batch (lossless check)")
+            if ev.n_past <= target_pos < ev.n_past + len(ev.emitted):   # rows of the kept history
+                row = np.array(tgt.logits(len(tokens))[target_pos - ev.n_past], dtype=np.float64)
+                break
+            tgt.seq_rm(ev.n_past + len(ev.emitted), -1)
+        tgt.clear()
     return row
 
 

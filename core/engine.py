@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -176,6 +176,17 @@ class Engine:
         self.batch = self._own(Batch(self.tgt.n_batch))
         self.dbatch = self._own(Batch(self.dft.n_batch)) if self.dft else None
 
+    @contextmanager
+    def exclusive(self, what: str = "a generation"):
+        """Hold the engine's contexts for ``what`` (a run, a calibration, a lossless check):
+        ConfigError at once when something else holds them."""
+        if not self._lock.acquire(blocking=False):
+            raise ConfigError(f"this engine is busy: it cannot start {what} now")
+        try:
+            yield self
+        finally:
+            self._lock.release()
+
     def _own(self, handle):
         self._stack.callback(handle.close)
         return handle
@@ -237,15 +248,9 @@ class Run:
 
     def __iter__(self) -> Iterator[RoundEvent]:
         e = self.engine
-        if not e._lock.acquire(blocking=False):
-            raise ConfigError("this engine is already running a generation")
-        try:
-            with build_chain(e.target, self.sampler_settings) as smpl:
-                self._prefill()
-                rounds = self._baseline_rounds(smpl) if self.spec is None else self._spec_rounds(smpl)
-                yield from rounds
-        finally:
-            e._lock.release()
+        with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl:
+            self._prefill()
+            yield from self._baseline_rounds(smpl) if self.spec is None else self._spec_rounds(smpl)
 
     # ------------------------------------------------------------------ prefill
     def _prefill(self) -> None:

@@ -221,3 +221,20 @@ def test_top_values_are_the_k_largest_values_and_the_argmax_exactly():
     # tied maxima in the grid and the tail: the lowest index wins, as with argmax
     row[[77, 6000]] = 5
     assert top_values(row, 10)[1] == 77
+
+
+def test_one_holder_at_a_time(pair):
+    """A run holds the engine while it iterates: another run, a calibration and a lossless
+    check are refused in one line until it ends."""
+    from specscope.core.calibrate import calibrate
+    from specscope.core.compare import baseline_logits_at
+    run = pair.speculative("def f(x):", SpecSettings(n_max=3), SamplerSettings(), 16)
+    rounds = iter(run)
+    next(rounds)                                            # holding the engine now
+    for attempt in (lambda: list(pair.baseline("x", SamplerSettings(), 4)),
+                    lambda: calibrate(pair, 2),
+                    lambda: baseline_logits_at(pair, run.prompt_tokens, [])):
+        with pytest.raises(ConfigError, match="busy"):
+            attempt()
+    list(rounds)                                            # the run ends and lets go
+    assert len(list(pair.baseline("x", SamplerSettings(), 4))) == 4
