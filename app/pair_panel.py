@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, Signal

@@ -150,7 +150,7 @@ class Engine:
     def _open(self, target: Path, draft: Path | None, progress) -> None:
         s = self.settings
         on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
-        from .pairing import require_vocabulary, vocab_rules  # the gate of seed 000 §4.2
+        from .vocab_gate import require_vocabulary, vocab_rules  # the gate of seed 000 §4.2
         self.repack, self.repack_reason = resolve_repack(s.repack)
         self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
                                       progress=on("target")))

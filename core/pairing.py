@@ -5,14 +5,14 @@ Everything here runs before any weights are loaded:
 - the GGUF headers are checked and summarised in pure Python
   (:func:`~specscope.core.gguf_file.check_gguf`);
 - the vocabulary values come from llama.cpp itself through a vocab-only load,
-  and :func:`vocab_rules` applies the four rules of llama.cpp's
+  and :mod:`specscope.core.vocab_gate` applies the four rules of llama.cpp's
   ``common_speculative_are_compatible`` (seed 000 §4.2, seed 003) to them, so
   the verdict is the one llama.cpp will enforce;
 - the cost estimate is seed 003's textbook model: ``f`` ≈ the ratio of the
   two files' sizes and speed-up ``(E+1)/(n·f+1)`` with
   ``E = α + α² + … + αⁿ``.
 
-The engine calls :func:`vocab_rules` on its already-loaded models; the CLI
+The engine runs the gate (``vocab_gate.vocab_rules``) on its already-loaded models; the CLI
 (``specscope doctor``) and the GUI call :func:`check_pair` and :func:`scan`.
 """
 
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import ModelFileError, SpecScopeError
-from .gguf_file import GGUFInfo, check_gguf, printable, quote_text
+from .gguf_file import GGUFInfo, check_gguf, printable
+from .vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule, VocabFacts,
+                         escape_token_text, first_text_mismatch, rules_from_facts, vocab_facts)
 
 __all__ = [
-    "SPEC_VOCAB_MAX_SIZE_DIFFERENCE",
-    "SPEC_VOCAB_CHECK_START_TOKEN_ID",
     "ALPHAS",
     "N_MAX",
     "Rule",
@@ -43,8 +43,6 @@ __all__ = [
     "ScanEntry",
     "ScanReport",
     "vocab_facts",
-    "vocab_rules",
-    "require_vocabulary",
     "rules_from_facts",
     "check_pair",
     "scan",
@@ -58,17 +56,9 @@ __all__ = [
     "tuning_lineage",
 ]
 
-# common/speculative.cpp
-SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
-SPEC_VOCAB_CHECK_START_TOKEN_ID = 5
-
 # the cost table of the report: per-token acceptance rates and draft lengths
 ALPHAS = (0.5, 0.7, 0.9)
 N_MAX = 8
-
-# llama.h enum llama_vocab_type
-LLAMA_VOCAB_TYPE_NONE = 0
-VOCAB_TYPE_NAMES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo-2", 7: "TEST"}
 
 # src/llama-arch.cpp: llm_arch_is_recurrent / llm_arch_is_hybrid (llama-cpp-python 0.3.36).
 # Only a fallback: the report asks llama.cpp (llama_model_is_recurrent/_hybrid),
@@ -112,202 +102,6 @@ def best_n(alpha: float, f: float, n_max: int = N_MAX) -> tuple[int, float]:
 def speedup_table(f: float, alphas: Iterable[float] = ALPHAS, n_max: int = N_MAX) -> dict[float, list[float]]:
     """{α: [speed-up at n = 1..n_max]}."""
     return {a: [textbook_speedup(a, n, f) for n in range(1, n_max + 1)] for a in alphas}
-
-
-# ============================================================================ vocabulary rules
-
-@dataclass(frozen=True)
-class Rule:
-    """One of llama.cpp's vocabulary rules, applied to a target/draft pair."""
-
-    name: str
-    passed: bool
-    values: dict[str, Any]
-    message: str
-
-
-@dataclass(frozen=True)
-class VocabFacts:
-    """What llama.cpp says about one vocabulary."""
-
-    type_id: int
-    type_name: str
-    n_tokens: int
-    bos: int
-    eos: int
-    add_bos: bool
-    add_eos: bool
-
-
-def _ll():
-    import llama_cpp.llama_cpp as ll  # noqa: PLC0415 - deferred: the native library is heavy
-
-    return ll
-
-
-def vocab_facts(vocab_ptr) -> VocabFacts:
-    ll = _ll()
-    t = int(ll.llama_vocab_type(vocab_ptr))
-    return VocabFacts(
-        type_id=t,
-        type_name=VOCAB_TYPE_NAMES.get(t, f"type {t}"),
-        n_tokens=int(ll.llama_vocab_n_tokens(vocab_ptr)),
-        bos=int(ll.llama_vocab_bos(vocab_ptr)),
-        eos=int(ll.llama_vocab_eos(vocab_ptr)),
-        add_bos=bool(ll.llama_vocab_get_add_bos(vocab_ptr)),
-        add_eos=bool(ll.llama_vocab_get_add_eos(vocab_ptr)),
-    )
-
-
-def first_text_mismatch(target_vocab_ptr, draft_vocab_ptr, n: int,
-                        start: int = SPEC_VOCAB_CHECK_START_TOKEN_ID) -> tuple[int, bytes, bytes] | None:
-    """The first id in [start, n) whose text (llama_vocab_get_text) differs, with both texts.
-
-    Compares like llama.cpp's strcmp: the C strings up to their first NUL.
-    """
-    get_text = _ll().llama_vocab_get_text
-    for i in range(start, n):
-        a = get_text(target_vocab_ptr, i)
-        b = get_text(draft_vocab_ptr, i)
-        if a != b:
-            return i, a or b"", b or b""
-    return None
-
-
-def _yn(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-def rules_from_facts(t: VocabFacts, d: VocabFacts,
-                     mismatch: tuple[int, bytes, bytes] | None) -> list[Rule]:
-    """The four rules of common_speculative_are_compatible, given both sides' facts.
-
-    Unlike llama.cpp, which stops at the first failure, every rule is evaluated,
-    so a report shows all the reasons at once; the pair is compatible exactly
-    when all pass, which is when llama.cpp accepts it.
-    """
-    rules: list[Rule] = []
-
-    # 1. vocabulary type
-    ok = t.type_id == d.type_id
-    rules.append(Rule(
-        name="vocabulary type",
-        passed=ok,
-        values={"target": t.type_name, "draft": d.type_name},
-        message=(f"vocabulary types match ({t.type_name})" if ok else
-                 f"vocabulary types differ (target {t.type_name}, draft {d.type_name}); "
-                 "llama.cpp requires the same tokenizer kind"),
-    ))
-
-    # 2. BOS and EOS: the add flags, and the ids when the token is added
-    bos_ok = t.add_bos == d.add_bos and (not t.add_bos or t.bos == d.bos)
-    eos_ok = t.add_eos == d.add_eos and (not t.add_eos or t.eos == d.eos)
-    problems = []
-    if t.add_bos != d.add_bos:
-        problems.append(f"the target {'adds' if t.add_bos else 'does not add'} BOS and the draft "
-                        f"{'does' if d.add_bos else 'does not'} (BOS ids {t.bos} and {d.bos})")
-    elif not bos_ok:
-        problems.append(f"BOS ids differ (target {t.bos}, draft {d.bos})")
-    if t.add_eos != d.add_eos:
-        problems.append(f"the target {'adds' if t.add_eos else 'does not add'} EOS and the draft "
-                        f"{'does' if d.add_eos else 'does not'} (EOS ids {t.eos} and {d.eos})")
-    elif not eos_ok:
-        problems.append(f"EOS ids differ (target {t.eos}, draft {d.eos})")
-    if problems:
-        msg = "; ".join(problems) + "; llama.cpp requires the same add flags and, where added, the same ids"
-    else:
-        msg = (f"BOS and EOS agree (add BOS {_yn(t.add_bos)}, BOS id {t.bos}"
-               + ("" if t.bos == d.bos else f"/{d.bos}")
-               + f"; add EOS {_yn(t.add_eos)}, EOS id {t.eos}"
-               + ("" if t.eos == d.eos else f"/{d.eos}") + ")")
-    rules.append(Rule(
-        name="BOS/EOS",
-        passed=bos_ok and eos_ok,
-        values={
-            "target_add_bos": t.add_bos, "draft_add_bos": d.add_bos,
-            "target_bos": t.bos, "draft_bos": d.bos,
-            "target_add_eos": t.add_eos, "draft_add_eos": d.add_eos,
-            "target_eos": t.eos, "draft_eos": d.eos,
-        },
-        message=msg,
-    ))
-
-    # 3. vocabulary size
-    diff = abs(t.n_tokens - d.n_tokens)
-    ok = diff <= SPEC_VOCAB_MAX_SIZE_DIFFERENCE
-    sizes = f"target {t.n_tokens:,}, draft {d.n_tokens:,}"
-    if diff == 0:
-        msg = f"vocabulary sizes are equal ({t.n_tokens:,} tokens)"
-    elif ok:
-        msg = (f"vocabulary sizes differ by {diff} tokens ({sizes}); "
-               f"llama.cpp allows up to {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}")
-    else:
-        msg = (f"vocabulary sizes differ by {diff:,} tokens ({sizes}); "
-               f"llama.cpp allows at most {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}")
-    rules.append(Rule(
-        name="vocabulary size",
-        passed=ok,
-        values={"target": t.n_tokens, "draft": d.n_tokens, "difference": diff,
-                "allowed": SPEC_VOCAB_MAX_SIZE_DIFFERENCE},
-        message=msg,
-    ))
-
-    # 4. token text from id 5 on
-    n_common = min(t.n_tokens, d.n_tokens)
-    start = SPEC_VOCAB_CHECK_START_TOKEN_ID
-    if mismatch is None:
-        rules.append(Rule(
-            name="token text",
-            passed=True,
-            values={"first_different_id": None, "checked_from": start, "checked_to": n_common},
-            message=(f"token texts are identical for ids {start}..{n_common - 1}"
-                     if n_common > start else "no token ids to compare"),
-        ))
-    else:
-        i, a, b = mismatch
-        ta, tb = escape_token_text(a), escape_token_text(b)
-        rules.append(Rule(
-            name="token text",
-            passed=False,
-            values={"first_different_id": i, "target_text": ta, "draft_text": tb,
-                    "checked_from": start, "checked_to": n_common},
-            message=f"token {i} differs (target {ta}, draft {tb}); llama.cpp requires identical "
-                    f"texts from id {start} on",
-        ))
-    return rules
-
-
-NO_TOKENIZER = ("this GGUF file has no tokenizer (tokenizer.ggml.model is missing, 'none' or "
-                "'no_vocab', or there are no tokenizer.ggml.tokens), so it cannot tokenize a prompt "
-                "or be paired")
-
-
-def require_vocabulary(model) -> None:
-    """Refuse a loaded model whose vocabulary llama.cpp reports as type none: every
-    token-level call into it (texts, attributes, tokenizing) ends in a GGML_ASSERT that
-    aborts the process."""
-    if int(_ll().llama_vocab_type(model.vocab)) == LLAMA_VOCAB_TYPE_NONE:
-        raise ModelFileError(str(model.path), NO_TOKENIZER)
-
-
-def vocab_rules(target_vocab_ptr, draft_vocab_ptr) -> list[Rule]:
-    """Apply llama.cpp's vocabulary rules to two already-loaded ``llama_vocab`` pointers.
-
-    Returns four :class:`Rule` objects (vocabulary type, BOS/EOS, vocabulary
-    size, token text); the pair is compatible when all pass. Token texts are not
-    compared when either side has no vocabulary (type none: llama.cpp asserts).
-    """
-    t = vocab_facts(target_vocab_ptr)
-    d = vocab_facts(draft_vocab_ptr)
-    mismatch = None
-    if LLAMA_VOCAB_TYPE_NONE not in (t.type_id, d.type_id):
-        mismatch = first_text_mismatch(target_vocab_ptr, draft_vocab_ptr, min(t.n_tokens, d.n_tokens))
-    return rules_from_facts(t, d, mismatch)
-
-
-def escape_token_text(raw: bytes) -> str:
-    """A token's text in double quotes, with control, invisible and invalid bytes escaped."""
-    return quote_text(raw, '"')
 
 
 # ============================================================================ beyond the vocabulary
@@ -593,7 +387,7 @@ class _Loaded:
             e.native = True  # llama.cpp refused a file that passed the Python check
             raise
         try:
-            ll = _ll()
+            import llama_cpp.llama_cpp as ll  # noqa: PLC0415 - loaded with the model above
             self.facts = vocab_facts(self.model.vocab)
             self.summary = _summary(self.info, self.facts,
                                     recurrent=bool(ll.llama_model_is_recurrent(self.model.ptr)),

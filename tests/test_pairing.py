@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from specscope.core import pairing
+from specscope.core import pairing, vocab_gate
 from specscope.core.errors import ModelFileError
 from specscope.core.pairing import (
     best_n,
@@ -256,7 +256,7 @@ def test_vocab_rules_on_loaded_pointers(tmp_path):
     t = Model(write_vocab_gguf(tmp_path / "t.gguf"), vocab_only=True)
     d = Model(write_vocab_gguf(tmp_path / "d.gguf", pad=200), vocab_only=True)
     try:
-        rules = pairing.vocab_rules(t.vocab, d.vocab)
+        rules = vocab_gate.vocab_rules(t.vocab, d.vocab)
     finally:
         d.close()
         t.close()
