@@ -137,19 +137,18 @@ class EngineWorker(QObject):
 
     def _guarded(self, target: Path, draft: Path | None, settings):
         """The crash probe (core/probe.py): each model first runs in a child process. When one
-        crashes it, say so and retry once with the safe settings (repacking off); the settings
+        crashes it with repacking on, say so and retry once with repacking off; the settings
         that passed are the ones the engine loads with."""
         from dataclasses import replace
-        from specscope.core.probe import SAFE, ProbeSettings, probe
-        safe = replace(settings, **SAFE)
-        for attempt in ((settings, safe) if safe != settings else (settings,)):
-            crash = next((v for v in (probe(path, ProbeSettings.of(attempt, role))
-                                      for role, path in (("target", target), ("draft", draft))
-                                      if path is not None) if not v.ok), None)
+        from specscope.core.probe import SAFE, first_crash
+        for attempt in (settings, replace(settings, **SAFE)):
+            crash = first_crash(attempt, target, draft)
             if crash is None:
                 return attempt
-            retry = attempt is settings and safe != settings
+            retry = attempt is settings and crash.settings.get("repack_used") == "on"
             self.crashed.emit(crash, retry)
+            if not retry:
+                break
         raise crash.error()
 
     def _measure_threads(self, settings) -> None:

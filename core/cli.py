@@ -212,15 +212,6 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
     return lines
 
 
-def guard_models(settings, target, draft=None) -> None:
-    """The crash probe (core/probe.py): raise ModelCrashError, one line, when llama.cpp crashes
-    on a model in a child process with these settings, before this process touches it."""
-    from .probe import ProbeSettings, guard
-    for role, path in (("target", target), ("draft", draft)):
-        if path is not None:
-            guard(path, ProbeSettings.of(settings, role))
-
-
 def cmd_generate(args) -> int:
     from .engine import Engine, SpecSettings
     from .stats import fold
@@ -230,8 +221,9 @@ def cmd_generate(args) -> int:
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
     settings = engine_settings(args)
-    if not args.no_probe:
-        guard_models(settings, target, draft)
+    if not args.no_probe:            # the crash probe (core/probe.py), before this process loads
+        from .probe import guard
+        guard(settings, target, draft)
     with Engine(target, draft, settings) as engine:
         chat = chat_prompt(args, engine.target, prompt)
         model_prompt = prompt if chat is None else chat     # what the target is given

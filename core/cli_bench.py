@@ -209,11 +209,11 @@ def report_lines(result) -> list[str]:
 
 
 def run(args) -> int:
-    from .cli import guard_models
+    from .probe import guard
     from .sweep import run_sweep
     settings = settings_from_args(args)
     for draft in () if args.no_probe else settings.drafts:
-        guard_models(settings.engine, settings.target, draft)
+        guard(settings.engine, settings.target, draft)
     bar = None if args.quiet else ProgressLine()
     stop = threading.Event()
     try:

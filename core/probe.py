@@ -183,12 +183,22 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
     return verdict
 
 
-def guard(path, settings: ProbeSettings, *, use_cache: bool = True) -> Verdict:
-    """Raise ModelCrashError when the model crashes a child process with these settings."""
-    verdict = probe(path, settings, use_cache=use_cache)
-    if not verdict.ok:
-        raise verdict.error()
-    return verdict
+def first_crash(engine_settings, target, draft=None) -> Verdict | None:
+    """The verdict of the first model of a pair (target, then draft) that crashes a child
+    process with these EngineSettings; None when both run."""
+    for role, path in (("target", target), ("draft", draft)):
+        if path is not None:
+            verdict = probe(path, ProbeSettings.of(engine_settings, role))
+            if not verdict.ok:
+                return verdict
+    return None
+
+
+def guard(engine_settings, target, draft=None) -> None:
+    """Raise ModelCrashError (one line) when llama.cpp crashes on either model of the pair."""
+    crash = first_crash(engine_settings, target, draft)
+    if crash is not None:
+        raise crash.error()
 
 
 # ---------------------------------------------------------------------------- the child

@@ -9,7 +9,8 @@ import pytest
 from specscope.core import probe as probe_mod
 from specscope.core.cli import main
 from specscope.core.errors import ModelCrashError
-from specscope.core.probe import ProbeSettings, guard, probe
+from specscope.core.engine import EngineSettings
+from specscope.core.probe import ProbeSettings, first_crash, guard, probe
 
 
 @pytest.fixture(autouse=True)
@@ -59,8 +60,9 @@ def test_a_clean_error_is_left_to_the_in_process_load(tmp_path):
 
 
 def test_guard_raises_one_clear_error(tiny_models):
+    assert first_crash(EngineSettings(), tiny_models["target"], tiny_models["draft"]) is None
     with pytest.raises(ModelCrashError) as info:
-        guard(tiny_models["crashing"], ProbeSettings())
+        guard(EngineSettings(), tiny_models["target"], tiny_models["crashing"])
     assert info.value.path.endswith("crashing.gguf")
     assert info.value.verdict.signal_name == "SIGABRT"
 
