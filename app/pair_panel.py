@@ -26,13 +26,6 @@ def breakable(text: str) -> str:
     return text
 
 
-def auto_threads() -> int:
-    """The window's default thread count per model: 0, which the engine worker replaces by the
-    count that decodes fastest on this machine when it loads the pair (core.threads: all
-    cores, as in the command line, unless the machine is busy with other work)."""
-    return 0
-
-
 def threads_line(threads: dict) -> str:
     """'Threads: target 2, draft 2 (measured per token: 2: 9.8 ms, 1: 17.0 ms · …)'."""
     parts, measured = [], []

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMai
 
 from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
 from .errors import MessageBanner, setup_logging
-from .pair_panel import PairPanel, auto_threads, gguf_paths
+from .pair_panel import PairPanel, gguf_paths
 from .round_view import RoundExplainer
 from .stats_bar import StatsBar
 from .token_view import TokenView, legend_html
@@ -560,10 +560,8 @@ class MainWindow(QMainWindow):
 
     def _engine_settings(self):
         from specscope.core.engine import EngineSettings
-        kw = self.pair_panel.engine_kwargs()
-        for key in ("target_threads", "draft_threads"):
-            kw[key] = kw[key] or auto_threads()
-        return EngineSettings(n_ctx=self.params.n_ctx.value(), **kw)
+        # threads 0 is "auto": the engine worker measures the fastest count when it loads the pair
+        return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
 
     def _request(self, kind: str, step: bool = False, quiet: bool = False) -> RunRequest | None:
         from specscope.core.errors import ConfigError
