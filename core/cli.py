@@ -86,25 +86,13 @@ def add_generation_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
 
 
-def add_spec_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("speculative decoding")
-    g.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=3,
-                   help="tokens to draft per round (default 3, as llama.cpp)")
-    g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0,
-                   help="drop drafts shorter than this (default 0)")
-    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0,
-                   help="stop drafting below this top-10 probability (default 0.0)")
-    g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
-                   help="draft cache sync: reuse its own rows (default, faster) or replay "
-                        "the verification batch as llama.cpp does")
-
-
 def build_parser() -> argparse.ArgumentParser:
     _register_optional()
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")
     add_model_args(run)
+    from .cli_spec import add_spec_args
     add_spec_args(run)
     add_generation_args(run)
     base = sub.add_parser("baseline", help="the target alone, same sampler and stop rules")
@@ -213,7 +201,8 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
 
 
 def cmd_generate(args) -> int:
-    from .engine import Engine, SpecSettings
+    from .cli_spec import spec_from_args
+    from .engine import Engine
     from .stats import fold
     speculative = args.command == "run"
     target, draft = resolve_models(args, draft=speculative)
@@ -229,8 +218,7 @@ def cmd_generate(args) -> int:
         model_prompt = prompt if chat is None else chat     # what the target is given
         sampler = sampler_settings(args, engine)
         if speculative:
-            spec = SpecSettings(n_max=args.spec_draft_n_max, n_min=args.spec_draft_n_min,
-                                p_min=args.spec_draft_p_min, sync=args.sync)
+            spec = spec_from_args(args)
             run = engine.speculative(model_prompt, spec, sampler, args.n_predict)
         else:
             run = engine.baseline(model_prompt, sampler, args.n_predict)

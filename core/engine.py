@@ -51,6 +51,8 @@ import numpy as np
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
 from .llama import Batch, Checkpoint, Context, ContextSettings, Model, SamplerChain, resolve_repack
+from .drafters import DRAFT_MODEL, type_label
+from .drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from .sampling import SamplerSettings, build_chain
 
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
@@ -59,12 +61,25 @@ SYNC_MODES = ("reuse", "replay")
 
 @dataclass(frozen=True)
 class SpecSettings:
+    """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
+    run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
+    and sync belong to draft-simple (the draft model), the ``ngram_*`` fields to their types."""
     n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
     n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
     p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
     sync: str = "reuse"       # reuse | replay, see the module docs
+    types: tuple[str, ...] = ("draft-simple",)
+    ngram_simple: NgramMapParams = NgramMapParams()
+    ngram_map_k: NgramMapParams = NgramMapParams()
+    ngram_map_k4v: NgramMapParams = NgramMapParams()
+    ngram_mod: NgramModParams = NgramModParams()
+    ngram_cache: NgramCacheParams = NgramCacheParams()
 
     def validate(self) -> None:
+        from .drafters import parse_types
+        if parse_types(self.types) != tuple(self.types):
+            raise ConfigError(f"speculative types must be given in llama.cpp's priority order: "
+                              f"{', '.join(parse_types(self.types))}")
         if self.n_max < 0 or self.n_min < 0:
             raise ConfigError("draft lengths must be >= 0")
         if self.n_min > self.n_max:
@@ -73,6 +88,28 @@ class SpecSettings:
             raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
+        self.ngram_simple.validate("ngram-simple")
+        self.ngram_map_k.validate("ngram-map-k")
+        self.ngram_map_k4v.validate("ngram-map-k4v")
+        self.ngram_mod.validate()
+        self.ngram_cache.validate()
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return DRAFT_MODEL in self.types
+
+    @property
+    def label(self) -> str:
+        """The chain's name in tables: its types joined by '>' (drafters.type_label)."""
+        return type_label(self.types)
+
+    def max_draft(self) -> int:
+        """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
+        lengths = {"draft-simple": self.n_max, "ngram-simple": self.ngram_simple.size_m,
+                   "ngram-map-k": self.ngram_map_k.size_m,
+                   "ngram-map-k4v": self.ngram_map_k4v.size_m,
+                   "ngram-mod": self.ngram_mod.n_max, "ngram-cache": 8}
+        return max((lengths[t] for t in self.types), default=0)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,30 @@
+"""A run's chain of drafters from its SpecSettings."""
+
+from __future__ import annotations
+
+from . import Chain, Drafter
+
+
+def make_drafter(type_name: str, spec, engine=None) -> Drafter:
+    if type_name == "ngram-simple":
+        from .ngram_simple import NgramSimple
+        return NgramSimple(spec.ngram_simple)
+    if type_name in ("ngram-map-k", "ngram-map-k4v"):
+        from .ngram_map import NgramMap
+        key_only = type_name == "ngram-map-k"
+        return NgramMap(spec.ngram_map_k if key_only else spec.ngram_map_k4v, key_only=key_only)
+    if type_name == "ngram-mod":
+        from .ngram_mod import NgramMod
+        return NgramMod(spec.ngram_mod)
+    if type_name == "ngram-cache":
+        from .ngram_cache import NgramCache
+        return NgramCache(spec.ngram_cache)
+    if type_name == "draft-simple":
+        from .model import DraftModel
+        return DraftModel(engine, spec)
+    raise ValueError(type_name)
+
+
+def make_chain(spec, engine=None) -> Chain:
+    """Fresh drafters (llama.cpp makes them once per generation) for ``spec.types``."""
+    return Chain([make_drafter(t, spec, engine) for t in spec.types])

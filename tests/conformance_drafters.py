@@ -1,0 +1,121 @@
+"""Conformance check (a script, not a test): SpecScope's n-gram drafters and chains against
+llama.cpp's own ``common_speculative_*`` (common/speculative.cpp), draft by draft.
+
+Both sides run llama-speculative-simple's round loop with an oracle target (see
+tests/drafter_oracle.py): the same prompt and continuation, so every round's draft must be
+the same token for token. Sequences: random ones built to repeat (copied spans, a small
+alphabet) and, with --real, the demo target's own greedy outputs.
+
+Build the reference (llama.cpp from llama-cpp-python 0.3.36's sdist, as in
+tests/conformance_speculative_simple.py, plus the common library):
+
+    cmake --build build --target llama-common -j2
+    g++ -O2 -std=c++17 tests/reference/drafter_oracle.cpp -I $SRC/common -I $SRC/include \
+        -I $SRC/ggml/include -I $SRC/vendor -L build/bin -lllama-common -lllama -lggml \
+        -lggml-base -Wl,-rpath,$PWD/build/bin -o build/bin/drafter_oracle
+
+    python tests/conformance_drafters.py --binary build/bin/drafter_oracle
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from drafter_oracle import oracle_rounds  # noqa: E402
+
+from specscope.core.drafters import Chain  # noqa: E402
+
+# (label, llama.cpp flags) -> a Chain factory, filled by the drafter modules' FLAG_CASES
+CASES: list[tuple[str, list[str]]] = [
+    ("ngram-simple defaults", ["--spec-type", "ngram-simple"]),
+    ("ngram-simple n2 m4", ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2",
+                            "--spec-ngram-simple-size-m", "4"]),
+    ("ngram-simple n3 m8", ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+                            "--spec-ngram-simple-size-m", "8"]),
+    ("ngram-simple n1 m2", ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1",
+                            "--spec-ngram-simple-size-m", "2"]),
+]
+
+
+def chain_from_flags(flags: list[str]) -> Chain:
+    """Our chain for llama.cpp's flags, through the CLI's own parser."""
+    from specscope.core.cli_spec import spec_from_flags
+    from specscope.core.drafters.build import make_chain
+    return make_chain(spec_from_flags(flags), engine=None)
+
+
+def reference(binary: Path, flags: list[str], prompt, cont, n_ctx, n_predict):
+    text = " ".join(map(str, prompt)) + "\n" + " ".join(map(str, cont)) + "\n"
+    proc = subprocess.run([str(binary), str(n_ctx), str(n_predict), "-m", "none", *flags],
+                          input=text, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{binary} failed: {proc.stderr[-1500:]}")
+    rounds = []
+    for line in proc.stdout.splitlines():
+        head, _, toks = line.partition(":")
+        acc, n = map(int, head.split())
+        rounds.append((acc, n, tuple(int(t) for t in toks.split())))
+    return rounds
+
+
+def random_sequence(rng: random.Random, n: int, vocab: int) -> list[int]:
+    """Tokens that repeat the way code and quoting text do: copies of earlier spans, with
+    small edits, between stretches of fresh tokens."""
+    seq = [rng.randrange(vocab) for _ in range(8)]
+    while len(seq) < n:
+        if rng.random() < 0.6 and len(seq) > 16:
+            start = rng.randrange(len(seq) - 4)
+            span = seq[start:start + rng.randint(3, 60)]
+            if rng.random() < 0.3:
+                span[rng.randrange(len(span))] = rng.randrange(vocab)
+            seq.extend(span)
+        else:
+            seq.extend(rng.randrange(vocab) for _ in range(rng.randint(1, 12)))
+    return seq[:n]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--binary", type=Path, required=True)
+    p.add_argument("--sequences", type=int, default=40)
+    p.add_argument("--only", help="run only the cases whose label contains this")
+    args = p.parse_args(argv)
+    rng = random.Random(1234)
+    total = same = 0
+    for label, flags in CASES:
+        if args.only and args.only not in label:
+            continue
+        ok = rounds = 0
+        for k in range(args.sequences):
+            vocab = rng.choice((4, 16, 50, 2000))
+            seq = random_sequence(rng, rng.randint(40, 900), vocab)
+            cut = rng.randint(2, max(3, len(seq) // 2))
+            prompt, cont = seq[:cut], seq[cut:]
+            n_ctx, n_predict = rng.choice(((4096, 1 << 20), (len(seq) + 8, 1 << 20), (4096, 60)))
+            ours = oracle_rounds(chain_from_flags(flags), prompt, cont, n_ctx, n_predict)
+            ref = reference(args.binary, flags, prompt, cont, n_ctx, n_predict)
+            n = min(len(ours), len(ref))
+            first = next((i for i in range(n) if ours[i] != ref[i]), None)
+            rounds += n
+            if first is None and len(ours) <= len(ref):   # ours stop at a budget of 0
+                ok += 1
+                same += n
+            else:
+                same += n if first is None else first
+                where = first if first is not None else n
+                print(f"  {label}: sequence {k} differs at round {where} of {len(ref)}: "
+                      f"ours {ours[where] if where < len(ours) else None}, "
+                      f"llama.cpp {ref[where] if where < len(ref) else None}")
+            total += n
+        print(f"{label}: {ok}/{args.sequences} sequences identical ({rounds} rounds)")
+    print(f"\n{same}/{total} rounds identical before the first difference of each sequence")
+    return 0 if same == total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
