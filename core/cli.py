@@ -194,18 +194,38 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
                   f"accept:    {100 * stats.acceptance_rate:.1f}%",
                   f"mean accepted length: {stats.mean_accepted_length:.2f} tokens per round",
                   f"acceptance by draft position: {per_pos}",
+                  *drafter_lines(stats),
+                  *([f"n-gram lookups: {stats.t_lookup * 1e3:.2f} ms "
+                     f"({1e6 * stats.t_lookup / max(1, stats.n_rounds):.0f} µs per round)"]
+                    if stats.t_lookup and any(d.name != "draft-simple" for d in stats.by_drafter)
+                    else []),
                   f"time: draft {stats.t_draft:.3f} s, verify {stats.t_verify:.3f} s, "
                   f"sync {stats.t_sync:.3f} s, outside llama.cpp {stats.t_overhead:.3f} s "
                   f"({100 * stats.overhead_share:.1f}%)"]
     return lines
 
 
+def drafter_lines(stats) -> list[str]:
+    """One line per drafter that drafted (only when there were several, or an n-gram type)."""
+    if not stats.by_drafter or [d.name for d in stats.by_drafter] == ["draft-simple"]:
+        return []
+    lines = []
+    for d in stats.by_drafter:
+        per_pos = " ".join(f"{p:.2f}" for p in d.position_acceptance[:12])
+        more = " ..." if len(d.position_acceptance) > 12 else ""
+        lines.append(f"  {d.name:<14} {d.n_draft_rounds} drafts, {d.n_accept}/{d.n_drafted} "
+                     f"accepted ({100 * d.acceptance_rate:.1f}%), mean accepted length "
+                     f"{d.mean_accepted_length:.2f}; by position {per_pos}{more}")
+    return lines
+
+
 def cmd_generate(args) -> int:
-    from .cli_spec import spec_from_args
+    from .cli_spec import spec_from_args, spec_params
     from .engine import Engine
     from .stats import fold
     speculative = args.command == "run"
-    target, draft = resolve_models(args, draft=speculative)
+    spec = spec_from_args(args) if speculative else None
+    target, draft = resolve_models(args, draft=bool(spec and spec.uses_draft_model))
     prompt = read_prompt(args)
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
@@ -218,7 +238,6 @@ def cmd_generate(args) -> int:
         model_prompt = prompt if chat is None else chat     # what the target is given
         sampler = sampler_settings(args, engine)
         if speculative:
-            spec = spec_from_args(args)
             run = engine.speculative(model_prompt, spec, sampler, args.n_predict)
         else:
             run = engine.baseline(model_prompt, sampler, args.n_predict)
@@ -240,8 +259,9 @@ def cmd_generate(args) -> int:
                 "target": str(target), "draft": str(draft) if draft else None,
                 "settings": {"n_ctx": engine.tgt.n_ctx, "n_predict": args.n_predict,
                              "sampler": sampler.describe(),
-                             **({"n_max": spec.n_max, "n_min": spec.n_min, "p_min": spec.p_min,
-                                 "sync": spec.sync} if speculative else {})},
+                             **({"spec_type": list(spec.types), "n_max": spec.n_max,
+                                 "n_min": spec.n_min, "p_min": spec.p_min, "sync": spec.sync,
+                                 "ngram": spec_params(spec)} if speculative else {})},
                 "prompt": prompt, "chat": chat is not None, "system": args.system,
                 "chat_prompt": chat, "prompt_tokens": list(run.prefill.tokens),
                 "prefill_s": run.prefill.seconds,

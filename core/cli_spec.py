@@ -84,3 +84,11 @@ def spec_from_flags(flags: list[str]):
     p = argparse.ArgumentParser()
     add_spec_args(p)
     return spec_from_args(p.parse_args(flags))
+
+
+def spec_params(spec) -> dict:
+    """The enabled n-gram types' parameters, for JSON output and session headers."""
+    from dataclasses import asdict
+    fields = {"ngram-simple": "ngram_simple", "ngram-map-k": "ngram_map_k",
+              "ngram-map-k4v": "ngram_map_k4v", "ngram-mod": "ngram_mod", "ngram-cache": "ngram_cache"}
+    return {t: asdict(getattr(spec, fields[t])) for t in spec.types if t in fields}

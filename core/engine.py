@@ -51,11 +51,12 @@ import numpy as np
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
 from .llama import Batch, Checkpoint, Context, ContextSettings, Model, SamplerChain, resolve_repack
-from .drafters import DRAFT_MODEL, type_label
+from .drafters import DRAFT_MODEL, Chain, type_label
+from .drafters.build import make_chain
+from .drafters.model import top_values  # noqa: F401  (re-exported)
 from .drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from .sampling import SamplerSettings, build_chain
 
-DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
 SYNC_MODES = ("reuse", "replay")
 
 
@@ -135,38 +136,13 @@ class EngineSettings:
                                flash_attn=self.flash_attn, kv_type=self.kv_type)
 
 
-def top_values(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, int]:
-    """(the k largest values of ``row``, in no order; ``row.argmax()``), exactly, in one pass
-    over the row instead of two (argmax, then ``np.partition(row, -k)``): on a 150k-token
-    vocabulary that pass is most of a draft step's Python time.
-
-    The row is read as a grid of ``groups`` rows (``row.reshape(groups, -1)``). Take the k
-    columns with the largest maxima: a value outside them is at most its column's maximum,
-    hence at most each of the k chosen maxima, so it is not needed among the k largest. Those
-    columns and the few elements left over by the reshape hold the k largest values; the
-    maximum's index comes from its column (``argmax`` itself where maxima tie across columns,
-    so that the lowest index wins as with ``argmax``)."""
-    n = row.size - row.size % groups
-    if n < 4 * k * groups:
-        return np.partition(row, -k)[-k:], int(row.argmax())
-    width = n // groups
-    grid, tail = row[:n].reshape(groups, width), row[n:]
-    maxima = grid.max(axis=0)
-    columns = np.argpartition(maxima, -k)[-k:]
-    top = np.partition(np.concatenate((grid[:, columns].ravel(), tail)), -k)[-k:]
-    best_value = top.max()
-    at = np.flatnonzero(maxima == best_value)
-    if len(at) == 1 and not (tail == best_value).any():     # the maximum's one column
-        return top, int(grid[:, at[0]].argmax()) * width + int(at[0])
-    return top, int(row.argmax())                            # ties across columns: rare
-
-
 @dataclass
 class _Timer:
     """Accumulates seconds spent inside llama.cpp calls, per phase."""
     draft: float = 0.0
     verify: float = 0.0
     sync: float = 0.0
+    lookup: float = 0.0       # n-gram drafters' Python time (also counted in draft)
 
 
 class Engine:
@@ -241,9 +217,10 @@ class Engine:
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
                     sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
                     stop: threading.Event | None = None) -> "Run":
-        if self.draft is None:
-            raise ConfigError("speculative decoding needs a draft model")
         spec.validate()
+        if spec.uses_draft_model and self.draft is None:
+            raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
+                              "(--spec-type ngram-...) draft without one")
         return Run(self, prompt, spec, sampler, n_predict, stop)
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
@@ -296,7 +273,7 @@ class Run:
         t0 = time.perf_counter()
         body = self.prompt_tokens[:-1]
         for ctx, batch in ((e.tgt, e.batch), (e.dft, e.dbatch)):
-            if ctx is None or (ctx is e.dft and self.spec is None):
+            if ctx is None or (ctx is e.dft and not (self.spec and self.spec.uses_draft_model)):
                 continue
             ctx.prefill(body, batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
         self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
@@ -345,38 +322,40 @@ class Run:
     # ------------------------------------------------------------------ speculative
     def _spec_rounds(self, smpl: SamplerChain) -> Iterator[RoundEvent]:
         e, spec = self.engine, self.spec
-        tgt, dft = e.tgt, e.dft
+        tgt = e.tgt
+        dft = e.dft if spec.uses_draft_model else None     # the draft model's context, if drafting
+        dft_ckpt_saver = e.dft_checkpoint if dft is not None else None
         n_ctx = tgt.n_ctx
-        n_past = len(self.prompt_tokens) - 1   # both caches hold [0, n_past)
+        n_past = len(self.prompt_tokens) - 1   # the caches hold [0, n_past)
         id_last = self.prompt_tokens[-1]       # sampled, not yet evaluated
+        history = np.zeros(n_ctx + 1, dtype=np.int32)   # llama.cpp's prompt_tgt: tokens in [0, n_past)
+        history[:n_past] = self.prompt_tokens[:-1]
+        chain = make_chain(spec, e)
+        chain.begin(history[:n_past])
         replay: tuple[int, ...] = ()           # tokens a checkpoint round decided
         smpl_save = None
         index = 0
         while not self._stopped():
             t0 = time.perf_counter()
             tm = _Timer()
-            draft: list[int] = []
-            probs: list[float] = []
-            draft_stop, dropped, n_dft_rows, dft_dropped = "none", 0, 0, 0
+            proposal = None
             dft_ckpt = tgt_ckpt = None
+            n_dft_rows = dft_dropped = 0
 
             # 1. draft (or take the tokens a checkpoint round already decided)
             if replay:
                 draft = list(replay)
             else:
-                n_draft_max = min(n_ctx - n_past - 2, self.n_predict - len(self.tokens) - 1)
-                cap = min(spec.n_max, n_draft_max)
-                if not e.dft_removable:
-                    dft_ckpt = self._timed(tm, "draft", e.dft_checkpoint.save)
-                if cap > 0:
-                    draft, probs, n_dft_rows, draft_stop = self._draft(id_last, n_past, cap, tm)
-                    if draft_stop == "n_max" and cap < spec.n_max:
-                        draft_stop = "budget"
-                else:
-                    draft_stop = "budget"
-                if len(draft) < spec.n_min:
-                    dropped, draft, probs, draft_stop = len(draft), [], [], "n_min"
-                if spec.sync == "replay" or dft_ckpt is not None:
+                budget = min(n_ctx - n_past - 2, self.n_predict - len(self.tokens) - 1)
+                if dft_ckpt_saver is not None and not e.dft_removable:
+                    dft_ckpt = self._timed(tm, "draft", dft_ckpt_saver.save)
+                if budget > 0:
+                    proposal = chain.draft(history[:n_past], id_last, budget)
+                    tm.lookup += chain.t_lookup
+                    tm.draft += chain.t_lookup + proposal.t_decode
+                    n_dft_rows = proposal.rows
+                draft = list(proposal.tokens) if proposal else []
+                if dft is not None and (spec.sync == "replay" or dft_ckpt is not None):
                     # llama.cpp: roll the draft back to n_past before verification
                     dft_dropped += n_dft_rows
                     self._restore_or_trim(dft, dft_ckpt, n_past, tm, "draft")
@@ -384,6 +363,7 @@ class Run:
                 if draft and not e.tgt_removable:
                     tgt_ckpt = self._timed(tm, "verify", e.tgt_checkpoint.save)
                     smpl_save = smpl.clone()
+            about = self._draft_fields(proposal, draft)
 
             # 2. verify [id_last, *draft] on the target, sampling row by row
             t = time.perf_counter()
@@ -398,16 +378,15 @@ class Run:
             if tgt_ckpt is not None and n_accepted < len(draft):
                 self._timed(tm, "sync", tgt_ckpt.restore)
                 smpl.restore(smpl_save)
-                self._restore_or_trim(dft, dft_ckpt, n_past, tm, "sync")
+                if dft is not None:
+                    self._restore_or_trim(dft, dft_ckpt, n_past, tm, "sync")
                 replay = tuple(ids)
                 self.tokens.extend(ids)
                 self.finish = self._finish_after(ids, n_past)
                 yield self._event(t0, tm, index=index, n_past=n_past, seed=id_last,
-                                  drafted=tuple(draft), draft_probs=tuple(probs),
-                                  n_accepted=n_accepted, emitted=tuple(ids), mode="checkpoint",
-                                  draft_stop=draft_stop, dropped_draft=dropped,
-                                  kv_dropped_target=len(draft) + 1,
-                                  kv_dropped_draft=dft_dropped + n_dft_rows)
+                                  drafted=tuple(draft), n_accepted=n_accepted, emitted=tuple(ids),
+                                  mode="checkpoint", kv_dropped_target=len(draft) + 1,
+                                  kv_dropped_draft=dft_dropped + n_dft_rows, **about)
                 if self.finish:
                     return
                 index += 1
@@ -416,6 +395,11 @@ class Run:
                 smpl_save.close()
                 smpl_save = None
 
+            # llama.cpp tells the drafters what was kept (common_speculative_accept)
+            t = time.perf_counter()
+            chain.accept(n_accepted)
+            tm.lookup += time.perf_counter() - t
+            tm.draft += time.perf_counter() - t
             was_replay = replay
             if replay:
                 if tuple(ids[:len(replay)]) != replay:
@@ -430,7 +414,9 @@ class Run:
 
             # 3. sync the draft cache to [0, n_past_new)
             t = time.perf_counter()
-            if dft_ckpt is not None:        # restored to n_past after drafting: decode what was kept
+            if dft is None:                 # no draft model in the chain: nothing to sync
+                pass
+            elif dft_ckpt is not None:      # restored to n_past after drafting: decode what was kept
                 self._decode_draft(batch_tokens[:len(ids)], n_past, "the accepted tokens")
             elif spec.sync == "replay":     # llama.cpp: replay the whole verification batch
                 self._decode_draft(batch_tokens, n_past, "the verification batch (replay sync)")
@@ -449,49 +435,41 @@ class Run:
                 tgt.seq_rm(n_past_new, -1)
             tm.sync += time.perf_counter() - t
 
+            history[n_past:n_past_new] = batch_tokens[:len(ids)]   # id_last and all ids but the last
             self.tokens.extend(emitted)
             n_past, id_last = n_past_new, ids[-1]
             self.finish = self._finish_after(emitted, n_past)
+            if was_replay:
+                about = dict(draft_stop="none")
             yield self._event(t0, tm, index=index, n_past=n_past - len(ids), seed=batch_tokens[0],
-                              drafted=tuple(draft), draft_probs=tuple(probs),
-                              n_accepted=n_accepted, emitted=emitted, mode=mode,
-                              draft_stop=draft_stop, dropped_draft=dropped, replayed=was_replay,
-                              kv_dropped_target=n_rm_tgt, kv_dropped_draft=dft_dropped)
+                              drafted=tuple(draft), n_accepted=n_accepted, emitted=emitted,
+                              mode=mode, replayed=was_replay, kv_dropped_target=n_rm_tgt,
+                              kv_dropped_draft=dft_dropped, **about)
             if self.finish:
                 return
             index += 1
 
+    def _draft_fields(self, proposal, draft: list[int]) -> dict:
+        """What the event says about the round's draft: who proposed it and why it stopped."""
+        if proposal is None:
+            return dict(draft_stop="budget" if not draft else "none")
+        p = proposal
+        if p.drafter == DRAFT_MODEL:
+            stop = p.stop
+        else:
+            stop = p.stop or ("lookup" if p.tokens else "no match")
+        fields = dict(draft_stop=stop, dropped_draft=p.dropped)
+        if draft:
+            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs,
+                          draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
+        return fields
+
     def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:
         """The round's event, with its phase timings and the run's finish (the one place events
         are built: by keyword)."""
+        fields.setdefault("draft_probs", ())
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
-                          t_round=time.perf_counter() - t0, finish=self.finish)
-
-    def _draft(self, id_last: int, n_past: int, cap: int, tm: _Timer):
-        """Seed 000 §5.3: greedy argmax over the top-10 renormalized probabilities."""
-        dft, batch, p_min = self.engine.dft, self.engine.dbatch, self.spec.p_min
-        draft: list[int] = []
-        probs: list[float] = []
-        token, stop = id_last, "n_max"
-        clock = time.perf_counter
-        while True:
-            batch.fill((token,), n_past + len(draft), logits="all")
-            t = clock()
-            dft.decode(batch, "a draft token")
-            logits = dft.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time
-            tm.draft += clock() - t
-            top, best = top_values(logits, DRAFT_TOP_K)                # the top-10 logits, argmax
-            p = float(1.0 / np.exp(top - logits[best]).sum())          # argmax's share of their mass
-            if p < p_min:
-                stop = "p_min"
-                break
-            token = best
-            draft.append(token)
-            probs.append(p)
-            if len(draft) >= cap:
-                break
-        n_rows = len(draft) + (1 if stop == "p_min" else 0)   # rows decoded from n_past on
-        return draft, probs, n_rows, stop
+                          t_lookup=tm.lookup, t_round=time.perf_counter() - t0, finish=self.finish)
 
     def _sample_and_accept(self, smpl: SamplerChain, draft: list[int]) -> list[int]:
         """Seed 000 §6.3: keep while the target samples the drafted token; always emit its own."""

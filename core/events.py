@@ -28,17 +28,24 @@ class RoundEvent:
     index: int                       # round number, from 0
     n_past: int                      # position of the seed token
     seed: int                        # id_last, evaluated this round at n_past
-    drafted: tuple[int, ...]         # the draft model's proposal (empty: none)
-    draft_probs: tuple[float, ...]   # its top-10 renormalized probability of each
+    drafted: tuple[int, ...]         # the verified draft (empty: none)
+    draft_probs: tuple[float, ...]   # draft-simple: top-10 renormalized probability of each
     n_accepted: int                  # leading drafted tokens the target sampled too
     emitted: tuple[int, ...]         # tokens this round adds to the output
     mode: str                        # spec | plain | checkpoint | replay | baseline
     draft_stop: str = ""             # why drafting stopped: n_max | budget | p_min | n_min | none
+                                     # (draft-simple); lookup | budget (n-gram drafters)
+    drafter: str = ""                # llama.cpp type that proposed ``drafted`` ("" when none)
+    draft_note: str = ""             # that drafter's reason, in words (which n-gram matched where)
+    draft_source: int = -1           # n-gram drafters: position the draft was copied from
+    draft_key: int = -1              # n-gram drafters: position of the matched n-gram
+    draft_key_len: int = 0           # and its length
+    t_lookup: float = 0.0            # seconds in n-gram drafters (Python; part of t_draft)
     dropped_draft: int = 0           # length of a draft discarded for being shorter than n_min
     replayed: tuple[int, ...] = ()   # replay rounds: the tokens decided by the checkpoint round
     kv_dropped_target: int = 0       # KV rows removed from the target cache this round
     kv_dropped_draft: int = 0        # KV rows removed from the draft cache this round
-    t_draft: float = 0.0             # seconds in llama.cpp while drafting
+    t_draft: float = 0.0             # seconds drafting: llama.cpp's draft decodes, n-gram lookups
     t_verify: float = 0.0            # seconds in llama.cpp verifying (decode + sampling)
     t_sync: float = 0.0              # seconds in llama.cpp synchronising / rolling back
     t_round: float = 0.0             # wall seconds for the whole round

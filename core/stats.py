@@ -20,6 +20,39 @@ from .events import RoundEvent
 
 
 @dataclass(frozen=True)
+class DrafterStats:
+    """The draft counts of the rounds one drafter (a llama.cpp type) won."""
+    name: str
+    n_draft_rounds: int = 0
+    n_drafted: int = 0
+    n_accept: int = 0
+    drafted_at: tuple[int, ...] = ()
+    accepted_at: tuple[int, ...] = ()
+    accepted_hist: tuple[int, ...] = ()
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.n_accept / self.n_drafted if self.n_drafted else 0.0
+
+    @property
+    def mean_accepted_length(self) -> float:
+        return 1.0 + self.n_accept / self.n_draft_rounds if self.n_draft_rounds else 1.0
+
+    @property
+    def position_acceptance(self) -> tuple[float, ...]:
+        return tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at))
+
+    def to_dict(self) -> dict:
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        for key in ("drafted_at", "accepted_at", "accepted_hist"):
+            d[key] = list(d[key])
+        d.update(acceptance_rate=self.acceptance_rate,
+                 mean_accepted_length=self.mean_accepted_length,
+                 position_acceptance=list(self.position_acceptance))
+        return d
+
+
+@dataclass(frozen=True)
 class Stats:
     n_rounds: int = 0
     n_tokens: int = 0                 # tokens emitted
@@ -34,6 +67,8 @@ class Stats:
     t_sync: float = 0.0
     t_overhead: float = 0.0
     t_total: float = 0.0              # generation wall time (prefill excluded)
+    by_drafter: tuple[DrafterStats, ...] = ()   # per llama.cpp type, in order of first draft
+    t_lookup: float = 0.0             # seconds in n-gram lookups (part of t_draft)
 
     @property
     def acceptance_rate(self) -> float:
@@ -55,16 +90,45 @@ class Stats:
     def overhead_share(self) -> float:
         return self.t_overhead / self.t_total if self.t_total > 0 else 0.0
 
+    def drafter(self, name: str) -> DrafterStats:
+        """The counts of the rounds ``name`` won (zeros when it never drafted)."""
+        return next((d for d in self.by_drafter if d.name == name), DrafterStats(name))
+
     def to_dict(self) -> dict:
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted_at", "accepted_at", "accepted_hist"):
             d[key] = list(d[key])
+        d["by_drafter"] = {ds.name: ds.to_dict() for ds in self.by_drafter}
         d.update(acceptance_rate=self.acceptance_rate,
                  mean_accepted_length=self.mean_accepted_length,
                  position_acceptance=list(self.position_acceptance),
                  tokens_per_s=self.tokens_per_s,
                  overhead_share=self.overhead_share)
         return d
+
+
+class _Counts:
+    """Mutable draft counts while folding (the run's and each drafter's)."""
+
+    def __init__(self, s):
+        self.n_draft_rounds, self.n_drafted, self.n_accept = s.n_draft_rounds, s.n_drafted, s.n_accept
+        self.drafted_at, self.accepted_at = list(s.drafted_at), list(s.accepted_at)
+        self.hist = list(s.accepted_hist)
+
+    def add(self, ev: RoundEvent) -> None:
+        self.n_draft_rounds += 1
+        self.n_drafted += len(ev.drafted)
+        self.n_accept += ev.n_accepted
+        _add_at(self.drafted_at, len(ev.drafted))
+        _add_at(self.accepted_at, ev.n_accepted)
+        if len(self.hist) <= ev.n_accepted:
+            self.hist.extend([0] * (ev.n_accepted + 1 - len(self.hist)))
+        self.hist[ev.n_accepted] += 1
+
+    def fields(self) -> tuple:
+        self.accepted_at.extend([0] * (len(self.drafted_at) - len(self.accepted_at)))
+        return (self.n_draft_rounds, self.n_drafted, self.n_accept, tuple(self.drafted_at),
+                tuple(self.accepted_at), tuple(self.hist))
 
 
 def _add_at(counts: list[int], n: int) -> None:
@@ -78,30 +142,26 @@ def _add_at(counts: list[int], n: int) -> None:
 def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     """The statistics of ``events``; with ``start``, of the events that made ``start`` and then
     these (``fold(b, fold(a)) == fold(a + b)``), so a live view folds only what is new."""
-    n_rounds, n_tokens, n_draft_rounds = start.n_rounds, start.n_tokens, start.n_draft_rounds
-    n_drafted, n_accept = start.n_drafted, start.n_accept
-    drafted_at, accepted_at = list(start.drafted_at), list(start.accepted_at)
-    hist = list(start.accepted_hist)
+    n_rounds, n_tokens = start.n_rounds, start.n_tokens
+    total = _Counts(start)
+    drafters = {d.name: _Counts(d) for d in start.by_drafter}
     t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
-    t_overhead, t_total = start.t_overhead, start.t_total
+    t_overhead, t_total, t_lookup = start.t_overhead, start.t_total, start.t_lookup
     for ev in events:
         n_rounds += 1
         n_tokens += len(ev.emitted)
         if ev.drafted:
-            n_draft_rounds += 1
-            n_drafted += len(ev.drafted)
-            n_accept += ev.n_accepted
-            _add_at(drafted_at, len(ev.drafted))
-            _add_at(accepted_at, ev.n_accepted)
-            if len(hist) <= ev.n_accepted:
-                hist.extend([0] * (ev.n_accepted + 1 - len(hist)))
-            hist[ev.n_accepted] += 1
+            total.add(ev)
+            name = ev.drafter or "draft-simple"
+            if name not in drafters:
+                drafters[name] = _Counts(DrafterStats(name))
+            drafters[name].add(ev)
         t_draft += ev.t_draft
         t_verify += ev.t_verify
         t_sync += ev.t_sync
         t_overhead += ev.t_overhead
         t_total += ev.t_round
-    accepted_at.extend([0] * (len(drafted_at) - len(accepted_at)))
-    return Stats(n_rounds, n_tokens, n_draft_rounds, n_drafted, n_accept,
-                 tuple(drafted_at), tuple(accepted_at), tuple(hist),
-                 t_draft, t_verify, t_sync, t_overhead, t_total)
+        t_lookup += ev.t_lookup
+    by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
+    return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
+                 t_total, by_drafter, t_lookup)

@@ -33,6 +33,7 @@ class Proposal:
     stop: str = ""                      # why drafting stopped (events.RoundEvent.draft_stop)
     dropped: int = 0                    # draft-simple: length of a draft shorter than n_min
     rows: int = 0                       # draft-simple: rows decoded on the draft from n_past on
+    t_decode: float = 0.0               # draft-simple: seconds inside llama.cpp
 
     def truncated(self, n: int) -> "Proposal":
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
