@@ -109,9 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
 # ----------------------------------------------------------------------------- helpers
 
 def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
+    """The target and, when ``draft``, the draft model: the demo pair fills in what is not
+    given, except a draft for a target of the user's own (the demo draft would not fit it)."""
     from .demo import demo_pair
     target = args.model
     dft = getattr(args, "model_draft", None) if draft else None
+    if draft and dft is None and target is not None:
+        raise SpecScopeError(f"{target}: draft-simple needs a draft model for this target: give "
+                             "-md FILE, or draft without one with an n-gram type "
+                             "(--spec-type ngram-mod, ngram-simple, ...)")
     if target is None or (draft and dft is None):
         demo_target, demo_draft = demo_pair()
         target = target or demo_target

@@ -1,0 +1,185 @@
+"""The drafter chain (llama.cpp's --spec-type), and n-gram drafting in the engine on the demo
+pair with real llama.cpp."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from specscope.core.cli import main as cli_main
+from specscope.core.demo import demo_pair
+from specscope.core.drafters import Chain, Drafter, Proposal, parse_types
+from specscope.core.drafters.ngram_simple import NgramSimple
+from specscope.core.drafters.base import NgramMapParams
+from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.errors import ConfigError
+from specscope.core.sampling import SamplerSettings
+from specscope.core.stats import fold
+
+import sys, pathlib  # noqa: E401
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from drafter_oracle import oracle_rounds  # noqa: E402
+
+REPEATING = ("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+             "def mul(a, b):\n")
+SMALL = NgramMapParams(size_n=2, size_m=6)
+
+
+def test_types_are_put_in_llamacpp_priority_order():
+    assert parse_types("draft-simple,ngram-cache,ngram-simple") == \
+        ("ngram-simple", "ngram-cache", "draft-simple")
+    assert parse_types(["ngram-mod", "ngram-mod"]) == ("ngram-mod",)
+    for bad, says in (("ngram-fast", "unknown speculative type: ngram-fast"),
+                      ("none", "baseline"), ("", "at least one")):
+        with pytest.raises(ConfigError, match=says):
+            parse_types(bad)
+
+
+class Scripted(Drafter):
+    """A drafter that proposes what it is told, and records what it is told back."""
+
+    def __init__(self, name, drafts):
+        self.name, self.drafts, self.told = name, list(drafts), []
+
+    def draft(self, history, id_last, budget):
+        return Proposal(self.name, tuple(self.drafts.pop(0)))
+
+    def accept(self, n_accepted, mine):
+        self.told.append((n_accepted, mine))
+
+
+def test_the_first_nonempty_draft_wins_and_everyone_is_told():
+    simple = Scripted("ngram-simple", [[], [7, 8, 9], [], []])
+    model = Scripted("draft-simple", [[1, 2], [], [], []])
+    chain = Chain([model, simple])                 # given out of order: priority decides
+    assert [d.name for d in chain.drafters] == ["ngram-simple", "draft-simple"]
+    history = np.zeros(4, dtype=np.int32)
+    won = []
+    for n_accepted, budget in ((1, 5), (2, 2), (0, 5)):
+        p = chain.draft(history, 3, budget)
+        won.append((p.drafter, p.tokens))
+        chain.accept(n_accepted)
+    # round 2: ngram-simple's 3 tokens are cut to the budget of 2 (and the model is not asked)
+    assert won == [("draft-simple", (1, 2)), ("ngram-simple", (7, 8)), ("draft-simple", ())]
+    assert len(model.drafts) == 2 and len(simple.drafts) == 1
+    # round 3: nobody drafted, so the last winner (ngram-simple) is told 0 as its own (llama.cpp's
+    # impl_last is kept across rounds)
+    assert simple.told == [(1, False), (2, True), (0, True)]
+    assert model.told == [(1, True), (2, False), (0, False)]
+
+
+def test_ngram_simple_copies_what_followed_the_latest_earlier_match():
+    # history a b c X a b c Y a b c Z a b | id_last c: the latest earlier "b c" ... is at 9
+    seq = [5, 6, 7, 1, 5, 6, 7, 2, 5, 6, 7, 3, 5, 6, 9, 9, 9, 9]
+    d = NgramSimple(NgramMapParams(size_n=2, size_m=3))
+    d.begin(np.array(seq[:1], dtype=np.int32))
+    h = np.array(seq[:13], dtype=np.int32)          # ... 3 5 | id_last 6
+    p = d.draft(h, 6, 10)
+    assert p.tokens == (7, 3, 5) and p.key == 8 and p.source == 10
+    assert "position 8" in p.note
+    assert NgramSimple(NgramMapParams(size_n=2, size_m=3)).draft(h[:6], 6, 10).tokens == ()
+
+
+def test_oracle_rounds_with_ngram_simple_match_llamacpp():
+    # expected rounds confirmed against llama.cpp's own chain (tests/reference/drafter_oracle.cpp):
+    #   echo "1 2 3 4 5 6 7 8 1 2 3 4 5 6 7 8 1 2 3 4" ; echo "5 6 7 8 1 2 3 4 5 6 7 8 9 9 1 2 3 4 5 6 7 8"
+    #   drafter_oracle 256 30 -m none --spec-type ngram-simple --spec-ngram-simple-size-n 2 \
+    #       --spec-ngram-simple-size-m 4
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8] * 2 + [1, 2, 3, 4]
+    cont = [5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8]
+    chain = Chain([NgramSimple(NgramMapParams(size_n=2, size_m=4))])
+    rounds = [(a, n) for a, n, _ in oracle_rounds(chain, prompt, cont, 256, 30)]
+    assert rounds == [(4, 4), (4, 4), (2, 4), (0, 0), (0, 0), (0, 0), (4, 4)]
+
+
+@pytest.fixture(scope="module")
+def demo():
+    target, draft = demo_pair()
+    with Engine(target, draft, EngineSettings.deterministic(n_ctx=1024)) as engine:
+        yield engine
+
+
+def test_an_ngram_run_is_lossless_and_says_who_drafted_and_from_where(demo):
+    spec = SpecSettings(types=("ngram-simple",), ngram_simple=SMALL)
+    base = demo.baseline(REPEATING, SamplerSettings(), 96)
+    list(base)
+    run = demo.speculative(REPEATING, spec, SamplerSettings(), 96)
+    events = list(run)
+    assert run.tokens == base.tokens
+    drafted = [e for e in events if e.drafted]
+    assert len(drafted) >= 10
+    context = list(run.prompt_tokens) + run.tokens
+    for e in drafted:
+        assert e.drafter == "ngram-simple" and e.draft_stop in ("lookup", "budget")
+        # the n-gram it matched is the one ending with the seed, and the draft was copied from
+        # right after that earlier occurrence
+        assert context[e.draft_key:e.draft_key + 2] == context[e.n_past - 1:e.n_past + 1]
+        assert tuple(context[e.draft_source:e.draft_source + len(e.drafted)]) == e.drafted
+        assert f"position {e.draft_key}" in e.draft_note
+    stats = fold(events)
+    assert [d.name for d in stats.by_drafter] == ["ngram-simple"]
+    assert stats.drafter("ngram-simple").n_drafted == stats.n_drafted > 0
+    assert stats.t_lookup > 0
+
+
+def test_a_chain_splits_its_rounds_and_counts_between_its_drafters(demo):
+    spec = SpecSettings(types=("ngram-simple", "draft-simple"), ngram_simple=SMALL, n_max=4)
+    base = demo.baseline(REPEATING, SamplerSettings(), 96)
+    list(base)
+    run = demo.speculative(REPEATING, spec, SamplerSettings(), 96)
+    events = list(run)
+    assert run.tokens == base.tokens
+    stats = fold(events)
+    names = {d.name for d in stats.by_drafter}
+    assert names == {"ngram-simple", "draft-simple"}
+    for field in ("n_draft_rounds", "n_drafted", "n_accept"):
+        assert sum(getattr(d, field) for d in stats.by_drafter) == getattr(stats, field)
+    # draft-simple drafts only when ngram-simple had nothing (the n-gram types come first)
+    assert all(len(e.drafted) <= 4 for e in events if e.drafter == "draft-simple")
+    assert any(len(e.drafted) > 4 for e in events if e.drafter == "ngram-simple")
+
+
+def test_ngram_types_need_no_draft_model_but_draft_simple_does():
+    target, _ = demo_pair()
+    with Engine(target, None, EngineSettings(n_ctx=256)) as engine:
+        run = engine.speculative(REPEATING, SpecSettings(types=("ngram-simple",), ngram_simple=SMALL),
+                                 SamplerSettings(), 24)
+        assert len(list(run)) >= 1 and len(run.tokens) == 24
+        with pytest.raises(ConfigError, match="draft-simple needs a draft model"):
+            engine.speculative(REPEATING, SpecSettings(), SamplerSettings(), 8)
+
+
+@pytest.mark.parametrize("spec, says", [
+    (SpecSettings(types=("draft-simple", "ngram-simple")), "priority order"),
+    (SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=0)),
+     "ngram-simple size N must be between 1 and 1024"),
+    (SpecSettings(types=("ngram-map-k4v",), ngram_map_k4v=NgramMapParams(min_hits=0)),
+     "min hits must be at least 1"),
+])
+def test_bad_spec_settings_say_what_is_wrong(spec, says):
+    with pytest.raises(ConfigError, match=says):
+        spec.validate()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--spec-type", "ngram-fast"], "unknown speculative type: ngram-fast"),
+    (["--spec-type", "ngram-mod", "--spec-ngram-mod-n-max", "2000"], "n-max must be between 0 and 1024"),
+    (["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", "0"], "size M must be between 1"),
+    (["--spec-type", "ngram-cache", "-lcs", "/nonexistent/static.bin"], "/nonexistent/static.bin"),
+    (["-m", "TARGET", "--spec-type", "draft-simple"], "needs a draft model"),
+])
+def test_the_cli_says_one_line_and_exits_2(capsys, args, says):
+    args = [demo_pair()[0].as_posix() if a == "TARGET" else a for a in args]
+    code = cli_main(["run", "-n", "4", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and says in err, err
+
+
+def test_the_cli_runs_an_ngram_type_and_reports_it(capsys):
+    code = cli_main(["run", "-n", "48", "-p", REPEATING, "--spec-type", "ngram-simple",
+                     "--spec-ngram-simple-size-n", "2", "--spec-ngram-simple-size-m", "6"])
+    out = capsys.readouterr().out
+    assert code == 0
+    line = next(l for l in out.splitlines() if l.strip().startswith("ngram-simple"))
+    assert "drafts" in line and "accepted" in line
+    assert "n-gram lookups:" in out
