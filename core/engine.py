@@ -1,10 +1,14 @@
-"""Speculative decoding with a small draft model: llama.cpp's draft-simple, in Python.
+"""Speculative decoding as llama.cpp's speculative-simple does it, in Python.
 
-The round follows seed 000 §6.1 (examples/speculative-simple) with the draft
-loop of §5.3 and the acceptance rule of §6.3:
+The round follows seed 000 §6.1 (examples/speculative-simple) with the acceptance rule of
+§6.3. What drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the
+draft model (draft-simple, §5.3) and the draftless n-gram types, tried in llama.cpp's priority
+order, the first non-empty draft winning the round:
 
-    1. draft:  decode id_last at n_past on the draft, then greedy argmax over the
-               top-10 renormalized probabilities until p_min, n_max or the budget;
+    1. draft:  the chain proposes up to the round's budget; the draft model decodes id_last at
+               n_past on the draft, then takes the greedy argmax over the top-10 renormalized
+               probabilities until p_min, n_max or the budget; an n-gram type looks the
+               history up and its draft is cut to the budget;
     2. verify: decode [id_last, d0 .. d(k-1)] on the target with logits on every
                row; the user's sampler chain samples row by row, keeps while equal
                and always emits the target's own token;
@@ -30,11 +34,17 @@ checkpointed before drafting and restored after it; the target before verifying,
 after a partial acceptance. (llama.cpp's experimental ``n_rs_seq`` snapshots, which let some
 recurrent memories drop a few trailing tokens, stay off: contexts keep its default 0.)
 
+Without draft-simple in the chain the draft model is neither prefilled nor synchronised (an
+n-gram-only run needs no draft model at all). After each verification the chain is told how
+many tokens were kept (``common_speculative_accept``), also in replay rounds, not in
+checkpoint rounds (llama.cpp's loop ``continue``s before telling).
+
 Differences from llama.cpp, all deliberate: ``n_predict`` is exact (llama.cpp
 emits one token more); a per-round budget of 0 means no draft (llama.cpp then
-drafts up to n_max past the end of the context); the run stops cleanly when the
-context is full; a draft whose memory cannot drop part of a sequence is
-restored from a checkpoint and re-synchronised instead of being left stale.
+drafts up to n_max past the end of the context, and an n-gram type's whole draft,
+uncut); the run stops cleanly when the context is full; a draft whose memory cannot
+drop part of a sequence is restored from a checkpoint and re-synchronised instead of
+being left stale.
 """
 
 from __future__ import annotations

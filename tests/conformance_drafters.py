@@ -84,7 +84,11 @@ def main(argv=None) -> int:
     p.add_argument("--binary", type=Path, required=True)
     p.add_argument("--sequences", type=int, default=40)
     p.add_argument("--only", help="run only the cases whose label contains this")
+    p.add_argument("--write-golden", type=Path, metavar="JSON",
+                   help="also save llama.cpp's rounds for the first 4 sequences of each case "
+                        "(tests/data/drafter_golden.json: CI checks them without the reference)")
     args = p.parse_args(argv)
+    golden = []
     rng = random.Random(1234)
     total = same = 0
     for label, flags in CASES:
@@ -99,6 +103,11 @@ def main(argv=None) -> int:
             n_ctx, n_predict = rng.choice(((4096, 1 << 20), (len(seq) + 8, 1 << 20), (4096, 60)))
             ours = oracle_rounds(chain_from_flags(flags), prompt, cont, n_ctx, n_predict)
             ref = reference(args.binary, flags, prompt, cont, n_ctx, n_predict)
+            if args.write_golden and k < 4:
+                golden.append({"case": label, "flags": flags, "n_ctx": n_ctx,
+                               "n_predict": n_predict, "prompt": " ".join(map(str, prompt)),
+                               "cont": " ".join(map(str, cont)),
+                               "rounds": [f"{a} {n} : {' '.join(map(str, t))}" for a, n, t in ref]})
             n = min(len(ours), len(ref))
             first = next((i for i in range(n) if ours[i] != ref[i]), None)
             rounds += n
@@ -114,6 +123,13 @@ def main(argv=None) -> int:
             total += n
         print(f"{label}: {ok}/{args.sequences} sequences identical ({rounds} rounds)")
     print(f"\n{same}/{total} rounds identical before the first difference of each sequence")
+    if args.write_golden:
+        import json
+        args.write_golden.write_text(json.dumps(
+            {"source": "llama.cpp (llama-cpp-python 0.3.36 sdist) common_speculative_* through "
+                       "tests/reference/drafter_oracle.cpp, written by tests/conformance_drafters.py",
+             "cases": golden}, indent=0) + "\n")
+        print(f"wrote {len(golden)} reference runs to {args.write_golden}")
     return 0 if same == total else 1
 
 
