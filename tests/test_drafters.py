@@ -183,3 +183,16 @@ def test_the_cli_runs_an_ngram_type_and_reports_it(capsys):
     line = next(l for l in out.splitlines() if l.strip().startswith("ngram-simple"))
     assert "drafts" in line and "accepted" in line
     assert "n-gram lookups:" in out
+
+
+def test_ngram_simple_never_matches_at_position_0_and_needs_a_copy_of_n_tokens():
+    # llama.cpp's backward search stops before position 0, and drops copies shorter than n
+    p = NgramMapParams(size_n=2, size_m=2)
+    h = np.array([4, 5, 1, 2, 3, 8, 9], dtype=np.int32)      # "4 5" occurs only at 0
+    assert NgramSimple(p).draft(h, 5, 9).tokens == ()
+    h = np.array([7, 4, 5, 1, 2, 3, 8, 4], dtype=np.int32)   # ... at 1: copies "1 2"
+    assert NgramSimple(p).draft(h, 5, 9).tokens == (1, 2)
+    h = np.array([7, 1, 2, 3, 9, 4, 4, 1], dtype=np.int32)   # "1 2" at 1: "3 9" follows
+    assert NgramSimple(p).draft(h, 2, 9).tokens == (3, 9)
+    h = np.array([7, 8, 9, 0, 1, 2, 1], dtype=np.int32)      # "1 2" at 4: only 1 token follows
+    assert NgramSimple(p).draft(h, 2, 9).tokens == ()
