@@ -188,7 +188,7 @@ def test_the_cli_runs_an_ngram_type_and_reports_it(capsys):
 def test_ngram_simple_never_matches_at_position_0_and_needs_a_copy_of_n_tokens():
     # llama.cpp's backward search stops before position 0, and drops copies shorter than n
     p = NgramMapParams(size_n=2, size_m=2)
-    h = np.array([4, 5, 1, 2, 3, 8, 9], dtype=np.int32)      # "4 5" occurs only at 0
+    h = np.array([4, 5, 1, 2, 3, 8, 4], dtype=np.int32)      # "4 5" occurs only at 0
     assert NgramSimple(p).draft(h, 5, 9).tokens == ()
     h = np.array([7, 4, 5, 1, 2, 3, 8, 4], dtype=np.int32)   # ... at 1: copies "1 2"
     assert NgramSimple(p).draft(h, 5, 9).tokens == (1, 2)
