@@ -153,3 +153,19 @@ def test_a_mamba_checkpoint_is_its_whole_state(tiny_models):
         partial, whole = Checkpoint(e.tgt).save(), Checkpoint(e.tgt, partial=False).save()
         assert partial.size == whole.size > 0
         assert bytes(partial._buf[:partial.size]) == bytes(whole._buf[:whole.size])
+
+
+@pytest.mark.parametrize("sampler", [GREEDY, SAMPLED], ids=["greedy", "temp0.8"])
+def test_ngram_drafting_on_a_hybrid_target_checkpoints_and_equals_the_baseline(hybrid, sampler):
+    """No draft model: the chain is ngram-simple alone; its partial acceptances restore the
+    target's checkpoint and replay, as with a draft model."""
+    from specscope.core.drafters.base import NgramMapParams
+    spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=1, size_m=4))
+    with Engine(hybrid["hybrid"], None, DETERMINISTIC) as e:
+        base, _ = generate(e, None, sampler, n_predict=120)
+        run, events = generate(e, spec, sampler, n_predict=120)
+    assert run.tokens == base.tokens
+    modes = {ev.mode for ev in events}
+    assert "checkpoint" in modes and "replay" in modes, modes
+    assert all(ev.drafter == "ngram-simple" for ev in events if ev.mode in ("spec", "checkpoint"))
+    assert fold(events).n_tokens == 120
