@@ -23,29 +23,29 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
         g.add_argument("--spec-default", action="store_true",
                        help="llama.cpp's default config: ngram-mod with n-match 24, n-min 48, "
                             "n-max 64")
-        g.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=3,
+        g.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=3, metavar="N",
                        help="draft-simple: tokens to draft per round (default 3, as llama.cpp)")
-    g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0,
+    g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0, metavar="N",
                    help="draft-simple: drop drafts shorter than this (default 0)")
-    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0,
+    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0, metavar="P",
                    help="draft-simple: stop drafting below this top-10 probability (default 0.0)")
     g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
                    help="draft cache sync: reuse its own rows (default, faster) or replay "
                         "the verification batch as llama.cpp does")
     for t in ("simple", "map-k", "map-k4v"):
         dest = "ngram_" + t.replace("-", "_")
-        g.add_argument(f"--spec-ngram-{t}-size-n", type=int, default=12, dest=f"{dest}_size_n",
+        g.add_argument(f"--spec-ngram-{t}-size-n", type=int, default=12, dest=f"{dest}_size_n", metavar="N",
                        help=f"ngram-{t}: length of the n-gram looked up (default 12)")
-        g.add_argument(f"--spec-ngram-{t}-size-m", type=int, default=48, dest=f"{dest}_size_m",
+        g.add_argument(f"--spec-ngram-{t}-size-m", type=int, default=48, dest=f"{dest}_size_m", metavar="M",
                        help=f"ngram-{t}: length of the m-gram drafted (default 48)")
-        g.add_argument(f"--spec-ngram-{t}-min-hits", type=int, default=1, dest=f"{dest}_min_hits",
+        g.add_argument(f"--spec-ngram-{t}-min-hits", type=int, default=1, dest=f"{dest}_min_hits", metavar="N",
                        help=f"ngram-{t}: key hits before drafting (default 1"
                             + ("; unused, as in llama.cpp)" if t != "map-k4v" else ")"))
-    g.add_argument("--spec-ngram-mod-n-match", type=int, default=24,
+    g.add_argument("--spec-ngram-mod-n-match", type=int, default=24, metavar="N",
                    help="ngram-mod: lookup length (default 24)")
-    g.add_argument("--spec-ngram-mod-n-min", type=int, default=48,
+    g.add_argument("--spec-ngram-mod-n-min", type=int, default=48, metavar="N",
                    help="ngram-mod: fewer drafted tokens than this is no draft (default 48)")
-    g.add_argument("--spec-ngram-mod-n-max", type=int, default=64,
+    g.add_argument("--spec-ngram-mod-n-max", type=int, default=64, metavar="N",
                    help="ngram-mod: most tokens drafted (default 64)")
     g.add_argument("-lcs", "--lookup-cache-static", type=Path, metavar="FILE",
                    help="ngram-cache: static lookup cache saved by llama.cpp's lookup tools")
