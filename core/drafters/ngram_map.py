@@ -24,13 +24,16 @@ the tokens after the *matched* position, not after the chosen continuation's. ``
 stores the accepted count on the key and continuation drafted last, and ignores other
 drafters' rounds (llama.cpp's ``is_other``).
 
-Instead of rehashing windows token by token, every window's hash comes from prefix sums of
-``token[i] * F^-i`` (F is odd, so invertible modulo 2^32), computed with numpy as the
-history grows; the linear searches and the k4v count compare those hashes and check the
-tokens of the candidates. ``keys`` is found through a dict from the key's tokens.
+Speed: every window's hash comes from prefix sums of ``token[i] * F^-i`` (F is odd, hence
+invertible modulo 2^32), O(1) per new token, with an index from each hash to the windows
+that have it; the linear searches and the k4v count are bisections in that index (then a
+check of the candidates' tokens), and ``keys`` is found through a dict from the key's
+tokens. llama.cpp's answers, without its scans.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
 
 import numpy as np
 
@@ -41,57 +44,86 @@ KEY_MAP_SIZE = 1 << 18               # COMMON_NGRAM_HASH_MAP_SIZE
 MAX_VALUES = 4                       # COMMON_NGRAM_MAX_VALUES
 MAX_COUNT = 16380                    # COMMON_NGRAM_MAX_VALUE_COUNT
 _MASK = 0xFFFFFFFF
-_F_INV = pow(LCG_FACTOR, -1, 1 << 32)
+_SLOT = KEY_MAP_SIZE - 1             # hash % KEY_MAP_SIZE
+BULK = 64                            # new tokens from which numpy hashes them, not Python
 
 
 def _powers(base: int, count: int) -> np.ndarray:
-    """base^0 .. base^(count-1) modulo 2^32 (uint64; the products wrap modulo 2^64)."""
-    out = np.empty(count, np.uint64)
-    out[0] = 1
-    out[1:] = np.cumprod(np.full(count - 1, base, np.uint64))
-    return out & np.uint64(_MASK)
+    """base^0 .. base^(count-1) modulo 2^64, as int64 (numpy's int64 arrays wrap)."""
+    base &= (1 << 64) - 1
+    out = np.ones(count, np.int64)
+    out[1:] = np.cumprod(np.full(count - 1, base - (base >> 63 << 64), np.int64))
+    return out
 
 
 class WindowHashes:
-    """llama.cpp's ``common_ngram_map_hash`` of every n-token window of a growing history:
-    ``hash = hash * F + token`` over the window, modulo 2^32."""
+    """llama.cpp's ``common_ngram_map_hash`` (``hash = hash * F + token`` over the window,
+    modulo 2^32) of every n-token window of a growing history, and the windows each hash
+    starts. With q[k] = the sum of token[i] * F^-i over i < k, window [j, j + n) hashes to
+    F^(j+n-1) * (q[j+n] - q[j]) (F is odd, hence invertible): O(1) per new token. Python
+    ints, since a round adds a few tokens; numpy for a long stretch (the prompt), in int64
+    arithmetic that wraps modulo 2^64, exact modulo 2^32."""
 
-    def __init__(self, n: int, capacity: int = 1024):
+    F_INV = pow(LCG_FACTOR, -1, 1 << 64)
+
+    def __init__(self, n: int):
         self.n = n
-        self.q_len = 1                   # q[k] = sum of token[i] * F^-i for i < k, mod 2^32
-        self.h_len = 0                   # windows hashed so far
-        self._alloc(capacity)
-
-    def _alloc(self, capacity: int) -> None:
-        self.fpow, self.ipow = _powers(LCG_FACTOR, capacity + 1), _powers(_F_INV, capacity + 1)
-        q, h = np.zeros(capacity + 1, np.uint64), np.zeros(capacity + 1, np.uint64)
-        if hasattr(self, "q"):
-            q[:self.q_len], h[:self.h_len] = self.q[:self.q_len], self.h[:self.h_len]
-        self.q, self.h = q, h
+        self.q = [0]                             # prefix sums, modulo 2^32
+        self.h: list[int] = []                   # h[j]: the hash of window j
+        self.where: dict[int, list[int]] = {}    # hash -> the windows with it, ascending
+        self.fpow, self.ipow = [1], [1]          # F^k, F^-k modulo 2^32
 
     def update(self, history: np.ndarray) -> None:
         """Hash the windows that lie inside ``history`` and were not hashed yet."""
-        size = len(history)
-        if size + 1 > len(self.q):
-            self._alloc(max(size, 2 * len(self.q)))
-        a = self.q_len - 1
-        if size > a:
-            terms = history[a:size].astype(np.uint32) * self.ipow[a:size]
-            self.q[a + 1:size + 1] = (np.cumsum(terms) + self.q[a]) & np.uint64(_MASK)
-            self.q_len = size + 1
-        lo, hi = self.h_len, size - self.n + 1
-        if hi > lo:
-            n, q = self.n, self.q
-            self.h[lo:hi] = (self.fpow[lo + n - 1:hi + n - 1] * (q[lo + n:hi + n] - q[lo:hi])) \
-                & np.uint64(_MASK)
-            self.h_len = hi
+        size, n, q, h, where = len(history), self.n, self.q, self.h, self.where
+        a = len(q) - 1                                 # tokens summed
+        if size <= a:
+            return
+        fpow, ipow = self.fpow, self.ipow              # both hold k = 0 .. a at least
+        if size - a >= BULK:
+            lo = len(h)
+            f = _powers(LCG_FACTOR, size - a + 1) * fpow[a]     # F^(a .. size), and so on
+            i = _powers(self.F_INV, size - a + 1) * ipow[a]
+            fpow.extend((f[len(fpow) - a:] & _MASK).tolist())
+            ipow.extend((i[len(ipow) - a:] & _MASK).tolist())
+            sums = np.cumsum(history[a:size] * i[:-1]) + q[a]
+            qs = np.concatenate((np.array(q[lo:], np.int64), sums & _MASK))   # q[lo:size + 1]
+            q.extend(qs[a + 1 - lo:].tolist())
+            hs = ((qs[n:] - qs[:-n]) * f[lo + n - 1 - a:size - a] & _MASK).tolist()
+            h.extend(hs)
+            for j, x in enumerate(hs, lo):
+                if x in where:
+                    where[x].append(j)
+                else:
+                    where[x] = [j]
+            return
+        while len(fpow) <= size:
+            fpow.append(fpow[-1] * LCG_FACTOR & _MASK)
+            ipow.append(ipow[-1] * self.F_INV & _MASK)
+        s = q[-1]
+        for k, t in enumerate(history[a:size].tolist(), a):
+            s = (s + t * ipow[k]) & _MASK
+            q.append(s)
+            j = k + 1 - n                              # the window ending with token k
+            if j >= 0:
+                x = fpow[k] * (s - q[j]) & _MASK
+                h.append(x)
+                if x in where:
+                    where[x].append(j)
+                else:
+                    where[x] = [j]
 
     def span(self, start: int, length: int) -> int:
         """The hash of ``history[start:start + length]`` (hashed by ``update``)."""
         if length == 0:
             return 0
         end = start + length
-        return int(self.fpow[end - 1]) * (int(self.q[end]) - int(self.q[start])) & _MASK
+        return self.fpow[end - 1] * (self.q[end] - self.q[start]) & _MASK
+
+    def starts(self, hash_: int, lo: int, hi: int) -> list[int]:
+        """The windows in [lo, hi] with this hash, ascending."""
+        js = self.where.get(hash_, ())
+        return js[bisect_left(js, lo):bisect_right(js, hi)]
 
 
 class _Value:
@@ -118,12 +150,13 @@ class NgramMap(Drafter):
         self.n, self.m, self.min_hits, self.key_only = (params.size_n, params.size_m,
                                                         params.min_hits, key_only)
         self.hashes = WindowHashes(self.n)
-        self.key_map = np.zeros(KEY_MAP_SIZE, np.uint32)
+        self.key_map: dict[int, int] = {}        # slot -> position; a missing slot is 0
         self.key_map_last_idx = 0
         self.size_last_begin = 0
         self.keys: list[_Key] = []
         self.key_offset: dict[bytes, int] = {}   # the key's tokens -> its index in keys
         self.last: tuple[int, int] | None = None  # (key, value) of the draft created last
+        self.nothing = Proposal(self.name)
 
     def begin(self, prompt: np.ndarray) -> None:
         # a fresh map: llama.cpp's clean-up of a shrunk history has nothing to do
@@ -133,22 +166,23 @@ class NgramMap(Drafter):
     # ------------------------------------------------------------------ the key_map
     def _search(self, history: np.ndarray, key: bytes, key_hash: int, lo: int, hi: int) -> int:
         """llama.cpp's linear search: the highest j in [lo, hi] where the key starts, or 0."""
-        if hi < lo:
-            return 0
         n = self.n
-        for c in np.flatnonzero(self.hashes.h[lo:hi + 1] == key_hash)[::-1].tolist():
-            if history[lo + c:lo + c + n].tobytes() == key:
-                return lo + c
+        for j in reversed(self.hashes.starts(key_hash, lo, hi)):
+            if history[j:j + n].tobytes() == key:
+                return j
         return 0
 
     def _insert(self, lo: int, hi: int) -> None:
-        """Positions hi down to lo into empty slots: the first (highest) of a slot wins."""
+        """Positions hi down to lo into the slots still empty: the first (highest) wins."""
         if hi < lo:
             return
-        slots = (self.hashes.h[lo:hi + 1][::-1] % KEY_MAP_SIZE).astype(np.intp)
-        free = self.key_map[slots] == 0
-        slots, first = np.unique(slots[free], return_index=True)
-        self.key_map[slots] = hi - np.flatnonzero(free)[first]
+        h = self.hashes.h
+        if not self.key_map:      # the first batch: built ascending, so the highest wins
+            self.key_map = {x & _SLOT: j for j, x in enumerate(h[lo:hi + 1], lo)}
+            return
+        fill = self.key_map.setdefault
+        for j in range(hi, lo - 1, -1):
+            fill(h[j] & _SLOT, j)
 
     def _match(self, history: np.ndarray, key: bytes, key_hash: int) -> tuple[int, str]:
         """Where the key occurred before (0: nowhere) and how it was found; updates key_map."""
@@ -157,12 +191,12 @@ class NgramMap(Drafter):
         begin, last_idx = self.size_last_begin, self.key_map_last_idx
         prompt = (last_idx + 1, begin - n - m - 1) if begin > n + m + 1 else (1, 0)
         recent = (max(begin, last_idx) + 1, end)
-        match_pos, how = 0, "through the hash map"
-        idx_key = int(self.key_map[key_hash % KEY_MAP_SIZE])
+        match_pos, how = 0, "the hash map's entry"
+        idx_key = self.key_map.get(key_hash & _SLOT, 0)
         if idx_key != 0 and idx_key < end and history[idx_key:idx_key + n].tobytes() == key:
             match_pos = idx_key
         if match_pos == 0:
-            how = "by search"
+            how = "found by search"
             match_pos = (self._search(history, key, key_hash, *prompt)
                          or self._search(history, key, key_hash, *recent))
         self._insert(*prompt)
@@ -175,16 +209,13 @@ class NgramMap(Drafter):
         self.last = None
         n, m, cur_len = self.n, self.m, len(history)
         if cur_len < 2 * n + m:
-            return Proposal(self.name)
+            return self.nothing
         self.hashes.update(history)
-        key_arr = np.empty(n, np.int32)
-        key_arr[:-1] = history[cur_len - n + 1:]
-        key_arr[-1] = id_last
-        key = key_arr.tobytes()
+        key = history[cur_len - n + 1:].tobytes() + history.dtype.type(id_last).tobytes()
         key_hash = (self.hashes.span(cur_len - n + 1, n - 1) * LCG_FACTOR + id_last) & _MASK
         match_pos, how = self._match(history, key, key_hash)
         if match_pos == 0:
-            return Proposal(self.name)
+            return self.nothing
 
         offset = self.key_offset.get(key)
         if offset is None:
@@ -192,29 +223,29 @@ class NgramMap(Drafter):
             self.keys.append(_Key(match_pos, m))
         k = self.keys[offset]
         k.key_num = min(k.key_num + 1, MAX_COUNT)
-        where = f"the last {n} tokens occurred before at position {match_pos} (found {how})"
+        where = f"the last {n} tokens occurred before at position {match_pos} ({how})"
         if self.key_only:
             return self._propose(history, match_pos, offset, 0, where)
         if k.key_num < self.min_hits:
-            return Proposal(self.name, note=f"{where}, but only {k.key_num} times of the "
-                                            f"{self.min_hits} needed to draft",
+            return Proposal(self.name, note=f"{where}, a hit {k.key_num} of the {self.min_hits} "
+                                            "this n-gram needs before it drafts",
                             key=match_pos, key_len=n)
         self._count_values(history, k, key, key_hash, match_pos)
         nums = [v.value_num for v in k.values]
         slot = nums.index(max(nums))
         top, others = nums[slot], sum(nums) - nums[slot]
-        seen = f"the continuation seen {top} times after them against {others} for the others"
+        seen = (f"the continuation seen most after them, {top} times, against {others} for "
+                "the others")
         if others > 0 and top < 2 * others:
-            return Proposal(self.name, note=f"{where}; not drafting: {seen} is not twice as "
-                                            "frequent", key=match_pos, key_len=n)
+            return Proposal(self.name, note=f"{where}; {seen}, is not twice as frequent: no "
+                                            "draft", key=match_pos, key_len=n)
         return self._propose(history, match_pos, offset, slot, f"{where}; {seen}")
 
     def _count_values(self, history: np.ndarray, k: _Key, key: bytes, key_hash: int,
                       match_pos: int) -> None:
         """Count the continuations after the key's occurrences in [stat_idx, match_pos]."""
-        n, m, lo = self.n, self.m, k.stat_idx
-        for c in np.flatnonzero(self.hashes.h[lo:match_pos + 1] == key_hash).tolist():
-            i = lo + c
+        n, m = self.n, self.m
+        for i in self.hashes.starts(key_hash, k.stat_idx, match_pos):
             if history[i:i + n].tobytes() != key:
                 continue
             tokens = history[i + n:i + n + m].tobytes()
@@ -232,7 +263,9 @@ class NgramMap(Drafter):
         n, m = self.n, self.m
         count = min(m, self.keys[offset].values[slot].n_accepted)
         start = match_pos + n
-        if count < m:
+        if count == 0:
+            what = "no draft, since none of this n-gram's last draft was accepted"
+        elif count < m:
             what = (f"drafting {count} of the tokens that followed there, as many as were "
                     "accepted the last time this n-gram drafted")
         else:
