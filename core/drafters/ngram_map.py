@@ -126,6 +126,13 @@ class WindowHashes:
         return js[bisect_left(js, lo):bisect_right(js, hi)]
 
 
+def _count(k: int, noun: str, the: str = "") -> str:
+    """'3 tokens', '1 token'; with ``the``: 'the last 3 tokens', 'the last token'."""
+    if the:
+        return f"{the} {noun}" if k == 1 else f"{the} {k} {noun}s"
+    return f"{k} {noun}" if k == 1 else f"{k} {noun}s"
+
+
 class _Value:
     """common_ngram_map_value: one continuation of a key (``tokens`` cached for comparison)."""
     __slots__ = ("value_idx", "value_num", "n_accepted", "tokens")
@@ -191,7 +198,7 @@ class NgramMap(Drafter):
         begin, last_idx = self.size_last_begin, self.key_map_last_idx
         prompt = (last_idx + 1, begin - n - m - 1) if begin > n + m + 1 else (1, 0)
         recent = (max(begin, last_idx) + 1, end)
-        match_pos, how = 0, "the hash map's entry"
+        match_pos, how = 0, "found in the hash map"
         idx_key = self.key_map.get(key_hash & _SLOT, 0)
         if idx_key != 0 and idx_key < end and history[idx_key:idx_key + n].tobytes() == key:
             match_pos = idx_key
@@ -223,22 +230,23 @@ class NgramMap(Drafter):
             self.keys.append(_Key(match_pos, m))
         k = self.keys[offset]
         k.key_num = min(k.key_num + 1, MAX_COUNT)
-        where = f"the last {n} tokens occurred before at position {match_pos} ({how})"
+        where = (f"{_count(n, 'token', 'the last')} occurred before at position {match_pos} "
+                 f"({how})")
         if self.key_only:
             return self._propose(history, match_pos, offset, 0, where)
         if k.key_num < self.min_hits:
-            return Proposal(self.name, note=f"{where}, a hit {k.key_num} of the {self.min_hits} "
-                                            "this n-gram needs before it drafts",
-                            key=match_pos, key_len=n)
+            return Proposal(self.name, key=match_pos, key_len=n,
+                            note=f"{where}: hit {k.key_num} of the {self.min_hits} it needs "
+                                 "before drafting")
         self._count_values(history, k, key, key_hash, match_pos)
         nums = [v.value_num for v in k.values]
         slot = nums.index(max(nums))
         top, others = nums[slot], sum(nums) - nums[slot]
-        seen = (f"the continuation seen most after them, {top} times, against {others} for "
-                "the others")
+        seen = (f"its most frequent continuation was seen {_count(top, 'time')} after it, the "
+                f"others {_count(others, 'time')}")
         if others > 0 and top < 2 * others:
-            return Proposal(self.name, note=f"{where}; {seen}, is not twice as frequent: no "
-                                            "draft", key=match_pos, key_len=n)
+            return Proposal(self.name, key=match_pos, key_len=n,
+                            note=f"{where}; {seen}: not twice as often, so no draft")
         return self._propose(history, match_pos, offset, slot, f"{where}; {seen}")
 
     def _count_values(self, history: np.ndarray, k: _Key, key: bytes, key_hash: int,
@@ -266,10 +274,10 @@ class NgramMap(Drafter):
         if count == 0:
             what = "no draft, since none of this n-gram's last draft was accepted"
         elif count < m:
-            what = (f"drafting {count} of the tokens that followed there, as many as were "
-                    "accepted the last time this n-gram drafted")
+            what = (f"drafting the first {_count(count, 'token')} that followed position "
+                    f"{match_pos}, as many as were accepted the last time this n-gram drafted")
         else:
-            what = f"drafting the {count} tokens that followed there"
+            what = f"drafting the {_count(count, 'token')} that followed position {match_pos}"
         return Proposal(self.name, tuple(history[start:start + count].tolist()),
                         note=f"{why}; {what}", source=start, key=match_pos, key_len=n)
 
