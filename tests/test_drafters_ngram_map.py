@@ -53,13 +53,14 @@ def test_window_hashes_are_llama_cpps_lcg_hashes_however_the_history_grows():
 
 
 def test_no_draft_before_the_history_holds_2n_plus_m_tokens():
-    # n=2, m=3: the key (1, 2) sits at position 1 with 7 8 9 after it
-    d = drafter(2, 3)
-    assert draft(d, [5, 1, 2, 7, 8, 1], 2).tokens == ()           # 6 tokens < 2n + m
-    p = draft(drafter(2, 3), [5, 1, 2, 7, 8, 9, 1], 2)            # 7 tokens
-    assert p.tokens == (7, 8, 9)
-    assert (p.key, p.key_len, p.source) == (1, 2, 3)
-    assert "position 1" in p.note and "3 tokens" in p.note
+    # n=3, m=2: the key (1, 2, 3) sits at position 1, which llama.cpp's bound (a match before
+    # len - n - m - 1) would already allow in a history of 7 tokens, were it not for 2n + m
+    d = drafter(3, 2)
+    assert draft(d, [5, 1, 2, 3, 7, 1, 2], 3).tokens == ()        # 7 tokens < 2n + m
+    p = draft(drafter(3, 2), [5, 1, 2, 3, 7, 8, 1, 2], 3)         # 8 tokens
+    assert p.tokens == (7, 8)
+    assert (p.key, p.key_len, p.source) == (1, 3, 4)
+    assert "position 1" in p.note and "2 tokens" in p.note
 
 
 def test_the_hash_map_keeps_an_older_occurrence_than_the_latest():
