@@ -151,6 +151,8 @@ class _Key:
 
 
 class NgramMap(Drafter):
+    """ngram-map-k (``key_only``) or ngram-map-k4v; field names follow ``common_ngram_map``."""
+
     def __init__(self, params: NgramMapParams = NgramMapParams(), key_only: bool = True):
         self.name = "ngram-map-k" if key_only else "ngram-map-k4v"
         params.validate(self.name)
@@ -252,16 +254,20 @@ class NgramMap(Drafter):
     def _count_values(self, history: np.ndarray, k: _Key, key: bytes, key_hash: int,
                       match_pos: int) -> None:
         """Count the continuations after the key's occurrences in [stat_idx, match_pos]."""
-        n, m = self.n, self.m
-        for i in self.hashes.starts(key_hash, k.stat_idx, match_pos):
-            if history[i:i + n].tobytes() != key:
+        starts = self.hashes.starts(key_hash, k.stat_idx, match_pos)
+        n, m, raw, w = self.n, self.m, history.tobytes(), history.itemsize   # bytes: cheap slices
+        kw, mw = n * w, m * w
+        for i in starts:
+            a = i * w
+            if raw[a:a + kw] != key:
                 continue
-            tokens = history[i + n:i + n + m].tobytes()
+            tokens = raw[a + kw:a + kw + mw]
             for v in k.values:
                 if v.value_idx == 0:      # an empty slot: a new continuation
                     v.value_idx, v.value_num, v.n_accepted, v.tokens = i + n, 0, m, tokens
                 if v.tokens == tokens:
-                    v.value_num = min(v.value_num + 1, MAX_COUNT)
+                    if v.value_num < MAX_COUNT:
+                        v.value_num += 1
                     break
         k.stat_idx = match_pos
 
