@@ -127,6 +127,8 @@ def main(argv=None) -> int:
         for k in range(args.sequences):
             vocab = rng.choice((4, 16, 50, 2000))
             seq = random_sequence(rng, rng.randint(40, 900), vocab)
+            if k % 5 == 4:    # ids 2^18 apart: every hash table's slots collide (ngram-map's
+                seq = [t * 262144 + 7 for t in seq]   # key_map, ngram-mod's table, buckets)
             cut = rng.randint(2, max(3, len(seq) // 2))
             prompt, cont = seq[:cut], seq[cut:]
             n_ctx, n_predict = rng.choice(((4096, 1 << 20), (len(seq) + 8, 1 << 20), (4096, 60)))
