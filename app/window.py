@@ -213,6 +213,7 @@ class MainWindow(QMainWindow):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(8, 8, 8, 8)
         ll.addWidget(self.pair_panel)
+        ll.addWidget(self.params.drafter)
         ll.addWidget(self.prompt)
         ll.addWidget(self.params)
         ll.addStretch(1)
@@ -286,6 +287,7 @@ class MainWindow(QMainWindow):
 
         self.pair_panel.pair_changed.connect(self._pair_changed)
         self.pair_panel.demo_requested.connect(self.use_demo_pair)
+        self.pair_panel.drafter_suggested.connect(self.use_drafter)
         self.params.changed.connect(self._params_changed)
 
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -302,7 +304,7 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         self.act_run = self._action("▶  Run", self.run_clicked, "Ctrl+R",
-                                    "Speculative decoding with the draft model")
+                                    "Speculative decoding with the chosen drafter")
         self.act_step = self._action("⇥  Step", self.step_clicked, "F10", "Run one round and explain it")
         self.act_stop = self._action("■  Stop", self.stop_clicked, "Esc", "Stop after the current round")
         self.act_baseline = self._action("◆  Baseline", self.baseline_clicked, "Ctrl+B",
@@ -495,8 +497,14 @@ class MainWindow(QMainWindow):
         self.prompt.set_template_available(None)
         self.pair_panel.clear_facts()
         self.pair_panel.set_load_state("idle")
-        if not (t and d):
-            self.pair_panel.set_verdict_text("Choose a target and a draft model.")
+        self._update_draft_problem()
+        if not t:
+            self.pair_panel.set_verdict_text("Choose a target model (and a draft model for draft-simple).")
+            return
+        if not d:
+            self.pair_panel.set_no_draft()
+            if self._preload_enabled and self.mode == "idle":
+                QTimer.singleShot(PRELOAD_DELAY_MS, self._preload)
             return
         self._check_id += 1
         self.pair_panel.set_checking()
@@ -509,6 +517,7 @@ class MainWindow(QMainWindow):
         self.report = report
         self.prompt.set_template_available(report.target.has_chat_template)
         self.pair_panel.set_report(report)
+        self._update_draft_problem()
         if report.compatible:
             t, d = self.pair_panel.pair()
             self._remember_pair(t, d)
@@ -533,7 +542,27 @@ class MainWindow(QMainWindow):
             self.preload_requested.emit(req)
 
     def _params_changed(self) -> None:
-        pass
+        if self.mode == "idle" and (self.shown_request is None or not self.events):
+            self.legend.setText(legend_html(self.params.drafter.types()))
+
+    def use_drafter(self, name: str) -> None:
+        """Draft with ``name`` alone (the pair panel's suggestion when no draft fits)."""
+        if self.mode == "idle":
+            self.params.drafter.set_types([name])
+            self.params.drafter.checks[name].setFocus()
+
+    def _update_draft_problem(self) -> None:
+        """Tell the drafter picker whether draft-simple can run with the chosen draft."""
+        t, d = self.pair_panel.pair()
+        if d is None:
+            problem = ("draft-simple needs a draft model: choose one under Models, or uncheck "
+                       "draft-simple to draft with the n-gram types alone.")
+        elif self.report is not None and not self.report.compatible:
+            problem = (f"draft-simple: {d.name} cannot draft for this target ({self.report.reason}); "
+                       "choose another draft, or uncheck draft-simple.")
+        else:
+            problem = ""
+        self.params.drafter.set_draft_problem(problem)
 
     # ================================================================== drag and drop
     def dragEnterEvent(self, event):  # noqa: N802
@@ -569,14 +598,14 @@ class MainWindow(QMainWindow):
         try:
             if t is None:
                 raise ConfigError("choose a target model first (File ▸ Open target, or drop a .gguf file)")
-            if d is None and kind == "spec":
-                raise ConfigError("choose a draft model first (File ▸ Open draft), or press Baseline "
-                                  "to run the target alone")
             prompt = self.prompt.text()
             if not prompt.strip():
                 raise ConfigError("the prompt is empty: type one or choose an example")
             spec = self.params.spec_settings() if kind == "spec" else None
             if spec is not None:
+                problem = self.params.drafter.problem()
+                if problem:
+                    raise ConfigError(problem)
                 spec.validate()
             sampler = self.params.sampler_settings()
             sampler.validate()
@@ -584,8 +613,9 @@ class MainWindow(QMainWindow):
             if not quiet:
                 self.banner.show_error(exc)
             return None
-        if kind == "baseline" and self.report is not None and not self.report.compatible:
-            d = None                 # the target alone: do not load a draft the gate refuses
+        if (spec is None or not spec.uses_draft_model) and self.report is not None \
+                and not self.report.compatible:
+            d = None                 # no draft model needed: do not load a draft the gate refuses
         self._run_id += 1
         return RunRequest(self._run_id, kind, t, d, self._engine_settings(), prompt, spec, sampler,
                           self.params.n_predict.value(), step=step, chat=self.prompt.chat_enabled(),
@@ -670,6 +700,7 @@ class MainWindow(QMainWindow):
         self.act_run.setText("▶  Continue" if paused else "▶  Run")
         self.pair_panel.setEnabled(idle)
         self.params.setEnabled(idle)
+        self.params.drafter.setEnabled(idle)
         self.prompt.set_read_only(not idle)
 
     # ================================================================== worker signals
@@ -708,6 +739,8 @@ class MainWindow(QMainWindow):
         self.events = []
         self._pending.clear()
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
+        spec = self.active.spec
+        self.legend.setText(legend_html(spec.types if spec is not None else ()))
         self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
         self._stagger_plot_paints()
         self.round_view.clear()
