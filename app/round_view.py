@@ -21,6 +21,7 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
+from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL
 from specscope.core.tokentext import shares
 
 from .token_view import COLORS, ACCEPTED, REJECTED, TARGET, UNCHECKED, visible
@@ -154,7 +155,8 @@ class RoundDiagram(QWidget):
             cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
         off = 1 + len(replayed)
         for i, t in enumerate(drafted):
-            prob = f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else "drafted"
+            prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
+                    f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else "drafted")
             if i < a:
                 fg, bg = COLORS[ACCEPTED]
             elif i == a:
@@ -234,15 +236,48 @@ class RoundExplainer(QWidget):
                           "batch, the first mismatch, the KV rows each cache dropped and the next "
                           "seed. During a free run this shows the latest round.</p>")
 
-    def show_round(self, ev, vocab) -> None:
+    def show_round(self, ev, vocab, history=()) -> None:
+        """``history``: the token at each position so far (the prompt's, then the emitted
+        ones), to quote the n-gram an n-gram drafter matched."""
         self.event = ev
         self.diagram.show_round(ev, vocab)
-        self.text.setText(explain(ev, vocab))
+        self.text.setText(explain(ev, vocab, history))
 
 
-def explain(ev, vocab) -> str:
+def _quote(history, lo: int, hi: int, vocab) -> str:
+    """The text of positions [lo, hi) of ``history``, as code."""
+    toks = list(history[max(lo, 0):hi])
+    text = "".join(labels(toks, vocab)) if toks else ""
+    return f"<code>{html.escape(visible(text)) or '&nbsp;'}</code>"
+
+
+def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
+    """Step 1 for an n-gram drafter: which earlier n-gram matched where, and what it copied."""
+    k, name = len(ev.drafted), ev.drafter
+    text = (f"<b>1. Draft:</b> <b>{html.escape(name)}</b> ({html.escape(DESCRIPTIONS.get(name, ''))}) "
+            f"proposed {k} token{'s' if k != 1 else ''} without a draft model")
+    if ev.draft_key >= 0 and ev.draft_key_len:
+        n, lo = ev.draft_key_len, ev.draft_key
+        now = ev.n_past - n + 1
+        text += (f": the latest {n} token{'s' if n != 1 else ''}, "
+                 f"{_quote(history, now, ev.n_past + 1, vocab)} at positions {now}–{ev.n_past} "
+                 f"(ending with the seed), occurred before at positions {lo}–{lo + n - 1}")
+    if ev.draft_source >= 0:
+        src = ev.draft_source
+        text += (f"; it copied the {k} token{'s' if k != 1 else ''} that followed there, "
+                 f"positions {src}–{src + k - 1}: {drafted}")
+    else:
+        text += f": {drafted}"
+    text += f". ({ev.t_lookup * 1e3:.2f} ms of lookup)"
+    if ev.draft_note:
+        text += f"<br><span style='color:#555'>{html.escape(name)}: {html.escape(ev.draft_note)}</span>"
+    return text
+
+
+def explain(ev, vocab, history=()) -> str:
     """The round in words (HTML). Tokens are read along the verification batch and along
-    what was emitted, so a character split over tokens shows as its shares."""
+    what was emitted, so a character split over tokens shows as its shares. ``history``
+    (token per position) lets an n-gram draft quote the n-gram it matched."""
     batch_text, emitted_text = round_labels(ev, vocab)
     r = 1 + len(ev.replayed)                      # the drafted tokens' offset in the batch
 
@@ -267,6 +302,9 @@ def explain(ev, vocab) -> str:
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
                      f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
                      "draft.")
+    elif k and ev.drafter and ev.drafter != DRAFT_MODEL:
+        drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
+        lines.append(ngram_draft_words(ev, vocab, history, drafted))
     elif k:
         drafted = ", ".join(f"{tok(t, x)} (p {p:.2f})"
                             for t, x, p in zip(ev.drafted, batch_text[r:], ev.draft_probs))
@@ -279,7 +317,9 @@ def explain(ev, vocab) -> str:
                      f"({ev.t_draft * 1e3:.1f} ms)")
     else:
         why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
-               "budget": "there was no room left to draft"}.get(ev.draft_stop, "nothing was drafted")
+               "budget": "there was no room left to draft",
+               "no match": "no n-gram drafter found the latest tokens earlier in the text"
+               }.get(ev.draft_stop, "nothing was drafted")
         lines.append(f"<b>1. Draft:</b> none — {why}; this round is plain decoding.")
     if ev.mode != "baseline":
         batch = [ev.seed, *ev.replayed, *ev.drafted]
@@ -291,9 +331,11 @@ def explain(ev, vocab) -> str:
             lines.append(f"<b>3. Result:</b> all {k} drafted tokens matched; the target added the bonus "
                          f"token {own}. Emitted {len(ev.emitted)} tokens.")
         elif k:
-            lines.append(f"<b>3. Result:</b> the target agreed with {a} drafted token{'s' if a != 1 else ''}; "
+            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else html.escape(ev.drafter))
+            lines.append(f"<b>3. Result:</b> the target agreed with {a} of the {k} drafted "
+                         f"token{'s' if k != 1 else ''}; "
                          f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
-                         f"(draft position {a + 1}): the draft proposed "
+                         f"(draft position {a + 1}): {who} proposed "
                          f"{tok(ev.drafted[a], batch_text[r + a])}, the "
                          f"target sampled {own}, which replaces it. Emitted {len(ev.emitted)} "
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")

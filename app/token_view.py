@@ -176,6 +176,11 @@ class TokenView(QPlainTextEdit):
                                  partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
         self._append(pieces)
 
+    @property
+    def history(self) -> list[int]:
+        """The token at each position: the prompt's, then every emitted one."""
+        return self._history
+
     def generated_text(self) -> str:
         return "".join(self._generated)
 
