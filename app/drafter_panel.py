@@ -85,10 +85,10 @@ class DrafterPanel(QGroupBox):
         self.mod_max = _spin(0, NGRAM_MAX, d_mod.n_max,
                              "ngram-mod: most tokens drafted (--spec-ngram-mod-n-max; llama.cpp's "
                              f"default {d_mod.n_max}, 0–{NGRAM_MAX})")
-        self.cache_static = self._path_edit("static lookup cache (optional)",
+        self.cache_static = self._path_edit("optional file (-lcs)",
                                             "ngram-cache: static lookup cache saved by llama.cpp's "
                                             "lookup tools (-lcs, --lookup-cache-static)")
-        self.cache_dynamic = self._path_edit("dynamic lookup cache (optional)",
+        self.cache_dynamic = self._path_edit("optional file (-lcd)",
                                              "ngram-cache: dynamic lookup cache saved by llama.cpp's "
                                              "lookup tools (-lcd, --lookup-cache-dynamic)")
 
@@ -149,10 +149,11 @@ class DrafterPanel(QGroupBox):
                     lab.setToolTip(w.toolTip())
                     lab.setStyleSheet("color:#444")
                     box.addWidget(lab)
-                    box.addWidget(w, 1 if isinstance(w, QWidget) and w.property("path") else 0)
+                    box.addWidget(w, 1 if w.property("path") else 0)
                     box.addSpacing(8)
                     widgets += [lab, w]
-                box.addStretch(1)
+                if not any(w.property("path") for _, w in line):
+                    box.addStretch(1)
                 grid.addLayout(box, r, 1, 1, 2)
                 r += 1
             if t == DRAFT_MODEL:

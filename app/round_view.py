@@ -24,7 +24,8 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxL
 from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL
 from specscope.core.tokentext import shares
 
-from .token_view import COLORS, ACCEPTED, REJECTED, TARGET, UNCHECKED, visible
+from .drafter_style import drafter_colors
+from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
@@ -154,11 +155,12 @@ class RoundDiagram(QWidget):
         for i, t in enumerate(replayed):
             cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
         off = 1 + len(replayed)
+        accepted_colors = drafter_colors(ev.drafter)[:2]     # as the token view shows them
         for i, t in enumerate(drafted):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
                     f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else "drafted")
             if i < a:
-                fg, bg = COLORS[ACCEPTED]
+                fg, bg = accepted_colors
             elif i == a:
                 fg, bg = COLORS[REJECTED]
             else:
@@ -169,7 +171,7 @@ class RoundDiagram(QWidget):
         for i, t in enumerate(emitted):
             col = off + i
             if i < a:
-                fg, bg = COLORS[ACCEPTED]
+                fg, bg = accepted_colors
                 cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✓ same", token=t)
             elif drafted and i == a and a < k:
                 fg, bg = COLORS[TARGET]
@@ -213,18 +215,28 @@ class RoundExplainer(QWidget):
         self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # the diagram scrolls sideways on its own; the words wrap at the visible width
+        self.diagram_scroll = QScrollArea()
+        self.diagram_scroll.setWidgetResizable(True)
+        self.diagram_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.diagram_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.diagram_scroll.setWidget(self.diagram)
+        self.diagram_scroll.setFixedHeight(self.diagram.sizeHint().height()
+                                           + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget()
         lay = QVBoxLayout(inner)
-        lay.addWidget(self.diagram)
+        lay.setContentsMargins(9, 4, 9, 9)
         lay.addWidget(self.text, 1)
         scroll.setWidget(inner)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scroll)
+        outer.setSpacing(0)
+        outer.addWidget(self.diagram_scroll)
+        outer.addWidget(scroll, 1)
         self.event = None
         self.clear()
 
@@ -269,7 +281,7 @@ def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
     else:
         text += f": {drafted}"
     text += f". ({ev.t_lookup * 1e3:.2f} ms of lookup)"
-    if ev.draft_note:
+    if ev.draft_note and ev.draft_key < 0:          # its own words, where ours had nothing to say
         text += f"<br><span style='color:#555'>{html.escape(name)}: {html.escape(ev.draft_note)}</span>"
     return text
 

@@ -467,13 +467,16 @@ def expected_kinds(events) -> list[tuple[str, int, int]]:
     return out
 
 
+NBH = "\u2011"      # a non-breaking hyphen: "ngram-simple" stays on one line
+
+
 def legend_html(drafters=(DRAFT_MODEL,)) -> str:
     """The colours' meaning; accepted draft tokens once per drafter of ``drafters``."""
     parts = []
     for d in drafters if len(drafters) > 1 or drafters[:1] != (DRAFT_MODEL,) else ():
         fg, bg, _ = drafter_colors(d)
         parts.append(f"<span style='color:{fg};background:{bg}; padding:1px 4px;'>&nbsp;abc&nbsp;"
-                     f"</span>&nbsp;accepted, drafted by {html.escape(d)}")
+                     f"</span>&nbsp;accepted,&nbsp;drafted&nbsp;by&nbsp;{html.escape(d).replace('-', NBH)}")
     for kind, label in LEGEND:
         if kind == ACCEPTED and parts:
             continue
@@ -481,5 +484,6 @@ def legend_html(drafters=(DRAFT_MODEL,)) -> str:
         style = f"color:{fg};" + (f"background:{bg};" if bg else "")
         if kind in (REJECTED, UNCHECKED):
             style += "text-decoration:line-through;"
+        label = label.replace(" ", "&nbsp;")             # the legend wraps between entries only
         parts.append(f"<span style='{style} padding:1px 4px;'>&nbsp;abc&nbsp;</span>&nbsp;{label}")
     return "&nbsp;&nbsp;&nbsp;".join(parts)

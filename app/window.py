@@ -238,7 +238,7 @@ class MainWindow(QMainWindow):
         tl.setContentsMargins(8, 8, 8, 4)
         tl.addWidget(self.banner)
         title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
-                       "position and draft probability</span>")
+                       "position, drafter and why it was drafted</span>")
         title_row = QHBoxLayout()
         title_row.addWidget(title, 1)
         title_row.addWidget(self.show_rejected)

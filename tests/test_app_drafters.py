@@ -170,7 +170,7 @@ def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, p
         cursor = tv.textCursor()
         cursor.setPosition(s.start + 1)
         assert cursor.charFormat().background().color().name() == bg
-    assert "accepted, drafted by ngram-simple" in window.legend.text()
+    assert "accepted,&nbsp;drafted&nbsp;by&nbsp;ngram\u2011simple" in window.legend.text()
 
     # hovering an accepted n-gram token names the drafter and highlights where it came from
     span = accepted[0]
