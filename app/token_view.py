@@ -486,4 +486,4 @@ def legend_html(drafters=(DRAFT_MODEL,)) -> str:
             style += "text-decoration:line-through;"
         label = label.replace(" ", "&nbsp;")             # the legend wraps between entries only
         parts.append(f"<span style='{style} padding:1px 4px;'>&nbsp;abc&nbsp;</span>&nbsp;{label}")
-    return "&nbsp;&nbsp;&nbsp;".join(parts)
+    return " &nbsp;&nbsp;".join(parts)          # (a plain space: the line may break there)
