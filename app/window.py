@@ -429,11 +429,12 @@ class MainWindow(QMainWindow):
                 t, d = t or (demo[0] if demo else None), d or (demo[1] if demo else None)
         else:
             t, d = s.value("pair/target"), s.value("pair/draft")
-            if not (t and d and Path(t).is_file() and Path(d).is_file()):
+            # a target alone is a pair too (the n-gram drafters need no draft model)
+            if not (t and Path(t).is_file() and (not d or Path(d).is_file())):
                 demo = self._demo()
                 t, d = demo if demo else (t, d)
         self.pair_panel.set_pair(t, d)
-        if not (t and d):
+        if not t:
             self.banner.show_message("info", "No demo model pair is installed. Choose a target and a "
                                              "draft model (File ▸ Open, or drop .gguf files on the window).")
 
@@ -1003,6 +1004,7 @@ class MainWindow(QMainWindow):
         Path(path).write_text(self.token_view.full_text(), encoding="utf-8")
 
     def stats_document(self) -> dict:
+        from specscope.core.cli_spec import spec_params
         req = self.shown_request
         doc = {"run": None, "stats": self.stats.to_dict() if self.stats else None,
                "rounds": [e.to_dict() for e in self.events]}
@@ -1013,7 +1015,8 @@ class MainWindow(QMainWindow):
                           "n_predict": req.n_predict,
                           "n_ctx": req.engine_settings.n_ctx,
                           "sampler": req.sampler.describe(),
-                          **({"n_max": req.spec.n_max, "n_min": req.spec.n_min,
+                          **({"spec_type": list(req.spec.types), "ngram": spec_params(req.spec),
+                              "n_max": req.spec.n_max, "n_min": req.spec.n_min,
                               "p_min": req.spec.p_min, "sync": req.spec.sync} if req.spec else {})}
             b = self.baselines.get(self.run_key(req))
             if b is not None and req.kind == "spec":
@@ -1044,9 +1047,10 @@ class MainWindow(QMainWindow):
     def about(self) -> None:
         box = QMessageBox(self)
         box.setWindowTitle("About SpecScope")
-        box.setText("<b>SpecScope</b><br>A playground for llama.cpp's draft-simple speculative "
-                    "decoding: a small draft model proposes tokens, the target verifies them in one "
-                    f"batch.<br><br>Log file: {self.log_path}")
+        box.setText("<b>SpecScope</b><br>A playground for llama.cpp's speculative decoding: a "
+                    "drafter (a small draft model, or an n-gram lookup in the text so far) proposes "
+                    "tokens, the target verifies them in one batch."
+                    f"<br><br>Log file: {self.log_path}")
         box.setModal(False)
         box.open()
 

@@ -199,6 +199,10 @@ def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, p
     QApplication.sendEvent(tv.viewport(), QEvent(QEvent.Type.Leave))
     assert tv.highlighted is None and not tv.extraSelections()
 
+    run = window.stats_document()["run"]                    # the export says what drafted
+    assert run["spec_type"] == ["ngram-simple"] and run["ngram"]["ngram-simple"]["size_n"] == 2
+    assert run["draft"] is None
+
     # the plots' per-drafter table reads the fold
     window.tabs.setCurrentWidget(window.tabs.widget(0))
     window._panels_dirty = True
@@ -284,3 +288,25 @@ def test_plots_show_one_acceptance_curve_per_drafter(qtbot):
     panel.update_stats(fold(one), one)
     shown = panel.shown()["by_drafter"]
     assert shown["curves"] == {} and len(shown["table"]) == 1
+
+
+def test_a_target_alone_and_the_drafter_survive_a_restart(qtbot, pair, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_LOG_DIR", str(tmp_path / "log"))
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(Path(pair[0]), Path(pair[1]), settings=settings, preload=False)
+    w.pair_panel.set_pair(pair[0], None)
+    d = w.params.drafter
+    d.set_types(["ngram-map-k", "ngram-mod"])
+    d.size_m["ngram-map-k"].setValue(20)
+    d.mod_min.setValue(8)
+    saved = d.to_dict()
+    w.close()
+    again = MainWindow(settings=settings, preload=False)
+    try:
+        assert again.pair_panel.pair() == (Path(pair[0]), None)   # not replaced by the demo pair
+        assert again.params.drafter.to_dict() == saved
+        spec = again.params.spec_settings()
+        assert spec.types == ("ngram-map-k", "ngram-mod") and spec.ngram_map_k.size_m == 20
+        assert spec.ngram_mod.n_min == 8
+    finally:
+        again.close()
