@@ -339,16 +339,20 @@ class PairPanel(QGroupBox):
                                               if items else "") + offer)
         self.verdict.setToolTip("\n".join([r.message for r in report.rules] + list(report.notes)))
         for col, m in enumerate((report.target, report.draft)):
-            dominant = max(m.tensor_types.items(), key=lambda kv: kv[1].get("n_params", 0))[0] \
-                if m.tensor_types else (m.file_type or "–")
-            vals = (m.architecture or "–", human_count(m.n_params), human_bytes(m.file_size),
-                    f"{m.file_type or dominant}" + (f" ({dominant})" if m.file_type and dominant != m.file_type else ""),
-                    f"{m.bits_per_weight:.2f}" if m.bits_per_weight else "–",
-                    f"{m.context_length:,}" if m.context_length else "–")
-            for row, v in enumerate(vals):
-                item = QTableWidgetItem(v)
-                item.setToolTip(m.path if row == 0 else v)
-                self.facts.setItem(row, col, item)
+            self.set_model_facts(col, m)
+
+    def set_model_facts(self, col: int, m) -> None:
+        """One column of the facts table (0 target, 1 draft) from the doctor's ModelSummary."""
+        dominant = max(m.tensor_types.items(), key=lambda kv: kv[1].get("n_params", 0))[0] \
+            if m.tensor_types else (m.file_type or "–")
+        vals = (m.architecture or "–", human_count(m.n_params), human_bytes(m.file_size),
+                f"{m.file_type or dominant}" + (f" ({dominant})" if m.file_type and dominant != m.file_type else ""),
+                f"{m.bits_per_weight:.2f}" if m.bits_per_weight else "–",
+                f"{m.context_length:,}" if m.context_length else "–")
+        for row, v in enumerate(vals):
+            item = QTableWidgetItem(v)
+            item.setToolTip(m.path if row == 0 else v)
+            self.facts.setItem(row, col, item)
 
     def clear_facts(self) -> None:
         for col in range(2):

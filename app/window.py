@@ -502,12 +502,14 @@ class MainWindow(QMainWindow):
         if not t:
             self.pair_panel.set_verdict_text("Choose a target model (and a draft model for draft-simple).")
             return
+        self._check_id += 1
         if not d:
             self.pair_panel.set_no_draft()
+            # the doctor reads the target alone (as its own draft) for its facts and chat template
+            self.check_requested.emit(self._check_id, str(t), str(t))
             if self._preload_enabled and self.mode == "idle":
                 QTimer.singleShot(PRELOAD_DELAY_MS, self._preload)
             return
-        self._check_id += 1
         self.pair_panel.set_checking()
         self.check_requested.emit(self._check_id, str(t), str(d))
 
@@ -515,8 +517,12 @@ class MainWindow(QMainWindow):
     def _pair_checked(self, req_id: int, report) -> None:
         if req_id != self._check_id:
             return
-        self.report = report
         self.prompt.set_template_available(report.target.has_chat_template)
+        if self.pair_panel.pair()[1] is None:          # a target alone: its facts, no verdict
+            self.pair_panel.set_model_facts(0, report.target)
+            self.pair_report_shown.emit(report)
+            return
+        self.report = report
         self.pair_panel.set_report(report)
         self._update_draft_problem()
         if report.compatible:
@@ -807,7 +813,7 @@ class MainWindow(QMainWindow):
             if req.kind == "baseline":
                 self.baselines[key] = stats
             else:
-                self.last_spec = (key, stats, req.spec.n_max)
+                self.last_spec = (key, stats, req.spec.max_draft())
             self._show_measured()
         words = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                  "context": "the context is full", "stopped": "stopped"}.get(finish, finish)
@@ -905,7 +911,7 @@ class MainWindow(QMainWindow):
         elif current is self.cost_panel:
             if req is not None and req.kind == "spec":
                 self.cost_panel.update_measured(stats, self.baselines.get(self.run_key(req)),
-                                                req.spec.n_max)
+                                                req.spec.max_draft())
         else:
             return
         self._dirty_tabs.discard(current)

@@ -154,8 +154,12 @@ def run_and_wait(qtbot, w, action) -> str:
 
 
 def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, pair):
-    window.pair_panel.set_pair(pair[0], None)               # a target alone
+    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+        window.pair_panel.set_pair(pair[0], None)           # a target alone
     assert "ngram-mod" in window.pair_panel.verdict.text()  # not a dead end
+    assert window.report is None                            # no pair verdict for a lone target
+    assert window.pair_panel.facts.item(0, 0).text() == "llama"          # but its facts
+    assert window.pair_panel.facts.item(0, 1).text() == "–"
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert not window.banner.isVisible() or window.banner.level != "error"
     assert window.worker._engine.draft is None              # no draft model was loaded
