@@ -248,12 +248,28 @@ class RoundExplainer(QWidget):
                           "batch, the first mismatch, the KV rows each cache dropped and the next "
                           "seed. During a free run this shows the latest round.</p>")
 
-    def show_round(self, ev, vocab, history=()) -> None:
+    def show_round(self, ev, vocab, history=(), types=()) -> None:
         """``history``: the token at each position so far (the prompt's, then the emitted
-        ones), to quote the n-gram an n-gram drafter matched."""
+        ones), to quote the n-gram an n-gram drafter matched; ``types``: the run's chain."""
         self.event = ev
         self.diagram.show_round(ev, vocab)
-        self.text.setText(explain(ev, vocab, history))
+        self.text.setText(explain(ev, vocab, history, types))
+
+
+def chain_words(ev, types) -> str:
+    """In a chain: which drafters came up empty before the winner, and which were not asked."""
+    if len(types) < 2 or not ev.drafted or ev.drafter not in types:
+        return ""
+    i = types.index(ev.drafter)
+    empty, unasked = types[:i], types[i + 1:]
+    words = "The chain tries " + ", then ".join(types) + ": "
+    if empty:
+        words += f"{', '.join(empty)} had no draft, so {ev.drafter}'s was the first non-empty one"
+    else:
+        words += f"{ev.drafter} comes first and had a draft"
+    if unasked:
+        words += f"; {', '.join(unasked)} {'was' if len(unasked) == 1 else 'were'} not asked"
+    return f"<br><span style='color:#555'>{html.escape(words, quote=False)}.</span>"
 
 
 def _quote(history, lo: int, hi: int, vocab) -> str:
@@ -286,7 +302,7 @@ def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
     return text
 
 
-def explain(ev, vocab, history=()) -> str:
+def explain(ev, vocab, history=(), types=()) -> str:
     """The round in words (HTML). Tokens are read along the verification batch and along
     what was emitted, so a character split over tokens shows as its shares. ``history``
     (token per position) lets an n-gram draft quote the n-gram it matched."""
@@ -316,7 +332,7 @@ def explain(ev, vocab, history=()) -> str:
                      "draft.")
     elif k and ev.drafter and ev.drafter != DRAFT_MODEL:
         drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
-        lines.append(ngram_draft_words(ev, vocab, history, drafted))
+        lines.append(ngram_draft_words(ev, vocab, history, drafted) + chain_words(ev, types))
     elif k:
         drafted = ", ".join(f"{tok(t, x)} (p {p:.2f})"
                             for t, x, p in zip(ev.drafted, batch_text[r:], ev.draft_probs))
@@ -326,7 +342,7 @@ def explain(ev, vocab, history=()) -> str:
             ev.draft_stop, ev.draft_stop or "the draft ended")
         lines.append(f"<b>1. Draft:</b> the draft model decoded the seed and proposed {k} token"
                      f"{'s' if k != 1 else ''} greedily: {drafted}; it stopped because {why}. "
-                     f"({ev.t_draft * 1e3:.1f} ms)")
+                     f"({ev.t_draft * 1e3:.1f} ms)" + chain_words(ev, types))
     else:
         why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
                "budget": "there was no room left to draft",

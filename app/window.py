@@ -907,7 +907,9 @@ class MainWindow(QMainWindow):
             self._stagger_plot_paints()
         elif current is self.round_view:
             if self.vocab is not None and self.events:
-                self.round_view.show_round(self.events[-1], self.vocab, self.token_view.history)
+                spec = req.spec if req is not None else None
+                self.round_view.show_round(self.events[-1], self.vocab, self.token_view.history,
+                                           spec.types if spec is not None else ())
         elif current is self.cost_panel:
             if req is not None and req.kind == "spec":
                 self.cost_panel.update_measured(stats, self.baselines.get(self.run_key(req)),

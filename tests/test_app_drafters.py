@@ -314,3 +314,28 @@ def test_a_target_alone_and_the_drafter_survive_a_restart(qtbot, pair, tmp_path,
         assert spec.ngram_mod.n_min == 8
     finally:
         again.close()
+
+
+def test_step_mode_words_for_an_ngram_draft_in_a_chain():
+    """Hand-made: history 'abcab' + seed 'c' repeats 'abc' at 0; ngram-simple (n 2) matched
+    'bc' at 1-2 and copied 'ab' from 3-4; the target kept 1 of them."""
+    from specscope.app.round_view import explain
+    from specscope.app.worker import Vocab
+    from specscope.core.events import RoundEvent
+    vocab = Vocab(tuple(bytes([97 + i]) for i in range(26)), frozenset())
+    history = [0, 1, 2, 0, 1, 2]                          # a b c a b c (the seed c at 5)
+    ev = RoundEvent(3, 5, 2, (0, 1), (), 1, (0, 7), "spec", draft_stop="lookup",
+                    drafter="ngram-simple", draft_key=1, draft_key_len=2, draft_source=3)
+    text = explain(ev, vocab, history, ("ngram-simple", "draft-simple"))
+    assert "<b>ngram-simple</b>" in text
+    assert "the latest 2 tokens, <code>bc</code> at positions 4–5" in text
+    assert "occurred before at positions 1–2" in text
+    assert "positions 3–4: <code>a</code> <code>b</code>" in text
+    assert "agreed with 1 of the 2 drafted tokens" in text and "ngram-simple proposed" in text
+    assert "draft-simple was not asked" in text
+    won = RoundEvent(4, 7, 7, (3,), (0.9,), 1, (3, 4), "spec", draft_stop="n_max",
+                     drafter="draft-simple")
+    text = explain(won, vocab, history, ("ngram-simple", "draft-simple"))
+    assert "the draft model decoded the seed" in text
+    assert "ngram-simple had no draft, so draft-simple's was the first non-empty one" in text
+    assert "The chain" not in explain(won, vocab, history, ("draft-simple",))
