@@ -9,7 +9,8 @@ comes within a few steps), 06 an error. Offscreen unless QT_QPA_PLATFORM is set.
 With ``--drafters``, the n-gram drafters instead: 11 the picker with a chain, 12 the
 token view after an ngram-simple run with a token hovered (its tooltip drawn in), 13 the
 plots of an ngram-simple > draft-simple chain, 14 step mode on an n-gram draft, 15 a
-draft of another vocabulary and the doctor's n-gram suggestion.
+draft of another vocabulary and the doctor's n-gram suggestion, 16 a target alone and a bad
+draft-model value (the picker's inline line).
 """
 
 from __future__ import annotations
@@ -159,21 +160,20 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     w.tabs.setCurrentIndex(0)
     shot("13_chain_plots")
 
-    d.set_types(["ngram-simple"])
-    w.step_clicked()
-    for _ in range(60):
+    w.step_clicked()                         # the same chain, one round at a time
+    for _ in range(80):
         wait(lambda: w.mode in ("paused", "idle"))
         ev = w.round_view.event
-        if w.mode != "paused" or (ev is not None and ev.drafted and ev.n_accepted):
+        if w.mode != "paused" or (ev is not None and ev.drafter == "ngram-simple" and ev.n_accepted):
             break
         w.step_clicked()
     shot("14_step_mode_ngram")
     w.stop_clicked()
     wait(lambda: w.mode == "idle")
 
+    t, _ = w.pair_panel.pair()
     try:
         from specscope.core.demo import DEMO_FOREIGN_DRAFT, models_dir
-        t, _ = w.pair_panel.pair()
         w.report = None
         w.pair_panel.set_pair(t, models_dir() / DEMO_FOREIGN_DRAFT)
         wait(lambda: w.report is not None, 30)
@@ -187,6 +187,11 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
         shot("15_no_draft_fits")
     except Exception as exc:  # noqa: BLE001 - a developer tool: say so and go on
         print("no foreign-vocabulary demo draft:", exc)
+    w.pair_panel.set_pair(t, None)
+    wait(lambda: w.pair_panel.facts.item(0, 0).text() != "–", 30)
+    d.n_max.setValue(3)
+    d.n_min.setValue(5)
+    shot("16_bad_value")
 
 
 if __name__ == "__main__":
