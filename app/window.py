@@ -691,6 +691,7 @@ class MainWindow(QMainWindow):
         self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
+        self.legend.setText(legend_html(self.params.drafter.types()))
         self.plots.clear()
         self.cost_panel.clear()
         self.round_view.clear()
