@@ -139,7 +139,9 @@ class PromptEditor(QGroupBox):
 
 
 class ParamsPanel(QGroupBox):
-    """n_max, n_min, p_min, sync, sampler, n_predict, context size."""
+    """n_predict, context size, the sampler; and the drafter picker (``drafter``), which the
+    window lays out next to the pair panel: its draft-model settings are ``n_max``, ``n_min``,
+    ``p_min``, ``sync`` here too."""
 
     changed = Signal()
 
@@ -151,22 +153,12 @@ class ParamsPanel(QGroupBox):
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
 
-        self.n_max = QSpinBox(minimum=0, maximum=64, value=3)
-        self.n_max.setToolTip("Tokens the draft proposes per round at most (--spec-draft-n-max; llama.cpp: 3)")
-        self.n_min = QSpinBox(minimum=0, maximum=64, value=0)
-        self.n_min.setToolTip("Drafts shorter than this are dropped and the round decodes plainly (--spec-draft-n-min)")
-        self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
-        self.p_min.setToolTip("Stop drafting when the draft's top token holds less than this share "
-                              "of its top-10 probability mass (--spec-draft-p-min)")
-        self.sync = QComboBox()
-        self.sync.addItem("reuse", "reuse")
-        self.sync.addItem("replay", "replay")
-        self.sync.setItemData(0, "keep the draft's own KV rows for the accepted prefix (about half "
-                                 "the draft cost)", Qt.ItemDataRole.ToolTipRole)
-        self.sync.setItemData(1, "llama.cpp's way: roll the draft back and re-decode the "
-                                 "verification batch", Qt.ItemDataRole.ToolTipRole)
-        self.sync.setToolTip("How the draft cache catches up after verification: reuse its own rows, "
-                             "or replay the verification batch as llama.cpp does")
+        # the draft settings live in the drafter picker (the window lays it out next to the pair)
+        from .drafter_panel import DrafterPanel
+        self.drafter = DrafterPanel()
+        d = self.drafter
+        self.n_max, self.n_min, self.p_min, self.sync = d.n_max, d.n_min, d.p_min, d.sync
+        d.changed.connect(self.changed)
 
         self.sampler = QComboBox()
         self.sampler.addItem("greedy", "greedy")
@@ -200,24 +192,18 @@ class ParamsPanel(QGroupBox):
         section(0, "Generation")
         pair(1, 0, "n_predict", self.n_predict)
         pair(1, 2, "context", self.n_ctx)
-        section(2, "Draft")
-        pair(3, 0, "n_max", self.n_max)
-        pair(3, 2, "n_min", self.n_min)
-        pair(4, 0, "p_min", self.p_min)
-        pair(4, 2, "sync", self.sync)
-        section(5, "Sampler (the target's; it verifies the drafts)")
-        pair(6, 0, "sampler", self.sampler)
-        self._t_label = pair(6, 2, "temp", self.temperature)
-        self._sampling_labels = [pair(7, 0, "top-k", self.top_k), pair(7, 2, "top-p", self.top_p),
-                                 pair(8, 0, "min-p", self.min_p), pair(8, 2, "seed", self.seed)]
+        section(2, "Sampler (the target's; it verifies the drafts)")
+        pair(3, 0, "sampler", self.sampler)
+        self._t_label = pair(3, 2, "temp", self.temperature)
+        self._sampling_labels = [pair(4, 0, "top-k", self.top_k), pair(4, 2, "top-p", self.top_p),
+                                 pair(5, 0, "min-p", self.min_p), pair(5, 2, "seed", self.seed)]
 
         self.sampler.currentIndexChanged.connect(self._sampler_mode)
         self._sampler_mode()
-        for w in (self.n_max, self.n_min, self.p_min, self.temperature, self.top_k, self.top_p,
-                  self.min_p, self.seed, self.n_predict, self.n_ctx):
+        for w in (self.temperature, self.top_k, self.top_p, self.min_p, self.seed, self.n_predict,
+                  self.n_ctx):
             w.valueChanged.connect(self.changed)
-        for w in (self.sync, self.sampler):
-            w.currentIndexChanged.connect(self.changed)
+        self.sampler.currentIndexChanged.connect(self.changed)
 
     def _sampler_mode(self) -> None:
         greedy = self.sampler.currentData() == "greedy"
@@ -227,9 +213,8 @@ class ParamsPanel(QGroupBox):
 
     # ------------------------------------------------------------------ settings
     def spec_settings(self):
-        from specscope.core.engine import SpecSettings
-        return SpecSettings(n_max=self.n_max.value(), n_min=self.n_min.value(),
-                            p_min=round(self.p_min.value(), 4), sync=self.sync.currentData())
+        """What drafts, and how (the drafter picker's SpecSettings)."""
+        return self.drafter.spec_settings()
 
     def sampler_settings(self):
         from specscope.core.sampling import SamplerSettings
@@ -244,7 +229,8 @@ class ParamsPanel(QGroupBox):
                 "sync": self.sync.currentData(), "sampler": self.sampler.currentData(),
                 "temperature": self.temperature.value(), "top_k": self.top_k.value(),
                 "top_p": self.top_p.value(), "min_p": self.min_p.value(), "seed": self.seed.value(),
-                "n_predict": self.n_predict.value(), "n_ctx": self.n_ctx.value()}
+                "n_predict": self.n_predict.value(), "n_ctx": self.n_ctx.value(),
+                "drafter": self.drafter.to_dict()}
 
     def from_dict(self, d: dict) -> None:
         def num(key, cast, widget):
@@ -267,3 +253,5 @@ class ParamsPanel(QGroupBox):
             i = combo.findData(d.get(key))
             if i >= 0:
                 combo.setCurrentIndex(i)
+        if isinstance(d.get("drafter"), dict):
+            self.drafter.from_dict(d["drafter"])

@@ -129,9 +129,15 @@ class PathEdit(QLineEdit):
             event.acceptProposedAction()
 
 
+NGRAM_OFFER = ("Draftless n-gram drafting needs no draft model: "
+               "<a href='ngram-mod'>use ngram-mod</a> (or <a href='ngram-simple'>ngram-simple</a> "
+               "for text that repeats its input), under Drafter.")
+
+
 class PairPanel(QGroupBox):
     pair_changed = Signal()               # the user picked another target or draft
     demo_requested = Signal()
+    drafter_suggested = Signal(str)       # a link in the verdict: draft with this n-gram type
 
     def __init__(self, parent=None):
         super().__init__("Models", parent)
@@ -167,7 +173,9 @@ class PairPanel(QGroupBox):
         # the layout's width, not the text's: a long unbreakable name must not widen the panel
         self.verdict.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
-        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                             | Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        self.verdict.linkActivated.connect(self.drafter_suggested)
         lay.addWidget(self.verdict)
 
         self.facts = QTableWidget(len(FACT_ROWS), 2)
@@ -303,6 +311,12 @@ class PairPanel(QGroupBox):
     def set_verdict_text(self, text: str, color: str = "#666") -> None:
         self.verdict.setText(f"<span style='color:{color}'>{breakable(html.escape(text))}</span>")
 
+    def set_no_draft(self) -> None:
+        """A target without a draft model: not a dead end."""
+        self.verdict.setText("<span style='color:#555'>No draft model chosen: draft-simple needs one."
+                             f"</span><br><span style='color:#555'>{NGRAM_OFFER}</span>")
+        self.verdict.setToolTip("")
+
     def set_report(self, report) -> None:
         if report.compatible:
             head = (f"<b style='color:#15803d'>✔ {breakable(html.escape(report.verdict))}</b>")
@@ -320,19 +334,25 @@ class PairPanel(QGroupBox):
         passed = sum(r.passed for r in report.rules)
         detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} vocabulary rules pass"
         detail += f"; f ≈ {report.cost.f:.3f} (draft size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
-        self.verdict.setText(head + detail + (f"<ul style='margin:2px 0 0 -20px'>{''.join(items)}</ul>" if items else ""))
+        offer = "" if report.compatible else f"<br><span style='color:#555'>No draft fits? {NGRAM_OFFER}</span>"
+        self.verdict.setText(head + detail + (f"<ul style='margin:2px 0 0 -20px'>{''.join(items)}</ul>"
+                                              if items else "") + offer)
         self.verdict.setToolTip("\n".join([r.message for r in report.rules] + list(report.notes)))
         for col, m in enumerate((report.target, report.draft)):
-            dominant = max(m.tensor_types.items(), key=lambda kv: kv[1].get("n_params", 0))[0] \
-                if m.tensor_types else (m.file_type or "–")
-            vals = (m.architecture or "–", human_count(m.n_params), human_bytes(m.file_size),
-                    f"{m.file_type or dominant}" + (f" ({dominant})" if m.file_type and dominant != m.file_type else ""),
-                    f"{m.bits_per_weight:.2f}" if m.bits_per_weight else "–",
-                    f"{m.context_length:,}" if m.context_length else "–")
-            for row, v in enumerate(vals):
-                item = QTableWidgetItem(v)
-                item.setToolTip(m.path if row == 0 else v)
-                self.facts.setItem(row, col, item)
+            self.set_model_facts(col, m)
+
+    def set_model_facts(self, col: int, m) -> None:
+        """One column of the facts table (0 target, 1 draft) from the doctor's ModelSummary."""
+        dominant = max(m.tensor_types.items(), key=lambda kv: kv[1].get("n_params", 0))[0] \
+            if m.tensor_types else (m.file_type or "–")
+        vals = (m.architecture or "–", human_count(m.n_params), human_bytes(m.file_size),
+                f"{m.file_type or dominant}" + (f" ({dominant})" if m.file_type and dominant != m.file_type else ""),
+                f"{m.bits_per_weight:.2f}" if m.bits_per_weight else "–",
+                f"{m.context_length:,}" if m.context_length else "–")
+        for row, v in enumerate(vals):
+            item = QTableWidgetItem(v)
+            item.setToolTip(m.path if row == 0 else v)
+            self.facts.setItem(row, col, item)
 
     def clear_facts(self) -> None:
         for col in range(2):

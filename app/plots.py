@@ -12,6 +12,10 @@
 - **Time per round** — where each of the latest rounds spent its time: draft /
   verify / sync / overhead (ms), stacked.
 
+When more than one drafter (llama.cpp's speculative types in a chain) drafted, the acceptance
+plot adds one curve per drafter; a small table under the plots gives each drafter's drafts,
+accepted/drafted and mean accepted length. Both read ``Stats.by_drafter``.
+
 The window calls :meth:`PlotsPanel.update_stats` from a GUI timer (once a second during a run)
 with the fold of all events so far and the list of all events. The bar plots
 read the fold; the time series keep an index into the event list and only
@@ -32,6 +36,8 @@ from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
 from specscope.core.events import RoundEvent
 from specscope.core.stats import Stats
+
+from .drafter_style import drafter_colors
 
 __all__ = [
     "PlotsPanel",
@@ -61,11 +67,19 @@ SPLIT_COLORS = {
     "overhead": "#9a9a9a",   # grey: outside llama.cpp
 }
 SPLIT_TIPS = {
-    "draft": "draft: the draft model proposing tokens",
+    "draft": "draft: proposing tokens (the draft model's decodes, the n-gram lookups)",
     "verify": "verify: the target evaluating the seed and the draft in one batch, and sampling",
     "sync": "sync: removing rejected tokens from the caches (or restoring a checkpoint)",
     "overhead": "overhead: time outside llama.cpp calls (Python glue)",
 }
+
+DRAFTER_COLUMNS = (
+    ("drafter", "llama.cpp's speculative type"),
+    ("drafts", "rounds this drafter's draft was verified"),
+    ("accepted / drafted", "drafted tokens the target kept, of those this drafter drafted"),
+    ("acceptance", "accepted ÷ drafted"),
+    ("mean accepted length", "tokens per verified draft: 1 + accepted (llama.cpp's measure)"),
+)
 
 TIME_SPLIT_ROUNDS = 200          # rounds shown in "Time per round"
 SPEED_WINDOW_S = 2.0             # rolling window of "Generation speed"
@@ -198,6 +212,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self._pos_rotated = False
         self._pos_empty = _empty_note(p)
         self._plots["acceptance"] = w
+        self._drafter_curves: dict[str, pg.PlotDataItem] = {}   # when several drafters drafted
+        self._pos_legend: pg.LegendItem | None = None
         grid.addWidget(w, 0, 0)
 
         # 2. accepted-length histogram: red for rounds that kept nothing, green otherwise
@@ -267,6 +283,25 @@ class PlotsPanel(QtWidgets.QWidget):
         for w in self._plots.values():
             w.setMinimumSize(260, 190)
             cache_static_parts(w.getPlotItem())
+
+        # per drafter: drafts, accepted/drafted, mean accepted length
+        self.drafter_table = QtWidgets.QTableWidget(0, len(DRAFTER_COLUMNS))
+        self.drafter_table.setHorizontalHeaderLabels([c for c, _ in DRAFTER_COLUMNS])
+        for i, (_, tip) in enumerate(DRAFTER_COLUMNS):
+            self.drafter_table.horizontalHeaderItem(i).setToolTip(tip)
+        self.drafter_table.verticalHeader().setVisible(False)
+        self.drafter_table.horizontalHeader().setSectionResizeMode(
+            QtWidgets.QHeaderView.ResizeMode.Stretch)
+        self.drafter_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.drafter_table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
+        self.drafter_table.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.drafter_table.verticalHeader().setDefaultSectionSize(22)
+        self.drafter_table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.drafter_table.setToolTip("Each drafter's share of the run: the rounds its draft won "
+                                      "(llama.cpp's first non-empty draft in priority order)")
+        self.drafter_table.setVisible(False)
+        grid.addWidget(self.drafter_table, 2, 0, 1, 2)
+        self._table_rows: tuple = ()
 
         # the top of the data per plot; the y range adds room for labels or the legend
         self._tops: dict[str, float] = {"acceptance": 1.0}
@@ -342,6 +377,7 @@ class PlotsPanel(QtWidgets.QWidget):
         for bar in self._split_bars.values():
             bar.setOpts(x=[], height=[], y0=[])
         self._tops = {"acceptance": 1.0}
+        self._show_drafters(Stats())
         self._show_empty(None, 0)
 
     def update_stats(self, stats: Stats, events: Sequence[RoundEvent]) -> None:
@@ -352,6 +388,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if stats is not self._last_stats and stats != self._last_stats:
             self._last_stats = stats
             self._show_positions(stats)
+            self._show_drafters(stats)
             self._show_histogram(stats)
             if stats.n_draft_rounds == 0 or self._pos_empty.isVisible():
                 self._show_empty(events[0] if n else None, stats.n_draft_rounds)
@@ -404,6 +441,56 @@ class PlotsPanel(QtWidgets.QWidget):
             p.setXRange(0.4, max(len(x), 1) + 0.6, padding=0)
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, len(x) + 1)]])
         self._layout_pos_labels()
+
+    def _show_drafters(self, stats: Stats) -> None:
+        """One acceptance curve per drafter when several drafted; the per-drafter table."""
+        several = len(stats.by_drafter) > 1
+        p = self._plots["acceptance"].getPlotItem()
+        if several and self._pos_legend is None:
+            self._pos_legend = p.addLegend(offset=(-6, 2), labelTextColor=TEXT_COLOR,
+                                           labelTextSize="8pt")
+            _legend_background(self._pos_legend)
+        shown = set()
+        for d in stats.by_drafter if several else ():
+            curve = self._drafter_curves.get(d.name)
+            if curve is None:
+                strong = drafter_colors(d.name)[2]
+                curve = p.plot([], [], pen=pg.mkPen(strong, width=2), symbol="o", symbolSize=7,
+                               symbolBrush=strong, symbolPen=pg.mkPen("w"), name=d.name)
+                self._drafter_curves[d.name] = curve
+            rates = np.asarray(d.position_acceptance, dtype=float)
+            curve.setData(np.arange(1, len(rates) + 1, dtype=float), rates)
+            curve.setVisible(True)
+            shown.add(d.name)
+        for name, curve in list(self._drafter_curves.items()):
+            if name not in shown:            # another run: forget it, legend entry included
+                p.removeItem(curve)
+                if self._pos_legend is not None:
+                    self._pos_legend.removeItem(curve)
+                del self._drafter_curves[name]
+        if self._pos_legend is not None:
+            self._pos_legend.setVisible(several)
+        rows = tuple((d.name, d.n_draft_rounds, d.n_accept, d.n_drafted, d.mean_accepted_length)
+                     for d in stats.by_drafter)
+        if rows == self._table_rows:
+            return
+        self._table_rows = rows
+        t = self.drafter_table
+        t.setRowCount(len(rows))
+        for r, (name, rounds, acc, drafted, mean_len) in enumerate(rows):
+            cells = (name, str(rounds), f"{acc} / {drafted}",
+                     f"{acc / drafted:.0%}" if drafted else "–", f"{mean_len:.2f}")
+            for c, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if c == 0:
+                    fg, bg, _ = drafter_colors(name)
+                    item.setForeground(QtGui.QColor(fg))
+                    item.setBackground(QtGui.QColor(bg))
+                else:
+                    item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+                t.setItem(r, c, item)
+        t.setVisible(bool(rows))
+        t.setFixedHeight(t.horizontalHeader().height() + 22 * len(rows) + 4)
 
     def _layout_pos_labels(self) -> None:
         """Counts above the bars when they fit, else turned upright inside the bars' tops."""
@@ -593,6 +680,12 @@ class PlotsPanel(QtWidgets.QWidget):
                       "y": np.asarray(ry if ry is not None else []),
                       "mean": float(self._speed_mean.getData()[1][0]) if self._series.n else 0.0},
             "time_split": {part: bars(self._split_bars[part]) for part in SPLIT_PARTS},
+            "by_drafter": {
+                "curves": {name: np.asarray(c.yData if c.yData is not None else [])
+                           for name, c in self._drafter_curves.items() if c.isVisible()},
+                "table": [[t.item(r, c).text() for c in range(t.columnCount())]
+                          for t in (self.drafter_table,) for r in range(t.rowCount())],
+            },
         }
 
 

@@ -21,9 +21,11 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
+from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL
 from specscope.core.tokentext import shares
 
-from .token_view import COLORS, ACCEPTED, REJECTED, TARGET, UNCHECKED, visible
+from .drafter_style import drafter_colors
+from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
@@ -153,10 +155,12 @@ class RoundDiagram(QWidget):
         for i, t in enumerate(replayed):
             cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
         off = 1 + len(replayed)
+        accepted_colors = drafter_colors(ev.drafter)[:2]     # as the token view shows them
         for i, t in enumerate(drafted):
-            prob = f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else "drafted"
+            prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
+                    f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else "drafted")
             if i < a:
-                fg, bg = COLORS[ACCEPTED]
+                fg, bg = accepted_colors
             elif i == a:
                 fg, bg = COLORS[REJECTED]
             else:
@@ -167,7 +171,7 @@ class RoundDiagram(QWidget):
         for i, t in enumerate(emitted):
             col = off + i
             if i < a:
-                fg, bg = COLORS[ACCEPTED]
+                fg, bg = accepted_colors
                 cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✓ same", token=t)
             elif drafted and i == a and a < k:
                 fg, bg = COLORS[TARGET]
@@ -211,18 +215,28 @@ class RoundExplainer(QWidget):
         self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # the diagram scrolls sideways on its own; the words wrap at the visible width
+        self.diagram_scroll = QScrollArea()
+        self.diagram_scroll.setWidgetResizable(True)
+        self.diagram_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.diagram_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.diagram_scroll.setWidget(self.diagram)
+        self.diagram_scroll.setFixedHeight(self.diagram.sizeHint().height()
+                                           + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget()
         lay = QVBoxLayout(inner)
-        lay.addWidget(self.diagram)
+        lay.setContentsMargins(9, 4, 9, 9)
         lay.addWidget(self.text, 1)
         scroll.setWidget(inner)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scroll)
+        outer.setSpacing(0)
+        outer.addWidget(self.diagram_scroll)
+        outer.addWidget(scroll, 1)
         self.event = None
         self.clear()
 
@@ -234,15 +248,64 @@ class RoundExplainer(QWidget):
                           "batch, the first mismatch, the KV rows each cache dropped and the next "
                           "seed. During a free run this shows the latest round.</p>")
 
-    def show_round(self, ev, vocab) -> None:
+    def show_round(self, ev, vocab, history=(), types=()) -> None:
+        """``history``: the token at each position so far (the prompt's, then the emitted
+        ones), to quote the n-gram an n-gram drafter matched; ``types``: the run's chain."""
         self.event = ev
         self.diagram.show_round(ev, vocab)
-        self.text.setText(explain(ev, vocab))
+        self.text.setText(explain(ev, vocab, history, types))
 
 
-def explain(ev, vocab) -> str:
+def chain_words(ev, types) -> str:
+    """In a chain: which drafters came up empty before the winner, and which were not asked."""
+    if len(types) < 2 or not ev.drafted or ev.drafter not in types:
+        return ""
+    i = types.index(ev.drafter)
+    empty, unasked = types[:i], types[i + 1:]
+    words = "The chain tries " + ", then ".join(types) + ": "
+    if empty:
+        words += f"{', '.join(empty)} had no draft, so {ev.drafter}'s was the first non-empty one"
+    else:
+        words += f"{ev.drafter} comes first and had a draft"
+    if unasked:
+        words += f"; {', '.join(unasked)} {'was' if len(unasked) == 1 else 'were'} not asked"
+    return f"<br><span style='color:#555'>{html.escape(words, quote=False)}.</span>"
+
+
+def _quote(history, lo: int, hi: int, vocab) -> str:
+    """The text of positions [lo, hi) of ``history``, as code."""
+    toks = list(history[max(lo, 0):hi])
+    text = "".join(labels(toks, vocab)) if toks else ""
+    return f"<code>{html.escape(visible(text)) or '&nbsp;'}</code>"
+
+
+def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
+    """Step 1 for an n-gram drafter: which earlier n-gram matched where, and what it copied."""
+    k, name = len(ev.drafted), ev.drafter
+    text = (f"<b>1. Draft:</b> <b>{html.escape(name)}</b> ({html.escape(DESCRIPTIONS.get(name, ''))}) "
+            f"proposed {k} token{'s' if k != 1 else ''} without a draft model")
+    if ev.draft_key >= 0 and ev.draft_key_len:
+        n, lo = ev.draft_key_len, ev.draft_key
+        now = ev.n_past - n + 1
+        text += (f": the latest {n} token{'s' if n != 1 else ''}, "
+                 f"{_quote(history, now, ev.n_past + 1, vocab)} at positions {now}–{ev.n_past} "
+                 f"(ending with the seed), occurred before at positions {lo}–{lo + n - 1}")
+    if ev.draft_source >= 0:
+        src = ev.draft_source
+        text += (f"; it copied the {k} token{'s' if k != 1 else ''} that followed there, "
+                 f"positions {src}–{src + k - 1}: {drafted}")
+    else:
+        text += f": {drafted}"
+    text += f". ({ev.t_lookup * 1e3:.2f} ms of lookup)"
+    if ev.draft_note and ev.draft_key < 0:          # its own words, where ours had nothing to say
+        text += f"<br><span style='color:#555'>{html.escape(name)}: {html.escape(ev.draft_note)}</span>"
+    return text
+
+
+def explain(ev, vocab, history=(), types=()) -> str:
     """The round in words (HTML). Tokens are read along the verification batch and along
-    what was emitted, so a character split over tokens shows as its shares."""
+    what was emitted, so a character split over tokens shows as its shares. ``history``
+    (token per position) lets an n-gram draft quote the n-gram it matched."""
     batch_text, emitted_text = round_labels(ev, vocab)
     r = 1 + len(ev.replayed)                      # the drafted tokens' offset in the batch
 
@@ -267,6 +330,9 @@ def explain(ev, vocab) -> str:
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
                      f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
                      "draft.")
+    elif k and ev.drafter and ev.drafter != DRAFT_MODEL:
+        drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
+        lines.append(ngram_draft_words(ev, vocab, history, drafted) + chain_words(ev, types))
     elif k:
         drafted = ", ".join(f"{tok(t, x)} (p {p:.2f})"
                             for t, x, p in zip(ev.drafted, batch_text[r:], ev.draft_probs))
@@ -276,10 +342,12 @@ def explain(ev, vocab) -> str:
             ev.draft_stop, ev.draft_stop or "the draft ended")
         lines.append(f"<b>1. Draft:</b> the draft model decoded the seed and proposed {k} token"
                      f"{'s' if k != 1 else ''} greedily: {drafted}; it stopped because {why}. "
-                     f"({ev.t_draft * 1e3:.1f} ms)")
+                     f"({ev.t_draft * 1e3:.1f} ms)" + chain_words(ev, types))
     else:
         why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
-               "budget": "there was no room left to draft"}.get(ev.draft_stop, "nothing was drafted")
+               "budget": "there was no room left to draft",
+               "no match": "no n-gram drafter found the latest tokens earlier in the text"
+               }.get(ev.draft_stop, "nothing was drafted")
         lines.append(f"<b>1. Draft:</b> none — {why}; this round is plain decoding.")
     if ev.mode != "baseline":
         batch = [ev.seed, *ev.replayed, *ev.drafted]
@@ -291,9 +359,11 @@ def explain(ev, vocab) -> str:
             lines.append(f"<b>3. Result:</b> all {k} drafted tokens matched; the target added the bonus "
                          f"token {own}. Emitted {len(ev.emitted)} tokens.")
         elif k:
-            lines.append(f"<b>3. Result:</b> the target agreed with {a} drafted token{'s' if a != 1 else ''}; "
+            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else html.escape(ev.drafter))
+            lines.append(f"<b>3. Result:</b> the target agreed with {a} of the {k} drafted "
+                         f"token{'s' if k != 1 else ''}; "
                          f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
-                         f"(draft position {a + 1}): the draft proposed "
+                         f"(draft position {a + 1}): {who} proposed "
                          f"{tok(ev.drafted[a], batch_text[r + a])}, the "
                          f"target sampled {own}, which replaces it. Emitted {len(ev.emitted)} "
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")

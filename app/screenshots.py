@@ -5,6 +5,12 @@
 Writes 1440×900 PNGs: 01 fresh window, 02 mid-run, 03 finished run with plots,
 04 cost model after a baseline, 05 step mode (a round with a rejection when one
 comes within a few steps), 06 an error. Offscreen unless QT_QPA_PLATFORM is set.
+
+With ``--drafters``, the n-gram drafters instead: 11 the picker with a chain, 12 the
+token view after an ngram-simple run with a token hovered (its tooltip drawn in), 13 the
+plots of an ngram-simple > draft-simple chain, 14 step mode on an n-gram draft, 15 a
+draft of another vocabulary and the doctor's n-gram suggestion, 16 a target alone and a bad
+draft-model value (the picker's inline line).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ def main(argv=None) -> int:
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-n", "--n-predict", type=int, default=160)
+    p.add_argument("--drafters", action="store_true", help="the n-gram drafters' screenshots")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="specscope-shots-"))
@@ -62,6 +69,10 @@ def main(argv=None) -> int:
         w.prompt.set_text((prompts_dir() / PROMPT_FILE).read_text(encoding="utf-8"))
     except OSError:
         pass
+    if args.drafters:
+        drafter_shots(app, w, wait, shot, args.out)
+        w.close()
+        return 0
     shot("01_fresh")
     w.params.n_predict.setValue(args.n_predict)
     w.run_clicked()
@@ -94,6 +105,93 @@ def main(argv=None) -> int:
     shot("06_error")
     w.close()
     return 0
+
+
+REPEATING = ("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n"
+             "def sub(a, b):\n")
+
+
+def _with_tooltip(app, w, image_path: Path) -> None:
+    """The window's image with the visible tooltip painted where it shows (grab() has no
+    tooltips: they are windows of their own)."""
+    from PySide6.QtGui import QPainter
+    pix = w.grab()
+    for tip in app.topLevelWidgets():
+        if tip.metaObject().className() == "QTipLabel" and tip.isVisible():
+            painter = QPainter(pix)
+            painter.drawPixmap(tip.pos() - w.mapToGlobal(w.rect().topLeft()), tip.grab())
+            painter.end()
+    pix.save(str(image_path))
+    print(image_path)
+
+
+def drafter_shots(app, w, wait, shot, out: Path) -> None:
+    from PySide6.QtCore import QEvent, QPoint
+    from PySide6.QtGui import QHelpEvent
+    from .token_view import ACCEPTED
+    d = w.params.drafter
+    w.prompt.chat.setChecked(False)
+    w.prompt.set_text(REPEATING)
+    w.params.n_predict.setValue(96)
+    d.set_types(["ngram-simple", "draft-simple"])
+    d.size_n["ngram-simple"].setValue(2)
+    d.size_m["ngram-simple"].setValue(6)
+    shot("11_drafter_picker")
+
+    d.set_types(["ngram-simple"])
+    w.run_clicked()
+    wait(lambda: w.mode == "idle", 600)
+    tv = w.token_view
+    spans = [s for s in tv.spans if s.kind == ACCEPTED and s.event is not None and s.event.n_accepted > 1]
+    spans = spans or [s for s in tv.spans if s.kind == ACCEPTED]
+    if spans:
+        c = tv.textCursor()
+        c.setPosition(spans[0].start)
+        rect = tv.cursorRect(c)
+        point = QPoint(rect.x() + 3, rect.center().y())
+        app.sendEvent(tv.viewport(), QHelpEvent(QEvent.Type.ToolTip, point, tv.viewport().mapToGlobal(point)))
+        wait(lambda: False, 0.5)
+    _with_tooltip(app, w, out / "12_ngram_tokens_hover.png")
+    app.sendEvent(tv.viewport(), QEvent(QEvent.Type.Leave))
+
+    d.set_types(["ngram-simple", "draft-simple"])
+    w.run_clicked()
+    wait(lambda: w.mode == "idle", 600)
+    w.tabs.setCurrentIndex(0)
+    shot("13_chain_plots")
+
+    w.step_clicked()                         # the same chain, one round at a time
+    for _ in range(80):
+        wait(lambda: w.mode in ("paused", "idle"))
+        ev = w.round_view.event
+        if w.mode != "paused" or (ev is not None and ev.drafter == "ngram-simple" and ev.n_accepted):
+            break
+        w.step_clicked()
+    shot("14_step_mode_ngram")
+    w.stop_clicked()
+    wait(lambda: w.mode == "idle")
+
+    t, _ = w.pair_panel.pair()
+    try:
+        from specscope.core.demo import DEMO_FOREIGN_DRAFT, models_dir
+        w.report = None
+        w.pair_panel.set_pair(t, models_dir() / DEMO_FOREIGN_DRAFT)
+        wait(lambda: w.report is not None, 30)
+        d.set_types(["draft-simple"])
+        from PySide6.QtWidgets import QScrollArea
+        scroll = d.parentWidget()
+        while scroll is not None and not isinstance(scroll, QScrollArea):
+            scroll = scroll.parentWidget()
+        if scroll is not None:                  # the drafter's inline message in view
+            scroll.ensureWidgetVisible(d.message)
+        shot("15_no_draft_fits")
+    except Exception as exc:  # noqa: BLE001 - a developer tool: say so and go on
+        print("no foreign-vocabulary demo draft:", exc)
+    w.pair_panel.set_pair(t, None)
+    wait(lambda: w.pair_panel.facts.item(0, 0).text() != "–", 30)
+    d.n_max.setValue(3)
+    d.n_min.setValue(5)
+    shot("16_bad_value")
 
 
 if __name__ == "__main__":

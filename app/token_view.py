@@ -27,9 +27,12 @@ from typing import Callable
 
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QPlainTextEdit, QToolTip
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
 
+from specscope.core.drafters import DRAFT_MODEL, TYPES
 from specscope.core.tokentext import TokenText, hex_bytes, shares
+
+from .drafter_style import drafter_colors
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
 
@@ -40,6 +43,11 @@ COLORS = {   # kind -> (foreground, background); also used by the legend
     REJECTED: ("#b42318", "#fde4e1"),
     UNCHECKED: ("#b0837d", None),
 }
+# hovering an n-gram draft's token highlights where it came from
+# (saturated, white text: unlike any token colour)
+MATCH_COLORS = ("#ffffff", "#c2410c")     # the matched n-gram, earlier and now (fg, bg)
+SOURCE_COLORS = ("#ffffff", "#3b82f6")    # the tokens the draft was copied from
+COPIED_COLORS = ("#ffffff", "#172554")    # the one the hovered token was copied from
 LEGEND = (
     (ACCEPTED, "draft token, accepted"),
     (TARGET, "target's own token (replacement or bonus)"),
@@ -57,6 +65,8 @@ class TokenSpan:
     start: int           # document positions [start, end)
     end: int
     describe: Callable[[], str] = field(repr=False, compare=False)
+    drafter: str = ""    # drafted tokens: the llama.cpp type that proposed them
+    event: object = field(default=None, repr=False, compare=False)   # its round's RoundEvent
 
     @property
     def tooltip(self) -> str:
@@ -72,6 +82,8 @@ class _Piece:
     position: int
     text: str
     describe: Callable[[], str]         # its tooltip, on demand
+    drafter: str = ""
+    event: object = None
 
 
 def visible(text: str) -> str:
@@ -79,9 +91,10 @@ def visible(text: str) -> str:
     return text.replace("\n", "↵").replace("\t", "⇥").replace("\r", "␍")
 
 
-def char_format(kind: str, base: QFont | None = None) -> QTextCharFormat:
+def char_format(kind: str, base: QFont | None = None, drafter: str = "") -> QTextCharFormat:
+    """A token's format; an accepted draft token takes its drafter's colours."""
     fmt = QTextCharFormat()
-    fg, bg = COLORS[kind]
+    fg, bg = drafter_colors(drafter)[:2] if kind == ACCEPTED and drafter else COLORS[kind]
     fmt.setForeground(QColor(fg))
     if bg:
         fmt.setBackground(QColor(bg))
@@ -109,6 +122,10 @@ class TokenView(QPlainTextEdit):
         self.setPlaceholderText("Generated text appears here, token by token. Press Run (Ctrl+R) "
                                 "or Step (F10).")
         self._formats = {k: char_format(k) for k in COLORS}
+        self._drafter_formats = {t: char_format(ACCEPTED, drafter=t) for t in TYPES}
+        self._history: list[int] = []       # the token at each position (prompt, then emitted)
+        self._pos_span: dict[int, TokenSpan] = {}    # position -> its shown prompt/kept token
+        self.highlighted: TokenSpan | None = None    # the hovered n-gram token, highlighted
         self._show_rejected = True
         self._pieces: list[_Piece] = []
         self.spans: list[TokenSpan] = []
@@ -136,6 +153,9 @@ class TokenView(QPlainTextEdit):
         self.spans.clear()
         self._starts.clear()
         self._generated.clear()
+        self._history.clear()
+        self._pos_span.clear()
+        self.highlight(None)
         self._stream = TokenText()
         self._prompt = ""
 
@@ -149,11 +169,17 @@ class TokenView(QPlainTextEdit):
             return
         pieces = []
         n = len(prompt_tokens)
+        self._history.extend(prompt_tokens)
         for i, tok in enumerate(prompt_tokens):
             text, joined = self._stream.feed(tok, vocab.piece(tok))
             pieces.append(_Piece(PROMPT, tok, -1, i, text,
                                  partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
         self._append(pieces)
+
+    @property
+    def history(self) -> list[int]:
+        """The token at each position: the prompt's, then every emitted one."""
+        return self._history
 
     def generated_text(self) -> str:
         return "".join(self._generated)
@@ -187,11 +213,14 @@ class TokenView(QPlainTextEdit):
         out = []
         k, a = len(ev.drafted), ev.n_accepted
         pos0 = ev.n_past + len(ev.replayed) + 1      # position of emitted[0]
+        drafter = (ev.drafter or DRAFT_MODEL) if ev.drafted else ""
+        self._history.extend(ev.emitted)
         for i, tok in enumerate(ev.emitted):
             if i < a and ev.drafted:
                 text, joined = self._text(tok)
                 out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, text,
-                                  partial(self._describe, ev, ACCEPTED, i, (joined, text[:1]))))
+                                  partial(self._describe, ev, ACCEPTED, i, (joined, text[:1])),
+                                  drafter, ev))
                 continue
             # the target's own token: replacement, bonus, or a plain/baseline token;
             # the rejected drafted tokens come first, struck through, each with its share
@@ -201,10 +230,10 @@ class TokenView(QPlainTextEdit):
             for j, (tok_j, label) in enumerate(zip(rejected, labels), start=a):
                 kind = REJECTED if j == a else UNCHECKED
                 out.append(_Piece(kind, tok_j, ev.index, pos0 + j, visible(label),
-                                  partial(self._describe, ev, kind, j)))
+                                  partial(self._describe, ev, kind, j), drafter, ev))
             text, joined = ("⟨end of text⟩", ()) if self._vocab.is_eog(tok) else self._text(tok)
             out.append(_Piece(TARGET, tok, ev.index, pos0 + i, text,
-                              partial(self._describe, ev, TARGET, i, (joined, text[:1]))))
+                              partial(self._describe, ev, TARGET, i, (joined, text[:1])), "", ev))
         return out
 
     def _describe_prompt(self, i: int, n: int, token: int, split=((), "")) -> str:
@@ -219,26 +248,29 @@ class TokenView(QPlainTextEdit):
         pos = ev.n_past + len(ev.replayed) + 1 + i
         head = f"<b>round {ev.index}</b>, position {pos}<br>"
         p = ev.draft_probs[i] if kind != TARGET and i < len(ev.draft_probs) else None
+        by = f"by <b>{html.escape(ev.drafter or DRAFT_MODEL)}</b> " if ev.drafted else ""
         if kind == ACCEPTED:
             tok = ev.emitted[i]
-            tip = head + f"drafted at draft position {i + 1}, accepted" + (
-                f"<br>draft probability {p:.3f}" if p is not None else "")
+            tip = head + f"drafted {by}at draft position {i + 1}, accepted" + (
+                f"<br>draft probability {p:.3f}" if p is not None else "") + self._why(ev, i)
         elif kind in (REJECTED, UNCHECKED):
             tok = ev.drafted[i]
-            ptxt = f"draft probability {p:.3f}" if p is not None else ""
+            ptxt = f"draft probability {p:.3f}<br>" if p is not None else ""
             if kind == REJECTED:
-                tip = head + (f"drafted at draft position {i + 1}, <b>rejected</b>: the target sampled "
-                              f"<code>{self._esc(ev.emitted[a])}</code> instead<br>{ptxt}")
+                tip = head + (f"drafted {by}at draft position {i + 1}, <b>rejected</b>: the target "
+                              f"sampled <code>{self._esc(ev.emitted[a])}</code> instead<br>{ptxt}")
             else:
-                tip = head + (f"drafted at draft position {i + 1}; never checked (it follows the "
-                              f"first mismatch)<br>{ptxt}")
+                tip = head + (f"drafted {by}at draft position {i + 1}; never checked (it follows "
+                              f"the first mismatch)<br>{ptxt}")
+            tip += self._why(ev, i)
         else:
             tok = ev.emitted[i]
             if ev.drafted and a < k:
                 d = ev.drafted[a]
-                pd = ev.draft_probs[a] if a < len(ev.draft_probs) else 0.0
+                pd = f" (p {ev.draft_probs[a]:.3f})" if a < len(ev.draft_probs) else ""
                 tip = head + (f"<b>replacement</b>: the target's own token at the first mismatch<br>"
-                              f"the draft had proposed <code>{self._esc(d)}</code> (p {pd:.3f})")
+                              f"{html.escape(ev.drafter or DRAFT_MODEL)} had proposed "
+                              f"<code>{self._esc(d)}</code>{pd}")
             elif ev.drafted:
                 tip = head + (f"<b>bonus</b> token: the target accepted all {k} drafted tokens and "
                               "added its own")
@@ -250,9 +282,36 @@ class TokenView(QPlainTextEdit):
                 tip = head + "target-only (baseline) token"
             else:
                 why = {"n_min": f"the draft ({ev.dropped_draft} tokens) was shorter than n_min",
-                       "budget": "no room left to draft"}.get(ev.draft_stop, "no draft")
+                       "budget": "no room left to draft",
+                       "no match": "no n-gram drafter found a match"}.get(ev.draft_stop, "no draft")
                 tip = head + f"target token, no draft this round ({why})"
         return tip + self._tok_line(tok, split)
+
+    def _why(self, ev, i: int) -> str:
+        """For an n-gram draft's i-th token: why it matched, and where it was copied from
+        (the same colours as the hover's highlight)."""
+        if not ev.draft_note and ev.draft_key < 0 and ev.draft_source < 0:
+            return ""
+        def tag(colors, text):
+            return f"<span style='background:{colors[1]}; color:{colors[0]}'>&nbsp;{text}&nbsp;</span>"
+        lines = [html.escape(ev.draft_note)] if ev.draft_note else []
+        if ev.draft_key >= 0 and ev.draft_key_len:
+            lo, n = ev.draft_key, ev.draft_key_len
+            now = ev.n_past - n + 1
+            lines.append(f"{tag(MATCH_COLORS, 'matched n-gram')} positions {lo}–{lo + n - 1} "
+                         f"<code>{self._span_text(lo, lo + n)}</code>, the same as the latest "
+                         f"{n} tokens (positions {now}–{ev.n_past})")
+        if ev.draft_source >= 0:
+            lo, k, src = ev.draft_source, len(ev.drafted), ev.draft_source + i
+            lines.append(f"{tag(SOURCE_COLORS, 'copied from')} positions {lo}–{lo + k - 1} "
+                         f"<code>{self._span_text(lo, lo + k)}</code>; this token from "
+                         f"{tag(COPIED_COLORS, f'position {src}')} <code>{self._span_text(src, src + 1)}</code>")
+        return "<br><i>why:</i> " + "<br>".join(lines)
+
+    def _span_text(self, lo: int, hi: int) -> str:
+        """The text of the tokens at positions [lo, hi), escaped, whitespace made visible."""
+        toks = self._history[max(lo, 0):hi]
+        return html.escape(visible("".join(self._piece_text(t) for t in toks))) or "&nbsp;"
 
     def _esc(self, token: int) -> str:
         return html.escape(visible(self._piece_text(token)) or " ")
@@ -296,15 +355,21 @@ class TokenView(QPlainTextEdit):
             text = p.text
             if p.kind in (ACCEPTED, TARGET) and "\n" in text:
                 text = text.replace("\n", "↵\n")      # a line break shows whose token it was
-            cursor.insertText(text, self._formats[p.kind])
-        span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.describe)
+            fmt = self._drafter_formats.get(p.drafter) if p.kind == ACCEPTED else None
+            cursor.insertText(text, fmt or self._formats[p.kind])
+        span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.describe,
+                         p.drafter, p.event)
         self.spans.append(span)
         self._starts.append(start)
+        if p.kind in (PROMPT, ACCEPTED, TARGET) and p.position >= 0:
+            self._pos_span[p.position] = span
 
     def _rebuild(self) -> None:
         self.clear()
         self.spans.clear()
         self._starts.clear()
+        self._pos_span.clear()
+        self.highlight(None)
         self._append(self._pieces, record=False)
 
     # ------------------------------------------------------------------ hover
@@ -334,11 +399,57 @@ class TokenView(QPlainTextEdit):
         if obj is self.viewport() and event.type() == QEvent.Type.ToolTip:
             span = self.span_at_point(event.pos())
             if span is not None and (span.kind != PROMPT or span.token >= 0):
+                self.highlight(span)
                 QToolTip.showText(event.globalPos(), span.tooltip, self.viewport())
             else:
+                self.highlight(None)
                 QToolTip.hideText()
             return True
+        if obj is self.viewport() and event.type() == QEvent.Type.Leave:
+            self.highlight(None)
         return False
+
+    def highlight(self, span: TokenSpan | None) -> None:
+        """Hovering a token an n-gram drafter proposed: mark the n-gram that matched (earlier
+        and now) and the tokens the draft was copied from, the hovered one's source darker."""
+        ev = span.event if span is not None and span.kind != TARGET else None
+        if ev is None or (ev.draft_key < 0 and ev.draft_source < 0):
+            if self.highlighted is not None:
+                self.highlighted = None
+                self.setExtraSelections([])
+            return
+        if span is self.highlighted:
+            return
+        self.highlighted = span
+        i = span.position - (ev.n_past + len(ev.replayed) + 1)     # its index in the draft
+        marks: list[tuple[int, tuple[str, str]]] = []
+        if ev.draft_key >= 0 and ev.draft_key_len:
+            now = ev.n_past - ev.draft_key_len + 1     # the latest n-gram ends with the seed
+            for lo in (ev.draft_key, now):
+                marks += [(p, MATCH_COLORS) for p in range(lo, lo + ev.draft_key_len)]
+        if ev.draft_source >= 0:
+            marks += [(p, SOURCE_COLORS) for p in range(ev.draft_source, ev.draft_source + len(ev.drafted))]
+            marks.append((ev.draft_source + i, COPIED_COLORS))
+        selections = []
+        for pos, (fg, bg) in marks:
+            s = self._pos_span.get(pos)
+            if s is None or s.end <= s.start:
+                continue
+            sel = QTextEdit.ExtraSelection()
+            cursor = QTextCursor(self.document())
+            cursor.setPosition(s.start)
+            cursor.setPosition(s.end, QTextCursor.MoveMode.KeepAnchor)
+            sel.cursor = cursor
+            sel.format.setBackground(QColor(bg))
+            sel.format.setForeground(QColor(fg))
+            selections.append(sel)
+        self.setExtraSelections(selections)
+
+    def highlighted_positions(self) -> dict[int, str]:
+        """Position -> background colour of what the hover highlights now (for tests)."""
+        by_start = {s.start: s.position for s in self._pos_span.values()}
+        return {by_start.get(sel.cursor.selectionStart(), -1): sel.format.background().color().name()
+                for sel in self.extraSelections()}
 
 
 def expected_kinds(events) -> list[tuple[str, int, int]]:
@@ -356,12 +467,23 @@ def expected_kinds(events) -> list[tuple[str, int, int]]:
     return out
 
 
-def legend_html() -> str:
+NBH = "\u2011"      # a non-breaking hyphen: "ngram-simple" stays on one line
+
+
+def legend_html(drafters=(DRAFT_MODEL,)) -> str:
+    """The colours' meaning; accepted draft tokens once per drafter of ``drafters``."""
     parts = []
+    for d in drafters if len(drafters) > 1 or drafters[:1] != (DRAFT_MODEL,) else ():
+        fg, bg, _ = drafter_colors(d)
+        parts.append(f"<span style='color:{fg};background:{bg}; padding:1px 4px;'>&nbsp;abc&nbsp;"
+                     f"</span>&nbsp;accepted,&nbsp;drafted&nbsp;by&nbsp;{html.escape(d).replace('-', NBH)}")
     for kind, label in LEGEND:
+        if kind == ACCEPTED and parts:
+            continue
         fg, bg = COLORS[kind]
         style = f"color:{fg};" + (f"background:{bg};" if bg else "")
         if kind in (REJECTED, UNCHECKED):
             style += "text-decoration:line-through;"
+        label = label.replace(" ", "&nbsp;")             # the legend wraps between entries only
         parts.append(f"<span style='{style} padding:1px 4px;'>&nbsp;abc&nbsp;</span>&nbsp;{label}")
-    return "&nbsp;&nbsp;&nbsp;".join(parts)
+    return " &nbsp;&nbsp;".join(parts)          # (a plain space: the line may break there)

@@ -213,6 +213,7 @@ class MainWindow(QMainWindow):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(8, 8, 8, 8)
         ll.addWidget(self.pair_panel)
+        ll.addWidget(self.params.drafter)
         ll.addWidget(self.prompt)
         ll.addWidget(self.params)
         ll.addStretch(1)
@@ -237,7 +238,7 @@ class MainWindow(QMainWindow):
         tl.setContentsMargins(8, 8, 8, 4)
         tl.addWidget(self.banner)
         title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
-                       "position and draft probability</span>")
+                       "position, drafter and why it was drafted</span>")
         title_row = QHBoxLayout()
         title_row.addWidget(title, 1)
         title_row.addWidget(self.show_rejected)
@@ -286,6 +287,7 @@ class MainWindow(QMainWindow):
 
         self.pair_panel.pair_changed.connect(self._pair_changed)
         self.pair_panel.demo_requested.connect(self.use_demo_pair)
+        self.pair_panel.drafter_suggested.connect(self.use_drafter)
         self.params.changed.connect(self._params_changed)
 
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -302,7 +304,7 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         self.act_run = self._action("▶  Run", self.run_clicked, "Ctrl+R",
-                                    "Speculative decoding with the draft model")
+                                    "Speculative decoding with the chosen drafter")
         self.act_step = self._action("⇥  Step", self.step_clicked, "F10", "Run one round and explain it")
         self.act_stop = self._action("■  Stop", self.stop_clicked, "Esc", "Stop after the current round")
         self.act_baseline = self._action("◆  Baseline", self.baseline_clicked, "Ctrl+B",
@@ -427,11 +429,12 @@ class MainWindow(QMainWindow):
                 t, d = t or (demo[0] if demo else None), d or (demo[1] if demo else None)
         else:
             t, d = s.value("pair/target"), s.value("pair/draft")
-            if not (t and d and Path(t).is_file() and Path(d).is_file()):
+            # a target alone is a pair too (the n-gram drafters need no draft model)
+            if not (t and Path(t).is_file() and (not d or Path(d).is_file())):
                 demo = self._demo()
                 t, d = demo if demo else (t, d)
         self.pair_panel.set_pair(t, d)
-        if not (t and d):
+        if not t:
             self.banner.show_message("info", "No demo model pair is installed. Choose a target and a "
                                              "draft model (File ▸ Open, or drop .gguf files on the window).")
 
@@ -495,10 +498,18 @@ class MainWindow(QMainWindow):
         self.prompt.set_template_available(None)
         self.pair_panel.clear_facts()
         self.pair_panel.set_load_state("idle")
-        if not (t and d):
-            self.pair_panel.set_verdict_text("Choose a target and a draft model.")
+        self._update_draft_problem()
+        if not t:
+            self.pair_panel.set_verdict_text("Choose a target model (and a draft model for draft-simple).")
             return
         self._check_id += 1
+        if not d:
+            self.pair_panel.set_no_draft()
+            # the doctor reads the target alone (as its own draft) for its facts and chat template
+            self.check_requested.emit(self._check_id, str(t), str(t))
+            if self._preload_enabled and self.mode == "idle":
+                QTimer.singleShot(PRELOAD_DELAY_MS, self._preload)
+            return
         self.pair_panel.set_checking()
         self.check_requested.emit(self._check_id, str(t), str(d))
 
@@ -506,9 +517,14 @@ class MainWindow(QMainWindow):
     def _pair_checked(self, req_id: int, report) -> None:
         if req_id != self._check_id:
             return
-        self.report = report
         self.prompt.set_template_available(report.target.has_chat_template)
+        if self.pair_panel.pair()[1] is None:          # a target alone: its facts, no verdict
+            self.pair_panel.set_model_facts(0, report.target)
+            self.pair_report_shown.emit(report)
+            return
+        self.report = report
         self.pair_panel.set_report(report)
+        self._update_draft_problem()
         if report.compatible:
             t, d = self.pair_panel.pair()
             self._remember_pair(t, d)
@@ -533,7 +549,27 @@ class MainWindow(QMainWindow):
             self.preload_requested.emit(req)
 
     def _params_changed(self) -> None:
-        pass
+        if self.mode == "idle" and (self.shown_request is None or not self.events):
+            self.legend.setText(legend_html(self.params.drafter.types()))
+
+    def use_drafter(self, name: str) -> None:
+        """Draft with ``name`` alone (the pair panel's suggestion when no draft fits)."""
+        if self.mode == "idle":
+            self.params.drafter.set_types([name])
+            self.params.drafter.checks[name].setFocus()
+
+    def _update_draft_problem(self) -> None:
+        """Tell the drafter picker whether draft-simple can run with the chosen draft."""
+        t, d = self.pair_panel.pair()
+        if d is None:
+            problem = ("draft-simple needs a draft model: choose one under Models, or uncheck "
+                       "draft-simple to draft with the n-gram types alone.")
+        elif self.report is not None and not self.report.compatible:
+            problem = (f"draft-simple: {d.name} cannot draft for this target ({self.report.reason}); "
+                       "choose another draft, or uncheck draft-simple.")
+        else:
+            problem = ""
+        self.params.drafter.set_draft_problem(problem)
 
     # ================================================================== drag and drop
     def dragEnterEvent(self, event):  # noqa: N802
@@ -569,14 +605,14 @@ class MainWindow(QMainWindow):
         try:
             if t is None:
                 raise ConfigError("choose a target model first (File ▸ Open target, or drop a .gguf file)")
-            if d is None and kind == "spec":
-                raise ConfigError("choose a draft model first (File ▸ Open draft), or press Baseline "
-                                  "to run the target alone")
             prompt = self.prompt.text()
             if not prompt.strip():
                 raise ConfigError("the prompt is empty: type one or choose an example")
             spec = self.params.spec_settings() if kind == "spec" else None
             if spec is not None:
+                problem = self.params.drafter.problem()
+                if problem:
+                    raise ConfigError(problem)
                 spec.validate()
             sampler = self.params.sampler_settings()
             sampler.validate()
@@ -584,8 +620,9 @@ class MainWindow(QMainWindow):
             if not quiet:
                 self.banner.show_error(exc)
             return None
-        if kind == "baseline" and self.report is not None and not self.report.compatible:
-            d = None                 # the target alone: do not load a draft the gate refuses
+        if (spec is None or not spec.uses_draft_model) and self.report is not None \
+                and not self.report.compatible:
+            d = None                 # no draft model needed: do not load a draft the gate refuses
         self._run_id += 1
         return RunRequest(self._run_id, kind, t, d, self._engine_settings(), prompt, spec, sampler,
                           self.params.n_predict.value(), step=step, chat=self.prompt.chat_enabled(),
@@ -654,6 +691,7 @@ class MainWindow(QMainWindow):
         self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
+        self.legend.setText(legend_html(self.params.drafter.types()))
         self.plots.clear()
         self.cost_panel.clear()
         self.round_view.clear()
@@ -670,6 +708,7 @@ class MainWindow(QMainWindow):
         self.act_run.setText("▶  Continue" if paused else "▶  Run")
         self.pair_panel.setEnabled(idle)
         self.params.setEnabled(idle)
+        self.params.drafter.setEnabled(idle)
         self.prompt.set_read_only(not idle)
 
     # ================================================================== worker signals
@@ -708,6 +747,8 @@ class MainWindow(QMainWindow):
         self.events = []
         self._pending.clear()
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
+        spec = self.active.spec
+        self.legend.setText(legend_html(spec.types if spec is not None else ()))
         self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
         self._stagger_plot_paints()
         self.round_view.clear()
@@ -773,7 +814,7 @@ class MainWindow(QMainWindow):
             if req.kind == "baseline":
                 self.baselines[key] = stats
             else:
-                self.last_spec = (key, stats, req.spec.n_max)
+                self.last_spec = (key, stats, req.spec.max_draft())
             self._show_measured()
         words = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                  "context": "the context is full", "stopped": "stopped"}.get(finish, finish)
@@ -867,11 +908,13 @@ class MainWindow(QMainWindow):
             self._stagger_plot_paints()
         elif current is self.round_view:
             if self.vocab is not None and self.events:
-                self.round_view.show_round(self.events[-1], self.vocab)
+                spec = req.spec if req is not None else None
+                self.round_view.show_round(self.events[-1], self.vocab, self.token_view.history,
+                                           spec.types if spec is not None else ())
         elif current is self.cost_panel:
             if req is not None and req.kind == "spec":
                 self.cost_panel.update_measured(stats, self.baselines.get(self.run_key(req)),
-                                                req.spec.n_max)
+                                                req.spec.max_draft())
         else:
             return
         self._dirty_tabs.discard(current)
@@ -970,6 +1013,7 @@ class MainWindow(QMainWindow):
         Path(path).write_text(self.token_view.full_text(), encoding="utf-8")
 
     def stats_document(self) -> dict:
+        from specscope.core.cli_spec import spec_params
         req = self.shown_request
         doc = {"run": None, "stats": self.stats.to_dict() if self.stats else None,
                "rounds": [e.to_dict() for e in self.events]}
@@ -980,7 +1024,8 @@ class MainWindow(QMainWindow):
                           "n_predict": req.n_predict,
                           "n_ctx": req.engine_settings.n_ctx,
                           "sampler": req.sampler.describe(),
-                          **({"n_max": req.spec.n_max, "n_min": req.spec.n_min,
+                          **({"spec_type": list(req.spec.types), "ngram": spec_params(req.spec),
+                              "n_max": req.spec.n_max, "n_min": req.spec.n_min,
                               "p_min": req.spec.p_min, "sync": req.spec.sync} if req.spec else {})}
             b = self.baselines.get(self.run_key(req))
             if b is not None and req.kind == "spec":
@@ -1011,9 +1056,10 @@ class MainWindow(QMainWindow):
     def about(self) -> None:
         box = QMessageBox(self)
         box.setWindowTitle("About SpecScope")
-        box.setText("<b>SpecScope</b><br>A playground for llama.cpp's draft-simple speculative "
-                    "decoding: a small draft model proposes tokens, the target verifies them in one "
-                    f"batch.<br><br>Log file: {self.log_path}")
+        box.setText("<b>SpecScope</b><br>A playground for llama.cpp's speculative decoding: a "
+                    "drafter (a small draft model, or an n-gram lookup in the text so far) proposes "
+                    "tokens, the target verifies them in one batch."
+                    f"<br><br>Log file: {self.log_path}")
         box.setModal(False)
         box.open()
 

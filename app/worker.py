@@ -119,7 +119,8 @@ class EngineWorker(QObject):
 
     # ------------------------------------------------------------------ engine
     def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
-        """Load the pair unless it is loaded already (a baseline reuses any loaded draft)."""
+        """Load the pair unless it is loaded already (a run without draft-simple reuses any
+        loaded draft, or loads the target alone when ``draft`` is None)."""
         from specscope.core.engine import Engine
         key = (str(target), str(draft) if draft else None, settings)
         if self._engine is not None and (self._engine_key == key or (
@@ -224,8 +225,9 @@ class EngineWorker(QObject):
     def start(self, request: RunRequest) -> None:
         self._drop_generator()
         try:
+            # n-gram drafters need no draft model: only draft-simple does
             self._ensure_engine(request.target, request.draft, request.engine_settings,
-                                need_draft=request.kind == "spec")
+                                need_draft=request.kind == "spec" and request.spec.uses_draft_model)
             if time.monotonic() - self._threads_measured_at > REMEASURE_AFTER_S:
                 self._measure_threads(self._engine_key[2])   # the machine's load may have changed
                 self.engine_loaded.emit(self._facts())

@@ -5,7 +5,8 @@
 
 Exit status: 0 the pair is compatible (with --scan: at least one draft is),
 1 it is not (no draft is), 2 bad input (one sentence naming the file on
-stderr, never a traceback).
+stderr, never a traceback). When no draft fits, the doctor says that llama.cpp's
+draftless n-gram drafters need none (pairing.NGRAM_SUGGESTION).
 """
 
 from __future__ import annotations
@@ -56,21 +57,31 @@ def run(args) -> int:
     """Run the doctor for parsed ``args``; returns the exit status."""
     if getattr(args, "verbose", False):
         logging.getLogger("specscope.llama").setLevel(logging.INFO)
-    if (args.draft is None) == (args.scan is None):
+    if args.draft is not None and args.scan is not None:
         return _bad_input(args, "give either a DRAFT model or --scan DIR (not both, not neither)")
+    if args.draft is None and args.scan is None:
+        from .pairing import NGRAM_SUGGESTION
+        return _bad_input(args, "give either a DRAFT model or --scan DIR (not both, not neither); "
+                                f"no draft at hand? {NGRAM_SUGGESTION}")
     try:
         from . import pairing
 
         if args.scan is not None:
             report = pairing.scan(args.target, args.scan)
-            _emit(args, report.to_dict(), format_scan(report))
+            doc = report.to_dict()
+            if not report.compatible:
+                doc["suggestion"] = pairing.NGRAM_SUGGESTION
+            _emit(args, doc, format_scan(report))
             return EXIT_COMPATIBLE if report.compatible else EXIT_INCOMPATIBLE
         report = pairing.check_pair(args.target, args.draft)
         repack = repack_note(args.repack)
         text = format_pair(report).rstrip("\n").split("\n")
         text.insert(-1, f"Weight repacking on this CPU (--repack {repack['setting']}): {repack['reason']}")
         text.insert(-1, "")
-        _emit(args, {**report.to_dict(), "repack": repack}, "\n".join(text) + "\n")
+        doc = {**report.to_dict(), "repack": repack}
+        if not report.compatible:
+            doc["suggestion"] = pairing.NGRAM_SUGGESTION
+        _emit(args, doc, "\n".join(text) + "\n")
         return EXIT_COMPATIBLE if report.compatible else EXIT_INCOMPATIBLE
     except SpecScopeError as exc:
         return _bad_input(args, str(exc))
@@ -139,11 +150,19 @@ def format_pair(r) -> str:
     out += ["", "Vocabulary: llama.cpp's rules (common_speculative_are_compatible)"]
     for rule in r.rules:
         out.append(f"  {'pass' if rule.passed else 'FAIL'}  {rule.name:<16} {rule.message}")
-    out += ["", r.verdict, "", "Beyond the vocabulary"]
+    out += ["", r.verdict]
+    if not r.compatible:
+        out.append(f"This draft does not fit this target; {_suggestion()}.")
+    out += ["", "Beyond the vocabulary"]
     out += [f"  - {n}" for n in r.notes]
     out += ["", *format_cost(r.cost)]
     out.append(f"\n(checked in {r.elapsed_s:.2f} s without loading weights)")
     return "\n".join(out) + "\n"
+
+
+def _suggestion() -> str:
+    from .pairing import NGRAM_SUGGESTION
+    return NGRAM_SUGGESTION
 
 
 def format_cost(c) -> list[str]:
@@ -172,7 +191,7 @@ def format_scan(s) -> str:
             if warn:
                 out.append(f"       note: {warn}")
     else:
-        out.append("No compatible draft in this folder.")
+        out.append(f"No compatible draft in this folder: no draft fits this target; {_suggestion()}.")
     if s.incompatible:
         out += ["", f"Incompatible or unusable ({len(s.incompatible)}):"]
         for e in s.incompatible:

@@ -265,6 +265,12 @@ def _cost(target: ModelSummary, draft: ModelSummary) -> CostEstimate:
     )
 
 
+# what the doctor offers when no draft fits a target: llama.cpp's draftless drafters
+# (ngram-mod is what llama.cpp's --spec-default enables)
+NGRAM_SUGGESTION = ("draftless n-gram drafting needs no draft model: try --spec-type ngram-mod "
+                    "(or ngram-simple for text that repeats its input)")
+
+
 @dataclass(frozen=True)
 class PairReport:
     """The pair doctor's answer for one target/draft pair."""

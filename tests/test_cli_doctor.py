@@ -169,3 +169,28 @@ def test_unreadable_file_exits_2(files, monkeypatch, capsys):
     assert main(["doctor", str(good), str(draft)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"specscope doctor: error: {draft}: the file cannot be read (permission denied)"
+
+
+def test_no_draft_fits_suggests_the_ngram_types(files, tmp_path, capsys):
+    """An incompatible pair, a folder without a fitting draft, or no draft at all: the doctor
+    points to the draftless n-gram drafters instead of a dead end."""
+    target, _, wrong = files
+    assert main(["doctor", str(target), str(wrong)]) == 1
+    out = capsys.readouterr().out
+    assert "--spec-type ngram-mod" in out and "needs no draft model" in out
+    assert main(["doctor", str(target), str(wrong), "--json"]) == 1
+    assert "ngram-mod" in json.loads(capsys.readouterr().out)["suggestion"]
+    folder = tmp_path / "only_wrong"
+    folder.mkdir()
+    wrong.rename(folder / "wrong.gguf")
+    assert main(["doctor", str(target), "--scan", str(folder)]) == 1
+    assert "--spec-type ngram-mod" in capsys.readouterr().out
+    assert main(["doctor", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "--spec-type ngram-mod" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_compatible_pair_gets_no_suggestion(files, capsys):
+    target, draft, _ = files
+    assert main(["doctor", str(target), str(draft)]) == 0
+    assert "ngram" not in capsys.readouterr().out

@@ -1,0 +1,291 @@
+"""The drafter picker: what proposes each round's draft (llama.cpp's ``--spec-type``).
+
+One row per speculative type, in llama.cpp's priority order (core.drafters.TYPES): the
+draftless n-gram types, then ``draft-simple``, the draft model. Checking several makes a
+chain; llama.cpp tries the checked types in this order and the first non-empty draft wins
+the round. Each type's parameters sit under it, with llama.cpp's defaults and ranges, and
+its flag name in the tooltip; a type that is not checked has its parameters greyed out.
+
+Bad settings (a cross-field error, a missing lookup-cache file, draft-simple without a
+usable draft model) are one line under the rows, updated as the user edits.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout,
+                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
+                               QToolButton, QVBoxLayout, QWidget)
+
+from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL, TYPES
+from specscope.core.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
+                                          NgramModParams)
+
+from .drafter_style import swatch_html
+
+MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
+CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
+              "in this order, and the draft model last; the first non-empty draft wins the round.")
+
+
+def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
+    s = QSpinBox(minimum=lo, maximum=hi, value=value)
+    s.setToolTip(tip)
+    s.setMinimumWidth(58)
+    return s
+
+
+def _flag(name: str) -> str:
+    return f"--spec-{name}"
+
+
+class DrafterPanel(QGroupBox):
+    """Checkboxes for the types, their parameters, and one line for bad settings."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Drafter", parent)
+        lay = QVBoxLayout(self)
+        lay.setSpacing(4)
+        note = QLabel(CHAIN_NOTE)
+        note.setWordWrap(True)
+        note.setStyleSheet("color:#555")
+        note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        lay.addWidget(note)
+        self.note = note
+
+        self.checks: dict[str, QCheckBox] = {}
+        self.params: dict[str, list[QWidget]] = {}        # each type's parameter widgets and labels
+        d_map, d_mod = NgramMapParams(), NgramModParams()
+
+        # n-gram map types: size N, size M (min hits for ngram-map-k4v only: the others ignore it)
+        self.size_n: dict[str, QSpinBox] = {}
+        self.size_m: dict[str, QSpinBox] = {}
+        for t in MAP_TYPES:
+            key = t.removeprefix("ngram-")
+            self.size_n[t] = _spin(1, NGRAM_MAX, d_map.size_n,
+                                   f"{t}: length of the n-gram looked up ({_flag('ngram-' + key)}-size-n; "
+                                   f"llama.cpp's default {d_map.size_n}, 1–{NGRAM_MAX})")
+            self.size_m[t] = _spin(1, NGRAM_MAX, d_map.size_m,
+                                   f"{t}: length of the m-gram drafted ({_flag('ngram-' + key)}-size-m; "
+                                   f"llama.cpp's default {d_map.size_m}, 1–{NGRAM_MAX})")
+        self.min_hits = _spin(1, 1_000_000, d_map.min_hits,
+                              "ngram-map-k4v: hits a key needs before its values are drafted "
+                              f"(--spec-ngram-map-k4v-min-hits; llama.cpp's default {d_map.min_hits})")
+        self.mod_match = _spin(1, NGRAM_MAX, d_mod.n_match,
+                               "ngram-mod: lookup length (--spec-ngram-mod-n-match; llama.cpp's "
+                               f"default {d_mod.n_match}, 1–{NGRAM_MAX})")
+        self.mod_min = _spin(0, NGRAM_MAX, d_mod.n_min,
+                             "ngram-mod: fewer drafted tokens than this is no draft "
+                             f"(--spec-ngram-mod-n-min; llama.cpp's default {d_mod.n_min}, 0–{NGRAM_MAX})")
+        self.mod_max = _spin(0, NGRAM_MAX, d_mod.n_max,
+                             "ngram-mod: most tokens drafted (--spec-ngram-mod-n-max; llama.cpp's "
+                             f"default {d_mod.n_max}, 0–{NGRAM_MAX})")
+        self.cache_static = self._path_edit("optional file (-lcs)",
+                                            "ngram-cache: static lookup cache saved by llama.cpp's "
+                                            "lookup tools (-lcs, --lookup-cache-static)")
+        self.cache_dynamic = self._path_edit("optional file (-lcd)",
+                                             "ngram-cache: dynamic lookup cache saved by llama.cpp's "
+                                             "lookup tools (-lcd, --lookup-cache-dynamic)")
+
+        # draft-simple: the draft model's settings
+        self.n_max = _spin(0, 64, 3, "Tokens the draft model proposes per round at most "
+                                     "(--spec-draft-n-max; llama.cpp's default 3)")
+        self.n_min = _spin(0, 64, 0, "Draft-model drafts shorter than this are dropped and the round "
+                                     "decodes plainly (--spec-draft-n-min; default 0)")
+        self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
+        self.p_min.setToolTip("Stop drafting when the draft model's top token holds less than this "
+                              "share of its top-10 probability mass (--spec-draft-p-min; default 0)")
+        self.sync = QComboBox()
+        self.sync.addItem("reuse", "reuse")
+        self.sync.addItem("replay", "replay")
+        self.sync.setItemData(0, "keep the draft's own KV rows for the accepted prefix (about half "
+                                 "the draft cost)", Qt.ItemDataRole.ToolTipRole)
+        self.sync.setItemData(1, "llama.cpp's way: roll the draft back and re-decode the "
+                                 "verification batch", Qt.ItemDataRole.ToolTipRole)
+        self.sync.setToolTip("How the draft model's cache catches up after verification: reuse its "
+                             "own rows, or replay the verification batch as llama.cpp does (--sync)")
+
+        rows = {
+            "ngram-simple": [[("n", self.size_n["ngram-simple"]), ("m", self.size_m["ngram-simple"])]],
+            "ngram-map-k": [[("n", self.size_n["ngram-map-k"]), ("m", self.size_m["ngram-map-k"])]],
+            "ngram-map-k4v": [[("n", self.size_n["ngram-map-k4v"]), ("m", self.size_m["ngram-map-k4v"]),
+                               ("min hits", self.min_hits)]],
+            "ngram-mod": [[("match", self.mod_match), ("min", self.mod_min), ("max", self.mod_max)]],
+            "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
+            DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
+                          [("p_min", self.p_min), ("sync", self.sync)]],
+        }
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(6)
+        grid.setVerticalSpacing(2)
+        grid.setColumnMinimumWidth(0, 16)
+        grid.setColumnStretch(2, 1)
+        r = 0
+        for t in TYPES:
+            check = QCheckBox(t if t != DRAFT_MODEL else "draft-simple (the draft model)")
+            check.setToolTip(f"{t}: {DESCRIPTIONS[t]} (--spec-type {t})")
+            self.checks[t] = check
+            head = QHBoxLayout()
+            head.setSpacing(6)
+            head.addWidget(check)
+            desc = QLabel(swatch_html(t))
+            desc.setTextFormat(Qt.TextFormat.RichText)
+            desc.setToolTip("its accepted tokens' colour in the text")
+            head.addWidget(desc)
+            head.addStretch(1)
+            grid.addLayout(head, r, 0, 1, 3)
+            r += 1
+            widgets: list[QWidget] = []
+            for line in rows[t]:
+                box = QHBoxLayout()
+                box.setSpacing(4)
+                for label, w in line:
+                    lab = QLabel(label)
+                    lab.setToolTip(w.toolTip())
+                    lab.setStyleSheet("color:#444")
+                    box.addWidget(lab)
+                    box.addWidget(w, 1 if w.property("path") else 0)
+                    box.addSpacing(8)
+                    widgets += [lab, w]
+                if not any(w.property("path") for _, w in line):
+                    box.addStretch(1)
+                grid.addLayout(box, r, 1, 1, 2)
+                r += 1
+            if t == DRAFT_MODEL:
+                self.draft_note = QLabel("These settings apply to draft-simple only.")
+                self.draft_note.setStyleSheet("color:#777; font-size:small")
+                grid.addWidget(self.draft_note, r, 1, 1, 2)
+                r += 1
+                widgets.append(self.draft_note)
+            self.params[t] = widgets
+        lay.addLayout(grid)
+
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setTextFormat(Qt.TextFormat.RichText)
+        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.message.setVisible(False)
+        lay.addWidget(self.message)
+
+        self._draft_problem = ""     # why draft-simple cannot run (no draft model, incompatible)
+        self.checks[DRAFT_MODEL].setChecked(True)
+        for c in self.checks.values():
+            c.toggled.connect(self._edited)
+        for w in (*self.size_n.values(), *self.size_m.values(), self.min_hits, self.mod_match,
+                  self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min):
+            w.valueChanged.connect(self._edited)
+        self.sync.currentIndexChanged.connect(self._edited)
+        for e in (self.cache_static, self.cache_dynamic):
+            e.editingFinished.connect(self._edited)
+        self._edited()
+
+    def _path_edit(self, placeholder: str, tip: str) -> QLineEdit:
+        e = QLineEdit()
+        e.setPlaceholderText(placeholder)
+        e.setToolTip(tip)
+        e.setClearButtonEnabled(True)
+        e.setProperty("path", True)
+        e.setMinimumWidth(80)
+        browse = e.addAction(self.style().standardIcon(self.style().StandardPixmap.SP_DirOpenIcon),
+                             QLineEdit.ActionPosition.TrailingPosition)
+        browse.setToolTip("Choose a lookup cache file")
+        browse.triggered.connect(lambda: self._browse(e))
+        return e
+
+    def _browse(self, edit: QLineEdit) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a lookup cache", edit.text() or str(Path.home()))
+        if path:
+            edit.setText(path)
+            self._edited()
+
+    # ------------------------------------------------------------------ state
+    def types(self) -> tuple[str, ...]:
+        """The checked types, in llama.cpp's priority order."""
+        return tuple(t for t in TYPES if self.checks[t].isChecked())
+
+    def set_types(self, types) -> None:
+        for t, c in self.checks.items():
+            c.setChecked(t in types)
+
+    def spec_settings(self):
+        """The SpecSettings the rows describe (not validated: see ``problem``)."""
+        from specscope.core.engine import SpecSettings
+        maps = {t: NgramMapParams(self.size_n[t].value(), self.size_m[t].value(),
+                                  self.min_hits.value() if t == "ngram-map-k4v" else 1)
+                for t in MAP_TYPES}
+        return SpecSettings(
+            n_max=self.n_max.value(), n_min=self.n_min.value(), p_min=round(self.p_min.value(), 4),
+            sync=self.sync.currentData(), types=self.types(),
+            ngram_simple=maps["ngram-simple"], ngram_map_k=maps["ngram-map-k"],
+            ngram_map_k4v=maps["ngram-map-k4v"],
+            ngram_mod=NgramModParams(self.mod_match.value(), self.mod_min.value(), self.mod_max.value()),
+            ngram_cache=NgramCacheParams(self.cache_static.text().strip(), self.cache_dynamic.text().strip()))
+
+    def set_draft_problem(self, problem: str) -> None:
+        """Why draft-simple cannot run now ("" when a usable draft model is chosen)."""
+        self._draft_problem = problem
+        self._edited()
+
+    def problem(self) -> str:
+        """One line: what is wrong with the settings, or ""."""
+        from specscope.core.errors import ConfigError
+        if not self.types():
+            return "Check at least one drafter (or press Baseline to run the target alone)."
+        try:
+            self.spec_settings().validate()
+        except ConfigError as exc:
+            return str(exc)
+        if DRAFT_MODEL in self.types() and self._draft_problem:
+            return self._draft_problem
+        return ""
+
+    def _edited(self, *_args) -> None:
+        chosen = set(self.types())
+        for t, widgets in self.params.items():
+            for w in widgets:
+                w.setEnabled(t in chosen)
+        text = self.problem()
+        self.message.setText(f"<span style='color:#b42318'>⚠ {html.escape(text)}</span>" if text else "")
+        self.message.setVisible(bool(text))
+        self.changed.emit()
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        return {"types": list(self.types()),
+                "size_n": {t: s.value() for t, s in self.size_n.items()},
+                "size_m": {t: s.value() for t, s in self.size_m.items()},
+                "min_hits": self.min_hits.value(),
+                "mod": [self.mod_match.value(), self.mod_min.value(), self.mod_max.value()],
+                "cache": [self.cache_static.text(), self.cache_dynamic.text()]}
+
+    def from_dict(self, d: dict) -> None:
+        """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
+        def num(widget, value):
+            try:
+                widget.setValue(int(value))
+            except (TypeError, ValueError):
+                pass
+        types = d.get("types")
+        if isinstance(types, list) and any(t in TYPES for t in types):
+            self.set_types([t for t in types if t in TYPES])
+        for key, spins in (("size_n", self.size_n), ("size_m", self.size_m)):
+            if isinstance(d.get(key), dict):
+                for t, v in d[key].items():
+                    if t in spins:
+                        num(spins[t], v)
+        if "min_hits" in d:
+            num(self.min_hits, d["min_hits"])
+        mod = d.get("mod")
+        if isinstance(mod, list) and len(mod) == 3:
+            for w, v in zip((self.mod_match, self.mod_min, self.mod_max), mod):
+                num(w, v)
+        cache = d.get("cache")
+        if isinstance(cache, list) and len(cache) == 2 and all(isinstance(x, str) for x in cache):
+            self.cache_static.setText(cache[0])
+            self.cache_dynamic.setText(cache[1])
+        self._edited()

@@ -1,0 +1,31 @@
+"""One colour per drafter (llama.cpp's speculative types), shared by the picker's swatches,
+the token view's accepted tokens and the plots' per-drafter curves.
+
+draft-simple keeps the token view's original green; each n-gram type has its own hue, and
+none is the target's blue or the rejection red.
+"""
+
+from __future__ import annotations
+
+from specscope.core.drafters import TYPES
+
+# type -> (text colour, background in the token view, strong colour for plots and swatches)
+DRAFTER_COLORS = {
+    "ngram-simple": ("#713f12", "#fde68a", "#d4a106"),    # amber
+    "ngram-map-k": ("#581c87", "#e9d5ff", "#8b5cf6"),     # violet
+    "ngram-map-k4v": ("#164e63", "#a5f3fc", "#0891b2"),   # cyan
+    "ngram-mod": ("#831843", "#fbcfe8", "#db2777"),       # pink
+    "ngram-cache": ("#7c2d12", "#fed7aa", "#ea580c"),     # orange
+    "draft-simple": ("#14532d", "#bbf0c6", "#2e9d4b"),    # green (the draft model)
+}
+assert set(DRAFTER_COLORS) == set(TYPES)
+
+
+def drafter_colors(name: str) -> tuple[str, str, str]:
+    """(text, background, strong) of a drafter; an unknown or empty name is the draft model."""
+    return DRAFTER_COLORS.get(name or "draft-simple", DRAFTER_COLORS["draft-simple"])
+
+
+def swatch_html(name: str, text: str = "abc") -> str:
+    fg, bg, _ = drafter_colors(name)
+    return f"<span style='color:{fg}; background:{bg};'>&nbsp;{text}&nbsp;</span>"
