@@ -111,10 +111,17 @@ def default_prompt_file() -> Path:
 def load_prompts(path: str | Path | None = None) -> list[tuple[str, str]]:
     """(name, text) pairs from a prompt-set file.
 
+    A bare file name that is not a file here names a shipped set (resources/prompts:
+    ``bench_prompts.json``, ``drafter_prompts.json``).
+
     ``.json``: ``{"prompts": [{"name": ..., "text": ...}, ...]}`` (or a bare list);
     anything else: plain text, prompts separated by lines holding only ``---``
     (named p1, p2, ...)."""
     path = Path(path) if path is not None else default_prompt_file()
+    if not path.exists() and len(path.parts) == 1:     # a shipped set by name: drafter_prompts.json
+        from .demo import prompts_dir
+        shipped = prompts_dir() / path
+        path = shipped if shipped.exists() else path
     try:
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
