@@ -234,7 +234,8 @@ class CompareView(QWidget):
 
         from specscope.core.drafters import DESCRIPTIONS, TYPES
         self.drafters = QListWidget()
-        self.drafters.setMaximumHeight(64)
+        row_h = self.drafters.fontMetrics().height() + 8
+        self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
         self.drafters.setFlow(QListWidget.Flow.LeftToRight)
         self.drafters.setWrapping(True)
         self.drafters.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
@@ -411,7 +412,7 @@ class CompareView(QWidget):
         split.addWidget(right)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([780, 500])
+        split.setSizes([800, 480])
         self.splitter = split
         root.addWidget(split, 1)
 
@@ -705,6 +706,7 @@ class CompareView(QWidget):
     def _fill_table(self) -> None:
         rows = self._visible_rows()
         self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
+        self.table.setColumnHidden(0, self._one_draft())    # one draft file: the list above names it
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)
@@ -746,6 +748,14 @@ class CompareView(QWidget):
         from specscope.core.sweep import ALL
         return [r for r in self.rows if r.prompt == ALL]
 
+    def _one_draft(self) -> bool:
+        return len({r.draft for r in self.rows if r.draft}) <= 1
+
+    def _short(self, config: str) -> str:
+        """A configuration's name without its draft file when the sweep has one draft file (the
+        draft-simple rows keep the file's name, as before chains)."""
+        return config.split(" · ", 1)[-1] if self._one_draft() else config
+
     def _drafts_in_rows(self) -> list[str]:
         """The configuration names in the rows (draft file, chain, or both)."""
         from specscope.core.sweep import configs_in
@@ -759,7 +769,7 @@ class CompareView(QWidget):
         self.heatmap.setRowCount(len(drafts))
         self.heatmap.setColumnCount(len(ns))
         self.heatmap.setHorizontalHeaderLabels([f"n={n}" if n else "no n" for n in ns])
-        self.heatmap.setVerticalHeaderLabels(drafts)
+        self.heatmap.setVerticalHeaderLabels([self._short(d) for d in drafts])
         header = self.heatmap.horizontalHeader().sizeHint().height()
         row_h = self.heatmap.verticalHeader().defaultSectionSize()
         self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
@@ -796,7 +806,8 @@ class CompareView(QWidget):
             xs = [r.n_max for r in rows]
             if rows[0].n_max == 0:                 # an n-gram-only chain: the same at every n
                 xs, rows = ns, rows * len(ns)
-            short = draft if len(draft) <= 30 else draft[:28] + "…"
+            short = self._short(draft)
+            short = short if len(short) <= 30 else short[:28] + "…"
             measured = p.plot(xs, [r.measured_speedup for r in rows], pen=pg.mkPen(color, width=1),
                               symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
                               symbolPen=pg.mkPen("w"), name=short)

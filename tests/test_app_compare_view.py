@@ -76,6 +76,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     texts = [view.table.item(0, j).text() for j in range(len(TABLE_COLUMNS))]
     assert texts[:3] == ["draft.gguf", "draft-simple", "1"] and texts[8].endswith("×")
     assert texts[-2:] == ["", ""]          # lookup and rounds won: n-gram drafters only
+    assert not view.table.isColumnHidden(0)                           # two draft files
     view.per_prompt.setChecked(True)
     assert view.table.rowCount() == 12
     # heatmap: drafts × n
@@ -209,7 +210,8 @@ def test_sweep_of_ngram_drafters_and_a_chain_shows_them(view, qtbot):
     assert " · draft-simple " in view.table.item(j, col["Rounds won"]).text()
     # heatmap: a row per configuration, the n-gram one in the "no n" column
     labels = [view.heatmap.verticalHeaderItem(r).text() for r in range(view.heatmap.rowCount())]
-    assert labels == ["ngram-simple", "draft.gguf · ngram-simple>draft-simple"]
+    assert labels == ["ngram-simple", "ngram-simple>draft-simple"]     # one draft file: not repeated
+    assert view.table.isColumnHidden(col["Draft"])
     assert view.heatmap.horizontalHeaderItem(0).text() == "no n"
     assert view.heatmap.item(0, 0) is not None and view.heatmap.item(1, 0) is None
     assert len(view._curves) == 6                    # measured, calibrated, textbook × 2
