@@ -79,7 +79,8 @@ COLUMN_TIPS = {
     "n": "draft-simple's draft length; – for chains of n-gram types alone (n does not apply)",
     "Lookup/round": "Python time of the n-gram drafters per round (their draft and accept calls), "
                     "and in target tokens: the draft cost of an n-gram round in the calibrated prediction",
-    "Rounds won": "per member of the chain: the rounds whose draft it proposed, and its acceptance",
+    "Rounds won": "per member of the chain: the rounds whose draft it proposed, its acceptance and its "
+                  "mean accepted length (1 + accepted per round it won)",
     "Accept": "accepted ÷ drafted tokens (llama.cpp's accept%)",
     "Mean len": "tokens per round that drafted: 1 + accepted",
     "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",

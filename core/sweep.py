@@ -791,9 +791,10 @@ def _draft_names(paths: Sequence[Path]) -> list[str]:
 # ============================================================================ text table
 
 def drafter_summary(row: Row) -> str:
-    """Per member of a chain: the rounds it won and its acceptance ("ngram-simple 12r 91%")."""
-    return " · ".join(f"{d.name} {d.n_draft_rounds}r {100 * d.acceptance_rate:.0f}%"
-                      for d in row.drafters)
+    """Per member of a chain: the rounds it won, its acceptance and its mean accepted length
+    ("ngram-simple 12r 91% len 9.4")."""
+    return " · ".join(f"{d.name} {d.n_draft_rounds}r {100 * d.acceptance_rate:.0f}% "
+                      f"len {d.mean_accepted_length:.1f}" for d in row.drafters)
 
 
 def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
@@ -809,7 +810,7 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     if has_alpha:
         head = head + ("α-model",)
     if ngram:
-        head = ("configuration",) + head[1:] + ("lookup/round", "rounds won · acceptance")
+        head = ("configuration",) + head[1:] + ("lookup/round", "rounds won · acceptance · mean len")
     data = []
     for r in rows:
         cells = [r.config, str(r.n_max) if r.n_max else "-", r.prompt, f"{100 * r.acceptance:.1f}%",
