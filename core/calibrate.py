@@ -667,7 +667,8 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
             types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=2, size_m=max(2, n)))
         run = engine.speculative(prompt, spec, sampler, n_tokens, stop)
         for i, ev in enumerate(run):
-            if i == 0 or not ev.drafted or ev.mode != "spec":
+            # without a draft model the rounds no n-gram drafted for count too (length 0)
+            if i == 0 or ev.mode not in ("spec", "plain") or (not ev.drafted and engine.draft is not None):
                 continue
             points.append((len(ev.drafted), ev.t_overhead))
             if ev.n_accepted < len(ev.drafted):        # reuse sync: seq_rm only, no decode
