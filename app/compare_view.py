@@ -1,15 +1,22 @@
-"""The Compare view: drafts × draft lengths × prompts, measured against the target alone (issue 6).
+"""The Compare view: drafters × drafts × draft lengths × prompts, measured against the target
+alone (issues 6 and 11).
 
 The same sweep as ``specscope bench`` (:mod:`specscope.core.sweep`), run on a
 worker thread with progress and a cooperative Stop (checked between runs and
 passed to the engine's runs, so Stop takes effect within one round). It shows
 
 - the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.calibrate`);
-- the table of the CSV export (pooled rows, per-prompt rows on request);
-- a heatmap of the measured speed-up, drafts × n, the best n per draft outlined;
+- the table of the CSV export (pooled rows, per-prompt rows on request), with the drafter
+  (llama.cpp's type, or a chain of types), the n-gram lookup time per round and, per member
+  of a chain, the rounds it won;
+- a heatmap of the measured speed-up, configurations × n, the best n per configuration outlined
+  (n-gram-only chains in their own "no n" column: n is draft-simple's);
 - the speed-up against n: measured (markers), calibrated prediction (solid),
-  textbook prediction (dashed), one colour per draft;
-- the best n per draft and the lossless check.
+  textbook prediction (dashed), one colour per configuration (n-gram-only chains are flat);
+- the best n per configuration and the lossless check.
+
+Drafters are picked in a checklist (each type alone) and a line of chains written as on the
+command line (``ngram-simple,draft-simple ngram-mod,draft-simple``).
 
     python -m specscope.app.compare_view [-m TARGET.gguf] [-md DRAFT.gguf ...]
 """
@@ -27,7 +34,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor, QFont, QFontDatabase
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QListWidget, QProgressBar, QPushButton, QSizePolicy,
+                               QLineEdit, QListWidget, QListWidgetItem, QProgressBar, QPushButton, QSizePolicy,
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
@@ -42,12 +49,16 @@ AXIS_COLOR = "#555555"
 DEFAULT_N_VALUES = "1,2,4,8"
 DEFAULT_N_PREDICT = 64
 SHIPPED_PROMPTS = "Shipped benchmark prompts"
+SHIPPED_DRAFTER_PROMPTS = "Shipped n-gram prompts (repeating and free-form)"
+DRAFTER_PROMPT_FILE = "drafter_prompts.json"
+CHOOSE_FILE = "Choose a file…"
 ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
 # (header, Row attribute, format)
 TABLE_COLUMNS = (
-    ("Draft", "draft", "{}"),
-    ("n", "n_max", "{}"),
+    ("Draft", "draft", "draft"),
+    ("Drafter", "drafter", "{}"),
+    ("n", "n_max", "n"),
     ("Prompt", "prompt", "{}"),
     ("Accept", "acceptance", "pct"),
     ("Mean len", "mean_accepted_length", "{:.2f}"),
@@ -57,9 +68,19 @@ TABLE_COLUMNS = (
     ("Textbook (err)", "textbook_speedup", "textbook_error"),
     ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
     ("Lossless", "lossless", "{}"),
+    ("Lookup/round", "lookup_us", "lookup"),
+    ("Rounds won", "drafters", "won"),
 )
-PROMPT_COLUMN = 2
+PROMPT_COLUMN = 3
+FIRST_NUMBER_COLUMN = 4
 COLUMN_TIPS = {
+    "Drafter": "llama.cpp's speculative type, or a chain of types in priority order (joined by >): "
+               "the first that proposes a non-empty draft wins the round",
+    "n": "draft-simple's draft length; – for chains of n-gram types alone (n does not apply)",
+    "Lookup/round": "Python time of the n-gram drafters per round (their draft and accept calls), "
+                    "and in target tokens: the draft cost of an n-gram round in the calibrated prediction",
+    "Rounds won": "per member of the chain: the rounds whose draft it proposed, its acceptance and its "
+                  "mean accepted length (1 + accepted per round it won)",
     "Accept": "accepted ÷ drafted tokens (llama.cpp's accept%)",
     "Mean len": "tokens per round that drafted: 1 + accepted",
     "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",
@@ -86,6 +107,17 @@ def speedup_color(value: float | None) -> QColor:
 
 def _cell_text(row, attr: str, fmt: str) -> str:
     value = getattr(row, attr)
+    if fmt == "draft":
+        return value or "—"
+    if fmt == "n":
+        return str(value) if value else "–"
+    if fmt in ("lookup", "won"):
+        if row.drafter == "draft-simple":
+            return ""
+        if fmt == "lookup":
+            return f"{value:.0f} µs ({row.lookup_cost:.3f})"
+        from specscope.core.sweep import drafter_summary
+        return drafter_summary(row)
     if fmt.endswith("_error"):
         err = getattr(row, fmt)
         return f"{value:.3f}× ({_fmt(err, 'err')})"
@@ -201,15 +233,44 @@ class CompareView(QWidget):
         buttons.addStretch(1)
         grid.addLayout(buttons, 3, 1)
 
+        from specscope.core.drafters import DESCRIPTIONS, TYPES
+        self.drafters = QListWidget()
+        row_h = self.drafters.fontMetrics().height() + 8
+        self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
+        self.drafters.setFlow(QListWidget.Flow.LeftToRight)
+        self.drafters.setWrapping(True)
+        self.drafters.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.drafters.setToolTip("Each ticked type is one configuration (llama.cpp's --spec-type); "
+                                 "the draft model's draft-simple runs once per n, the n-gram types once")
+        for name in TYPES:
+            item = QListWidgetItem(name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if name == "draft-simple" else Qt.CheckState.Unchecked)
+            item.setToolTip(f"{name}: {DESCRIPTIONS[name]}")
+            self.drafters.addItem(item)
+        self.drafters.itemChanged.connect(lambda _item: self._update_buttons())
+        grid.addWidget(QLabel("Drafters"), 4, 0, Qt.AlignmentFlag.AlignTop)
+        grid.addWidget(self.drafters, 4, 1)
+        self.chains = QLineEdit()
+        self.chains.setPlaceholderText("chains, e.g. ngram-simple,draft-simple ngram-mod,draft-simple")
+        self.chains.setToolTip("More configurations: chains of types joined by commas, separated by "
+                               "spaces (as --spec-type on the command line). A chain runs its types "
+                               "in llama.cpp's priority order, n-gram types first; the first non-empty "
+                               "draft wins the round")
+        self.chains.textChanged.connect(lambda _text: self._update_buttons())
+
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
         self.n_values = QLineEdit(DEFAULT_N_VALUES)
-        self.n_values.setToolTip("Draft lengths to try: a list like 1,2,4,8 or a range like 1-8")
+        self.n_values.setToolTip("draft-simple's draft lengths to try: a list like 1,2,4,8 or a range "
+                                 "like 1-8 (chains of n-gram types alone run once)")
         form.addRow("Draft lengths n", self.n_values)
+        form.addRow("Chains", self.chains)
         prompts_row = QHBoxLayout()
         self.prompts = QComboBox()
         self.prompts.addItem(SHIPPED_PROMPTS)
-        self.prompts.addItem("Choose a file…")
+        self.prompts.addItem(SHIPPED_DRAFTER_PROMPTS)
+        self.prompts.addItem(CHOOSE_FILE)
         self.prompts.activated.connect(self._prompts_chosen)
         prompts_row.addWidget(self.prompts, 1)
         form.addRow("Prompts", prompts_row)
@@ -239,7 +300,7 @@ class CompareView(QWidget):
         line.addWidget(self.threads)
         line.addStretch(1)
         form.addRow("Tokens per run", line)
-        grid.addLayout(form, 0, 2, 4, 2)
+        grid.addLayout(form, 0, 2, 5, 2)
 
         checks = QHBoxLayout()
         self.deterministic = QCheckBox("Deterministic numerics")
@@ -259,7 +320,7 @@ class CompareView(QWidget):
         for w in (self.deterministic, self.ignore_eos, self.recalibrate, self.alpha_on, self.alpha):
             checks.addWidget(w)
         checks.addStretch(1)
-        grid.addLayout(checks, 4, 0, 1, 4)
+        grid.addLayout(checks, 5, 0, 1, 4)
         root.addWidget(box)
 
         # -- run bar
@@ -332,7 +393,7 @@ class CompareView(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(QLabel("<b>Measured speed-up</b> (×), drafts × n (best n in bold)"))
+        rv.addWidget(QLabel("<b>Measured speed-up</b> (×), configurations × n (best n in bold)"))
         self.heatmap = QTableWidget(0, 0)
         self.heatmap.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.heatmap.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
@@ -345,14 +406,14 @@ class CompareView(QWidget):
         self.plot = self._make_plot()
         rv.addWidget(self.plot, 1)
         key = QLabel("● measured   ━ calibrated prediction   ╌ textbook prediction (E+1)/(n·f+1); "
-                     "one colour per draft")
+                     "one colour per configuration (n-gram drafters alone: flat, n is the draft model's)")
         key.setStyleSheet(f"color:{AXIS_COLOR}")
         key.setWordWrap(True)
         rv.addWidget(key)
         split.addWidget(right)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([780, 500])
+        split.setSizes([800, 480])
         self.splitter = split
         root.addWidget(split, 1)
 
@@ -399,9 +460,10 @@ class CompareView(QWidget):
         from specscope.core.sweep import SweepSettings, load_prompts, parse_n_values
         if self.target is None:
             raise ConfigError("choose a target model first")
-        drafts = self.draft_paths()
-        if not drafts:
-            raise ConfigError("add at least one draft model")
+        chains = self.chosen_chains()
+        drafts = self.draft_paths() if any("draft-simple" in c for c in chains) else []
+        if any("draft-simple" in c for c in chains) and not drafts:
+            raise ConfigError("draft-simple needs a draft model: add one, or pick n-gram drafters only")
         bias = ()
         if self.ignore_eos.isChecked():
             bias = self._eog_bias()
@@ -415,7 +477,32 @@ class CompareView(QWidget):
             sampler=SamplerSettings(logit_bias=bias), engine=engine, sync=self.sync.currentText(),
             repeats=self.repeats.value(),
             alpha=self.alpha.value() if self.alpha_on.isChecked() else None,
-            recalibrate=self.recalibrate.isChecked())
+            recalibrate=self.recalibrate.isChecked(), chains=chains)
+
+    def chosen_chains(self) -> tuple[tuple[str, ...], ...]:
+        """The ticked types (one configuration each), then the chains typed in; ConfigError on a
+        bad name, or when nothing is chosen."""
+        from specscope.core.drafters import parse_types
+        from specscope.core.errors import ConfigError
+        chains: list[tuple[str, ...]] = []
+        words = [self.drafters.item(i).text() for i in range(self.drafters.count())
+                 if self.drafters.item(i).checkState() == Qt.CheckState.Checked]
+        words += self.chains.text().split()
+        for word in words:
+            chain = parse_types(word)
+            if chain not in chains:
+                chains.append(chain)
+        if not chains:
+            raise ConfigError("tick at least one drafter, or write a chain")
+        return tuple(chains)
+
+    def set_drafters(self, *words: str) -> None:
+        """Tick these single types; the rest (multi-type words) go to the chains line."""
+        singles = {w for w in words if "," not in w}
+        for i in range(self.drafters.count()):
+            item = self.drafters.item(i)
+            item.setCheckState(Qt.CheckState.Checked if item.text() in singles else Qt.CheckState.Unchecked)
+        self.chains.setText(" ".join(w for w in words if "," in w))
 
     def _eog_bias(self) -> tuple:
         from specscope.core.llama import Model
@@ -573,15 +660,22 @@ class CompareView(QWidget):
     # ------------------------------------------------------------------ filling in
     def _update_buttons(self) -> None:
         idle = not self.running
-        self.run_button.setEnabled(idle and self.target is not None and self.drafts.count() > 0)
+        self.run_button.setEnabled(idle and self.target is not None
+                                   and (self.drafts.count() > 0 or not self._needs_draft()))
         self.stop_button.setEnabled(self.running)
         self.csv_button.setEnabled(idle and self.result is not None)
         self.json_button.setEnabled(idle and self.result is not None)
         for w in (self.add_draft_button, self.remove_draft_button, self.n_values, self.prompts,
+                  self.drafters, self.chains,
                   self.n_predict, self.repeats, self.sync, self.threads, self.deterministic, self.ignore_eos,
                   self.recalibrate, self.alpha_on):
             w.setEnabled(idle)
         self.alpha.setEnabled(idle and self.alpha_on.isChecked())
+
+    def _needs_draft(self) -> bool:
+        ticked = any(self.drafters.item(i).checkState() == Qt.CheckState.Checked
+                     and self.drafters.item(i).text() == "draft-simple" for i in range(self.drafters.count()))
+        return ticked or "draft-simple" in self.chains.text()
 
     def _fill_all(self) -> None:
         self._fill_calibration()
@@ -597,12 +691,14 @@ class CompareView(QWidget):
         for name, cal in self.calibrations.items():
             ks = range(1, cal.k_max + 1)
             when = "cached" if self.from_cache.get(name) else "measured now"
-            parts.append(f"{name} ({when}): t1 {cal.t1 * 1e3:.2f} ms, f {cal.f:.3f}, "
-                         f"c(k) " + " ".join(f"{cal.cost(k):.2f}" for k in ks)
+            ks = [k for k in ks if k <= 9 or k == cal.k_max]
+            draft = f"f {cal.f:.3f}" if cal.has_draft else "no draft model"
+            parts.append(f"{name or 'target alone (n-gram drafters)'} ({when}): t1 {cal.t1 * 1e3:.2f} ms, "
+                         f"{draft}, c(k) " + " ".join(f"{k}:{cal.cost(k):.2f}" for k in ks)
                          + f", python/round {cal.o0:.2f}+{cal.o1:.2f}·n")
         self.calibration_label.setText("Calibration — " + "\n".join(parts))
         self.calibration_label.setToolTip("\n\n".join(
-            f"{name}:\n" + "\n".join(cal.lines()) for name, cal in self.calibrations.items()))
+            f"{name or 'target alone'}:\n" + "\n".join(cal.lines()) for name, cal in self.calibrations.items()))
 
     def _visible_rows(self) -> list:
         from specscope.core.sweep import ALL
@@ -611,6 +707,7 @@ class CompareView(QWidget):
     def _fill_table(self) -> None:
         rows = self._visible_rows()
         self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
+        self.table.setColumnHidden(0, self._one_draft())    # one draft file: the list above names it
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)
@@ -619,7 +716,7 @@ class CompareView(QWidget):
             for j, (_, attr, fmt) in enumerate(TABLE_COLUMNS):
                 value = getattr(row, attr)
                 item = QTableWidgetItem(_cell_text(row, attr, fmt))
-                if j >= 3:
+                if j >= FIRST_NUMBER_COLUMN and fmt != "won":
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if attr == "measured_speedup":
                     item.setBackground(QBrush(speedup_color(value)))
@@ -627,7 +724,7 @@ class CompareView(QWidget):
                     item.setForeground(QBrush(QColor("#b00020" if value == "mismatch" else "#8a6d00")))
                     if row.divergence_at is not None:
                         item.setText(f"{value} @{row.divergence_at}")
-                if row.prompt == "ALL" and best.get(row.draft, {}).get("measured") == row.n_max:
+                if row.prompt == "ALL" and best.get(row.config, {}).get("measured") == row.n_max:
                     item.setFont(bold)
                 self.table.setItem(i, j, item)
 
@@ -635,13 +732,13 @@ class CompareView(QWidget):
         from specscope.core.sweep import ALL
         out: dict[str, dict] = {}
         for r in self.rows:
-            if r.prompt != ALL:
+            if r.prompt != ALL or not r.n_max:        # n-gram-only chains: no n to pick
                 continue
-            cur = out.get(r.draft)
+            cur = out.get(r.config)
             if cur is None or r.measured_speedup > cur["measured_speedup"]:
-                out[r.draft] = {"measured": r.n_max, "measured_speedup": r.measured_speedup}
+                out[r.config] = {"measured": r.n_max, "measured_speedup": r.measured_speedup}
         for d in out:
-            pooled = [r for r in self.rows if r.prompt == ALL and r.draft == d]
+            pooled = [r for r in self.rows if r.prompt == ALL and r.config == d and r.n_max]
             c = max(pooled, key=lambda r: (r.calibrated_speedup, -r.n_max))
             t = max(pooled, key=lambda r: (r.textbook_speedup, -r.n_max))
             out[d].update(calibrated=c.n_max, calibrated_speedup=c.calibrated_speedup,
@@ -652,12 +749,18 @@ class CompareView(QWidget):
         from specscope.core.sweep import ALL
         return [r for r in self.rows if r.prompt == ALL]
 
+    def _one_draft(self) -> bool:
+        return len({r.draft for r in self.rows if r.draft}) <= 1
+
+    def _short(self, config: str) -> str:
+        """A configuration's name without its draft file when the sweep has one draft file (the
+        draft-simple rows keep the file's name, as before chains)."""
+        return config.split(" · ", 1)[-1] if self._one_draft() else config
+
     def _drafts_in_rows(self) -> list[str]:
-        seen: list[str] = []
-        for r in self.rows:
-            if r.draft not in seen:
-                seen.append(r.draft)
-        return seen
+        """The configuration names in the rows (draft file, chain, or both)."""
+        from specscope.core.sweep import configs_in
+        return configs_in(self.rows)
 
     def _fill_heatmap(self) -> None:
         pooled = self._pooled()
@@ -666,8 +769,8 @@ class CompareView(QWidget):
         self.heatmap.clear()
         self.heatmap.setRowCount(len(drafts))
         self.heatmap.setColumnCount(len(ns))
-        self.heatmap.setHorizontalHeaderLabels([f"n={n}" for n in ns])
-        self.heatmap.setVerticalHeaderLabels(drafts)
+        self.heatmap.setHorizontalHeaderLabels([f"n={n}" if n else "no n" for n in ns])
+        self.heatmap.setVerticalHeaderLabels([self._short(d) for d in drafts])
         header = self.heatmap.horizontalHeader().sizeHint().height()
         row_h = self.heatmap.verticalHeader().defaultSectionSize()
         self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
@@ -676,15 +779,15 @@ class CompareView(QWidget):
         bold.setBold(True)
         bold.setUnderline(True)
         for r in pooled:
-            i, j = drafts.index(r.draft), ns.index(r.n_max)
+            i, j = drafts.index(r.config), ns.index(r.n_max)
             item = QTableWidgetItem(f"{r.measured_speedup:.2f}")
             item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
             item.setBackground(QBrush(speedup_color(r.measured_speedup)))
             item.setForeground(QBrush(QColor("#111111")))
-            item.setToolTip(f"{r.draft}, n = {r.n_max}: measured {r.measured_speedup:.3f}×, "
+            item.setToolTip(f"{r.config}, n = {r.n_max or '–'}: measured {r.measured_speedup:.3f}×, "
                             f"calibrated {r.calibrated_speedup:.3f}×, textbook {r.textbook_speedup:.3f}×, "
                             f"acceptance {100 * r.acceptance:.1f}%")
-            if best.get(r.draft, {}).get("measured") == r.n_max:
+            if best.get(r.config, {}).get("measured") == r.n_max:
                 item.setFont(bold)
             self.heatmap.setItem(i, j, item)
 
@@ -695,13 +798,17 @@ class CompareView(QWidget):
         self._curves = []
         self.legend.clear()
         pooled = self._pooled()
+        ns = sorted({r.n_max for r in pooled if r.n_max}) or [1]
         for k, draft in enumerate(self._drafts_in_rows()):
-            rows = sorted((r for r in pooled if r.draft == draft), key=lambda r: r.n_max)
+            rows = sorted((r for r in pooled if r.config == draft), key=lambda r: r.n_max)
             if not rows:
                 continue
             color = DRAFT_COLORS[k % len(DRAFT_COLORS)]
             xs = [r.n_max for r in rows]
-            short = draft if len(draft) <= 22 else draft[:20] + "…"
+            if rows[0].n_max == 0:                 # an n-gram-only chain: the same at every n
+                xs, rows = ns, rows * len(ns)
+            short = self._short(draft)
+            short = short if len(short) <= 30 else short[:28] + "…"
             measured = p.plot(xs, [r.measured_speedup for r in rows], pen=pg.mkPen(color, width=1),
                               symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
                               symbolPen=pg.mkPen("w"), name=short)
@@ -711,7 +818,6 @@ class CompareView(QWidget):
                               pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DashLine))
             self._curves += [measured, calibrated, textbook]
         if pooled:
-            ns = sorted({r.n_max for r in pooled})
             p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
             values = [v for r in pooled for v in (r.measured_speedup, r.calibrated_speedup,
                                                   r.textbook_speedup) if math.isfinite(v)] + [1.0]
@@ -726,6 +832,11 @@ class CompareView(QWidget):
         for d, b in best.items():
             parts.append(f"<b>{d}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
                          f"the calibrated model picks n = {b['calibrated']}, the textbook n = {b['textbook']}")
+        for r in self._pooled():
+            if not r.n_max:
+                parts.append(f"<b>{r.config}</b> (n-gram drafters, no n): measured "
+                             f"{r.measured_speedup:.2f}×, calibrated {r.calibrated_speedup:.2f}×, "
+                             f"lookup {r.lookup_us:.0f} µs per round")
         pooled = self._pooled()
         if pooled:
             cal = max(abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error))
@@ -765,23 +876,32 @@ class CompareView(QWidget):
 
     def _prompts_chosen(self, index: int) -> None:
         if index == 0:
-            self.prompt_file = None
+            self.set_prompt_file(None)
             return
-        path, _ = QFileDialog.getOpenFileName(self, "Prompt set", "", "Prompt sets (*.json *.txt)")
-        if not path:
-            self.prompts.setCurrentIndex(0 if self.prompt_file is None else 2)
+        if index == 1:
+            from specscope.core.demo import prompts_dir
+            self.set_prompt_file(prompts_dir() / DRAFTER_PROMPT_FILE)
             return
-        self.set_prompt_file(path)
+        if index == 2:
+            path, _ = QFileDialog.getOpenFileName(self, "Prompt set", "", "Prompt sets (*.json *.txt)")
+            if path:
+                self.set_prompt_file(path)
+            else:
+                self.set_prompt_file(self.prompt_file)      # back to what was chosen
 
     def set_prompt_file(self, path) -> None:
+        """None: the shipped benchmark set; the shipped drafter set is item 1; any other file is
+        added after "Choose a file…"."""
         self.prompt_file = Path(path) if path else None
-        while self.prompts.count() > 2:
-            self.prompts.removeItem(2)
+        while self.prompts.count() > 3:
+            self.prompts.removeItem(3)
         if self.prompt_file is None:
             self.prompts.setCurrentIndex(0)
+        elif self.prompt_file.name == DRAFTER_PROMPT_FILE and self.prompt_file.parent.name == "prompts":
+            self.prompts.setCurrentIndex(1)
         else:
             self.prompts.addItem(self.prompt_file.name)
-            self.prompts.setCurrentIndex(2)
+            self.prompts.setCurrentIndex(3)
 
     def _export_dialog(self, kind: str) -> None:
         if self.result is None:
@@ -807,6 +927,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="SpecScope's Compare view on its own")
     parser.add_argument("-m", "--model", type=Path)
     parser.add_argument("-md", "--model-draft", type=Path, action="append")
+    parser.add_argument("--spec-type", nargs="+", metavar="TYPE[,TYPE...]",
+                        help="drafters to tick (commas: a chain)")
+    parser.add_argument("--prompts", type=Path, help="prompt-set file (or a shipped set's name)")
     parser.add_argument("--run", action="store_true", help="start the sweep at once")
     args = parser.parse_args(argv)
     sys.setswitchinterval(0.0005)   # as the window does: the worker gets the GIL back quickly
@@ -825,6 +948,12 @@ def main(argv=None) -> int:
     view.resize(1280, 820)
     if target is not None:
         view.set_pair(target, drafts[0] if drafts else None, drafts[1:])
+    if args.spec_type:
+        view.set_drafters(*args.spec_type)
+    if args.prompts:
+        from specscope.core.demo import prompts_dir
+        shipped = prompts_dir() / args.prompts
+        view.set_prompt_file(shipped if not args.prompts.exists() and shipped.exists() else args.prompts)
     view.show()
     if args.run:
         view.start()

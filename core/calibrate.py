@@ -73,6 +73,13 @@ The calibrated prediction (per round with draft length n; all in target-token un
     baseline per token B   = 1 + s + o_base
     speed-up           S(n) = T(n)·B / C(n)
 
+Draftless drafters (llama.cpp's n-gram types) and chains: :func:`chain_round_cost` averages
+the round over the drafter that won it. An n-gram round has no draft decodes; its draft cost
+is the measured Python lookup time per round (``RoundEvent.t_lookup``, ÷ t1) instead of
+n·f, and its verification is priced per draft length, Σ_L P(L)·c(L + 1) (n-gram drafts run
+to 48 tokens and more, so c(k) is timed at spaced sizes past the draft model's n_max + 1 and
+interpolated between them); rounds without a draft cost one target token.
+
 ``a_i`` is the *unconditional* acceptance at draft position i — the share of
 drafts whose first i tokens were all accepted (``Stats.position_acceptance``)
 — or ``α^i`` for an assumed per-token acceptance α (then E is
@@ -108,12 +115,13 @@ from .cache import cache_root, file_id, read_json, write_json
 from .errors import ConfigError
 from .pairing import expected_accepted, textbook_from_accepted, textbook_speedup
 
-CALIBRATION_VERSION = 6
+CALIBRATION_VERSION = 7
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
 TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
 WARMUP_REPS = 1
+DENSE_UP_TO = 9               # every batch size up to here is timed (timed_batches)
 ROUNDS_PER_BLOCK = 3          # simulated rounds per draft length in a row (the first is not timed)
 OVERHEAD_TOKENS = 96          # tokens per overhead-calibration run
 SYNC_MODES = ("reuse", "replay")
@@ -152,6 +160,12 @@ class Calibration:
     created: float = 0.0               # time.time() when measured
     key: str = ""                      # cache key (pair and settings)
     describe: dict = field(default_factory=dict)   # what was calibrated: models, settings
+    k_draft: int = -1                  # rounds of k ≤ k_draft had draft decodes timed (0: no draft
+                                       # model; -1: all k, as before k_draft existed)
+
+    @property
+    def has_draft(self) -> bool:
+        return self.k_draft != 0
 
     def cost(self, k: int) -> float:
         """c(k), the fitted cost of a k-token verification batch (k ≥ 1)."""
@@ -182,13 +196,16 @@ class Calibration:
     def lines(self) -> list[str]:
         """The figures, for a terminal or a label."""
         ks = range(1, self.k_max + 1)
+        draft = (f"draft token f = {self.f:.3f} (first of a round {self.f_first:.3f}); "
+                 if self.has_draft else "no draft model (n-gram drafters only); ")
         return [
-            f"target token t1 = {self.t1 * 1e3:.3f} ms at position {self.n_past}; "
-            f"draft token f = {self.f:.3f} (first of a round {self.f_first:.3f}); "
+            f"target token t1 = {self.t1 * 1e3:.3f} ms at position {self.n_past}; {draft}"
             f"sampling s = {self.s:.3f} per row",
             "c(k)       " + " ".join(f"{k}:{self.cost(k):.2f}" for k in ks),
             "c raw      " + " ".join(f"{k}:{self.c_raw[k - 1]:.2f}" for k in ks),
+        ] + ([
             "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks),
+        ] if self.has_draft else []) + [
             f"python per round: baseline {self.o_base:.3f}, speculative {self.o0:.3f} + "
             f"{self.o1:.3f}·n; rollback r = {self.r:.3f}  (target-token units; {self.reps} reps, "
             f"{self.seconds:.1f} s)",
@@ -320,6 +337,71 @@ def calibrated_speedup(cal: Calibration, n: int, *, acceptance: Sequence[float] 
     return round_cost(cal, n, acceptance, sync, n_draft=n_draft).speedup
 
 
+def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_max: int,
+                     lookup: float, sync: str = "reuse", draft_model: bool = False) -> RoundCost:
+    """The calibrated model for a chain of drafters (or one n-gram drafter), per round averaged
+    over all ``n_rounds`` rounds of the runs, in target-token units.
+
+    ``drafters`` are the runs' per-drafter counts (``stats.DrafterStats``: the rounds each one
+    won). A round drafted by ``draft-simple`` costs what :func:`round_cost` says (its own
+    per-position acceptance, mean draft length, n_max). A round drafted by an n-gram drafter
+    has no draft decodes: it pays the verification of its draft, Σ_L P(L)·c(L + 1) over its
+    draft lengths L, sampling, the rollback r, Python o0 + o1·L, and, when the draft model is
+    in the chain (``draft_model``), the draft cache's catch-up: reuse decodes the 1 + accepted
+    kept rows, Σ_j P(j)·f_batch(1 + j), replay the whole batch. A round without a draft costs
+    c(1) + s + r + o0. Every round also pays ``lookup``, the measured Python time of the
+    n-gram drafters per round (their draft and accept calls), which replaces the draft
+    model's c(k) as the draft cost of draftless drafters."""
+    if n_rounds <= 0:
+        raise ConfigError("a prediction needs at least one round")
+    total = dict(tokens=0.0, draft=0.0, verify=0.0, sampling=0.0, sync=0.0, overhead=0.0)
+
+    def add(weight: float, **parts: float) -> None:
+        for key, value in parts.items():
+            total[key] += weight * value
+
+    left = float(n_rounds)
+    for d in drafters:
+        rounds = d.n_draft_rounds
+        if rounds <= 0:
+            continue
+        left -= rounds
+        w = rounds / n_rounds
+        expected = d.n_accept / rounds
+        mean_len = d.n_drafted / rounds
+        if d.name == "draft-simple":
+            a = [x / rounds for x in d.accepted_at]
+            rc = round_cost(cal, n_max, a, sync, n_draft=min(float(n_max), mean_len))
+            add(w, tokens=rc.tokens, draft=rc.draft, verify=rc.verify, sampling=rc.sampling,
+                sync=rc.sync, overhead=rc.overhead)
+            continue
+        lengths = _exact_counts(d.drafted_at, rounds)       # rounds per draft length L
+        verify = sum(count * cal.cost(length + 1) for length, count in lengths.items()) / rounds
+        catch_up = 0.0
+        if draft_model:
+            if sync == "replay":
+                catch_up = sum(c * cal.draft_batch(length + 1) for length, c in lengths.items()) / rounds
+            else:
+                catch_up = sum(c * cal.draft_batch(j + 1) for j, c in enumerate(d.accepted_hist)) / rounds
+        add(w, tokens=1.0 + expected, verify=verify, sampling=cal.s * (1.0 + expected),
+            sync=cal.r + catch_up, overhead=cal.o0 + cal.o1 * mean_len)
+    if left > 0:                                               # rounds without a draft
+        add(left / n_rounds, tokens=1.0, verify=1.0, sampling=cal.s, sync=cal.r, overhead=cal.o0)
+    total["draft"] += lookup
+    return RoundCost(**total, baseline=1.0 + cal.s + cal.o_base)
+
+
+def _exact_counts(at_least: Sequence[int], rounds: int) -> dict[int, int]:
+    """{L: rounds whose draft had exactly L tokens} from per-position counts (how many drafts
+    reached position i): at_least[L-1] − at_least[L]."""
+    counts = {}
+    for i, n in enumerate(at_least):
+        exact = n - (at_least[i + 1] if i + 1 < len(at_least) else 0)
+        if exact:
+            counts[i + 1] = exact
+    return counts
+
+
 def expected_from_alpha(alpha: float, n: int) -> float:
     """E for an assumed α (seed 003's α + α² + … + αⁿ)."""
     return expected_accepted(alpha, n)
@@ -353,22 +435,26 @@ def _filler_tokens(engine, n: int) -> list[int]:
 
 def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
               reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
-              overhead_runs: bool = True,
+              overhead_runs: bool = True, k_draft: int | None = None,
               progress: Progress | None = None, stop: threading.Event | None = None,
               seed: int = 0) -> Calibration:
     """Measure c(k) for k = 1..k_max, f, f_batch, s and the Python overheads.
 
-    ``engine`` must have a draft. Clears both contexts. ``sampler`` is the target's
-    SamplerSettings of the runs to predict (sampling cost; default greedy)."""
+    Clears both contexts. ``sampler`` is the target's SamplerSettings of the runs to predict
+    (sampling cost; default greedy). ``k_draft``: the rounds of a k-token verification batch
+    decode k − 1 draft tokens first only for k ≤ k_draft (the draft model's n_max + 1; default
+    k_max): larger batches are what n-gram drafters verify, with no draft decodes before them.
+    Without a draft model (``engine.draft`` None: an n-gram-only configuration) only the
+    target is timed; f and f_batch are 0."""
     from .sampling import SamplerSettings, build_chain
-    if engine.draft is None:
-        raise ConfigError("calibrating needs a draft model")
     if k_max < 1:
         raise ConfigError(f"k_max must be >= 1, not {k_max}")
+    has_draft = engine.draft is not None
+    k_draft = 0 if not has_draft else k_max if k_draft is None else max(1, min(k_draft, k_max))
     sampler = sampler or SamplerSettings()
     n_ctx = engine.tgt.n_ctx
     n_past = max(1, min(n_past, n_ctx - k_max - 1))
-    if k_max > min(engine.tgt.n_batch, engine.dft.n_batch):
+    if k_max > min(engine.tgt.n_batch, engine.dft.n_batch if has_draft else engine.tgt.n_batch):
         raise ConfigError(f"a batch of {k_max} tokens exceeds the batch size")
     stop = stop or threading.Event()
     say = progress or (lambda frac, what: None)
@@ -382,7 +468,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         held.enter_context(engine.exclusive("a calibration"))
         held.callback(lambda: [close() for close in closers])
         # fill both caches with [0, n_past)
-        for ctx, b in ((tgt, batch), (dft, dbatch)):
+        for ctx, b in ((tgt, batch), (dft, dbatch))[:2 if has_draft else 1]:
             ctx.prefill(tokens[:n_past], b, "the calibration prefix")
         removable = engine.tgt_removable and engine.dft_removable
         if not removable:
@@ -410,7 +496,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
             for r in range(ROUNDS_PER_BLOCK):
                 record = keep and r > 0          # the first round of a block rebuilds graphs
                 pos = n_past
-                if k > 1:                        # 1. draft: seed + k - 2 more, one token each
+                if 1 < k <= k_draft:             # 1. draft: seed + k - 2 more, one token each
                     for i in range(k - 1):
                         dt = time_decode(dft, dbatch, tokens[pos + i:pos + i + 1], pos + i, "all",
                                          "a calibration draft token")
@@ -424,10 +510,11 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                 for row in range(k):             # the rows a round samples (greedy here)
                     greedy.sample(tgt, row)
                 tgt.seq_rm(pos, -1)
-                if k > 1:                        # 3. sync: reuse (one row) or replay (k rows)
-                    dft.seq_rm(pos + (k - 1 if r % 2 else 0), -1)
-                    sync_k = 1 if r % 2 else k
-                    p0 = pos + k - 1 if r % 2 else pos
+                if k > 1 and has_draft:          # 3. sync: reuse (one row) or replay (k rows);
+                    one = r % 2 and k <= k_draft     # past k_draft the draft holds no rows to reuse
+                    dft.seq_rm(pos + (k - 1 if one else 0), -1)
+                    sync_k = 1 if one else k
+                    p0 = pos + k - 1 if one else pos
                     dt = time_decode(dft, dbatch, tokens[p0:p0 + sync_k], p0, "none",
                                      "a calibration draft batch")
                     if record:
@@ -436,9 +523,9 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
 
         greedy = build_chain(engine.target, SamplerSettings())
         closers.append(greedy.close)
-        items = list(range(1, k_max + 1))
-        times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in items}
-        times.update({("db", k): [] for k in items})
+        items = timed_batches(k_max, k_draft)
+        times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in range(1, k_max + 1)}
+        times.update({("db", k): [] for k in range(1, k_max + 1)})
         times[("d", 1)] = []
         times[("d0", 1)] = []
         rng = random.Random(seed)
@@ -459,7 +546,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                 "timing decodes")
         if not times[("d", 1)]:                 # k_max ≤ 2: no second draft decode in a round
             times[("d", 1)] = list(times[("d0", 1)])
-        if k_max == 1 or not times[("db", 1)]:   # no draft rounds: time the draft on its own
+        if has_draft and (k_draft == 1 or not times[("db", 1)] or not times[("d", 1)]):
+            # no draft rounds: time the draft on its own
             for _ in range(5):
                 times[("d", 1)].append(time_decode(dft, dbatch, tokens[n_past:n_past + 1], n_past, "all",
                                                    "a calibration draft token"))
@@ -483,26 +571,66 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                 chain.close()
         tgt.seq_rm(n_past, -1)
         tgt.clear()
-        dft.clear()
+        if has_draft:
+            dft.clear()
 
     est = ESTIMATOR
     t1 = est(times[("t", 1)])
     if t1 <= 0:
         raise ConfigError("the target's decode time could not be measured")
-    c_raw = tuple(est(times[("t", k)]) / t1 for k in range(1, k_max + 1))
+    c_raw = _fill_between([est(times[("t", k)]) / t1 if times[("t", k)] else None
+                           for k in range(1, k_max + 1)])
     cal = Calibration(
         k_max=k_max, n_past=n_past, t1=t1, c_raw=c_raw, c=cost_fit(c_raw),
-        f=est(times[("d", 1)]) / t1,
-        f_first=est(times[("d0", 1)] or times[("d", 1)]) / t1,
-        f_batch=monotone_fit([est(times[("db", k)] or times[("db", 1)]) / t1
-                              for k in range(1, k_max + 1)]),
-        s=_median(sample_times) / t1, reps=done_reps)
+        f=est(times[("d", 1)]) / t1 if has_draft else 0.0,
+        f_first=est(times[("d0", 1)] or times[("d", 1)]) / t1 if has_draft else 0.0,
+        f_batch=monotone_fit(_fill_between([est(times[("db", k)]) / t1 if times[("db", k)] else None
+                                            for k in range(1, k_max + 1)], first=est(times[("db", 1)]) / t1))
+        if has_draft else (0.0,) * k_max,
+        s=_median(sample_times) / t1, reps=done_reps, k_draft=k_draft)
     if overhead_runs:
         say(0.85, "timing the engine's loop")
-        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop)
+        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop,
+                                               k_draft)
         cal = _replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1, r=r / t1)
     say(1.0, "calibrated")
     return _replace(cal, seconds=time.perf_counter() - t_start, created=time.time())
+
+
+def timed_batches(k_max: int, k_draft: int) -> list[int]:
+    """The verification batch sizes timed: every k up to max(k_draft, DENSE_UP_TO), then every
+    step of about a quarter up to k_max (n-gram drafts run to 48 or 64 tokens: timing every
+    size would take minutes); c(k) between two timed sizes is interpolated linearly."""
+    dense = max(k_draft, DENSE_UP_TO)
+    ks = list(range(1, min(k_max, dense) + 1))
+    k = dense
+    while k < k_max:
+        k = min(k_max, max(k + 1, int(round(k * 1.25))))
+        ks.append(k)
+    return ks
+
+
+def _fill_between(values: Sequence[float | None], first: float | None = None) -> tuple[float, ...]:
+    """Values with the gaps (None) filled by linear interpolation between the timed neighbours
+    (a leading gap takes ``first``, or the first timed value)."""
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    if not known:
+        return tuple(first or 0.0 for _ in values)
+    out = []
+    for i, v in enumerate(values):
+        if v is not None:
+            out.append(float(v))
+            continue
+        before = [(j, w) for j, w in known if j < i]
+        after = [(j, w) for j, w in known if j > i]
+        if not before:
+            out.append(float(first if first is not None else after[0][1]))
+        elif not after:
+            out.append(float(before[-1][1]))
+        else:
+            (j0, w0), (j1, w1) = before[-1], after[0]
+            out.append(w0 + (w1 - w0) * (i - j0) / (j1 - j0))
+    return tuple(out)
 
 
 class CalibrationStopped(Exception):
@@ -514,14 +642,17 @@ def _replace(cal: Calibration, **kw) -> Calibration:
     return replace(cal, **kw)
 
 
-def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float, float, float]:
+def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
+                       ) -> tuple[float, float, float, float]:
     """Seconds per round from short engine runs: Python time of a baseline round,
     o0 + o1·n of a speculative round (least squares over the rounds, the slowest
     tenth left out; the Python per drafted token is the draft loop's, sampling is
-    timed with the verification), and r, the rollback (seq_rm on both caches)
+    timed with the verification; without a draft model, ngram-simple runs with a short
+    n-gram, so that many rounds draft), and r, the rollback (seq_rm on both caches)
     of a round that needed no sync decode (trimmed mean: a run pays every round's
     time, so a median would leave out the occasional slower one)."""
     import numpy as np
+    from .drafters.base import NgramMapParams
     from .engine import SpecSettings
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
@@ -529,11 +660,15 @@ def _measure_overheads(engine, k_max: int, sampler, stop) -> tuple[float, float,
     o_base = trimmed_mean(base[1:] or base, 0.1)
     points: list[tuple[int, float]] = []
     rollback: list[float] = []
-    lengths = sorted({1, max(1, (k_max - 1) // 2), max(1, k_max - 1)})
+    k_spec = k_max if k_draft < 0 else k_draft or k_max
+    lengths = sorted({1, max(1, (k_spec - 1) // 2), max(1, k_spec - 1)})
     for n in lengths:
-        run = engine.speculative(prompt, SpecSettings(n_max=n), sampler, n_tokens, stop)
+        spec = SpecSettings(n_max=n) if engine.draft is not None else SpecSettings(
+            types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=2, size_m=max(2, n)))
+        run = engine.speculative(prompt, spec, sampler, n_tokens, stop)
         for i, ev in enumerate(run):
-            if i == 0 or not ev.drafted or ev.mode != "spec":
+            # without a draft model the rounds no n-gram drafted for count too (length 0)
+            if i == 0 or ev.mode not in ("spec", "plain") or (not ev.drafted and engine.draft is not None):
                 continue
             points.append((len(ev.drafted), ev.t_overhead))
             if ev.n_accepted < len(ev.drafted):        # reuse sync: seq_rm only, no decode
@@ -564,7 +699,8 @@ def cache_dir() -> Path:
     return cache_root() / "calibration"
 
 
-def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST) -> tuple[str, dict]:
+def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST,
+                    k_draft: int | None = None) -> tuple[str, dict]:
     """(key, description) identifying a pair, its settings and this machine."""
     from dataclasses import asdict as _asdict
     desc = {
@@ -573,7 +709,7 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
         "draft": file_id(engine.draft.path) if engine.draft is not None else None,
         "engine": _asdict(engine.settings),
         "sampler": sampler.describe() if sampler is not None else "greedy",
-        "k_max": k_max, "n_past": n_past,
+        "k_max": k_max, "n_past": n_past, "k_draft": k_draft,
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()},
     }
     blob = json.dumps(desc, sort_keys=True, default=str).encode()
@@ -597,17 +733,17 @@ def save_cached(cal: Calibration) -> Path | None:
 
 def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                     reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
-                    refresh: bool = False, use_cache: bool = True,
+                    refresh: bool = False, use_cache: bool = True, k_draft: int | None = None,
                     progress: Progress | None = None, stop: threading.Event | None = None
                     ) -> tuple[Calibration, bool]:
     """(calibration, from_cache): the cached figures for this pair and settings,
-    or fresh ones (then cached)."""
-    key, desc = calibration_key(engine, k_max, sampler, n_past)
+    or fresh ones (then cached). ``k_draft``: see :func:`calibrate`."""
+    key, desc = calibration_key(engine, k_max, sampler, n_past, k_draft)
     if use_cache and not refresh:
         cal = load_cached(key, k_max=k_max)
         if cal is not None:
             return cal, True
-    cal = calibrate(engine, k_max, sampler=sampler, n_past=n_past, reps=reps,
+    cal = calibrate(engine, k_max, sampler=sampler, n_past=n_past, reps=reps, k_draft=k_draft,
                     time_budget_s=time_budget_s, progress=progress, stop=stop)
     cal = _replace(cal, key=key, describe=desc)
     if use_cache:

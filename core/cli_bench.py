@@ -1,7 +1,15 @@
-"""``specscope bench``: drafts × draft lengths × prompts, measured against the target alone.
+"""``specscope bench``: drafters × drafts × draft lengths × prompts, measured against the
+target alone.
 
     specscope bench -m TARGET.gguf -md DRAFT1.gguf -md DRAFT2.gguf \\
                     --spec-draft-n-max 1,2,4,8 --prompts prompts.json --csv out.csv
+    specscope bench --spec-type draft-simple ngram-simple ngram-simple,draft-simple
+
+``--spec-type`` takes one chain per word (commas join the types of a chain; llama.cpp's
+priority order decides who drafts first). n (``--spec-draft-n-max``) belongs to draft-simple:
+a chain of n-gram types alone runs once, whatever the list of n, and needs no draft model.
+With n-gram types the table gains the Python lookup time per round and, per member of a
+chain, the rounds it won and its acceptance.
 
 Prints, per draft, the calibrated cost figures (c(k), f, ...; see
 ``specscope.core.calibrate``), then one pooled row per draft × n: acceptance,
@@ -30,19 +38,20 @@ BUSY_SHARE = 0.1            # others using more of the CPU than this: say the fi
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from .cli import add_model_args
     p = subparsers.add_parser(
-        "bench", help="measure speed-up over drafts × draft lengths × prompts",
-        description="Measure speed-up over drafts × draft lengths × prompts against the target alone, "
-                    "beside seed 003's textbook prediction and the prediction calibrated on this machine.")
+        "bench", help="measure speed-up over drafters × drafts × draft lengths × prompts",
+        description="Measure speed-up over drafters (--spec-type chains) × drafts × draft lengths × "
+                    "prompts against the target alone, beside seed 003's textbook prediction and the "
+                    "prediction calibrated on this machine.")
     add_model_args(p, draft=False)
+    from .cli_spec import add_spec_args
+    add_spec_args(p, bench=True)
     g = p.add_argument_group("sweep")
     g.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
-                   help="draft model (GGUF); repeat for several (default: the demo draft)")
+                   help="draft model (GGUF); repeat for several (default: the demo draft when a "
+                        "chain uses draft-simple)")
     g.add_argument("--spec-draft-n-max", "--draft-max", default="1,2,4,8", metavar="N[,N...]",
-                   help="draft lengths to try: a list like 1,2,4,8 or a range like 1-8 (default 1,2,4,8)")
-    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0,
-                   help="stop drafting below this top-10 probability (default 0.0)")
-    g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
-                   help="draft cache sync (default reuse; replay = llama.cpp's way)")
+                   help="draft-simple's draft lengths to try: a list like 1,2,4,8 or a range like 1-8 "
+                        "(default 1,2,4,8; n-gram-only chains run once)")
     g.add_argument("--prompts", type=Path, default=None,
                    help="prompt-set file (.json, or text with prompts separated by '---' lines; "
                         "default: the shipped bench_prompts.json)")
@@ -130,22 +139,39 @@ def _sampler(args, target_path: Path):
                            min_p=args.min_p, seed=args.seed, logit_bias=bias)
 
 
+def chains_from_args(args) -> tuple[tuple[str, ...], ...]:
+    """--spec-type words to chains (each in llama.cpp's priority order), duplicates dropped."""
+    from .drafters import DRAFT_MODEL, parse_types
+    chains: list[tuple[str, ...]] = []
+    for word in args.spec_type or [DRAFT_MODEL]:
+        chain = parse_types(word)
+        if chain not in chains:
+            chains.append(chain)
+    return tuple(chains)
+
+
 def settings_from_args(args):
     from .cli import engine_settings
+    from .cli_spec import spec_from_args
     from .demo import demo_pair
+    from .drafters import DRAFT_MODEL
     from .sweep import SweepSettings, parse_n_values
     from .compare import NEAR_TIE_LOGIT_GAP
     from .calibrate import TIME_BUDGET_S
-    target, drafts = args.model, list(args.model_draft or [])
-    if target is None or not drafts:
+    chains = chains_from_args(args)
+    n_values = parse_n_values(args.spec_draft_n_max)
+    uses_model = any(DRAFT_MODEL in c for c in chains)
+    target, drafts = args.model, list(args.model_draft or []) if uses_model else []
+    if target is None or (uses_model and not drafts):
         demo_target, demo_draft = demo_pair()
         target = target or demo_target
-        drafts = drafts or [demo_draft]
+        drafts = drafts or ([demo_draft] if uses_model else [])
     if args.n_predict < 2:
         raise ConfigError(f"-n must be >= 2 for a benchmark, not {args.n_predict}")
+    spec = spec_from_args(args, types=chains[0], n_max=max(n_values))
     return SweepSettings(
-        target=Path(target), drafts=tuple(Path(d) for d in drafts),
-        n_values=parse_n_values(args.spec_draft_n_max), prompts=tuple(_prompts(args)),
+        target=Path(target), drafts=tuple(Path(d) for d in drafts), chains=chains, spec=spec,
+        n_values=n_values, prompts=tuple(_prompts(args)),
         n_predict=args.n_predict, sampler=_sampler(args, Path(target)),
         engine=engine_settings(args), sync=args.sync, p_min=args.spec_draft_p_min,
         repeats=args.repeats, alpha=args.alpha, lossless=not args.no_lossless,
@@ -157,20 +183,29 @@ def settings_from_args(args):
 def report_lines(result) -> list[str]:
     """The text report: settings, calibration, table, best n, lossless."""
     from .compare import DETERMINISTIC_HINT, is_deterministic
-    from .sweep import format_heatmap, format_table
+    from .drafters import DRAFT_MODEL, type_label
+    from .sweep import NGRAM_ONLY_NOTE, format_heatmap, format_table
     s = result.settings
     lines = [f"target: {s.target}",
-             f"drafts: {', '.join(str(d) for d in s.drafts)}",
+             f"drafts: {', '.join(str(d) for d in s.drafts) or 'none (n-gram drafters only)'}",
+             f"drafters: {', '.join(type_label(c) for c in s.chains)}",
              f"{len(s.prompts)} prompts × {s.repeats} repeat(s), {s.n_predict} tokens each, "
              f"n = {','.join(map(str, s.n_values))}, sync {s.sync}, sampler {s.sampler.describe()}, "
              f"KV {s.engine.kv_type}, flash attention {s.engine.flash_attn}"]
+    if any(DRAFT_MODEL not in c for c in s.chains):
+        lines.append(NGRAM_ONLY_NOTE)
     for name, cal in result.calibrations.items():
         when = (f"cached, measured {cal.cached_age_s / 60:.0f} min ago (--recalibrate to measure again)"
                 if result.from_cache.get(name) else "measured now")
-        lines += ["", f"calibration of {name} ({when}):"] + ["  " + ln for ln in cal.lines()]
+        lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'} ({when}):"] \
+            + ["  " + ln for ln in cal.lines()]
     for name, why in result.skipped.items():
         lines += ["", f"skipped {name}: {why}"]
     lines += ["", format_table(result, per_prompt=False)]
+    if any(r.drafter != DRAFT_MODEL for r in result.pooled()):
+        lines += ["  (lookup/round: Python time of the n-gram drafters per round, and in target "
+                  "tokens, the draft cost of the calibrated prediction; rounds won: rounds whose "
+                  "draft that member of the chain proposed)"]
     if result.pooled():
         lines += ["", "measured speed-up, drafts × n (* = best n):", format_heatmap(result)]
     best = result.best_n()
@@ -212,7 +247,7 @@ def run(args) -> int:
     from .probe import guard
     from .sweep import run_sweep
     settings = settings_from_args(args)
-    for draft in () if args.no_probe else settings.drafts:
+    for draft in () if args.no_probe else settings.drafts or (None,):
         guard(settings.engine, settings.target, draft)
     bar = None if args.quiet else ProgressLine()
     stop = threading.Event()

@@ -74,7 +74,9 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     assert view.table.rowCount() == 4
     assert view.table.columnCount() == len(TABLE_COLUMNS)
     texts = [view.table.item(0, j).text() for j in range(len(TABLE_COLUMNS))]
-    assert texts[0] == "draft.gguf" and texts[1] == "1" and texts[7].endswith("×")
+    assert texts[:3] == ["draft.gguf", "draft-simple", "1"] and texts[8].endswith("×")
+    assert texts[-2:] == ["", ""]          # lookup and rounds won: n-gram drafters only
+    assert not view.table.isColumnHidden(0)                           # two draft files
     view.per_prompt.setChecked(True)
     assert view.table.rowCount() == 12
     # heatmap: drafts × n
@@ -154,3 +156,64 @@ def test_an_incompatible_draft_is_skipped_with_a_warning(view, qtbot, tiny_model
     assert not view.banner.isHidden() and view.banner.level == "warning"
     assert view.heatmap.rowCount() == 1
 
+
+
+def test_drafters_checklist_and_chains_make_the_configurations(view):
+    from specscope.core.drafters import TYPES
+    assert [view.drafters.item(i).text() for i in range(view.drafters.count())] == list(TYPES)
+    assert view.settings().chains == (("draft-simple",),)          # the default: as before
+    view.set_drafters("ngram-simple", "draft-simple,ngram-simple")
+    assert view.chains.text() == "draft-simple,ngram-simple"
+    s = view.settings()
+    assert s.chains == (("ngram-simple",), ("ngram-simple", "draft-simple"))   # priority order
+    assert s.drafts                                                  # the chain loads the draft
+    view.set_drafters("ngram-simple")
+    assert view.settings().drafts == ()                              # n-gram only: no draft model
+    view.drafts.clear()
+    view._update_buttons()
+    assert view.run_button.isEnabled()                               # ... so none is needed
+    view.set_drafters("draft-simple")
+    assert not view.run_button.isEnabled()
+    view.set_drafters("ngram-bogus,draft-simple")
+    assert not view.start()
+    assert "unknown speculative type: ngram-bogus" in view.banner.message
+    view.set_drafters()
+    assert not view.start() and "tick at least one drafter" in view.banner.message
+
+
+def test_the_shipped_drafter_prompts_are_offered(view):
+    from specscope.core.demo import prompts_dir
+    view._prompts_chosen(1)
+    assert view.prompt_file == prompts_dir() / "drafter_prompts.json"
+    assert [name for name, _ in view.settings().prompts][:2] == ["repeat_quote", "repeat_copy"]
+    view._prompts_chosen(0)
+    assert view.prompt_file is None and view.prompts.currentIndex() == 0
+
+
+def test_sweep_of_ngram_drafters_and_a_chain_shows_them(view, qtbot):
+    view.set_drafters("ngram-simple", "ngram-simple,draft-simple")
+    result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_predict=24)
+    assert not result.stopped
+    col = {head: j for j, (head, _, _) in enumerate(TABLE_COLUMNS)}
+    shown = {(view.table.item(i, col["Drafter"]).text(), view.table.item(i, col["n"]).text())
+             for i in range(view.table.rowCount())}
+    # the n-gram chain once (no n), the chain with the draft model per n
+    assert shown == {("ngram-simple", "–"), ("ngram-simple>draft-simple", "1"),
+                     ("ngram-simple>draft-simple", "2")}
+    i = next(i for i in range(view.table.rowCount())
+             if view.table.item(i, col["Drafter"]).text() == "ngram-simple")
+    assert view.table.item(i, col["Draft"]).text() == "—"
+    assert view.table.item(i, col["Lookup/round"]).text().endswith(")")
+    assert view.table.item(i, col["Rounds won"]).text().startswith("ngram-simple ")
+    j = next(i for i in range(view.table.rowCount())
+             if view.table.item(i, col["Drafter"]).text() == "ngram-simple>draft-simple")
+    assert " · draft-simple " in view.table.item(j, col["Rounds won"]).text()
+    # heatmap: a row per configuration, the n-gram one in the "no n" column
+    labels = [view.heatmap.verticalHeaderItem(r).text() for r in range(view.heatmap.rowCount())]
+    assert labels == ["ngram-simple", "ngram-simple>draft-simple"]     # one draft file: not repeated
+    assert view.table.isColumnHidden(col["Draft"])
+    assert view.heatmap.horizontalHeaderItem(0).text() == "no n"
+    assert view.heatmap.item(0, 0) is not None and view.heatmap.item(1, 0) is None
+    assert len(view._curves) == 6                    # measured, calibrated, textbook × 2
+    assert "no draft model" in view.calibration_label.text()
+    assert "ngram-simple</b> (n-gram drafters, no n)" in view.best_label.text()

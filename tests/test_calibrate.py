@@ -123,11 +123,15 @@ def test_calibrate_on_tiny_models(tiny_models):
         assert len(run.tokens) >= 1
 
 
-def test_calibrate_needs_a_draft_and_stops(tiny_models):
+def test_calibrate_without_a_draft_times_the_target_only_and_stops(tiny_models):
     import threading
     with Engine(tiny_models["target"], None, SETTINGS) as engine:
-        with pytest.raises(ConfigError):
-            cb.calibrate(engine, 3)
+        cal = cb.calibrate(engine, 12, reps=5, time_budget_s=0.5, n_past=32)
+    assert not cal.has_draft and cal.k_draft == 0
+    assert cal.f == cal.f_first == 0.0 and cal.f_batch == (0.0,) * 12
+    assert cal.c[0] == 1.0 and all(b >= a for a, b in zip(cal.c, cal.c[1:]))
+    assert len(cal.c) == 12 and cal.o0 > 0          # ngram-simple runs gave the Python per round
+    assert "no draft model" in cal.lines()[0] and not any("f_batch" in ln for ln in cal.lines())
     with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
         stop = threading.Event()
         stop.set()
@@ -173,3 +177,44 @@ def test_demo_pair_c_is_at_least_one_and_non_decreasing():
     assert all(x >= 0.8 for x in cal.c_raw)
     assert cal.c_raw[-1] > 1.0
     assert 0.0 < cal.f < 1.0
+
+
+def test_timed_batches_are_dense_up_to_the_draft_then_spaced():
+    assert cb.timed_batches(5, 5) == [1, 2, 3, 4, 5]
+    ks = cb.timed_batches(49, 4)
+    assert ks[:9] == list(range(1, 10)) and ks[-1] == 49 and len(ks) < 20
+    assert all(b > a for a, b in zip(ks, ks[1:]))
+    assert cb.timed_batches(40, 20)[:20] == list(range(1, 21))
+    # the sizes between two timed ones are interpolated
+    assert cb._fill_between([1.0, None, 3.0, None]) == (1.0, 2.0, 3.0, 3.0)
+
+
+def test_chain_round_cost_on_plain_numbers():
+    """An n-gram drafter: no draft decodes; the lookup time is the draft cost."""
+    from specscope.core.stats import DrafterStats
+    cal = cal_of([1, 2, 3, 4, 5], f=0.1, f_batch=[0.05, 0.1, 0.2, 0.3, 0.4], s=0.01, o_base=0.02,
+                 o0=0.03, o1=0.01)
+    cal = Calibration(**{**cal.__dict__, "r": 0.02})
+    # 4 rounds: two drafts by ngram-simple, of 2 and 3 tokens, 1 and 2 accepted; two rounds without
+    ngram = DrafterStats("ngram-simple", n_draft_rounds=2, n_drafted=5, n_accept=3,
+                         drafted_at=(2, 2, 1), accepted_at=(2, 1, 0), accepted_hist=(0, 1, 1))
+    rc = cb.chain_round_cost(cal, [ngram], 4, n_max=0, lookup=0.05)
+    assert rc.tokens == pytest.approx(0.5 * 2.5 + 0.5 * 1)
+    assert rc.draft == pytest.approx(0.05)                        # the lookup, nothing else
+    assert rc.verify == pytest.approx(0.5 * (3 + 4) / 2 + 0.5 * 1)  # c(L + 1) per length, c(1)
+    assert rc.sampling == pytest.approx(0.5 * 0.01 * 2.5 + 0.5 * 0.01)
+    assert rc.sync == pytest.approx(0.02)
+    assert rc.overhead == pytest.approx(0.5 * (0.03 + 0.01 * 2.5) + 0.5 * 0.03)
+    assert rc.speedup == pytest.approx(1.75 * 1.03 / 2.38)
+    assert cb.chain_round_cost(cal, [ngram], 4, n_max=0, lookup=0.0).speedup > rc.speedup
+    # with the draft model in the chain, reuse sync decodes the 1 + accepted kept rows on the draft
+    chained = cb.chain_round_cost(cal, [ngram], 4, n_max=3, lookup=0.05, draft_model=True)
+    assert chained.sync == pytest.approx(0.02 + 0.5 * (0.1 + 0.2) / 2)
+    # draft-simple winning every round: the calibrated model of round_cost, unchanged
+    model = DrafterStats("draft-simple", n_draft_rounds=4, n_drafted=8, n_accept=5,
+                         drafted_at=(4, 4), accepted_at=(3, 2), accepted_hist=(1, 1, 2))
+    alone = round_cost(cal, 2, (0.75, 0.5), "reuse")
+    both = cb.chain_round_cost(cal, [model], 4, n_max=2, lookup=0.0, draft_model=True)
+    assert both.speedup == pytest.approx(alone.speedup) and both.draft == pytest.approx(alone.draft)
+    with pytest.raises(ConfigError):
+        cb.chain_round_cost(cal, [ngram], 0, n_max=0, lookup=0.0)

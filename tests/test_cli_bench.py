@@ -106,3 +106,96 @@ def test_bench_on_the_demo_pair(capsys):
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "demo-draft.gguf" in out and "calibrated" in out
+
+
+def demo_or_skip():
+    from specscope.core.demo import demo_pair
+    try:
+        return demo_pair()
+    except ConfigError as exc:
+        pytest.skip(f"the demo pair is not installed: {exc}")
+
+
+def shipped_prompt(name):
+    from specscope.core.sweep import load_prompts
+    return dict(load_prompts("drafter_prompts.json"))[name]
+
+
+def test_bench_sweeps_ngram_drafters_and_chains_on_the_demo_pair(capsys, tmp_path):
+    """ngram-simple alone runs once (n does not apply), the chain once per n; rows name the
+    chain and count what each member drafted; the calibrated prediction of the n-gram row is
+    the chain model with the measured lookup time as its only draft cost."""
+    from specscope.core.calibrate import Calibration, chain_round_cost
+    from specscope.core.stats import DrafterStats
+    demo_or_skip()
+    out_csv = tmp_path / "d.csv"
+    argv = ["bench", "--spec-type", "ngram-simple", "ngram-simple,draft-simple",
+            "--spec-draft-n-max", "1,3", "-n", "24", "--ignore-eos", "-t", "1", "-td", "1",
+            "--calibration-seconds", "0.3", "-p", shipped_prompt("repeat_copy")]
+    rc = cli.main(argv + ["--json", "-q", "--csv", str(out_csv)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["settings"]["spec_types"] == ["ngram-simple", "ngram-simple>draft-simple"]
+    rows = {(r["drafter"], r["n_max"], r["prompt"]): r for r in doc["rows"]}
+    assert set(rows) == {("ngram-simple", 0, "p1"), ("ngram-simple", 0, "ALL"),
+                         ("ngram-simple>draft-simple", 1, "p1"), ("ngram-simple>draft-simple", 1, "ALL"),
+                         ("ngram-simple>draft-simple", 3, "p1"), ("ngram-simple>draft-simple", 3, "ALL")}
+    assert set(doc["calibration"]) == {"", "demo-draft.gguf"}     # the n-gram group has no draft
+
+    ngram = rows[("ngram-simple", 0, "ALL")]
+    assert ngram["draft"] == ""
+    [member] = ngram["drafters"]
+    assert member["name"] == "ngram-simple" and member["n_draft_rounds"] >= 1
+    assert member["n_accept"] > 0 and ngram["draft_rounds"] == member["n_draft_rounds"]
+    assert ngram["by_drafter"] == (f"ngram-simple:{member['n_draft_rounds']}:{member['n_drafted']}:"
+                                   f"{member['n_accept']}")
+    for chain in (rows[("ngram-simple>draft-simple", n, "ALL")] for n in (1, 3)):
+        assert chain["draft"] == "demo-draft.gguf"
+        assert [d["name"] for d in chain["drafters"]] == ["ngram-simple", "draft-simple"]
+        assert sum(d["n_draft_rounds"] for d in chain["drafters"]) == chain["draft_rounds"]
+        assert chain["drafters"][0]["n_draft_rounds"] >= 1    # the prompt's spans come back
+
+    # the prediction: lookup time per round (÷ t1) as the only draft cost
+    cal = Calibration.from_dict(doc["calibration"][""])
+    assert not cal.has_draft and cal.k_max == 24                  # n-gram drafts up to n - 1 tokens
+    assert ngram["lookup_us"] > 0
+    assert ngram["lookup_cost"] == pytest.approx(ngram["lookup_us"] * 1e-6 / cal.t1)
+    fields = DrafterStats.__dataclass_fields__
+    members = [DrafterStats(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()
+                               if k in fields}) for d in ngram["drafters"]]
+    cost = chain_round_cost(cal, members, ngram["rounds"], n_max=0, lookup=ngram["lookup_cost"])
+    assert cost.draft == pytest.approx(ngram["lookup_cost"])
+    assert ngram["calibrated_speedup"] == pytest.approx(cost.speedup)
+    no_lookup = chain_round_cost(cal, members, ngram["rounds"], n_max=0, lookup=0.0)
+    assert no_lookup.speedup > ngram["calibrated_speedup"]
+    # the textbook for draftless drafting: tokens per round, nothing to pay for the draft
+    assert ngram["textbook_speedup"] == pytest.approx(1 + member["n_accept"] / ngram["rounds"])
+
+    table = list(csv.reader(io.StringIO(out_csv.read_text())))
+    header = table[0]
+    by = {(line[header.index("drafter")], line[header.index("n_max")], line[header.index("prompt")])
+          for line in table[1:]}
+    assert ("ngram-simple", "", "ALL") in by and ("ngram-simple>draft-simple", "3", "ALL") in by
+
+    # the text report, from the cached calibrations
+    rc = cli.main(argv + ["-q"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "drafters: ngram-simple, ngram-simple>draft-simple" in out
+    assert "n applies to draft-simple only" in out
+    assert "lookup/round" in out and "rounds won" in out
+    assert "demo-draft.gguf · ngram-simple>draft-simple" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("ngram-simple ") and " ALL " in ln)
+    assert " - " in line and "ngram-simple " in line.split("µs")[1]
+
+
+@pytest.mark.parametrize("types, words", [
+    (("ngram-bogus",), "unknown speculative type: ngram-bogus"),
+    (("none",), "--spec-type none"),
+])
+def test_bench_bad_spec_type_exits_2_with_one_line(capsys, types, words):
+    demo_or_skip()
+    rc = cli.main(["bench", "--spec-type", *types, "-q", "-n", "4", "-p", "x"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and words in err

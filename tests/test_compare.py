@@ -242,15 +242,17 @@ def test_sweep_table_and_csv_columns(small_sweep):
     reader = csv.reader(io.StringIO(result.to_csv()))
     header = next(reader)
     assert tuple(header) == sw.CSV_COLUMNS == (
-        "draft", "n_max", "prompt", "tokens", "rounds", "acceptance", "mean_accepted_length",
-        "tokens_per_s", "baseline_tokens_per_s", "measured_speedup", "textbook_speedup",
-        "calibrated_speedup", "textbook_error", "calibrated_error", "alpha_speedup", "f",
-        "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at")
+        "draft", "drafter", "n_max", "prompt", "tokens", "rounds", "acceptance",
+        "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
+        "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
+        "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
+        "draft_rounds", "lookup_us", "lookup_cost", "by_drafter")
     body = list(reader)
     assert len(body) == 12
     for line in body:
         row = dict(zip(header, line))
         assert row["draft"] in ("draft.gguf", "random-draft.gguf")
+        assert row["drafter"] == "draft-simple" and row["by_drafter"].startswith("draft-simple:")
         assert row["prompt"] in ("code", "words", "ALL")
         assert float(row["measured_speedup"]) > 0
         assert float(row["calibrated_speedup"]) > 0 and float(row["textbook_speedup"]) > 0
@@ -269,7 +271,7 @@ def test_sweep_json_heatmap_and_best_n(small_sweep, tmp_path):
     drafts, ns, grid = result.heatmap()
     assert drafts == ["draft.gguf", "random-draft.gguf"] and ns == [1, 2]
     assert all(v is not None and v > 0 for line in grid for v in line)
-    assert result.save(tmp_path / "s.csv").read_text().startswith("draft,n_max,prompt")
+    assert result.save(tmp_path / "s.csv").read_text().startswith("draft,drafter,n_max,prompt")
     assert json.loads(result.save(tmp_path / "s.json").read_text())["rows"]
     assert "calibrated" in sw.format_table(result)
 
@@ -347,3 +349,24 @@ def test_sweep_skips_a_draft_the_gate_refuses(tiny_models):
     assert result.drafts() == ["draft.gguf"]
     with pytest.raises(IncompatiblePairError):
         sw.run_sweep(sweep_settings(tiny_models, drafts=(tiny_models["foreign"],), n_values=(1,)))
+
+
+def test_sweep_groups_ngram_chains_once_without_a_draft_model(tiny_models):
+    s = sweep_settings(tiny_models, chains=(("ngram-simple",), ("ngram-simple", "draft-simple"),
+                                            ("draft-simple",)), n_values=(1, 2, 4))
+    groups = sw.groups(s)
+    assert [(path, name) for path, name, _ in groups] == [
+        (None, ""), (tiny_models["draft"], "draft.gguf"), (tiny_models["random_draft"], "random-draft.gguf")]
+    assert [(c.drafter, c.n) for c in groups[0][2]] == [("ngram-simple", 0)]      # not × n
+    assert len(groups[1][2]) == 2 * 3
+    assert sw.sweep_steps(s) == (1 + 2 * 3) + 2 * (1 + 2 * (2 + 6))
+    # n-gram drafts run to size M, at most the run's budget: the calibration covers that batch
+    assert sw.longest_draft(s, groups[0][2][0]) == s.n_predict - 1
+    assert {(c.drafter, c.n): sw.longest_draft(s, c) for c in groups[1][2] if c.n == 4} == {
+        ("ngram-simple>draft-simple", 4): s.n_predict - 1, ("draft-simple", 4): 4}
+    # an n-gram-only sweep needs no draft; draft-simple does
+    sw.SweepSettings(**{**s.__dict__, "drafts": (), "chains": (("ngram-simple",),)}).validate()
+    with pytest.raises(ConfigError, match="draft-simple needs a draft model"):
+        sw.SweepSettings(**{**s.__dict__, "drafts": ()}).validate()
+    with pytest.raises(ConfigError, match="priority order"):
+        sw.SweepSettings(**{**s.__dict__, "chains": (("draft-simple", "ngram-simple"),)}).validate()
