@@ -408,8 +408,9 @@ class Run:
             # llama.cpp tells the drafters what was kept (common_speculative_accept)
             t = time.perf_counter()
             chain.accept(n_accepted)
-            tm.lookup += time.perf_counter() - t
-            tm.draft += time.perf_counter() - t
+            if chain.looks_up:              # n-gram bookkeeping is lookup time
+                tm.lookup += time.perf_counter() - t
+                tm.draft += time.perf_counter() - t
             was_replay = replay
             if replay:
                 if tuple(ids[:len(replay)]) != replay:

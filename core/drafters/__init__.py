@@ -65,6 +65,7 @@ class Chain:
     def __init__(self, drafters: list[Drafter]):
         order = {t: i for i, t in enumerate(TYPES)}
         self.drafters = sorted(drafters, key=lambda d: order[d.name])
+        self.looks_up = any(d.name != DRAFT_MODEL for d in self.drafters)   # any n-gram type
         self.last: Drafter | None = None      # llama.cpp's impl_last: kept across rounds
         self.t_lookup = 0.0                   # seconds in n-gram drafters during the last call
 
