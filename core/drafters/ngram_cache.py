@@ -1,0 +1,284 @@
+"""ngram-cache: llama.cpp's ``common_speculative_impl_ngram_cache`` over
+``common_ngram_cache_update`` / ``common_ngram_cache_draft`` (common/speculative.cpp,
+common/ngram-cache.cpp).
+
+The context cache maps every 1- to 4-gram to the counts of the tokens that followed it. Each
+draft call feeds it only the tokens that came since the last call, plus ``id_last``, as a
+sequence of its own: n-grams that span two calls' tokens are never counted (so a round that
+kept no draft token adds nothing). A draft is up to 8 tokens (fixed in llama.cpp), each the
+follower of the preceding n-gram, longest n-gram first, in the context cache (lax thresholds:
+enough samples and a large enough share), then a dynamic cache (strict thresholds), then the
+static cache's 2-gram (``-lcd`` / ``-lcs``: files saved by llama.cpp's lookup tools). Where the
+static cache knows the last 2 tokens, its counts weigh the candidates (100 x its count; 1 for
+a token it lacks).
+
+The winner among equal scores is the first in ``std::unordered_map<llama_token, int32_t>``
+iteration order (a strict ``>``), and ties are common: two followers seen once each pass the
+50% rule. ``Followers`` therefore reproduces libstdc++'s (GCC 12, which built the reference)
+unordered_map: identity hash, bucket = key mod bucket count, nodes in one singly linked list
+where a node whose bucket is empty goes to the front of the list and any other to the front of
+its bucket's run, and the prime rehash policy (13 buckets at the first insert, then the next
+prime >= twice the count once the map would exceed one element per bucket, the nodes
+re-linked in their old order by the same rule). A copy keeps the order, so llama.cpp's copies
+of a part change nothing. tests/reference/umap_order.cpp prints the real order to check it.
+
+Where llama.cpp's draft loop reads before the start of the sequence (a 3- or 4-gram with only
+2 or 3 tokens in the context: out-of-bounds reads of whatever precedes the draft buffer),
+those n-grams count as not found here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import Drafter, NgramCacheParams, Proposal
+
+N_DRAFT = 8           # create_state_ngram_cache: n_draft fixed
+NGRAM_MAX = 4         # LLAMA_NGRAM_MAX (LLAMA_NGRAM_MIN is 1)
+NGRAM_STATIC = 2      # LLAMA_NGRAM_STATIC
+# thresholds by n-gram size - 1: (minimum sample size, minimum percentage of the winner)
+LAX = ((2, 66), (2, 50), (1, 50), (1, 50))
+STRICT = ((4, 75), (3, 66), (2, 66), (2, 66))
+
+# libstdc++'s bucket counts for a growing unordered_map (_Prime_rehash_policy, max load 1):
+# 13 at the first insert, then the next prime >= twice the count when the size would exceed it
+_BUCKETS = (13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229, 172933,
+            351061, 712697, 1447153, 2938679, 5967347, 12117689, 24607243, 49969847)
+_NEXT_BUCKETS = dict(zip((0, *_BUCKETS), _BUCKETS))
+_U64 = (1 << 64) - 1
+
+
+def _i32(x: int) -> int:
+    """int32 wrap-around, as llama.cpp's int products overflow."""
+    return (x + (1 << 31) & 0xFFFFFFFF) - (1 << 31)
+
+
+class Followers:
+    """llama.cpp's ``common_ngram_cache_part`` (token -> count) with libstdc++'s iteration
+    order, and the first token of maximal count in that order kept up to date (``best``).
+
+    ``rank`` orders the nodes: a larger rank comes earlier in iteration. It is the time the
+    node's bucket became non-empty (upper bits: later buckets are at the front of the list)
+    and the node's index in its bucket's run (lower bits: later nodes at the front of it)."""
+    __slots__ = ("count", "rank", "buckets", "n_buckets", "total", "max_count", "best")
+
+    def __init__(self):
+        self.count: dict[int, int] = {}
+        self.rank: dict[int, int] = {}
+        self.buckets: dict[int, int] = {}     # bucket -> rank of the node at its run's front
+        self.n_buckets = 0                    # 0: nothing allocated (std reports 1)
+        self.total = 0                        # sum of the counts
+        self.max_count = 0
+        self.best = -1                        # LLAMA_TOKEN_NULL while empty
+
+    @property
+    def bucket_count(self) -> int:
+        return self.n_buckets or 1
+
+    def add(self, token: int, count: int = 1) -> None:
+        """Count ``token`` ``count`` more times (inserting it first when it is new)."""
+        old = self.count.get(token)
+        if old is None:
+            if len(self.count) >= self.n_buckets:
+                self._rehash(_NEXT_BUCKETS[self.n_buckets])
+            self._link(token)
+            old = 0
+        new = self.count[token] = old + count
+        self.total += count
+        if new > self.max_count:
+            self.max_count, self.best = new, token
+        elif new == self.max_count and self.rank[token] > self.rank[self.best]:
+            self.best = token
+
+    def _link(self, token: int) -> None:
+        b = (token if token >= 0 else token & _U64) % self.n_buckets
+        front = self.buckets.get(b)
+        rank = len(self.buckets) << 32 if front is None else front + 1
+        self.buckets[b] = self.rank[token] = rank
+
+    def _rehash(self, n_buckets: int) -> None:
+        order = self.order()
+        self.n_buckets = n_buckets
+        self.buckets.clear()
+        self.rank.clear()
+        for token in order:
+            self._link(token)
+        if order:
+            rank, m = self.rank, self.max_count
+            self.best = max((t for t in order if self.count[t] == m), key=rank.__getitem__)
+
+    def order(self) -> list[int]:
+        """The tokens in iteration order."""
+        return sorted(self.count, key=self.rank.__getitem__, reverse=True)
+
+    def weighted(self, weights: "Followers") -> tuple[int, int, int]:
+        """try_draft's scan with the static cache's counts as weights: (winner, its count,
+        total count)."""
+        count, w = self.count, weights.count
+        best, best_count, best_w, total = -1, 0, 0, 0
+        for token in self.order():
+            c = count[token]
+            cw = _i32(100 * w[token]) if token in w else 1
+            if _i32(c * cw) > _i32(best_count * best_w):
+                best, best_count, best_w = token, c, cw
+            total += c
+        return best, best_count, total
+
+
+Cache = dict[tuple[int, ...], Followers]     # n-gram (without llama.cpp's -1 padding) -> part
+
+
+def update(cache: Cache, seq: list[int], first: int = 0) -> None:
+    """``common_ngram_cache_update`` for the n-grams of ``seq`` followed by seq[i], i >= first
+    (llama.cpp counts them size by size; each part sees its tokens in position order either
+    way)."""
+    for i in range(max(first, 1), len(seq)):
+        token = seq[i]
+        for size in range(1, min(i, NGRAM_MAX) + 1):
+            key = tuple(seq[i - size:i])
+            part = cache.get(key)
+            if part is None:
+                part = cache[key] = Followers()
+            part.add(token)
+
+
+def load_cache(path: str, flag: str) -> Cache:
+    """``common_ngram_cache_load``: repeated [4 x int32 n-gram][int32 n][n x (int32 token,
+    int32 count)], native byte order. Duplicate n-grams or tokens: the first wins, as with
+    llama.cpp's emplace. A truncated or corrupt file raises ConfigError naming it (llama.cpp
+    aborts, or ignores a trailing partial n-gram)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: {flag}: cannot read the lookup cache: "
+                          f"{e.strerror or e}") from None
+
+    def bad(what: str, at: int) -> ConfigError:
+        return ConfigError(f"{path}: {flag}: not a llama.cpp lookup cache: {what} "
+                           f"(byte {4 * at} of {len(data)})")
+
+    if len(data) % 4:
+        raise bad("the file ends inside a 4-byte number", len(data) // 4)
+    a = np.frombuffer(data, dtype=np.int32).tolist()
+    cache: Cache = {}
+    i, end = 0, len(a)
+    while i < end:
+        if i + NGRAM_MAX + 1 > end:
+            raise bad("the file ends inside an n-gram's header", i)
+        n_tokens = a[i + NGRAM_MAX]
+        if n_tokens <= 0:
+            raise bad(f"an n-gram with {n_tokens} tokens", i + NGRAM_MAX)
+        j = i + NGRAM_MAX + 1
+        if j + 2 * n_tokens > end:
+            raise bad(f"an n-gram lists {n_tokens} tokens but the file ends after "
+                      f"{(end - j) // 2}", i + NGRAM_MAX)
+        key = a[i:i + NGRAM_MAX]
+        while key and key[-1] == -1:
+            key.pop()
+        part = Followers()
+        for k in range(j, j + 2 * n_tokens, 2):
+            token, count = a[k], a[k + 1]
+            if count <= 0:
+                raise bad(f"token {token} with count {count}", k + 1)
+            if token not in part.count:
+                part.add(token, count)
+        cache.setdefault(tuple(key), part)
+        i = j + 2 * n_tokens
+    return cache
+
+
+def save_cache(cache: Cache, path: str | Path) -> None:
+    """``common_ngram_cache_save``'s format (tests write caches with it)."""
+    out = []
+    for key, part in cache.items():
+        out += [*key, *[-1] * (NGRAM_MAX - len(key)), len(part.count)]
+        for token in part.order():
+            out += [token, part.count[token]]
+    Path(path).write_bytes(np.array(out, dtype=np.int32).tobytes())
+
+
+class NgramCache(Drafter):
+    name = "ngram-cache"
+
+    def __init__(self, params: NgramCacheParams = NgramCacheParams()):
+        params.validate(self.name)
+        self.static: Cache = (load_cache(params.lookup_cache_static, "--lookup-cache-static")
+                              if params.lookup_cache_static else {})
+        self.dynamic: Cache = (load_cache(params.lookup_cache_dynamic, "--lookup-cache-dynamic")
+                               if params.lookup_cache_dynamic else {})
+        self.context: Cache = {}
+        self.cache_size = 0                  # llama.cpp's sinfo.cache_size: tokens counted
+        self._prompt: np.ndarray | None = None   # begin's prompt, counted ahead of the first draft
+
+    def begin(self, prompt: np.ndarray) -> None:
+        """llama.cpp counts the prompt at the first draft (its begin is a no-op); counting
+        all but the n-grams ending at id_last here gives the same cache, off the round."""
+        self.context, self.cache_size = {}, 0
+        self._prompt = np.array(prompt, dtype=np.int32)
+        update(self.context, self._prompt.tolist())
+
+    def _count_new(self, history: np.ndarray, id_last: int) -> None:
+        cur_len = len(history)
+        if self._prompt is not None:
+            prompt, self._prompt = self._prompt, None
+            if cur_len == len(prompt) and np.array_equal(history, prompt):
+                tail = [*history[max(0, cur_len - NGRAM_MAX):].tolist(), id_last]
+                update(self.context, tail, len(tail) - 1)
+                self.cache_size = cur_len + 1
+                return
+            self.context = {}
+        if self.cache_size < cur_len + 1:
+            update(self.context, [*history[self.cache_size:].tolist(), id_last])
+            self.cache_size = cur_len + 1
+
+    def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        id_last = int(id_last)
+        self._count_new(history, id_last)
+        if len(history) + 1 < NGRAM_STATIC:
+            return Proposal(self.name)
+        seq = [*history[max(0, len(history) - NGRAM_MAX + 1):].tolist(), id_last]
+        primaries = [(c, limits, label) for c, limits, label in
+                     ((self.context, LAX, "context"), (self.dynamic, STRICT, "dynamic cache"))
+                     if c]
+        static = self.static
+        drafted: list[int] = []
+        by: dict[str, int] = {}
+        while len(drafted) < N_DRAFT:
+            part_static = static.get(tuple(seq[-NGRAM_STATIC:])) if static else None
+            token, how = -1, ""
+            for cache, limits, label in primaries:
+                for size in range(min(NGRAM_MAX, len(seq)), 0, -1):
+                    part = cache.get(tuple(seq[-size:]))
+                    if part is None:
+                        continue
+                    if part_static is None:
+                        best, best_count, total = part.best, part.max_count, part.total
+                    else:
+                        best, best_count, total = part.weighted(part_static)
+                    min_sample, min_percent = limits[size - 1]
+                    if total < min_sample or 100 * best_count < min_percent * total:
+                        continue
+                    if best != -1:
+                        token, how = best, f"{size}-grams in the {label}"
+                        break
+                if token != -1:
+                    break
+            if token == -1 and part_static is not None:
+                p = part_static
+                min_sample, min_percent = LAX[NGRAM_STATIC - 1]
+                if p.total >= min_sample and 100 * p.max_count >= min_percent * p.total:
+                    token, how = p.best, "2-grams in the static cache"
+            if token == -1:
+                break
+            drafted.append(token)
+            seq.append(token)
+            by[how] = by.get(how, 0) + 1
+        if not drafted:
+            return Proposal(self.name)
+        return Proposal(
+            self.name, tuple(drafted), stop="n_max" if len(drafted) == N_DRAFT else "",
+            note="each token is the most frequent follower of the tokens before it: "
+                 + ", ".join(f"{k} by {how}" for how, k in by.items()))
