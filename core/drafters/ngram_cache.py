@@ -58,14 +58,16 @@ def _i32(x: int) -> int:
 
 class Followers:
     """llama.cpp's ``common_ngram_cache_part`` (token -> count) with libstdc++'s iteration
-    order, and the first token of maximal count in that order kept up to date (``best``).
+    order, and the first token of maximal count in that order kept up to date (``best``),
+    with the token try_draft would take unweighted (``pick``) under its ``limits``.
 
     ``rank`` orders the nodes: a larger rank comes earlier in iteration. It is the time the
     node's bucket became non-empty (upper bits: later buckets are at the front of the list)
     and the node's index in its bucket's run (lower bits: later nodes at the front of it)."""
-    __slots__ = ("count", "rank", "buckets", "n_buckets", "total", "max_count", "best")
+    __slots__ = ("count", "rank", "buckets", "n_buckets", "total", "max_count", "best",
+                 "limits", "pick")
 
-    def __init__(self):
+    def __init__(self, limits: tuple[int, int] = (1, 0)):
         self.count: dict[int, int] = {}
         self.rank: dict[int, int] = {}
         self.buckets: dict[int, int] = {}     # bucket -> rank of the node at its run's front
@@ -73,6 +75,8 @@ class Followers:
         self.total = 0                        # sum of the counts
         self.max_count = 0
         self.best = -1                        # LLAMA_TOKEN_NULL while empty
+        self.limits = limits                  # (minimum sample size, minimum percentage)
+        self.pick = -1                        # best if it passes the limits, else -1
 
     @property
     def bucket_count(self) -> int:
@@ -92,6 +96,11 @@ class Followers:
             self.max_count, self.best = new, token
         elif new == self.max_count and self.rank[token] > self.rank[self.best]:
             self.best = token
+        self.pick = self.best if self.passes(self.max_count, self.total) else -1
+
+    def passes(self, best_count: int, total: int) -> bool:
+        min_sample, min_percent = self.limits
+        return total >= min_sample and 100 * best_count >= min_percent * total
 
     def _link(self, token: int) -> None:
         b = (token if token >= 0 else token & _U64) % self.n_buckets
@@ -131,7 +140,7 @@ class Followers:
 Cache = dict[tuple[int, ...], Followers]     # n-gram (without llama.cpp's -1 padding) -> part
 
 
-def update(cache: Cache, seq: list[int], first: int = 0) -> None:
+def update(cache: Cache, seq: list[int], first: int = 0, limits=LAX) -> None:
     """``common_ngram_cache_update`` for the n-grams of ``seq`` followed by seq[i], i >= first
     (llama.cpp counts them size by size; each part sees its tokens in position order either
     way)."""
@@ -141,15 +150,16 @@ def update(cache: Cache, seq: list[int], first: int = 0) -> None:
             key = tuple(seq[i - size:i])
             part = cache.get(key)
             if part is None:
-                part = cache[key] = Followers()
+                part = cache[key] = Followers(limits[size - 1])
             part.add(token)
 
 
-def load_cache(path: str, flag: str) -> Cache:
+def load_cache(path: str, flag: str, limits) -> Cache:
     """``common_ngram_cache_load``: repeated [4 x int32 n-gram][int32 n][n x (int32 token,
     int32 count)], native byte order. Duplicate n-grams or tokens: the first wins, as with
     llama.cpp's emplace. A truncated or corrupt file raises ConfigError naming it (llama.cpp
-    aborts, or ignores a trailing partial n-gram)."""
+    aborts, or ignores a trailing partial n-gram). ``limits(n-gram size)``: the thresholds
+    try_draft applies to its parts."""
     try:
         data = Path(path).read_bytes()
     except OSError as e:
@@ -178,7 +188,7 @@ def load_cache(path: str, flag: str) -> Cache:
         key = a[i:i + NGRAM_MAX]
         while key and key[-1] == -1:
             key.pop()
-        part = Followers()
+        part = Followers(limits(len(key)))
         for k in range(j, j + 2 * n_tokens, 2):
             token, count = a[k], a[k + 1]
             if count <= 0:
@@ -205,9 +215,11 @@ class NgramCache(Drafter):
 
     def __init__(self, params: NgramCacheParams = NgramCacheParams()):
         params.validate(self.name)
-        self.static: Cache = (load_cache(params.lookup_cache_static, "--lookup-cache-static")
+        self.static: Cache = (load_cache(params.lookup_cache_static, "--lookup-cache-static",
+                                         lambda size: LAX[NGRAM_STATIC - 1])
                               if params.lookup_cache_static else {})
-        self.dynamic: Cache = (load_cache(params.lookup_cache_dynamic, "--lookup-cache-dynamic")
+        self.dynamic: Cache = (load_cache(params.lookup_cache_dynamic, "--lookup-cache-dynamic",
+                                          lambda size: STRICT[max(size, 1) - 1])
                                if params.lookup_cache_dynamic else {})
         self.context: Cache = {}
         self.cache_size = 0                  # llama.cpp's sinfo.cache_size: tokens counted
@@ -240,45 +252,41 @@ class NgramCache(Drafter):
         if len(history) + 1 < NGRAM_STATIC:
             return Proposal(self.name)
         seq = [*history[max(0, len(history) - NGRAM_MAX + 1):].tolist(), id_last]
-        primaries = [(c, limits, label) for c, limits, label in
-                     ((self.context, LAX, "context"), (self.dynamic, STRICT, "dynamic cache"))
-                     if c]
+        keys = [tuple(seq[-size:]) for size in range(1, len(seq) + 1)]   # keys[size - 1]
+        primaries = [(c.get, label) for c, label in ((self.context, "context"),
+                                                     (self.dynamic, "dynamic cache")) if c]
         static = self.static
         drafted: list[int] = []
-        by: dict[str, int] = {}
+        by: dict[tuple[int, str], int] = {}    # (n-gram size, cache) -> tokens drafted
         while len(drafted) < N_DRAFT:
-            part_static = static.get(tuple(seq[-NGRAM_STATIC:])) if static else None
-            token, how = -1, ""
-            for cache, limits, label in primaries:
-                for size in range(min(NGRAM_MAX, len(seq)), 0, -1):
-                    part = cache.get(tuple(seq[-size:]))
+            part_static = static.get(keys[NGRAM_STATIC - 1]) if static else None
+            token, how = -1, None
+            for find, label in primaries:
+                for key in reversed(keys):
+                    part = find(key)
                     if part is None:
                         continue
                     if part_static is None:
-                        best, best_count, total = part.best, part.max_count, part.total
+                        token = part.pick
                     else:
                         best, best_count, total = part.weighted(part_static)
-                    min_sample, min_percent = limits[size - 1]
-                    if total < min_sample or 100 * best_count < min_percent * total:
-                        continue
-                    if best != -1:
-                        token, how = best, f"{size}-grams in the {label}"
+                        token = best if part.passes(best_count, total) else -1
+                    if token != -1:
+                        how = (len(key), label)
                         break
                 if token != -1:
                     break
             if token == -1 and part_static is not None:
-                p = part_static
-                min_sample, min_percent = LAX[NGRAM_STATIC - 1]
-                if p.total >= min_sample and 100 * p.max_count >= min_percent * p.total:
-                    token, how = p.best, "2-grams in the static cache"
+                token, how = part_static.pick, (NGRAM_STATIC, "static cache")
             if token == -1:
                 break
             drafted.append(token)
-            seq.append(token)
             by[how] = by.get(how, 0) + 1
+            keys = [(token,)] + [k + (token,) for k in keys[:NGRAM_MAX - 1]]
         if not drafted:
             return Proposal(self.name)
         return Proposal(
             self.name, tuple(drafted), stop="n_max" if len(drafted) == N_DRAFT else "",
-            note="each token is the most frequent follower of the tokens before it: "
-                 + ", ".join(f"{k} by {how}" for how, k in by.items()))
+            note="each token is the most frequent follower of the n-gram before it: "
+                 + ", ".join(f"{k} by {size}-gram{'s' if k > 1 else ''} in the {label}"
+                             for (size, label), k in by.items()))

@@ -47,6 +47,8 @@ class NgramMod(Drafter):
             pw[k] = pw[k + 1] * _MULT & _MASK
         self._pw = np.array(pw, dtype=np.int64)
         self._pw_first = pw[0]
+        self.prefix = [0]                     # prefix[j]: hash of history[:j], modulo 2^22
+        self._empty = {}                      # found -> the no-draft Proposal (they are frozen)
         self.table: dict[int, int] = {}       # slot -> position of the token that slot holds
         self.i_last = 0                       # llama.cpp's sinfo: first n-gram not yet added
         self.n_draft_last = 0                 # length of the last draft, before any truncation
@@ -61,8 +63,19 @@ class NgramMod(Drafter):
         slots = np.correlate(window, self._pw, "valid") & _MASK
         self.table.update(zip(slots.tolist(), range(lo + n, hi + n)))
 
+    def _prefix(self, history: np.ndarray) -> list[int]:
+        """prefix[j]: the hash of history[:j] (modulo 2^22), extended to the whole history."""
+        prefix = self.prefix
+        if len(prefix) <= len(history):
+            h = prefix[-1]
+            for t in history[len(prefix) - 1:].tolist():
+                h = (h * _MULT + t) & _MASK
+                prefix.append(h)
+        return prefix
+
     def begin(self, prompt: np.ndarray) -> None:
         self.i_last = self.n_draft_last = 0
+        self._prefix(prompt)
         n = self.n
         if len(prompt) < n:
             return
@@ -73,47 +86,58 @@ class NgramMod(Drafter):
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         self.n_draft_last = 0
-        n, cur_len = self.n, len(history)
-        if cur_len < n:
-            return Proposal(self.name)
+        n, cur_len, id_last = self.n, len(history), int(id_last)
+        if cur_len < n or not self.n_max:
+            return self._none(self.n_min)
         if self.i_last + CHUNK < cur_len:
             self._add(history, self.i_last, cur_len - n)
             self.i_last = cur_len - n
 
+        prefix = self._prefix(history)
+        # the hash of the last n-1 tokens and id_last
+        h = ((prefix[cur_len] - prefix[cur_len - n + 1] * self._pw_first) * _MULT
+             + id_last) & _MASK
+        table = self.table
+        source = table.get(h, -1)
+        if source < 0:
+            return self._none(0)
         window = [*history[cur_len - n + 1:].tolist(), int(id_last)]
-        h = int(self._pw[:-1] @ (history[cur_len - n + 1:].astype(np.int64) & _MASK))
-        h = (h + id_last) & _MASK
-        table, get, first = self.table, history.item, self._pw_first
+        get, first = history.item, self._pw_first
         drafted: list[int] = []
-        source = -1
         for i in range(self.n_max):
             pos = table.get(h)
             if pos is None:
                 if i < self.n_min:
-                    return Proposal(
-                        self.name, stop="n_min", dropped=i,
-                        note=f"the hash table followed the last {n} tokens for only {i} "
-                             f"token{'s' if i != 1 else ''}, fewer than n-min {self.n_min}: "
-                             "no draft")
+                    return self._none(i)
                 break
             token = get(pos)
-            if not drafted:
-                source = pos
             drafted.append(token)
             h = ((h - (window[i] & _MASK) * first) * _MULT + token) & _MASK
             window.append(token)
-        if not drafted:                          # n-max 0
-            return Proposal(self.name)
         self.n_draft_last = len(drafted)
         key = source - n
         same = history[key:source].tolist() == window[:n]
         return Proposal(
             self.name, tuple(drafted), source=source, key=key, key_len=n,
             stop="n_max" if len(drafted) == self.n_max else "",
-            note=f"each token is the hash table's entry for the {n} tokens before it: "
-                 f"{len(drafted)} found (n-min {self.n_min}, n-max {self.n_max}); the first "
+            note=f"each token is the hash table's entry for the {n} tokens before it "
+                 f"({len(drafted)} found; n-min {self.n_min}, n-max {self.n_max}); the first "
                  f"was stored from position {source}"
-                 + ("" if same else ", where a different n-gram with the same hash ended"))
+                 + ("" if same else " by a different n-gram with the same hash"))
+
+    def _none(self, found: int) -> Proposal:
+        """No draft: the hash table followed the last n tokens for only ``found`` tokens."""
+        p = self._empty.get(found)
+        if p is None:
+            if found >= self.n_min:          # n-max 0
+                p = Proposal(self.name)
+            else:
+                p = Proposal(self.name, stop="n_min", dropped=found,
+                             note=f"the hash table followed the last {self.n} tokens for only "
+                                  f"{found} token{'s' if found != 1 else ''}, fewer than n-min "
+                                  f"{self.n_min}: no draft")
+            self._empty[found] = p
+        return p
 
     def accept(self, n_accepted: int, mine: bool) -> None:
         if not mine or self.n_draft_last == 0:
