@@ -200,16 +200,6 @@ def load_cache(path: str, flag: str, limits) -> Cache:
     return cache
 
 
-def save_cache(cache: Cache, path: str | Path) -> None:
-    """``common_ngram_cache_save``'s format (tests write caches with it)."""
-    out = []
-    for key, part in cache.items():
-        out += [*key, *[-1] * (NGRAM_MAX - len(key)), len(part.count)]
-        for token in part.order():
-            out += [token, part.count[token]]
-    Path(path).write_bytes(np.array(out, dtype=np.int32).tobytes())
-
-
 class NgramCache(Drafter):
     name = "ngram-cache"
 
