@@ -257,12 +257,16 @@ def test_cache_file_loads_in_llama_cpp_order(tmp_path):
     path = _write(tmp_path / "c.bin", [((1, 2, 3), [(5, 1), (18, 2), (31, 1), (2, 7), (44, 1),
                                                    (18, 9)]),
                                        ((1, 2, 3), [(8, 1)]),
-                                       ((4,), [(6, 3)])])
+                                       ((4,), [(6, 3)]),
+                                       ((7, 8), [(t, 1 + t % 3) for t in UMAP_ORDERS[4][0]])])
     d = NgramCache(NgramCacheParams(str(path)))
     part = d.static[(1, 2, 3)]
     assert part.order() == [2, 44, 31, 18, 5] and part.count[18] == 2
     assert (part.best, part.max_count, part.total) == (2, 7, 12)
     assert d.static[(4,)].count == {6: 3}
+    big = d.static[(7, 8)]                       # rehashed twice while loading
+    assert big.bucket_count == 59 and big.order() == UMAP_ORDERS[4][2]
+    assert big.best == next(t for t in big.order() if t % 3 == 2)
 
 
 @pytest.mark.parametrize("data, problem", [
@@ -272,7 +276,7 @@ def test_cache_file_loads_in_llama_cpp_order(tmp_path):
     (struct.pack("<4i", 1, 2, -1, -1) + struct.pack("<i", 0), "an n-gram with 0 tokens"),
     (struct.pack("<4i", 1, 2, -1, -1) + struct.pack("<i", 1) + struct.pack("<2i", 5, 0),
      "token 5 with count 0"),
-    (b"\x01\x02\x03", "ends inside a 4-byte number"),
+    (b"\x01\x02\x03", "its size, 3 bytes, is not a multiple of 4"),
 ])
 def test_cache_corrupt_file_is_one_line_naming_it(tmp_path, data, problem):
     path = tmp_path / "bad.bin"

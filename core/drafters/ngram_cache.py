@@ -86,9 +86,7 @@ class Followers:
         """Count ``token`` ``count`` more times (inserting it first when it is new)."""
         old = self.count.get(token)
         if old is None:
-            if len(self.count) >= self.n_buckets:
-                self._rehash(_NEXT_BUCKETS[self.n_buckets])
-            self._link(token)
+            self._insert(token)
             old = 0
         new = self.count[token] = old + count
         self.total += count
@@ -98,9 +96,32 @@ class Followers:
             self.best = token
         self.pick = self.best if self.passes(self.max_count, self.total) else -1
 
+    def emplace_all(self, pairs) -> None:
+        """``emplace(token, count)`` for each pair in order into an empty part, a token already
+        there ignored (common_ngram_cache_load): ``add`` in one pass."""
+        count = self.count
+        for token, c in pairs:
+            if token not in count:
+                self._insert(token)
+                count[token] = c
+        self.total = sum(count.values())
+        self.max_count = m = max(count.values())
+        self.best = max((t for t in count if count[t] == m), key=self.rank.__getitem__)
+        self.pick = self.best if self.passes(m, self.total) else -1
+
     def passes(self, best_count: int, total: int) -> bool:
         min_sample, min_percent = self.limits
         return total >= min_sample and 100 * best_count >= min_percent * total
+
+    def _insert(self, token: int) -> None:
+        """Link a new node (its count is set by the caller), rehashing first if it would
+        exceed one element per bucket (13 buckets at the first insert)."""
+        if len(self.count) >= self.n_buckets:
+            if self.n_buckets:
+                self._rehash(_NEXT_BUCKETS[self.n_buckets])
+            else:
+                self.n_buckets = _BUCKETS[0]
+        self._link(token)
 
     def _link(self, token: int) -> None:
         b = (token if token >= 0 else token & _U64) % self.n_buckets
@@ -115,7 +136,7 @@ class Followers:
         self.rank.clear()
         for token in order:
             self._link(token)
-        if order:
+        if self.max_count:
             rank, m = self.rank, self.max_count
             self.best = max((t for t in order if self.count[t] == m), key=rank.__getitem__)
 
@@ -171,7 +192,8 @@ def load_cache(path: str, flag: str, limits) -> Cache:
                            f"(byte {4 * at} of {len(data)})")
 
     if len(data) % 4:
-        raise bad("the file ends inside a 4-byte number", len(data) // 4)
+        raise ConfigError(f"{path}: {flag}: not a llama.cpp lookup cache: its size, "
+                          f"{len(data)} bytes, is not a multiple of 4")
     a = np.frombuffer(data, dtype=np.int32).tolist()
     cache: Cache = {}
     i, end = 0, len(a)
@@ -188,14 +210,13 @@ def load_cache(path: str, flag: str, limits) -> Cache:
         key = a[i:i + NGRAM_MAX]
         while key and key[-1] == -1:
             key.pop()
-        part = Followers(limits(len(key)))
-        for k in range(j, j + 2 * n_tokens, 2):
-            token, count = a[k], a[k + 1]
-            if count <= 0:
-                raise bad(f"token {token} with count {count}", k + 1)
-            if token not in part.count:
-                part.add(token, count)
-        cache.setdefault(tuple(key), part)
+        pairs = list(zip(a[j:j + 2 * n_tokens:2], a[j + 1:j + 2 * n_tokens:2]))
+        if min(c for _, c in pairs) <= 0:
+            k = next(k for k, (_, c) in enumerate(pairs) if c <= 0)
+            raise bad(f"token {pairs[k][0]} with count {pairs[k][1]}", j + 2 * k + 1)
+        if tuple(key) not in cache:
+            part = cache[tuple(key)] = Followers(limits(len(key)))
+            part.emplace_all(pairs)
         i = j + 2 * n_tokens
     return cache
 
