@@ -67,7 +67,7 @@ class Followers:
     __slots__ = ("count", "rank", "buckets", "n_buckets", "total", "max_count", "best",
                  "limits", "pick")
 
-    def __init__(self, limits: tuple[int, int] = (1, 0)):
+    def __init__(self, limits: tuple[int, int] = (1, 0), token: int | None = None):
         self.count: dict[int, int] = {}
         self.rank: dict[int, int] = {}
         self.buckets: dict[int, int] = {}     # bucket -> rank of the node at its run's front
@@ -77,6 +77,13 @@ class Followers:
         self.best = -1                        # LLAMA_TOKEN_NULL while empty
         self.limits = limits                  # (minimum sample size, minimum percentage)
         self.pick = -1                        # best if it passes the limits, else -1
+        if token is not None:                 # add(token), the common case, in line
+            self.n_buckets = _BUCKETS[0]
+            self.count[token] = self.total = self.max_count = 1
+            self.rank[token] = self.buckets[(token if token >= 0 else token & _U64) % 13] = 0
+            self.best = token
+            if limits[0] <= 1 and limits[1] <= 100:
+                self.pick = token
 
     @property
     def bucket_count(self) -> int:
@@ -171,8 +178,9 @@ def update(cache: Cache, seq: list[int], first: int = 0, limits=LAX) -> None:
             key = tuple(seq[i - size:i])
             part = cache.get(key)
             if part is None:
-                part = cache[key] = Followers(limits[size - 1])
-            part.add(token)
+                cache[key] = Followers(limits[size - 1], token)
+            else:
+                part.add(token)
 
 
 def load_cache(path: str, flag: str, limits) -> Cache:
@@ -232,6 +240,7 @@ class NgramCache(Drafter):
         self.dynamic: Cache = (load_cache(params.lookup_cache_dynamic, "--lookup-cache-dynamic",
                                           lambda size: STRICT[max(size, 1) - 1])
                                if params.lookup_cache_dynamic else {})
+        self._none = Proposal(self.name)      # frozen: one for every empty draft
         self.context: Cache = {}
         self.cache_size = 0                  # llama.cpp's sinfo.cache_size: tokens counted
         self._prompt: np.ndarray | None = None   # begin's prompt, counted ahead of the first draft
@@ -261,7 +270,7 @@ class NgramCache(Drafter):
         id_last = int(id_last)
         self._count_new(history, id_last)
         if len(history) + 1 < NGRAM_STATIC:
-            return Proposal(self.name)
+            return self._none
         seq = [*history[max(0, len(history) - NGRAM_MAX + 1):].tolist(), id_last]
         keys = [tuple(seq[-size:]) for size in range(1, len(seq) + 1)]   # keys[size - 1]
         primaries = [(c.get, label) for c, label in ((self.context, "context"),
@@ -295,7 +304,7 @@ class NgramCache(Drafter):
             by[how] = by.get(how, 0) + 1
             keys = [(token,)] + [k + (token,) for k in keys[:NGRAM_MAX - 1]]
         if not drafted:
-            return Proposal(self.name)
+            return self._none
         return Proposal(
             self.name, tuple(drafted), stop="n_max" if len(drafted) == N_DRAFT else "",
             note="each token is the most frequent follower of the n-gram before it: "
