@@ -247,7 +247,8 @@ class NgramCache(Drafter):
 
     def begin(self, prompt: np.ndarray) -> None:
         """llama.cpp counts the prompt at the first draft (its begin is a no-op); counting
-        all but the n-grams ending at id_last here gives the same cache, off the round."""
+        all but the n-grams ending at id_last here gives the same cache, off the round. A
+        drafter serves one run: begin starts from an empty context cache."""
         self.context, self.cache_size = {}, 0
         self._prompt = np.array(prompt, dtype=np.int32)
         update(self.context, self._prompt.tolist())

@@ -74,7 +74,10 @@ class NgramMod(Drafter):
         return prefix
 
     def begin(self, prompt: np.ndarray) -> None:
+        """llama.cpp keeps the table across generations; here a drafter serves one run (the
+        table holds positions in its history), so begin starts from an empty one."""
         self.i_last = self.n_draft_last = 0
+        self.table, self.prefix = {}, [0]
         self._prefix(prompt)
         n = self.n
         if len(prompt) < n:
