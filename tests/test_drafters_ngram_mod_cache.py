@@ -110,6 +110,17 @@ def test_mod_hash_slots_are_shared_by_colliding_ngrams():
     assert "different n-gram with the same hash" in p.note
 
 
+@pytest.mark.parametrize("length, kept", [(1048577, True), (1048578, False)])
+def test_mod_begin_empties_a_table_more_than_a_quarter_full(length, kept):
+    # n-match 1 over distinct tokens: begin adds length - 1 n-grams to distinct slots; more
+    # than 4M / 4 = 1048576 used slots and the table is emptied (no draft after 5 then).
+    d = NgramMod(NgramModParams(1, 1, 1))
+    hist = np.arange(length, dtype=H)
+    d.begin(hist)
+    assert len(d.table) == (length - 1 if kept else 0)
+    assert d.draft(hist, 5, 8).tokens == ((6,) if kept else ())
+
+
 def test_mod_note_and_positions():
     d = NgramMod(NgramModParams(2, 1, 3))
     hist = np.array([1, 2, 3, 4, 5, 9, 1], H)
