@@ -91,17 +91,20 @@ class Followers:
 
     def add(self, token: int, count: int = 1) -> None:
         """Count ``token`` ``count`` more times (inserting it first when it is new)."""
-        old = self.count.get(token)
+        counts = self.count
+        old = counts.get(token)
         if old is None:
             self._insert(token)
             old = 0
-        new = self.count[token] = old + count
-        self.total += count
+        new = counts[token] = old + count
+        total = self.total = self.total + count
         if new > self.max_count:
             self.max_count, self.best = new, token
         elif new == self.max_count and self.rank[token] > self.rank[self.best]:
             self.best = token
-        self.pick = self.best if self.passes(self.max_count, self.total) else -1
+        min_sample, min_percent = self.limits    # passes(), in line: this is the hot path
+        passes = total >= min_sample and 100 * self.max_count >= min_percent * total
+        self.pick = self.best if passes else -1
 
     def emplace_all(self, pairs) -> None:
         """``emplace(token, count)`` for each pair in order into an empty part, a token already
@@ -241,6 +244,7 @@ class NgramCache(Drafter):
                                           lambda size: STRICT[max(size, 1) - 1])
                                if params.lookup_cache_dynamic else {})
         self._none = Proposal(self.name)      # frozen: one for every empty draft
+        self._notes: dict[tuple, str] = {}
         self.context: Cache = {}
         self.cache_size = 0                  # llama.cpp's sinfo.cache_size: tokens counted
         self._prompt: np.ndarray | None = None   # begin's prompt, counted ahead of the first draft
@@ -303,11 +307,21 @@ class NgramCache(Drafter):
                 break
             drafted.append(token)
             by[how] = by.get(how, 0) + 1
-            keys = [(token,)] + [k + (token,) for k in keys[:NGRAM_MAX - 1]]
+            k1 = (token,)
+            keys = ([k1, keys[0] + k1, keys[1] + k1, keys[2] + k1] if len(keys) >= NGRAM_MAX - 1
+                    else [k1, *(k + k1 for k in keys)])
         if not drafted:
             return self._none
-        return Proposal(
-            self.name, tuple(drafted), stop="n_max" if len(drafted) == N_DRAFT else "",
-            note="each token is the most frequent follower of the n-gram before it: "
-                 + ", ".join(f"{k} by {size}-gram{'s' if k > 1 else ''} in the {label}"
-                             for (size, label), k in by.items()))
+        return Proposal(self.name, tuple(drafted), note=self._note(tuple(by.items())),
+                        stop="n_max" if len(drafted) == N_DRAFT else "")
+
+    def _note(self, by: tuple[tuple[tuple[int, str], int], ...]) -> str:
+        """The proposal's note from ((n-gram size, cache), tokens drafted) pairs, memoised (a
+        handful of different ones make up a run)."""
+        note = self._notes.get(by)
+        if note is None:
+            note = self._notes[by] = (
+                "each token is the most frequent follower of the n-gram before it: "
+                + ", ".join(f"{k} by {size}-gram{'s' if k > 1 else ''} in the {label}"
+                            for (size, label), k in by))
+        return note
