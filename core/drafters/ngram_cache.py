@@ -103,8 +103,8 @@ class Followers:
         elif new == self.max_count and self.rank[token] > self.rank[self.best]:
             self.best = token
         min_sample, min_percent = self.limits    # passes(), in line: this is the hot path
-        passes = total >= min_sample and 100 * self.max_count >= min_percent * total
-        self.pick = self.best if passes else -1
+        ok = total >= min_sample and 100 * self.max_count >= min_percent * total
+        self.pick = self.best if ok else -1
 
     def emplace_all(self, pairs) -> None:
         """``emplace(token, count)`` for each pair in order into an empty part, a token already
