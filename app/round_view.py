@@ -369,9 +369,11 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         else:
             lines.append(f"<b>3. Result:</b> the target emitted {own}.")
+        draft_cache = (f", the draft cache {ev.kv_dropped_draft}"
+                       if DRAFT_MODEL in types or not types else " (no draft model runs)")
         lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
-                     f"{'s' if ev.kv_dropped_target != 1 else ''}, the draft cache "
-                     f"{ev.kv_dropped_draft}. ({ev.t_sync * 1e3:.1f} ms sync)")
+                     f"{'s' if ev.kv_dropped_target != 1 else ''}{draft_cache}. "
+                     f"({ev.t_sync * 1e3:.1f} ms sync)")
         if ev.mode == "checkpoint":
             lines.append("The target's memory cannot drop part of a sequence, so both caches were "
                          "restored to the checkpoint taken before verifying; the decided tokens are "
