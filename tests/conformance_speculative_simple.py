@@ -100,17 +100,24 @@ def main(argv=None) -> int:
     p.add_argument("-n", "--n-predict", type=int, default=128)
     p.add_argument("-t", "--threads", type=int, default=2)
     p.add_argument("--n-max", default="1,3,4,8", help="draft-simple's n_max values")
+    p.add_argument("--prompts", metavar="JSON",
+                   help="a prompt set instead of the built-in code prompts (a file, or a shipped "
+                        "set by name: drafter_prompts.json has prompts whose continuation repeats)")
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
     target, draft = (args.model, args.model_draft) if args.model else demo_pair()
     settings = EngineSettings(n_ctx=args.ctx_size, target_threads=args.threads,
                               draft_threads=args.threads)
+    prompts = PROMPTS
+    if args.prompts:
+        from specscope.core.sweep import load_prompts
+        prompts = [text for _, text in load_prompts(args.prompts)]
     total = same = 0
     summary: dict[str, list[int]] = {}
     with Engine(target, draft, settings) as engine:
         for label, flags in cases([int(x) for x in args.n_max.split(",")], args.types.split(",")):
-            for k, prompt in enumerate(PROMPTS):
+            for k, prompt in enumerate(prompts):
                 ours, events = our_rounds(engine, prompt, flags, args.n_predict)
                 uses_draft = any("draft-simple" in f for f in flags)
                 ref = reference_rounds(args.binary, target, draft if uses_draft else None, prompt,

@@ -36,4 +36,14 @@ def test_drafts_equal_llamacpp(case):
     assert len(ours) <= len(ref)          # SpecScope stops at a budget of 0 (engine docs)
     first = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), None)
     assert first is None, f"round {first}: ours {ours[first]}, llama.cpp {ref[first]}"
-    assert sum(1 for r in ours if r[1]) > 0 or case["case"].endswith("defaults")
+
+
+def test_the_recorded_cases_draft():
+    """Each case drafts in some of its recorded runs (else it would check nothing); llama.cpp's
+    defaults (12-token n-grams) seldom match in these short random sequences."""
+    drafted = {}
+    for case in CASES:
+        n = sum(1 for line in case["rounds"] if int(line.split()[1]) > 0)
+        drafted[case["case"]] = drafted.get(case["case"], 0) + n
+    quiet = [c for c, n in drafted.items() if n == 0 and not c.endswith("defaults")]
+    assert not quiet and len(drafted) >= 20, quiet
