@@ -339,3 +339,24 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
     assert "the draft model decoded the seed" in text
     assert "ngram-simple had no draft, so draft-simple's was the first non-empty one" in text
     assert "The chain" not in explain(won, vocab, history, ("draft-simple",))
+
+
+@pytest.mark.parametrize("type_name", ["ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"])
+def test_every_ngram_type_runs_in_the_window_and_marks_its_tokens(qtbot, window, type_name):
+    d = window.params.drafter
+    d.set_types([type_name, "draft-simple"])                 # a chain before the draft model
+    if type_name in d.size_n:
+        d.size_n[type_name].setValue(2)
+        d.size_m[type_name].setValue(6)
+    if type_name == "ngram-mod":
+        d.mod_match.setValue(3)
+        d.mod_min.setValue(1)
+        d.mod_max.setValue(8)
+    spec = d.spec_settings()
+    assert spec.types == (type_name, "draft-simple")
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert not window.banner.isVisible() or window.banner.level != "error"
+    won = {e.drafter for e in window.events if e.drafted}
+    assert won == {type_name, "draft-simple"}, won              # both drafted some rounds
+    spans = [s for s in window.token_view.spans if s.kind == ACCEPTED]
+    assert {s.drafter for s in spans} == {e.drafter for e in window.events if e.n_accepted}
