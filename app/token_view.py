@@ -109,6 +109,7 @@ class TokenView(QPlainTextEdit):
     """Read-only text view that knows which token every character came from."""
 
     show_rejected_changed = Signal(bool)
+    round_hovered = Signal(int)           # the hovered token's round (-1: none; the timeline)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -398,6 +399,7 @@ class TokenView(QPlainTextEdit):
         engine's worker thread needs."""
         if obj is self.viewport() and event.type() == QEvent.Type.ToolTip:
             span = self.span_at_point(event.pos())
+            self.round_hovered.emit(span.round if span is not None else -1)
             if span is not None and (span.kind != PROMPT or span.token >= 0):
                 self.highlight(span)
                 QToolTip.showText(event.globalPos(), span.tooltip, self.viewport())
@@ -407,6 +409,7 @@ class TokenView(QPlainTextEdit):
             return True
         if obj is self.viewport() and event.type() == QEvent.Type.Leave:
             self.highlight(None)
+            self.round_hovered.emit(-1)
         return False
 
     def highlight(self, span: TokenSpan | None) -> None:
@@ -444,6 +447,19 @@ class TokenView(QPlainTextEdit):
             sel.format.setForeground(QColor(fg))
             selections.append(sel)
         self.setExtraSelections(selections)
+
+    def select_round(self, index: int) -> bool:
+        """Select round ``index``'s tokens in the text (a timeline bar was clicked) and scroll
+        to them; False when the round shows no tokens."""
+        spans = [s for s in self.spans if s.round == index]
+        if not spans:
+            return False
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(min(s.start for s in spans))
+        cursor.setPosition(max(s.end for s in spans), QTextCursor.MoveMode.KeepAnchor)
+        self.setTextCursor(cursor)
+        self.ensureCursorVisible()
+        return True
 
     def highlighted_positions(self) -> dict[int, str]:
         """Position -> background colour of what the hover highlights now (for tests)."""
