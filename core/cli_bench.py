@@ -57,6 +57,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "default: the shipped bench_prompts.json)")
     g.add_argument("-p", "--prompt", action="append", default=None,
                    help="a prompt (repeat for several; replaces the prompt set)")
+    g.add_argument("--chat", action="store_true",
+                   help="give each prompt as a user message in the target's own chat template "
+                        "(as `specscope run --chat`)")
+    g.add_argument("--system", metavar="TEXT", help="with --chat: a system message")
     g.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
     g.add_argument("-r", "--repeats", type=int, default=1,
                    help="runs per cell, each with its own baseline (default 1)")
@@ -169,7 +173,10 @@ def settings_from_args(args):
     if args.n_predict < 2:
         raise ConfigError(f"-n must be >= 2 for a benchmark, not {args.n_predict}")
     spec = spec_from_args(args, types=chains[0], n_max=max(n_values))
+    if args.system is not None and not args.chat:
+        raise ConfigError("--system needs --chat (it is a message in the chat template)")
     return SweepSettings(
+        chat=args.chat, system=args.system,
         target=Path(target), drafts=tuple(Path(d) for d in drafts), chains=chains, spec=spec,
         n_values=n_values, prompts=tuple(_prompts(args)),
         n_predict=args.n_predict, sampler=_sampler(args, Path(target)),
@@ -191,7 +198,8 @@ def report_lines(result) -> list[str]:
              f"drafters: {', '.join(type_label(c) for c in s.chains)}",
              f"{len(s.prompts)} prompts × {s.repeats} repeat(s), {s.n_predict} tokens each, "
              f"n = {','.join(map(str, s.n_values))}, sync {s.sync}, sampler {s.sampler.describe()}, "
-             f"KV {s.engine.kv_type}, flash attention {s.engine.flash_attn}"]
+             f"KV {s.engine.kv_type}, flash attention {s.engine.flash_attn}"
+             + (", prompts in the target's chat template" if s.chat else "")]
     if any(DRAFT_MODEL not in c for c in s.chains):
         lines.append(NGRAM_ONLY_NOTE)
     for name, cal in result.calibrations.items():

@@ -202,6 +202,8 @@ class SweepSettings:
     calibration_s: float = TIME_BUDGET_S  # time budget of the repeated decode timings
     chains: tuple[tuple[str, ...], ...] = (DRAFT_SIMPLE,)   # --spec-type chains, priority order
     spec: object = None                # SpecSettings: the n-gram types' parameters, n_min
+    chat: bool = False                 # render each prompt in the target's chat template
+    system: str | None = None          # with chat: a system message
 
     @property
     def uses_draft_model(self) -> bool:
@@ -387,6 +389,7 @@ class SweepResult:
         return {
             "target": str(s.target), "drafts": [str(d) for d in s.drafts],
             "settings": {"n_values": list(s.n_values), "n_predict": s.n_predict, "sync": s.sync,
+                         "chat": s.chat, "system": s.system,
                          "spec_types": [type_label(c) for c in s.chains],
                          "spec_params": spec_params(s.spec) if s.spec is not None else {},
                          "p_min": s.p_min, "repeats": s.repeats, "alpha": s.alpha,
@@ -631,6 +634,15 @@ class LoadMeter:
         return max(0.0, min(1.0, others / (wall * (os.cpu_count() or 1))))
 
 
+def model_prompts(s: SweepSettings, engine) -> list[tuple[str, str]]:
+    """The prompts as the target is given them: with ``chat``, each as a user message in the
+    target's own template (core/chat.py; ChatTemplateError names the file)."""
+    if not s.chat:
+        return list(s.prompts)
+    from .chat import render_chat
+    return [(name, render_chat(engine.target, text, s.system)) for name, text in s.prompts]
+
+
 def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
               stop: threading.Event | None = None, on_cell: Callable[[Cell], None] | None = None,
               on_calibrated: Callable[[str, Calibration, bool], None] | None = None,
@@ -703,7 +715,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
 
                 cells = {(c, p): Cell(name, c.n, p, c.drafter) for c in configs for p, _ in s.prompts}
                 result.cells.extend(cells.values())
-                for p_name, text in s.prompts:
+                for p_name, text in model_prompts(s, engine):
                     for rep in range(s.repeats):
                         if stop.is_set():
                             break
@@ -767,7 +779,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
 def typical_position(engine, s: SweepSettings) -> int:
     """Where a typical round of the sweep sits: the mean prompt length plus half the
     generation, rounded to 16 (attention makes a decode's cost depend on its position)."""
-    lengths = [len(engine.tokenize(text)) for _, text in s.prompts]
+    lengths = [len(engine.tokenize(text)) for _, text in model_prompts(s, engine)]
     mid = sum(lengths) / len(lengths) + s.n_predict / 2
     return max(16, int(round(mid / 16.0)) * 16)
 

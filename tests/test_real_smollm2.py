@@ -38,3 +38,27 @@ def test_its_own_draft_diverges_only_through_numerics(smol_engine, sampler):
     if not rep.identical and not sampler.greedy:
         d = rep.divergence
         assert d.draw_baseline_pick == d.baseline_token and d.draw_spec_pick == d.spec_token
+
+
+def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
+    """A real instruct model asked to copy: the bench gives the prompt in the model's own chat
+    template (--chat), and n-gram drafts are copied from the quoted text and accepted."""
+    from pathlib import Path
+
+    from specscope.core.drafters.base import NgramMapParams
+    from specscope.core.sweep import SweepSettings, model_prompts
+    text = ("Copy this sentence exactly: The committee met on Tuesday to review the budget for "
+            "the new library and the reading room.")
+    s = SweepSettings(target=Path("unused"), drafts=(), prompts=(("copy", text),), chat=True,
+                      system="Be exact.")
+    [(name, rendered)] = model_prompts(s, smol_engine)
+    assert rendered.startswith("<|im_start|>system\nBe exact.<|im_end|>\n<|im_start|>user\n" + text)
+    assert rendered.endswith("<|im_start|>assistant\n")
+    spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=4, size_m=8))
+    base = smol_engine.baseline(rendered, SamplerSettings(), 40)
+    list(base)
+    run = smol_engine.speculative(rendered, spec, SamplerSettings(), 40)
+    events = list(run)
+    assert run.tokens == base.tokens
+    accepted = sum(e.n_accepted for e in events if e.drafter == "ngram-simple")
+    assert accepted >= 10, [(e.drafted, e.n_accepted) for e in events if e.drafted]
