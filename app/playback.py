@@ -1,0 +1,183 @@
+"""Human-speed playback (issue 12, item 3): the views follow the recorded round events at a
+chosen pace while the engine runs at full speed, and a scrubber jumps to any round.
+
+``Playback`` sits between whatever produces events (the worker's batches during a live run,
+or a session file's rounds) and the views. Events are ``feed``-ed in as fast as they come;
+``released`` hands them on:
+
+- ``fast``: at once, as they come (what the window did before);
+- ``rate``: ``rounds_per_s`` of them per second, evenly, from a timer — a 0.2 s run is
+  watched over as many seconds as it has rounds / rate, and its recorded timings (each
+  event's own t_draft, t_verify, …) stay what the engine measured;
+- ``step``: one round per ``step()``.
+
+Switching to ``fast`` releases the backlog at once. ``PaceControl`` is the toolbar widget
+that picks the pace; ``Scrubber`` is the slider over the rounds released so far, whose
+``seek(k)`` asks the window to show the run as it was after k rounds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Sequence
+
+from PySide6 import QtCore, QtWidgets
+
+PACES = ("fast", "rate", "step")
+PACE_LABELS = {"fast": "As fast as it runs", "rate": "Rounds per second", "step": "One round per step"}
+DEFAULT_RATE = 4.0
+RATE_RANGE = (0.25, 200.0)
+
+
+class Playback(QtCore.QObject):
+    """Releases fed events at the chosen pace (module docs)."""
+
+    released = QtCore.Signal(list)          # the events now due, in order
+    backlog_changed = QtCore.Signal(int)    # events fed but not released yet
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.pace = "fast"
+        self.rounds_per_s = DEFAULT_RATE
+        self._queue: deque = deque()
+        self._timer = QtCore.QTimer(self)
+        self._timer.timeout.connect(self._tick)
+
+    @property
+    def backlog(self) -> int:
+        return len(self._queue)
+
+    def set_pace(self, pace: str, rounds_per_s: float | None = None) -> None:
+        if pace not in PACES:
+            raise ValueError(f"pace must be one of {', '.join(PACES)}, not {pace!r}")
+        if rounds_per_s is not None:
+            lo, hi = RATE_RANGE
+            self.rounds_per_s = min(max(float(rounds_per_s), lo), hi)
+        self.pace = pace
+        self._timer.stop()
+        if pace == "fast":
+            self._release(len(self._queue))
+        elif pace == "rate":
+            self._timer.start(max(1, round(1000.0 / self.rounds_per_s)))
+
+    def feed(self, events: Sequence) -> None:
+        """Events as the producer has them; in ``fast`` pace they go straight on."""
+        if not events:
+            return
+        self._queue.extend(events)
+        if self.pace == "fast":
+            self._release(len(self._queue))
+        else:
+            self.backlog_changed.emit(len(self._queue))
+
+    def step(self) -> bool:
+        """Release one round (any pace); False when none is waiting."""
+        return self._release(1) > 0
+
+    def clear(self) -> None:
+        """Drop what was not shown yet (a new run or session)."""
+        self._queue.clear()
+        self.backlog_changed.emit(0)
+
+    def _tick(self) -> None:
+        self._release(1)
+
+    def _release(self, n: int) -> int:
+        out = [self._queue.popleft() for _ in range(min(n, len(self._queue)))]
+        if out:
+            self.released.emit(out)
+            self.backlog_changed.emit(len(self._queue))
+        return len(out)
+
+
+class PaceControl(QtWidgets.QWidget):
+    """Pace: a combo (fast / rounds per second / step) and the rate; drives a Playback."""
+
+    def __init__(self, playback: Playback, parent=None):
+        super().__init__(parent)
+        self.playback = playback
+        self.mode = QtWidgets.QComboBox()
+        for pace in PACES:
+            self.mode.addItem(PACE_LABELS[pace], pace)
+        self.mode.setToolTip("How fast the views follow the run. The engine always runs at full "
+                             "speed and its timings are what it measured; only the display is "
+                             "paced.")
+        self.rate = QtWidgets.QDoubleSpinBox()
+        self.rate.setRange(*RATE_RANGE)
+        self.rate.setDecimals(2)
+        self.rate.setValue(DEFAULT_RATE)
+        self.rate.setSuffix(" rounds/s")
+        self.next = QtWidgets.QToolButton()
+        self.next.setText("Next round ▸")
+        self.next.setToolTip("Show the next recorded round")
+        self.waiting = QtWidgets.QLabel()
+        lay = QtWidgets.QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(QtWidgets.QLabel("Pace"))
+        for w in (self.mode, self.rate, self.next, self.waiting):
+            lay.addWidget(w)
+        self.mode.currentIndexChanged.connect(self._changed)
+        self.rate.valueChanged.connect(self._changed)
+        self.next.clicked.connect(playback.step)
+        playback.backlog_changed.connect(self._show_backlog)
+        self._changed()
+
+    def set_pace(self, pace: str, rounds_per_s: float | None = None) -> None:
+        if rounds_per_s is not None:
+            self.rate.setValue(rounds_per_s)
+        self.mode.setCurrentIndex(PACES.index(pace))
+        self._changed()
+
+    def _changed(self, *_args) -> None:
+        pace = self.mode.currentData()
+        self.rate.setEnabled(pace == "rate")
+        self.next.setEnabled(pace != "fast")
+        self.playback.set_pace(pace, self.rate.value())
+
+    def _show_backlog(self, n: int) -> None:
+        self.waiting.setText(f"{n} round{'s' if n != 1 else ''} waiting" if n else "")
+
+
+class Scrubber(QtWidgets.QWidget):
+    """A slider over the rounds shown so far; moving it asks to see the run after k rounds."""
+
+    seek = QtCore.Signal(int)        # k rounds (0 = before the first)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.setToolTip("Drag to see the text, the KV picture and the statistics as they "
+                               "were after any round; the end is live again")
+        self.label = QtWidgets.QLabel("no rounds")
+        lay = QtWidgets.QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(QtWidgets.QLabel("Round"))
+        lay.addWidget(self.slider, 1)
+        lay.addWidget(self.label)
+        self.slider.valueChanged.connect(self._moved)
+        self._total = 0
+
+    @property
+    def at_end(self) -> bool:
+        return self.slider.value() == self._total
+
+    def set_total(self, n: int) -> None:
+        """n rounds exist now; a slider at the end follows them (live), elsewhere it stays."""
+        follow = self.at_end
+        self._total = n
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, n)
+        if follow:
+            self.slider.setValue(n)
+        self.slider.blockSignals(False)
+        self._label()
+
+    def _moved(self, k: int) -> None:
+        self._label()
+        self.seek.emit(k)
+
+    def _label(self) -> None:
+        k = self.slider.value()
+        self.label.setText("no rounds" if not self._total else
+                           f"{k} of {self._total}" + ("" if k < self._total else " (live)"))
