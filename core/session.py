@@ -317,6 +317,19 @@ class Session:
             return None
         return s.tokens_per_s / b.tokens_per_s
 
+    def freeze_tokens(self) -> None:
+        """Keep only the pieces of the tokens the session uses (a TokenTable): the live
+        model or vocabulary copy is no longer needed to show or save it."""
+        if self.vocab is not None and not isinstance(self.vocab, TokenTable):
+            self.vocab = TokenTable.collect(self.vocab, self.token_ids())
+
+    def attach_baseline(self, other: "Session") -> None:
+        """Measure against ``other``'s baseline run (same key), with its token pieces."""
+        self.baseline = other.baseline
+        if isinstance(self.vocab, TokenTable) and isinstance(other.vocab, TokenTable) \
+                and other.vocab is not self.vocab:
+            self.vocab = TokenTable({**other.vocab.entries, **self.vocab.entries})
+
     def token_ids(self) -> set[int]:
         ids = set(self.prompt_tokens)
         for run in (self.spec, self.baseline):
@@ -511,33 +524,38 @@ def _load(path: Path) -> Session:
 
 # ----------------------------------------------------------------------------- baselines
 class Workbench:
-    """The runs of one window or process: the baselines by run key, the latest speculative
-    session; a speculative session gets the baseline with its key, now or when it comes."""
+    """The runs of one window or process: the baseline sessions by run key, the latest
+    speculative session; a speculative session gets the baseline with its key, now or when
+    it comes. A finished session keeps only the token pieces it uses (``freeze_tokens``)."""
 
     def __init__(self):
-        self.baselines: dict[tuple, Run] = {}
+        self.baselines: dict[tuple, Session] = {}
         self.last_spec: Session | None = None
 
     def start(self, settings: RunSettings, kind: str, **kw) -> Session:
         session = Session.start(settings, kind, **kw)
-        if kind == "spec":
-            session.baseline = self.baselines.get(settings.key)
+        if kind == "spec" and settings.key in self.baselines:
+            session.attach_baseline(self.baselines[settings.key])
         return session
 
     def finished(self, session: Session) -> None:
+        session.freeze_tokens()
         if session.kind == "baseline":
-            self.baselines[session.key] = session.baseline
+            self.baselines[session.key] = session
             if self.last_spec is not None and self.last_spec.key == session.key:
-                self.last_spec.baseline = session.baseline
+                self.last_spec.attach_baseline(session)
         else:
+            if session.baseline is not None:    # attached while live: its pieces too
+                session.attach_baseline(self.baselines.get(session.key, session))
             self.last_spec = session
 
     def adopt(self, session: Session) -> None:
         """A session opened from a file: its baseline serves runs with its key."""
         if session.baseline is not None:
-            self.baselines.setdefault(session.key, session.baseline)
+            self.baselines.setdefault(session.key, session)
         if session.spec is not None:
             self.last_spec = session
 
-    def clear(self) -> None:
-        self.last_spec = None
+    def baseline_for(self, settings: RunSettings) -> Run | None:
+        s = self.baselines.get(settings.key)
+        return s.baseline if s is not None else None
