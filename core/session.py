@@ -366,6 +366,20 @@ class Session:
             doc["speedup"] = self.speedup
         return doc
 
+    def stats_document(self) -> dict:
+        """The window's statistics export: the run's settings, its stats and rounds, and
+        with a baseline the baseline's stats and the measured speed-up."""
+        s, run = self.settings, self.run
+        draft = s.draft if self.kind == "spec" else None
+        doc = {"run": {"kind": self.kind, "target": str(s.target),
+                       "draft": str(draft) if draft else None, "prompt": s.prompt,
+                       "chat": s.chat, "system": s.system, **s.describe()},
+               "stats": run.stats.to_dict(), "rounds": [e.to_dict() for e in run.events]}
+        if self.kind == "spec" and self.baseline is not None:
+            doc["baseline_stats"] = self.baseline.stats.to_dict()
+            doc["speedup"] = self.speedup
+        return doc
+
     # -- the file --------------------------------------------------------------
     def identify_models(self) -> None:
         """Read the models' identities (header hash) unless already known."""
