@@ -4,7 +4,7 @@ the autosave of the last run, and re-running a recording whose models are presen
 A mixin of ``MainWindow``: the session itself (core/session.py) owns the run; this module
 only moves it between files and the window's views. Where the autosave lives:
 ``$SPECSCOPE_DATA_DIR/last-session.jsonl``, else the platform's per-user application data
-folder (Linux: ``~/.local/share/SpecScope/last-session.jsonl``).
+folder (Linux: ``~/.local/share/SpecScope/SpecScope/last-session.jsonl``).
 """
 
 from __future__ import annotations
@@ -152,15 +152,13 @@ class SessionActions:
         self._update_buttons()
 
     def recording_line(self, session) -> str:
+        """The pair panel's line about a recording: are its models present (header hashes)?"""
         present = session.models_present()
         self._rerun_ready = all(present.values())
-        names = " + ".join(Path(m.path).name for m in session.models.values())
-        if all(present.values()):
-            state = "its models are present (same GGUF headers): Re-run runs it again"
-        else:
-            missing = [Path(session.models[r].path).name for r, ok in present.items() if not ok]
-            state = f"not present: {', '.join(missing)} (showing the recording only)"
-        return f"A recording of {names}; {state}."
+        if self._rerun_ready:
+            return "Recording: its models are present (same GGUF headers); Re-run runs it again."
+        missing = ", ".join(Path(session.models[r].path).name for r, ok in present.items() if not ok)
+        return f"Recording, no model loaded: {missing} not present."
 
     @property
     def can_rerun(self) -> bool:

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (run, base):
         p.add_argument("--record", type=Path, metavar="FILE",
                        help="save the run as a session file (JSON Lines; see core/session.py)")
+    run.add_argument("--with-baseline", action="store_true",
+                     help="then run the target alone with the same settings: the measured "
+                          "speed-up (printed, and recorded with --record)")
     rep = sub.add_parser("replay", help="print a recorded session (no model needed)")
     rep.add_argument("session", type=Path, help="a session file (specscope run --record)")
     rep.add_argument("--json", action="store_true", help="print one JSON document")
@@ -274,6 +277,12 @@ def cmd_generate(args) -> int:
         session.run.finish = run.finish
         if args.stream:
             sys.stdout.write(stream.flush())
+        if getattr(args, "with_baseline", False):     # the target alone, same key: the speed-up
+            from .session import Run
+            base = engine.baseline(model_prompt, sampler, args.n_predict)
+            session.baseline = Run("baseline")
+            session.baseline.append(base)
+            session.baseline.prefill_s, session.baseline.finish = base.prefill.seconds, base.finish
         if args.record is not None:
             session.save(args.record)
         print_session(session, args)

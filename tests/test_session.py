@@ -157,8 +157,9 @@ def test_cli_records_and_replays_with_the_models_renamed_away(tmp_path, capsys):
     target, draft = (shutil.copy(p, d / p.name) for p in demo_pair())
     rec = tmp_path / "run.jsonl"
     args = ["-m", str(target), "-md", str(draft), "-n", "32", "--spec-type", "ngram-simple,draft-simple"]
-    assert main(["run", *args, "--json", "--record", str(rec)]) == 0
+    assert main(["run", *args, "--json", "--with-baseline", "--record", str(rec)]) == 0
     live = json.loads(capsys.readouterr().out)
+    assert live["speedup"] > 0 and live["baseline_stats"]["n_tokens"] == 32
     assert main(["run", *args, "--record", str(tmp_path / "text.jsonl")]) == 0
     live_text = capsys.readouterr().out
     d.rename(tmp_path / "elsewhere")                     # no model where the session says
@@ -179,3 +180,11 @@ def test_cli_replay_of_a_bad_file_exits_2_with_one_line(tmp_path, capsys):
     assert main(["replay", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"{bad}, line 1" in err
+
+
+def test_a_session_path_alone_opens_the_window_on_it(monkeypatch, tmp_path):
+    import specscope.core.cli as cli
+    seen = []
+    monkeypatch.setattr(cli, "cmd_gui", lambda args: seen.append(args) or 0)
+    assert main([str(tmp_path / "run.jsonl")]) == 0
+    assert seen[0].command == "gui" and seen[0].session == tmp_path / "run.jsonl"
