@@ -259,21 +259,19 @@ def cmd_generate(args) -> int:
             run = engine.speculative(model_prompt, spec, sampler, args.n_predict)
         else:
             run = engine.baseline(model_prompt, sampler, args.n_predict)
-        session = None
+        session = Session.start(
+            RunSettings(str(target), str(draft) if draft else None, settings, spec, sampler,
+                        args.n_predict, prompt, args.chat, args.system),
+            "spec" if speculative else "baseline", model_prompt, run.prompt_tokens, engine.target)
         stream = TextStream(engine.target)
         if args.stream:
             sys.stdout.write(model_prompt)
         for event in run:
-            if session is None:      # the prompt is tokenized and prefilled by now
-                session = Session.start(
-                    RunSettings(str(target), str(draft) if draft else None, settings, spec, sampler,
-                                args.n_predict, prompt, args.chat, args.system),
-                    "spec" if speculative else "baseline", model_prompt, run.prefill.tokens,
-                    engine.target, run.prefill.seconds)
             session.run.append([event])
             if args.stream:
                 sys.stdout.write(stream.feed(event.emitted))
                 sys.stdout.flush()
+        session.run.prefill_s = run.prefill.seconds
         session.run.finish = run.finish
         if args.stream:
             sys.stdout.write(stream.flush())

@@ -139,11 +139,22 @@ class ModelIdentity:
 
     @classmethod
     def of(cls, path: str | Path) -> "ModelIdentity":
-        """Read ``path``'s GGUF header (ModelFileError when it is not a usable GGUF file)."""
+        """Read ``path``'s GGUF header (ModelFileError when it is not a usable GGUF file);
+        remembered while the file keeps its size and modification time."""
+        try:
+            st = os.stat(path)
+            stamp = (str(path), st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is not None and stamp in _IDENTITIES:
+            return _IDENTITIES[stamp]
         from .gguf_file import check_gguf
         info = check_gguf(path)
-        return cls(str(path), info.name or Path(path).stem, info.architecture or "",
-                   info.file_size, info.n_params, header_sha256(path, info.data_offset or info.file_size))
+        ident = cls(str(path), info.name or Path(path).stem, info.architecture or "",
+                    info.file_size, info.n_params, header_sha256(path, info.data_offset or info.file_size))
+        if stamp is not None:
+            _IDENTITIES[stamp] = ident
+        return ident
 
     def present(self, path: str | Path | None = None) -> bool:
         """Is this model at ``path`` (default: where it was recorded), same header?"""
@@ -153,6 +164,9 @@ class ModelIdentity:
                 ModelIdentity.of(p).header_sha256 == self.header_sha256
         except (SpecScopeError, OSError):
             return False
+
+
+_IDENTITIES: dict[tuple, "ModelIdentity"] = {}     # (path, size, mtime_ns) -> identity
 
 
 def header_sha256(path: str | Path, n_bytes: int) -> str:
@@ -382,10 +396,11 @@ class Session:
 
     # -- the file --------------------------------------------------------------
     def identify_models(self) -> None:
-        """Read the models' identities (header hash) unless already known."""
-        for role, path in (("target", self.settings.target),
-                           ("draft", self.settings.draft if self.kind == "spec" or
-                            self.baseline is None else None)):
+        """Read the models' identities (header hash) unless already known: the target, and
+        the draft when a speculative run drafted with it."""
+        spec = self.settings.spec
+        draft = self.settings.draft if self.kind == "spec" and spec.uses_draft_model else None
+        for role, path in (("target", self.settings.target), ("draft", draft)):
             if path and role not in self.models:
                 self.models[role] = ModelIdentity.of(path)
 
