@@ -156,9 +156,9 @@ class SessionActions:
         present = session.models_present()
         self._rerun_ready = all(present.values())
         if self._rerun_ready:
-            return "Recording: its models are present (same GGUF headers); Re-run runs it again."
-        missing = ", ".join(Path(session.models[r].path).name for r, ok in present.items() if not ok)
-        return f"Recording, no model loaded: {missing} not present."
+            return "Recording: its models are present; ⟳ Re-run runs it again."
+        missing = [Path(session.models[r].path).name for r, ok in present.items() if not ok]
+        return f"Recording: {' and '.join(missing)} not present."
 
     @property
     def can_rerun(self) -> bool:

@@ -740,7 +740,7 @@ class MainWindow(QMainWindow, SessionActions):
         names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
         self.pair_panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
         self.pair_panel.set_load_facts(facts)
-        if self.mode == "idle":
+        if self.mode == "idle" and not (self.session is not None and self.session.is_recording):
             self.stats_bar.set_state("Ready")
 
     @Slot(object, bool)
