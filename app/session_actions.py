@@ -158,6 +158,8 @@ class SessionActions:
         if self._rerun_ready:
             return "Recording: its models are present; ⟳ Re-run runs it again."
         missing = [Path(session.models[r].path).name for r, ok in present.items() if not ok]
+        if len(missing) == len(present):
+            return "Recording: its models are not present (no model is needed to show it)."
         return f"Recording: {' and '.join(missing)} not present."
 
     @property
