@@ -118,7 +118,7 @@ class SessionActions:
         try:
             session = Session.load(path)
         except SpecScopeError as exc:
-            self.banner.show_error(exc, context="The session cannot be opened")
+            self.banner.show_message("error", f"The session cannot be opened: {exc}")
             return False
         self.workbench.adopt(session)
         self.show_session(session)
