@@ -126,7 +126,7 @@ def make_app(argv=None):
     return app
 
 
-def main(model: Path | None = None, draft: Path | None = None) -> int:
+def main(model: Path | None = None, draft: Path | None = None, session: Path | None = None) -> int:
     problem = display_problem()
     if problem:
         print(f"specscope: error: {problem}", file=sys.stderr)
@@ -137,6 +137,8 @@ def main(model: Path | None = None, draft: Path | None = None) -> int:
     from .window import MainWindow
 
     window = MainWindow(model=Path(model) if model else None, draft=Path(draft) if draft else None)
+    if session is not None:
+        window.open_session(Path(session))      # a bad file: one banner line, the window opens
     hook = ExceptHook()
     hook.caught.connect(lambda exc, tb: window.banner.show_error(exc, tb))
     hook.install()

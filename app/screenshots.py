@@ -11,6 +11,10 @@ token view after an ngram-simple run with a token hovered (its tooltip drawn in)
 plots of an ngram-simple > draft-simple chain, 14 step mode on an n-gram draft, 15 a
 draft of another vocabulary and the doctor's n-gram suggestion, 16 a target alone and a bad
 draft-model value (the picker's inline line).
+
+With ``--session FILE``, a recorded session instead (no model loaded): 21 its plots, 22 the
+last round explained, 23 the cost panel with the recorded baseline, 24 a bad session file's
+banner over what was shown.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-n", "--n-predict", type=int, default=160)
     p.add_argument("--drafters", action="store_true", help="the n-gram drafters' screenshots")
+    p.add_argument("--session", type=Path, help="a recorded session's screenshots")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="specscope-shots-"))
@@ -46,7 +51,7 @@ def main(argv=None) -> int:
 
     app = make_app()
     settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(args.model, args.model_draft, settings=settings)
+    w = MainWindow(args.model, args.model_draft, settings=settings, preload=args.session is None)
     w.resize(*SIZE)
     w.show()
 
@@ -69,6 +74,10 @@ def main(argv=None) -> int:
         w.prompt.set_text((prompts_dir() / PROMPT_FILE).read_text(encoding="utf-8"))
     except OSError:
         pass
+    if args.session is not None:
+        session_shots(w, wait, shot, args.session, tmp)
+        w.close()
+        return 0
     if args.drafters:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
@@ -105,6 +114,24 @@ def main(argv=None) -> int:
     shot("06_error")
     w.close()
     return 0
+
+
+def session_shots(w, wait, shot, path: Path, tmp: Path) -> None:
+    if not w.open_session(path):
+        shot("20_session_refused")
+        return
+    w.tabs.setCurrentIndex(0)
+    shot("21_session_plots")
+    w.tabs.setCurrentWidget(w.round_view)
+    shot("22_session_round")
+    w.tabs.setCurrentIndex(1)
+    shot("23_session_cost")
+    bad = tmp / "cut-short.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    bad.write_text("".join(lines[:3]) + lines[3][:40], encoding="utf-8")
+    w.open_session(bad)
+    w.tabs.setCurrentIndex(0)
+    shot("24_session_bad_file")
 
 
 REPEATING = ("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n"

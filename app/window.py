@@ -30,6 +30,7 @@ from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
 from .errors import MessageBanner, setup_logging
 from .pair_panel import PairPanel, gguf_paths
 from .round_view import RoundExplainer
+from .session_actions import SessionActions
 from .stats_bar import StatsBar
 from .token_view import TokenView, legend_html
 from .worker import DoctorWorker, EngineWorker, RunRequest, start_thread
@@ -99,7 +100,7 @@ class _Placeholder(QLabel):
         pass
 
 
-class MainWindow(QMainWindow):
+class MainWindow(QMainWindow, SessionActions):
     start_requested = Signal(object)
     warm_up_requested = Signal()
     preload_requested = Signal(object)
@@ -112,6 +113,11 @@ class MainWindow(QMainWindow):
     run_done = Signal(int, str)          # run_id, finish (after the final refresh)
     step_done = Signal(int)              # run_id: a step was applied to the views
     pair_report_shown = Signal(object)   # PairReport, or an exception
+
+    @property
+    def events(self) -> list:
+        """The round events of the run shown."""
+        return self.session.run.events if self.session is not None else []
 
     def __init__(self, model: Path | None = None, draft: Path | None = None,
                  settings: QSettings | None = None, preload: bool = True):
@@ -126,13 +132,13 @@ class MainWindow(QMainWindow):
         self._check_id = 0
         self.active: RunRequest | None = None       # the run in progress
         self.mode = "idle"                          # idle | running | stepping | paused
-        self.events: list = []                      # events of the run shown
         self._pending: list = []                    # arrived, not yet applied
-        self.shown_request: RunRequest | None = None
+        self.shown_request: RunRequest | None = None   # the live run shown (None: a recording)
         self.vocab = None
         self.report = None
-        self.baselines: dict = {}                   # run key -> Stats of a baseline run
-        self.last_spec: tuple | None = None         # (run key, Stats, n_max) of the latest spec run
+        from specscope.core.session import Workbench
+        self.workbench = Workbench()                # baselines by run key, the latest spec session
+        self.session = None                         # the session shown (core/session.py)
         self.stats = None
         self._loaded_key = None
         self._closing = False
@@ -311,6 +317,9 @@ class MainWindow(QMainWindow):
                                          "Generate with the target alone, for the measured speed-up")
         self.act_reset = self._action("↺  Reset", self.reset_clicked, "Ctrl+Shift+R",
                                       "Clear the text, plots and statistics")
+        self.act_rerun = self._action("⟳  Re-run", self.rerun_clicked, "Ctrl+Shift+E",
+                                      "Run the recording shown again with its models and settings, "
+                                      "and say whether it matched")
         self.act_hide = self._action("Show rejected drafts", self.show_rejected.setChecked, "Ctrl+H")
         self.act_hide.setCheckable(True)
         self.act_hide.setChecked(True)
@@ -321,7 +330,8 @@ class MainWindow(QMainWindow):
         tb.setMovable(False)
         tb.setIconSize(QSize(16, 16))
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset):
+        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset,
+                  self.act_rerun):
             tb.addAction(a)
         tb.setStyleSheet("QToolButton { padding: 4px 12px; font-weight: 600; }"
                          " QToolButton:disabled { color: #aaa; }")
@@ -338,6 +348,11 @@ class MainWindow(QMainWindow):
         f.addAction(self._action("Open draft…", lambda: self.pair_panel.draft_browse.click(), "Ctrl+Shift+O"))
         f.addAction(self._action("Use the demo pair", self.use_demo_pair))
         f.addSeparator()
+        f.addAction(self._action("Open session…", self.open_session_dialog, "Ctrl+Shift+L",
+                                 "Show a recorded run (a .jsonl session file) without its models"))
+        f.addAction(self._action("Save session…", self.save_session_dialog, "Ctrl+Shift+S",
+                                 "Record the run shown (and its baseline) as a session file"))
+        f.addSeparator()
         f.addAction(self._action("Save text…", self.save_text_dialog, "Ctrl+S"))
         f.addAction(self._action("Save stats as JSON…", lambda: self.save_stats_dialog("json")))
         f.addAction(self._action("Save stats as CSV…", lambda: self.save_stats_dialog("csv")))
@@ -348,7 +363,8 @@ class MainWindow(QMainWindow):
         e.addAction(self._action("Copy generated text", self.copy_text, "Ctrl+Shift+C"))
         e.addAction(self._action("Copy prompt and text", lambda: self.copy_text(full=True)))
         r = m.addMenu("&Run")
-        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset):
+        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset,
+                  self.act_rerun):
             r.addAction(a)
         r.addSeparator()
         r.addAction(self.act_hide)
@@ -376,6 +392,7 @@ class MainWindow(QMainWindow):
         w.run_started.connect(self._run_started)
         w.events_ready.connect(self._events_ready)
         w.run_finished.connect(self._run_finished)
+        w.prefill_done.connect(self._prefill_done)
         w.step_paused.connect(self._step_paused)
         w.failed.connect(self._failed)
         w.crashed.connect(self._model_crashed)
@@ -549,7 +566,7 @@ class MainWindow(QMainWindow):
             self.preload_requested.emit(req)
 
     def _params_changed(self) -> None:
-        if self.mode == "idle" and (self.shown_request is None or not self.events):
+        if self.mode == "idle" and (self.session is None or not self.events):
             self.legend.setText(legend_html(self.params.drafter.types()))
 
     def use_drafter(self, name: str) -> None:
@@ -573,10 +590,15 @@ class MainWindow(QMainWindow):
 
     # ================================================================== drag and drop
     def dragEnterEvent(self, event):  # noqa: N802
-        if gguf_paths(event.mimeData()):
+        if gguf_paths(event.mimeData()) or self.session_paths(event.mimeData()):
             event.acceptProposedAction()
 
     def dropEvent(self, event):  # noqa: N802
+        sessions = self.session_paths(event.mimeData())
+        if sessions:
+            self.open_session(sessions[0])
+            event.acceptProposedAction()
+            return
         paths = gguf_paths(event.mimeData())
         if not paths:
             return
@@ -589,11 +611,6 @@ class MainWindow(QMainWindow):
         event.acceptProposedAction()
 
     # ================================================================== runs
-    def run_key(self, req: RunRequest) -> tuple:
-        """Runs with equal keys are comparable (speed-up against a baseline)."""
-        return (str(req.target), req.prompt, req.chat, req.system, req.sampler, req.n_predict,
-                req.engine_settings)
-
     def _engine_settings(self):
         from specscope.core.engine import EngineSettings
         # threads 0 is "auto": the engine worker measures the fastest count when it loads the pair
@@ -683,10 +700,10 @@ class MainWindow(QMainWindow):
         if self.active is not None:
             self.stop_clicked()
         self._pending.clear()
-        self.events = []
+        self.session = None
         self.shown_request = None
         self.stats = None
-        self.last_spec = None
+        self.workbench.last_spec = None
         self._panels_dirty = False
         self._stats_stale = False
         self._dirty_tabs = set()
@@ -705,6 +722,7 @@ class MainWindow(QMainWindow):
         self.act_step.setEnabled(idle or paused)
         self.act_baseline.setEnabled(idle)
         self.act_stop.setEnabled(not idle)
+        self.act_rerun.setEnabled(self.can_rerun)
         self.act_run.setText("▶  Continue" if paused else "▶  Run")
         self.pair_panel.setEnabled(idle)
         self.params.setEnabled(idle)
@@ -722,7 +740,7 @@ class MainWindow(QMainWindow):
         names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
         self.pair_panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
         self.pair_panel.set_load_facts(facts)
-        if self.mode == "idle":
+        if self.mode == "idle" and not (self.session is not None and self.session.is_recording):
             self.stats_bar.set_state("Ready")
 
     @Slot(object, bool)
@@ -744,7 +762,9 @@ class MainWindow(QMainWindow):
             return
         self.shown_request = self.active
         self.vocab = info.vocab
-        self.events = []
+        self.session = self.workbench.start(self.run_settings(self.active), info.kind,
+                                            prompt_text=info.prompt_text,
+                                            prompt_tokens=info.prompt_tokens, vocab=info.vocab)
         self._pending.clear()
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
         spec = self.active.spec
@@ -799,6 +819,11 @@ class MainWindow(QMainWindow):
         self._update_buttons()
         self.step_done.emit(run_id)
 
+    @Slot(int, object)
+    def _prefill_done(self, run_id: int, prefill) -> None:
+        if self.active is not None and run_id == self.active.run_id and self.session is not None:
+            self.session.run.prefill_s = prefill.seconds
+
     @Slot(int, str)
     def _run_finished(self, run_id: int, finish: str) -> None:
         if self.active is None or run_id != self.active.run_id:
@@ -809,13 +834,12 @@ class MainWindow(QMainWindow):
         self.mode = "idle"
         self._update_panels()
         stats = self.stats
-        if stats is not None:
-            key = self.run_key(req)
-            if req.kind == "baseline":
-                self.baselines[key] = stats
-            else:
-                self.last_spec = (key, stats, req.spec.max_draft())
-            self._show_measured()
+        if self.session is not None and self.session.run is not None:
+            self.session.run.finish = finish
+            self.workbench.finished(self.session)
+            self.session_finished()
+            if stats is not None:
+                self._show_measured()
         words = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                  "context": "the context is full", "stopped": "stopped"}.get(finish, finish)
         self.stats_bar.set_state(f"Finished: {words}")
@@ -851,6 +875,7 @@ class MainWindow(QMainWindow):
         hint = {IncompatiblePairError: "Choose another draft, or press Baseline to run the target alone",
                 ContextFullError: ""}.get(type(exc), "")
         self.banner.show_error(exc, tb, what, hint)
+        self._rerun_of = None
         self.stats_bar.set_state("Failed — see the message above")
         self._update_buttons()
         self.run_done.emit(run_id, "error")
@@ -872,7 +897,7 @@ class MainWindow(QMainWindow):
         self.refresh_count += 1
         now = time.perf_counter()
         self.token_view.append_events(batch)           # the text: every tick
-        self.events.extend(batch)
+        self.session.run.append(batch)
         self._stats_stale = True
         if now - self._stats_shown_at >= STATS_PERIOD_MS / 1e3:
             self._stats_shown_at = now
@@ -883,10 +908,8 @@ class MainWindow(QMainWindow):
             self._update_panels()                       # the visible tab: once a second
 
     def _fold(self) -> None:
-        if self._stats_stale:
-            from specscope.core.stats import Stats, fold
-            start = self.stats or Stats()               # n_rounds = events folded so far
-            self.stats = fold(self.events[start.n_rounds:], start)
+        if self._stats_stale and self.session is not None:
+            self.stats = self.session.run.stats         # folds only the events appended since
             self._stats_stale = False
             self._update_stats_bar()
 
@@ -899,7 +922,7 @@ class MainWindow(QMainWindow):
         self._fold()
         if self.stats is None:
             return
-        req, stats = self.shown_request, self.stats
+        session, stats = self.session, self.stats
         current = self.tabs.currentWidget()
         if isinstance(current, QScrollArea):
             current = current.widget()
@@ -907,14 +930,15 @@ class MainWindow(QMainWindow):
             self.plots.update_stats(stats, self.events)
             self._stagger_plot_paints()
         elif current is self.round_view:
-            if self.vocab is not None and self.events:
-                spec = req.spec if req is not None else None
-                self.round_view.show_round(self.events[-1], self.vocab, self.token_view.history,
+            if session is not None and session.vocab is not None and self.events:
+                spec = session.settings.spec
+                self.round_view.show_round(self.events[-1], session.vocab, self.token_view.history,
                                            spec.types if spec is not None else ())
         elif current is self.cost_panel:
-            if req is not None and req.kind == "spec":
-                self.cost_panel.update_measured(stats, self.baselines.get(self.run_key(req)),
-                                                req.spec.max_draft())
+            if session is not None and session.kind == "spec":
+                b = session.baseline or self.workbench.baseline_for(session.settings)
+                self.cost_panel.update_measured(stats, b.stats if b else None,
+                                                session.settings.spec.max_draft())
         else:
             return
         self._dirty_tabs.discard(current)
@@ -941,34 +965,30 @@ class MainWindow(QMainWindow):
 
     def _update_stats_bar(self) -> None:
         req, stats = self.shown_request, self.stats
-        if stats is None:
+        if stats is None or self.session is None:
             return
-        baseline = req is not None and req.kind == "baseline"
+        baseline = self.session.kind == "baseline"
         note = "– (step mode)" if req is not None and req.step else "– (no baseline yet)"
         self.stats_bar.update_stats(stats, None if baseline else self._speedup(stats), baseline, note)
 
     def _speedup(self, stats) -> float | None:
         req = self.shown_request
-        if req is None or stats is None or stats.tokens_per_s <= 0 or req.step:
+        if self.session is None or stats is None or (req is not None and req.step):
             return None           # a stepped run's first rounds are not a fair speed sample
-        b = self.baselines.get(self.run_key(req))
-        if b is None or b.tokens_per_s <= 0:
-            return None
-        return stats.tokens_per_s / b.tokens_per_s
+        return self.session.speedup
 
     def _show_measured(self) -> None:
         """After a run: the cost panel and speed-up, pairing the latest spec run with its baseline."""
-        if self.last_spec is None:
+        last = self.workbench.last_spec
+        if last is None:
             return
-        key, spec_stats, n_max = self.last_spec
-        b = self.baselines.get(key)
-        self.cost_panel.update_measured(spec_stats, b, n_max)
-        req = self.shown_request
-        if req is not None and req.kind == "spec" and self.stats is not None:
+        b = last.baseline
+        self.cost_panel.update_measured(last.spec.stats, b.stats if b else None,
+                                        last.settings.spec.max_draft())
+        if self.session is not None and self.session.kind == "spec" and self.stats is not None:
             self._update_stats_bar()
-        elif b is not None and spec_stats.tokens_per_s > 0 and b.tokens_per_s > 0:
-            self.stats_bar.values["speedup"].setText(
-                f"{spec_stats.tokens_per_s / b.tokens_per_s:.2f}× (last run)")
+        elif last.speedup is not None:
+            self.stats_bar.values["speedup"].setText(f"{last.speedup:.2f}× (last run)")
 
     # ================================================================== export
     def copy_text(self, full: bool = False) -> None:
@@ -1013,24 +1033,11 @@ class MainWindow(QMainWindow):
         Path(path).write_text(self.token_view.full_text(), encoding="utf-8")
 
     def stats_document(self) -> dict:
-        from specscope.core.cli_spec import spec_params
-        req = self.shown_request
-        doc = {"run": None, "stats": self.stats.to_dict() if self.stats else None,
-               "rounds": [e.to_dict() for e in self.events]}
-        if req is not None:
-            doc["run"] = {"kind": req.kind, "target": str(req.target),
-                          "draft": str(req.draft) if req.draft and req.kind == "spec" else None,
-                          "prompt": req.prompt, "chat": req.chat, "system": req.system,
-                          "n_predict": req.n_predict,
-                          "n_ctx": req.engine_settings.n_ctx,
-                          "sampler": req.sampler.describe(),
-                          **({"spec_type": list(req.spec.types), "ngram": spec_params(req.spec),
-                              "n_max": req.spec.n_max, "n_min": req.spec.n_min,
-                              "p_min": req.spec.p_min, "sync": req.spec.sync} if req.spec else {})}
-            b = self.baselines.get(self.run_key(req))
-            if b is not None and req.kind == "spec":
-                doc["baseline_stats"] = b.to_dict()
-                doc["speedup"] = self._speedup(self.stats)
+        if self.session is None:
+            return {"run": None, "stats": None, "rounds": []}
+        doc = self.session.stats_document()
+        if self.shown_request is not None and self.shown_request.step:
+            doc.pop("speedup", None)     # a stepped run is no speed sample
         return doc
 
     def save_stats(self, path: Path) -> None:

@@ -3,6 +3,8 @@
     specscope                      open the window on the demo pair
     specscope run      [options]   speculative decoding, headless
     specscope baseline [options]   the target alone, same sampler and stop rules
+    specscope replay FILE [--json] print a recorded session (run/baseline --record FILE)
+    specscope FILE.jsonl           open the window on a recorded session
     specscope doctor   ...         does a draft fit a target? (see cli_doctor)
 
 Flag names follow llama.cpp's where one exists. Exit status: 0 success,
@@ -98,9 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     base = sub.add_parser("baseline", help="the target alone, same sampler and stop rules")
     add_model_args(base, draft=False)
     add_generation_args(base)
+    for p in (run, base):
+        p.add_argument("--record", type=Path, metavar="FILE",
+                       help="save the run as a session file (JSON Lines; see core/session.py)")
+    run.add_argument("--with-baseline", action="store_true",
+                     help="then run the target alone with the same settings: the measured "
+                          "speed-up (printed, and recorded with --record)")
+    rep = sub.add_parser("replay", help="print a recorded session (no model needed)")
+    rep.add_argument("session", type=Path, help="a session file (specscope run --record)")
+    rep.add_argument("--json", action="store_true", help="print one JSON document")
     gui = sub.add_parser("gui", help="open the window (the default)")
     gui.add_argument("-m", "--model", type=Path)
     gui.add_argument("-md", "--model-draft", type=Path)
+    gui.add_argument("--session", type=Path, help="open a session file")
     for module in SUBCOMMANDS.values():
         module.add_parser(sub)
     return parser
@@ -226,9 +238,9 @@ def drafter_lines(stats) -> list[str]:
 
 
 def cmd_generate(args) -> int:
-    from .cli_spec import spec_from_args, spec_params
+    from .cli_spec import spec_from_args
     from .engine import Engine
-    from .stats import fold
+    from .session import RunSettings, Session
     speculative = args.command == "run"
     spec = spec_from_args(args) if speculative else None
     target, draft = resolve_models(args, draft=bool(spec and spec.uses_draft_model))
@@ -247,42 +259,59 @@ def cmd_generate(args) -> int:
             run = engine.speculative(model_prompt, spec, sampler, args.n_predict)
         else:
             run = engine.baseline(model_prompt, sampler, args.n_predict)
+        session = Session.start(
+            RunSettings(str(target), str(draft) if draft else None, settings, spec, sampler,
+                        args.n_predict, prompt, args.chat, args.system),
+            "spec" if speculative else "baseline", model_prompt, run.prompt_tokens, engine.target)
         stream = TextStream(engine.target)
-        events = []
         if args.stream:
             sys.stdout.write(model_prompt)
         for event in run:
-            events.append(event)
+            session.run.append([event])
             if args.stream:
                 sys.stdout.write(stream.feed(event.emitted))
                 sys.stdout.flush()
-        stats = fold(events)
-        text = stream.feed(run.tokens) if not args.stream else ""
-        text += stream.flush()
-        if args.json:
-            doc = {
-                "command": args.command,
-                "target": str(target), "draft": str(draft) if draft else None,
-                "settings": {"n_ctx": engine.tgt.n_ctx, "n_predict": args.n_predict,
-                             "sampler": sampler.describe(),
-                             **({"spec_type": list(spec.types), "n_max": spec.n_max,
-                                 "n_min": spec.n_min, "p_min": spec.p_min, "sync": spec.sync,
-                                 "ngram": spec_params(spec)} if speculative else {})},
-                "prompt": prompt, "chat": chat is not None, "system": args.system,
-                "chat_prompt": chat, "prompt_tokens": list(run.prefill.tokens),
-                "prefill_s": run.prefill.seconds,
-                "text": text, "tokens": run.tokens, "finish": run.finish,
-                "rounds": [e.to_dict() for e in events],
-                "stats": stats.to_dict(),
-            }
-            json.dump(doc, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            if args.stream:
-                sys.stdout.write(text + "\n\n")
-            else:
-                sys.stdout.write(model_prompt + text + "\n\n")
-            print("\n".join(summary_lines(stats, run.prefill, run.finish, speculative)))
+        session.run.prefill_s = run.prefill.seconds
+        session.run.finish = run.finish
+        if args.stream:
+            sys.stdout.write(stream.flush())
+        if getattr(args, "with_baseline", False):     # the target alone, same key: the speed-up
+            from .session import Run
+            base = engine.baseline(model_prompt, sampler, args.n_predict)
+            session.baseline = Run("baseline")
+            session.baseline.append(base)
+            session.baseline.prefill_s, session.baseline.finish = base.prefill.seconds, base.finish
+        if args.record is not None:
+            session.save(args.record)
+        print_session(session, args)
+    return 0
+
+
+def print_session(session, args) -> None:
+    """What ``run``/``baseline`` print at the end, live or replayed: the JSON document, or
+    the text and the summary."""
+    if getattr(args, "json", False):
+        json.dump(session.document(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    if getattr(args, "stream", False):
+        sys.stdout.write("\n\n")
+    else:
+        sys.stdout.write(session.prompt_text + session.text() + "\n\n")
+    from .events import Prefill
+    run = session.run
+    prefill = Prefill(session.prompt_tokens, run.prefill_s)
+    print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec")))
+    if session.speedup is not None:
+        print(f"speed-up:  {session.speedup:.2f}x against the baseline "
+              f"({session.baseline.stats.tokens_per_s:.1f} tokens/s)")
+
+
+def cmd_replay(args) -> int:
+    """Print a recorded session as the live run printed it; no model is loaded."""
+    from .session import Session
+    session = Session.load(args.session)
+    print_session(session, args)
     return 0
 
 
@@ -292,11 +321,16 @@ def cmd_gui(args) -> int:
     except ImportError as exc:
         raise SpecScopeError(f"the window needs PySide6 and pyqtgraph ({exc}); "
                              "the headless commands are 'specscope run' and 'specscope baseline'")
-    return gui_main(model=getattr(args, "model", None), draft=getattr(args, "model_draft", None))
+    session = getattr(args, "session", None)
+    kw = {"session": session} if session is not None else {}
+    return gui_main(model=getattr(args, "model", None), draft=getattr(args, "model_draft", None), **kw)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) == 1 and argv[0].endswith(".jsonl"):     # specscope FILE.jsonl: open the window on it
+        argv = ["gui", "--session", argv[0]]
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     logging.getLogger("specscope.llama").setLevel(
@@ -306,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_gui(args)
         if args.command in ("run", "baseline"):
             return cmd_generate(args)
+        if args.command == "replay":
+            return cmd_replay(args)
         return SUBCOMMANDS[args.command].run(args)
     except SpecScopeError as exc:
         print(f"specscope: error: {exc}", file=sys.stderr)

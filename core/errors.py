@@ -62,3 +62,12 @@ class ModelCrashError(ModelFileError):
         SpecScopeError.__init__(self, message)
         self.path = str(path)
         self.problem = message
+
+
+class SessionFileError(SpecScopeError):
+    """A session file cannot be read: truncated, corrupted, of a newer version or not a session.
+    One line: the file, the line number and the problem."""
+
+    def __init__(self, path: str | Path, line: int, problem: str):
+        self.path, self.line, self.problem = str(path), line, problem
+        super().__init__(f"{self.path}, line {line}: {problem}" if line else f"{self.path}: {problem}")

@@ -67,13 +67,24 @@ class RoundEvent:
     def next_seed(self) -> int:
         return self.seed if self.mode == "checkpoint" else self.emitted[-1]
 
-    def to_dict(self) -> dict:
+    def to_dict(self, exact: bool = False) -> dict:
+        """The event as JSON values, with the derived ``t_overhead``; draft probabilities are
+        rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed"):
             d[key] = list(d[key])
-        d["draft_probs"] = [round(p, 6) for p in d["draft_probs"]]
+        if not exact:
+            d["draft_probs"] = [round(p, 6) for p in d["draft_probs"]]
         d["t_overhead"] = self.t_overhead
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RoundEvent":
+        """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored). Every field must be
+        there with its type: ``plain.PlainError`` names the one that is not."""
+        from .plain import from_plain
+        return from_plain(cls, {k: v for k, v in d.items() if k != "t_overhead"}
+                          if isinstance(d, dict) else d, "the round")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ import pytest
 os.environ["QT_QPA_PLATFORM"] = os.environ.get("QT_QPA_PLATFORM") or "offscreen"
 # calibrations and crash-probe verdicts go to a cache of the test session's own, not the user's
 os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cache-")
+# the window's autosave of the last run (app/session_actions.py) too
+os.environ["SPECSCOPE_DATA_DIR"] = tempfile.mkdtemp(prefix="specscope-test-data-")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import ggufgen  # noqa: E402

@@ -1,0 +1,190 @@
+"""core/session.py: the session file round trip, strict loading, record and replay in the CLI."""
+
+import json
+import shutil
+
+import pytest
+
+from specscope.core.cli import main
+from specscope.core.demo import demo_pair
+from specscope.core.engine import Engine, SpecSettings
+from specscope.core.errors import SessionFileError
+from specscope.core.events import RoundEvent
+from specscope.core.sampling import SamplerSettings
+from specscope.core.session import (FORMAT, VERSION, ModelIdentity, RunSettings, Session,
+                                    TokenTable, Workbench)
+from specscope.core.stats import fold
+
+
+@pytest.fixture(scope="module")
+def pair_copy(tmp_path_factory):
+    """The demo pair copied where a test may rename it away."""
+    d = tmp_path_factory.mktemp("pair")
+    return tuple(shutil.copy(p, d / p.name) for p in demo_pair())
+
+
+def live_session(target, draft, spec, prompt="def fibonacci(n):\n", n_predict=40):
+    """A speculative run and its baseline, recorded in process as the window records them."""
+    from specscope.core.engine import EngineSettings
+    bench = Workbench()
+    sampler = SamplerSettings()
+    settings = RunSettings(str(target), str(draft), EngineSettings(n_ctx=512), spec, sampler,
+                           n_predict, prompt)
+    with Engine(target, draft, settings.engine) as engine:
+        for kind in ("spec", "baseline"):
+            run = engine.speculative(prompt, spec, sampler, n_predict) if kind == "spec" \
+                else engine.baseline(prompt, sampler, n_predict)
+            events = list(run)
+            s = bench.start(settings, kind, prompt_text=prompt, prompt_tokens=run.prefill.tokens,
+                            vocab=engine.target, prefill_s=run.prefill.seconds)
+            s.run.append(events[:5])
+            s.run.stats                      # folded in two steps, as the window folds
+            s.run.append(events[5:])
+            s.run.finish = run.finish
+            bench.finished(s)
+            if kind == "spec":
+                session = s
+    assert session.baseline is not None      # the baseline with the same key was paired
+    return session
+
+
+@pytest.mark.parametrize("types", [("draft-simple",), ("ngram-simple", "draft-simple")])
+def test_a_saved_session_loads_with_the_same_events_stats_and_text(tmp_path, pair_copy, types):
+    spec = SpecSettings(n_max=4, types=types)
+    live = live_session(*pair_copy, spec, prompt="abc abc abc abc abc abc\n" * 3)
+    path = live.save(tmp_path / "run.jsonl")
+    back = Session.load(path)
+    assert back.spec.events == live.spec.events             # every float bit, draft_probs included
+    assert back.baseline.events == live.baseline.events
+    assert back.spec.stats == live.spec.stats == fold(live.spec.events)
+    assert back.baseline.stats == live.baseline.stats
+    assert back.speedup == live.speedup and back.speedup is not None
+    assert back.settings == live.settings and back.key == live.key
+    assert back.prompt_tokens == live.prompt_tokens and back.spec.finish == live.spec.finish
+    assert back.text() == live.text() and back.text()
+    assert back.document() == live.document()
+    assert back.models["target"] == ModelIdentity.of(pair_copy[0])
+    assert back.models_present() == {"target": True, "draft": True}
+    head = json.loads(path.read_text().splitlines()[0])
+    assert head["format"] == FORMAT and head["version"] == VERSION
+    assert len(path.read_text().splitlines()) == 1 + len(live.spec.events) + len(live.baseline.events)
+
+
+def test_token_pieces_keep_bytes_that_are_not_utf8():
+    table = TokenTable({1: (b"\xe4\xb8", b"<0xE4>", False), 2: (b"\xad", b"x", False),
+                        3: ("é".encode(), "é".encode(), False), 4: (b"", b"</s>", True)})
+    rows = json.loads(json.dumps(table.to_plain()))
+    back = TokenTable.from_plain(rows)
+    assert back.entries == table.entries
+    assert rows[2][1] == "é" and rows[0][1] == {"hex": "e4b8"}
+    assert back.is_eog(4) and not back.is_eog(1) and back.piece(99) == b""
+
+
+def test_the_header_hash_covers_the_header_not_the_weights(tmp_path, pair_copy):
+    target = pair_copy[0]
+    changed = tmp_path / "changed-weights.gguf"
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0xFF                          # the last weight byte
+    changed.write_bytes(data)
+    a, b = ModelIdentity.of(target), ModelIdentity.of(changed)
+    assert a.header_sha256 == b.header_sha256 and a.file_size == b.file_size
+    assert a.n_params > 0 and a.architecture == "llama"
+    other = ModelIdentity.of(pair_copy[1])
+    assert other.header_sha256 != a.header_sha256
+    assert not a.present(pair_copy[1]) and a.present(changed)
+
+
+# ----------------------------------------------------------------------------- strict loading
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, pair_copy):
+    path = tmp_path_factory.mktemp("rec") / "good.jsonl"
+    live_session(*pair_copy, SpecSettings(), n_predict=16).save(path)
+    return path
+
+
+def broken(tmp_path, recorded, edit):
+    lines = recorded.read_text().splitlines(keepends=True)
+    path = tmp_path / "broken.jsonl"
+    path.write_text("".join(edit(lines)))
+    return path
+
+
+def event_line(fields: dict) -> str:
+    return json.dumps({"run": "spec", "event": fields}) + "\n"
+
+
+@pytest.mark.parametrize("edit, line, words", [
+    (lambda ls: ls[:-1] + [ls[-1][:len(ls[-1]) // 2]], -1, "truncated"),     # cut mid-line
+    (lambda ls: ls[:-2], -1, "truncated"),                                    # cut at a line end
+    (lambda ls: ls[:3] + ["{{{ not json\n"] + ls[4:], 4, "not valid JSON"),
+    (lambda ls: ls[:2] + [event_line({**json.loads(ls[2])["event"], "n_accepted": "2"})] + ls[3:], 3,
+     "n_accepted has the wrong type"),
+    (lambda ls: ls[:2] + [event_line({k: v for k, v in json.loads(ls[2])["event"].items()
+                                      if k != "seed"})] + ls[3:], 3, "lacks the field 'seed'"),
+    (lambda ls: [ls[0].replace(f'"version": {VERSION}', f'"version": {VERSION + 1}')] + ls[1:], 1,
+     "newer SpecScope"),
+    (lambda ls: ['{"rounds": [], "stats": {}}\n'], 1, "not a SpecScope session"),
+    (lambda ls: ['[1, 2, 3]\n'], 1, "not a SpecScope session"),
+    (lambda ls: [ls[0].replace('"n_predict": 16', '"n_predict": "16"')] + ls[1:], 1, "n_predict"),
+    (lambda ls: ls + [ls[-1]], None, "one line more"),
+    (lambda ls: ls[:2] + ls[3:] + [ls[2]], 3, "round 2 where round 1"),
+])
+def test_a_bad_file_names_the_file_and_the_line(tmp_path, recorded, edit, line, words):
+    path = broken(tmp_path, recorded, edit)
+    n_lines = len(path.read_text().splitlines())
+    with pytest.raises(SessionFileError) as info:
+        Session.load(path)
+    msg = str(info.value)
+    expected = {-1: n_lines if "cut" in msg else n_lines + 1, None: n_lines}.get(line, line)
+    assert msg.startswith(f"{path}, line {expected}: "), msg
+    assert words in msg and "\n" not in msg
+
+
+def test_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(SessionFileError, match="cannot be read"):
+        Session.load(tmp_path / "nowhere.jsonl")
+
+
+def test_from_dict_reads_what_to_dict_wrote():
+    ev = RoundEvent(3, 10, 5, (1, 2), (0.123456789, 0.5), 1, (1, 7), "spec", t_round=0.1, t_draft=0.03)
+    assert RoundEvent.from_dict(json.loads(json.dumps(ev.to_dict(exact=True)))) == ev
+
+
+# ----------------------------------------------------------------------------- the CLI
+def test_cli_records_and_replays_with_the_models_renamed_away(tmp_path, capsys):
+    d = tmp_path / "models"
+    d.mkdir()
+    target, draft = (shutil.copy(p, d / p.name) for p in demo_pair())
+    rec = tmp_path / "run.jsonl"
+    args = ["-m", str(target), "-md", str(draft), "-n", "32", "--spec-type", "ngram-simple,draft-simple"]
+    assert main(["run", *args, "--json", "--with-baseline", "--record", str(rec)]) == 0
+    live = json.loads(capsys.readouterr().out)
+    assert live["speedup"] > 0 and live["baseline_stats"]["n_tokens"] == 32
+    assert main(["run", *args, "--record", str(tmp_path / "text.jsonl")]) == 0
+    live_text = capsys.readouterr().out
+    d.rename(tmp_path / "elsewhere")                     # no model where the session says
+    assert not target.exists()
+    assert main(["replay", str(rec), "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed == live
+    assert replayed["stats"]["n_rounds"] == len(replayed["rounds"]) > 0
+    assert main(["replay", str(tmp_path / "text.jsonl")]) == 0
+    # the same text and summary, up to the timing lines (that run was a second live run)
+    assert capsys.readouterr().out.split("\n\n")[0] == live_text.split("\n\n")[0]
+    assert not any(Session.load(rec).models_present().values())
+
+
+def test_cli_replay_of_a_bad_file_exits_2_with_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "something-else"}\n')
+    assert main(["replay", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{bad}, line 1" in err
+
+
+def test_a_session_path_alone_opens_the_window_on_it(monkeypatch, tmp_path):
+    import specscope.core.cli as cli
+    seen = []
+    monkeypatch.setattr(cli, "cmd_gui", lambda args: seen.append(args) or 0)
+    assert main([str(tmp_path / "run.jsonl")]) == 0
+    assert seen[0].command == "gui" and seen[0].session == tmp_path / "run.jsonl"
