@@ -1,0 +1,78 @@
+"""Two recorded sessions side by side: what differs, acceptance, speed-up, first divergence."""
+
+from __future__ import annotations
+
+import pytest
+
+from specscope.core.cli import main as cli_main
+from specscope.core.session import Session
+from specscope.core.session_compare import compare_sessions
+
+PROMPT = "def parse_args(argv=None):\n"
+
+
+def record(tmp_path, name, *args):
+    path = tmp_path / f"{name}.jsonl"
+    assert cli_main(["run", "-p", PROMPT, "-n", "48", "--record", str(path), *args]) == 0
+    return Session.load(path)
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sessions")
+    return {"n3": record(d, "n3", "--spec-draft-n-max", "3", "--with-baseline"),
+            "n8": record(d, "n8", "--spec-draft-n-max", "8"),
+            "hot1": record(d, "hot1", "--temp", "0.9", "-s", "1"),
+            "hot2": record(d, "hot2", "--temp", "0.9", "-s", "2"),
+            "ngram": record(d, "ngram", "--spec-type", "ngram-simple",
+                            "--spec-ngram-simple-size-n", "2", "--spec-ngram-simple-size-m", "6")}
+
+
+def test_two_draft_lengths_differ_only_in_n_max_and_agree_on_every_token(sessions):
+    a, b = sessions["n3"], sessions["n8"]
+    c = compare_sessions(a, b)
+    assert c.differences == ("n_max 3 vs 8",)
+    assert c.same_prompt and c.diverge_at is None
+    assert c.divergence_sentence() == "The outputs agree on all 48 tokens both generated."
+    assert c.a.position_acceptance == a.run.stats.position_acceptance
+    assert len(c.b.position_acceptance) == 8 and len(c.a.position_acceptance) == 3
+    assert sum(c.a.accepted_share) == pytest.approx(1.0)
+    assert c.a.speedup == a.speedup and c.a.speedup is not None and c.b.speedup is None
+    assert "n_max 3" in c.a.label and "n_max 8" in c.b.label
+
+
+def test_sampled_runs_with_other_seeds_diverge_where_their_tokens_do(sessions):
+    a, b = sessions["hot1"], sessions["hot2"]
+    c = compare_sessions(a, b)
+    assert "sampler" in " ".join(c.differences)
+    ta, tb = a.run.tokens, b.run.tokens
+    i = next(i for i, (x, y) in enumerate(zip(ta, tb)) if x != y)
+    assert c.diverge_at == i
+    piece = lambda v, t: v.piece(t).decode("utf-8")          # noqa: E731 (code: ASCII)
+    assert c.next_a == piece(a.vocab, ta[i]) and c.next_b == piece(b.vocab, tb[i])
+    assert c.next_a != c.next_b
+    prefix = "".join(piece(a.vocab, t) for t in ta[:i] if not a.vocab.is_eog(t))
+    assert prefix.endswith(c.shared_text) and len(c.shared_text) == min(40, len(prefix))
+    assert f"generated token {i + 1}" in c.divergence_sentence()
+
+def test_a_draft_model_against_an_ngram_type(sessions):
+    c = compare_sessions(sessions["n3"], sessions["ngram"])
+    assert any(d.startswith("drafters draft-simple vs ngram-simple") for d in c.differences)
+    assert c.diverge_at is None                 # greedy and lossless: the same tokens
+    assert "ngram-simple" in c.b.label
+
+
+def test_the_view_overlays_both_sessions(qtbot, sessions):
+    pytest.importorskip("pytestqt")
+    from specscope.app.session_compare_view import SessionCompareView
+    view = SessionCompareView()
+    qtbot.addWidget(view)
+    c = compare_sessions(sessions["n3"], sessions["n8"])
+    view.show_comparison(c)
+    shown = view.shown()
+    assert shown["rows"][0][0] == "A" and shown["rows"][1][0] == "B"
+    assert shown["rows"][0][2] == f"{c.a.speedup:.2f}×" and shown["rows"][1][2] == "– (no baseline)"
+    assert shown["rows"][1][4] == f"{c.b.acceptance_rate:.1%}"
+    assert shown["curves"] == [list(c.a.position_acceptance), list(c.b.position_acceptance)]
+    assert shown["differences"] == "Settings that differ: n_max 3 vs 8"
+    assert shown["divergence"] == c.divergence_sentence()
