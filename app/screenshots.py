@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     w.step_clicked()
     for _ in range(12):
         wait(lambda: w.mode in ("paused", "idle"))
-        ev = w.round_view.event
+        ev = w.round_view.shown_event
         if w.mode != "paused" or (ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted)):
             break
         w.step_clicked()
@@ -163,7 +163,7 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     w.step_clicked()                         # the same chain, one round at a time
     for _ in range(80):
         wait(lambda: w.mode in ("paused", "idle"))
-        ev = w.round_view.event
+        ev = w.round_view.shown_event
         if w.mode != "paused" or (ev is not None and ev.drafter == "ngram-simple" and ev.n_accepted):
             break
         w.step_clicked()
