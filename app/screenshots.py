@@ -11,6 +11,11 @@ token view after an ngram-simple run with a token hovered (its tooltip drawn in)
 plots of an ngram-simple > draft-simple chain, 14 step mode on an n-gram draft, 15 a
 draft of another vocabulary and the doctor's n-gram suggestion, 16 a target alone and a bad
 draft-model value (the picker's inline line).
+
+With ``--compare``, the Compare workspace after a real sweep (draft-simple, ngram-simple and
+their chain; n 1,2,4,8; the shipped benchmark prompts): 21 mid-sweep, with a Run refused in the
+Run workspace, 22 the finished sweep, 23 its rows per prompt, 24 the Run workspace with the
+tabs expanded over the text.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ def main(argv=None) -> int:
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-n", "--n-predict", type=int, default=160)
     p.add_argument("--drafters", action="store_true", help="the n-gram drafters' screenshots")
+    p.add_argument("--compare", action="store_true", help="the Compare workspace's screenshots")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="specscope-shots-"))
@@ -73,6 +79,10 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
+    if args.compare:
+        compare_shots(w, wait, shot)
+        w.close()
+        return 0
     shot("01_fresh")
     w.params.n_predict.setValue(args.n_predict)
     w.run_clicked()
@@ -105,6 +115,30 @@ def main(argv=None) -> int:
     shot("06_error")
     w.close()
     return 0
+
+
+def compare_shots(w, wait, shot) -> None:
+    c = w.compare
+    w.show_workspace("compare")
+    c.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
+    c.n_values.setText("1,2,4,8")
+    c.start()
+    wait(lambda: not c.running or len(c.rows) >= 4, 600)
+    w.run_clicked()                       # refused while the sweep runs: the Run workspace says so
+    shot("21_run_refused_during_sweep")
+    w.show_workspace("compare")
+    wait(lambda: not c.running, 1800)
+    shot("22_compare_after_sweep")
+    c.per_prompt.setChecked(True)
+    shot("23_compare_per_prompt")
+    c.per_prompt.setChecked(False)
+    w.show_workspace("run")
+    w.run_clicked()
+    wait(lambda: w.mode == "idle", 600)
+    w.tabs.setCurrentIndex(0)
+    w.set_tabs_expanded(True)
+    shot("24_run_tabs_expanded")
+    w.set_tabs_expanded(False)
 
 
 REPEATING = ("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n"

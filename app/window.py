@@ -126,6 +126,9 @@ class MainWindow(QMainWindow):
         # its own, with the window's whole width and height
         self.compare = CompareView()
         self.compare.blocker = self._sweep_blocker
+        self.compare.sweep_started.connect(self._sweep_state)
+        self.compare.sweep_finished.connect(self._sweep_state)
+        self.compare.sweep_failed.connect(self._sweep_state)
         scroll = QScrollArea()              # a small screen: let it scroll rather than squeeze it
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
@@ -642,6 +645,16 @@ class MainWindow(QMainWindow):
         self.banner.show_message("warning", "A sweep is running in the Compare tab: stop it there "
                                             "(or let it finish) before starting a run.")
         return True
+
+    def _sweep_state(self, *_args) -> None:
+        """The stats bar says when a sweep holds the machine (and when it is free again)."""
+        if self.mode != "idle":
+            return
+        if self.compare.running:
+            self.stats_bar.set_state("Compare sweep running", "Run, Step and Baseline wait until "
+                                                              "the sweep in the Compare tab ends")
+        else:
+            self.stats_bar.set_state("Idle")
 
     def _sweep_blocker(self) -> str:
         """Why the Compare view cannot start a sweep now ("" when it can)."""

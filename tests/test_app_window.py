@@ -482,3 +482,70 @@ def test_the_round_explainer_does_not_shadow_qwidget_event(qtbot):
     assert w.event(QEvent(QEvent.Type.ToolTip)) in (True, False)    # QWidget.event answers
     w.clear()
     assert callable(w.event) and w.shown_event is None
+
+
+def test_compare_has_the_windows_height_and_the_layout_is_remembered(qtbot, pair, settings):
+    """Compare is a workspace of its own (the whole window below the toolbar); the tabs below the
+    text can take the text's height too; the window reopens as it was left."""
+    w = open_window(qtbot, pair, settings, preload=False)
+    assert w.workspace.currentIndex() == 0 and w.token_view.isVisible()
+    w.show_workspace("compare")
+    page = w.workspace.currentWidget()
+    assert page.widget() is w.compare
+    qtbot.waitUntil(lambda: w.compare.isVisible() and not w.token_view.isVisible())
+    assert page.width() >= w.width() - 4                   # no pair panel beside it
+    assert page.height() >= w.centralWidget().height() - w.workspace.tabBar().height() - 4
+    assert w.compare.table.height() >= 200                 # rows to read, not four
+    w.close()
+    w = open_window(qtbot, pair, settings, preload=False)
+    try:
+        assert w.workspace.currentWidget().widget() is w.compare
+        w.show_workspace("run")
+        assert w.token_view.isVisible() and not w.tabs_expanded()
+        before = w.tabs.height()
+        w.expand_button.click()                            # the tabs take the text's height
+        qtbot.waitUntil(lambda: not w.token_view.isVisible() and w.tabs.height() > before + 200)
+        assert w.expand_button.text().endswith("Show the text")
+    finally:
+        w.close()
+    w = open_window(qtbot, pair, settings, preload=False)
+    try:
+        assert w.workspace.currentIndex() == 0 and w.tabs_expanded() and not w.token_view.isVisible()
+        w.expand_button.click()                            # and back
+        assert w.token_view.isVisible() and not w.tabs_expanded()
+    finally:
+        w.close()
+
+
+def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_path):
+    from dataclasses import replace as dc_replace
+    from specscope.core.engine import EngineSettings
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": "p", "text": "def f(x):"}]}), encoding="utf-8")
+    compare = window.compare
+    compare.set_prompt_file(prompts)
+    compare.n_values.setText("1")
+    sweep = dc_replace(compare.settings(), n_predict=8, calibration_s=0.2,
+                       engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1))
+    with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
+        assert compare.start(sweep)
+        window.show_workspace("compare")
+        window.run_clicked()                               # refused while the sweep measures
+        assert window.mode == "idle" and window.active is None
+        assert window.workspace.currentIndex() == 0        # shown where the run would be
+        assert window.banner.level == "warning" and "sweep is running" in window.banner.message
+        assert "\n" not in window.banner.message
+        window.baseline_clicked()
+        window.step_clicked()
+        assert window.mode == "idle" and window.banner.count == 3      # the same line, thrice
+        assert window.stats_bar.text("state") == "Compare sweep running"
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):
+        window.run_clicked()
+        assert window.mode == "running"
+        assert not compare.start(sweep) and not compare.running    # refused while the run runs
+        assert compare.banner.level == "warning" and "run is in progress" in compare.banner.message
+    assert window.stats_bar.text("state").startswith("Finished")
+    assert compare.start(sweep)                            # idle again: the sweep may run
+    with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
+        compare.request_stop()
