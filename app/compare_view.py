@@ -52,6 +52,7 @@ SHIPPED_PROMPTS = "Shipped benchmark prompts"
 SHIPPED_DRAFTER_PROMPTS = "Shipped n-gram prompts (repeating and free-form)"
 DRAFTER_PROMPT_FILE = "drafter_prompts.json"
 CHOOSE_FILE = "Choose a file…"
+CHART_MIN_WIDTH = 380      # the heatmap and the speed-up chart beside the table
 ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
 # (header, Row attribute, format)
@@ -355,7 +356,7 @@ class CompareView(QWidget):
                                         "a few seconds per draft, cached afterwards).")
         self.calibration_label.setFont(fixed)
         self.calibration_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.calibration_label.setWordWrap(False)
+        self.calibration_label.setWordWrap(True)       # c(k) of long drafts: a second line
         self.calibration_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         root.addWidget(self.calibration_label)
 
@@ -381,6 +382,9 @@ class CompareView(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # the last column (a chain's members) takes what is left, its full text in the tooltip
+        self.table.horizontalHeader().setSectionResizeMode(len(TABLE_COLUMNS) - 1,
+                                                           QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
         lv.addWidget(self.table, 1)
         self.best_label = QLabel("")
@@ -569,6 +573,10 @@ class CompareView(QWidget):
         self._worker = None
         return ok
 
+    def resizeEvent(self, event):  # noqa: N802 - Qt override: first shown, or the window resized
+        super().resizeEvent(event)
+        self._fit_table()
+
     def closeEvent(self, event):  # noqa: N802 - Qt override
         self.shutdown()
         super().closeEvent(event)
@@ -732,7 +740,25 @@ class CompareView(QWidget):
                         item.setText(f"{value} @{row.divergence_at}")
                 if row.prompt == "ALL" and best.get(row.config, {}).get("measured") == row.n_max:
                     item.setFont(bold)
+                if fmt == "won":
+                    item.setToolTip(item.text())
                 self.table.setItem(i, j, item)
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """Widen the table until its columns fit (the chart keeps CHART_MIN_WIDTH): no sideways
+        scrolling to read a row while there is room."""
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if total <= 0:                           # not laid out yet
+            return
+        header = self.table.horizontalHeader()
+        need = sum(max(self.table.sizeHintForColumn(j), header.sectionSizeHint(j))
+                   for j in range(len(TABLE_COLUMNS)) if not self.table.isColumnHidden(j))
+        need += 2 * self.table.frameWidth() + self.table.verticalScrollBar().sizeHint().width()
+        left = min(need, total - CHART_MIN_WIDTH)
+        if left > sizes[0]:
+            self.splitter.setSizes([left, total - left])
 
     def _one_draft(self) -> bool:
         return len({r.draft for r in self.rows if r.draft}) <= 1

@@ -13,7 +13,7 @@ draft of another vocabulary and the doctor's n-gram suggestion, 16 a target alon
 draft-model value (the picker's inline line).
 
 With ``--compare``, the Compare workspace after a real sweep (draft-simple, ngram-simple and
-their chain; n 1,2,4,8; the shipped benchmark prompts): 21 mid-sweep, with a Run refused in the
+their chain; n 1,2,4,8; two of the shipped benchmark prompts, 48 tokens): 21 mid-sweep, with a Run refused in the
 Run workspace, 22 the finished sweep, 23 its rows per prompt, 24 the Run workspace with the
 tabs expanded over the text.
 """
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         w.close()
         return 0
     if args.compare:
-        compare_shots(w, wait, shot)
+        compare_shots(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -117,11 +117,17 @@ def main(argv=None) -> int:
     return 0
 
 
-def compare_shots(w, wait, shot) -> None:
+def compare_shots(w, wait, shot, tmp: Path) -> None:
+    import json
+    from specscope.core.sweep import load_prompts
     c = w.compare
     w.show_workspace("compare")
     c.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
     c.n_values.setText("1,2,4,8")
+    c.n_predict.setValue(48)
+    prompts = tmp / "two_prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": n, "text": t} for n, t in load_prompts()[:2]]}))
+    c.set_prompt_file(prompts)
     c.start()
     wait(lambda: not c.running or len(c.rows) >= 4, 600)
     w.run_clicked()                       # refused while the sweep runs: the Run workspace says so

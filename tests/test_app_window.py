@@ -519,6 +519,7 @@ def test_compare_has_the_windows_height_and_the_layout_is_remembered(qtbot, pair
 
 def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_path):
     from dataclasses import replace as dc_replace
+    from specscope.app.compare_view import TABLE_COLUMNS
     from specscope.core.engine import EngineSettings
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     prompts = tmp_path / "prompts.json"
@@ -526,6 +527,7 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
     compare = window.compare
     compare.set_prompt_file(prompts)
     compare.n_values.setText("1")
+    compare.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
     sweep = dc_replace(compare.settings(), n_predict=8, calibration_s=0.2,
                        engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1))
     with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
@@ -540,6 +542,11 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
         window.step_clicked()
         assert window.mode == "idle" and window.banner.count == 3      # the same line, thrice
         assert window.stats_bar.text("state") == "Compare sweep running"
+    # at 1440×900 every column of the results can be read without scrolling sideways
+    window.show_workspace("compare")
+    qtbot.waitUntil(lambda: compare.table.isVisible())
+    assert compare.table.rowCount() == 3 and not compare.table.isColumnHidden(len(TABLE_COLUMNS) - 1)
+    qtbot.waitUntil(lambda: compare.table.horizontalScrollBar().maximum() == 0)
     with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):
         window.run_clicked()
         assert window.mode == "running"
