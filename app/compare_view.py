@@ -356,7 +356,7 @@ class CompareView(QWidget):
                                         "a few seconds per draft, cached afterwards).")
         self.calibration_label.setFont(fixed)
         self.calibration_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.calibration_label.setWordWrap(True)       # c(k) of long drafts: a second line
+        self.calibration_label.setWordWrap(False)
         self.calibration_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         root.addWidget(self.calibration_label)
 
@@ -697,7 +697,7 @@ class CompareView(QWidget):
         for name, cal in self.calibrations.items():
             ks = range(1, cal.k_max + 1)
             when = "cached" if self.from_cache.get(name) else "measured now"
-            ks = [k for k in ks if k <= 9 or k == cal.k_max]
+            ks = [k for k in ks if k <= 6 or k == cal.k_max]     # all of them in the tooltip
             draft = f"f {cal.f:.3f}" if cal.has_draft else "no draft model"
             parts.append(f"{name or 'target alone (n-gram drafters)'} ({when}): t1 {cal.t1 * 1e3:.2f} ms, "
                          f"{draft}, c(k) " + " ".join(f"{k}:{cal.cost(k):.2f}" for k in ks)

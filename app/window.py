@@ -44,6 +44,8 @@ PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws o
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8
 SETTINGS_VERSION = 1
+SWEEP_RUNNING = ("A sweep is running in the Compare tab: stop it there (or let it finish) "
+                 "before starting a run.")
 
 
 class MainWindow(QMainWindow):
@@ -642,8 +644,7 @@ class MainWindow(QMainWindow):
         if self.compare is None or not self.compare.running:
             return False
         self.show_workspace("run")
-        self.banner.show_message("warning", "A sweep is running in the Compare tab: stop it there "
-                                            "(or let it finish) before starting a run.")
+        self.banner.show_message("warning", SWEEP_RUNNING)
         return True
 
     def _sweep_state(self, *_args) -> None:
@@ -655,6 +656,8 @@ class MainWindow(QMainWindow):
                                                               "the sweep in the Compare tab ends")
         else:
             self.stats_bar.set_state("Idle")
+            if self.banner.message == SWEEP_RUNNING:      # no longer true
+                self.banner.dismiss()
 
     def _sweep_blocker(self) -> str:
         """Why the Compare view cannot start a sweep now ("" when it can)."""

@@ -553,6 +553,7 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
         assert not compare.start(sweep) and not compare.running    # refused while the run runs
         assert compare.banner.level == "warning" and "run is in progress" in compare.banner.message
     assert window.stats_bar.text("state").startswith("Finished")
+    assert window.banner.isHidden()                        # the sweep's warning left with it
     assert compare.start(sweep)                            # idle again: the sweep may run
     with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
         compare.request_stop()
