@@ -662,7 +662,8 @@ class MainWindow(QMainWindow):
     def _sweep_blocker(self) -> str:
         """Why the Compare view cannot start a sweep now ("" when it can)."""
         if self.mode == "idle":
-            return ""
+            return ("The Run tab is loading the models: start the sweep once they are loaded."
+                    if self.pair_panel.loading() else "")
         return ("A run is in progress in the Run tab: stop it there (Esc) or let it finish "
                 "before starting a sweep.")
 

@@ -518,6 +518,7 @@ def test_compare_has_the_windows_height_and_the_layout_is_remembered(qtbot, pair
 
 
 def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_path):
+    """(The window preloads the pair: a sweep waits for that too.)"""
     from dataclasses import replace as dc_replace
     from specscope.app.compare_view import TABLE_COLUMNS
     from specscope.core.engine import EngineSettings
@@ -525,11 +526,16 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
     prompts = tmp_path / "prompts.json"
     prompts.write_text(json.dumps({"prompts": [{"name": "p", "text": "def f(x):"}]}), encoding="utf-8")
     compare = window.compare
+    qtbot.waitUntil(lambda: "Loaded" in window.pair_panel.load_label.text(), timeout=RUN_TIMEOUT_MS)
     compare.set_prompt_file(prompts)
     compare.n_values.setText("1")
     compare.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
     sweep = dc_replace(compare.settings(), n_predict=8, calibration_s=0.2,
                        engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1))
+    loaded = window.pair_panel.load_label.text()
+    window.pair_panel.set_load_state("loading", "Loading the models…")     # as a preload shows it
+    assert not compare.start(sweep) and "loading the models" in compare.banner.message
+    window.pair_panel.set_load_state("idle", loaded)
     with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
         assert compare.start(sweep)
         window.show_workspace("compare")
