@@ -52,6 +52,7 @@ SHIPPED_PROMPTS = "Shipped benchmark prompts"
 SHIPPED_DRAFTER_PROMPTS = "Shipped n-gram prompts (repeating and free-form)"
 DRAFTER_PROMPT_FILE = "drafter_prompts.json"
 CHOOSE_FILE = "Choose a file…"
+CHART_MIN_WIDTH = 380      # the heatmap and the speed-up chart beside the table
 ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
 # (header, Row attribute, format)
@@ -73,6 +74,7 @@ TABLE_COLUMNS = (
 )
 PROMPT_COLUMN = 3
 FIRST_NUMBER_COLUMN = 4
+NGRAM_COLUMNS = tuple(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt in ("lookup", "won"))
 COLUMN_TIPS = {
     "Drafter": "llama.cpp's speculative type, or a chain of types in priority order (joined by >): "
                "the first that proposes a non-empty draft wins the round",
@@ -193,6 +195,8 @@ class CompareView(QWidget):
         self.from_cache: dict[str, bool] = {}
         self.prompt_file: Path | None = None     # None: the shipped set
         self.running = False
+        self.blocker = None                      # () -> why a sweep cannot start now ("": it can)
+        self._settings = None                    # the SweepSettings of the sweep shown
         self._thread: QThread | None = None
         self._worker: SweepWorker | None = None
         self._quit_hooked = False
@@ -378,6 +382,9 @@ class CompareView(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # the last column (a chain's members) takes what is left, its full text in the tooltip
+        self.table.horizontalHeader().setSectionResizeMode(len(TABLE_COLUMNS) - 1,
+                                                           QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
         lv.addWidget(self.table, 1)
         self.best_label = QLabel("")
@@ -464,9 +471,6 @@ class CompareView(QWidget):
         drafts = self.draft_paths() if any("draft-simple" in c for c in chains) else []
         if any("draft-simple" in c for c in chains) and not drafts:
             raise ConfigError("draft-simple needs a draft model: add one, or pick n-gram drafters only")
-        bias = ()
-        if self.ignore_eos.isChecked():
-            bias = self._eog_bias()
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
         engine = EngineSettings.deterministic(**threads) if self.deterministic.isChecked() \
             else EngineSettings(**threads)
@@ -474,7 +478,8 @@ class CompareView(QWidget):
             target=self.target, drafts=tuple(Path(d) for d in drafts),
             n_values=parse_n_values(self.n_values.text()),
             prompts=tuple(load_prompts(self.prompt_file)), n_predict=self.n_predict.value(),
-            sampler=SamplerSettings(logit_bias=bias), engine=engine, sync=self.sync.currentText(),
+            sampler=SamplerSettings(), ignore_eos=self.ignore_eos.isChecked(), engine=engine,
+            sync=self.sync.currentText(),
             repeats=self.repeats.value(),
             alpha=self.alpha.value() if self.alpha_on.isChecked() else None,
             recalibrate=self.recalibrate.isChecked(), chains=chains)
@@ -504,17 +509,13 @@ class CompareView(QWidget):
             item.setCheckState(Qt.CheckState.Checked if item.text() in singles else Qt.CheckState.Unchecked)
         self.chains.setText(" ".join(w for w in words if "," in w))
 
-    def _eog_bias(self) -> tuple:
-        from specscope.core.llama import Model
-        model = Model(self.target, vocab_only=True)
-        try:
-            return tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
-        finally:
-            model.close()
-
     def start(self, settings=None) -> bool:
         """Run a sweep (the controls' settings unless given). False if it could not start."""
         if self.running:
+            return False
+        reason = self.blocker() if self.blocker is not None else ""
+        if reason:                  # the window is running: one piece of work at a time
+            self.banner.show_message("warning", reason)
             return False
         try:
             settings = settings or self.settings()
@@ -526,6 +527,7 @@ class CompareView(QWidget):
         self._ensure_thread()
         self._worker.stop.clear()
         self.running = True
+        self._settings = settings
         self.rows = []
         self.calibrations, self.from_cache = {}, {}
         self.result = None
@@ -570,6 +572,10 @@ class CompareView(QWidget):
         self._thread = None
         self._worker = None
         return ok
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt override: first shown, or the window resized
+        super().resizeEvent(event)
+        self._fit_table()
 
     def closeEvent(self, event):  # noqa: N802 - Qt override
         self.shutdown()
@@ -691,7 +697,7 @@ class CompareView(QWidget):
         for name, cal in self.calibrations.items():
             ks = range(1, cal.k_max + 1)
             when = "cached" if self.from_cache.get(name) else "measured now"
-            ks = [k for k in ks if k <= 9 or k == cal.k_max]
+            ks = [k for k in ks if k <= 6 or k == cal.k_max]     # all of them in the tooltip
             draft = f"f {cal.f:.3f}" if cal.has_draft else "no draft model"
             parts.append(f"{name or 'target alone (n-gram drafters)'} ({when}): t1 {cal.t1 * 1e3:.2f} ms, "
                          f"{draft}, c(k) " + " ".join(f"{k}:{cal.cost(k):.2f}" for k in ks)
@@ -700,18 +706,26 @@ class CompareView(QWidget):
         self.calibration_label.setToolTip("\n\n".join(
             f"{name or 'target alone'}:\n" + "\n".join(cal.lines()) for name, cal in self.calibrations.items()))
 
+    def _shown(self):
+        """The rows shown as a SweepResult (the finished one, or the sweep's rows so far): the
+        pooled rows, the best n and the heatmap's grid come from :mod:`specscope.core.sweep`."""
+        from specscope.core.sweep import SweepResult
+        return self.result if self.result is not None else SweepResult(self._settings, rows=self.rows)
+
     def _visible_rows(self) -> list:
-        from specscope.core.sweep import ALL
-        return self.rows if self.per_prompt.isChecked() else [r for r in self.rows if r.prompt == ALL]
+        return self.rows if self.per_prompt.isChecked() else self._shown().pooled()
 
     def _fill_table(self) -> None:
         rows = self._visible_rows()
         self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
         self.table.setColumnHidden(0, self._one_draft())    # one draft file: the list above names it
+        ngram = any(r.drafter != "draft-simple" for r in self.rows)
+        for j in NGRAM_COLUMNS:                              # n-gram drafters' figures only
+            self.table.setColumnHidden(j, not ngram)
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)
-        best = self._best()
+        best = self._shown().best_n()
         for i, row in enumerate(rows):
             for j, (_, attr, fmt) in enumerate(TABLE_COLUMNS):
                 value = getattr(row, attr)
@@ -726,28 +740,25 @@ class CompareView(QWidget):
                         item.setText(f"{value} @{row.divergence_at}")
                 if row.prompt == "ALL" and best.get(row.config, {}).get("measured") == row.n_max:
                     item.setFont(bold)
+                if fmt == "won":
+                    item.setToolTip(item.text())
                 self.table.setItem(i, j, item)
+        self._fit_table()
 
-    def _best(self) -> dict:
-        from specscope.core.sweep import ALL
-        out: dict[str, dict] = {}
-        for r in self.rows:
-            if r.prompt != ALL or not r.n_max:        # n-gram-only chains: no n to pick
-                continue
-            cur = out.get(r.config)
-            if cur is None or r.measured_speedup > cur["measured_speedup"]:
-                out[r.config] = {"measured": r.n_max, "measured_speedup": r.measured_speedup}
-        for d in out:
-            pooled = [r for r in self.rows if r.prompt == ALL and r.config == d and r.n_max]
-            c = max(pooled, key=lambda r: (r.calibrated_speedup, -r.n_max))
-            t = max(pooled, key=lambda r: (r.textbook_speedup, -r.n_max))
-            out[d].update(calibrated=c.n_max, calibrated_speedup=c.calibrated_speedup,
-                          textbook=t.n_max, textbook_speedup=t.textbook_speedup)
-        return out
-
-    def _pooled(self):
-        from specscope.core.sweep import ALL
-        return [r for r in self.rows if r.prompt == ALL]
+    def _fit_table(self) -> None:
+        """Widen the table until its columns fit (the chart keeps CHART_MIN_WIDTH): no sideways
+        scrolling to read a row while there is room."""
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if total <= 0:                           # not laid out yet
+            return
+        header = self.table.horizontalHeader()
+        need = sum(max(self.table.sizeHintForColumn(j), header.sectionSizeHint(j))
+                   for j in range(len(TABLE_COLUMNS)) if not self.table.isColumnHidden(j))
+        need += 2 * self.table.frameWidth() + self.table.verticalScrollBar().sizeHint().width()
+        left = min(need, total - CHART_MIN_WIDTH)
+        if left > sizes[0]:
+            self.splitter.setSizes([left, total - left])
 
     def _one_draft(self) -> bool:
         return len({r.draft for r in self.rows if r.draft}) <= 1
@@ -757,15 +768,10 @@ class CompareView(QWidget):
         draft-simple rows keep the file's name, as before chains)."""
         return config.split(" · ", 1)[-1] if self._one_draft() else config
 
-    def _drafts_in_rows(self) -> list[str]:
-        """The configuration names in the rows (draft file, chain, or both)."""
-        from specscope.core.sweep import configs_in
-        return configs_in(self.rows)
-
     def _fill_heatmap(self) -> None:
-        pooled = self._pooled()
-        drafts = self._drafts_in_rows()
-        ns = sorted({r.n_max for r in pooled})
+        shown = self._shown()
+        drafts, ns, grid = shown.heatmap()
+        rows = {(r.config, r.n_max): r for r in shown.pooled()}
         self.heatmap.clear()
         self.heatmap.setRowCount(len(drafts))
         self.heatmap.setColumnCount(len(ns))
@@ -774,22 +780,25 @@ class CompareView(QWidget):
         header = self.heatmap.horizontalHeader().sizeHint().height()
         row_h = self.heatmap.verticalHeader().defaultSectionSize()
         self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
-        best = self._best()
+        best = shown.best_n()
         bold = QFont()
         bold.setBold(True)
         bold.setUnderline(True)
-        for r in pooled:
-            i, j = drafts.index(r.config), ns.index(r.n_max)
-            item = QTableWidgetItem(f"{r.measured_speedup:.2f}")
-            item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-            item.setBackground(QBrush(speedup_color(r.measured_speedup)))
-            item.setForeground(QBrush(QColor("#111111")))
-            item.setToolTip(f"{r.config}, n = {r.n_max or '–'}: measured {r.measured_speedup:.3f}×, "
-                            f"calibrated {r.calibrated_speedup:.3f}×, textbook {r.textbook_speedup:.3f}×, "
-                            f"acceptance {100 * r.acceptance:.1f}%")
-            if best.get(r.config, {}).get("measured") == r.n_max:
-                item.setFont(bold)
-            self.heatmap.setItem(i, j, item)
+        for i, (config, values) in enumerate(zip(drafts, grid)):
+            for j, (n, value) in enumerate(zip(ns, values)):
+                if value is None:
+                    continue
+                r = rows[(config, n)]
+                item = QTableWidgetItem(f"{value:.2f}")
+                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                item.setBackground(QBrush(speedup_color(value)))
+                item.setForeground(QBrush(QColor("#111111")))
+                item.setToolTip(f"{config}, n = {n or '–'}: measured {value:.3f}×, "
+                                f"calibrated {r.calibrated_speedup:.3f}×, textbook {r.textbook_speedup:.3f}×, "
+                                f"acceptance {100 * r.acceptance:.1f}%")
+                if best.get(config, {}).get("measured") == n:
+                    item.setFont(bold)
+                self.heatmap.setItem(i, j, item)
 
     def _fill_plot(self) -> None:
         p = self.plot.getPlotItem()
@@ -797,9 +806,10 @@ class CompareView(QWidget):
             p.removeItem(c)
         self._curves = []
         self.legend.clear()
-        pooled = self._pooled()
+        shown = self._shown()
+        pooled = shown.pooled()
         ns = sorted({r.n_max for r in pooled if r.n_max}) or [1]
-        for k, draft in enumerate(self._drafts_in_rows()):
+        for k, draft in enumerate(shown.drafts()):
             rows = sorted((r for r in pooled if r.config == draft), key=lambda r: r.n_max)
             if not rows:
                 continue
@@ -827,17 +837,17 @@ class CompareView(QWidget):
             p.setXRange(min(ns) - 0.4, max(ns) + 0.4, padding=0)
 
     def _fill_summary(self) -> None:
-        best = self._best()
+        shown = self._shown()
         parts = []
-        for d, b in best.items():
+        for d, b in shown.best_n().items():
             parts.append(f"<b>{d}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
                          f"the calibrated model picks n = {b['calibrated']}, the textbook n = {b['textbook']}")
-        for r in self._pooled():
+        pooled = shown.pooled()
+        for r in pooled:
             if not r.n_max:
                 parts.append(f"<b>{r.config}</b> (n-gram drafters, no n): measured "
                              f"{r.measured_speedup:.2f}×, calibrated {r.calibrated_speedup:.2f}×, "
                              f"lookup {r.lookup_us:.0f} µs per round")
-        pooled = self._pooled()
         if pooled:
             cal = max(abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error))
             tb = max(abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error))

@@ -393,6 +393,15 @@ class PairPanel(QGroupBox):
         self.load_label.setText(text)
         self.load_label.setVisible(bool(text))
 
+    def loading(self) -> bool:
+        """The load progress bars are showing."""
+        return not self.progress["target"].isHidden()
+
+    def end_loading(self, text: str | None = None) -> None:
+        """Hide the progress bars (if shown), keeping the load line or showing ``text``."""
+        if self.loading():
+            self.set_load_state("idle", self.load_label.text() if text is None else text)
+
     def set_progress(self, role: str, fraction: float) -> None:
         bar = self.progress.get(role)
         if bar is not None:

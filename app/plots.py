@@ -321,6 +321,37 @@ class PlotsPanel(QtWidgets.QWidget):
         self._idle_note = "No run yet"
         self._show_empty(None, 0)
         self._refit("acceptance", force=True)
+        self._held: list[pg.PlotWidget] = []     # plots whose repaint waits (hold_repaints)
+        self.paints = 0                          # paint events of the plots so far
+        for w in self._plots.values():
+            w.viewport().installEventFilter(self)
+
+    # ------------------------------------------------------------------ staggered repaints
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override: counts the plots' paints
+        if event.type() == QtCore.QEvent.Type.Paint:
+            self.paints += 1
+        return False
+
+    def hold_repaints(self) -> None:
+        """Hold the repaint of every plot but the first; :meth:`release_repaint` lets them paint
+        one per call (each pyqtgraph paint is several ms: all four in one event-loop turn were the
+        longest UI stall of a run)."""
+        for w in [self._plots[key] for key, _ in PLOTS][1:]:
+            if w not in self._held:
+                w.setUpdatesEnabled(False)
+                self._held.append(w)
+
+    def release_repaint(self) -> bool:
+        """Let the next held plot repaint (Qt schedules it); False when none was held."""
+        if not self._held:
+            return False
+        self._held.pop(0).setUpdatesEnabled(True)
+        return True
+
+    @property
+    def all_painted(self) -> bool:
+        """No plot is waiting for its held repaint."""
+        return not self._held
 
     # ------------------------------------------------------------------ public API
     def plot_names(self) -> list[str]:

@@ -237,11 +237,11 @@ class RoundExplainer(QWidget):
         outer.setSpacing(0)
         outer.addWidget(self.diagram_scroll)
         outer.addWidget(scroll, 1)
-        self.event = None
+        self.shown_event = None         # the round shown ("event" is QWidget.event)
         self.clear()
 
     def clear(self) -> None:
-        self.event = None
+        self.shown_event = None
         self.diagram.clear()
         self.text.setText("<p style='color:#666'>Step mode runs one round per press of <b>Step</b> "
                           "(F10) and explains it here: the seed token, the draft, the verification "
@@ -251,7 +251,7 @@ class RoundExplainer(QWidget):
     def show_round(self, ev, vocab, history=(), types=()) -> None:
         """``history``: the token at each position so far (the prompt's, then the emitted
         ones), to quote the n-gram an n-gram drafter matched; ``types``: the run's chain."""
-        self.event = ev
+        self.shown_event = ev
         self.diagram.show_round(ev, vocab)
         self.text.setText(explain(ev, vocab, history, types))
 

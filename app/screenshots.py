@@ -15,6 +15,11 @@ draft-model value (the picker's inline line).
 With ``--session FILE``, a recorded session instead (no model loaded): 21 its plots, 22 the
 last round explained, 23 the cost panel with the recorded baseline, 24 a bad session file's
 banner over what was shown.
+
+With ``--compare``, the Compare workspace after a real sweep (draft-simple, ngram-simple and
+their chain; n 1,2,4,8; two of the shipped benchmark prompts, 48 tokens): 21 mid-sweep, with a Run refused in the
+Run workspace, 22 the finished sweep, 23 its rows per prompt, 24 the Run workspace with the
+tabs expanded over the text.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ def main(argv=None) -> int:
     p.add_argument("-n", "--n-predict", type=int, default=160)
     p.add_argument("--drafters", action="store_true", help="the n-gram drafters' screenshots")
     p.add_argument("--session", type=Path, help="a recorded session's screenshots")
+    p.add_argument("--compare", action="store_true", help="the Compare workspace's screenshots")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="specscope-shots-"))
@@ -82,6 +88,10 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
+    if args.compare:
+        compare_shots(w, wait, shot, tmp)
+        w.close()
+        return 0
     shot("01_fresh")
     w.params.n_predict.setValue(args.n_predict)
     w.run_clicked()
@@ -99,7 +109,7 @@ def main(argv=None) -> int:
     w.step_clicked()
     for _ in range(12):
         wait(lambda: w.mode in ("paused", "idle"))
-        ev = w.round_view.event
+        ev = w.round_view.shown_event
         if w.mode != "paused" or (ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted)):
             break
         w.step_clicked()
@@ -132,6 +142,36 @@ def session_shots(w, wait, shot, path: Path, tmp: Path) -> None:
     w.open_session(bad)
     w.tabs.setCurrentIndex(0)
     shot("24_session_bad_file")
+
+
+def compare_shots(w, wait, shot, tmp: Path) -> None:
+    import json
+    from specscope.core.sweep import load_prompts
+    c = w.compare
+    w.show_workspace("compare")
+    c.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
+    c.n_values.setText("1,2,4,8")
+    c.n_predict.setValue(48)
+    prompts = tmp / "two_prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": n, "text": t} for n, t in load_prompts()[:2]]}))
+    c.set_prompt_file(prompts)
+    c.start()
+    wait(lambda: not c.running or len(c.rows) >= 4, 600)
+    w.run_clicked()                       # refused while the sweep runs: the Run workspace says so
+    shot("21_run_refused_during_sweep")
+    w.show_workspace("compare")
+    wait(lambda: not c.running, 1800)
+    shot("22_compare_after_sweep")
+    c.per_prompt.setChecked(True)
+    shot("23_compare_per_prompt")
+    c.per_prompt.setChecked(False)
+    w.show_workspace("run")
+    w.run_clicked()
+    wait(lambda: w.mode == "idle", 600)
+    w.tabs.setCurrentIndex(0)
+    w.set_tabs_expanded(True)
+    shot("24_run_tabs_expanded")
+    w.set_tabs_expanded(False)
 
 
 REPEATING = ("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n"
@@ -190,7 +230,7 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     w.step_clicked()                         # the same chain, one round at a time
     for _ in range(80):
         wait(lambda: w.mode in ("paused", "idle"))
-        ev = w.round_view.event
+        ev = w.round_view.shown_event
         if w.mode != "paused" or (ev is not None and ev.drafter == "ngram-simple" and ev.n_accepted):
             break
         w.step_clicked()

@@ -64,8 +64,14 @@ class StatsBar(QFrame):
         lay.addStretch(1)
         self.set_state("Idle")
 
-    def set_state(self, text: str) -> None:
+    def set_state(self, text: str, tip: str = "") -> None:
+        """What the engine is doing; ``tip``: what the user can do now (the tooltip)."""
         self.values["state"].setText(text)
+        self.values["state"].setToolTip(tip or FIELDS[0][2])
+
+    def show_last_speedup(self, speedup: float) -> None:
+        """The speed-up of the latest speculative run, while another run (a baseline) is shown."""
+        self.values["speedup"].setText(f"{speedup:.2f}× (last run)")
 
     def clear(self) -> None:
         for key, v in self.values.items():

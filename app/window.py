@@ -19,12 +19,12 @@ import time
 from collections import deque
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
                                QMessageBox, QScrollArea, QSplitter, QTabWidget, QToolBar,
-                               QVBoxLayout, QWidget)
+                               QToolButton, QVBoxLayout, QWidget)
 
 from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
 from .errors import MessageBanner, setup_logging
@@ -45,59 +45,8 @@ PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws o
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8
 SETTINGS_VERSION = 1
-
-
-def _plots_panel():
-    try:
-        from .plots import PlotsPanel
-        return PlotsPanel()
-    except ImportError:          # the plot widgets are optional while they are being built
-        return _Placeholder("Plots", "not available in this build")
-
-
-def _cost_panel():
-    try:
-        from .cost_panel import CostPanel
-        return CostPanel()
-    except ImportError:
-        return _Placeholder("Cost model", "not available in this build")
-
-
-def _compare_view():
-    try:
-        from .compare_view import CompareView
-        return CompareView()
-    except ImportError:
-        return None
-
-
-class _PaintCounter(QObject):
-    """Counts the paint events of the widgets it is installed on."""
-
-    def __init__(self, parent: QObject):
-        super().__init__(parent)
-        self.count = 0
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.Paint:
-            self.count += 1
-        return False
-
-
-class _Placeholder(QLabel):
-    def __init__(self, what: str, text: str = "loading…"):
-        super().__init__(f"{what}: {text}")
-        self.setStyleSheet("color:#888")
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-
-    def update_stats(self, *a):
-        pass
-
-    def update_measured(self, *a):
-        pass
-
-    def clear(self):
-        pass
+SWEEP_RUNNING = ("A sweep is running in the Compare tab: stop it there (or let it finish) "
+                 "before starting a run.")
 
 
 class MainWindow(QMainWindow, SessionActions):
@@ -147,13 +96,11 @@ class MainWindow(QMainWindow, SessionActions):
         self._stats_stale = False
         self._panels_shown_at = 0.0
         self._stats_shown_at = 0.0
-        self._held_plots: list = []
         self._dirty_tabs: set = set()
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per refresh
 
         self._build_ui()
         self._build_actions()
-        self._plot_paints = _PaintCounter(self)
         self._start_threads()
         self._restore(model, draft)
 
@@ -165,43 +112,52 @@ class MainWindow(QMainWindow, SessionActions):
         QTimer.singleShot(0, self._build_panels)
 
     def _build_panels(self) -> None:
-        """Replace the plot and cost-model placeholders with the real (pyqtgraph) panels."""
+        """Build the pyqtgraph views (plots, cost model, Compare) once the window shows: importing
+        pyqtgraph takes about a second. Until then their tabs hold a "loading…" line."""
         if self.panels_ready or self._closing:
             return
+        from .compare_view import CompareView
+        from .cost_panel import CostPanel
+        from .plots import PlotsPanel
         current = self.tabs.currentIndex()
-        for index, (attr, make, title) in enumerate((("plots", _plots_panel, "Plots"),
-                                                     ("cost_panel", _cost_panel, "Cost model"))):
-            widget = make()
-            page = widget
-            if attr == "cost_panel":         # tall: scroll rather than squeeze the text above
-                page = QScrollArea()
-                page.setWidgetResizable(True)
-                page.setFrameShape(QScrollArea.Shape.NoFrame)
-                page.setWidget(widget)
+        self.plots, self.cost_panel = PlotsPanel(), CostPanel()
+        scroll = QScrollArea()              # the cost model is tall: scroll rather than squeeze it
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(self.cost_panel)
+        for index, (page, title) in enumerate(((self.plots, "Plots"), (scroll, "Cost model"))):
             old = self.tabs.widget(index)
             self.tabs.removeTab(index)
             self.tabs.insertTab(index, page, title)
             old.deleteLater()
-            setattr(self, attr, widget)
-        self.compare = _compare_view()
-        if self.compare is not None:
-            scroll = QScrollArea()          # it is tall: let it scroll rather than squeeze the text
-            scroll.setWidgetResizable(True)
-            scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-            scroll.setWidget(self.compare)
-            self.tabs.addTab(scroll, "Compare (sweep)")
-            t, d = self.pair_panel.pair()
-            if t is not None:
-                self.compare.set_pair(t, d)
+        # the Compare view needs neither the token view nor the run's parameters: a workspace of
+        # its own, with the window's whole width and height
+        self.compare = CompareView()
+        self.compare.blocker = self._sweep_blocker
+        self.compare.sweep_started.connect(self._sweep_state)
+        self.compare.sweep_finished.connect(self._sweep_state)
+        self.compare.sweep_failed.connect(self._sweep_state)
+        scroll = QScrollArea()              # a small screen: let it scroll rather than squeeze it
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(self.compare)
+        self.workspace.addTab(scroll, "Compare (sweep)")
+        self.workspace.setTabToolTip(1, "Sweep drafters × draft lengths × prompts against the target "
+                                        "alone (Ctrl+2; Ctrl+1 returns to the live run)")
+        t, d = self.pair_panel.pair()
+        if t is not None:
+            self.compare.set_pair(t, d)
         if self._restore_tab is not None and self._restore_tab < self.tabs.count():
             current = self._restore_tab
         self._restore_tab = None
         self.tabs.setCurrentIndex(current)
+        if self._restore_workspace is not None and self._restore_workspace < self.workspace.count():
+            self.workspace.setCurrentIndex(self._restore_workspace)
+        self._restore_workspace = None
         if not self._splits_restored:      # first start: the text gets 45 % of the height
             h = sum(self.right_split.sizes())
             self.right_split.setSizes([h * 45 // 100, h - h * 45 // 100])
-        for name in getattr(self.plots, "plot_names", lambda: [])():
-            self.plots.plot_widget(name).viewport().installEventFilter(self._plot_paints)
+        for name in self.plots.plot_names():
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
         self.panels_ready = True
         if self.stats is not None:
@@ -241,8 +197,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.show_rejected.toggled.connect(self.token_view.set_show_rejected)
         top = QWidget()
         tl = QVBoxLayout(top)
-        tl.setContentsMargins(8, 8, 8, 4)
-        tl.addWidget(self.banner)
+        tl.setContentsMargins(8, 4, 8, 4)
         title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
                        "position, drafter and why it was drafted</span>")
         title_row = QHBoxLayout()
@@ -253,19 +208,26 @@ class MainWindow(QMainWindow, SessionActions):
         tl.addWidget(self.token_view, 1)
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
-        self.plots = _Placeholder("Plots")
-        self.cost_panel = _Placeholder("Cost model")
+        self.plots = self.cost_panel = self.compare = None     # see _build_panels
         self.panels_ready = False
-        self.compare = None              # the Compare tab (issue 6), built with the plots
-        self._restore_tab = None
+        self._restore_tab = self._restore_workspace = None
         self._splits_restored = False
         self.round_view = RoundExplainer()
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.plots, "Plots")
-        self.tabs.addTab(self.cost_panel, "Cost model")
+        for title in ("Plots", "Cost model"):
+            loading = QLabel(f"{title}: loading…")
+            loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.tabs.addTab(loading, title)
         self.tabs.addTab(self.round_view, "Round (step mode)")
         self.tabs.setDocumentMode(True)
         self.tabs.currentChanged.connect(self._update_panels)
+        self.expand_button = QToolButton()      # the tabs take the text's height too, and back
+        self.expand_button.setCheckable(True)
+        self.expand_button.setAutoRaise(True)
+        self.expand_button.toggled.connect(self.set_tabs_expanded)
+        self.tabs.setCornerWidget(self.expand_button, Qt.Corner.TopRightCorner)
+        self.text_pane = top
+        self.set_tabs_expanded(False)
 
         self.right_split = QSplitter(Qt.Orientation.Vertical)
         self.right_split.addWidget(top)
@@ -273,9 +235,18 @@ class MainWindow(QMainWindow, SessionActions):
         self.right_split.setStretchFactor(0, 1)
         self.right_split.setStretchFactor(1, 1)
         self.right_split.setChildrenCollapsible(False)
+        right = QWidget()                       # the banner stays in view when the text is hidden
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(0)
+        banner_row = QHBoxLayout()
+        banner_row.setContentsMargins(8, 6, 8, 0)
+        banner_row.addWidget(self.banner)
+        rl.addLayout(banner_row)
+        rl.addWidget(self.right_split, 1)
         self.main_split = QSplitter(Qt.Orientation.Horizontal)
         self.main_split.addWidget(left_scroll)
-        self.main_split.addWidget(self.right_split)
+        self.main_split.addWidget(right)
         self.main_split.setStretchFactor(0, 0)
         self.main_split.setStretchFactor(1, 1)
         self.main_split.setSizes([430, 1010])
@@ -283,18 +254,43 @@ class MainWindow(QMainWindow, SessionActions):
         self.main_split.setChildrenCollapsible(False)
 
         self.stats_bar = StatsBar()
-        central = QWidget()
-        cl = QVBoxLayout(central)
+        run_page = QWidget()
+        cl = QVBoxLayout(run_page)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.setSpacing(0)
         cl.addWidget(self.main_split, 1)
         cl.addWidget(self.stats_bar)
-        self.setCentralWidget(central)
+        # workspaces: the live run (pair, prompt, text, tabs); the Compare sweep is added with the
+        # plots (_build_panels) and has the window's whole width and height
+        self.workspace = QTabWidget()
+        self.workspace.setDocumentMode(True)
+        self.workspace.addTab(run_page, "Run")
+        self.workspace.setTabToolTip(0, "The live run: pair, prompt, generated text and its plots (Ctrl+1)")
+        self.setCentralWidget(self.workspace)
 
         self.pair_panel.pair_changed.connect(self._pair_changed)
         self.pair_panel.demo_requested.connect(self.use_demo_pair)
         self.pair_panel.drafter_suggested.connect(self.use_drafter)
         self.params.changed.connect(self._params_changed)
+
+    def set_tabs_expanded(self, on: bool) -> None:
+        """Give the tabs below the text the whole height (the text is hidden), or share it again."""
+        self.text_pane.setVisible(not on)
+        if self.expand_button.isChecked() != on:
+            self.expand_button.setChecked(on)
+        self.expand_button.setText("⤡  Show the text" if on else "⤢  Expand")
+        self.expand_button.setToolTip("Show the generated text above the tabs again" if on else
+                                      "Give these tabs the whole height (hides the generated text "
+                                      "until pressed again)")
+
+    def tabs_expanded(self) -> bool:
+        return self.expand_button.isChecked()
+
+    def show_workspace(self, name: str) -> None:
+        """'run' (the live run) or 'compare' (the sweep; once the panels are built)."""
+        index = {"run": 0, "compare": 1}[name]
+        if index < self.workspace.count():
+            self.workspace.setCurrentIndex(index)
 
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
         a = QAction(text, self)
@@ -362,6 +358,14 @@ class MainWindow(QMainWindow, SessionActions):
         e = m.addMenu("&Edit")
         e.addAction(self._action("Copy generated text", self.copy_text, "Ctrl+Shift+C"))
         e.addAction(self._action("Copy prompt and text", lambda: self.copy_text(full=True)))
+        v = m.addMenu("&View")
+        v.addAction(self._action("Live run", lambda: self.show_workspace("run"), "Ctrl+1",
+                                 "The pair, prompt, generated text and its plots"))
+        v.addAction(self._action("Compare (sweep)", lambda: self.show_workspace("compare"), "Ctrl+2",
+                                 "Sweep drafters × draft lengths × prompts, with the window's whole height"))
+        v.addAction(self._action("Expand the tabs below the text", lambda: self.set_tabs_expanded(
+            not self.tabs_expanded()), "Ctrl+Shift+E", "Hide the generated text so the plots, cost "
+                                                       "model and round get the whole height"))
         r = m.addMenu("&Run")
         for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset,
                   self.act_rerun):
@@ -421,6 +425,10 @@ class MainWindow(QMainWindow, SessionActions):
         if tab is not None:
             self._restore_tab = int(tab)        # applied once all the tabs exist
             self.tabs.setCurrentIndex(int(tab))
+        workspace = s.value("window/workspace")
+        if workspace is not None:
+            self._restore_workspace = int(workspace)     # the Compare workspace is built later
+        self.set_tabs_expanded(str(s.value("window/tabs_expanded", "false")).lower() == "true")
         params = s.value("params/json")
         if params:
             try:
@@ -492,6 +500,8 @@ class MainWindow(QMainWindow, SessionActions):
         s.setValue("window/main_split", self.main_split.saveState())
         s.setValue("window/right_split", self.right_split.saveState())
         s.setValue("window/tab", self.tabs.currentIndex())
+        s.setValue("window/workspace", self.workspace.currentIndex())
+        s.setValue("window/tabs_expanded", self.tabs_expanded())
         s.sync()
 
     # ================================================================== pair
@@ -559,7 +569,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.pair_report_shown.emit(exc)
 
     def _preload(self) -> None:
-        if self.mode != "idle" or self._closing:
+        if self.mode != "idle" or self._closing or (self.compare is not None and self.compare.running):
             return
         req = self._request("spec", step=False, quiet=True)
         if req is not None:
@@ -645,7 +655,37 @@ class MainWindow(QMainWindow, SessionActions):
                           self.params.n_predict.value(), step=step, chat=self.prompt.chat_enabled(),
                           system=self.prompt.system_text())
 
+    def _sweep_running(self) -> bool:
+        """True (and says so) while a Compare sweep runs: a run now would compete with it for the
+        cores and spoil both measurements."""
+        if self.compare is None or not self.compare.running:
+            return False
+        self.show_workspace("run")
+        self.banner.show_message("warning", SWEEP_RUNNING)
+        return True
+
+    def _sweep_state(self, *_args) -> None:
+        """The stats bar says when a sweep holds the machine (and when it is free again)."""
+        if self.mode != "idle":
+            return
+        if self.compare.running:
+            self.stats_bar.set_state("Compare sweep running", "Run, Step and Baseline wait until "
+                                                              "the sweep in the Compare tab ends")
+        else:
+            self.stats_bar.set_state("Idle")
+            if self.banner.message == SWEEP_RUNNING:      # no longer true
+                self.banner.dismiss()
+
+    def _sweep_blocker(self) -> str:
+        """Why the Compare view cannot start a sweep now ("" when it can)."""
+        if self.mode == "idle":
+            return ("The Run tab is loading the models: start the sweep once they are loaded."
+                    if self.pair_panel.loading() else "")
+        return ("A run is in progress in the Run tab: stop it there (Esc) or let it finish "
+                "before starting a sweep.")
+
     def _start(self, req: RunRequest) -> None:
+        self.show_workspace("run")
         self.active = req
         self.mode = "stepping" if req.step else "running"
         self.stats_bar.set_state("Starting…")
@@ -661,7 +701,7 @@ class MainWindow(QMainWindow, SessionActions):
             self._update_buttons()
             self.resume_requested.emit(self.active.run_id)
             return
-        if self.mode != "idle":
+        if self.mode != "idle" or self._sweep_running():
             return
         req = self._request("spec")
         if req is not None:
@@ -673,7 +713,7 @@ class MainWindow(QMainWindow, SessionActions):
             self._update_buttons()
             self.step_requested.emit(self.active.run_id)
             return
-        if self.mode != "idle":
+        if self.mode != "idle" or self._sweep_running():
             return
         req = self._request("spec", step=True)
         if req is not None:
@@ -690,7 +730,7 @@ class MainWindow(QMainWindow, SessionActions):
             self.cancel_requested.emit()
 
     def baseline_clicked(self) -> None:
-        if self.mode != "idle":
+        if self.mode != "idle" or self._sweep_running():
             return
         req = self._request("baseline")
         if req is not None:
@@ -709,8 +749,9 @@ class MainWindow(QMainWindow, SessionActions):
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
         self.legend.setText(legend_html(self.params.drafter.types()))
-        self.plots.clear()
-        self.cost_panel.clear()
+        if self.panels_ready:
+            self.plots.clear()
+            self.cost_panel.clear()
         self.round_view.clear()
         self.stats_bar.clear()
         if self.active is None:
@@ -769,13 +810,13 @@ class MainWindow(QMainWindow, SessionActions):
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
         spec = self.active.spec
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
-        self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
-        self._stagger_plot_paints()
+        if self.plots is not None:
+            self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
+            self.plots.hold_repaints()
         self.round_view.clear()
         self.stats_bar.clear()
         self.stats = None
-        if self.pair_panel.progress["target"].isVisible():
-            self.pair_panel.set_load_state("idle", self.pair_panel.load_label.text())
+        self.pair_panel.end_loading()
         label = "baseline (target only)" if info.kind == "baseline" else "speculative"
         self.stats_bar.set_state(f"Step mode ({label})" if self.active.step else f"Running {label}…")
         # The engine waits (prefill included) until the cleared plots have painted, so its first
@@ -791,13 +832,15 @@ class MainWindow(QMainWindow, SessionActions):
         ms). The worker waits at most UI_READY_TIMEOUT_S."""
         if ready.is_set():
             return
-        n = self._plot_paints.count
+        if self.plots is None:
+            ready.set()
+            return
+        n = self.plots.paints
         quiet = quiet + 1 if n == seen else 0
         if quiet >= 2:
-            if not self._held_plots:
+            if not self.plots.release_repaint():
                 ready.set()
                 return
-            self._release_plot_paint()
             quiet = 0
         QTimer.singleShot(2, self, lambda: self._ready_when_painted(ready, n, quiet))
 
@@ -814,8 +857,8 @@ class MainWindow(QMainWindow, SessionActions):
         self.mode = "paused"
         self._update_panels()
         n = len(self.events)
-        self.stats_bar.set_state(f"Paused after round {n - 1}")
-        self.stats_bar.values["state"].setToolTip("F10: the next round · Ctrl+R: run on · Esc: stop")
+        self.stats_bar.set_state(f"Paused after round {n - 1}",
+                                 "F10: the next round · Ctrl+R: run on · Esc: stop")
         self._update_buttons()
         self.step_done.emit(run_id)
 
@@ -868,8 +911,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.active = None
         self.mode = "idle"
         self._update_panels()
-        if self.pair_panel.progress["target"].isVisible():
-            self.pair_panel.set_load_state("idle", "The models could not be loaded.")
+        self.pair_panel.end_loading("The models could not be loaded.")
         what = "The baseline run failed" if req.kind == "baseline" else "The run failed"
         from specscope.core.errors import ContextFullError, IncompatiblePairError
         hint = {IncompatiblePairError: "Choose another draft, or press Baseline to run the target alone",
@@ -883,7 +925,8 @@ class MainWindow(QMainWindow, SessionActions):
     # ================================================================== refresh
     def _refresh(self) -> None:
         """Apply the events that arrived since the last tick (timer, REFRESH_PERIOD_MS)."""
-        self._release_plot_paint()
+        if self.plots is not None:
+            self.plots.release_repaint()
         if not self._pending:
             if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
                 self._update_panels()
@@ -928,7 +971,7 @@ class MainWindow(QMainWindow, SessionActions):
             current = current.widget()
         if current is self.plots:
             self.plots.update_stats(stats, self.events)
-            self._stagger_plot_paints()
+            self.plots.hold_repaints()
         elif current is self.round_view:
             if session is not None and session.vocab is not None and self.events:
                 spec = session.settings.spec
@@ -945,23 +988,10 @@ class MainWindow(QMainWindow, SessionActions):
         if not self._dirty_tabs:
             self._panels_dirty = False
 
-    def _stagger_plot_paints(self) -> None:
-        """Paint the plots one per tick instead of all four in one event-loop turn (each
-        pyqtgraph paint is several ms; together they were the longest UI stall of a run)."""
-        widgets = [self.plots.plot_widget(n) for n in getattr(self.plots, "plot_names", lambda: [])()]
-        for w in widgets[1:]:
-            if w not in self._held_plots:
-                w.setUpdatesEnabled(False)
-                self._held_plots.append(w)
-
     @property
     def plots_painted(self) -> bool:
         """No plot is waiting for its staggered repaint."""
-        return not self._held_plots
-
-    def _release_plot_paint(self) -> None:
-        if self._held_plots:
-            self._held_plots.pop(0).setUpdatesEnabled(True)   # schedules that plot's repaint
+        return self.plots is None or self.plots.all_painted
 
     def _update_stats_bar(self) -> None:
         req, stats = self.shown_request, self.stats
@@ -980,7 +1010,7 @@ class MainWindow(QMainWindow, SessionActions):
     def _show_measured(self) -> None:
         """After a run: the cost panel and speed-up, pairing the latest spec run with its baseline."""
         last = self.workbench.last_spec
-        if last is None:
+        if last is None or not self.panels_ready:
             return
         b = last.baseline
         self.cost_panel.update_measured(last.spec.stats, b.stats if b else None,
@@ -988,7 +1018,7 @@ class MainWindow(QMainWindow, SessionActions):
         if self.session is not None and self.session.kind == "spec" and self.stats is not None:
             self._update_stats_bar()
         elif last.speedup is not None:
-            self.stats_bar.values["speedup"].setText(f"{last.speedup:.2f}× (last run)")
+            self.stats_bar.show_last_speedup(last.speedup)
 
     # ================================================================== export
     def copy_text(self, full: bool = False) -> None:

@@ -23,7 +23,6 @@ documented in ``specscope.core.sweep``). A progress line goes to stderr.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import threading
 import time
@@ -133,12 +132,8 @@ def _sampler(args, target_path: Path):
     from .sampling import SamplerSettings
     bias = ()
     if args.ignore_eos:
-        from .llama import Model
-        model = Model(target_path, vocab_only=True)
-        try:
-            bias = tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
-        finally:
-            model.close()
+        from .sweep import eog_bias
+        bias = eog_bias(target_path)
     return SamplerSettings(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
                            min_p=args.min_p, seed=args.seed, logit_bias=bias)
 

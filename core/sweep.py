@@ -69,6 +69,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import statistics
 import threading
@@ -204,6 +205,8 @@ class SweepSettings:
     spec: object = None                # SpecSettings: the n-gram types' parameters, n_min
     chat: bool = False                 # render each prompt in the target's chat template
     system: str | None = None          # with chat: a system message
+    ignore_eos: bool = False           # never sample end-of-generation tokens (a logit bias
+                                       # from the target's vocabulary, read when the sweep runs)
 
     @property
     def uses_draft_model(self) -> bool:
@@ -393,6 +396,7 @@ class SweepResult:
                          "spec_types": [type_label(c) for c in s.chains],
                          "spec_params": spec_params(s.spec) if s.spec is not None else {},
                          "p_min": s.p_min, "repeats": s.repeats, "alpha": s.alpha,
+                         "ignore_eos": s.ignore_eos,
                          "sampler": s.sampler.describe() if s.sampler is not None else "greedy",
                          "engine": asdict(s.engine) if s.engine is not None else None,
                          "prompts": [{"name": n, "text": t} for n, t in s.prompts]},
@@ -657,6 +661,8 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
     from .sampling import SamplerSettings
     s.validate()
     sampler = s.sampler or SamplerSettings()
+    if s.ignore_eos:
+        sampler = replace(sampler, logit_bias=tuple(sampler.logit_bias) + eog_bias(s.target))
     settings = s.engine or EngineSettings()
     s = replace(s, sampler=sampler, engine=settings)
     for config in (c for _, _, configs in groups(s) for c in configs):
@@ -774,6 +780,17 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                                     + "; ".join(result.skipped.values()))
     say(total if not result.stopped else done, total, "stopped" if result.stopped else "done")
     return result
+
+
+def eog_bias(target: str | Path) -> tuple[tuple[int, float], ...]:
+    """A logit bias of −inf on every end-of-generation token of ``target``'s vocabulary (reads
+    the vocabulary only)."""
+    from .llama import Model
+    model = Model(Path(target), vocab_only=True)
+    try:
+        return tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
+    finally:
+        model.close()
 
 
 def typical_position(engine, s: SweepSettings) -> int:

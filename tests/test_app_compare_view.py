@@ -57,7 +57,7 @@ def test_settings_from_the_controls(view, tiny_models):
     assert [p.name for p in s.drafts] == ["draft.gguf", "random-draft.gguf"]
     assert s.n_values == (1, 2)
     assert [name for name, _ in s.prompts] == ["code", "words"]
-    assert s.sampler.logit_bias and s.sampler.logit_bias[0][1] == -math.inf     # ignore EOS is on
+    assert s.ignore_eos and not s.sampler.logit_bias     # the sweep reads the EOG tokens itself
     assert s.engine.target_threads == s.engine.draft_threads == view.threads.value() >= 1
     view.deterministic.setChecked(True)
     view.alpha_on.setChecked(True)
@@ -217,3 +217,38 @@ def test_sweep_of_ngram_drafters_and_a_chain_shows_them(view, qtbot):
     assert len(view._curves) == 6                    # measured, calibrated, textbook × 2
     assert "no draft model" in view.calibration_label.text()
     assert "ngram-simple</b> (n-gram drafters, no n)" in view.best_label.text()
+
+
+def test_the_ui_thread_loads_no_model_to_start_a_sweep(view, qtbot, monkeypatch):
+    """Ignore EOS needs the target's end-of-generation tokens: the sweep's worker reads them, the
+    UI thread never constructs a Model (a load there would freeze the window)."""
+    import threading
+    from specscope.core import llama
+    threads = []
+    real_init = llama.Model.__init__
+
+    def spy(self, *args, **kw):
+        threads.append((threading.current_thread() is threading.main_thread(), kw.get("vocab_only", False)))
+        real_init(self, *args, **kw)
+
+    monkeypatch.setattr(llama.Model, "__init__", spy)
+    assert view.ignore_eos.isChecked()
+    settings = replace(view.settings(), **{**QUICK, "sampler": SamplerSettings(), "n_values": (1,)})
+    assert settings.ignore_eos
+    with qtbot.waitSignal(view.sweep_finished, timeout=120_000) as blocker:
+        assert view.start(settings)
+    result = blocker.args[0]
+    assert threads and not any(on_ui for on_ui, _ in threads)          # every load: the worker's
+    assert (False, True) in threads                                     # the vocabulary, for the bias
+    assert (EOT, -math.inf) in result.settings.sampler.logit_bias
+    assert result.to_dict()["settings"]["ignore_eos"] is True
+
+
+def test_a_sweep_refuses_to_start_while_something_else_runs(view):
+    view.blocker = lambda: "A run is in progress in the Run tab: stop it there first."
+    assert not view.start()
+    assert not view.running and view.banner.level == "warning"
+    assert view.banner.message == "A run is in progress in the Run tab: stop it there first."
+    view.blocker = lambda: ""
+    view.n_values.setText("0")          # (bad input: refused for that reason, not the blocker)
+    assert not view.start() and "draft lengths" in view.banner.message

@@ -227,12 +227,12 @@ def test_step_mode_names_the_matched_ngram(qtbot, window):
     window.step_clicked()
     for _ in range(40):
         qtbot.waitUntil(lambda: window.mode in ("paused", "idle"), timeout=RUN_TIMEOUT_MS)
-        ev = window.round_view.event
+        ev = window.round_view.shown_event
         if window.mode != "paused" or (ev is not None and ev.drafted):
             break
         with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
             window.step_clicked()
-    ev = window.round_view.event
+    ev = window.round_view.shown_event
     assert ev is not None and ev.drafted and ev.drafter == "ngram-simple"
     text = window.round_view.text.text()
     n = ev.draft_key_len

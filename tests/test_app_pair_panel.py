@@ -29,7 +29,7 @@ def test_a_long_path_does_not_widen_the_panel(qtbot):
     panel.set_load_state("idle", f"Loaded {LONG_NAME} + {LONG_NAME} (context 2048)")
     panel.set_verdict_text(f"{long_path}: not a GGUF file (bad magic)", "#b42318")
     panel.set_load_facts({"repack": False, "repack_reason": "repacking off (--repack off)"})
-    qtbot.wait(50)
+    panel.layout().activate()                    # lay out now (no waiting for the event loop)
     assert panel.minimumSizeHint().width() <= max(short_min, 400)
     for widget in (panel.target_browse, panel.draft_browse, panel.demo_button):
         assert widget.geometry().right() <= panel.contentsRect().right(), widget.toolTip()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,21 +47,23 @@ def test_a_sweep_leaves_no_thread_team_behind(qtbot, tiny_models, tmp_path, monk
     before = os_threads()
     with qtbot.waitSignal(view.sweep_finished, timeout=120_000):
         assert view.start(settings)
-    deadline = time.monotonic() + 5          # libgomp's threads leave after their master
-    while os_threads() > before and time.monotonic() < deadline:
-        qtbot.wait(20)
-    assert os_threads() <= before, "a thread (and its OpenMP team) outlived the sweep"
+    # libgomp's threads leave after their master: a thread (and its OpenMP team) outliving the
+    # sweep fails this
+    qtbot.waitUntil(lambda: os_threads() <= before, timeout=5_000)
     assert view._thread is None
     assert view.shutdown()
 
 
 @pytest.mark.skipif(not TASKS.is_dir(), reason="needs Linux /proc")
-def test_a_thread_that_decoded_keeps_its_openmp_team_until_it_ends(tiny_models):
+def test_a_thread_that_decoded_keeps_its_openmp_team_until_it_ends(qtbot, tiny_models):
     """Why the sweep's thread must end: with llama.cpp built on libgomp, a thread that ran a
     2-thread decode keeps a team thread of its own for as long as it lives."""
     import threading
     from specscope.core.llama import Batch, Context, ContextSettings, Model
     model = Model(tiny_models["target"])
+    if "libgomp" not in Path("/proc/self/maps").read_text():
+        model.close()
+        pytest.skip("llama.cpp is not built on libgomp here")
     decoded, release = threading.Event(), threading.Event()
 
     def body():
@@ -79,16 +80,9 @@ def test_a_thread_that_decoded_keeps_its_openmp_team_until_it_ends(tiny_models):
     t.start()
     try:
         assert decoded.wait(60)
-        gomp = "libgomp" in Path("/proc/self/maps").read_text()
-        if gomp:             # the Python thread and the one team thread it started
-            assert os_threads() == before + 2
+        assert os_threads() == before + 2     # the Python thread and the one team thread it started
     finally:
         release.set()
         t.join()
         model.close()
-    deadline = time.monotonic() + 5
-    while os_threads() > before and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert os_threads() == before
-    if not gomp:
-        pytest.skip("llama.cpp is not built on libgomp here (checked only that no thread lingers)")
+    qtbot.waitUntil(lambda: os_threads() == before, timeout=5_000)     # both leave with it

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import xml.dom.minidom
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from PySide6.QtGui import QColor  # noqa: E402
 
 from specscope.app.token_view import PROMPT, expected_kinds  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
@@ -92,7 +94,7 @@ def test_run_shows_spans_that_match_the_events(qtbot, window):
     assert window.stats_bar.text("n_drafted") == str(stats.n_drafted)
     assert window.stats_bar.text("n_accept") == str(stats.n_accept)
     window.tabs.setCurrentWidget(window.round_view)     # hidden tabs catch up when shown
-    assert window.round_view.event is events[-1]
+    assert window.round_view.shown_event is events[-1]
     window.tabs.setCurrentWidget(window.plots)
     # the plots hold the run
     held = window.plots.shown()
@@ -148,12 +150,12 @@ def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, mo
 
     def spy(run):
         seen.setdefault("at_prefill", (window.active.ui_ready.is_set(), window.plots_painted,
-                                       window._plot_paints.count))
+                                       window.plots.paints))
         prefill(run)
 
     monkeypatch.setattr(engine_mod.Run, "_prefill", spy)
     window.tabs.setCurrentWidget(window.plots)
-    paints_before = window._plot_paints.count
+    paints_before = window.plots.paints
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     ready, painted, paints = seen["at_prefill"]
     assert ready and painted
@@ -173,13 +175,22 @@ def test_the_engine_goes_on_without_the_windows_go(qtbot, window, monkeypatch):
 
 
 def test_step_advances_exactly_one_round(qtbot, window):
+    sent = []                                     # events the worker sent (counted as it sends)
+    window.worker.events_ready.connect(lambda _run, batch: sent.append(len(batch)),
+                                       Qt.ConnectionType.DirectConnection)
     with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
         window.step_clicked()
     assert len(window.events) == 1 and window.mode == "paused"
-    assert window.round_view.event is window.events[0]
+    assert window.round_view.shown_event is window.events[0]
     assert "Round 0" in window.round_view.text.text()
-    qtbot.wait(200)                               # nothing runs while paused
-    assert len(window.events) == 1
+    # nothing runs while paused: the worker's thread is idle (it runs a call queued to it now)
+    # and did one round; no event arrived after the step's
+    from PySide6.QtCore import QTimer
+    idle = threading.Event()
+    QTimer.singleShot(0, window.worker, idle.set)
+    qtbot.waitUntil(idle.is_set, timeout=10_000)
+    assert window.worker.rounds_done == 1 and sent == [1]
+    assert len(window.events) == 1 and window.mode == "paused"
     with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
         window.step_clicked()
     assert [e.index for e in window.events] == [0, 1]
@@ -263,12 +274,20 @@ def test_full_context_is_reported(qtbot, window):
     window.prompt.set_text("x = 1\n" * 300)
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
     assert "context" in window.banner.message and "prompt" in window.banner.message
-    window.prompt.set_text("def f():\n")
+    # a repeating prompt that leaves 24 free rows: greedy decoding repeats it until they are full
+    from specscope.core.llama import Model
+    vocab = Model(window.pair_panel.pair()[0], vocab_only=True)
+    try:
+        k = 1
+        while len(vocab.tokenize("x = 1\n" * (k + 1))) <= 256 - 24:
+            k += 1
+    finally:
+        vocab.close()
+    window.prompt.chat.setChecked(False)
+    window.prompt.set_text("x = 1\n" * k)
     window.params.n_predict.setValue(400)
-    finish = run_and_wait(qtbot, window, window.run_clicked)
-    assert finish in ("context", "eog")
-    if finish == "context":
-        assert window.banner.level == "warning" and "context" in window.banner.message
+    assert run_and_wait(qtbot, window, window.run_clicked) == "context"
+    assert window.banner.level == "warning" and "context" in window.banner.message
 
 
 def test_settings_round_trip(qtbot, pair, settings, tmp_path):
@@ -321,11 +340,33 @@ def test_export(qtbot, window, tmp_path):
     window.save_stats(tmp_path / "stats.csv")
     lines = (tmp_path / "stats.csv").read_text().splitlines()
     assert lines[0].startswith("index,") and len(lines) == len(window.events) + 1
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    def drawn(image: QImage) -> tuple[int, int]:
+        """(colours, dark pixels) on a grid: a plot has axes, text and bars, a blank has none."""
+        pixels = [image.pixel(x, y) for x in range(0, image.width(), 2) for y in range(0, image.height(), 2)]
+        return len(set(pixels)), sum(QColor(p).value() < 128 for p in pixels)
+
     for name in window.plots.plot_names():
-        for ext in ("png", "svg"):
-            path = tmp_path / f"{name.replace(' ', '_')}.{ext}"
-            window.plots.export(name, path)
-            assert path.stat().st_size > 0
+        widget = window.plots.plot_widget(name)
+        png = window.plots.export(name, tmp_path / f"{name.replace(' ', '_')}.png")
+        image = QImage(str(png))
+        assert not image.isNull()
+        assert abs(image.width() - widget.width()) <= 2 and abs(image.height() - widget.height()) <= 2
+        colours, dark = drawn(image)
+        assert colours > 8 and dark > 100, name
+        svg = window.plots.export(name, tmp_path / f"{name.replace(' ', '_')}.svg")
+        assert xml.dom.minidom.parse(str(svg)).documentElement.tagName == "svg"
+        rendered = QImage(image.size(), QImage.Format.Format_ARGB32)
+        rendered.fill(QColor("white"))
+        renderer = QSvgRenderer(str(svg))
+        assert renderer.isValid()
+        painter = QPainter(rendered)
+        renderer.render(painter)
+        painter.end()
+        colours, dark = drawn(rendered)
+        assert colours > 8 and dark > 100, name
     window.copy_text()
     from PySide6.QtGui import QGuiApplication
     assert QGuiApplication.clipboard().text() == window.token_view.generated_text()
@@ -389,9 +430,7 @@ def test_reset_clears_the_views(qtbot, window):
 
 
 def test_compare_tab_follows_the_pair(window, pair):
-    if window.compare is None:
-        pytest.skip("no Compare view in this build")
-    assert window.tabs.indexOf(window.compare.parentWidget().parentWidget()) >= 0   # in a scroll area
+    assert window.workspace.indexOf(window.compare.parentWidget().parentWidget()) == 1   # scrolls
     assert window.compare.target == Path(pair[0])
     assert window.compare.draft_paths() == [str(Path(pair[1]))]
 
@@ -431,3 +470,96 @@ def test_hover_shows_the_token(qtbot, window):
     view.eventFilter(view.viewport(), event)
     assert QToolTip.isVisible() and f"round {span.round}" in QToolTip.text()
     QToolTip.hideText()
+
+
+def test_the_round_explainer_does_not_shadow_qwidget_event(qtbot):
+    """The round shown is ``shown_event``: an attribute named ``event`` hid QWidget.event."""
+    from PySide6.QtCore import QEvent
+    from specscope.app.round_view import RoundExplainer
+    w = RoundExplainer()
+    qtbot.addWidget(w)
+    assert w.shown_event is None
+    assert w.event(QEvent(QEvent.Type.ToolTip)) in (True, False)    # QWidget.event answers
+    w.clear()
+    assert callable(w.event) and w.shown_event is None
+
+
+def test_compare_has_the_windows_height_and_the_layout_is_remembered(qtbot, pair, settings):
+    """Compare is a workspace of its own (the whole window below the toolbar); the tabs below the
+    text can take the text's height too; the window reopens as it was left."""
+    w = open_window(qtbot, pair, settings, preload=False)
+    assert w.workspace.currentIndex() == 0 and w.token_view.isVisible()
+    w.show_workspace("compare")
+    page = w.workspace.currentWidget()
+    assert page.widget() is w.compare
+    qtbot.waitUntil(lambda: w.compare.isVisible() and not w.token_view.isVisible())
+    assert page.width() >= w.width() - 4                   # no pair panel beside it
+    assert page.height() >= w.centralWidget().height() - w.workspace.tabBar().height() - 4
+    assert w.compare.table.height() >= 200                 # rows to read, not four
+    w.close()
+    w = open_window(qtbot, pair, settings, preload=False)
+    try:
+        assert w.workspace.currentWidget().widget() is w.compare
+        w.show_workspace("run")
+        assert w.token_view.isVisible() and not w.tabs_expanded()
+        before = w.tabs.height()
+        w.expand_button.click()                            # the tabs take the text's height
+        qtbot.waitUntil(lambda: not w.token_view.isVisible() and w.tabs.height() > before + 200)
+        assert w.expand_button.text().endswith("Show the text")
+    finally:
+        w.close()
+    w = open_window(qtbot, pair, settings, preload=False)
+    try:
+        assert w.workspace.currentIndex() == 0 and w.tabs_expanded() and not w.token_view.isVisible()
+        w.expand_button.click()                            # and back
+        assert w.token_view.isVisible() and not w.tabs_expanded()
+    finally:
+        w.close()
+
+
+def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_path):
+    """(The window preloads the pair: a sweep waits for that too.)"""
+    from dataclasses import replace as dc_replace
+    from specscope.app.compare_view import TABLE_COLUMNS
+    from specscope.core.engine import EngineSettings
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": "p", "text": "def f(x):"}]}), encoding="utf-8")
+    compare = window.compare
+    qtbot.waitUntil(lambda: "Loaded" in window.pair_panel.load_label.text(), timeout=RUN_TIMEOUT_MS)
+    compare.set_prompt_file(prompts)
+    compare.n_values.setText("1")
+    compare.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
+    sweep = dc_replace(compare.settings(), n_predict=8, calibration_s=0.2,
+                       engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1))
+    loaded = window.pair_panel.load_label.text()
+    window.pair_panel.set_load_state("loading", "Loading the models…")     # as a preload shows it
+    assert not compare.start(sweep) and "loading the models" in compare.banner.message
+    window.pair_panel.set_load_state("idle", loaded)
+    with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
+        assert compare.start(sweep)
+        window.show_workspace("compare")
+        window.run_clicked()                               # refused while the sweep measures
+        assert window.mode == "idle" and window.active is None
+        assert window.workspace.currentIndex() == 0        # shown where the run would be
+        assert window.banner.level == "warning" and "sweep is running" in window.banner.message
+        assert "\n" not in window.banner.message
+        window.baseline_clicked()
+        window.step_clicked()
+        assert window.mode == "idle" and window.banner.count == 3      # the same line, thrice
+        assert window.stats_bar.text("state") == "Compare sweep running"
+    # at 1440×900 every column of the results can be read without scrolling sideways
+    window.show_workspace("compare")
+    qtbot.waitUntil(lambda: compare.table.isVisible())
+    assert compare.table.rowCount() == 3 and not compare.table.isColumnHidden(len(TABLE_COLUMNS) - 1)
+    qtbot.waitUntil(lambda: compare.table.horizontalScrollBar().maximum() == 0)
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):
+        window.run_clicked()
+        assert window.mode == "running"
+        assert not compare.start(sweep) and not compare.running    # refused while the run runs
+        assert compare.banner.level == "warning" and "run is in progress" in compare.banner.message
+    assert window.stats_bar.text("state").startswith("Finished")
+    assert window.banner.isHidden()                        # the sweep's warning left with it
+    assert compare.start(sweep)                            # idle again: the sweep may run
+    with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
+        compare.request_stop()
