@@ -74,6 +74,10 @@ class Playback(QtCore.QObject):
         """Release one round (any pace); False when none is waiting."""
         return self._release(1) > 0
 
+    def flush(self) -> None:
+        """Release everything waiting at once (Stop, or the run's end in a hurry)."""
+        self._release(len(self._queue))
+
     def clear(self) -> None:
         """Drop what was not shown yet (a new run or session)."""
         self._queue.clear()

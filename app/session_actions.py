@@ -129,6 +129,9 @@ class SessionActions:
         session alone (no model)."""
         from .token_view import legend_html
         self._pending.clear()
+        self.playback.clear()
+        self._replaying = False
+        self._view_upto = None
         self.shown_request = None
         self.session = session
         self.stats = None
@@ -136,14 +139,17 @@ class SessionActions:
         self.token_view.begin(session.prompt_text, session.vocab, session.prompt_tokens)
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
         self.plots.clear()
+        self.timeline.clear()
         self.round_view.clear()
         self.cost_panel.clear()
         self.stats_bar.clear()
         self.token_view.append_events(session.run.events)
+        self.scrubber.set_total(0)
+        self.scrubber.set_total(len(session.run.events))
         self._stats_stale = True
         self._fold()
         self._panels_dirty = True
-        self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
+        self._dirty_tabs = self._panel_tabs()
         self._update_panels()
         if session.kind == "spec":
             self._show_measured()

@@ -26,9 +26,12 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMai
                                QMessageBox, QScrollArea, QSplitter, QTabWidget, QToolBar,
                                QToolButton, QVBoxLayout, QWidget)
 
+from specscope.core.stats import fold
+
 from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
 from .errors import MessageBanner, setup_logging
 from .pair_panel import PairPanel, gguf_paths
+from .playback import PaceControl, Playback, Scrubber
 from .round_view import RoundExplainer
 from .session_actions import SessionActions
 from .stats_bar import StatsBar
@@ -66,7 +69,10 @@ class MainWindow(QMainWindow, SessionActions):
     @property
     def events(self) -> list:
         """The round events of the run shown."""
-        return self.session.run.events if self.session is not None else []
+        if self.session is None:
+            return []
+        events = self.session.run.events
+        return events if self._view_upto is None else events[:self._view_upto]
 
     def __init__(self, model: Path | None = None, draft: Path | None = None,
                  settings: QSettings | None = None, preload: bool = True):
@@ -88,6 +94,9 @@ class MainWindow(QMainWindow, SessionActions):
         from specscope.core.session import Workbench
         self.workbench = Workbench()                # baselines by run key, the latest spec session
         self.session = None                         # the session shown (core/session.py)
+        self._view_upto: int | None = None          # the views show this many rounds (scrubber)
+        self._replaying = False                     # a recording plays through the playback
+        self._finish_waiting = None                 # (run_id, finish) while the playback drains
         self.stats = None
         self._loaded_key = None
         self._closing = False
@@ -144,6 +153,19 @@ class MainWindow(QMainWindow, SessionActions):
         self.workspace.addTab(scroll, "Compare (sweep)")
         self.workspace.setTabToolTip(1, "Sweep drafters × draft lengths × prompts against the target "
                                         "alone (Ctrl+2; Ctrl+1 returns to the live run)")
+        from .session_compare_view import SessionCompareView
+        from .timeline_view import TimelineView
+        self.timeline = TimelineView()
+        self.tabs.addTab(self.timeline, "Timeline")
+        self.tabs.setTabToolTip(self.tabs.count() - 1, "Each round's draft, verify, sync and Python "
+                                "time on one time axis: click a bar to select its tokens")
+        self.timeline.round_clicked.connect(self.token_view.select_round)
+        self.token_view.round_hovered.connect(
+            lambda i: self.timeline.highlight_round(i if i >= 0 else None))
+        self.session_compare = SessionCompareView()
+        self.workspace.addTab(self.session_compare, "Compare sessions")
+        self.workspace.setTabToolTip(2, "Two recorded sessions side by side (File → Compare with "
+                                        "session…; Ctrl+3)")
         t, d = self.pair_panel.pair()
         if t is not None:
             self.compare.set_pair(t, d)
@@ -162,7 +184,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.panels_ready = True
         if self.stats is not None:
             self._panels_dirty = True
-            self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
+            self._dirty_tabs = self._panel_tabs()
             self._update_panels()
             self._show_measured()
 
@@ -206,9 +228,17 @@ class MainWindow(QMainWindow, SessionActions):
         tl.addLayout(title_row)
         tl.addWidget(self.legend)
         tl.addWidget(self.token_view, 1)
+        self.playback = Playback(self)
+        self.playback.released.connect(self._released)
+        self.playback.backlog_changed.connect(self._backlog_changed)
+        self.scrubber = Scrubber()
+        self.scrubber.seek.connect(self.show_upto)
+        self.scrubber.setEnabled(False)
+        tl.addWidget(self.scrubber)
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_panel = self.compare = None     # see _build_panels
+        self.timeline = self.session_compare = None
         self.panels_ready = False
         self._restore_tab = self._restore_workspace = None
         self._splits_restored = False
@@ -288,7 +318,7 @@ class MainWindow(QMainWindow, SessionActions):
 
     def show_workspace(self, name: str) -> None:
         """'run' (the live run) or 'compare' (the sweep; once the panels are built)."""
-        index = {"run": 0, "compare": 1}[name]
+        index = {"run": 0, "compare": 1, "sessions": 2}[name]
         if index < self.workspace.count():
             self.workspace.setCurrentIndex(index)
 
@@ -313,9 +343,11 @@ class MainWindow(QMainWindow, SessionActions):
                                          "Generate with the target alone, for the measured speed-up")
         self.act_reset = self._action("↺  Reset", self.reset_clicked, "Ctrl+Shift+R",
                                       "Clear the text, plots and statistics")
-        self.act_rerun = self._action("⟳  Re-run", self.rerun_clicked, "Ctrl+Shift+E",
+        self.act_rerun = self._action("⟳  Re-run", self.rerun_clicked, "F5",
                                       "Run the recording shown again with its models and settings, "
                                       "and say whether it matched")
+        self.act_replay = self._action("⏵  Replay", self.replay_clicked, "Ctrl+P",
+                                       "Play the run shown again at the chosen pace (no model runs)")
         self.act_hide = self._action("Show rejected drafts", self.show_rejected.setChecked, "Ctrl+H")
         self.act_hide.setCheckable(True)
         self.act_hide.setChecked(True)
@@ -333,6 +365,11 @@ class MainWindow(QMainWindow, SessionActions):
                          " QToolButton:disabled { color: #aaa; }")
         run_button = tb.widgetForAction(self.act_run)
         run_button.setStyleSheet("QToolButton { color: #15803d; } QToolButton:disabled { color: #aaa; }")
+        self.pace = PaceControl(self.playback)
+        tb.addSeparator()
+        tb.addWidget(self.pace)
+        tb.addAction(self.act_replay)
+        tb.addSeparator()
         hint = QLabel("  Ctrl+R run · F10 step · Esc stop")
         hint.setStyleSheet("color:#888")
         tb.addWidget(hint)
@@ -348,6 +385,8 @@ class MainWindow(QMainWindow, SessionActions):
                                  "Show a recorded run (a .jsonl session file) without its models"))
         f.addAction(self._action("Save session…", self.save_session_dialog, "Ctrl+Shift+S",
                                  "Record the run shown (and its baseline) as a session file"))
+        f.addAction(self._action("Compare with session…", self.compare_session_dialog, None,
+                                 "The run shown (or a first recording) side by side with a recording"))
         f.addSeparator()
         f.addAction(self._action("Save text…", self.save_text_dialog, "Ctrl+S"))
         f.addAction(self._action("Save stats as JSON…", lambda: self.save_stats_dialog("json")))
@@ -363,6 +402,8 @@ class MainWindow(QMainWindow, SessionActions):
                                  "The pair, prompt, generated text and its plots"))
         v.addAction(self._action("Compare (sweep)", lambda: self.show_workspace("compare"), "Ctrl+2",
                                  "Sweep drafters × draft lengths × prompts, with the window's whole height"))
+        v.addAction(self._action("Compare sessions", lambda: self.show_workspace("sessions"), "Ctrl+3",
+                                 "Two recorded sessions side by side"))
         v.addAction(self._action("Expand the tabs below the text", lambda: self.set_tabs_expanded(
             not self.tabs_expanded()), "Ctrl+Shift+E", "Hide the generated text so the plots, cost "
                                                        "model and round get the whole height"))
@@ -725,6 +766,7 @@ class MainWindow(QMainWindow, SessionActions):
             return
         self.active.stop.set()
         self.active.ui_ready.set()
+        self.playback.flush()                # the rounds already run are shown at once
         self.stats_bar.set_state("Stopping…")
         if self.mode == "paused":
             self.cancel_requested.emit()
@@ -739,6 +781,9 @@ class MainWindow(QMainWindow, SessionActions):
     def reset_clicked(self) -> None:
         if self.active is not None:
             self.stop_clicked()
+        self.playback.clear()
+        self._replaying = False
+        self._view_upto = None
         self._pending.clear()
         self.session = None
         self.shown_request = None
@@ -752,8 +797,10 @@ class MainWindow(QMainWindow, SessionActions):
         if self.panels_ready:
             self.plots.clear()
             self.cost_panel.clear()
+            self.timeline.clear()
         self.round_view.clear()
         self.stats_bar.clear()
+        self.scrubber.set_total(0)
         if self.active is None:
             self.stats_bar.set_state("Idle")
 
@@ -765,6 +812,9 @@ class MainWindow(QMainWindow, SessionActions):
         self.act_stop.setEnabled(not idle)
         self.act_rerun.setEnabled(self.can_rerun)
         self.act_run.setText("▶  Continue" if paused else "▶  Run")
+        has_rounds = self.session is not None and bool(self.session.run.events)
+        self.act_replay.setEnabled(idle and has_rounds)
+        self.scrubber.setEnabled(idle and has_rounds)
         self.pair_panel.setEnabled(idle)
         self.params.setEnabled(idle)
         self.params.drafter.setEnabled(idle)
@@ -807,12 +857,17 @@ class MainWindow(QMainWindow, SessionActions):
                                             prompt_text=info.prompt_text,
                                             prompt_tokens=info.prompt_tokens, vocab=info.vocab)
         self._pending.clear()
+        self.playback.clear()
+        self._replaying = False
+        self._view_upto = None
+        self.scrubber.set_total(0)
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
         spec = self.active.spec
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
         if self.plots is not None:
             self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
             self.plots.hold_repaints()
+            self.timeline.clear()
         self.round_view.clear()
         self.stats_bar.clear()
         self.stats = None
@@ -847,7 +902,10 @@ class MainWindow(QMainWindow, SessionActions):
     @Slot(int, list)
     def _events_ready(self, run_id: int, batch: list) -> None:
         if self.active is not None and run_id == self.active.run_id:
-            self._pending.extend(batch)
+            if self.active.step:
+                self._pending.extend(batch)
+            else:
+                self.playback.feed(batch)
 
     @Slot(int)
     def _step_paused(self, run_id: int) -> None:
@@ -870,6 +928,10 @@ class MainWindow(QMainWindow, SessionActions):
     @Slot(int, str)
     def _run_finished(self, run_id: int, finish: str) -> None:
         if self.active is None or run_id != self.active.run_id:
+            return
+        if self.playback.backlog:            # the engine is done; the views follow at their pace
+            self._finish_waiting = (run_id, finish)
+            self.stats_bar.set_state("Engine done; showing the rounds at the chosen pace…")
             return
         self._refresh()
         req = self.active
@@ -906,6 +968,8 @@ class MainWindow(QMainWindow, SessionActions):
             return
         if self.active is None or run_id != self.active.run_id:
             return
+        self.playback.flush()
+        self._finish_waiting = None
         self._refresh()
         req = self.active
         self.active = None
@@ -921,6 +985,102 @@ class MainWindow(QMainWindow, SessionActions):
         self.stats_bar.set_state("Failed — see the message above")
         self._update_buttons()
         self.run_done.emit(run_id, "error")
+
+    # ================================================================== pace, scrubber, replay
+    def _panel_tabs(self) -> set:
+        """The tabs below the text that follow the run (each catches up when shown)."""
+        return {t for t in (self.plots, self.round_view, self.cost_panel, self.timeline) if t is not None}
+
+    @Slot(list)
+    def _released(self, events: list) -> None:
+        """Rounds the playback hands on: a live run's go to the views as they always did; a
+        replayed recording's move the view forward over rounds it already holds."""
+        if self._replaying:
+            shown = len(self.events)
+            self.show_upto(shown + len(events))
+            self.scrubber.set_total(len(self.session.run.events))
+            self.scrubber.slider.blockSignals(True)
+            self.scrubber.slider.setValue(len(self.events))
+            self.scrubber.slider.blockSignals(False)
+            self.scrubber._label()
+            if self._view_upto is None:
+                self._replaying = False
+                self.stats_bar.set_state(f"Replayed {len(self.events)} rounds")
+        else:
+            self._pending.extend(events)
+
+    @Slot(int)
+    def _backlog_changed(self, n: int) -> None:
+        if n == 0 and self._finish_waiting is not None:
+            run_id, finish = self._finish_waiting
+            self._finish_waiting = None
+            QTimer.singleShot(0, self, lambda: self._run_finished(run_id, finish))
+
+    def replay_clicked(self) -> None:
+        """Play the run shown from its first round at the chosen pace (no model runs)."""
+        if self.mode != "idle" or self.session is None or not self.session.run.events:
+            return
+        self.playback.clear()
+        self.show_upto(0)
+        self._replaying = True
+        self.stats_bar.set_state("Replaying at the chosen pace (Pace: in the toolbar)")
+        self.playback.feed(list(self.session.run.events))
+
+    @Slot(int)
+    def show_upto(self, k: int) -> None:
+        """Show the run as it was after its first k rounds: the text, the round explained, the
+        statistics, plots and timeline (k = all of them: the run as it ended)."""
+        session = self.session
+        if session is None or session.vocab is None or self.mode != "idle":
+            return
+        events = session.run.events
+        k = max(0, min(int(k), len(events)))
+        before = len(self.events)
+        target = None if k >= len(events) else k
+        if target is not None and target >= before and self._view_upto is not None:
+            self.token_view.append_events(events[before:k])       # forward: only what is new
+        else:
+            self.token_view.begin(session.prompt_text, session.vocab, session.prompt_tokens)
+            self.token_view.append_events(events[:k])
+            if self.plots is not None:
+                self.plots.clear()
+                self.timeline.clear()
+            self.round_view.clear()
+        self._view_upto = target
+        self._stats_stale = True
+        self._fold()
+        if k == 0:
+            self.stats_bar.clear()
+        self._panels_dirty = True
+        self._dirty_tabs = self._panel_tabs()
+        self._update_panels()
+        if self.timeline is not None and k:
+            self.timeline.highlight_round(k - 1)
+
+    def compare_session_dialog(self) -> None:
+        """File → Compare with session…: the run shown against a recording, or two recordings."""
+        from specscope.core.errors import SpecScopeError
+        from specscope.core.session import Session
+        from specscope.core.session_compare import compare_sessions
+        if self.session_compare is None:
+            return
+        first = self.session if self.session is not None and self.session.run.events else None
+        picked = []
+        for which in (["second"] if first is not None else ["first", "second"]):
+            path, _ = QFileDialog.getOpenFileName(self, f"The {which} session to compare",
+                                                  str(self.autosave_path.parent),
+                                                  "SpecScope sessions (*.jsonl);;All files (*)")
+            if not path:
+                return
+            picked.append(path)
+        try:
+            loaded = [Session.load(p) for p in picked]
+        except SpecScopeError as exc:
+            self.banner.show_message("error", f"The session cannot be compared: {exc}")
+            return
+        a, b = ([first] if first is not None else []) + loaded
+        self.session_compare.show_comparison(compare_sessions(a, b))
+        self.show_workspace("sessions")
 
     # ================================================================== refresh
     def _refresh(self) -> None:
@@ -941,18 +1101,20 @@ class MainWindow(QMainWindow, SessionActions):
         now = time.perf_counter()
         self.token_view.append_events(batch)           # the text: every tick
         self.session.run.append(batch)
+        self.scrubber.set_total(len(self.session.run.events))
         self._stats_stale = True
         if now - self._stats_shown_at >= STATS_PERIOD_MS / 1e3:
             self._stats_shown_at = now
             self._fold()
         self._panels_dirty = True
-        self._dirty_tabs = {self.plots, self.round_view, self.cost_panel}
+        self._dirty_tabs = self._panel_tabs()
         if now - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3 or self.mode in ("idle", "paused"):
             self._update_panels()                       # the visible tab: once a second
 
     def _fold(self) -> None:
         if self._stats_stale and self.session is not None:
-            self.stats = self.session.run.stats         # folds only the events appended since
+            # the run's own fold grows incrementally; a scrubbed view folds its prefix
+            self.stats = self.session.run.stats if self._view_upto is None else fold(self.events)
             self._stats_stale = False
             self._update_stats_bar()
 
@@ -977,6 +1139,8 @@ class MainWindow(QMainWindow, SessionActions):
                 spec = session.settings.spec
                 self.round_view.show_round(self.events[-1], session.vocab, self.token_view.history,
                                            spec.types if spec is not None else ())
+        elif current is self.timeline:
+            self.timeline.update_events(self.events)
         elif current is self.cost_panel:
             if session is not None and session.kind == "spec":
                 b = session.baseline or self.workbench.baseline_for(session.settings)

@@ -50,7 +50,7 @@ def run_and_wait(qtbot, w, action) -> str:
 def views(w) -> dict:
     """What the window shows of the run: stats bar, text, token kinds, plots, cost panel."""
     w.tabs.setCurrentWidget(w.round_view)
-    explained = w.round_view.event
+    explained = w.round_view.shown_event
     w.tabs.setCurrentWidget(w.cost_panel.parentWidget().parentWidget())
     measured = w.cost_panel.measured
     w.tabs.setCurrentWidget(w.plots)
