@@ -31,7 +31,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--type", default=",".join(DEFAULT_TYPES), metavar="T[,T...]",
                    help=f"types to make (default {','.join(DEFAULT_TYPES)}; any of {', '.join(TYPES)})")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder (created if missing)")
-    p.add_argument("--overwrite", action="store_true", help="replace files that already exist")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace files that already exist (by default an existing file is an error)")
     p.add_argument("--allow-requantize", action="store_true",
                    help="allow a source that is already quantized (it loses more)")
     p.add_argument("-t", "--threads", type=int, default=0, help="quantizing threads (default: all cores)")

@@ -143,8 +143,8 @@ class Quantization:
         if not overwrite:
             for r in self.results:
                 if r.path.exists():
-                    raise ModelFileError(r.path, "already exists: choose another folder, delete it, "
-                                         "or allow overwriting (--overwrite)")
+                    raise ModelFileError(r.path, "already exists and is not overwritten: choose "
+                                         "another folder or delete it")
 
     def expected_bytes(self, qtype: str) -> int:
         return int(self.info.n_params * TYPES[qtype][1] / 8 * 1.1) + 1_000_000
@@ -169,7 +169,7 @@ class Quantization:
             raise ModelFileError(self.out_dir, f"cannot create this folder ({exc.strerror})") from None
         for i, r in enumerate(self.results):
             if self._stop.is_set():
-                r.status, r.error = "stopped", f"{r.path}: not made (stopped)"
+                r.error = f"{r.path}: not made (stopped before it)"   # stays pending
                 continue
             if progress:
                 progress(i, len(self.results), 0.0, str(r.path))
