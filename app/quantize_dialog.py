@@ -265,3 +265,19 @@ class QuantizeDialog(QDialog):
             self._thread = None
         super().closeEvent(event)
 
+
+
+def open_quantize_dialog(parent, draft, compare=None) -> QuantizeDialog | None:
+    """Open the dialog on ``draft`` (the window's current draft); its Add to Compare adds the
+    copies to ``compare`` (a CompareView) as drafts. Without a draft, says so in one line."""
+    if draft is None:
+        from PySide6.QtWidgets import QMessageBox
+        QMessageBox.information(parent, "Quantize the draft", "Choose a draft model first: "
+                                "the copies are made from it.")
+        return None
+    dialog = QuantizeDialog(draft, parent=parent)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    if compare is not None:
+        dialog.add_to_compare.connect(lambda paths: [compare.add_draft(p) for p in paths])
+    dialog.show()
+    return dialog

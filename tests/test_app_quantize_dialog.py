@@ -52,3 +52,21 @@ def test_a_bad_folder_is_one_line(qtbot, tmp_path):
     qtbot.addWidget(d)
     assert not d.start()
     assert d.message.text() == f"{afile}: is not a folder"
+
+
+def test_add_to_compare_adds_the_copies_as_drafts_of_the_compare_view(qtbot, tmp_path):
+    from specscope.app.compare_view import CompareView
+    from specscope.app.quantize_dialog import open_quantize_dialog
+    target, draft = demo_pair()
+    compare = CompareView()
+    qtbot.addWidget(compare)
+    compare.set_pair(target, draft)
+    d = open_quantize_dialog(None, draft, compare)
+    d.folder.setText(str(tmp_path))
+    _choose(d, ["Q8_0"])
+    with qtbot.waitSignal(d.finished_run, timeout=60_000):
+        d.start()
+    d.compare_button.click()
+    assert compare.draft_paths() == [str(draft), str(tmp_path / "demo-draft.Q8_0.gguf")]
+    d.close()
+    compare.shutdown()
