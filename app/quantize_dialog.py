@@ -73,6 +73,11 @@ class QuantizeDialog(QDialog):
             self.checks[t] = box
             grid.addWidget(box, i // 3, i % 3)
 
+        self.pure = QCheckBox("One type for every matrix (--pure)")
+        self.pure.setToolTip("by default llama.cpp gives the output matrix, or a token embedding "
+                             "tied to it, more bits")
+        grid.addWidget(self.pure, (len(offered) + 2) // 3, 0, 1, 3)
+
         folder_row = QHBoxLayout()
         self.folder = QLineEdit(str(out_dir or self.source.parent / "quantized"))
         self.folder.textChanged.connect(self._refresh_buttons)
@@ -139,7 +144,7 @@ class QuantizeDialog(QDialog):
                                      and bool(self.folder.text().strip()))
         self.stop_button.setEnabled(running)
         self.compare_button.setEnabled(not running and bool(self._made))
-        for box in self.checks.values():
+        for box in (*self.checks.values(), self.pure):
             box.setEnabled(not running)
         self.folder.setEnabled(not running)
         self.browse.setEnabled(not running)
@@ -166,7 +171,8 @@ class QuantizeDialog(QDialog):
         if self.running:
             return False
         try:
-            self._quant = Quantization(self.source, self.chosen_types(), self.folder.text().strip())
+            self._quant = Quantization(self.source, self.chosen_types(), self.folder.text().strip(),
+                                       pure=self.pure.isChecked())
         except SpecScopeError as exc:
             self._show(str(exc), error=True)
             return False
@@ -250,9 +256,9 @@ class QuantizeDialog(QDialog):
                        + (f"; {len(self._made)} file(s) made before" if self._made else ""))
         else:
             self.progress.setValue(STEPS)
-            note = (f" {', '.join(fell_back)}: llama.cpp gave some tensors another type because "
-                    "their rows are not a multiple of the block (see Tensor types)."
-                    if fell_back else "")
+            note = (f" {', '.join(fell_back)}: llama.cpp chose other types for some tensors (see "
+                    "Tensor types): rows not a multiple of the type's block, or more bits for "
+                    "the output matrix (unless one type for every matrix)." if fell_back else "")
             self._show(f"{len(self._made)} file(s) made in {self._quant.out_dir}.{note}")
         self._refresh_buttons()
         self.finished_run.emit(list(results))

@@ -35,6 +35,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="replace files that already exist (by default an existing file is an error)")
     p.add_argument("--allow-requantize", action="store_true",
                    help="allow a source that is already quantized (it loses more)")
+    p.add_argument("--pure", action="store_true",
+                   help="llama-quantize's --pure: every weight matrix in the chosen type (by default "
+                        "llama.cpp gives the output matrix, or a token embedding tied to it, more bits)")
     p.add_argument("-t", "--threads", type=int, default=0, help="quantizing threads (default: all cores)")
     return p
 
@@ -42,7 +45,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from .quantize import Quantization
     q = Quantization(args.model, args.type, args.out, overwrite=args.overwrite,
-                     nthread=args.threads, allow_requantize=args.allow_requantize)
+                     nthread=args.threads, allow_requantize=args.allow_requantize,
+                     pure=args.pure)
     tty = sys.stderr.isatty()
 
     def progress(i, n, frac, path):

@@ -18,7 +18,9 @@ counts weights, not bytes written or time.
 llama.cpp decides the types of single tensors itself: 1-D tensors stay F32, and a tensor
 whose rows are not a multiple of the type's block (256 for K-quants) falls back to a
 compatible type (Q4_K -> Q5_0, Q6_K -> Q8_0, ...; ``tensor_type_fallback`` in
-src/llama-quant.cpp). Each result therefore reports the tensor types the file really holds.
+src/llama-quant.cpp), and the output matrix (or a token embedding tied to it) gets more bits
+(Q6_K for most types) unless ``pure`` (llama-quantize's ``--pure``) asks for one type
+everywhere. Each result therefore reports the tensor types the file really holds.
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ class Quantization:
     (raises SpecScopeError with one line naming the file), made by :meth:`run`."""
 
     def __init__(self, source: str | Path, types: Sequence[str], out_dir: str | Path, *,
-                 overwrite: bool = False, nthread: int = 0, allow_requantize: bool = False):
+                 overwrite: bool = False, nthread: int = 0, allow_requantize: bool = False,
+                 pure: bool = False):
         from .gguf_file import check_gguf
         self.source = Path(source)
         self.info = check_gguf(self.source)          # missing, unreadable, not GGUF: one line
@@ -126,6 +129,7 @@ class Quantization:
         self.nthread = nthread
         self.allow_requantize = allow_requantize
         self.overwrite = overwrite
+        self.pure = pure
         self._proc: subprocess.Popen | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -218,7 +222,8 @@ class Quantization:
 
     def _child(self, r: QuantResult, part: Path, on_fraction: Callable[[float], None]) -> None:
         spec = {"source": str(self.source), "dest": str(part), "ftype": TYPES[r.qtype][0],
-                "nthread": self.nthread, "allow_requantize": self.allow_requantize}
+                "nthread": self.nthread, "allow_requantize": self.allow_requantize,
+                "pure": self.pure}
         cmd = [sys.executable, "-m", "specscope.core.quantize", json.dumps(spec)]
         with self._lock:
             if self._stop.is_set():
@@ -308,6 +313,7 @@ def _child(spec: dict) -> int:
     params.nthread = int(spec["nthread"])
     params.allow_requantize = bool(spec["allow_requantize"])
     params.quantize_output_tensor = True
+    params.pure = bool(spec.get("pure", False))
     rc = ll.llama_model_quantize(spec["source"].encode(), spec["dest"].encode(), ctypes.byref(params))
     if rc != 0:
         why = state["errors"][-1] if state["errors"] else f"llama_model_quantize returned {rc}"

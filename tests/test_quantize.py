@@ -134,3 +134,13 @@ def test_cli_prints_each_file_and_the_bench_line(tmp_path, capsys):
     assert f"-md {tmp_path / 'demo-draft.Q4_0.gguf'}" in out
     assert main(["quantize", str(demo_pair()[1]), "--type", "q4_0", "--out", str(tmp_path)]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_pure_gives_every_matrix_the_chosen_type(tmp_path):
+    # by default the tied token embedding (the output matrix too) gets more bits: Q6_K, which
+    # falls back to Q8_0 on 128-wide rows; --pure keeps it Q4_0
+    (plain,) = Quantization(demo_pair()[1], ["Q4_0"], tmp_path / "plain").run()
+    (pure,) = Quantization(demo_pair()[1], ["Q4_0"], tmp_path / "pure", pure=True).run()
+    assert plain.tensor_types == {"Q4_0": 7, "Q8_0": 1, "F32": 3}
+    assert pure.tensor_types == {"Q4_0": 8, "F32": 3}
+    assert pure.size < plain.size
