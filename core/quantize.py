@@ -253,6 +253,10 @@ class Quantization:
             return
         last = next((l.strip() for l in reversed(err_lines) if l.strip()), "")
         if rc == _CHILD_ERROR:
+            if "iostream error" in last or "failed to open" in last:
+                free = shutil.disk_usage(part.parent).free
+                raise ModelFileError(r.path, f"llama.cpp could not write the {r.qtype} copy "
+                                     f"({free / 1e6:.1f} MB free on that disk: is it full?): {last}")
             raise ModelFileError(r.path, f"llama.cpp could not make a {r.qtype} copy: {last}")
         if rc < 0:
             try:

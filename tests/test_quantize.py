@@ -144,3 +144,23 @@ def test_pure_gives_every_matrix_the_chosen_type(tmp_path):
     assert plain.tensor_types == {"Q4_0": 7, "Q8_0": 1, "F32": 3}
     assert pure.tensor_types == {"Q4_0": 8, "F32": 3}
     assert pure.size < plain.size
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_part_file(tmp_path):
+    import subprocess
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        q = Quantization(demo_pair()[1], ["Q8_0"], disk)
+        (r,) = q.run()                                       # checked before starting
+        assert r.status == "failed" and "not enough free space" in r.error
+        q.expected_bytes = lambda qtype: 0       # past the check: llama.cpp's own write fails
+        (r,) = q.run()
+        assert r.status == "failed" and "is it full?" in r.error and "\n" not in r.error
+        assert r.error.startswith(str(disk / "demo-draft.Q8_0.gguf"))
+        assert list(disk.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(disk)])
