@@ -27,7 +27,8 @@ SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) ->
 def _register_optional() -> None:
     """Subcommands that live in their own modules (each optional while it is being built)."""
     import importlib
-    for name, module in (("doctor", "cli_doctor"), ("bench", "cli_bench")):
+    for name, module in (("doctor", "cli_doctor"), ("bench", "cli_bench"),
+                         ("quantize", "cli_quantize")):
         try:
             SUBCOMMANDS[name] = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:

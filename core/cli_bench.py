@@ -211,6 +211,7 @@ def report_lines(result) -> list[str]:
                   "draft that member of the chain proposed)"]
     if result.pooled():
         lines += ["", "measured speed-up, drafts × n (* = best n):", format_heatmap(result)]
+    lines += side_by_side(result)
     best = result.best_n()
     if best:
         lines.append("")
@@ -243,6 +244,27 @@ def report_lines(result) -> list[str]:
                      "on a quieter machine, with --repeats, or with fewer threads (-t/-td)" if busy else "")]
     if result.stopped:
         lines += ["", "stopped before the end: the table holds the runs that finished"]
+    return lines
+
+
+def side_by_side(result) -> list[str]:
+    """With several draft models (e.g. quantized copies from ``specscope quantize``): one line
+    per draft, its calibrated cost ratio f beside its pooled acceptance and measured speed-up
+    at each n, so what quantizing bought (f) reads beside what it cost (acceptance)."""
+    drafts = [d for d in result.drafts() if d in result.calibrations
+              and result.calibrations[d].has_draft and any(r.n_max for r in result.pooled(d))]
+    if len(drafts) < 2:
+        return []
+    ns = sorted({r.n_max for d in drafts for r in result.pooled(d) if r.n_max})
+    width = max(len(d) for d in drafts)
+    lines = ["", "drafts side by side (f: a draft token's cost in target tokens; per n: acceptance, "
+                 "measured speed-up):",
+             "draft".ljust(width) + "       f" + "".join(f"{'n=' + str(n):>17}" for n in ns)]
+    for d in drafts:
+        rows = {r.n_max: r for r in result.pooled(d)}
+        cells = "".join((f"{100 * rows[n].acceptance:5.1f}% {rows[n].measured_speedup:6.3f}x"
+                         if n in rows else "").rjust(17) for n in ns)
+        lines.append(f"{d.ljust(width)}  {result.calibrations[d].f:6.3f}{cells}")
     return lines
 
 

@@ -36,11 +36,19 @@ def test_bench_prints_the_table(tiny_models, capsys):
     assert "drafts × n (* = best n)" in out and out.count("x*") == 2
     assert "lossless:" in out
     assert "per prompt:" in out
+    # the two drafts side by side: f, then acceptance and measured speed-up per n
+    block = out.split("drafts side by side")[1].split("\n\n")[0].splitlines()
+    assert block[1].split() == ["draft", "f", "n=1", "n=2"]
+    for name, line in zip(("draft.gguf", "random-draft.gguf"), block[2:4]):
+        cells = line.split()
+        assert cells[0] == name and 0 < float(cells[1]) and len(cells) == 6
+        assert cells[2].endswith("%") and cells[3].endswith("x")
     assert "[#" in err and "done" in err          # the progress line
     # the second run takes the calibration from the cache
     rc = cli.main(bench(tiny_models, "--spec-draft-n-max", "1,2", "-q"))
     out, err = capsys.readouterr()
     assert rc == 0 and "(cached, measured" in out and err == ""
+    assert "side by side" not in out              # one draft: nothing to compare
 
 
 def test_bench_json_and_csv(tiny_models, tmp_path, capsys):
