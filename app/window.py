@@ -380,6 +380,9 @@ class MainWindow(QMainWindow, SessionActions):
         f.addAction(self._action("Open target…", lambda: self.pair_panel.target_browse.click(), "Ctrl+O"))
         f.addAction(self._action("Open draft…", lambda: self.pair_panel.draft_browse.click(), "Ctrl+Shift+O"))
         f.addAction(self._action("Use the demo pair", self.use_demo_pair))
+        f.addAction(self._action("Quantize the draft…", self.quantize_draft_dialog, None,
+                                 "Make harder-quantized copies of the draft with llama.cpp and "
+                                 "sweep them against it in Compare"))
         f.addSeparator()
         f.addAction(self._action("Open session…", self.open_session_dialog, "Ctrl+Shift+L",
                                  "Show a recorded run (a .jsonl session file) without its models"))
@@ -1056,6 +1059,10 @@ class MainWindow(QMainWindow, SessionActions):
         self._update_panels()
         if self.timeline is not None and k:
             self.timeline.highlight_round(k - 1)
+
+    def quantize_draft_dialog(self) -> None:
+        from .quantize_dialog import open_quantize_dialog
+        open_quantize_dialog(self, self.pair_panel.pair()[1], self.compare)
 
     def compare_session_dialog(self) -> None:
         """File → Compare with session…: the run shown against a recording, or two recordings."""

@@ -104,3 +104,13 @@ def test_two_recordings_side_by_side(qtbot, window, tmp_path, monkeypatch):
     assert shown["differences"] == "Settings that differ: n_max 2 vs 6"
     assert shown["divergence"] == "The outputs agree on all 32 tokens both generated."
     assert len(shown["curves"]) == 2 and len(shown["curves"][1]) == 6
+
+
+def test_file_quantize_the_draft_opens_the_dialog_on_the_windows_draft(qtbot, window):
+    from specscope.app.quantize_dialog import QuantizeDialog
+    window.quantize_draft_dialog()
+    dialogs = [d for d in window.findChildren(QuantizeDialog) if d.isVisible()]
+    assert len(dialogs) == 1
+    assert str(window.pair_panel.pair()[1].name) in dialogs[0].windowTitle() + " ".join(
+        label.text() for label in dialogs[0].findChildren(type(window.legend)))
+    dialogs[0].close()
