@@ -24,7 +24,7 @@ from typing import Sequence
 from PySide6 import QtCore, QtWidgets
 
 PACES = ("fast", "rate", "step")
-PACE_LABELS = {"fast": "As fast as it runs", "rate": "Rounds per second", "step": "One round per step"}
+PACE_LABELS = {"fast": "Full speed", "rate": "Rounds/s", "step": "Step"}
 DEFAULT_RATE = 4.0
 RATE_RANGE = (0.25, 200.0)
 
@@ -103,16 +103,17 @@ class PaceControl(QtWidgets.QWidget):
         self.mode = QtWidgets.QComboBox()
         for pace in PACES:
             self.mode.addItem(PACE_LABELS[pace], pace)
-        self.mode.setToolTip("How fast the views follow the run. The engine always runs at full "
+        self.mode.setToolTip("How fast the views follow the run: full speed, a number of rounds per "
+                             "second, or one round per Next. The engine always runs at full "
                              "speed and its timings are what it measured; only the display is "
                              "paced.")
         self.rate = QtWidgets.QDoubleSpinBox()
         self.rate.setRange(*RATE_RANGE)
         self.rate.setDecimals(2)
         self.rate.setValue(DEFAULT_RATE)
-        self.rate.setSuffix(" rounds/s")
+        self.rate.setToolTip("Rounds shown per second")
         self.next = QtWidgets.QToolButton()
-        self.next.setText("Next round ▸")
+        self.next.setText("Next ▸")
         self.next.setToolTip("Show the next recorded round")
         self.waiting = QtWidgets.QLabel()
         lay = QtWidgets.QHBoxLayout(self)
@@ -139,7 +140,9 @@ class PaceControl(QtWidgets.QWidget):
         self.playback.set_pace(pace, self.rate.value())
 
     def _show_backlog(self, n: int) -> None:
-        self.waiting.setText(f"{n} round{'s' if n != 1 else ''} waiting" if n else "")
+        self.waiting.setText(f"{n} waiting" if n else "")
+        self.waiting.setToolTip(f"{n} round{'s' if n != 1 else ''} the engine ran that the views "
+                                "have not shown yet" if n else "")
 
 
 class Scrubber(QtWidgets.QWidget):

@@ -33,8 +33,9 @@ class SessionCompareView(QtWidgets.QWidget):
                                               "mean accepted length", "rounds"])
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(
-            1, QtWidgets.QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QtWidgets.QHeaderView.ResizeMode.Stretch)
         self.table.setMaximumHeight(90)
         self.position = styled_plot("Acceptance by draft position", "share kept",
                                     "draft position (1 = first drafted token)", antialias=True)
@@ -82,11 +83,14 @@ class SessionCompareView(QtWidgets.QWidget):
                      symbol="o", symbolBrush=color, symbolPen=None, symbolSize=7,
                      name=f"{name}: {side.label}")
             n = np.arange(len(side.accepted_share)) + (i - 0.5) * BAR_WIDTH
-            lens.addItem(pg.BarGraphItem(x=n, height=np.array(side.accepted_share),
-                                         width=BAR_WIDTH, brush=color, pen=pg.mkPen(None),
-                                         name=f"{name}: {side.label}"))
-            lens.legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=color),
-                                f"{name}: {side.label}")
+            bars = pg.BarGraphItem(x=n, height=np.array(side.accepted_share), width=BAR_WIDTH,
+                                   brush=color, pen=pg.mkPen(None))
+            lens.addItem(bars)
+            lens.legend.addItem(bars, f"{name}: {side.label}")
+        longest = max(len(cmp.a.position_acceptance), len(cmp.b.position_acceptance))
+        pos.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, longest + 1)]])
+        widest = max(len(cmp.a.accepted_share), len(cmp.b.accepted_share))
+        lens.getAxis("bottom").setTicks([[(k, str(k)) for k in range(widest)]])
 
     def shown(self) -> dict:
         """What the view shows (for tests)."""

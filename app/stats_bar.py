@@ -19,6 +19,7 @@ FIELDS = (
 )
 
 
+STATE_MAX_PX = 330        # the state text's widest (elided beyond)
 WIDTH_SAMPLES = {"tokens": "0000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
                  "acceptance": "100.0 %", "mean_len": "0.00", "tps": "000.0"}   # the numbers
 
@@ -65,9 +66,14 @@ class StatsBar(QFrame):
         self.set_state("Idle")
 
     def set_state(self, text: str, tip: str = "") -> None:
-        """What the engine is doing; ``tip``: what the user can do now (the tooltip)."""
-        self.values["state"].setText(text)
-        self.values["state"].setToolTip(tip or FIELDS[0][2])
+        """What the engine is doing; ``tip``: what the user can do now (the tooltip). A long
+        text is elided (in full in the tooltip): the bar never widens the window."""
+        label = self.values["state"]
+        shown = QFontMetrics(label.font()).elidedText(text, Qt.TextElideMode.ElideRight,
+                                                       STATE_MAX_PX)
+        label.setText(shown)
+        tip = tip or FIELDS[0][2]
+        label.setToolTip(tip if shown == text else f"{text}\n{tip}")
 
     def show_last_speedup(self, speedup: float) -> None:
         """The speed-up of the latest speculative run, while another run (a baseline) is shown."""

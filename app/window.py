@@ -346,7 +346,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.act_rerun = self._action("⟳  Re-run", self.rerun_clicked, "F5",
                                       "Run the recording shown again with its models and settings, "
                                       "and say whether it matched")
-        self.act_replay = self._action("⏵  Replay", self.replay_clicked, "Ctrl+P",
+        self.act_replay = self._action("▷  Replay", self.replay_clicked, "Ctrl+P",
                                        "Play the run shown again at the chosen pace (no model runs)")
         self.act_hide = self._action("Show rejected drafts", self.show_rejected.setChecked, "Ctrl+H")
         self.act_hide.setCheckable(True)
@@ -370,9 +370,6 @@ class MainWindow(QMainWindow, SessionActions):
         tb.addWidget(self.pace)
         tb.addAction(self.act_replay)
         tb.addSeparator()
-        hint = QLabel("  Ctrl+R run · F10 step · Esc stop")
-        hint.setStyleSheet("color:#888")
-        tb.addWidget(hint)
         self.addToolBar(tb)
 
         m = self.menuBar()
@@ -934,7 +931,7 @@ class MainWindow(QMainWindow, SessionActions):
             return
         if self.playback.backlog:            # the engine is done; the views follow at their pace
             self._finish_waiting = (run_id, finish)
-            self.stats_bar.set_state("Engine done; showing the rounds at the chosen pace…")
+            self.stats_bar.set_state("Engine done; showing the rest at your pace…")
             return
         self._refresh()
         req = self.active
@@ -1026,7 +1023,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.playback.clear()
         self.show_upto(0)
         self._replaying = True
-        self.stats_bar.set_state("Replaying at the chosen pace (Pace: in the toolbar)")
+        self.stats_bar.set_state("Replaying at your pace…", "Pace, in the toolbar, sets how fast")
         self.playback.feed(list(self.session.run.events))
 
     @Slot(int)
@@ -1059,6 +1056,10 @@ class MainWindow(QMainWindow, SessionActions):
         self._update_panels()
         if self.timeline is not None and k:
             self.timeline.highlight_round(k - 1)
+        if not self._replaying:
+            self.stats_bar.set_state(f"After round {k} of {len(events)}" if target is not None
+                                     else f"All {len(events)} rounds",
+                                     "Drag the Round slider under the text; its end shows the whole run")
 
     def quantize_draft_dialog(self) -> None:
         from .quantize_dialog import open_quantize_dialog

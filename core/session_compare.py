@@ -49,6 +49,9 @@ class SessionComparison:
             longer = ("" if self.a.n_tokens == self.b.n_tokens else
                       f"; one run goes on for {abs(self.a.n_tokens - self.b.n_tokens)} more")
             return f"The outputs agree on all {n} tokens both generated{longer}."
+        if self.diverge_at == 0:
+            return (f"The outputs differ from the first generated token: A emits "
+                    f"“{self.next_a}” and B “{self.next_b}”.")
         return (f"The outputs first differ at generated token {self.diverge_at + 1}: after "
                 f"“…{self.shared_text}”, A emits “{self.next_a}” and B “{self.next_b}”.")
 
@@ -82,9 +85,13 @@ def _differences(a, b) -> tuple[str, ...]:
     spa, spb = sa.spec, sb.spec
     differ("drafters", ",".join(spa.types) if spa else "none", ",".join(spb.types) if spb else "none")
     if spa is not None and spb is not None:
-        for field in ("n_max", "n_min", "p_min", "sync", "ngram_simple", "ngram_map_k",
-                      "ngram_map_k4v", "ngram_mod", "ngram_cache"):
-            differ(field, getattr(spa, field), getattr(spb, field))
+        types = set(spa.types) | set(spb.types)
+        if "draft-simple" in types:
+            for field in ("n_max", "n_min", "p_min", "sync"):
+                differ(field, getattr(spa, field), getattr(spb, field))
+        for t in sorted(types - {"draft-simple"}):
+            field = t.replace("-", "_")
+            differ(t, _params(getattr(spa, field)), _params(getattr(spb, field)))
     differ("sampler", sa.sampler.describe() if hasattr(sa.sampler, "describe") else sa.sampler,
            sb.sampler.describe() if hasattr(sb.sampler, "describe") else sb.sampler)
     differ("n_predict", sa.n_predict, sb.n_predict)
@@ -94,6 +101,16 @@ def _differences(a, b) -> tuple[str, ...]:
     for field in ("n_ctx", "flash_attn", "kv_type", "target_threads", "draft_threads", "repack"):
         differ(field, getattr(ea, field, None), getattr(eb, field, None))
     return tuple(out)
+
+
+def _params(p) -> str:
+    """An n-gram type's parameters in a few words (the flags' names, shortened)."""
+    from dataclasses import asdict
+    words = {"size_n": "n", "size_m": "m", "min_hits": "min-hits", "n_match": "match",
+             "n_min": "min", "n_max": "max", "lookup_cache_static": "static",
+             "lookup_cache_dynamic": "dynamic"}
+    return " ".join(f"{words.get(k, k)} {Path(v).name if isinstance(v, str) else v}"
+                    for k, v in asdict(p).items() if v != "")
 
 
 def _side(session) -> Side:

@@ -38,7 +38,7 @@ def test_step_pace_shows_one_round_per_click_while_the_engine_is_done(qtbot, win
     for n in (1, 2):
         w.pace.next.click()
         qtbot.waitUntil(lambda: len(w.events) == n, timeout=5_000)
-    assert w.pace.waiting.text().endswith("waiting")
+    assert w.pace.waiting.text().endswith(" waiting")
     with qtbot.waitSignal(w.run_done, timeout=10_000) as done:
         w.stop_clicked()                  # Stop shows what ran at once and ends the run
     assert done.args[1] == "n_predict" and w.mode == "idle"

@@ -55,10 +55,10 @@ def test_the_pace_control_drives_the_playback_and_shows_the_backlog(qtbot):
     control.set_pace("step")
     assert pb.pace == "step" and not control.rate.isEnabled() and control.next.isEnabled()
     pb.feed([7, 8])
-    assert control.waiting.text() == "2 rounds waiting"
+    assert control.waiting.text() == "2 waiting"
     got = collect(pb)
     control.next.click()
-    assert got == [[7]] and control.waiting.text() == "1 round waiting"
+    assert got == [[7]] and control.waiting.text() == "1 waiting"
     control.set_pace("rate", 3.0)
     assert pb.pace == "rate" and pb.rounds_per_s == 3.0 and control.rate.isEnabled()
     control.set_pace("fast")

@@ -53,7 +53,29 @@ def test_sampled_runs_with_other_seeds_diverge_where_their_tokens_do(sessions):
     assert c.next_a != c.next_b
     prefix = "".join(piece(a.vocab, t) for t in ta[:i] if not a.vocab.is_eog(t))
     assert prefix.endswith(c.shared_text) and len(c.shared_text) == min(40, len(prefix))
-    assert f"generated token {i + 1}" in c.divergence_sentence()
+
+
+def test_a_divergence_part_way_names_the_token_and_quotes_what_came_before(sessions):
+    """B is A with one emitted token changed in round 6: they share everything before it."""
+    from dataclasses import replace as dc_replace
+    from specscope.core.session import Run, Session
+    a = sessions["n3"]
+    events = list(a.run.events)
+    r = 6
+    shared = [t for ev in events[:r] for t in ev.emitted]
+    other = next(t for t in a.prompt_tokens if t != events[r].emitted[0] and not a.vocab.is_eog(t))
+    changed = dc_replace(events[r], emitted=(other,) + events[r].emitted[1:])
+    b = Session(a.settings, a.prompt_text, a.prompt_tokens, dict(a.models), a.vocab,
+                spec=Run("spec"))
+    b.spec.append(events[:r] + [changed] + events[r + 1:])
+    c = compare_sessions(a, b)
+    assert c.differences == () and c.diverge_at == len(shared)
+    text = "".join(a.vocab.piece(t).decode("utf-8") for t in shared)
+    assert c.shared_text == text[-40:]
+    assert c.divergence_sentence() == (
+        f"The outputs first differ at generated token {len(shared) + 1}: after "
+        f"“…{text[-40:]}”, A emits “{a.vocab.piece(events[r].emitted[0]).decode()}” and "
+        f"B “{a.vocab.piece(other).decode()}”.")
 
 def test_a_draft_model_against_an_ngram_type(sessions):
     c = compare_sessions(sessions["n3"], sessions["ngram"])
