@@ -91,6 +91,17 @@ def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_
         w.close()
     folder.rename(tmp_path / "moved")                            # no model where it was recorded
 
+    # the CLI replays the window's recording, with the same statistics
+    import json
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "replay", str(saved),
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["stats"] == json.loads(json.dumps(Session.load(saved).spec.stats.to_dict()))
+    assert doc["stats"]["n_tokens"] == w.stats.n_tokens and doc["speedup"] == auto.speedup
+
     f = make_window(qtbot, tmp_path, name="b", preload=False)
     try:
         assert f.open_session(saved)
