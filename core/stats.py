@@ -19,16 +19,9 @@ from typing import Iterable
 from .events import RoundEvent
 
 
-@dataclass(frozen=True)
-class DrafterStats:
-    """The draft counts of the rounds one drafter (a llama.cpp type) won."""
-    name: str
-    n_draft_rounds: int = 0
-    n_drafted: int = 0
-    n_accept: int = 0
-    drafted_at: tuple[int, ...] = ()
-    accepted_at: tuple[int, ...] = ()
-    accepted_hist: tuple[int, ...] = ()
+class _DraftRates:
+    """Rates derived from draft counts (n_accept, n_drafted, n_draft_rounds, accepted_at,
+    drafted_at), shared by a run's Stats and each drafter's DrafterStats."""
 
     @property
     def acceptance_rate(self) -> float:
@@ -53,7 +46,19 @@ class DrafterStats:
 
 
 @dataclass(frozen=True)
-class Stats:
+class DrafterStats(_DraftRates):
+    """The draft counts of the rounds one drafter (a llama.cpp type) won."""
+    name: str
+    n_draft_rounds: int = 0
+    n_drafted: int = 0
+    n_accept: int = 0
+    drafted_at: tuple[int, ...] = ()
+    accepted_at: tuple[int, ...] = ()
+    accepted_hist: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stats(_DraftRates):
     n_rounds: int = 0
     n_tokens: int = 0                 # tokens emitted
     n_draft_rounds: int = 0           # rounds that verified a draft
@@ -71,18 +76,6 @@ class Stats:
     t_lookup: float = 0.0             # seconds in n-gram lookups (part of t_draft)
 
     @property
-    def acceptance_rate(self) -> float:
-        return self.n_accept / self.n_drafted if self.n_drafted else 0.0
-
-    @property
-    def mean_accepted_length(self) -> float:
-        return 1.0 + self.n_accept / self.n_draft_rounds if self.n_draft_rounds else 1.0
-
-    @property
-    def position_acceptance(self) -> tuple[float, ...]:
-        return tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at))
-
-    @property
     def tokens_per_s(self) -> float:
         return self.n_tokens / self.t_total if self.t_total > 0 else 0.0
 
@@ -95,15 +88,9 @@ class Stats:
         return next((d for d in self.by_drafter if d.name == name), DrafterStats(name))
 
     def to_dict(self) -> dict:
-        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        for key in ("drafted_at", "accepted_at", "accepted_hist"):
-            d[key] = list(d[key])
+        d = super().to_dict()
         d["by_drafter"] = {ds.name: ds.to_dict() for ds in self.by_drafter}
-        d.update(acceptance_rate=self.acceptance_rate,
-                 mean_accepted_length=self.mean_accepted_length,
-                 position_acceptance=list(self.position_acceptance),
-                 tokens_per_s=self.tokens_per_s,
-                 overhead_share=self.overhead_share)
+        d.update(tokens_per_s=self.tokens_per_s, overhead_share=self.overhead_share)
         return d
 
 
