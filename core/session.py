@@ -354,11 +354,8 @@ class Session:
 
     def text(self, run: Run | None = None) -> str:
         """The generated text (end-of-generation tokens left out), from the token pieces."""
-        from .tokentext import TokenText
-        stream, vocab = TokenText(), self.vocab
-        run = run or self.run
-        out = [stream.feed(t, vocab.piece(t))[0] for t in run.tokens if not vocab.is_eog(t)]
-        return "".join(out) + stream.flush()
+        from .tokentext import text_of
+        return text_of(self.vocab, (run or self.run).tokens)
 
     def document(self) -> dict:
         """The run as one JSON document (``specscope run --json``, ``replay --json``, the

@@ -125,13 +125,6 @@ def _side(session) -> Side:
                 n_tokens=st.n_tokens)
 
 
-def _text(session, tokens) -> str:
-    from .tokentext import TokenText
-    stream, vocab = TokenText(), session.vocab
-    out = [stream.feed(t, vocab.piece(t))[0] for t in tokens if not vocab.is_eog(t)]
-    return "".join(out) + stream.flush()
-
-
 def compare_sessions(a, b) -> SessionComparison:
     ta, tb = a.run.tokens, b.run.tokens
     same_prompt = tuple(a.prompt_tokens) == tuple(b.prompt_tokens)
@@ -140,8 +133,9 @@ def compare_sessions(a, b) -> SessionComparison:
         at = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), None)
     shared = next_a = next_b = ""
     if at is not None:
-        shared = _text(a, ta[:at])[-SHOWN_CONTEXT_CHARS:]
-        next_a = _text(a, ta[at:at + 1]) if at < len(ta) else ""
-        next_b = _text(b, tb[at:at + 1]) if at < len(tb) else ""
+        from .tokentext import text_of
+        shared = text_of(a.vocab, ta[:at])[-SHOWN_CONTEXT_CHARS:]
+        next_a = text_of(a.vocab, ta[at:at + 1])
+        next_b = text_of(b.vocab, tb[at:at + 1])
     return SessionComparison(_side(a), _side(b), _differences(a, b), same_prompt, at,
                              shared, next_a, next_b)

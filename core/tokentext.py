@@ -59,6 +59,14 @@ class TokenText:
         return self._decoder.decode(b"", final=True)
 
 
+def text_of(vocab, tokens) -> str:
+    """The text of ``tokens`` (end-of-generation tokens left out): characters split over
+    tokens joined, an incomplete one at the end decoded with replacement."""
+    stream = TokenText()
+    out = [stream.feed(t, vocab.piece(t))[0] for t in tokens if not vocab.is_eog(t)]
+    return "".join(out) + stream.flush()
+
+
 def _char_at(data: bytes, i: int) -> int:
     """Length of the UTF-8 character starting at data[i], or 0 if none starts there."""
     b = data[i]
