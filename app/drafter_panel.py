@@ -18,7 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
-                               QToolButton, QVBoxLayout, QWidget)
+                               QVBoxLayout, QWidget)
 
 from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL, TYPES
 from specscope.core.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,

@@ -238,7 +238,7 @@ class QuantizeDialog(QDialog):
                 item.setText(5, f"{r.seconds:.1f} s")
                 mix = ", ".join(f"{t} ×{k}" for t, k in sorted(r.tensor_types.items(), key=lambda kv: -kv[1]))
                 item.setText(6, mix)
-                item.setToolTip(6, f"tensors of each type in the file" + (
+                item.setToolTip(6, "tensors of each type in the file" + (
                     f"; {r.fallbacks} fell back to another type (rows not a multiple of the block)"
                     if r.fallbacks else ""))
             elif r.error:

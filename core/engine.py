@@ -61,9 +61,8 @@ import numpy as np
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
 from .llama import Batch, Checkpoint, Context, ContextSettings, Model, SamplerChain, resolve_repack
-from .drafters import DRAFT_MODEL, Chain, type_label
+from .drafters import DRAFT_MODEL, type_label
 from .drafters.build import make_chain
-from .drafters.model import top_values  # noqa: F401  (re-exported)
 from .drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from .sampling import SamplerSettings, build_chain
 

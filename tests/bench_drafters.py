@@ -63,14 +63,14 @@ def verify_seconds(engine, tokens: np.ndarray, reps: int) -> list[float]:
     return times
 
 
-def simulate(drafter: "Chain", tokens: np.ndarray, rounds: int, budget: int = 64) -> tuple[list[float], float, int]:
-    """(seconds per round of draft + accept, seconds of begin, tokens accepted) over ``rounds``
-    rounds past a CONTEXT-token prompt."""
+def simulate(chain, tokens: np.ndarray, rounds: int, budget: int = 64) -> tuple[list[float], float, int]:
+    """``chain`` (a drafters.Chain) on the history: (seconds per round of draft + accept,
+    seconds of begin, tokens accepted) over ``rounds`` rounds past a CONTEXT-token prompt."""
     history = np.zeros(len(tokens) + 1, dtype=np.int32)
     history[:len(tokens)] = tokens
     cur = CONTEXT - 1                      # history[:cur] is in the cache; tokens[cur] is id_last
     t = time.perf_counter()
-    drafter.begin(history[:cur])
+    chain.begin(history[:cur])
     t_begin = time.perf_counter() - t
     per_round, accepted_total = [], 0
     clock = time.perf_counter
@@ -79,7 +79,7 @@ def simulate(drafter: "Chain", tokens: np.ndarray, rounds: int, budget: int = 64
             break
         id_last = int(tokens[cur])
         t = clock()
-        proposal = drafter.draft(history[:cur], id_last, budget)
+        proposal = chain.draft(history[:cur], id_last, budget)
         t_draft = clock() - t
         draft = proposal.tokens[:budget]
         truth = tokens[cur + 1:cur + 1 + len(draft)]
@@ -87,7 +87,7 @@ def simulate(drafter: "Chain", tokens: np.ndarray, rounds: int, budget: int = 64
         while n_acc < len(draft) and n_acc < len(truth) and draft[n_acc] == truth[n_acc]:
             n_acc += 1
         t = clock()
-        drafter.accept(n_acc)
+        chain.accept(n_acc)
         per_round.append(t_draft + clock() - t)
         accepted_total += n_acc
         cur += 1 + n_acc                   # id_last and the accepted tokens join the history

@@ -20,9 +20,8 @@ from specscope.app.token_view import (ACCEPTED, COPIED_COLORS, MATCH_COLORS,  # 
                                       SOURCE_COLORS)
 from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.drafters import TYPES  # noqa: E402
-from specscope.core.errors import ConfigError  # noqa: E402
 
-RUN_TIMEOUT_MS = 120_000
+from test_app_window import RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings  # noqa: E402,F401 - fixtures
 # a text that repeats itself: ngram-simple (n 2, m 6) drafts from its earlier lines
 REPEATING = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n"
 
@@ -114,27 +113,10 @@ def test_the_picker_settings_round_trip(picker, qtbot):
 
 
 # ------------------------------------------------------------------ the window on the demo pair
-@pytest.fixture(scope="module")
-def pair(request):
-    from specscope.core.demo import DEMO_FOREIGN_DRAFT, demo_pair, models_dir
-    try:
-        target, draft = demo_pair()
-        foreign = models_dir() / DEMO_FOREIGN_DRAFT
-        if foreign.is_file():
-            return target, draft, foreign
-        return target, draft, request.getfixturevalue("tiny_models")["foreign"]
-    except ConfigError:
-        pytest.skip("n-gram drafts need a target that repeats its prompt: the demo pair")
-
-
 @pytest.fixture
-def window(qtbot, pair, tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECSCOPE_LOG_DIR", str(tmp_path / "log"))
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(Path(pair[0]), Path(pair[1]), settings=settings, preload=False)
-    w.resize(1440, 900)
-    w.show()
-    qtbot.waitUntil(lambda: w.panels_ready and w.report is not None, timeout=30_000)
+def window(qtbot, pair, settings):  # noqa: F811 - the fixtures of test_app_window
+    w = open_window(qtbot, pair, settings, preload=False)
+    qtbot.waitUntil(lambda: w.report is not None, timeout=30_000)
     w.params.n_predict.setValue(64)
     w.params.n_ctx.setValue(512)
     w.prompt.chat.setChecked(False)
@@ -145,12 +127,6 @@ def window(qtbot, pair, tmp_path, monkeypatch):
     d.size_m["ngram-simple"].setValue(6)
     yield w
     w.close()
-
-
-def run_and_wait(qtbot, w, action) -> str:
-    with qtbot.waitSignal(w.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
-        action()
-    return blocker.args[1]
 
 
 def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, pair):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -20,7 +19,7 @@ from specscope.core.demo import demo_pair  # noqa: E402
 from specscope.core.events import RoundEvent  # noqa: E402
 from specscope.core.session import Run, Session  # noqa: E402
 
-RUN_TIMEOUT_MS = 120_000
+from test_app_window import run_and_wait  # noqa: E402,F401 - also for test_app_pace
 STATS_KEYS = ("tokens", "n_drafted", "n_accept", "acceptance", "mean_len", "tps", "speedup")
 
 
@@ -39,12 +38,6 @@ def make_window(qtbot, tmp_path, pair=(None, None), name="a", **kw) -> MainWindo
     w.show()
     qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
     return w
-
-
-def run_and_wait(qtbot, w, action) -> str:
-    with qtbot.waitSignal(w.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
-        action()
-    return blocker.args[1]
 
 
 def views(w) -> dict:

@@ -1,8 +1,6 @@
 """The drafter chain (llama.cpp's --spec-type), and n-gram drafting in the engine on the demo
 pair with real llama.cpp."""
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -16,9 +14,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.sampling import SamplerSettings
 from specscope.core.stats import fold
 
-import sys, pathlib  # noqa: E401
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from drafter_oracle import oracle_rounds  # noqa: E402
+from drafter_oracle import oracle_rounds
 
 REPEATING = ("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
              "def mul(a, b):\n")

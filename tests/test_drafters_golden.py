@@ -8,13 +8,11 @@ replays those sequences through SpecScope's drafters and requires the same draft
 
 import json
 import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from conformance_drafters import chain_from_flags  # noqa: E402
-from drafter_oracle import oracle_rounds  # noqa: E402
+from conformance_drafters import chain_from_flags
+from drafter_oracle import oracle_rounds
 
 GOLDEN = json.loads((pathlib.Path(__file__).parent / "data" / "drafter_golden.json").read_text())
 CASES = GOLDEN["cases"]

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from specscope.core.engine import Engine, EngineSettings, SpecSettings, top_values
+from specscope.core.drafters.model import top_values
+from specscope.core.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError, ModelFileError
 from specscope.core.sampling import SamplerSettings
 from specscope.core.stats import fold

@@ -67,7 +67,7 @@ class Chain:
         self.drafters = sorted(drafters, key=lambda d: order[d.name])
         self.looks_up = any(d.name != DRAFT_MODEL for d in self.drafters)   # any n-gram type
         self.last: Drafter | None = None      # llama.cpp's impl_last: kept across rounds
-        self.t_lookup = 0.0                   # seconds in n-gram drafters during the last call
+        self.t_lookup = 0.0                   # seconds in n-gram drafters in the last draft()
 
     def begin(self, prompt: np.ndarray) -> None:
         for d in self.drafters:
@@ -90,13 +90,11 @@ class Chain:
         return proposal
 
     def accept(self, n_accepted: int) -> None:
-        t = time.perf_counter()
         if self.last is not None:
             self.last.accept(n_accepted, True)
         for d in self.drafters:
             if d is not self.last:
                 d.accept(n_accepted, False)
-        self.t_lookup += time.perf_counter() - t
 
 
 __all__ = ["TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DESCRIPTIONS", "Chain", "Drafter", "Proposal",

@@ -11,7 +11,7 @@ afresh.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,12 +39,7 @@ class Proposal:
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
         if len(self.tokens) <= n:
             return self
-        return _replace(self, tokens=self.tokens[:n], probs=self.probs[:n], stop="budget")
-
-
-def _replace(p: Proposal, **kw) -> Proposal:
-    from dataclasses import replace
-    return replace(p, **kw)
+        return replace(self, tokens=self.tokens[:n], probs=self.probs[:n], stop="budget")
 
 
 class Drafter:
