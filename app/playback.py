@@ -171,12 +171,15 @@ class Scrubber(QtWidgets.QWidget):
 
     def set_total(self, n: int) -> None:
         """n rounds exist now; a slider at the end follows them (live), elsewhere it stays."""
-        follow = self.at_end
-        self._total = n
+        self.show_at(n if self.at_end else self.slider.value(), n)
+
+    def show_at(self, k: int, total: int) -> None:
+        """Show round k of ``total`` without asking for it (``seek`` is not emitted): the
+        window moved there itself (a new run, an opened session, a replay)."""
+        self._total = total
         self.slider.blockSignals(True)
-        self.slider.setRange(0, n)
-        if follow:
-            self.slider.setValue(n)
+        self.slider.setRange(0, total)
+        self.slider.setValue(k)
         self.slider.blockSignals(False)
         self._label()
 

@@ -144,8 +144,7 @@ class SessionActions:
         self.cost_panel.clear()
         self.stats_bar.clear()
         self.token_view.append_events(session.run.events)
-        self.scrubber.set_total(0)
-        self.scrubber.set_total(len(session.run.events))
+        self.scrubber.show_at(len(session.run.events), len(session.run.events))
         self._stats_stale = True
         self._fold()
         self._panels_dirty = True

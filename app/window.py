@@ -800,7 +800,7 @@ class MainWindow(QMainWindow, SessionActions):
             self.timeline.clear()
         self.round_view.clear()
         self.stats_bar.clear()
-        self.scrubber.set_total(0)
+        self.scrubber.show_at(0, 0)
         if self.active is None:
             self.stats_bar.set_state("Idle")
 
@@ -860,7 +860,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.playback.clear()
         self._replaying = False
         self._view_upto = None
-        self.scrubber.set_total(0)
+        self.scrubber.show_at(0, 0)
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
         spec = self.active.spec
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
@@ -998,11 +998,7 @@ class MainWindow(QMainWindow, SessionActions):
         if self._replaying:
             shown = len(self.events)
             self.show_upto(shown + len(events))
-            self.scrubber.set_total(len(self.session.run.events))
-            self.scrubber.slider.blockSignals(True)
-            self.scrubber.slider.setValue(len(self.events))
-            self.scrubber.slider.blockSignals(False)
-            self.scrubber._label()
+            self.scrubber.show_at(len(self.events), len(self.session.run.events))
             if self._view_upto is None:
                 self._replaying = False
                 self.stats_bar.set_state(f"Replayed {len(self.events)} rounds")
