@@ -89,6 +89,6 @@ def spec_from_flags(flags: list[str]):
 def spec_params(spec) -> dict:
     """The enabled n-gram types' parameters, for JSON output and session headers."""
     from dataclasses import asdict
-    fields = {"ngram-simple": "ngram_simple", "ngram-map-k": "ngram_map_k",
-              "ngram-map-k4v": "ngram_map_k4v", "ngram-mod": "ngram_mod", "ngram-cache": "ngram_cache"}
-    return {t: asdict(getattr(spec, fields[t])) for t in spec.types if t in fields}
+
+    from .drafters import NGRAM_TYPES
+    return {t: asdict(spec.params(t)) for t in spec.types if t in NGRAM_TYPES}

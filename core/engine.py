@@ -61,7 +61,7 @@ import numpy as np
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
 from .llama import Batch, Checkpoint, Context, ContextSettings, Model, SamplerChain, resolve_repack
-from .drafters import DRAFT_MODEL, type_label
+from .drafters import DRAFT_MODEL, NGRAM_TYPES, type_label
 from .drafters.build import make_chain
 from .drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from .sampling import SamplerSettings, build_chain
@@ -98,11 +98,8 @@ class SpecSettings:
             raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
-        self.ngram_simple.validate("ngram-simple")
-        self.ngram_map_k.validate("ngram-map-k")
-        self.ngram_map_k4v.validate("ngram-map-k4v")
-        self.ngram_mod.validate()
-        self.ngram_cache.validate()
+        for type_name in NGRAM_TYPES:
+            self.params(type_name).validate(type_name)
 
     @property
     def uses_draft_model(self) -> bool:
@@ -112,6 +109,10 @@ class SpecSettings:
     def label(self) -> str:
         """The chain's name in tables: its types joined by '>' (drafters.type_label)."""
         return type_label(self.types)
+
+    def params(self, type_name: str):
+        """An n-gram type's parameters (``ngram-map-k`` -> ``self.ngram_map_k``)."""
+        return getattr(self, type_name.replace("-", "_"))
 
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
@@ -333,7 +334,6 @@ class Run:
         e, spec = self.engine, self.spec
         tgt = e.tgt
         dft = e.dft if spec.uses_draft_model else None     # the draft model's context, if drafting
-        dft_ckpt_saver = e.dft_checkpoint if dft is not None else None
         n_ctx = tgt.n_ctx
         n_past = len(self.prompt_tokens) - 1   # the caches hold [0, n_past)
         id_last = self.prompt_tokens[-1]       # sampled, not yet evaluated
@@ -356,8 +356,8 @@ class Run:
                 draft = list(replay)
             else:
                 budget = min(n_ctx - n_past - 2, self.n_predict - len(self.tokens) - 1)
-                if dft_ckpt_saver is not None and not e.dft_removable:
-                    dft_ckpt = self._timed(tm, "draft", dft_ckpt_saver.save)
+                if dft is not None and e.dft_checkpoint is not None:   # cannot drop rows
+                    dft_ckpt = self._timed(tm, "draft", e.dft_checkpoint.save)
                 if budget > 0:
                     proposal = chain.draft(history[:n_past], id_last, budget)
                     tm.lookup += chain.t_lookup

@@ -90,8 +90,7 @@ def _differences(a, b) -> tuple[str, ...]:
             for field in ("n_max", "n_min", "p_min", "sync"):
                 differ(field, getattr(spa, field), getattr(spb, field))
         for t in sorted(types - {"draft-simple"}):
-            field = t.replace("-", "_")
-            differ(t, _params(getattr(spa, field)), _params(getattr(spb, field)))
+            differ(t, _params(spa.params(t)), _params(spb.params(t)))
     differ("sampler", sa.sampler.describe() if hasattr(sa.sampler, "describe") else sa.sampler,
            sb.sampler.describe() if hasattr(sb.sampler, "describe") else sb.sampler)
     differ("n_predict", sa.n_predict, sb.n_predict)

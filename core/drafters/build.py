@@ -8,17 +8,16 @@ from . import Chain, Drafter
 def make_drafter(type_name: str, spec, engine=None) -> Drafter:
     if type_name == "ngram-simple":
         from .ngram_simple import NgramSimple
-        return NgramSimple(spec.ngram_simple)
+        return NgramSimple(spec.params(type_name))
     if type_name in ("ngram-map-k", "ngram-map-k4v"):
         from .ngram_map import NgramMap
-        key_only = type_name == "ngram-map-k"
-        return NgramMap(spec.ngram_map_k if key_only else spec.ngram_map_k4v, key_only=key_only)
+        return NgramMap(spec.params(type_name), key_only=type_name == "ngram-map-k")
     if type_name == "ngram-mod":
         from .ngram_mod import NgramMod
-        return NgramMod(spec.ngram_mod)
+        return NgramMod(spec.params(type_name))
     if type_name == "ngram-cache":
         from .ngram_cache import NgramCache
-        return NgramCache(spec.ngram_cache)
+        return NgramCache(spec.params(type_name))
     if type_name == "draft-simple":
         from .model import DraftModel
         return DraftModel(engine, spec)
