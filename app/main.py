@@ -15,6 +15,8 @@ ORG_NAME = "SpecScope"
 
 # for tests and the smoke test: quit after this many milliseconds
 QUIT_AFTER_ENV = "SPECSCOPE_QUIT_AFTER_MS"
+# with it: save the window as a PNG to this file just before quitting (the bundle's test)
+SCREENSHOT_ENV = "SPECSCOPE_SCREENSHOT"
 # for the benchmark: time.time() when the process was started; the window prints how long it took
 STARTUP_T0_ENV = "SPECSCOPE_STARTUP_T0"
 
@@ -151,7 +153,12 @@ def main(model: Path | None = None, draft: Path | None = None, session: Path | N
                                            file=sys.stderr, flush=True))
     quit_after = os.environ.get(QUIT_AFTER_ENV)
     if quit_after:
-        QTimer.singleShot(int(quit_after), window.close)
+        def quit_() -> None:
+            shot = os.environ.get(SCREENSHOT_ENV)
+            if shot:
+                window.grab().save(shot)
+            window.close()
+        QTimer.singleShot(int(quit_after), quit_)
     try:
         return app.exec()
     finally:

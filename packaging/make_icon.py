@@ -18,7 +18,7 @@ SIZE = 256
 
 
 def main() -> int:
-    app = QGuiApplication(sys.argv[:1])  # noqa: F841 (fonts and painting need one)
+    app = QGuiApplication(sys.argv[:1])         # painting needs one
     renderer = QSvgRenderer(str(HERE / "specscope.svg"))
     if not renderer.isValid():
         print(f"{HERE / 'specscope.svg'}: not a valid SVG", file=sys.stderr)
@@ -32,6 +32,7 @@ def main() -> int:
     out = HERE / "specscope.png"
     image.save(str(out))
     print(out)
+    del app
     return 0
 
 
