@@ -109,7 +109,8 @@ class RunSettings:
             if not isinstance(d[name], tp) or (tp is int and isinstance(d[name], bool)):
                 raise PlainError(f"settings.{name} has the wrong type ({type(d[name]).__name__})")
         try:
-            spec = None if d["spec"] is None else from_plain(SpecSettings, d["spec"], "settings.spec")
+            spec = None if d["spec"] is None else from_plain(    # files from before synthetic acceptance
+                SpecSettings, {"synth_len": -1.0, "synth_rates": [], **d["spec"]}, "settings.spec")
             return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
                        d["n_predict"], d["prompt"], d["chat"], d["system"])
@@ -124,6 +125,9 @@ class RunSettings:
         if self.spec is not None:
             d.update(spec_type=list(self.spec.types), n_max=self.spec.n_max, n_min=self.spec.n_min,
                      p_min=self.spec.p_min, sync=self.spec.sync, ngram=spec_params(self.spec))
+            if self.spec.synthetic:
+                from .synth import WARNING
+                d.update(synthetic_rates=list(self.spec.synth_rates_resolved()), warning=WARNING)
         return d
 
 
