@@ -126,11 +126,11 @@ def test_a_drafted_end_of_generation_token_is_never_accepted(demo):
 def test_rates_zero_accept_nothing_and_emit_the_targets_own_tokens(demo):
     """The draft model still drafts every round, none of it is kept: each round emits the
     target's own sample, so the text is the target's alone (greedy, deterministic kernels)."""
-    r, events = run(demo, SpecSettings(n_max=3, synth_rates=(0.0, 0.0, 0.0)), n_predict=32)
+    r, events = run(demo, SpecSettings(n_max=3, synth_rates=(0.0, 0.0, 0.0)), n_predict=20)
     spec_rounds = [ev for ev in events if ev.mode == "spec"]
     assert spec_rounds and all(len(ev.drafted) == 3 for ev in spec_rounds[:-3])   # then the budget
     assert all(ev.n_accepted == 0 and len(ev.emitted) == 1 for ev in events)
-    base = demo.baseline(PROMPT, SamplerSettings(), 32)
+    base = demo.baseline(PROMPT, SamplerSettings(), 20)
     list(base)
     assert r.tokens == base.tokens
 
@@ -139,9 +139,9 @@ def test_a_fixed_seed_reproduces_the_run_and_another_seed_does_not(demo):
     sampled = SamplerSettings(temperature=0.8, seed=7)
     spec = SpecSettings(n_max=3, synth_len=2.5)
     key = lambda events: [(ev.drafted, ev.n_accepted, ev.emitted) for ev in events]
-    first = key(run(demo, spec, sampled)[1])
-    assert key(run(demo, spec, sampled)[1]) == first
-    other = key(run(demo, spec, SamplerSettings(temperature=0.8, seed=8))[1])
+    first = key(run(demo, spec, sampled, n_predict=24)[1])
+    assert key(run(demo, spec, sampled, n_predict=24)[1]) == first
+    other = key(run(demo, spec, SamplerSettings(temperature=0.8, seed=8), n_predict=24)[1])
     assert other != first
 
 
@@ -203,3 +203,60 @@ def test_a_grammar_or_repetition_penalty_is_refused(demo):
     spec = SpecSettings(n_max=3, synth_len=2.0)
     with pytest.raises(ConfigError, match="grammar or a repetition penalty"):
         demo.speculative(PROMPT, spec, SamplerSettings(repeat_penalty=1.1), 8)
+
+
+# ----------------------------------------------------------------------------- CLI and the sweep
+
+def test_run_with_synthetic_acceptance_says_loudly_the_text_is_not_output(capsys):
+    from specscope.core.cli import main
+    code = main(["run", "-n", "8", "--spec-synth-len", "2.5", "--no-probe"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "NOT valid output" in err and "mean length = 2.500000" in err
+    assert out.startswith("!!! synthetic acceptance") and out.count("NOT valid output") == 2
+    code = main(["run", "-n", "8", "--spec-synth-rates", "1,0.5,0.25", "--json", "--no-probe"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["synthetic_rates"] == [1.0, 0.5, 0.25]
+    assert "NOT valid output" in doc["settings"]["warning"] and doc["stats"]["synthetic"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--spec-synth-rates", "0.5,0.4"], "synthetic acceptance rates must contain 3 values, got 2"),
+    (["--spec-synth-len", "5"], "synthetic acceptance length must be finite and within [1, 4]"),
+    (["--spec-synth-rates", "0.5,0.6,0.1"], "monotonically non-increasing"),
+    (["--spec-synth-len", "2", "--spec-synth-rates", "1,1,1"], "mutually exclusive"),
+])
+def test_bad_synthetic_flags_are_one_line(capsys, flags, message):
+    from specscope.core.cli import main
+    code = main(["run", "-n", "4", "--no-probe", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_synthetic_value_llama_cpp_cannot_parse_is_refused(capsys):
+    from specscope.core.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--spec-synth-rates", "1,x"])
+    assert exc.value.code == 2 and "invalid value" in capsys.readouterr().err
+
+
+def test_the_sweep_measures_each_level_beside_both_predictions(tmp_path, monkeypatch):
+    """Two levels at the extremes: L = 1 keeps nothing, L = n + 1 keeps every draft token."""
+    from specscope.core.sweep import SweepSettings
+    from specscope.core.synth_sweep import run_synth_sweep, synth_levels
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    target, draft = demo_pair()
+    s = SweepSettings(target=target, drafts=(draft,), n_values=(2,), prompts=(("p", PROMPT),),
+                      n_predict=12, calibration_s=0.2, use_cache=False)
+    curve = run_synth_sweep(s, (1.0, 3.0))
+    assert [p.synth_len for p in curve.points] == [1.0, 3.0]
+    low, high = curve.points
+    assert low.row.acceptance == 0.0 and low.row.mean_accepted_length == 1.0 and low.alpha == 0.0
+    assert high.row.acceptance == 1.0 and high.row.mean_accepted_length == 3.0 and high.alpha == 1.0
+    for p in curve.points:
+        assert p.row.measured_speedup > 0 and p.row.calibrated_speedup > 0
+    assert high.row.textbook_speedup > low.row.textbook_speedup
+    assert high.row.calibrated_speedup > low.row.calibrated_speedup
+    assert curve.textbook(1.0) == pytest.approx(3.0 / (2 * curve.calibration.f + 1))
+    assert "measured" in curve.lines()[2] and len(curve.lines()) == 5
+    assert synth_levels(4) == (1.0, 1.8, 2.6, 3.4, 4.2, 5.0)
