@@ -282,9 +282,6 @@ class CostPanel(QtWidgets.QWidget):
         self._summary.setMinimumHeight(QtGui.QFontMetrics(self._summary.font()).lineSpacing() * 3)
         self._summary.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
         self._arrange(wide=False)
-        from .synth_view import SynthCurveView     # the measured synthetic-acceptance curve
-        self.synth = SynthCurveView()
-        self._layout.addWidget(self.synth, 4, 0, 1, 2)
 
         self._alpha_slider.valueChanged.connect(self._alpha_moved)
         self._f_slider.valueChanged.connect(self._f_moved)

@@ -133,8 +133,15 @@ class MainWindow(QMainWindow, SessionActions):
         scroll = QScrollArea()              # the cost model is tall: scroll rather than squeeze it
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.cost_panel)
-        self.cost_panel.synth.source = self._synth_sweep_settings
+        from .synth_view import SynthCurveView      # below it: the measured synthetic curve
+        self.synth_view = SynthCurveView()
+        self.synth_view.source = self._synth_sweep_settings
+        cost_page = QWidget()
+        cost_lay = QVBoxLayout(cost_page)
+        cost_lay.setContentsMargins(0, 0, 0, 0)
+        cost_lay.addWidget(self.cost_panel, 1)
+        cost_lay.addWidget(self.synth_view)
+        scroll.setWidget(cost_page)
         for index, (page, title) in enumerate(((self.plots, "Plots"), (scroll, "Cost model"))):
             old = self.tabs.widget(index)
             self.tabs.removeTab(index)
@@ -244,7 +251,7 @@ class MainWindow(QMainWindow, SessionActions):
         tl.addWidget(self.scrubber)
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
-        self.plots = self.cost_panel = self.compare = None     # see _build_panels
+        self.plots = self.cost_panel = self.compare = self.synth_view = None     # see _build_panels
         self.timeline = self.session_compare = None
         self.panels_ready = False
         self._restore_tab = self._restore_workspace = None
@@ -1314,8 +1321,8 @@ class MainWindow(QMainWindow, SessionActions):
         ok = self.worker_thread.wait(timeout_ms)
         if self.compare is not None:
             ok = self.compare.shutdown(timeout_ms) and ok
-        if self.cost_panel is not None:
-            ok = self.cost_panel.synth.shutdown(timeout_ms) and ok
+        if self.synth_view is not None:
+            ok = self.synth_view.shutdown(timeout_ms) and ok
         self.doctor_thread.quit()
         ok = self.doctor_thread.wait(timeout_ms) and ok
         if not ok:

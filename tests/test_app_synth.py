@@ -54,7 +54,7 @@ def test_a_synthetic_run_is_marked_and_the_cost_panel_measures_the_curve(qtbot, 
         run_and_wait(qtbot, w, w.run_clicked)
         assert not w.synth_warning.isVisible() and not w.stats_bar.synthetic.isVisible()
 
-        view = w.cost_panel.synth
+        view = w.synth_view
         s = w._synth_sweep_settings()
         assert s.n_values == (3,) and s.drafts == (pair[1],)
         from dataclasses import replace
