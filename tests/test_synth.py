@@ -260,3 +260,20 @@ def test_the_sweep_measures_each_level_beside_both_predictions(tmp_path, monkeyp
     assert curve.textbook(1.0) == pytest.approx(3.0 / (2 * curve.calibration.f + 1))
     assert "measured" in curve.lines()[2] and len(curve.lines()) == 5
     assert synth_levels(4) == (1.0, 1.8, 2.6, 3.4, 4.2, 5.0)
+
+
+def test_a_checkpointed_round_is_replayed_with_its_synthetic_decisions(tiny_models):
+    """A recurrent target cannot drop rows: after a partial acceptance both contexts are
+    restored and the next round re-verifies the decided tokens; as llama-server does on
+    replay, every replayed token is kept, with no new draw."""
+    import ggufgen
+    no_eog = ((len(ggufgen.bpe_vocab()[0]) - 1, -math.inf),)
+    with Engine(tiny_models["mamba"], tiny_models["mamba_draft"], EngineSettings(n_ctx=256)) as e:
+        r = e.speculative("def f(x):", SpecSettings(n_max=3, synth_len=2.5),
+                          SamplerSettings(logit_bias=no_eog), 40)
+        events = list(r)
+    modes = [ev.mode for ev in events]
+    assert "checkpoint" in modes and r.finish == "n_predict" and len(r.tokens) == 40
+    for before, ev in zip(events, events[1:]):
+        if before.mode == "checkpoint":
+            assert ev.mode == "replay" and ev.replayed == before.emitted
