@@ -16,8 +16,9 @@ Line 1, the header, an object:
     format    "specscope-session"
     version   1 (a reader refuses a newer version)
     settings  {"target": path, "draft": path | null, "engine": EngineSettings,
-               "spec": SpecSettings | null (types, n_max, n_min, p_min, sync and every
-               n-gram type's parameters), "sampler": SamplerSettings (logit_bias as
+               "spec": SpecSettings | null (types, n_max, n_min, p_min, sync, every
+               n-gram type's parameters, synth_len and synth_rates: synthetic acceptance,
+               absent in older files), "sampler": SamplerSettings (logit_bias as
                [token, bias] pairs; a bias of -inf is written -Infinity, as Python's json
                does), "n_predict": int, "prompt": str, "chat": bool, "system": str | null}
     models    {"target": identity, "draft": identity | null}; an identity is
