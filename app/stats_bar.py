@@ -62,6 +62,13 @@ class StatsBar(QFrame):
                 v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
             lay.addWidget(v)
             self.values[key] = v
+        self.synthetic = QLabel("⚠ SYNTHETIC: not valid output")
+        self.synthetic.setToolTip("This run used synthetic acceptance (benchmark only): draft tokens "
+                                  "were kept at random, so its text is not the target's output; "
+                                  "its timings and speed-up are real")
+        self.synthetic.setStyleSheet("color:#ffffff; background:#b42318; font-weight:bold; padding:1px 4px")
+        self.synthetic.setVisible(False)
+        lay.addWidget(self.synthetic)
         lay.addStretch(1)
         self.set_state("Idle")
 
@@ -83,10 +90,12 @@ class StatsBar(QFrame):
         for key, v in self.values.items():
             if key != "state":
                 v.setText("–")
+        self.synthetic.setVisible(False)
 
     def update_stats(self, stats, speedup: float | None, baseline: bool = False,
                      no_speedup: str = "– (no baseline yet)") -> None:
         v = self.values
+        self.synthetic.setVisible(bool(getattr(stats, "synthetic", False)))
         v["tokens"].setText(f"{stats.n_tokens} ({stats.n_rounds} rounds)")
         if baseline:
             for key in ("n_drafted", "n_accept", "acceptance", "mean_len", "speedup"):

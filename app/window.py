@@ -133,7 +133,15 @@ class MainWindow(QMainWindow, SessionActions):
         scroll = QScrollArea()              # the cost model is tall: scroll rather than squeeze it
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.cost_panel)
+        from .synth_view import SynthCurveView      # below it: the measured synthetic curve
+        self.synth_view = SynthCurveView()
+        self.synth_view.source = self._synth_sweep_settings
+        cost_page = QWidget()
+        cost_lay = QVBoxLayout(cost_page)
+        cost_lay.setContentsMargins(0, 0, 0, 0)
+        cost_lay.addWidget(self.cost_panel, 1)
+        cost_lay.addWidget(self.synth_view)
+        scroll.setWidget(cost_page)
         for index, (page, title) in enumerate(((self.plots, "Plots"), (scroll, "Cost model"))):
             old = self.tabs.widget(index)
             self.tabs.removeTab(index)
@@ -227,6 +235,12 @@ class MainWindow(QMainWindow, SessionActions):
         title_row.addWidget(self.show_rejected)
         tl.addLayout(title_row)
         tl.addWidget(self.legend)
+        from .drafter_panel import SYNTH_WARNING
+        self.synth_warning = QLabel(SYNTH_WARNING)       # shown while a synthetic run is shown
+        self.synth_warning.setWordWrap(True)
+        self.synth_warning.setStyleSheet("color:#ffffff; background:#b42318; font-weight:bold; padding:4px")
+        self.synth_warning.setVisible(False)
+        tl.addWidget(self.synth_warning)
         tl.addWidget(self.token_view, 1)
         self.playback = Playback(self)
         self.playback.released.connect(self._released)
@@ -237,7 +251,7 @@ class MainWindow(QMainWindow, SessionActions):
         tl.addWidget(self.scrubber)
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
-        self.plots = self.cost_panel = self.compare = None     # see _build_panels
+        self.plots = self.cost_panel = self.compare = self.synth_view = None     # see _build_panels
         self.timeline = self.session_compare = None
         self.panels_ready = False
         self._restore_tab = self._restore_workspace = None
@@ -696,6 +710,29 @@ class MainWindow(QMainWindow, SessionActions):
                           self.params.n_predict.value(), step=step, chat=self.prompt.chat_enabled(),
                           system=self.prompt.system_text())
 
+    def _synth_sweep_settings(self):
+        """What the cost panel's synthetic-acceptance sweep measures: the chosen pair with
+        draft-simple at the drafter box's n_max, sync and p_min, the prompt and sampler, at most
+        64 tokens a run (core/synth_sweep.py)."""
+        from dataclasses import replace
+
+        from specscope.core.errors import ConfigError
+        from specscope.core.sweep import SweepSettings
+        t, d = self.pair_panel.pair()
+        if t is None or d is None:
+            raise ConfigError("the synthetic sweep needs a target and a draft model")
+        if self.mode != "idle" or (self.compare is not None and self.compare.running):
+            raise ConfigError("wait until the run or the Compare sweep ends: both would share the cores")
+        spec = replace(self.params.spec_settings(), synth_len=-1.0, synth_rates=())
+        if spec.n_max < 1:
+            raise ConfigError("set draft-simple's n_max to 1 or more")
+        return SweepSettings(target=Path(t), drafts=(Path(d),), n_values=(spec.n_max,),
+                             prompts=(("prompt", self.prompt.text()),),
+                             n_predict=max(2, min(64, self.params.n_predict.value())),
+                             sampler=self.params.sampler_settings(), engine=self._engine_settings(),
+                             sync=spec.sync, p_min=spec.p_min, spec=spec,
+                             chat=self.prompt.chat_enabled(), system=self.prompt.system_text())
+
     def _sweep_running(self) -> bool:
         """True (and says so) while a Compare sweep runs: a run now would compete with it for the
         cores and spoil both measurements."""
@@ -800,6 +837,7 @@ class MainWindow(QMainWindow, SessionActions):
             self.timeline.clear()
         self.round_view.clear()
         self.stats_bar.clear()
+        self.synth_warning.setVisible(False)
         self.scrubber.show_at(0, 0)
         if self.active is None:
             self.stats_bar.set_state("Idle")
@@ -1166,6 +1204,7 @@ class MainWindow(QMainWindow, SessionActions):
         if stats is None or self.session is None:
             return
         baseline = self.session.kind == "baseline"
+        self.synth_warning.setVisible(stats.synthetic)
         note = "– (step mode)" if req is not None and req.step else "– (no baseline yet)"
         self.stats_bar.update_stats(stats, None if baseline else self._speedup(stats), baseline, note)
 
@@ -1282,6 +1321,8 @@ class MainWindow(QMainWindow, SessionActions):
         ok = self.worker_thread.wait(timeout_ms)
         if self.compare is not None:
             ok = self.compare.shutdown(timeout_ms) and ok
+        if self.synth_view is not None:
+            ok = self.synth_view.shutdown(timeout_ms) and ok
         self.doctor_thread.quit()
         ok = self.doctor_thread.wait(timeout_ms) and ok
         if not ok:

@@ -244,6 +244,8 @@ def cmd_generate(args) -> int:
     from .session import RunSettings, Session
     speculative = args.command == "run"
     spec = spec_from_args(args) if speculative else None
+    if spec is not None and spec.synthetic:
+        print(synth_banner(spec), file=sys.stderr)
     target, draft = resolve_models(args, draft=bool(spec and spec.uses_draft_model))
     prompt = read_prompt(args)
     if args.system is not None and not args.chat:
@@ -295,10 +297,15 @@ def print_session(session, args) -> None:
         json.dump(session.document(), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
+    spec = session.settings.spec if session.kind == "spec" else None
     if getattr(args, "stream", False):
         sys.stdout.write("\n\n")
     else:
+        if spec is not None and spec.synthetic:
+            print(synth_banner(spec))
         sys.stdout.write(session.prompt_text + session.text() + "\n\n")
+    if spec is not None and spec.synthetic:
+        print(synth_banner(spec))
     from .events import Prefill
     run = session.run
     prefill = Prefill(session.prompt_tokens, run.prefill_s)
@@ -306,6 +313,12 @@ def print_session(session, args) -> None:
     if session.speedup is not None:
         print(f"speed-up:  {session.speedup:.2f}x against the baseline "
               f"({session.baseline.stats.tokens_per_s:.1f} tokens/s)")
+
+
+def synth_banner(spec) -> str:
+    """The loud lines of a synthetic-acceptance run (core/synth.py)."""
+    from .synth import WARNING, describe
+    return f"!!! {WARNING} !!!\n!!! {describe(spec.synth_rates_resolved())} !!!"
 
 
 def cmd_replay(args) -> int:

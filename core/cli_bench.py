@@ -63,6 +63,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
     g.add_argument("-r", "--repeats", type=int, default=1,
                    help="runs per cell, each with its own baseline (default 1)")
+    g.add_argument("--synth-sweep", action="store_true",
+                   help="measure speed-up against acceptance on this machine: run the pair (first "
+                        "draft, largest n) at several synthetic mean accepted lengths (llama.cpp's "
+                        "benchmark-only --spec-synth-len; the text is not valid output) beside the "
+                        "textbook and calibrated predictions")
+    g.add_argument("--synth-levels", default=None, metavar="L[,L...]",
+                   help="with --synth-sweep: the mean accepted lengths (default 6 levels from 1 "
+                        "to n + 1)")
     g.add_argument("--alpha", type=float, default=None,
                    help="also predict with an assumed per-token acceptance α")
     g.add_argument("--no-lossless", action="store_true", help="skip the lossless check")
@@ -176,7 +184,8 @@ def settings_from_args(args):
         n_values=n_values, prompts=tuple(_prompts(args)),
         n_predict=args.n_predict, sampler=_sampler(args, Path(target)),
         engine=engine_settings(args), sync=args.sync, p_min=args.spec_draft_p_min,
-        repeats=args.repeats, alpha=args.alpha, lossless=not args.no_lossless,
+        repeats=args.repeats, alpha=args.alpha,
+        lossless=not args.no_lossless and not spec.synthetic,     # synthetic text is not output
         recalibrate=args.recalibrate, use_cache=not args.no_cache,
         near_tie=NEAR_TIE_LOGIT_GAP if args.near_tie is None else args.near_tie,
         calibration_s=TIME_BUDGET_S if args.calibration_seconds is None else args.calibration_seconds)
@@ -187,8 +196,10 @@ def report_lines(result) -> list[str]:
     from .compare import DETERMINISTIC_HINT, is_deterministic
     from .drafters import DRAFT_MODEL, type_label
     from .sweep import NGRAM_ONLY_NOTE, format_heatmap, format_table
+    from .synth import WARNING
     s = result.settings
-    lines = [f"target: {s.target}",
+    lines = [f"!!! {WARNING} !!!"] if s.spec is not None and s.spec.synthetic else []
+    lines += [f"target: {s.target}",
              f"drafts: {', '.join(str(d) for d in s.drafts) or 'none (n-gram drafters only)'}",
              f"drafters: {', '.join(type_label(c) for c in s.chains)}",
              f"{len(s.prompts)} prompts × {s.repeats} repeat(s), {s.n_predict} tokens each, "
@@ -268,12 +279,51 @@ def side_by_side(result) -> list[str]:
     return lines
 
 
+def synth_levels_from_args(args) -> tuple[float, ...] | None:
+    if args.synth_levels is None:
+        return None
+    try:
+        return tuple(float(v) for v in args.synth_levels.split(","))
+    except ValueError:
+        raise ConfigError(f"--synth-levels: {args.synth_levels!r} is not a list of numbers like 1,2.5,4")
+
+
+def run_synth(args, settings) -> int:
+    """``bench --synth-sweep``: the measured synthetic-acceptance curve (core/synth_sweep.py)."""
+    import json
+    from .synth import WARNING
+    from .synth_sweep import run_synth_sweep
+    if settings.spec.synthetic:
+        raise ConfigError("--synth-sweep sets the synthetic acceptance itself: drop "
+                          "--spec-synth-len/--spec-synth-rates")
+    print(f"!!! {WARNING} !!!", file=sys.stderr)
+    bar = None if args.quiet else ProgressLine()
+    try:
+        curve = run_synth_sweep(settings, synth_levels_from_args(args), progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        sys.stdout.write(json.dumps(curve.to_dict(), indent=1) + "\n")
+        return 0
+    cal = curve.calibration
+    if cal is not None:
+        when = "cached" if curve.from_cache else "measured now"
+        print(f"calibration ({when}):\n" + "\n".join("  " + ln for ln in cal.lines()) + "\n")
+    print("\n".join(curve.lines()))
+    if curve.others_cpu is not None:
+        print(f"\nother processes used {100 * curve.others_cpu:.0f}% of the CPU during the sweep")
+    return 0
+
+
 def run(args) -> int:
     from .probe import guard
     from .sweep import run_sweep
     settings = settings_from_args(args)
     for draft in () if args.no_probe else settings.drafts or (None,):
         guard(settings.engine, settings.target, draft)
+    if args.synth_sweep:
+        return run_synth(args, settings)
     bar = None if args.quiet else ProgressLine()
     stop = threading.Event()
     try:

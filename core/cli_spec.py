@@ -51,6 +51,31 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
                    help="ngram-cache: static lookup cache saved by llama.cpp's lookup tools")
     g.add_argument("-lcd", "--lookup-cache-dynamic", type=Path, metavar="FILE",
                    help="ngram-cache: dynamic lookup cache saved by llama.cpp's lookup tools")
+    g.add_argument("--spec-synth-len", type=_synth_len, default=-1.0, metavar="L",
+                   help="target mean synthetic acceptance length, including the target token "
+                        "(benchmarking only: drafts are accepted at random, the text is NOT valid output)")
+    g.add_argument("--spec-synth-rates", type=_synth_rates, default=(), metavar="P0,P1,...",
+                   help="comma-separated unconditional per-position synthetic acceptance "
+                        "probabilities (benchmarking only: the text is NOT valid output)")
+
+
+def _synth_len(text: str) -> float:
+    """llama.cpp's --spec-synth-len parsing: one number, not -1 (which means off)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError("invalid value") from None
+    if value == -1.0:
+        raise argparse.ArgumentTypeError("invalid value")
+    return value
+
+
+def _synth_rates(text: str) -> tuple[float, ...]:
+    """llama.cpp's --spec-synth-rates parsing: numbers separated by commas."""
+    try:
+        return tuple(float(v.strip()) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("invalid value") from None
 
 
 def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None = None):
@@ -74,7 +99,8 @@ def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None
         ngram_mod=NgramModParams(args.spec_ngram_mod_n_match, args.spec_ngram_mod_n_min,
                                  args.spec_ngram_mod_n_max),
         ngram_cache=NgramCacheParams(str(args.lookup_cache_static or ""),
-                                     str(args.lookup_cache_dynamic or "")))
+                                     str(args.lookup_cache_dynamic or "")),
+        synth_len=getattr(args, "spec_synth_len", -1.0), synth_rates=tuple(getattr(args, "spec_synth_rates", ())))
     spec.validate()
     return spec
 

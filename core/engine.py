@@ -84,6 +84,8 @@ class SpecSettings:
     ngram_map_k4v: NgramMapParams = NgramMapParams()
     ngram_mod: NgramModParams = NgramModParams()
     ngram_cache: NgramCacheParams = NgramCacheParams()
+    synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/synth.py)
+    synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
 
     def validate(self) -> None:
         from .drafters import parse_types
@@ -100,10 +102,27 @@ class SpecSettings:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
         for type_name in NGRAM_TYPES:
             self.params(type_name).validate(type_name)
+        self.synth_probs()
 
     @property
     def uses_draft_model(self) -> bool:
         return DRAFT_MODEL in self.types
+
+    @property
+    def synthetic(self) -> bool:
+        """Benchmark-only synthetic acceptance: the text is not valid output (core/synth.py)."""
+        from .synth import is_synthetic
+        return is_synthetic(self.synth_len, self.synth_rates)
+
+    def synth_rates_resolved(self) -> tuple[float, ...]:
+        """llama.cpp's unconditional synthetic rates for the longest possible draft (empty: off)."""
+        from .synth import resolve_rates
+        return resolve_rates(self.synth_len, self.synth_rates, self.max_draft())
+
+    def synth_probs(self) -> tuple[float, ...]:
+        """The conditional acceptance probability of each draft position (empty: off)."""
+        from .synth import conditional_probs
+        return conditional_probs(self.synth_rates_resolved())
 
     @property
     def label(self) -> str:
@@ -266,6 +285,11 @@ class Run:
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
+        self._synth = None
+        if spec is not None and spec.synthetic:      # benchmark-only: core/synth.py
+            from .synth import SynthAcceptance, check_sampler
+            check_sampler(sampler)
+            self._synth = SynthAcceptance(spec.synth_probs(), sampler.seed)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -379,7 +403,8 @@ class Run:
             batch_tokens = [id_last, *draft]
             e.batch.fill(batch_tokens, n_past, logits="all")
             tgt.decode(e.batch, f"the verification batch of {len(batch_tokens)} tokens")
-            ids = self._sample_and_accept(smpl, draft)
+            ids = (self._synth.accept(smpl, tgt, e.target.is_eog, draft, bool(replay)) if self._synth
+                   else self._sample_and_accept(smpl, draft))
             tm.verify += time.perf_counter() - t
             n_accepted = len(ids) - 1
 
@@ -478,6 +503,7 @@ class Run:
         """The round's event, with its phase timings and the run's finish (the one place events
         are built: by keyword)."""
         fields.setdefault("draft_probs", ())
+        fields.setdefault("synthetic", self._synth is not None)
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
                           t_lookup=tm.lookup, t_round=time.perf_counter() - t0, finish=self.finish)
 

@@ -50,6 +50,7 @@ class RoundEvent:
     t_sync: float = 0.0              # seconds in llama.cpp synchronising / rolling back
     t_round: float = 0.0             # wall seconds for the whole round
     finish: str = ""                 # set on the last round: eog | n_predict | context | stopped
+    synthetic: bool = False          # synthetic acceptance (core/synth.py): random, not valid output
 
     @property
     def t_overhead(self) -> float:
@@ -83,7 +84,7 @@ class RoundEvent:
         """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored). Every field must be
         there with its type: ``plain.PlainError`` names the one that is not."""
         from .plain import from_plain
-        return from_plain(cls, {k: v for k, v in d.items() if k != "t_overhead"}
+        return from_plain(cls, {"synthetic": False, **{k: v for k, v in d.items() if k != "t_overhead"}}
                           if isinstance(d, dict) else d, "the round")
 
 

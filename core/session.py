@@ -16,8 +16,9 @@ Line 1, the header, an object:
     format    "specscope-session"
     version   1 (a reader refuses a newer version)
     settings  {"target": path, "draft": path | null, "engine": EngineSettings,
-               "spec": SpecSettings | null (types, n_max, n_min, p_min, sync and every
-               n-gram type's parameters), "sampler": SamplerSettings (logit_bias as
+               "spec": SpecSettings | null (types, n_max, n_min, p_min, sync, every
+               n-gram type's parameters, synth_len and synth_rates: synthetic acceptance,
+               absent in older files), "sampler": SamplerSettings (logit_bias as
                [token, bias] pairs; a bias of -inf is written -Infinity, as Python's json
                does), "n_predict": int, "prompt": str, "chat": bool, "system": str | null}
     models    {"target": identity, "draft": identity | null}; an identity is
@@ -109,7 +110,8 @@ class RunSettings:
             if not isinstance(d[name], tp) or (tp is int and isinstance(d[name], bool)):
                 raise PlainError(f"settings.{name} has the wrong type ({type(d[name]).__name__})")
         try:
-            spec = None if d["spec"] is None else from_plain(SpecSettings, d["spec"], "settings.spec")
+            spec = None if d["spec"] is None else from_plain(    # files from before synthetic acceptance
+                SpecSettings, {"synth_len": -1.0, "synth_rates": [], **d["spec"]}, "settings.spec")
             return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
                        d["n_predict"], d["prompt"], d["chat"], d["system"])
@@ -124,6 +126,9 @@ class RunSettings:
         if self.spec is not None:
             d.update(spec_type=list(self.spec.types), n_max=self.spec.n_max, n_min=self.spec.n_min,
                      p_min=self.spec.p_min, sync=self.spec.sync, ngram=spec_params(self.spec))
+            if self.spec.synthetic:
+                from .synth import WARNING
+                d.update(synthetic_rates=list(self.spec.synth_rates_resolved()), warning=WARNING)
         return d
 
 

@@ -74,6 +74,7 @@ class Stats(_DraftRates):
     t_total: float = 0.0              # generation wall time (prefill excluded)
     by_drafter: tuple[DrafterStats, ...] = ()   # per llama.cpp type, in order of first draft
     t_lookup: float = 0.0             # seconds in n-gram lookups (part of t_draft)
+    synthetic: bool = False           # a round used synthetic acceptance: not valid output
 
     @property
     def tokens_per_s(self) -> float:
@@ -134,6 +135,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     drafters = {d.name: _Counts(d) for d in start.by_drafter}
     t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
     t_overhead, t_total, t_lookup = start.t_overhead, start.t_total, start.t_lookup
+    synthetic = start.synthetic
     for ev in events:
         n_rounds += 1
         n_tokens += len(ev.emitted)
@@ -149,6 +151,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
         t_overhead += ev.t_overhead
         t_total += ev.t_round
         t_lookup += ev.t_lookup
+        synthetic = synthetic or ev.synthetic
     by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
     return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
-                 t_total, by_drafter, t_lookup)
+                 t_total, by_drafter, t_lookup, synthetic)

@@ -1,0 +1,214 @@
+"""Speed-up against acceptance, measured on this machine (the cost panel's lower half).
+
+Measure runs :func:`specscope.core.synth_sweep.run_synth_sweep` on its own thread: the chosen
+pair at several synthetic mean accepted lengths (llama.cpp's benchmark-only
+``--spec-synth-len``: the draft model drafts and the target verifies, every timing is real,
+but draft tokens are kept at random), each against the target alone. The plot puts the
+measured speed-ups (points, at the per-token acceptance the runs showed) beside the
+calibrated model's curve (this machine's c(k), f, sampling and overheads) and seed 003's
+textbook curve (E + 1)/(n·f + 1) with the same f; the table lists every level.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
+                               QSizePolicy, QVBoxLayout)
+
+from .plots import cache_static_parts, styled_plot
+
+TEXTBOOK_COLOR = "#0072b2"
+CALIBRATED_COLOR = "#009e73"
+MEASURED_COLOR = "#d64545"
+NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, benchmark only): the "
+        "pair really drafts and verifies, so the timings are real, but draft tokens are kept at "
+        "random — the text of these runs is NOT valid output and is not shown.")
+
+
+class SynthSweepWorker(QObject):
+    progressed = Signal(int, int, str)
+    finished = Signal(object)           # SynthCurve
+    failed = Signal(object, str)
+
+    def __init__(self):
+        super().__init__()
+        self.stop = threading.Event()
+
+    @Slot(object)
+    def run(self, settings) -> None:
+        from specscope.core.synth_sweep import run_synth_sweep
+        try:
+            curve = run_synth_sweep(settings, stop=self.stop,
+                                    progress=lambda d, t, w: self.progressed.emit(d, t, w))
+        except Exception as exc:  # noqa: BLE001 - every failure goes to the view
+            self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            return
+        self.finished.emit(curve)
+
+
+class SynthCurveView(QGroupBox):
+    """The measured curve, its two predictions, the table, and Measure / Stop."""
+
+    _start_requested = Signal(object)
+    measured = Signal(object)            # SynthCurve (also after Stop)
+
+    def __init__(self, parent=None):
+        super().__init__("Speed-up against acceptance, measured on this machine", parent)
+        self.source = None               # () -> SweepSettings; raises ConfigError when it cannot
+        self.curve = None
+        self.running = False
+        self._thread: QThread | None = None
+        self._worker: SynthSweepWorker | None = None
+        lay = QVBoxLayout(self)
+        note = QLabel(NOTE)
+        note.setWordWrap(True)
+        note.setStyleSheet("color:#b42318")
+        note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        lay.addWidget(note)
+        self.plot = styled_plot("Speed-up against per-token acceptance α", "Speed-up (×)",
+                                "Per-token acceptance α", antialias=True)
+        self.plot.setMinimumHeight(240)
+        p = self.plot.getPlotItem()
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        p.addLegend(offset=(10, 10))
+        p.addItem(pg.InfiniteLine(pos=1.0, angle=0, movable=False,
+                                  pen=pg.mkPen("#777777", width=1, style=Qt.PenStyle.DashLine)))
+        self.textbook_line = p.plot([], [], name="textbook (E + 1)/(n·f + 1)",
+                                    pen=pg.mkPen(TEXTBOOK_COLOR, width=2, style=Qt.PenStyle.DashLine))
+        self.calibrated_line = p.plot([], [], name="calibrated on this machine",
+                                      pen=pg.mkPen(CALIBRATED_COLOR, width=2))
+        self.points = pg.ScatterPlotItem(size=11, symbol="d", brush=pg.mkBrush(MEASURED_COLOR),
+                                         pen=pg.mkPen("#7a1f1f"), name="measured")
+        p.addItem(self.points)                      # named: the legend lists it
+        p.setXRange(0.0, 1.0, padding=0.02)
+        p.setLimits(yMin=0.0)
+        cache_static_parts(p)
+        lay.addWidget(self.plot, 1)
+        self.table = QLabel("Press Measure to run the pair at several synthetic acceptance levels.")
+        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table.setWordWrap(False)
+        lay.addWidget(self.table)
+        row = QHBoxLayout()
+        self.measure = QPushButton("Measure")
+        self.measure.setToolTip("Run the pair (draft-simple, your n_max, sync and prompt; at most 64 "
+                                "tokens) at 6 synthetic mean accepted lengths from 1 to n_max + 1, "
+                                "each against the target alone")
+        self.stop = QPushButton("Stop")
+        self.stop.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumWidth(160)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        row.addWidget(self.measure)
+        row.addWidget(self.stop)
+        row.addWidget(self.progress)
+        row.addWidget(self.status, 1)
+        lay.addLayout(row)
+        self.measure.clicked.connect(self.start)
+        self.stop.clicked.connect(self.request_stop)
+
+    # ------------------------------------------------------------------ running
+    def start(self, settings=None) -> bool:
+        from specscope.core.errors import SpecScopeError
+        try:
+            if settings is None:
+                if self.source is None:
+                    raise SpecScopeError("open a pair first")
+                settings = self.source()
+            settings.validate()
+        except SpecScopeError as exc:
+            self.status.setText(f"<span style='color:#b42318'>⚠ {exc}</span>")
+            return False
+        self._ensure_thread()
+        self._worker.stop.clear()
+        self.running = True
+        self.measure.setEnabled(False)
+        self.stop.setEnabled(True)
+        self.status.setText("starting…")
+        self._start_requested.emit(settings)
+        return True
+
+    def request_stop(self) -> None:
+        if self._worker is not None and self.running:
+            self._worker.stop.set()
+            self.status.setText("stopping after the current run…")
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        if self._worker is not None:
+            self._worker.stop.set()
+        self.running = False
+        if self._thread is None:
+            return True
+        self._thread.quit()
+        ok = self._thread.wait(timeout_ms)
+        self._thread = self._worker = None
+        return ok
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None:
+            return
+        self._worker = SynthSweepWorker()
+        self._thread = QThread()
+        self._thread.setObjectName("specscope-synth-sweep")
+        self._worker.moveToThread(self._thread)
+        self._thread.finished.connect(self._worker.deleteLater)
+        self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
+        self._worker.progressed.connect(self._on_progress)
+        self._worker.finished.connect(self._on_finished)
+        self._worker.failed.connect(self._on_failed)
+        self._thread.start()
+
+    def _on_progress(self, done: int, total: int, what: str) -> None:
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(done)
+        self.status.setText(what)
+
+    def _done(self) -> None:
+        self.running = False
+        self.measure.setEnabled(True)
+        self.stop.setEnabled(False)
+        self.shutdown()        # a fresh thread each time (see CompareView._end_thread)
+
+    def _on_finished(self, curve) -> None:
+        self._done()
+        self.show_curve(curve)
+        self.measured.emit(curve)
+
+    def _on_failed(self, exc, _tb: str) -> None:
+        self._done()
+        self.status.setText(f"<span style='color:#b42318'>⚠ {exc}</span>")
+
+    # ------------------------------------------------------------------ drawing
+    def show_curve(self, curve) -> None:
+        """Draw a SynthCurve: both predictions over α in [0, 1] and the measured points."""
+        self.curve = curve
+        if curve.calibration is None:
+            self.status.setText("stopped before the calibration ended: nothing measured")
+            return
+        alpha = np.linspace(0.0, 1.0, 101)
+        textbook = np.array([curve.textbook(a) for a in alpha])
+        calibrated = np.array([curve.calibrated(a) for a in alpha])
+        self.textbook_line.setData(alpha, textbook)
+        self.calibrated_line.setData(alpha, calibrated)
+        xs = [p.alpha_measured for p in curve.points]
+        ys = [p.row.measured_speedup for p in curve.points]
+        self.points.setData(xs, ys)
+        top = max([1.0, *textbook, *calibrated, *ys])
+        self.plot.getPlotItem().setYRange(0.0, top * 1.12, padding=0)
+        self.plot.getPlotItem().setTitle(
+            f"Speed-up against per-token acceptance α (n = {curve.n}, f = {curve.calibration.f:.3f})")
+        self.table.setText("\n".join(curve.lines()[2:]))
+        busy = curve.others_cpu
+        self.status.setText(("stopped: the points measured so far" if curve.stopped else
+                             f"done in {curve.seconds:.0f} s")
+                            + (f"; other processes used {100 * busy:.0f}% of the CPU meanwhile"
+                               if busy is not None and busy >= 0.1 else ""))
