@@ -78,6 +78,15 @@ def _overlap(p, q) -> tuple[np.ndarray, np.ndarray]:
     return ip, iq
 
 
+def residual(p, q) -> np.ndarray:
+    """max(0, p - q) over p's tokens (unnormalised): what a rejection draws from. Tokens
+    outside p's support have p = 0 and so no residual."""
+    ip, iq = _overlap(p, q)
+    rest = p[1].copy()
+    rest[ip] = np.maximum(rest[ip] - q[1][iq], 0.0)
+    return rest if rest.sum() > 0.0 else p[1]   # p == q up to rounding: no rejection happens
+
+
 class TargetDistribution:
     """p: what the user's sampler chain draws from at a row of the target's logits. As
     ``llama_sampler_sample`` does, the row becomes an (id, logit) array in id order; every
@@ -229,12 +238,7 @@ class Verifier:
                 p = ps[i]
                 q = (dists[i].ids, dists[i].probs) if dists else (np.array([token]), np.ones(1))
                 if self.rng.random() * _prob(*q, token) >= _prob(*p, token):    # rejected
-                    ip, iq = _overlap(p, q)
-                    rest = p[1].copy()
-                    rest[ip] = np.maximum(rest[ip] - q[1][iq], 0.0)
-                    if rest.sum() <= 0.0:      # p == q up to rounding: a rejection cannot happen
-                        rest = p[1]
-                    token = int(p[0][_draw(rest, self.rng.random())])
+                    token = int(p[0][_draw(residual(p, q), self.rng.random())])
                     smpl.accept(token)
                     ids.append(token)
                     return ids
