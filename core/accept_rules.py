@@ -46,7 +46,13 @@ position 1 for the round's context; past it, the other rule would have drafted o
 one the other rule would have drafted, and treats the positions as independent; the
 history before the round (and so which rounds happen at all) is this run's; the draft lengths
 (n_max, p_min, budgets) are this run's. It is an expectation, not a sampled outcome: over many
-rounds its average is what the other rule would have measured on these contexts.
+rounds its average is what the other rule would have measured on these contexts. Those
+contexts are where this run's rounds began, and where rounds begin depends on the rule (a
+rejection ends a round): on the demo pair at temperature 0.3 a ratio run's round starts were
+easier for *both* rules than a match run's, so a rule's counterfactual can differ from the
+other rule's own measured acceptance by several points while agreeing, within sampling
+noise, with what that rule's expectation gives on the same contexts. Compare the two rules
+within a run (same contexts), not one run's measurement with another's.
 """
 
 from __future__ import annotations
