@@ -175,16 +175,17 @@ def test_at_temperature_0_both_rules_are_the_targets_greedy_output(demo, types):
 
 def test_the_ratio_rule_on_a_memory_that_needs_checkpoints(tiny_models):
     """Mamba: partial acceptances restore a checkpoint and replay the decided tokens."""
-    with Engine(tiny_models["mamba"], tiny_models["mamba_draft"]) as engine:
-        base = engine.baseline("hello", SamplerSettings(), 24)
+    with Engine(tiny_models["mamba"], tiny_models["mamba_draft"],
+                EngineSettings(target_threads=1, draft_threads=1)) as engine:
+        base = engine.baseline("hello", SamplerSettings(), 16)
         list(base)
         greedy = engine.speculative("hello", SpecSettings(n_max=3, accept_rule="ratio"),
-                                    SamplerSettings(), 24)
+                                    SamplerSettings(), 16)
         list(greedy)
         assert greedy.tokens == base.tokens
-        run = engine.speculative("hello", SpecSettings(n_max=3, accept_rule="ratio"), TEMP, 24)
+        run = engine.speculative("hello", SpecSettings(n_max=3, accept_rule="ratio"), TEMP, 16)
         events = list(run)
-        assert len(run.tokens) == 24 and {"checkpoint", "replay"} <= {ev.mode for ev in events}
+        assert len(run.tokens) == 16 and {"checkpoint", "replay"} <= {ev.mode for ev in events}
 
 
 def test_p_is_what_the_users_chain_draws_from(demo):
