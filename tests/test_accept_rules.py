@@ -235,3 +235,15 @@ def test_draft_distribution_follows_the_samplers_order():
     assert ids.tolist() == [0, 1]
     ids, q = accept_rules.draft_distribution(logits, replace(s, temperature=0.0))
     assert ids.tolist() == [0] and q.tolist() == [1.0]
+
+
+def test_the_cli_takes_the_rule_and_prints_the_counterfactual(capsys):
+    from specscope.core.cli import main
+    flags = ["run", "-p", PROMPT, "-n", "16", "-t", "1", "-td", "1", "--no-probe"]
+    assert main(flags + ["--temp", "0.8", "--accept-rule", "ratio"]) == 0
+    out = capsys.readouterr().out
+    assert "counterfactual: llama.cpp's (--accept-rule match) expected acceptance" in out
+    assert main(flags + ["--temp", "0.8"]) == 0
+    assert "counterfactual: speculative sampling's (--accept-rule ratio)" in capsys.readouterr().out
+    assert main(flags + ["--accept-rule", "match"]) == 0          # greedy: no counterfactual
+    assert "counterfactual" not in capsys.readouterr().out
