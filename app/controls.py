@@ -170,6 +170,15 @@ class ParamsPanel(QGroupBox):
         self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2, value=0.95)
         self.min_p = QDoubleSpinBox(minimum=0.0, maximum=0.99, singleStep=0.01, decimals=2, value=0.05)
         self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=42)
+        self.accept_rule = QComboBox()
+        self.accept_rule.addItem("match (llama.cpp)", "match")
+        self.accept_rule.addItem("ratio (speculative sampling)", "ratio")
+        self.accept_rule.setToolTip(
+            "How the target accepts a drafted token (--accept-rule). match: llama.cpp's rule, its "
+            "sampler must draw the drafted token. ratio: the draft samples at the same temperature "
+            "and the token is kept with probability min(1, p/q), else redrawn from max(0, p − q) "
+            "(Leviathan et al. 2023). Both give the target's distribution; at temperature the "
+            "acceptance plot adds the other rule's expected acceptance on the same drafts (dashed)")
         self.n_predict = QSpinBox(minimum=1, maximum=1_000_000, value=256, singleStep=64)
         self.n_predict.setToolTip("Tokens to generate")
         self.n_ctx = QSpinBox(minimum=256, maximum=1_048_576, value=2048, singleStep=512)
@@ -197,6 +206,7 @@ class ParamsPanel(QGroupBox):
         self._t_label = pair(3, 2, "temp", self.temperature)
         self._sampling_labels = [pair(4, 0, "top-k", self.top_k), pair(4, 2, "top-p", self.top_p),
                                  pair(5, 0, "min-p", self.min_p), pair(5, 2, "seed", self.seed)]
+        pair(6, 0, "accept", self.accept_rule)
 
         self.sampler.currentIndexChanged.connect(self._sampler_mode)
         self._sampler_mode()
@@ -204,6 +214,7 @@ class ParamsPanel(QGroupBox):
                   self.n_ctx):
             w.valueChanged.connect(self.changed)
         self.sampler.currentIndexChanged.connect(self.changed)
+        self.accept_rule.currentIndexChanged.connect(self.changed)
 
     def _sampler_mode(self) -> None:
         greedy = self.sampler.currentData() == "greedy"
@@ -213,8 +224,9 @@ class ParamsPanel(QGroupBox):
 
     # ------------------------------------------------------------------ settings
     def spec_settings(self):
-        """What drafts, and how (the drafter picker's SpecSettings)."""
-        return self.drafter.spec_settings()
+        """What drafts, and how (the drafter picker's SpecSettings, with the acceptance rule)."""
+        from dataclasses import replace
+        return replace(self.drafter.spec_settings(), accept_rule=self.accept_rule.currentData())
 
     def sampler_settings(self):
         from specscope.core.sampling import SamplerSettings
@@ -230,7 +242,7 @@ class ParamsPanel(QGroupBox):
                 "temperature": self.temperature.value(), "top_k": self.top_k.value(),
                 "top_p": self.top_p.value(), "min_p": self.min_p.value(), "seed": self.seed.value(),
                 "n_predict": self.n_predict.value(), "n_ctx": self.n_ctx.value(),
-                "drafter": self.drafter.to_dict()}
+                "drafter": self.drafter.to_dict(), "accept_rule": self.accept_rule.currentData()}
 
     def from_dict(self, d: dict) -> None:
         def num(key, cast, widget):
@@ -249,7 +261,8 @@ class ParamsPanel(QGroupBox):
         num("seed", int, self.seed)
         num("n_predict", int, self.n_predict)
         num("n_ctx", int, self.n_ctx)
-        for key, combo in (("sync", self.sync), ("sampler", self.sampler)):
+        for key, combo in (("sync", self.sync), ("sampler", self.sampler),
+                           ("accept_rule", self.accept_rule)):
             i = combo.findData(d.get(key))
             if i >= 0:
                 combo.setCurrentIndex(i)

@@ -12,6 +12,8 @@
 - **Time per round** — where each of the latest rounds spent its time: draft /
   verify / sync / overhead (ms), stacked.
 
+At temperature the acceptance plot adds a dashed curve: the other acceptance rule's expected
+share on the same drafts (``Stats.counterfactual_acceptance``, core/accept_rules.py).
 When more than one drafter (llama.cpp's speculative types in a chain) drafted, the acceptance
 plot adds one curve per drafter; a small table under the plots gives each drafter's drafts,
 accepted/drafted and mean accepted length. Both read ``Stats.by_drafter``.
@@ -87,6 +89,9 @@ SPEED_WINDOW_MIN_ROUNDS = 8      # … but never fewer rounds than this
 _INITIAL_CAPACITY = 1024
 
 TEXT_COLOR = "#222222"
+CF_COLOR = "#6a3d9a"          # the counterfactual curve (purple: neither kept nor rejected)
+CF_LABELS = {"ratio": "ratio rule, expected (counterfactual)",
+             "match": "match rule, expected (counterfactual)"}
 LABEL_POINT_SIZE = 8.0
 AXIS_COLOR = "#555555"
 LABEL_COLOR = "#333333"
@@ -195,7 +200,10 @@ class PlotsPanel(QtWidgets.QWidget):
         w = styled_plot(
             PLOTS[0][1], "Share kept by the target", "Draft position (1 = first drafted token)",
             "For each position in the draft: of the drafts that reached it, the share whose token "
-            "the target kept (green) or not (pale red).\nThe numbers are kept / drafted.")
+            "the target kept (green) or not (pale red).\nThe numbers are kept / drafted.\n"
+            "At temperature, the dashed curve is the other acceptance rule's expected share on the "
+            "same drafts (a counterfactual: llama.cpp's match rule against speculative sampling's "
+            "ratio rule).")
         p = w.getPlotItem()
         self._pos_rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
                                              brush=pg.mkBrush(_rgba(REJECTED_COLOR, 70)),
@@ -214,6 +222,13 @@ class PlotsPanel(QtWidgets.QWidget):
         self._plots["acceptance"] = w
         self._drafter_curves: dict[str, pg.PlotDataItem] = {}   # when several drafters drafted
         self._pos_legend: pg.LegendItem | None = None
+        # at temperature: the other acceptance rule's expected share, dashed
+        self._cf_curve = p.plot([], [], pen=pg.mkPen(CF_COLOR, width=2,
+                                                     style=QtCore.Qt.PenStyle.DashLine),
+                                symbol="d", symbolSize=8, symbolBrush=CF_COLOR,
+                                symbolPen=pg.mkPen("w"))
+        self._cf_curve.setVisible(False)
+        self._cf_label = ""
         grid.addWidget(w, 0, 0)
 
         # 2. accepted-length histogram: red for rounds that kept nothing, green otherwise
@@ -408,6 +423,7 @@ class PlotsPanel(QtWidgets.QWidget):
         for bar in self._split_bars.values():
             bar.setOpts(x=[], height=[], y0=[])
         self._tops = {"acceptance": 1.0}
+        self._show_counterfactual(Stats())
         self._show_drafters(Stats())
         self._show_empty(None, 0)
 
@@ -419,6 +435,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if stats is not self._last_stats and stats != self._last_stats:
             self._last_stats = stats
             self._show_positions(stats)
+            self._show_counterfactual(stats)
             self._show_drafters(stats)
             self._show_histogram(stats)
             if stats.n_draft_rounds == 0 or self._pos_empty.isVisible():
@@ -473,6 +490,27 @@ class PlotsPanel(QtWidgets.QWidget):
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, len(x) + 1)]])
         self._layout_pos_labels()
 
+    def _show_counterfactual(self, stats: Stats) -> None:
+        """The dashed curve of the other rule's expected share (temperature runs only)."""
+        rates = np.asarray(stats.counterfactual_acceptance, dtype=float)
+        label = CF_LABELS.get(stats.cf_rule, "") if len(rates) else ""
+        self._cf_curve.setData(np.arange(1, len(rates) + 1, dtype=float), rates)
+        self._cf_curve.setVisible(bool(label))
+        if label == self._cf_label:
+            return
+        p = self._plots["acceptance"].getPlotItem()
+        if self._pos_legend is None:
+            self._pos_legend = p.addLegend(offset=(-6, 2), labelTextColor=TEXT_COLOR,
+                                           labelTextSize="8pt")
+            _legend_background(self._pos_legend)
+        if self._cf_label:
+            self._pos_legend.removeItem(self._cf_curve)
+        if label:
+            self._pos_legend.addItem(self._cf_curve, label)
+        self._cf_label = label
+        self._pos_legend.setVisible(bool(label) or len(self._drafter_curves) > 0)
+        self._refit("acceptance", force=True)
+
     def _show_drafters(self, stats: Stats) -> None:
         """One acceptance curve per drafter when several drafted; the per-drafter table."""
         several = len(stats.by_drafter) > 1
@@ -500,7 +538,7 @@ class PlotsPanel(QtWidgets.QWidget):
                     self._pos_legend.removeItem(curve)
                 del self._drafter_curves[name]
         if self._pos_legend is not None:
-            self._pos_legend.setVisible(several)
+            self._pos_legend.setVisible(several or self._cf_curve.isVisible())
         rows = tuple((d.name, d.n_draft_rounds, d.n_accept, d.n_drafted, d.mean_accepted_length)
                      for d in stats.by_drafter)
         if rows == self._table_rows:
@@ -603,7 +641,9 @@ class PlotsPanel(QtWidgets.QWidget):
     def _reserve_px(self, key: str) -> float:
         """Pixels to keep free above the data: for the labels or the legend."""
         if key == "acceptance":
-            return 10.0 if self._pos_rotated else self._label_px + 4.0
+            legend = self._pos_legend.boundingRect().height() + 4.0 \
+                if self._pos_legend is not None and self._pos_legend.isVisible() else 0.0
+            return (10.0 if self._pos_rotated else self._label_px + 4.0) + legend
         if key == "accepted_length":
             return self._label_px + 4.0
         legend = self._legends[key]
@@ -705,6 +745,9 @@ class PlotsPanel(QtWidgets.QWidget):
         return {
             "acceptance": {**bars(self._pos_accepted),
                            "labels": [t.toPlainText() for t in self._pos_labels if t.isVisible()]},
+            "counterfactual": {"label": self._cf_label if self._cf_curve.isVisible() else "",
+                               "y": np.asarray(self._cf_curve.yData
+                                               if self._cf_curve.yData is not None else [])},
             "accepted_length": {**bars(self._hist),
                                 "labels": [t.toPlainText() for t in self._hist_labels if t.isVisible()]},
             "speed": {"x": np.asarray(rx if rx is not None else []),

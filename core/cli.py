@@ -213,6 +213,7 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
                   f"accept:    {100 * stats.acceptance_rate:.1f}%",
                   f"mean accepted length: {stats.mean_accepted_length:.2f} tokens per round",
                   f"acceptance by draft position: {per_pos}",
+                  *counterfactual_lines(stats),
                   *drafter_lines(stats),
                   *([f"n-gram lookups: {stats.t_lookup * 1e3:.2f} ms "
                      f"({1e6 * stats.t_lookup / max(1, stats.n_rounds):.0f} µs per round)"]
@@ -222,6 +223,17 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
                   f"sync {stats.t_sync:.3f} s, outside llama.cpp {stats.t_overhead:.3f} s "
                   f"({100 * stats.overhead_share:.1f}%)"]
     return lines
+
+
+def counterfactual_lines(stats) -> list[str]:
+    """At temperature: the other acceptance rule's expected acceptance on the same drafts."""
+    if not stats.cf_rule:
+        return []
+    per_pos = "  ".join(f"{p:.2f}" for p in stats.counterfactual_acceptance)
+    what = ("speculative sampling's (--accept-rule ratio)" if stats.cf_rule == "ratio"
+            else "llama.cpp's (--accept-rule match)")
+    return [f"counterfactual: {what} expected acceptance by draft position on the same "
+            f"drafts: {per_pos}"]
 
 
 def drafter_lines(stats) -> list[str]:

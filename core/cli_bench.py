@@ -178,14 +178,17 @@ def settings_from_args(args):
     spec = spec_from_args(args, types=chains[0], n_max=max(n_values))
     if args.system is not None and not args.chat:
         raise ConfigError("--system needs --chat (it is a message in the chat template)")
+    sampler = _sampler(args, Path(target))
+    # at temperature the ratio rule draws other tokens than the baseline (same distribution)
+    lossless = not args.no_lossless and (spec.accept_rule == "match" or sampler.greedy)
     return SweepSettings(
         chat=args.chat, system=args.system,
         target=Path(target), drafts=tuple(Path(d) for d in drafts), chains=chains, spec=spec,
         n_values=n_values, prompts=tuple(_prompts(args)),
-        n_predict=args.n_predict, sampler=_sampler(args, Path(target)),
+        n_predict=args.n_predict, sampler=sampler,
         engine=engine_settings(args), sync=args.sync, p_min=args.spec_draft_p_min,
         repeats=args.repeats, alpha=args.alpha,
-        lossless=not args.no_lossless and not spec.synthetic,     # synthetic text is not output
+        lossless=lossless and not spec.synthetic,     # synthetic text is not output
         recalibrate=args.recalibrate, use_cache=not args.no_cache,
         near_tie=NEAR_TIE_LOGIT_GAP if args.near_tie is None else args.near_tie,
         calibration_s=TIME_BUDGET_S if args.calibration_seconds is None else args.calibration_seconds)
@@ -198,6 +201,7 @@ def report_lines(result) -> list[str]:
     from .sweep import NGRAM_ONLY_NOTE, format_heatmap, format_table
     from .synth import WARNING
     s = result.settings
+    rule = getattr(s.spec, "accept_rule", "match")
     lines = [f"!!! {WARNING} !!!"] if s.spec is not None and s.spec.synthetic else []
     lines += [f"target: {s.target}",
              f"drafts: {', '.join(str(d) for d in s.drafts) or 'none (n-gram drafters only)'}",
@@ -205,7 +209,8 @@ def report_lines(result) -> list[str]:
              f"{len(s.prompts)} prompts × {s.repeats} repeat(s), {s.n_predict} tokens each, "
              f"n = {','.join(map(str, s.n_values))}, sync {s.sync}, sampler {s.sampler.describe()}, "
              f"KV {s.engine.kv_type}, flash attention {s.engine.flash_attn}"
-             + (", prompts in the target's chat template" if s.chat else "")]
+             + (", prompts in the target's chat template" if s.chat else "")
+             + (f", acceptance rule {rule}" if rule != "match" else "")]
     if any(DRAFT_MODEL not in c for c in s.chains):
         lines.append(NGRAM_ONLY_NOTE)
     for name, cal in result.calibrations.items():
@@ -236,6 +241,9 @@ def report_lines(result) -> list[str]:
         tb_err = max(abs(r.textbook_error) for r in pooled)
         lines.append(f"largest error over the pooled rows: calibrated {100 * cal_err:.1f}%, "
                      f"textbook {100 * tb_err:.1f}%")
+    if not s.lossless and rule == "ratio" and s.sampler is not None and not s.sampler.greedy:
+        lines += ["", "lossless: not checked: at temperature the ratio rule emits other tokens than "
+                      "the baseline, from the same distribution"]
     if s.lossless:
         lines.append("")
         if result.lossless_notes:

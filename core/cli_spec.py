@@ -32,6 +32,13 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
     g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
                    help="draft cache sync: reuse its own rows (default, faster) or replay "
                         "the verification batch as llama.cpp does")
+    g.add_argument("--accept-rule", choices=("match", "ratio"), default="match",
+                   help="how the target accepts a drafted token: match (llama.cpp's rule, the "
+                        "default: its sampler must draw the same token) or ratio (speculative "
+                        "sampling: the draft samples at the same temperature, kept with "
+                        "probability min(1, p/q), else resampled from max(0, p - q)). At "
+                        "temperature > 0 the output shows the other rule's expected acceptance "
+                        "on the same drafts")
     for t in ("simple", "map-k", "map-k4v"):
         dest = "ngram_" + t.replace("-", "_")
         g.add_argument(f"--spec-ngram-{t}-size-n", type=int, default=12, dest=f"{dest}_size_n", metavar="N",
@@ -94,7 +101,7 @@ def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None
             for t in ("simple", "map_k", "map_k4v")}
     spec = SpecSettings(
         n_max=args.spec_draft_n_max if n_max is None else n_max, n_min=args.spec_draft_n_min,
-        p_min=args.spec_draft_p_min, sync=args.sync, types=types,
+        p_min=args.spec_draft_p_min, sync=args.sync, types=types, accept_rule=args.accept_rule,
         ngram_simple=maps["simple"], ngram_map_k=maps["map_k"], ngram_map_k4v=maps["map_k4v"],
         ngram_mod=NgramModParams(args.spec_ngram_mod_n_match, args.spec_ngram_mod_n_min,
                                  args.spec_ngram_mod_n_max),

@@ -58,6 +58,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .accept_rules import ACCEPT_RULES, Verifier
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
 from .llama import Batch, Checkpoint, Context, ContextSettings, Model, SamplerChain, resolve_repack
@@ -78,6 +79,7 @@ class SpecSettings:
     n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
     p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
     sync: str = "reuse"       # reuse | replay, see the module docs
+    accept_rule: str = "match"  # match (llama.cpp) | ratio (speculative sampling): accept_rules
     types: tuple[str, ...] = ("draft-simple",)
     ngram_simple: NgramMapParams = NgramMapParams()
     ngram_map_k: NgramMapParams = NgramMapParams()
@@ -100,9 +102,15 @@ class SpecSettings:
             raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
+        if self.accept_rule not in ACCEPT_RULES:
+            raise ConfigError(f"the acceptance rule must be one of {', '.join(ACCEPT_RULES)}, "
+                              f"not {self.accept_rule!r}")
         for type_name in NGRAM_TYPES:
             self.params(type_name).validate(type_name)
         self.synth_probs()
+        if self.synthetic and self.accept_rule != "match":
+            raise ConfigError("synthetic acceptance replaces the acceptance rule: "
+                              "it cannot be combined with --accept-rule ratio")
 
     @property
     def uses_draft_model(self) -> bool:
@@ -364,6 +372,7 @@ class Run:
         history = np.zeros(n_ctx + 1, dtype=np.int32)   # llama.cpp's prompt_tgt: tokens in [0, n_past)
         history[:n_past] = self.prompt_tokens[:-1]
         chain = make_chain(spec, e)
+        rule = None if self._synth else Verifier(self, chain)   # core/accept_rules.py
         chain.begin(history[:n_past])
         replay: tuple[int, ...] = ()           # tokens a checkpoint round decided
         smpl_save = None
@@ -404,7 +413,7 @@ class Run:
             e.batch.fill(batch_tokens, n_past, logits="all")
             tgt.decode(e.batch, f"the verification batch of {len(batch_tokens)} tokens")
             ids = (self._synth.accept(smpl, tgt, e.target.is_eog, draft, bool(replay)) if self._synth
-                   else self._sample_and_accept(smpl, draft))
+                   else rule.verify(smpl, draft, proposal, replay, about))
             tm.verify += time.perf_counter() - t
             n_accepted = len(ids) - 1
 

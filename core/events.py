@@ -51,6 +51,9 @@ class RoundEvent:
     t_round: float = 0.0             # wall seconds for the whole round
     finish: str = ""                 # set on the last round: eog | n_predict | context | stopped
     synthetic: bool = False          # synthetic acceptance (core/synth.py): random, not valid output
+    counterfactual: tuple[float, ...] = ()  # at temperature: per drafted position, the chance the
+                                     # other acceptance rule keeps it (core/accept_rules.py)
+    counterfactual_rule: str = ""    # that rule: "ratio" in a match run, "match" in a ratio run
 
     @property
     def t_overhead(self) -> float:
@@ -72,10 +75,11 @@ class RoundEvent:
         """The event as JSON values, with the derived ``t_overhead``; draft probabilities are
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        for key in ("drafted", "draft_probs", "emitted", "replayed"):
+        for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual"):
             d[key] = list(d[key])
         if not exact:
-            d["draft_probs"] = [round(p, 6) for p in d["draft_probs"]]
+            for key in ("draft_probs", "counterfactual"):
+                d[key] = [round(p, 6) for p in d[key]]
         d["t_overhead"] = self.t_overhead
         return d
 

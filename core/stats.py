@@ -9,12 +9,20 @@ them, not again as a "draft" of the replay round.
 
 Mean accepted length is the mean number of tokens a verified draft yields,
 1 + accepted (llama.cpp's ``1 + n_acc_tokens / n_call_accept``).
+
+The counterfactual (runs at temperature, core/accept_rules.py): each draft's chances that the
+other acceptance rule keeps position i are multiplied along the draft, so that position k gets
+the chance that the other rule keeps the first k drafted tokens, the counterpart of
+``accepted_at[k] / drafted_at[k]``; ``counterfactual_acceptance`` averages it over the drafts
+that reached k and carry one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable
+
+import numpy as np
 
 from .events import RoundEvent
 
@@ -75,6 +83,15 @@ class Stats(_DraftRates):
     by_drafter: tuple[DrafterStats, ...] = ()   # per llama.cpp type, in order of first draft
     t_lookup: float = 0.0             # seconds in n-gram lookups (part of t_draft)
     synthetic: bool = False           # a round used synthetic acceptance: not valid output
+    cf_rule: str = ""                 # the counterfactual's rule (RoundEvent.counterfactual_rule)
+    cf_at: tuple[float, ...] = ()     # per draft position: summed chance the other rule keeps
+                                      # the draft up to there
+    cf_drafted_at: tuple[int, ...] = ()  # per draft position: drafts reaching it with a counterfactual
+
+    @property
+    def counterfactual_acceptance(self) -> tuple[float, ...]:
+        """Per draft position: the expected share the other rule would have kept (module docs)."""
+        return tuple(a / d if d else 0.0 for a, d in zip(self.cf_at, self.cf_drafted_at))
 
     @property
     def tokens_per_s(self) -> float:
@@ -91,6 +108,8 @@ class Stats(_DraftRates):
     def to_dict(self) -> dict:
         d = super().to_dict()
         d["by_drafter"] = {ds.name: ds.to_dict() for ds in self.by_drafter}
+        d.update(cf_at=list(self.cf_at), cf_drafted_at=list(self.cf_drafted_at),
+                 counterfactual_acceptance=list(self.counterfactual_acceptance))
         d.update(tokens_per_s=self.tokens_per_s, overhead_share=self.overhead_share)
         return d
 
@@ -136,6 +155,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
     t_overhead, t_total, t_lookup = start.t_overhead, start.t_total, start.t_lookup
     synthetic = start.synthetic
+    cf_rule, cf_at, cf_drafted_at = start.cf_rule, list(start.cf_at), list(start.cf_drafted_at)
     for ev in events:
         n_rounds += 1
         n_tokens += len(ev.emitted)
@@ -145,6 +165,12 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
             if name not in drafters:
                 drafters[name] = _Counts(DrafterStats(name))
             drafters[name].add(ev)
+        if ev.drafted and ev.counterfactual:
+            cf_rule = ev.counterfactual_rule
+            _add_at(cf_drafted_at, len(ev.counterfactual))
+            cf_at.extend([0.0] * (len(cf_drafted_at) - len(cf_at)))
+            for i, chance in enumerate(np.cumprod(ev.counterfactual)):
+                cf_at[i] += float(chance)
         t_draft += ev.t_draft
         t_verify += ev.t_verify
         t_sync += ev.t_sync
@@ -154,4 +180,5 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
         synthetic = synthetic or ev.synthetic
     by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
     return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
-                 t_total, by_drafter, t_lookup, synthetic)
+                 t_total, by_drafter, t_lookup, synthetic, cf_rule, tuple(cf_at),
+                 tuple(cf_drafted_at))

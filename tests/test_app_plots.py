@@ -247,3 +247,18 @@ def test_notes_while_there_is_no_draft(panel):
     events = random_run(20)
     panel.update_stats(fold(events), events)
     assert not panel._pos_empty.isVisible() and not panel._hist_empty.isVisible()
+
+
+def test_the_counterfactual_is_a_labelled_dashed_curve_until_a_run_without_one(panel):
+    from dataclasses import replace
+    events = [replace(ev, counterfactual=(0.8, 0.5, 0.5, 0.5)[:len(ev.drafted)],
+                      counterfactual_rule="ratio") for ev in random_run(40)]
+    stats = fold(events)
+    panel.update_stats(stats, events)
+    shown = panel.shown()["counterfactual"]
+    assert shown["label"].startswith("ratio rule") and np.allclose(
+        shown["y"], stats.counterfactual_acceptance)
+    assert np.allclose(stats.counterfactual_acceptance[:2], (0.8, 0.4))
+    greedy = random_run(10, seed=1)
+    panel.update_stats(fold(greedy), greedy)
+    assert panel.shown()["counterfactual"]["label"] == ""

@@ -34,12 +34,14 @@ class Proposal:
     dropped: int = 0                    # draft-simple: length of a draft shorter than n_min
     rows: int = 0                       # draft-simple: rows decoded on the draft from n_past on
     t_decode: float = 0.0               # draft-simple: seconds inside llama.cpp
+    dists: tuple = ()                   # draft-simple: its q per token (accept_rules.DraftDist)
 
     def truncated(self, n: int) -> "Proposal":
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
         if len(self.tokens) <= n:
             return self
-        return replace(self, tokens=self.tokens[:n], probs=self.probs[:n], stop="budget")
+        return replace(self, tokens=self.tokens[:n], probs=self.probs[:n],
+                       dists=self.dists[:n], stop="budget")
 
 
 class Drafter:

@@ -3,7 +3,9 @@
 Decode id_last at n_past on the draft, then take the argmax of the top-10 renormalised
 probabilities, decode it, and go on until p_min, n_max or the round's budget; a draft shorter
 than n_min is dropped. The draft context and its batch belong to the Engine; the round keeps
-the draft cache in step with the target (engine module docs, step 3).
+the draft cache in step with the target (engine module docs, step 3). With the ratio acceptance
+rule at temperature it drafts a sample of its own distribution q instead of the argmax
+(``self.q``, core/accept_rules.py); p_min still reads the top-10 share of the argmax.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class DraftModel(Drafter):
             raise ConfigError("draft-simple needs a draft model (-md)")
         self.ctx, self.batch = engine.dft, engine.dbatch
         self.n_max, self.n_min, self.p_min = spec.n_max, spec.n_min, spec.p_min
+        self.q = None   # accept_rules.DraftSampler: the run needs q (ratio rule, counterfactual)
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         ctx, batch, p_min = self.ctx, self.batch, self.p_min
@@ -73,7 +76,7 @@ class DraftModel(Drafter):
             if p < p_min:
                 stop = "p_min"
                 break
-            token = best
+            token = best if self.q is None else self.q.draw(logits, best)
             draft.append(token)
             probs.append(p)
             if len(draft) >= cap:
@@ -81,8 +84,9 @@ class DraftModel(Drafter):
         if stop == "n_max" and cap < self.n_max:
             stop = "budget"
         rows = len(draft) + (1 if stop == "p_min" else 0)   # rows decoded from n_past on
+        dists = self.q.take() if self.q is not None else ()
         if len(draft) < self.n_min:
             return Proposal(self.name, stop="n_min", dropped=len(draft), rows=rows,
                             t_decode=t_decode)
         return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
-                        t_decode=t_decode)
+                        t_decode=t_decode, dists=dists)
