@@ -2,8 +2,9 @@
 
 ``to_plain`` turns a dataclass into a dict of JSON values (tuples become lists; floats stay
 floats, which JSON round-trips exactly through ``repr``). ``from_plain`` rebuilds it from
-the field type hints and raises ``PlainError`` naming the field when a key is missing,
-unknown or of the wrong type."""
+the field type hints and raises ``PlainError`` naming the field when a key is missing (a
+field with a default may be: files written before it was added still load), unknown or of
+the wrong type."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def to_plain(obj):
 
 
 def from_plain(cls, data: dict, what: str = ""):
-    """An instance of dataclass ``cls`` from ``data`` (every field present, no unknown key)."""
+    """An instance of dataclass ``cls`` from ``data`` (every field without a default present,
+    no unknown key)."""
     if not isinstance(data, dict):
         raise PlainError(f"{what or cls.__name__} is not a JSON object")
     hints = typing.get_type_hints(cls)
@@ -36,6 +38,8 @@ def from_plain(cls, data: dict, what: str = ""):
     kw = {}
     for f in dataclasses.fields(cls):
         if f.name not in data:
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                continue        # a field added since the file was written: its default
             raise PlainError(f"{what or cls.__name__} lacks the field {f.name!r}")
         kw[f.name] = _value(hints[f.name], data[f.name], f"{what}.{f.name}" if what else f.name)
     return cls(**kw)

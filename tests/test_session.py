@@ -188,3 +188,25 @@ def test_a_session_path_alone_opens_the_window_on_it(monkeypatch, tmp_path):
     monkeypatch.setattr(cli, "cmd_gui", lambda args: seen.append(args) or 0)
     assert main([str(tmp_path / "run.jsonl")]) == 0
     assert seen[0].command == "gui" and seen[0].session == tmp_path / "run.jsonl"
+
+
+def test_a_file_written_before_a_field_was_added_still_loads(tmp_path, recorded):
+    """Fields added to events later (synthetic acceptance, the counterfactual) have defaults: a
+    recording without them loads with those defaults instead of being refused."""
+    added = ("synthetic", "counterfactual", "counterfactual_rule")
+
+    def drop(ls):
+        out = []
+        for line in ls:
+            rec = json.loads(line)
+            if "event" in rec:
+                rec["event"] = {k: v for k, v in rec["event"].items() if k not in added}
+                line = json.dumps(rec) + "\n"
+            out.append(line)
+        return out
+    path = broken(tmp_path, recorded, drop)
+    events = [json.loads(line)["event"] for line in path.read_text().splitlines()
+              if '"event"' in line]
+    assert events and not any(k in ev for ev in events for k in added)
+    loaded, original = Session.load(path), Session.load(recorded)
+    assert loaded.spec.events == original.spec.events and loaded.spec.events
