@@ -17,14 +17,7 @@ def cache_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
-@pytest.fixture(autouse=True)
-def quiet_machine(monkeypatch):
-    """Calibrations read as taken on a quiet machine and cached ones pass the drift check, so
-    that what the tests see does not depend on what else runs (test_calibrate tests both)."""
-    from test_calibrate import FixedLoad
-    from specscope.core import calibrate as cb
-    monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
-    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
+pytestmark = pytest.mark.usefixtures("quiet_machine")
 
 
 def bench(tiny_models, *extra):
