@@ -96,7 +96,7 @@ def model_phases(cal: cb.Calibration, ev, prev_synced: bool, sync: str) -> dict[
         return {"draft": 0.0, "verify": (1.0 + cal.s) * t1, "sync": 0.0, "python": cal.o_base * t1}
     n = len(ev.drafted)
     a = ev.n_accepted
-    full = bool(n) and a == n
+    full = a == n            # a plain round (no draft: the run's budget) syncs its one row too
     rebuild = prev_synced if sync == "replay" or cal.reuse_rebuilds else False
     draft = n * cal.f + (max(0.0, cal.f_first - cal.f) if (n and rebuild) else 0.0)
     verify = cal.cost(n + 1) + cal.s * (a + 1)
