@@ -696,7 +696,8 @@ class CompareView(QWidget):
         parts = []
         for name, cal in self.calibrations.items():
             ks = range(1, cal.k_max + 1)
-            when = "cached" if self.from_cache.get(name) else "measured now"
+            when = ("TAKEN UNDER LOAD, not cached" if cal.under_load else "cached" if self.from_cache.get(name)
+                    else "measured again: drifted" if cal.note else "measured now")
             ks = [k for k in ks if k <= 6 or k == cal.k_max]     # all of them in the tooltip
             draft = f"f {cal.f:.3f}" if cal.has_draft else "no draft model"
             parts.append(f"{name or 'target alone (n-gram drafters)'} ({when}): t1 {cal.t1 * 1e3:.2f} ms, "
@@ -704,7 +705,13 @@ class CompareView(QWidget):
                          + f", python/round {cal.o0:.2f}+{cal.o1:.2f}·n")
         self.calibration_label.setText("Calibration — " + "\n".join(parts))
         self.calibration_label.setToolTip("\n\n".join(
-            f"{name or 'target alone'}:\n" + "\n".join(cal.lines()) for name, cal in self.calibrations.items()))
+            f"{name or 'target alone'}: {cal.status(bool(self.from_cache.get(name)))}\n" + "\n".join(cal.lines())
+            for name, cal in self.calibrations.items()))
+        loaded = [name or "the target alone" for name, cal in self.calibrations.items() if cal.under_load]
+        if loaded:
+            self.banner.show_message("warning", f"The calibration of {', '.join(loaded)} was taken under load "
+                                     "(other processes used the CPU): not cached, and its predictions may be "
+                                     "off. Run the sweep again on a quieter machine.")
 
     def _shown(self):
         """The rows shown as a SweepResult (the finished one, or the sweep's rows so far): the

@@ -281,6 +281,11 @@ class CostPanel(QtWidgets.QWidget):
         self._summary.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self._summary.setMinimumHeight(QtGui.QFontMetrics(self._summary.font()).lineSpacing() * 3)
         self._summary.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+        # --- where the machine's calibrated figures stand (set_calibration); hidden until then
+        self._calibration_note = QtWidgets.QLabel()
+        self._calibration_note.setWordWrap(True)
+        self._calibration_note.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._calibration_note.setVisible(False)
         self._arrange(wide=False)
 
         self._alpha_slider.valueChanged.connect(self._alpha_moved)
@@ -302,9 +307,9 @@ class CostPanel(QtWidgets.QWidget):
             return
         self._wide = wide
         lay = self._layout
-        for w in (self._box, self._plot, self._controls, self._summary):
+        for w in (self._box, self._plot, self._controls, self._summary, self._calibration_note):
             lay.removeWidget(w)
-        for i in range(4):
+        for i in range(5):
             lay.setRowStretch(i, 0)
         for i in range(2):
             lay.setColumnStretch(i, 0)
@@ -312,19 +317,21 @@ class CostPanel(QtWidgets.QWidget):
             lay.addWidget(self._box, 0, 0)
             lay.addWidget(self._controls, 1, 0)
             lay.addWidget(self._summary, 2, 0)
-            lay.addWidget(self._plot, 0, 1, 4, 1)
-            lay.setRowStretch(3, 1)
+            lay.addWidget(self._calibration_note, 3, 0)
+            lay.addWidget(self._plot, 0, 1, 5, 1)
+            lay.setRowStretch(4, 1)
             lay.setColumnStretch(1, 1)
-            for w in (self._box, self._controls, self._summary):
+            for w in (self._box, self._controls, self._summary, self._calibration_note):
                 w.setMaximumWidth(WIDE_COLUMN_PX)
         else:
             lay.addWidget(self._box, 0, 0)
             lay.addWidget(self._plot, 1, 0)
             lay.addWidget(self._controls, 2, 0)
             lay.addWidget(self._summary, 3, 0)
+            lay.addWidget(self._calibration_note, 4, 0)
             lay.setRowStretch(1, 1)
             lay.setColumnStretch(0, 1)
-            for w in (self._box, self._controls, self._summary):
+            for w in (self._box, self._controls, self._summary, self._calibration_note):
                 w.setMaximumWidth(_NO_MAX_PX)
 
     # ------------------------------------------------------------------ public API
@@ -338,6 +345,24 @@ class CostPanel(QtWidgets.QWidget):
         if self._measured is not None and self._follow:
             self._set_sliders(self._measured.alpha, self._measured.f)
         self._redraw()
+
+    def set_calibration(self, name: str, cal, from_cache: bool) -> None:
+        """Say where the machine's calibrated figures (``specscope.core.calibrate``) of ``name``
+        stand: one line, loud when they were taken under load (not cached, maybe off) or measured
+        again because the cached ones drifted. ``cal`` None hides the line."""
+        note = self._calibration_note
+        if cal is None:
+            note.setVisible(False)
+            return
+        warn = cal.under_load or bool(cal.note)
+        note.setText(f"{'⚠ ' if warn else ''}Calibration of {name or 'the target alone'}: "
+                     + cal.status(from_cache))
+        note.setStyleSheet(f"color: {MEASURED_COLOR if cal.under_load else '#555555'}")
+        note.setToolTip("\n".join(cal.lines()))
+        note.setVisible(True)
+
+    def calibration_text(self) -> str:
+        return self._calibration_note.text() if self._calibration_note.isVisibleTo(self) else ""
 
     def clear(self) -> None:
         """Forget the measurement; the sliders go back to their defaults."""

@@ -153,6 +153,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.compare.blocker = self._sweep_blocker
         self.compare.sweep_started.connect(self._sweep_state)
         self.compare.sweep_finished.connect(self._sweep_state)
+        self.compare.sweep_finished.connect(self._calibration_to_cost_panel)
         self.compare.sweep_failed.connect(self._sweep_state)
         scroll = QScrollArea()              # a small screen: let it scroll rather than squeeze it
         scroll.setWidgetResizable(True)
@@ -753,6 +754,13 @@ class MainWindow(QMainWindow, SessionActions):
             self.stats_bar.set_state("Idle")
             if self.banner.message == SWEEP_RUNNING:      # no longer true
                 self.banner.dismiss()
+
+    def _calibration_to_cost_panel(self, result) -> None:
+        """The cost panel says where the sweep's calibration stands (one taken under load
+        first: that is the one to warn about)."""
+        if result.calibrations:
+            name, cal = max(result.calibrations.items(), key=lambda kv: (kv[1].under_load, bool(kv[1].note)))
+            self.cost_panel.set_calibration(name, cal, bool(result.from_cache.get(name)))
 
     def _sweep_blocker(self) -> str:
         """Why the Compare view cannot start a sweep now ("" when it can)."""

@@ -214,9 +214,8 @@ def report_lines(result) -> list[str]:
     if any(DRAFT_MODEL not in c for c in s.chains):
         lines.append(NGRAM_ONLY_NOTE)
     for name, cal in result.calibrations.items():
-        when = (f"cached, measured {cal.cached_age_s / 60:.0f} min ago (--recalibrate to measure again)"
-                if result.from_cache.get(name) else "measured now")
-        lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'} ({when}):"] \
+        lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'}:",
+                  "  " + cal.status(bool(result.from_cache.get(name)))] \
             + ["  " + ln for ln in cal.lines()]
     for name, why in result.skipped.items():
         lines += ["", f"skipped {name}: {why}"]

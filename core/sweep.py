@@ -70,7 +70,6 @@ import csv
 import io
 import json
 import math
-import os
 import statistics
 import threading
 import time
@@ -78,6 +77,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .cpuload import LoadMeter
 from .calibrate import (TIME_BUDGET_S, Calibration, calibrated_speedup, chain_round_cost,
                         get_calibration)
 from .compare import (NEAR_TIE_LOGIT_GAP, LosslessReport, RunResult, check_lossless, execute,
@@ -602,40 +602,6 @@ def longest_draft(s: SweepSettings, config: Config) -> int:
 def sweep_steps(s: SweepSettings) -> int:
     """Progress steps: one calibration per engine, one per baseline and speculative run."""
     return sum(1 + len(s.prompts) * s.repeats * (2 + len(configs)) for _, _, configs in groups(s))
-
-
-def _busy_seconds() -> float | None:
-    """CPU seconds all processes have spent busy since boot (Linux /proc/stat), or None."""
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            fields = f.readline().split()
-        ticks = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError):
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    values = [int(v) for v in fields[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)     # idle + iowait
-    return (sum(values[:8]) - idle) / ticks
-
-
-class LoadMeter:
-    """How much CPU other processes took while we measured (their share of all cores)."""
-
-    def __init__(self):
-        self.t0 = time.perf_counter()
-        self.busy0 = _busy_seconds()
-        self.own0 = sum(os.times()[:2])
-
-    def others_share(self) -> float | None:
-        busy = _busy_seconds()
-        if busy is None or self.busy0 is None:
-            return None
-        wall = time.perf_counter() - self.t0
-        if wall <= 0:
-            return None
-        others = (busy - self.busy0) - (sum(os.times()[:2]) - self.own0)
-        return max(0.0, min(1.0, others / (wall * (os.cpu_count() or 1))))
 
 
 def model_prompts(s: SweepSettings, engine) -> list[tuple[str, str]]:

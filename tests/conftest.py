@@ -56,6 +56,17 @@ def tiny_models(tmp_path_factory):
     return paths
 
 
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    """Calibrations read as taken on a quiet machine and cached ones pass the drift check, so
+    that what a test sees of the cache does not depend on what else runs on the machine
+    (test_calibrate tests the load reading and the drift check themselves)."""
+    from test_calibrate import FixedLoad
+    from specscope.core import calibrate as cb
+    monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
+    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_threads():
     """Fail a test that leaves a thread running."""

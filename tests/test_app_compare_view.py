@@ -28,6 +28,9 @@ def cache_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
+pytestmark = pytest.mark.usefixtures("quiet_machine")
+
+
 @pytest.fixture
 def view(qtbot, tiny_models, tmp_path):
     v = CompareView()
@@ -97,6 +100,16 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     # a second run uses the cached calibration
     run(view, qtbot)
     assert "(cached)" in view.calibration_label.text()
+
+
+def test_a_calibration_under_load_is_flagged_in_the_view(view, qtbot, monkeypatch):
+    from test_calibrate import FixedLoad
+    from specscope.core import calibrate as cb
+    monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.9))     # others used 90% of the CPU
+    result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_values=(1,))
+    assert all(cal.under_load for cal in result.calibrations.values())
+    assert "TAKEN UNDER LOAD, not cached" in view.calibration_label.text()
+    assert "taken under load" in view.banner.message and "not cached" in view.banner.message
 
 
 def test_stop_ends_the_sweep_between_runs(view, qtbot):

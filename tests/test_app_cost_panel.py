@@ -224,3 +224,27 @@ def test_break_even_label_sits_where_the_curve_is_away(panel):
     panel.set_alpha(0.6)
     panel.set_f(0.15)     # 1.39× at n = 1, 1.13× at n = 8 -> label at the left end
     assert panel._break_even.label.orthoPos == pytest.approx(0.02)
+
+
+def test_the_calibrations_standing_is_one_line_loud_under_load(panel, tmp_path):
+    from specscope.core.calibrate import Calibration
+    from specscope.core.cpuload import LoadReading
+    quiet_load = LoadReading(others=0.02, cores=2, seconds=5.0, loadavg=(0.3, 0.3, 0.3)).to_dict()
+    cal = Calibration(k_max=3, n_past=64, t1=1e-3, c_raw=(1.0, 1.2, 1.4), c=(1.0, 1.2, 1.4), f=0.2,
+                      f_batch=(0.2, 0.3, 0.4), load=quiet_load, check_t=1e-3)
+    assert panel.calibration_text() == ""                      # nothing calibrated yet
+    panel.show()
+    panel.set_calibration("draft.gguf", cal, from_cache=True)
+    text = panel.calibration_text()
+    assert text.startswith("Calibration of draft.gguf: cached") and "2% of the CPU" in text
+    assert "⚠" not in text
+    busy = Calibration(**{**cal.__dict__, "under_load": True,
+                          "load": {**quiet_load, "others": 0.8}})
+    panel.set_calibration("draft.gguf", busy, from_cache=False)
+    text = panel.calibration_text()
+    assert text.startswith("⚠ Calibration of draft.gguf: TAKEN UNDER LOAD") and "not cached" in text
+    panel.resize(900, 500)                                     # the wide arrangement keeps it
+    panel.grab().save(str(tmp_path / "cost_panel_under_load.png"))
+    assert panel.calibration_text() == text
+    panel.set_calibration("", None, from_cache=False)
+    assert panel.calibration_text() == ""

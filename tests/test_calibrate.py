@@ -1,9 +1,12 @@
 """Calibration: the prediction formulas on plain numbers, and c(k), f measured on real models."""
 
+import json
+
 import pytest
 
 from specscope.core import calibrate as cb
 from specscope.core.calibrate import Calibration, calibrated_speedup, round_cost
+from specscope.core.cpuload import LoadMeter, LoadReading
 from specscope.core.engine import Engine, EngineSettings
 from specscope.core.errors import ConfigError
 from specscope.core.pairing import expected_accepted, textbook_from_accepted, textbook_speedup
@@ -139,16 +142,34 @@ def test_calibrate_without_a_draft_times_the_target_only_and_stops(tiny_models):
             cb.calibrate(engine, 3, stop=stop)
 
 
-def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monkeypatch):
+class FixedLoad:
+    """A load meter whose reading is given: the load a calibration was taken under, injected."""
+
+    def __init__(self, others: float, cores: int = 2):
+        self.value = LoadReading(others=others, cores=cores, seconds=1.0, loadavg=(0.5, 0.5, 0.5))
+
+    def reading(self) -> LoadReading:
+        return self.value
+
+
+@pytest.fixture
+def steady(monkeypatch):
+    """A quiet machine as far as caching goes: no drift check fails on timing noise (tests that
+    are about which key or file is used); a calibration's load is injected with ``FixedLoad``."""
+    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
+
+
+def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monkeypatch, steady):
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
-        first, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5)
+        first, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
         assert not cached and first.key
         again, cached = cb.get_calibration(engine, 3)
         assert cached and again == first
-        smaller, cached = cb.get_calibration(engine, 2)   # another k_max: another key
+        smaller, cached = cb.get_calibration(engine, 2, meter=FixedLoad(0.0))   # another k_max: another key
         assert not cached
-        fresh, cached = cb.get_calibration(engine, 3, refresh=True, reps=5, time_budget_s=0.5)
+        fresh, cached = cb.get_calibration(engine, 3, refresh=True, reps=5, time_budget_s=0.5,
+                                           meter=FixedLoad(0.0))
         assert not cached and fresh.created >= first.created
     assert len(list((tmp_path / "calibration").glob("*.json"))) == 2
     with Engine(tiny_models["target"], tiny_models["draft"],
@@ -218,3 +239,106 @@ def test_chain_round_cost_on_plain_numbers():
     assert both.speedup == pytest.approx(alone.speedup) and both.draft == pytest.approx(alone.draft)
     with pytest.raises(ConfigError):
         cb.chain_round_cost(cal, [ngram], 0, n_max=0, lookup=0.0)
+
+
+# ============================================================================ load and drift
+
+def test_under_load_threshold_counts_the_cores_llama_cpp_needs():
+    quiet = LoadReading(others=0.05, cores=2, seconds=1.0)          # 0.1 core elsewhere
+    busy = LoadReading(others=0.5, cores=2, seconds=1.0)            # a whole core elsewhere
+    assert not cb.is_under_load(quiet, threads=2)
+    assert cb.is_under_load(busy, threads=2)
+    # one thread on two cores: a core's worth of other work goes to the other core
+    assert not cb.is_under_load(busy, threads=1)
+    assert cb.is_under_load(LoadReading(others=0.7, cores=2, seconds=1.0), threads=1)
+    assert not cb.is_under_load(LoadReading(others=None, cores=2, seconds=1.0), threads=2)
+
+
+def test_load_is_measured_and_stored_with_the_calibration(tiny_models, tmp_path, monkeypatch, steady):
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        cal = quick_calibrate(engine)                     # the real meter
+        assert cal.version == cb.CALIBRATION_VERSION and cal.check_t > 0
+        reading = cal.load_reading
+        assert reading is not None and reading.cores >= 1 and reading.seconds > 0
+        assert reading.others is None or 0.0 <= reading.others <= 1.0
+        assert cal.under_load == cb.is_under_load(reading, cb.threads_used(engine))
+        stored, _ = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.02))
+    doc = json.loads((tmp_path / "calibration" / f"{stored.key}.json").read_text())
+    assert doc["load"]["others"] == 0.02 and doc["under_load"] is False and doc["check_t"] > 0
+    assert "other processes used 2% of the CPU" in stored.status(False)
+
+
+def test_a_calibration_under_load_is_used_but_not_cached(tiny_models, tmp_path, monkeypatch, steady):
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        busy, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.9))
+        assert not cached and busy.under_load and busy.t1 > 0
+        assert "TAKEN UNDER LOAD" in busy.status(False) and "not cached" in busy.status(False)
+        assert not list((tmp_path / "calibration").glob("*.json"))
+        again, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        assert not cached and not again.under_load          # measured again, and now cached
+        assert len(list((tmp_path / "calibration").glob("*.json"))) == 1
+
+
+def spinners(count: int) -> list:
+    import subprocess
+    import sys
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def test_a_busy_process_beside_the_calibration_is_seen_as_load(tiny_models, tmp_path, monkeypatch, steady):
+    """Real load: twice as many spinning processes as cores while a one-thread calibration
+    runs. The scheduler gives each of the 2N + 1 runnable processes about N/(2N + 1) of a core,
+    so the spinners take about N − 1/2 cores, more than the N − 1 a one-thread decode leaves
+    free plus the slack."""
+    import os
+    if LoadMeter().others_share() is None:
+        pytest.skip("no /proc/stat: the load cannot be read here")
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    procs = spinners(2 * (os.cpu_count() or 1))
+    try:
+        with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+            cal, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert cal.under_load and not cached
+    assert cal.load_reading.others_cores > cal.load_reading.cores - 1
+    assert not list((tmp_path / "calibration").glob("*.json"))
+
+
+def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        first, _ = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        path = tmp_path / "calibration" / f"{first.key}.json"
+        doc = json.loads(path.read_text())
+        doc["check_t"] = first.check_t * 1000          # as if this machine had been 1000× slower
+        path.write_text(json.dumps(doc))
+        fresh, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        assert not cached and fresh.note.startswith("recalibrated: a target token now takes")
+        assert "measured now" in fresh.status(False) and fresh.note in fresh.status(False)
+        # the fresh figures replaced the drifted ones in the cache, without the note
+        stored = json.loads(path.read_text())
+        assert stored["check_t"] == fresh.check_t and stored["note"] == ""
+        monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))   # the check passes: the cache is used
+        again, cached = cb.get_calibration(engine, 3)
+        assert cached and again.check_t == fresh.check_t
+
+
+def test_an_old_version_cache_is_measured_again(tiny_models, tmp_path, monkeypatch, steady):
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        first, _ = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        path = tmp_path / "calibration" / f"{first.key}.json"
+        old = {k: v for k, v in first.to_dict().items()
+               if k not in ("version", "load", "under_load", "check_t", "note")}   # version 7's fields
+        path.write_text(json.dumps(old))
+        fresh, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        assert not cached and fresh.version == cb.CALIBRATION_VERSION
+        assert json.loads(path.read_text())["version"] == cb.CALIBRATION_VERSION
+        path.write_text('{"version": 8, "k_max": "three"}')    # garbage: measured again, no crash
+        _, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        assert not cached

@@ -17,6 +17,9 @@ def cache_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
+pytestmark = pytest.mark.usefixtures("quiet_machine")
+
+
 def bench(tiny_models, *extra):
     return ["bench", "-m", str(tiny_models["target"]), "-md", str(tiny_models["draft"]),
             "-c", "256", "-t", "1", "-td", "1", "-n", "8", "--ignore-eos",
@@ -28,7 +31,7 @@ def test_bench_prints_the_table(tiny_models, capsys):
                         "--alpha", "0.6", "--per-prompt"))
     out, err = capsys.readouterr()
     assert rc == 0, err
-    assert "calibration of draft.gguf (measured now)" in out
+    assert "calibration of draft.gguf:\n  measured now (other processes used 0% of the CPU" in out
     assert "calibration of random-draft.gguf" in out
     assert "c(k)" in out and "f_batch(k)" in out
     assert "measured" in out and "textbook" in out and "calibrated" in out and "α-model" in out
@@ -47,7 +50,7 @@ def test_bench_prints_the_table(tiny_models, capsys):
     # the second run takes the calibration from the cache
     rc = cli.main(bench(tiny_models, "--spec-draft-n-max", "1,2", "-q"))
     out, err = capsys.readouterr()
-    assert rc == 0 and "(cached, measured" in out and err == ""
+    assert rc == 0 and "\n  cached, measured" in out and err == ""
     assert "side by side" not in out              # one draft: nothing to compare
 
 
