@@ -58,6 +58,7 @@ within a run (same contexts), not one run's measurement with another's.
 from __future__ import annotations
 
 import ctypes
+import time
 from dataclasses import dataclass
 
 import llama_cpp.llama_cpp as ll
@@ -166,11 +167,15 @@ class DraftSampler:
         self.settings, self.sample = settings, sample
         self.rng = np.random.default_rng((settings.seed & 0xFFFFFFFF, 1))
         self.drawn: list[DraftDist] = []
+        self.t_observe = 0.0    # seconds spent on q only to observe it (match: the counterfactual)
 
     def draw(self, logits: np.ndarray, best: int) -> int:
+        t = time.perf_counter()
         ids, q = draft_distribution(logits, self.settings)
         token = int(ids[_draw(q, self.rng.random())]) if self.sample else best
         self.drawn.append(DraftDist(ids, q, best))
+        if not self.sample:
+            self.t_observe += time.perf_counter() - t
         return token
 
     def take(self) -> tuple[DraftDist, ...]:
@@ -190,10 +195,23 @@ class Verifier:
         self.counterfactual = not s.greedy
         self.rng = np.random.default_rng((s.seed & 0xFFFFFFFF, 2))
         self.p = TargetDistribution(e.tgt.n_vocab, s.greedy)
+        self.q = None
+        self.t_observe = 0.0        # this round's seconds spent only on the counterfactual
         if self.counterfactual:             # the draft model's q, where it drafts
             for d in chain.drafters:
                 if d.name == DRAFT_MODEL:
-                    d.q = DraftSampler(s, sample=self.rule == "ratio")
+                    d.q = self.q = DraftSampler(s, sample=self.rule == "ratio")
+
+    def take_observe_time(self) -> tuple[float, float]:
+        """(draft, verify) seconds this round spent only on observing the other rule (a match
+        run's counterfactual: q on the draft, p on the target), which the round's timings leave
+        out so that observing does not slow the speeds it reports; 0 under the ratio rule, whose
+        p and q are the rule's own cost."""
+        t_draft = 0.0
+        if self.q is not None:
+            t_draft, self.q.t_observe = self.q.t_observe, 0.0
+        t_verify, self.t_observe = self.t_observe, 0.0
+        return t_draft, t_verify
 
     def verify(self, smpl, draft: list[int], proposal, replay: tuple[int, ...], about: dict):
         """The round's tokens (kept drafted tokens, then the target's own); ``about`` (the
@@ -201,12 +219,14 @@ class Verifier:
         dists = proposal.dists if proposal is not None and draft else ()
         if self.rule == "match" and not (self.counterfactual and draft and not replay):
             return self.run._sample_and_accept(smpl, draft)
+        t = time.perf_counter()
         logits = self.run.engine.tgt.logits(len(draft) + 1)
         ps = self._p_rows(smpl, draft, logits) if draft and not replay else []
         if self.counterfactual and ps:
             about.update(counterfactual=self._other(ps, draft, dists),
                          counterfactual_rule="ratio" if self.rule == "match" else "match")
         if self.rule == "match":
+            self.t_observe += time.perf_counter() - t
             return self.run._sample_and_accept(smpl, draft)
         return self._ratio(smpl, draft, dists, ps, logits, forced=bool(replay))
 

@@ -180,6 +180,7 @@ class _Timer:
     verify: float = 0.0
     sync: float = 0.0
     lookup: float = 0.0       # n-gram drafters' Python time (also counted in draft)
+    observe: float = 0.0      # time spent only observing the other acceptance rule: left out
 
 
 class Engine:
@@ -415,6 +416,10 @@ class Run:
             ids = (self._synth.accept(smpl, tgt, e.target.is_eog, draft, bool(replay)) if self._synth
                    else rule.verify(smpl, draft, proposal, replay, about))
             tm.verify += time.perf_counter() - t
+            if rule is not None:     # a counterfactual's cost is left out of the round's timings
+                t_draft_cf, t_verify_cf = rule.take_observe_time()   # (the draft's t_decode
+                tm.verify -= t_verify_cf                              # never held its part)
+                tm.observe += t_draft_cf + t_verify_cf
             n_accepted = len(ids) - 1
 
             # 4a. partial acceptance on a memory that cannot drop rows: restore, replay next round
@@ -514,7 +519,8 @@ class Run:
         fields.setdefault("draft_probs", ())
         fields.setdefault("synthetic", self._synth is not None)
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
-                          t_lookup=tm.lookup, t_round=time.perf_counter() - t0, finish=self.finish)
+                          t_lookup=tm.lookup, t_round=time.perf_counter() - t0 - tm.observe,
+                          finish=self.finish)
 
     def _sample_and_accept(self, smpl: SamplerChain, draft: list[int]) -> list[int]:
         """Seed 000 §6.3: keep while the target samples the drafted token; always emit its own."""
