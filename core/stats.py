@@ -9,6 +9,26 @@ them, not again as a "draft" of the replay round.
 
 Mean accepted length is the mean number of tokens a verified draft yields,
 1 + accepted (llama.cpp's ``1 + n_acc_tokens / n_call_accept``).
+
+Tree headroom (:class:`TreeHeadroom`; llama.cpp PR 28110 proposes the same statistic): what
+a draft tree of width w would have accepted, measured on the draft model's own rounds.
+``RoundEvent.draft_ranks`` holds, for each drafted position up to and with the first
+rejection, the rank of the target's token among the draft's top-10 there (0 = the draft's
+own choice, which is what an accepted position always has). Only those positions were drafted
+from the prefix the target actually took; after the first rejection the draft went on from a
+token the target did not pick, so nothing is known there. A *width-w tree* is taken to expand
+the draft's top-w at every level along the target's path, to the same depth as the draft (it
+verifies more tokens per round: its cost is not counted here). Per round it accepts:
+
+* the measured part: the accepted tokens, plus the first rejected position when the target's
+  token there ranks below w (the tree held it);
+* the estimated part: the tree then goes on below that level, which was never drafted; each of
+  the remaining ``m`` levels (draft length − accepted − 1) is taken to hold the target's token
+  with the run's per-level rate ``p_w`` (the share of measured positions ranking below w),
+  independently, giving ``p_w + p_w² + … + p_w^m`` more accepted tokens.
+
+``acceptance(w)`` = (accepted tokens of a width-w tree) ÷ drafted, as llama.cpp's accept%;
+``floor`` counts the measured part only. At w = 1 both are exactly the measured acceptance.
 """
 
 from __future__ import annotations
@@ -57,6 +77,53 @@ class DrafterStats(_DraftRates):
     accepted_hist: tuple[int, ...] = ()
 
 
+RANK_BINS = 11          # ranks 0-9 in the draft's top-10, and "not among them" (rank -1)
+TREE_WIDTHS = (1, 2, 4)
+
+
+def rank_bin(rank: int) -> int:
+    return RANK_BINS - 1 if rank < 0 else rank
+
+
+@dataclass(frozen=True)
+class TreeHeadroom:
+    """What a draft tree of width w would have accepted (module docs), from draft-simple's
+    rounds: their drafted and accepted counts, the rank histogram of the target's tokens over
+    the measured positions, and ``misses[b][m]``: rounds whose first rejected position ranked
+    in bin b with m drafted positions after it."""
+    n_drafted: int = 0
+    n_accept: int = 0
+    rank_hist: tuple[int, ...] = (0,) * RANK_BINS
+    misses: tuple[tuple[int, ...], ...] = ((),) * RANK_BINS
+
+    def level_rate(self, w: int) -> float:
+        """p_w: the share of measured positions where the target's token ranks below w."""
+        total = sum(self.rank_hist)
+        return sum(self.rank_hist[:w]) / total if total else 0.0
+
+    def floor(self, w: int) -> float:
+        """Acceptance of a width-w tree from the measured positions only."""
+        caught = sum(sum(self.misses[b]) for b in range(1, min(w, RANK_BINS - 1)))
+        return (self.n_accept + caught) / self.n_drafted if self.n_drafted else 0.0
+
+    def acceptance(self, w: int) -> float:
+        """Estimated acceptance of a width-w tree (measured part + estimated deeper levels)."""
+        if not self.n_drafted:
+            return 0.0
+        p = self.level_rate(w)
+        accepted = float(self.n_accept)
+        for b in range(1, min(w, RANK_BINS - 1)):
+            for m, count in enumerate(self.misses[b]):
+                accepted += count * (1.0 + sum(p ** j for j in range(1, m + 1)))
+        return accepted / self.n_drafted
+
+    def to_dict(self) -> dict:
+        return {"n_drafted": self.n_drafted, "n_accept": self.n_accept,
+                "rank_hist": list(self.rank_hist), "misses": [list(m) for m in self.misses],
+                "widths": {str(w): {"acceptance": self.acceptance(w), "floor": self.floor(w),
+                                    "level_rate": self.level_rate(w)} for w in TREE_WIDTHS}}
+
+
 @dataclass(frozen=True)
 class Stats(_DraftRates):
     n_rounds: int = 0
@@ -74,6 +141,7 @@ class Stats(_DraftRates):
     t_total: float = 0.0              # generation wall time (prefill excluded)
     by_drafter: tuple[DrafterStats, ...] = ()   # per llama.cpp type, in order of first draft
     t_lookup: float = 0.0             # seconds in n-gram lookups (part of t_draft)
+    tree: TreeHeadroom = TreeHeadroom()   # draft-simple's rounds: what a wider draft could buy
 
     @property
     def tokens_per_s(self) -> float:
@@ -90,6 +158,7 @@ class Stats(_DraftRates):
     def to_dict(self) -> dict:
         d = super().to_dict()
         d["by_drafter"] = {ds.name: ds.to_dict() for ds in self.by_drafter}
+        d["tree"] = self.tree.to_dict()
         d.update(tokens_per_s=self.tokens_per_s, overhead_share=self.overhead_share)
         return d
 
@@ -126,12 +195,37 @@ def _add_at(counts: list[int], n: int) -> None:
         counts[i] += 1
 
 
+class _Tree:
+    """Mutable tree-headroom counts while folding."""
+
+    def __init__(self, t: TreeHeadroom):
+        self.n_drafted, self.n_accept = t.n_drafted, t.n_accept
+        self.hist = list(t.rank_hist)
+        self.misses = [list(m) for m in t.misses]
+
+    def add(self, ev: RoundEvent) -> None:
+        self.n_drafted += len(ev.drafted)
+        self.n_accept += ev.n_accepted
+        for rank in ev.draft_ranks:
+            self.hist[rank_bin(rank)] += 1
+        if len(ev.draft_ranks) > ev.n_accepted:         # a measured rejection
+            row = self.misses[rank_bin(ev.draft_ranks[ev.n_accepted])]
+            left = len(ev.drafted) - ev.n_accepted - 1
+            row.extend([0] * (left + 1 - len(row)))
+            row[left] += 1
+
+    def done(self) -> TreeHeadroom:
+        return TreeHeadroom(self.n_drafted, self.n_accept, tuple(self.hist),
+                            tuple(tuple(m) for m in self.misses))
+
+
 def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     """The statistics of ``events``; with ``start``, of the events that made ``start`` and then
     these (``fold(b, fold(a)) == fold(a + b)``), so a live view folds only what is new."""
     n_rounds, n_tokens = start.n_rounds, start.n_tokens
     total = _Counts(start)
     drafters = {d.name: _Counts(d) for d in start.by_drafter}
+    tree = _Tree(start.tree)
     t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
     t_overhead, t_total, t_lookup = start.t_overhead, start.t_total, start.t_lookup
     for ev in events:
@@ -143,6 +237,8 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
             if name not in drafters:
                 drafters[name] = _Counts(DrafterStats(name))
             drafters[name].add(ev)
+            if name == "draft-simple":
+                tree.add(ev)
         t_draft += ev.t_draft
         t_verify += ev.t_verify
         t_sync += ev.t_sync
@@ -151,4 +247,4 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
         t_lookup += ev.t_lookup
     by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
     return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
-                 t_total, by_drafter, t_lookup)
+                 t_total, by_drafter, t_lookup, tree.done())
