@@ -130,7 +130,7 @@ class DrafterPanel(QGroupBox):
             "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
                           [("p_min", self.p_min), ("sync", self.sync)],
-                          [("length", self.policy)]],
+                          [("n policy", self.policy)]],
         }
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
