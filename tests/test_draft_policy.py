@@ -52,6 +52,21 @@ def test_cost_policy_follows_the_acceptance_within_bounds():
     assert max(s) == s[good.next_n() - 1] and len(s) == 8
 
 
+@pytest.mark.parametrize("sync", ["reuse", "replay"])
+def test_cost_policy_prices_rounds_as_the_calibrated_model_does(sync):
+    from specscope.core.calibrate import round_cost
+    cal = calibration()
+    p = BestPredicted(6, cal, sync)
+    for drafted, accepted in ((6, 2), (6, 6), (3, 0), (5, 4), (6, 1)):
+        p.update(drafted, accepted)
+    a, prob = [], 1.0
+    for q in p.rates():
+        prob *= q
+        a.append(prob)
+    assert p.predicted() == pytest.approx([round_cost(cal, n, a, sync).speedup for n in range(1, 7)],
+                                          rel=1e-12)
+
+
 def test_cost_policy_needs_a_calibration_that_covers_n_max():
     with pytest.raises(ConfigError, match="calibration"):
         make_policy(SpecSettings(n_max=4, draft_policy="cost"), None)
