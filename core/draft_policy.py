@@ -8,8 +8,11 @@ budget apply as always.
 length goes up by 2 after a round whose every drafted token was accepted, down by 1 (to at
 least 1) otherwise. transformers starts ``num_assistant_tokens`` at 20 and does not cap it;
 here it starts at ``n_max`` and is capped at ``n_max``, so that it moves in the same range
-1..n_max as the other policies (and a benchmark compares like with like). A round in which
-the draft model proposed nothing (p_min, another drafter of the chain won) leaves it as it is.
+1..n_max as the other policies (and a benchmark compares like with like). "Every drafted token"
+is the draft actually verified, as current transformers counts it (``num_matches ==
+len(candidates)``; older versions compared with the budget, so a draft cut short by p_min
+counted as a miss). A round in which the draft model proposed nothing (p_min, another drafter
+of the chain won) leaves it as it is.
 
 ``cost``: each round, the n in 1..n_max with the best predicted speed-up of the calibrated
 model (:func:`specscope.core.calibrate.round_cost`: this machine's c(k), f, sampling, sync and
@@ -22,7 +25,9 @@ pseudo-observations, and the pooled rate towards ``PRIOR_RATE`` with as many (so
 round drafts for α ≈ 0.7, and a position never reached yet takes the pooled rate).
 
 A policy sees what llama.cpp's drafters see (``Drafter.accept``): the draft model's own
-rounds, with the number of its tokens the target kept.
+rounds, with the number of its tokens the target kept. (On a target whose memory needs
+checkpoints, llama.cpp tells its drafters nothing in a checkpoint round and, in the replay round
+after it, one token more than was kept: the policy hears the same.)
 """
 
 from __future__ import annotations
