@@ -635,8 +635,8 @@ class PlotsPanel(QtWidgets.QWidget):
             "reach, expanding the draft's top-w at every level to the same depth (its extra "
             "verification cost is not counted).\nmeasured: only the positions drafted from the "
             "target's own path; estimated: the levels below a rejection the tree would have "
-            "caught were never drafted, so each is taken to hold the target's token with the "
-            "run's measured rate for width w.\nw = 1 is the measured acceptance.")
+            "caught were never drafted, so they are taken to go as this run's rounds go from "
+            "their start (as the next round does).\nw = 1 is the measured acceptance.")
         box = QtWidgets.QWidget()
         lay = QtWidgets.QVBoxLayout(box)
         lay.setContentsMargins(0, 0, 0, 0)

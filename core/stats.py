@@ -17,18 +17,21 @@ rejection, the rank of the target's token among the draft's top-10 there (0 = th
 own choice, which is what an accepted position always has). Only those positions were drafted
 from the prefix the target actually took; after the first rejection the draft went on from a
 token the target did not pick, so nothing is known there. A *width-w tree* is taken to expand
-the draft's top-w at every level along the target's path, to the same depth as the draft (it
-verifies more tokens per round: its cost is not counted here). Per round it accepts:
+the draft's top-w at every level along the target's path, to the same depth L as the draft
+(it verifies more tokens per round: its cost is not counted here). Per round it accepts:
 
 * the measured part: the accepted tokens, plus the first rejected position when the target's
   token there ranks below w (the tree held it);
-* the estimated part: the tree then goes on below that level, which was never drafted; each of
-  the remaining ``m`` levels (draft length − accepted − 1) is taken to hold the target's token
-  with the run's per-level rate ``p_w`` (the share of measured positions ranking below w),
-  independently, giving ``p_w + p_w² + … + p_w^m`` more accepted tokens.
+* the estimated part: below that level the tree goes on for the m = L − accepted − 1 levels
+  left, which were never drafted. They are taken to behave like the first m levels of a round
+  of this run — which is what they are in the real run: the next round starts right after the
+  target's token. ``E_w(m)``, the mean a width-w tree accepts over m levels, is the mean over
+  the run's rounds (those at least m long) of what the tree accepts in their first m levels,
+  recursively (a caught rejection at level r adds 1 + E_w(m − r − 1)). It keeps the run's own
+  runs of good and bad stretches, unlike a per-level rate raised to a power.
 
 ``acceptance(w)`` = (accepted tokens of a width-w tree) ÷ drafted, as llama.cpp's accept%;
-``floor`` counts the measured part only. At w = 1 both are exactly the measured acceptance.
+``floor(w)`` counts the measured part only. At w = 1 both are exactly the measured acceptance.
 """
 
 from __future__ import annotations
@@ -89,37 +92,54 @@ def rank_bin(rank: int) -> int:
 class TreeHeadroom:
     """What a draft tree of width w would have accepted (module docs), from draft-simple's
     rounds: their drafted and accepted counts, the rank histogram of the target's tokens over
-    the measured positions, and ``misses[b][m]``: rounds whose first rejected position ranked
-    in bin b with m drafted positions after it."""
+    the measured positions, and ``rounds``: (draft length, accepted, rank bin of the first
+    rejected position — 0 when all were accepted, the last bin when no rank was measured —,
+    how many rounds), sorted."""
     n_drafted: int = 0
     n_accept: int = 0
     rank_hist: tuple[int, ...] = (0,) * RANK_BINS
-    misses: tuple[tuple[int, ...], ...] = ((),) * RANK_BINS
+    rounds: tuple[tuple[int, int, int, int], ...] = ()
 
     def level_rate(self, w: int) -> float:
-        """p_w: the share of measured positions where the target's token ranks below w."""
+        """The share of measured positions where the target's token ranks below w."""
         total = sum(self.rank_hist)
         return sum(self.rank_hist[:w]) / total if total else 0.0
 
     def floor(self, w: int) -> float:
         """Acceptance of a width-w tree from the measured positions only."""
-        caught = sum(sum(self.misses[b]) for b in range(1, min(w, RANK_BINS - 1)))
+        caught = sum(n for length, acc, b, n in self.rounds if acc < length and 0 < b < w)
         return (self.n_accept + caught) / self.n_drafted if self.n_drafted else 0.0
+
+    def continuation(self, w: int) -> list[float]:
+        """E_w(m), m = 0 .. the longest draft: what a width-w tree accepts over m levels, from
+        the run's rounds at least m long (module docs); the last value where none is."""
+        longest = max((length for length, *_ in self.rounds), default=0)
+        e = [0.0]
+        for m in range(1, longest + 1):
+            total = count = 0.0
+            for length, acc, b, n in self.rounds:
+                if length < m:
+                    continue
+                got = m if acc >= m else acc + (1.0 + e[m - acc - 1] if 0 < b < w else 0.0)
+                total += n * got
+                count += n
+            e.append(total / count if count else e[-1])
+        return e
 
     def acceptance(self, w: int) -> float:
         """Estimated acceptance of a width-w tree (measured part + estimated deeper levels)."""
         if not self.n_drafted:
             return 0.0
-        p = self.level_rate(w)
+        e = self.continuation(w)
         accepted = float(self.n_accept)
-        for b in range(1, min(w, RANK_BINS - 1)):
-            for m, count in enumerate(self.misses[b]):
-                accepted += count * (1.0 + sum(p ** j for j in range(1, m + 1)))
+        for length, acc, b, n in self.rounds:
+            if acc < length and 0 < b < w:
+                accepted += n * (1.0 + e[length - acc - 1])
         return accepted / self.n_drafted
 
     def to_dict(self) -> dict:
         return {"n_drafted": self.n_drafted, "n_accept": self.n_accept,
-                "rank_hist": list(self.rank_hist), "misses": [list(m) for m in self.misses],
+                "rank_hist": list(self.rank_hist), "rounds": [list(r) for r in self.rounds],
                 "widths": {str(w): {"acceptance": self.acceptance(w), "floor": self.floor(w),
                                     "level_rate": self.level_rate(w)} for w in TREE_WIDTHS}}
 
@@ -201,22 +221,25 @@ class _Tree:
     def __init__(self, t: TreeHeadroom):
         self.n_drafted, self.n_accept = t.n_drafted, t.n_accept
         self.hist = list(t.rank_hist)
-        self.misses = [list(m) for m in t.misses]
+        self.rounds = {tuple(r[:3]): r[3] for r in t.rounds}
 
     def add(self, ev: RoundEvent) -> None:
         self.n_drafted += len(ev.drafted)
         self.n_accept += ev.n_accepted
         for rank in ev.draft_ranks:
             self.hist[rank_bin(rank)] += 1
-        if len(ev.draft_ranks) > ev.n_accepted:         # a measured rejection
-            row = self.misses[rank_bin(ev.draft_ranks[ev.n_accepted])]
-            left = len(ev.drafted) - ev.n_accepted - 1
-            row.extend([0] * (left + 1 - len(row)))
-            row[left] += 1
+        if ev.n_accepted == len(ev.drafted):
+            b = 0
+        elif len(ev.draft_ranks) > ev.n_accepted:        # a measured rejection
+            b = rank_bin(ev.draft_ranks[ev.n_accepted])
+        else:                                            # rejected, no rank: caught by no tree
+            b = RANK_BINS - 1
+        key = (len(ev.drafted), ev.n_accepted, b)
+        self.rounds[key] = self.rounds.get(key, 0) + 1
 
     def done(self) -> TreeHeadroom:
         return TreeHeadroom(self.n_drafted, self.n_accept, tuple(self.hist),
-                            tuple(tuple(m) for m in self.misses))
+                            tuple((*k, n) for k, n in sorted(self.rounds.items())))
 
 
 def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:

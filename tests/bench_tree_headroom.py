@@ -62,7 +62,8 @@ def main(argv=None) -> int:
                     + f", >10 {100 * t.rank_hist[-1] / misses:.0f}%")
             for w in TREE_WIDTHS:
                 print(f"  width {w}: acceptance {100 * t.floor(w):.1f}% measured, "
-                      f"{100 * t.acceptance(w):.1f}% estimated (per-level rate p_w {t.level_rate(w):.3f})")
+                      f"{100 * t.acceptance(w):.1f}% estimated (positions ranking below {w}: "
+                      f"{100 * t.level_rate(w):.1f}%)")
     return 0
 
 

@@ -64,18 +64,22 @@ EVENTS = [ev(0, [5, 6, 7], 3, [0, 0, 0]), ev(1, [5, 6, 7], 0, [1]), ev(2, [5, 6]
           ev(3, [5, 6, 7, 8], 1, [0, -1]), ev(4, [1, 2], 0, [], drafter="ngram-simple")]
 
 
-def test_the_fold_counts_ranks_misses_and_width_estimates():
+def test_the_fold_counts_ranks_rounds_and_width_estimates():
     s = fold(EVENTS)
     t = s.tree
     assert (t.n_drafted, t.n_accept) == (12, 5)            # draft-simple's rounds only
     assert t.rank_hist == (5, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1) and len(t.rank_hist) == RANK_BINS
-    assert t.misses[1] == (0, 0, 1) and t.misses[3] == (1,) and t.misses[10] == (0, 0, 1)
+    assert t.rounds == ((2, 1, 3, 1), (3, 0, 1, 1), (3, 3, 0, 1), (4, 1, 10, 1))
     assert t.floor(1) == t.acceptance(1) == 5 / 12 == s.drafter("draft-simple").acceptance_rate
     assert t.floor(2) == 6 / 12 and t.floor(4) == 7 / 12 and t.floor(10) == 7 / 12
-    p2, p4 = 6 / 8, 7 / 8
-    assert t.level_rate(2) == p2 and t.level_rate(4) == p4
-    assert t.acceptance(2) == pytest.approx((5 + 1 + p2 + p2 ** 2) / 12)
-    assert t.acceptance(4) == pytest.approx((5 + 1 + p4 + p4 ** 2 + 1) / 12)
+    assert t.level_rate(2) == 6 / 8 and t.level_rate(4) == 7 / 8
+    # over the first m levels of the rounds at least m long (by hand):
+    # w=2: m=1 every round gets 1; m=2: 2, 1 + E(1) = 2, 1, 1 -> 1.5
+    # w=4: m=2: 2, 2, 1 + 1 + E(0) = 2, 1 -> 1.75
+    assert t.continuation(2)[:3] == [0.0, 1.0, 1.5] and t.continuation(4)[:3] == [0.0, 1.0, 1.75]
+    # the caught rejections go on: round 1 (w>=2) with 2 levels left, round 2 (w>=4) with none
+    assert t.acceptance(2) == (5 + 1 + 1.5) / 12
+    assert t.acceptance(4) == (5 + 1 + 1.75 + 1 + 0) / 12
     d = s.to_dict()["tree"]
     assert d["rank_hist"] == list(t.rank_hist) and d["widths"]["2"]["floor"] == 0.5
 
