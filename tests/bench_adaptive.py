@@ -60,6 +60,39 @@ class Tally:
         return self.tokens[rep] / self.seconds[rep]
 
 
+def report(configs, tallies, base, reps, pair, prompts, args, others=None, elapsed=None):
+    """Print the table over repetitions ``reps``; (rows, best fixed row)."""
+    rows = []
+    for name, _ in configs:
+        t = tallies[name]
+        speedups = [t.tok_s(r) / base.tok_s(r) for r in reps]
+        rows.append({"config": name, "tok_s": statistics.median(t.tok_s(r) for r in reps),
+                     "speedup": statistics.median(speedups),
+                     "speedup_min": min(speedups), "speedup_max": max(speedups),
+                     "acceptance": t.accepted / t.drafted if t.drafted else 0.0,
+                     "mean_n": statistics.fmean(t.limits) if t.limits else math.nan,
+                     "lossless_mismatches": t.mismatches})
+    fixed = [r for r in rows if r["config"].startswith("fixed")]
+    best = max(fixed, key=lambda r: r["speedup"])
+    print(f"{pair}; {len(prompts)} prompts × "
+          f"{len(reps)} repetition(s), {args.n_predict} tokens, greedy, sync {args.sync}; "
+          f"baseline {statistics.median(base.tok_s(r) for r in reps):.1f} tok/s (median)")
+    print(f"{'configuration':<16} {'tok/s':>8} {'speed-up':>9} {'(min-max)':>13} {'accept':>8} "
+          f"{'mean n':>7} {'vs best fixed':>14} {'lossless':>9}")
+    for r in rows:
+        vs = r["speedup"] / best["speedup"]
+        mark = " *" if r is best else ""
+        print(f"{r['config']:<16} {r['tok_s']:8.1f} {r['speedup']:8.3f}x "
+              f"{r['speedup_min']:6.2f}-{r['speedup_max']:.2f}x {100 * r['acceptance']:7.1f}% "
+              f"{r['mean_n']:7.2f} {vs:13.3f}x {'ok' if not r['lossless_mismatches'] else r['lossless_mismatches']:>9}"
+              f"{mark}")
+    print("* best fixed n_max (picked after the fact)"
+          + (f"; took {elapsed:.0f} s" if elapsed is not None else "")
+          + (f"; other processes used {100 * others:.0f}% of the CPU meanwhile"
+             + (" (noisy: rerun on a quiet machine)" if others >= 0.1 else "") if others is not None else ""))
+    return rows, best
+
+
 def main(argv=None) -> int:
     from specscope.core.demo import demo_pair
     from specscope.core.draft_policy import policy_calibration
@@ -82,6 +115,7 @@ def main(argv=None) -> int:
 
     target, draft = (args.model, args.model_draft) if args.model else demo_pair()
     prompts = load_prompts(args.prompts)
+    pair = f"target {Path(target).name}, draft {Path(draft).name}"
     sampler = SamplerSettings(logit_bias=eog_bias(target))
     configs = [(f"fixed n={n}", SpecSettings(n_max=n, sync=args.sync)) for n in range(1, args.n_max + 1)]
     configs += [(f"{p} n_max={args.n_max}", SpecSettings(n_max=args.n_max, sync=args.sync, draft_policy=p))
@@ -108,38 +142,16 @@ def main(argv=None) -> int:
                             run = engine.speculative(text, spec, sampler, args.n_predict, calibration=cal)
                             events = list(run)
                             tallies[name].add(rep, fold(events), events, run.tokens == expected)
+            if rep + 1 < args.repeats:        # the table so far, in case the run is cut short
+                print(f"\nafter {rep + 1} repetition(s):", file=sys.stderr)
+                report(configs, tallies, base, range(rep + 1), pair, prompts, args)
+                sys.stdout.flush()
         others = meter.others_share()
         elapsed = time.perf_counter() - t0
     print(file=sys.stderr)
 
-    reps = range(args.repeats)
-    rows = []
-    for name, _ in configs:
-        t = tallies[name]
-        speedups = [t.tok_s(r) / base.tok_s(r) for r in reps]
-        rows.append({"config": name, "tok_s": statistics.median(t.tok_s(r) for r in reps),
-                     "speedup": statistics.median(speedups),
-                     "speedup_min": min(speedups), "speedup_max": max(speedups),
-                     "acceptance": t.accepted / t.drafted if t.drafted else 0.0,
-                     "mean_n": statistics.fmean(t.limits) if t.limits else math.nan,
-                     "lossless_mismatches": t.mismatches})
-    fixed = [r for r in rows if r["config"].startswith("fixed")]
-    best = max(fixed, key=lambda r: r["speedup"])
-    print(f"target {Path(target).name}, draft {Path(draft).name}; {len(prompts)} prompts × "
-          f"{args.repeats} repetitions, {args.n_predict} tokens, greedy, sync {args.sync}; "
-          f"baseline {statistics.median(base.tok_s(r) for r in reps):.1f} tok/s (median)")
-    print(f"{'configuration':<16} {'tok/s':>8} {'speed-up':>9} {'(min-max)':>13} {'accept':>8} "
-          f"{'mean n':>7} {'vs best fixed':>14} {'lossless':>9}")
-    for r in rows:
-        vs = r["speedup"] / best["speedup"]
-        mark = " *" if r is best else ""
-        print(f"{r['config']:<16} {r['tok_s']:8.1f} {r['speedup']:8.3f}x "
-              f"{r['speedup_min']:6.2f}-{r['speedup_max']:.2f}x {100 * r['acceptance']:7.1f}% "
-              f"{r['mean_n']:7.2f} {vs:13.3f}x {'ok' if not r['lossless_mismatches'] else r['lossless_mismatches']:>9}"
-              f"{mark}")
-    print(f"* best fixed n_max (picked after the fact); took {elapsed:.0f} s"
-          + (f"; other processes used {100 * others:.0f}% of the CPU meanwhile"
-             + (" (noisy: rerun on a quiet machine)" if others >= 0.1 else "") if others is not None else ""))
+    rows, best = report(configs, tallies, base, range(args.repeats), pair, prompts,
+                        args, others, elapsed)
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "best_fixed": best["config"],
                                          "others_cpu": others, "repeats": args.repeats,
