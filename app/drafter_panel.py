@@ -110,6 +110,17 @@ class DrafterPanel(QGroupBox):
         self.sync.setToolTip("How the draft model's cache catches up after verification: reuse its "
                              "own rows, or replay the verification batch as llama.cpp does (--sync)")
 
+        self.policy = QComboBox()
+        from specscope.core.draft_policy import DESCRIPTIONS as POLICY_TIPS, POLICIES
+        for i, name in enumerate(POLICIES):
+            self.policy.addItem(name, name)
+            self.policy.setItemData(i, POLICY_TIPS[name], Qt.ItemDataRole.ToolTipRole)
+        self.policy.setToolTip("Draft length per round (--spec-draft-policy): fixed n_max as llama.cpp "
+                               "does; hf, Hugging Face's +2 / −1 within 1..n_max; cost, the n with the "
+                               "best predicted speed-up for this machine's calibrated costs and the "
+                               "run's acceptance so far (the first cost run calibrates the pair: "
+                               "seconds, once per pair and settings)")
+
         rows = {
             "ngram-simple": [[("n", self.size_n["ngram-simple"]), ("m", self.size_m["ngram-simple"])]],
             "ngram-map-k": [[("n", self.size_n["ngram-map-k"]), ("m", self.size_m["ngram-map-k"])]],
@@ -118,7 +129,8 @@ class DrafterPanel(QGroupBox):
             "ngram-mod": [[("match", self.mod_match), ("min", self.mod_min), ("max", self.mod_max)]],
             "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
-                          [("p_min", self.p_min), ("sync", self.sync)]],
+                          [("p_min", self.p_min), ("sync", self.sync)],
+                          [("n policy", self.policy)]],
         }
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
@@ -182,6 +194,7 @@ class DrafterPanel(QGroupBox):
                   self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min):
             w.valueChanged.connect(self._edited)
         self.sync.currentIndexChanged.connect(self._edited)
+        self.policy.currentIndexChanged.connect(self._edited)
         for e in (self.cache_static, self.cache_dynamic):
             e.editingFinished.connect(self._edited)
         self.synth.changed.connect(self._edited)
@@ -223,7 +236,7 @@ class DrafterPanel(QGroupBox):
                 for t in MAP_TYPES}
         return SpecSettings(
             n_max=self.n_max.value(), n_min=self.n_min.value(), p_min=round(self.p_min.value(), 4),
-            sync=self.sync.currentData(), types=self.types(),
+            sync=self.sync.currentData(), types=self.types(), draft_policy=self.policy.currentData(),
             ngram_simple=maps["ngram-simple"], ngram_map_k=maps["ngram-map-k"],
             ngram_map_k4v=maps["ngram-map-k4v"],
             ngram_mod=NgramModParams(self.mod_match.value(), self.mod_min.value(), self.mod_max.value()),
@@ -266,7 +279,8 @@ class DrafterPanel(QGroupBox):
                 "size_m": {t: s.value() for t, s in self.size_m.items()},
                 "min_hits": self.min_hits.value(),
                 "mod": [self.mod_match.value(), self.mod_min.value(), self.mod_max.value()],
-                "cache": [self.cache_static.text(), self.cache_dynamic.text()]}
+                "cache": [self.cache_static.text(), self.cache_dynamic.text()],
+                "policy": self.policy.currentData()}
 
     def from_dict(self, d: dict) -> None:
         """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
@@ -293,6 +307,9 @@ class DrafterPanel(QGroupBox):
         if isinstance(cache, list) and len(cache) == 2 and all(isinstance(x, str) for x in cache):
             self.cache_static.setText(cache[0])
             self.cache_dynamic.setText(cache[1])
+        i = self.policy.findData(d.get("policy"))
+        if i >= 0:
+            self.policy.setCurrentIndex(i)
         self._edited()
 
 

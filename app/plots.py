@@ -1,6 +1,6 @@
-"""Four live plots of a speculative run (issue 5).
+"""Five live plots of a speculative run (issues 5 and 13).
 
-``PlotsPanel`` shows, in a 2×2 grid:
+``PlotsPanel`` shows, in a 2×2 grid and a column beside it:
 
 - **Acceptance by draft position** — for each draft position k (1 = the first
   drafted token), the share of drafts reaching k whose k-th token the target
@@ -10,7 +10,10 @@
 - **Generation speed** — tokens per second over generation time, rolling and
   whole-run;
 - **Time per round** — where each of the latest rounds spent its time: draft /
-  verify / sync / overhead (ms), stacked.
+  verify / sync / overhead (ms), stacked;
+- **Tree headroom** — the rank of the target's token among the draft model's top-10 at each
+  position drafted from the target's own path, and under it the acceptance a draft tree of
+  width 1, 2 and 4 would reach (``Stats.tree``, core/stats.py).
 
 At temperature the acceptance plot adds a dashed curve: the other acceptance rule's expected
 share on the same drafts (``Stats.counterfactual_acceptance``, core/accept_rules.py).
@@ -102,7 +105,9 @@ PLOTS = (
     ("accepted_length", "Accepted drafted tokens per round"),
     ("speed", "Generation speed"),
     ("time_split", "Time per round"),
+    ("tree", "Tree headroom"),
 )
+TREE_TICKS = [str(r) for r in range(1, 11)] + [">10"]   # the draft's 1st .. 10th choice, lower
 
 
 def cache_static_parts(plot: pg.PlotItem) -> None:
@@ -295,6 +300,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self._plots["time_split"] = w
         grid.addWidget(w, 1, 1)
 
+        self._build_tree(grid)
+
         for w in self._plots.values():
             w.setMinimumSize(260, 190)
             cache_static_parts(w.getPlotItem())
@@ -335,6 +342,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._label_px = QtGui.QFontMetrics(self._pos_empty.textItem.font()).height()
         self._idle_note = "No run yet"
         self._show_empty(None, 0)
+        self._show_tree(Stats().tree)
         self._refit("acceptance", force=True)
         self._held: list[pg.PlotWidget] = []     # plots whose repaint waits (hold_repaints)
         self.paints = 0                          # paint events of the plots so far
@@ -425,6 +433,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._tops = {"acceptance": 1.0}
         self._show_counterfactual(Stats())
         self._show_drafters(Stats())
+        self._show_tree(Stats().tree)
         self._show_empty(None, 0)
 
     def update_stats(self, stats: Stats, events: Sequence[RoundEvent]) -> None:
@@ -438,6 +447,7 @@ class PlotsPanel(QtWidgets.QWidget):
             self._show_counterfactual(stats)
             self._show_drafters(stats)
             self._show_histogram(stats)
+            self._show_tree(stats.tree)
             if stats.n_draft_rounds == 0 or self._pos_empty.isVisible():
                 self._show_empty(events[0] if n else None, stats.n_draft_rounds)
         if n > self._n_seen:
@@ -630,6 +640,81 @@ class PlotsPanel(QtWidgets.QWidget):
             else:
                 label.setVisible(False)
 
+    # ------------------------------------------------------------------ tree headroom
+    def _build_tree(self, grid: QtWidgets.QGridLayout) -> None:
+        """5. where the target's token ranked among the draft's top-10 (core/stats.py: tree
+        headroom), with the acceptance a width-1, 2 and 4 draft tree would reach under it."""
+        w = styled_plot(
+            PLOTS[4][1], "Positions", "Target's token was the draft's k-th choice",
+            "At each drafted position up to the first rejection (the positions drafted from the "
+            "target's own path): the rank of the target's token among the draft model's top-10.\n"
+            "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where "
+            "a draft tree holding the draft's top-k would have had the target's token.\n"
+            "Only draft-simple's rounds are counted.")
+        p = w.getPlotItem()
+        self._tree_bars = pg.BarGraphItem(
+            x=np.arange(1, 12, dtype=float), height=np.zeros(11), width=0.7, pen=pg.mkPen(None),
+            brushes=[pg.mkBrush(ACCEPTED_COLOR)] + [pg.mkBrush(REJECTED_COLOR)] * 10)
+        p.addItem(self._tree_bars)
+        p.setLimits(yMin=0.0)
+        p.setXRange(0.4, 11.6, padding=0)
+        p.getAxis("bottom").setTicks([[(float(i + 1), t) for i, t in enumerate(TREE_TICKS)]])
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        self._tree_labels = _grow_labels([], 11, p)
+        self._tree_texts: list[str] = []
+        self._tree_empty = _empty_note(p)
+        self._tree_empty.setPos(6.0, 0.5)
+        self._plots["tree"] = w
+        self.tree_numbers = QtWidgets.QLabel()
+        self.tree_numbers.setWordWrap(True)
+        self.tree_numbers.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.tree_numbers.setToolTip(
+            "Acceptance (accepted ÷ drafted, as llama.cpp's accept%) a draft tree of width w would "
+            "reach, expanding the draft's top-w at every level to the same depth (its extra "
+            "verification cost is not counted).\nmeasured: only the positions drafted from the "
+            "target's own path; estimated: the levels below a rejection the tree would have "
+            "caught were never drafted, so they are taken to go as this run's rounds go from "
+            "their start (as the next round does).\nw = 1 is the measured acceptance.")
+        box = QtWidgets.QWidget()
+        lay = QtWidgets.QVBoxLayout(box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addWidget(w, 1)
+        lay.addWidget(self.tree_numbers)
+        grid.addWidget(box, 0, 2, 2, 1)
+
+    def _show_tree(self, tree) -> None:
+        from specscope.core.stats import TREE_WIDTHS
+        counts = np.asarray(tree.rank_hist, dtype=float)
+        self._tree_bars.setOpts(height=counts)
+        measured = counts.sum()
+        self._tree_empty.setText("" if measured else "No draft-model draft verified yet")
+        self._tree_empty.setVisible(not measured)
+        self._tree_texts = [f"{int(c)}" if c else "" for c in counts]
+        self._tops["tree"] = max(float(counts.max()), 1.0)
+        self._refit("tree")
+        self._layout_tree_labels()
+        if not measured:
+            self.tree_numbers.setText("")
+            return
+        lines = [f"<b>w={w}</b>: " + (f"{tree.acceptance(w):.0%} (the measured acceptance)" if w == 1
+                                      else f"{tree.floor(w):.0%} measured, {tree.acceptance(w):.0%} estimated")
+                 for w in TREE_WIDTHS]
+        self.tree_numbers.setText("Acceptance of a width-w draft tree<br>" + "<br>".join(lines))
+
+    def _layout_tree_labels(self) -> None:
+        per_bar = self._px_per_unit("tree")
+        fm = QtGui.QFontMetrics(self._tree_empty.textItem.font())
+        fits = per_bar is not None and max((fm.horizontalAdvance(t) for t in self._tree_texts),
+                                           default=0) + 2 <= per_bar
+        heights = self._tree_bars.opts["height"]
+        for i, label in enumerate(self._tree_labels):
+            show = fits and i < len(self._tree_texts) and bool(self._tree_texts[i])
+            if show:
+                _set_text(label, self._tree_texts[i])
+                label.setPos(float(i + 1), float(heights[i]))
+            label.setVisible(show)
+
     # ------------------------------------------------------------------ y ranges with headroom
     def _px_per_unit(self, key: str) -> float | None:
         """Pixels per x unit of a plot, or None before it has been laid out."""
@@ -644,7 +729,7 @@ class PlotsPanel(QtWidgets.QWidget):
             legend = self._pos_legend.boundingRect().height() + 4.0 \
                 if self._pos_legend is not None and self._pos_legend.isVisible() else 0.0
             return (10.0 if self._pos_rotated else self._label_px + 4.0) + legend
-        if key == "accepted_length":
+        if key in ("accepted_length", "tree"):
             return self._label_px + 4.0
         legend = self._legends[key]
         return legend.boundingRect().height() + 8.0
@@ -678,6 +763,8 @@ class PlotsPanel(QtWidgets.QWidget):
             self._layout_pos_labels()
         elif key == "accepted_length":
             self._layout_hist_labels()
+        elif key == "tree":
+            self._layout_tree_labels()
 
     # ------------------------------------------------------------------ the time series
     def _take(self, new: Sequence[RoundEvent]) -> None:
@@ -754,6 +841,8 @@ class PlotsPanel(QtWidgets.QWidget):
                       "y": np.asarray(ry if ry is not None else []),
                       "mean": float(self._speed_mean.getData()[1][0]) if self._series.n else 0.0},
             "time_split": {part: bars(self._split_bars[part]) for part in SPLIT_PARTS},
+            "tree": {**bars(self._tree_bars), "numbers": self.tree_numbers.text(),
+                     "labels": [t.toPlainText() for t in self._tree_labels if t.isVisible()]},
             "by_drafter": {
                 "curves": {name: np.asarray(c.yData if c.yData is not None else [])
                            for name, c in self._drafter_curves.items() if c.isVisible()},

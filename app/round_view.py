@@ -337,6 +337,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
         drafted = ", ".join(f"{tok(t, x)} (p {p:.2f})"
                             for t, x, p in zip(ev.drafted, batch_text[r:], ev.draft_probs))
         why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
+               "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round",
                "budget": "the per-round budget (context / n_predict) was reached",
                "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
             ev.draft_stop, ev.draft_stop or "the draft ended")

@@ -214,6 +214,7 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
                   f"mean accepted length: {stats.mean_accepted_length:.2f} tokens per round",
                   f"acceptance by draft position: {per_pos}",
                   *counterfactual_lines(stats),
+                  *tree_lines(stats.tree),
                   *drafter_lines(stats),
                   *([f"n-gram lookups: {stats.t_lookup * 1e3:.2f} ms "
                      f"({1e6 * stats.t_lookup / max(1, stats.n_rounds):.0f} µs per round)"]
@@ -234,6 +235,31 @@ def counterfactual_lines(stats) -> list[str]:
             else "llama.cpp's (--accept-rule match)")
     return [f"counterfactual: {what} expected acceptance by draft position on the same "
             f"drafts: {per_pos}"]
+
+
+def tree_lines(tree) -> list[str]:
+    """Tree headroom (core/stats.py): the rank histogram and the width-w acceptance."""
+    if not tree.n_drafted:
+        return []
+    from .stats import TREE_WIDTHS
+    hist = " ".join(f"{r + 1}:{c}" for r, c in enumerate(tree.rank_hist[:-1]))
+    widths = ", ".join(f"w={w} {100 * tree.acceptance(w):.1f}%"
+                       + (f" (measured {100 * tree.floor(w):.1f}%)" if w > 1 else "")
+                       for w in TREE_WIDTHS)
+    return [f"target's token as the draft's k-th choice (up to the first rejection): {hist} "
+            f">10:{tree.rank_hist[-1]}",
+            f"a width-w draft tree would accept: {widths}"]
+
+
+def policy_lines(session) -> list[str]:
+    """The draft lengths an adaptive draft-length policy chose (core/draft_policy.py)."""
+    spec = session.settings.spec
+    if spec is None or spec.draft_policy == "fixed" or not spec.uses_draft_model:
+        return []
+    from collections import Counter
+    chosen = Counter(e.draft_limit for e in session.run.events if e.draft_limit)
+    return [f"draft policy {spec.draft_policy}: rounds per draft length "
+            + " ".join(f"{n}:{c}" for n, c in sorted(chosen.items()))]
 
 
 def drafter_lines(stats) -> list[str]:
@@ -321,7 +347,8 @@ def print_session(session, args) -> None:
     from .events import Prefill
     run = session.run
     prefill = Prefill(session.prompt_tokens, run.prefill_s)
-    print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec")))
+    print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec")
+                    + (policy_lines(session) if session.kind == "spec" else [])))
     if session.speedup is not None:
         print(f"speed-up:  {session.speedup:.2f}x against the baseline "
               f"({session.baseline.stats.tokens_per_s:.1f} tokens/s)")

@@ -209,6 +209,8 @@ def report_lines(result) -> list[str]:
              f"{len(s.prompts)} prompts × {s.repeats} repeat(s), {s.n_predict} tokens each, "
              f"n = {','.join(map(str, s.n_values))}, sync {s.sync}, sampler {s.sampler.describe()}, "
              f"KV {s.engine.kv_type}, flash attention {s.engine.flash_attn}"
+             + (f", draft policy {s.spec.draft_policy} (n is its n_max)"
+                if s.spec is not None and s.spec.draft_policy != "fixed" else "")
              + (", prompts in the target's chat template" if s.chat else "")
              + (f", acceptance rule {rule}" if rule != "match" else "")]
     if any(DRAFT_MODEL not in c for c in s.chains):

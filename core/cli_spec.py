@@ -27,6 +27,12 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
                        help="draft-simple: tokens to draft per round (default 3, as llama.cpp)")
     g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0, metavar="N",
                    help="draft-simple: drop drafts shorter than this (default 0)")
+    g.add_argument("--spec-draft-policy", choices=("fixed", "hf", "cost"), default="fixed",
+                   help="draft-simple's draft length per round: fixed n_max (llama.cpp, the "
+                        "default); hf, Hugging Face's +2 after a fully accepted draft / -1 "
+                        "otherwise, within 1..n_max; cost, the n in 1..n_max with the best "
+                        "predicted speed-up for this machine's calibrated costs and the run's "
+                        "acceptance so far (calibrates the pair first when no calibration is cached)")
     g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0, metavar="P",
                    help="draft-simple: stop drafting below this top-10 probability (default 0.0)")
     g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
@@ -102,6 +108,7 @@ def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None
     spec = SpecSettings(
         n_max=args.spec_draft_n_max if n_max is None else n_max, n_min=args.spec_draft_n_min,
         p_min=args.spec_draft_p_min, sync=args.sync, types=types, accept_rule=args.accept_rule,
+        draft_policy=getattr(args, "spec_draft_policy", "fixed"),
         ngram_simple=maps["simple"], ngram_map_k=maps["map_k"], ngram_map_k4v=maps["map_k4v"],
         ngram_mod=NgramModParams(args.spec_ngram_mod_n_match, args.spec_ngram_mod_n_min,
                                  args.spec_ngram_mod_n_max),

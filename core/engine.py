@@ -88,6 +88,7 @@ class SpecSettings:
     ngram_cache: NgramCacheParams = NgramCacheParams()
     synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/synth.py)
     synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
+    draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
 
     def validate(self) -> None:
         from .drafters import parse_types
@@ -100,6 +101,8 @@ class SpecSettings:
             raise ConfigError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
         if not 0.0 <= self.p_min <= 1.0:
             raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
+        from .draft_policy import check_policy
+        check_policy(self.draft_policy)
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
         if self.accept_rule not in ACCEPT_RULES:
@@ -254,12 +257,18 @@ class Engine:
     # ------------------------------------------------------------------ public runs
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
                     sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
-                    stop: threading.Event | None = None) -> "Run":
+                    stop: threading.Event | None = None, calibration=None) -> "Run":
+        """``calibration``: what the ``cost`` draft policy predicts with (default: this pair's,
+        cached; measured now when there is none)."""
         spec.validate()
         if spec.uses_draft_model and self.draft is None:
             raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
                               "(--spec-type ngram-...) draft without one")
-        return Run(self, prompt, spec, sampler, n_predict, stop)
+        from .draft_policy import make_policy, policy_calibration
+        if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
+            calibration = policy_calibration(self, spec, sampler, stop=stop)
+        policy = make_policy(spec, calibration) if spec.uses_draft_model else None
+        return Run(self, prompt, spec, sampler, n_predict, stop, policy)
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
                  n_predict: int = 128, stop: threading.Event | None = None) -> "Run":
@@ -281,7 +290,8 @@ class Run:
     ``finish`` are filled in as it goes. Only one Run per Engine may iterate at a time."""
 
     def __init__(self, engine: Engine, prompt, spec: SpecSettings | None,
-                 sampler: SamplerSettings, n_predict: int, stop: threading.Event | None):
+                 sampler: SamplerSettings, n_predict: int, stop: threading.Event | None,
+                 policy=None):
         if n_predict < 1:
             raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
         sampler.validate()
@@ -291,6 +301,7 @@ class Run:
         self.sampler_settings = sampler
         self.n_predict = n_predict
         self.stop_event = stop or threading.Event()
+        self.policy = policy                 # draft-simple's draft length per round (draft_policy)
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
@@ -372,7 +383,7 @@ class Run:
         id_last = self.prompt_tokens[-1]       # sampled, not yet evaluated
         history = np.zeros(n_ctx + 1, dtype=np.int32)   # llama.cpp's prompt_tgt: tokens in [0, n_past)
         history[:n_past] = self.prompt_tokens[:-1]
-        chain = make_chain(spec, e)
+        chain = make_chain(spec, e, self.policy)
         rule = None if self._synth else Verifier(self, chain)   # core/accept_rules.py
         chain.begin(history[:n_past])
         replay: tuple[int, ...] = ()           # tokens a checkpoint round decided
@@ -421,6 +432,8 @@ class Run:
                 tm.verify -= t_verify_cf                              # never held its part)
                 tm.observe += t_draft_cf + t_verify_cf
             n_accepted = len(ids) - 1
+            if proposal is not None and draft:     # tree headroom: the target's tokens' ranks
+                about["draft_ranks"] = proposal.ranks(ids)
 
             # 4a. partial acceptance on a memory that cannot drop rows: restore, replay next round
             if tgt_ckpt is not None and n_accepted < len(draft):
@@ -507,7 +520,7 @@ class Run:
             stop = p.stop
         else:
             stop = p.stop or ("lookup" if p.tokens else "no match")
-        fields = dict(draft_stop=stop, dropped_draft=p.dropped)
+        fields = dict(draft_stop=stop, dropped_draft=p.dropped, draft_limit=p.limit)
         if draft:
             fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs,
                           draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)

@@ -33,7 +33,7 @@ class RoundEvent:
     n_accepted: int                  # leading drafted tokens the target sampled too
     emitted: tuple[int, ...]         # tokens this round adds to the output
     mode: str                        # spec | plain | checkpoint | replay | baseline
-    draft_stop: str = ""             # why drafting stopped: n_max | budget | p_min | n_min | none
+    draft_stop: str = ""             # why drafting stopped: n_max | policy | budget | p_min | n_min | none
                                      # (draft-simple); lookup | budget (n-gram drafters)
     drafter: str = ""                # llama.cpp type that proposed ``drafted`` ("" when none)
     draft_note: str = ""             # that drafter's reason, in words (which n-gram matched where)
@@ -54,6 +54,11 @@ class RoundEvent:
     counterfactual: tuple[float, ...] = ()  # at temperature: per drafted position, the chance the
                                      # other acceptance rule keeps it (core/accept_rules.py)
     counterfactual_rule: str = ""    # that rule: "ratio" in a match run, "match" in a ratio run
+    draft_ranks: tuple[int, ...] = ()   # draft-simple: the rank (0-9, -1: lower) of the target's
+                                     # token among the draft's top-10 at each drafted position up to
+                                     # and with the first rejection (drafters.base.Proposal.ranks)
+    draft_limit: int = 0             # draft-simple: the most tokens the draft-length policy allowed
+                                     # this round (n_max under llama.cpp's fixed policy; draft_policy)
 
     @property
     def t_overhead(self) -> float:
@@ -75,7 +80,8 @@ class RoundEvent:
         """The event as JSON values, with the derived ``t_overhead``; draft probabilities are
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual"):
+        for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
+                    "draft_ranks"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual"):

@@ -125,7 +125,8 @@ class RunSettings:
              "sampler": self.sampler.describe()}
         if self.spec is not None:
             d.update(spec_type=list(self.spec.types), n_max=self.spec.n_max, n_min=self.spec.n_min,
-                     p_min=self.spec.p_min, sync=self.spec.sync, ngram=spec_params(self.spec))
+                     p_min=self.spec.p_min, sync=self.spec.sync, ngram=spec_params(self.spec),
+                     draft_policy=self.spec.draft_policy)
             if self.spec.synthetic:
                 from .synth import WARNING
                 d.update(synthetic_rates=list(self.spec.synth_rates_resolved()), warning=WARNING)

@@ -87,7 +87,7 @@ def _differences(a, b) -> tuple[str, ...]:
     if spa is not None and spb is not None:
         types = set(spa.types) | set(spb.types)
         if "draft-simple" in types:
-            for field in ("n_max", "n_min", "p_min", "sync"):
+            for field in ("n_max", "n_min", "p_min", "sync", "draft_policy"):
                 differ(field, getattr(spa, field), getattr(spb, field))
         for t in sorted(types - {"draft-simple"}):
             differ(t, _params(spa.params(t)), _params(spb.params(t)))

@@ -15,6 +15,29 @@ other acceptance rule keeps position i are multiplied along the draft, so that p
 the chance that the other rule keeps the first k drafted tokens, the counterpart of
 ``accepted_at[k] / drafted_at[k]``; ``counterfactual_acceptance`` averages it over the drafts
 that reached k and carry one.
+
+Tree headroom (:class:`TreeHeadroom`; llama.cpp PR 28110 proposes the same statistic): what
+a draft tree of width w would have accepted, measured on the draft model's own rounds.
+``RoundEvent.draft_ranks`` holds, for each drafted position up to and with the first
+rejection, the rank of the target's token among the draft's top-10 there (0 = the draft's
+own choice, which is what an accepted position always has). Only those positions were drafted
+from the prefix the target actually took; after the first rejection the draft went on from a
+token the target did not pick, so nothing is known there. A *width-w tree* is taken to expand
+the draft's top-w at every level along the target's path, to the same depth L as the draft
+(it verifies more tokens per round: its cost is not counted here). Per round it accepts:
+
+* the measured part: the accepted tokens, plus the first rejected position when the target's
+  token there ranks below w (the tree held it);
+* the estimated part: below that level the tree goes on for the m = L − accepted − 1 levels
+  left, which were never drafted. They are taken to behave like the first m levels of a round
+  of this run — which is what they are in the real run: the next round starts right after the
+  target's token. ``E_w(m)``, the mean a width-w tree accepts over m levels, is the mean over
+  the run's rounds (those at least m long) of what the tree accepts in their first m levels,
+  recursively (a caught rejection at level r adds 1 + E_w(m − r − 1)). It keeps the run's own
+  runs of good and bad stretches, unlike a per-level rate raised to a power.
+
+``acceptance(w)`` = (accepted tokens of a width-w tree) ÷ drafted, as llama.cpp's accept%;
+``floor(w)`` counts the measured part only. At w = 1 both are exactly the measured acceptance.
 """
 
 from __future__ import annotations
@@ -65,6 +88,70 @@ class DrafterStats(_DraftRates):
     accepted_hist: tuple[int, ...] = ()
 
 
+RANK_BINS = 11          # ranks 0-9 in the draft's top-10, and "not among them" (rank -1)
+TREE_WIDTHS = (1, 2, 4)
+
+
+def rank_bin(rank: int) -> int:
+    return RANK_BINS - 1 if rank < 0 else rank
+
+
+@dataclass(frozen=True)
+class TreeHeadroom:
+    """What a draft tree of width w would have accepted (module docs), from draft-simple's
+    rounds: their drafted and accepted counts, the rank histogram of the target's tokens over
+    the measured positions, and ``rounds``: (draft length, accepted, rank bin of the first
+    rejected position — 0 when all were accepted, the last bin when no rank was measured —,
+    how many rounds), sorted."""
+    n_drafted: int = 0
+    n_accept: int = 0
+    rank_hist: tuple[int, ...] = (0,) * RANK_BINS
+    rounds: tuple[tuple[int, int, int, int], ...] = ()
+
+    def level_rate(self, w: int) -> float:
+        """The share of measured positions where the target's token ranks below w."""
+        total = sum(self.rank_hist)
+        return sum(self.rank_hist[:w]) / total if total else 0.0
+
+    def floor(self, w: int) -> float:
+        """Acceptance of a width-w tree from the measured positions only."""
+        caught = sum(n for length, acc, b, n in self.rounds if acc < length and 0 < b < w)
+        return (self.n_accept + caught) / self.n_drafted if self.n_drafted else 0.0
+
+    def continuation(self, w: int) -> list[float]:
+        """E_w(m), m = 0 .. the longest draft: what a width-w tree accepts over m levels, from
+        the run's rounds at least m long (module docs); the last value where none is."""
+        longest = max((length for length, *_ in self.rounds), default=0)
+        e = [0.0]
+        for m in range(1, longest + 1):
+            total = count = 0.0
+            for length, acc, b, n in self.rounds:
+                if length < m:
+                    continue
+                got = m if acc >= m else acc + (1.0 + e[m - acc - 1] if 0 < b < w else 0.0)
+                total += n * got
+                count += n
+            e.append(total / count if count else e[-1])
+        return e
+
+    def acceptance(self, w: int) -> float:
+        """Estimated acceptance of a width-w tree (measured part + estimated deeper levels)."""
+        if not self.n_drafted:
+            return 0.0
+        e = self.continuation(w)
+        accepted = float(self.n_accept)
+        for length, acc, b, n in self.rounds:
+            if acc < length and 0 < b < w:
+                accepted += n * (1.0 + e[length - acc - 1])
+        return accepted / self.n_drafted
+
+    def to_dict(self) -> dict:
+        return {"n_drafted": self.n_drafted, "n_accept": self.n_accept,
+                "rank_hist": list(self.rank_hist), "rounds": [list(r) for r in self.rounds],
+                "widths": {str(w): {"acceptance": self.acceptance(w), "floor": self.floor(w),
+                                    "level_rate": self.level_rate(w)} for w in TREE_WIDTHS}}
+
+
 @dataclass(frozen=True)
 class Stats(_DraftRates):
     n_rounds: int = 0
@@ -87,6 +174,7 @@ class Stats(_DraftRates):
     cf_at: tuple[float, ...] = ()     # per draft position: summed chance the other rule keeps
                                       # the draft up to there
     cf_drafted_at: tuple[int, ...] = ()  # per draft position: drafts reaching it with a counterfactual
+    tree: TreeHeadroom = TreeHeadroom()   # draft-simple's rounds: what a wider draft could buy
 
     @property
     def counterfactual_acceptance(self) -> tuple[float, ...]:
@@ -110,6 +198,7 @@ class Stats(_DraftRates):
         d["by_drafter"] = {ds.name: ds.to_dict() for ds in self.by_drafter}
         d.update(cf_at=list(self.cf_at), cf_drafted_at=list(self.cf_drafted_at),
                  counterfactual_acceptance=list(self.counterfactual_acceptance))
+        d["tree"] = self.tree.to_dict()
         d.update(tokens_per_s=self.tokens_per_s, overhead_share=self.overhead_share)
         return d
 
@@ -146,12 +235,40 @@ def _add_at(counts: list[int], n: int) -> None:
         counts[i] += 1
 
 
+class _Tree:
+    """Mutable tree-headroom counts while folding."""
+
+    def __init__(self, t: TreeHeadroom):
+        self.n_drafted, self.n_accept = t.n_drafted, t.n_accept
+        self.hist = list(t.rank_hist)
+        self.rounds = {tuple(r[:3]): r[3] for r in t.rounds}
+
+    def add(self, ev: RoundEvent) -> None:
+        self.n_drafted += len(ev.drafted)
+        self.n_accept += ev.n_accepted
+        for rank in ev.draft_ranks:
+            self.hist[rank_bin(rank)] += 1
+        if ev.n_accepted == len(ev.drafted):
+            b = 0
+        elif len(ev.draft_ranks) > ev.n_accepted:        # a measured rejection
+            b = rank_bin(ev.draft_ranks[ev.n_accepted])
+        else:                                            # rejected, no rank: caught by no tree
+            b = RANK_BINS - 1
+        key = (len(ev.drafted), ev.n_accepted, b)
+        self.rounds[key] = self.rounds.get(key, 0) + 1
+
+    def done(self) -> TreeHeadroom:
+        return TreeHeadroom(self.n_drafted, self.n_accept, tuple(self.hist),
+                            tuple((*k, n) for k, n in sorted(self.rounds.items())))
+
+
 def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     """The statistics of ``events``; with ``start``, of the events that made ``start`` and then
     these (``fold(b, fold(a)) == fold(a + b)``), so a live view folds only what is new."""
     n_rounds, n_tokens = start.n_rounds, start.n_tokens
     total = _Counts(start)
     drafters = {d.name: _Counts(d) for d in start.by_drafter}
+    tree = _Tree(start.tree)
     t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
     t_overhead, t_total, t_lookup = start.t_overhead, start.t_total, start.t_lookup
     synthetic = start.synthetic
@@ -165,6 +282,8 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
             if name not in drafters:
                 drafters[name] = _Counts(DrafterStats(name))
             drafters[name].add(ev)
+            if name == "draft-simple":
+                tree.add(ev)
         if ev.drafted and ev.counterfactual:
             cf_rule = ev.counterfactual_rule
             _add_at(cf_drafted_at, len(ev.counterfactual))
@@ -181,4 +300,4 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
     return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
                  t_total, by_drafter, t_lookup, synthetic, cf_rule, tuple(cf_at),
-                 tuple(cf_drafted_at))
+                 tuple(cf_drafted_at), tree.done())

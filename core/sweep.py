@@ -395,6 +395,7 @@ class SweepResult:
                          "chat": s.chat, "system": s.system,
                          "spec_types": [type_label(c) for c in s.chains],
                          "spec_params": spec_params(s.spec) if s.spec is not None else {},
+                         "draft_policy": s.spec.draft_policy if s.spec is not None else "fixed",
                          "p_min": s.p_min, "repeats": s.repeats, "alpha": s.alpha,
                          "ignore_eos": s.ignore_eos,
                          "sampler": s.sampler.describe() if s.sampler is not None else "greedy",
@@ -704,7 +705,8 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                                 break
                             label = config.name + (f" n={config.n}" if config.n else "")
                             say(done, total, f"{label}: {p_name}")
-                            run = engine.speculative(text, spec_for(s, config), sampler, s.n_predict, stop)
+                            run = engine.speculative(text, spec_for(s, config), sampler, s.n_predict, stop,
+                                                     calibration=cal)   # the cost draft policy's
                             events = execute(run)
                             if stop.is_set() and run.finish == "stopped":
                                 break

@@ -63,9 +63,9 @@ def panel(qtbot):
     return p
 
 
-def test_plot_names_are_the_four_titles(panel):
+def test_plot_names_are_the_five_titles(panel):
     assert panel.plot_names() == ["Acceptance by draft position", "Accepted drafted tokens per round",
-                                  "Generation speed", "Time per round"]
+                                  "Generation speed", "Time per round", "Tree headroom"]
     for name in panel.plot_names():
         assert panel.plot_widget(name).getPlotItem().titleLabel.text == name
 
@@ -262,3 +262,17 @@ def test_the_counterfactual_is_a_labelled_dashed_curve_until_a_run_without_one(p
     greedy = random_run(10, seed=1)
     panel.update_stats(fold(greedy), greedy)
     assert panel.shown()["counterfactual"]["label"] == ""
+def test_tree_headroom_shows_the_rank_histogram_and_the_width_numbers(panel):
+    def ranked(index, drafted, accepted, ranks):
+        ev = spec_round(index, drafted, accepted)
+        from dataclasses import replace
+        return replace(ev, drafter="draft-simple", draft_ranks=ranks)
+    events = [ranked(0, 3, 3, (0, 0, 0)), ranked(1, 3, 1, (0, 1)), ranked(2, 3, 0, (-1,))]
+    stats = fold(events)
+    panel.update_stats(stats, events)
+    tree = panel.shown()["tree"]
+    np.testing.assert_allclose(tree["height"], [4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+    assert "w=1</b>: 44%" in tree["numbers"]                    # 4 accepted of 9 drafted
+    assert f"w=2</b>: {5 / 9:.0%} measured" in tree["numbers"]
+    panel.clear()
+    assert panel.shown()["tree"]["numbers"] == "" and not panel.shown()["tree"]["height"].any()

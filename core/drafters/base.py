@@ -35,13 +35,32 @@ class Proposal:
     rows: int = 0                       # draft-simple: rows decoded on the draft from n_past on
     t_decode: float = 0.0               # draft-simple: seconds inside llama.cpp
     dists: tuple = ()                   # draft-simple: its q per token (accept_rules.DraftDist)
+    limit: int = 0                      # draft-simple: the most tokens its policy allowed
+    top_ids: tuple[tuple[int, ...], ...] = ()   # draft-simple: the top-10 ids at each position,
+                                                # most probable first (tokens[i] == top_ids[i][0])
 
     def truncated(self, n: int) -> "Proposal":
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
         if len(self.tokens) <= n:
             return self
         return replace(self, tokens=self.tokens[:n], probs=self.probs[:n],
-                       dists=self.dists[:n], stop="budget")
+                       dists=self.dists[:n], top_ids=self.top_ids[:n], stop="budget")
+
+    def ranks(self, ids) -> tuple[int, ...]:
+        """Tree headroom (draft-simple): the rank of the target's token ``ids[i]`` among the
+        draft's top-10 at each drafted position i (0: the draft's own choice; -1: not among
+        them), up to and with the first rejection. Later positions were drafted after a token
+        the target did not take, so they say nothing about the target's path. A drafted end of
+        generation that the target sampled too ends the round without being counted accepted:
+        it gets no rank either (so that the ranks of 0 are exactly the accepted tokens)."""
+        out: list[int] = []
+        for top, drafted, token in zip(self.top_ids, self.tokens, ids):
+            if token == drafted and len(out) == len(ids) - 1:
+                break
+            out.append(top.index(token) if token in top else -1)
+            if token != drafted:
+                break
+        return tuple(out)
 
 
 class Drafter:

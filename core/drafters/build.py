@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import Chain, Drafter
 
 
-def make_drafter(type_name: str, spec, engine=None) -> Drafter:
+def make_drafter(type_name: str, spec, engine=None, policy=None) -> Drafter:
     if type_name == "ngram-simple":
         from .ngram_simple import NgramSimple
         return NgramSimple(spec.params(type_name))
@@ -20,10 +20,11 @@ def make_drafter(type_name: str, spec, engine=None) -> Drafter:
         return NgramCache(spec.params(type_name))
     if type_name == "draft-simple":
         from .model import DraftModel
-        return DraftModel(engine, spec)
+        return DraftModel(engine, spec, policy)
     raise ValueError(type_name)
 
 
-def make_chain(spec, engine=None) -> Chain:
-    """Fresh drafters (llama.cpp makes them once per generation) for ``spec.types``."""
-    return Chain([make_drafter(t, spec, engine) for t in spec.types])
+def make_chain(spec, engine=None, policy=None) -> Chain:
+    """Fresh drafters (llama.cpp makes them once per generation) for ``spec.types``;
+    ``policy`` sets the draft model's length per round (core/draft_policy.py; default n_max)."""
+    return Chain([make_drafter(t, spec, engine, policy) for t in spec.types])

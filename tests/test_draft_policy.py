@@ -1,0 +1,160 @@
+"""Draft-length policies (core/draft_policy.py): the rules on plain numbers, then on real
+llama.cpp with the shipped demo pair: the engine drafts what the policy allows, and every
+policy leaves greedy output exactly the target's own."""
+
+import math
+
+import pytest
+
+from specscope.core.calibrate import Calibration
+from specscope.core.demo import demo_pair
+from specscope.core.draft_policy import BestPredicted, HfHeuristic, make_policy
+from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.errors import ConfigError
+from specscope.core.sampling import SamplerSettings
+
+PROMPT = "def _count_words(path, encoding=\"utf-8\"):\n    \"\"\"Return a dict mapping each word\"\"\"\n"
+N_MAX = 6
+
+
+def calibration(k_max=9, f=0.05, slope=0.1) -> Calibration:
+    """Cost figures on plain numbers: verification grows by ``slope`` per token, a draft token
+    costs f (a CPU-like machine: long drafts only pay when they are accepted)."""
+    c = tuple(1.0 + slope * (k - 1) for k in range(1, k_max + 1))
+    return Calibration(k_max=k_max, n_past=128, t1=1e-3, c_raw=c, c=c, f=f,
+                       f_batch=tuple(f * k for k in range(1, k_max + 1)), f_first=f, s=0.01,
+                       o_base=0.02, o0=0.05, o1=0.01, r=0.01)
+
+
+# ----------------------------------------------------------------------------- plain numbers
+def test_hf_starts_at_n_max_goes_up_2_after_a_full_acceptance_and_down_1_otherwise():
+    p = HfHeuristic(5)
+    seen = [p.next_n()]
+    for drafted, accepted in ((5, 5), (5, 2), (4, 0), (3, 3), (5, 1), (4, 0), (3, 0), (2, 0),
+                              (1, 0), (0, 0), (1, 1), (3, 3)):
+        p.update(drafted, accepted)
+        seen.append(p.next_n())
+    assert seen == [5, 5, 4, 3, 5, 4, 3, 2, 1, 1, 1, 3, 5]     # capped at n_max, floored at 1
+
+
+def test_cost_policy_follows_the_acceptance_within_bounds():
+    cal = calibration()
+    good, bad = BestPredicted(8, cal), BestPredicted(8, cal)
+    first = good.next_n()
+    assert 1 <= first <= 8                      # the prior (α 0.7) alone
+    for _ in range(30):
+        good.update(good.next_n(), good.next_n())       # everything accepted
+        bad.update(bad.next_n(), 0)                      # nothing accepted
+        assert 1 <= good.next_n() <= 8 and 1 <= bad.next_n() <= 8
+    assert good.next_n() == 8 and bad.next_n() == 1
+    assert good.next_n() > first > bad.next_n()
+    s = good.predicted()
+    assert max(s) == s[good.next_n() - 1] and len(s) == 8
+
+
+@pytest.mark.parametrize("sync", ["reuse", "replay"])
+def test_cost_policy_prices_rounds_as_the_calibrated_model_does(sync):
+    from specscope.core.calibrate import round_cost
+    cal = calibration()
+    p = BestPredicted(6, cal, sync)
+    for drafted, accepted in ((6, 2), (6, 6), (3, 0), (5, 4), (6, 1)):
+        p.update(drafted, accepted)
+    a, prob = [], 1.0
+    for q in p.rates():
+        prob *= q
+        a.append(prob)
+    assert p.predicted() == pytest.approx([round_cost(cal, n, a, sync).speedup for n in range(1, 7)],
+                                          rel=1e-12)
+
+
+def test_cost_policy_needs_a_calibration_that_covers_n_max():
+    with pytest.raises(ConfigError, match="calibration"):
+        make_policy(SpecSettings(n_max=4, draft_policy="cost"), None)
+    with pytest.raises(ConfigError, match="recalibrate"):
+        make_policy(SpecSettings(n_max=12, draft_policy="cost"), calibration(k_max=9))
+    with pytest.raises(ConfigError, match="draft policy"):
+        SpecSettings(draft_policy="greedy").validate()
+
+
+# ----------------------------------------------------------------------------- real llama.cpp
+@pytest.fixture(scope="module")
+def demo():
+    target, draft = demo_pair()
+    with Engine(target, draft, EngineSettings.deterministic(n_ctx=512)) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def greedy(demo):
+    no_eog = tuple((t, -math.inf) for t in range(demo.target.n_vocab) if demo.target.is_eog(t))
+    return SamplerSettings(logit_bias=no_eog)
+
+
+@pytest.fixture(scope="module")
+def baseline(demo, greedy):
+    run = demo.baseline(PROMPT, greedy, 120)
+    list(run)
+    return run.tokens
+
+
+def spec_run(demo, greedy, policy, **kw):
+    run = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy=policy, **kw), greedy,
+                           120, calibration=calibration())
+    return run, list(run)
+
+
+@pytest.mark.parametrize("policy", ["fixed", "hf", "cost"])
+@pytest.mark.parametrize("sync", ["reuse", "replay"])
+def test_every_policy_is_lossless(demo, greedy, baseline, policy, sync):
+    run, events = spec_run(demo, greedy, policy, sync=sync)
+    assert run.tokens == baseline
+    assert all(len(e.drafted) <= e.draft_limit <= N_MAX for e in events if e.drafted)
+
+
+def test_the_fixed_policy_drafts_n_max_every_round(demo, greedy):
+    _, events = spec_run(demo, greedy, "fixed")
+    assert {e.draft_limit for e in events if e.mode == "spec"} == {N_MAX}
+    assert all(len(e.drafted) == N_MAX or e.draft_stop == "budget" for e in events if e.mode == "spec")
+
+
+def test_the_engine_follows_the_hf_rule(demo, greedy):
+    _, events = spec_run(demo, greedy, "hf")
+    drafts = [e for e in events if e.drafted]
+    assert drafts[0].draft_limit == N_MAX
+    steps = set()
+    for e, nxt in zip(drafts, drafts[1:]):
+        full = e.n_accepted == len(e.drafted)
+        assert nxt.draft_limit == (min(N_MAX, e.draft_limit + 2) if full else max(1, e.draft_limit - 1))
+        steps.add(full)
+        if nxt.draft_limit < N_MAX and nxt.draft_stop != "budget":
+            assert len(nxt.drafted) == nxt.draft_limit and nxt.draft_stop == "policy"
+    assert steps == {True, False}                # both rules were exercised
+
+
+def test_the_cost_policy_picks_n_in_bounds_and_learns_from_the_run(demo, greedy):
+    run, events = spec_run(demo, greedy, "cost")
+    limits = [e.draft_limit for e in events if e.drafted]
+    assert all(1 <= n <= N_MAX for n in limits)
+    policy = run.policy
+    assert sum(policy.reached) == sum(min(len(e.drafted), e.n_accepted + 1)
+                                      for e in events if e.drafted)
+    assert sum(policy.kept) == sum(e.n_accepted for e in events if e.drafted)
+
+
+# ----------------------------------------------------------------------------- the CLI
+def test_run_takes_the_policy_records_it_and_prints_the_tree_headroom(capsys, tmp_path):
+    from specscope.core.cli import main
+    from specscope.core.session import Session
+    record = tmp_path / "hf.jsonl"
+    assert main(["run", "-n", "40", "--ignore-eos", "--no-probe", "--spec-draft-n-max", "5",
+                 "--spec-draft-policy", "hf", "--record", str(record)]) == 0
+    out = capsys.readouterr().out
+    assert "a width-w draft tree would accept: w=1" in out
+    assert "draft policy hf: rounds per draft length" in out
+    session = Session.load(record)
+    assert session.settings.spec.draft_policy == "hf"
+    assert session.run.stats.tree.acceptance(1) == session.run.stats.acceptance_rate
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "-n", "8", "--no-probe", "--spec-draft-policy", "best"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'best'" in capsys.readouterr().err
