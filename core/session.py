@@ -110,7 +110,10 @@ class RunSettings:
                 raise PlainError(f"settings.{name} has the wrong type ({type(d[name]).__name__})")
         try:
             spec = None if d["spec"] is None else from_plain(SpecSettings, d["spec"], "settings.spec")
-            return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
+            engine = d["engine"]
+            if isinstance(engine, dict):    # sessions recorded before placement (--rpc, --device)
+                engine = {"rpc": [], "target_devices": None, "draft_devices": None, **engine}
+            return cls(d["target"], d["draft"], from_plain(EngineSettings, engine, "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
                        d["n_predict"], d["prompt"], d["chat"], d["system"])
         except TypeError as exc:      # a dataclass refused its values
@@ -124,6 +127,12 @@ class RunSettings:
         if self.spec is not None:
             d.update(spec_type=list(self.spec.types), n_max=self.spec.n_max, n_min=self.spec.n_min,
                      p_min=self.spec.p_min, sync=self.spec.sync, ngram=spec_params(self.spec))
+        e = self.engine
+        if e.rpc or e.target_devices is not None or e.draft_devices is not None:
+            from .devices import placement        # where the models ran (core/devices.py)
+            d["placement"] = {"rpc": list(e.rpc),
+                              "target": placement(e.target_devices, e.target_gpu_layers, e.rpc),
+                              "draft": placement(e.draft_devices, e.draft_gpu_layers, e.rpc)}
         return d
 
 
