@@ -79,6 +79,7 @@ class _Ggml:
 _ggml: _Ggml | None = None
 _lock = threading.Lock()
 _endpoints: dict[str, int] = {}   # endpoint -> first device index (registered in this process)
+_held: dict[str, int] = {}        # endpoint -> models computing there now (hold/release)
 
 
 def ggml() -> ctypes.CDLL:
@@ -164,9 +165,10 @@ def add_rpc_servers(endpoints) -> None:
         raise ConfigError(NO_RPC_REASON)
     lib = ggml()
     with _lock:
+        for ep in endpoints:      # every time: a server may have gone since it was registered
+            if not _held.get(ep):
+                greet(ep)
         new = [ep for ep in endpoints if ep not in _endpoints]
-        for ep in new:
-            greet(ep)
         if not new:
             return
         reg = lib.ggml_backend_reg_by_name(b"RPC")
@@ -185,6 +187,24 @@ def add_rpc_servers(endpoints) -> None:
 
 def registered_endpoints() -> tuple[str, ...]:
     return tuple(_endpoints)
+
+
+def hold(endpoints) -> None:
+    """A model now computes there: llama.cpp keeps a connection open while it lives (rpc-server
+    serves one client at a time, so greeting it again would wait for ourselves)."""
+    with _lock:
+        for ep in endpoints:
+            _held[ep] = _held.get(ep, 0) + 1
+
+
+def release(endpoints) -> None:
+    with _lock:
+        for ep in endpoints:
+            _held[ep] = max(0, _held.get(ep, 0) - 1)
+
+
+def _endpoint_of(description: str) -> str | None:
+    return description if description in _endpoints else None
 
 
 # ---------------------------------------------------------------------------- devices
@@ -214,9 +234,18 @@ def list_devices() -> list[Device]:
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
     for i in range(lib.ggml_backend_dev_count()):
         dev = lib.ggml_backend_dev_get(i)
-        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        out.append(Device((lib.ggml_backend_dev_name(dev) or b"").decode(),
-                          (lib.ggml_backend_dev_description(dev) or b"").decode(),
+        description = (lib.ggml_backend_dev_description(dev) or b"").decode()
+        endpoint = _endpoint_of(description)
+        free.value = total.value = 0
+        reachable = True
+        if endpoint and not _held.get(endpoint):
+            try:           # llama.cpp would abort on a server gone since it was registered
+                greet(endpoint)
+            except ConfigError as exc:
+                reachable, description = False, str(exc)
+        if reachable:
+            lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        out.append(Device((lib.ggml_backend_dev_name(dev) or b"").decode(), description,
                           DEVICE_TYPES.get(lib.ggml_backend_dev_type(dev), "?"),
                           free.value, total.value))
     return out

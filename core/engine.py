@@ -181,8 +181,12 @@ class Engine:
         on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
         from .vocab_gate import require_vocabulary, vocab_rules  # the gate of seed 000 §4.2
         self.repack, self.repack_reason = resolve_repack(s.repack)
-        from .devices import add_rpc_servers, device_array, placement
+        from .devices import add_rpc_servers, device_array, hold, is_remote, placement, release
         add_rpc_servers(s.rpc)
+        remote = [ep for ep in s.rpc if is_remote(s.target_devices, s.target_gpu_layers, s.rpc)
+                  or (draft and is_remote(s.draft_devices, s.draft_gpu_layers, s.rpc))]
+        hold(remote)                      # llama.cpp stays connected while the models live
+        self._stack.callback(release, remote)
         self.placement = {"target": placement(s.target_devices, s.target_gpu_layers, s.rpc)}
         self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
                                       progress=on("target"),
