@@ -189,6 +189,14 @@ def registered_endpoints() -> tuple[str, ...]:
     return tuple(_endpoints)
 
 
+def rpc_device_names(endpoint: str) -> tuple[str, ...]:
+    """The device names (RPC0 ...) llama.cpp gave a registered endpoint's devices."""
+    lib = ggml()
+    devs = (lib.ggml_backend_dev_get(i) for i in range(lib.ggml_backend_dev_count()))
+    return tuple(lib.ggml_backend_dev_name(d).decode() for d in devs
+                 if (lib.ggml_backend_dev_description(d) or b"").decode() == endpoint)
+
+
 def hold(endpoints) -> None:
     """A model now computes there: llama.cpp keeps a connection open while it lives (rpc-server
     serves one client at a time, so greeting it again would wait for ourselves)."""
