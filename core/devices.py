@@ -35,8 +35,9 @@ from .errors import ConfigError
 SECURITY_WARNING = ("rpc-server has no authentication and no encryption: anyone who can reach "
                     "its port can run code on it and read what it computes. Never expose it on an "
                     "open network; use it on a trusted LAN, or through an SSH tunnel to 127.0.0.1")
-RPC_INSTALL_STEP = ('CMAKE_ARGS="-DGGML_RPC=ON" pip install --force-reinstall --no-deps '
-                    '--no-binary llama-cpp-python llama-cpp-python==0.3.36')
+# --no-cache-dir: pip's wheel cache does not know CMAKE_ARGS and would reinstall the old build
+RPC_INSTALL_STEP = ('CMAKE_ARGS="-DGGML_RPC=ON" pip install --force-reinstall --no-cache-dir '
+                    '--no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36')
 NO_RPC_REASON = ("this llama-cpp-python was built without llama.cpp's RPC backend "
                  f"(GGML_RPC); to place models on rpc-server hosts, rebuild it: {RPC_INSTALL_STEP}")
 CONNECT_TIMEOUT_S = 3.0
