@@ -45,7 +45,7 @@ def cost_lines(cals: dict) -> list[str]:
     base = cals[names[0]]
     k_max = min(c.k_max for c in cals.values())
     ks = range(1, k_max + 1)
-    width = max(14, *(len(n) for n in names))
+    width = max(17, *(len(n) + 5 for n in names))
     head = "".join(f"{'k=' + str(k):>9}" for k in ks)
     lines = [f"cost of distance (ms; each placement calibrated where its models run; "
              f"differences against {names[0]}):",

@@ -142,3 +142,47 @@ def test_a_dead_endpoint_gets_one_clear_line(rpc_build):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and f"RPC endpoint 127.0.0.1:{port} refused the connection" in lines[0]
+
+
+def test_placements_and_the_cost_of_distance_in_ms():
+    from specscope.core.calibrate import Calibration
+    from specscope.core.distance import cost_lines, placement_settings
+    from specscope.core.engine import EngineSettings
+    both = placement_settings(EngineSettings(rpc=("h:1",)), "both-remote", ("RPC0",))
+    assert (both.target_devices, both.target_gpu_layers, both.draft_devices) == (("RPC0",), -1, ("RPC0",))
+    local = placement_settings(both, "local", ("RPC0",))
+    assert (local.target_devices, local.target_gpu_layers, local.draft_gpu_layers) == ((), 0, 0)
+    with pytest.raises(ConfigError, match="needs an rpc-server"):
+        placement_settings(EngineSettings(), "target-remote", ())
+    with pytest.raises(ConfigError, match="expected one of"):
+        placement_settings(EngineSettings(), "far-away", ())
+
+    def cal(t1, c, f):
+        return Calibration(k_max=len(c), n_past=0, t1=t1, c_raw=c, c=c, f=f, f_batch=c)
+    lines = cost_lines({"local": cal(1e-3, (1.0, 1.5), 0.2), "target-remote": cal(2e-3, (1.0, 1.0), 0.1)})
+    text = "\n".join(lines)
+    assert "local                  1.00     1.50" in text              # t1·c(k) in ms
+    assert "  + target-remote     +1.00    +0.50" in text              # 2.00 − 1.00, 2.00 − 1.50
+    assert "local: 0.20  target-remote: 0.20" in text                 # f·t1
+    assert lines[-1].split()[-1] == "2.20"                            # n=1: (1·0.1 + 1.0)·2 ms
+
+
+def test_the_window_greys_rpc_out_without_it(qtbot):
+    pytest.importorskip("pytestqt")
+    from specscope.app.pair_panel import PairPanel
+    panel = PairPanel()
+    qtbot.addWidget(panel)
+    panel.set_engine_kwargs({"rpc": ["10.0.0.2:50052"], "target_devices": ["RPC0"],
+                             "draft_devices": [], "target_gpu_layers": -1})
+    kw = panel.engine_kwargs()
+    assert (kw["rpc"], kw["target_devices"], kw["draft_devices"], kw["target_gpu_layers"]) == \
+        (("10.0.0.2:50052",), ("RPC0",), (), -1)
+    assert "no authentication" in panel.placement.warning.text()
+    if rpc_supported():
+        return
+    panel.placement.rpc_edit.clear()
+    with qtbot.waitSignal(panel.placement.answered, timeout=10000):
+        panel.advanced_toggle.setChecked(True)
+    assert not panel.placement.rpc_edit.isEnabled() and not panel.placement.connect_button.isEnabled()
+    assert "GGML_RPC=ON" in panel.placement.status.text()
+    assert "CPU" in panel.placement.table.text()
