@@ -258,6 +258,8 @@ class PairPanel(QGroupBox):
         for role in ("target", "draft"):                # -ngl all: -1
             self.gpu_layers[role].setRange(-1, 999)
             self.gpu_layers[role].setSpecialValueText("all")
+            self.placement.devices[role].currentTextChanged.connect(
+                lambda text, r=role: self._device_chosen(r, text))
         self.advanced_toggle.toggled.connect(self._toggle_advanced)
         self._toggle_advanced(False)
         lay.addWidget(self.advanced_toggle)
@@ -420,6 +422,12 @@ class PairPanel(QGroupBox):
         if on and self.placement.table.text().endswith("not asked yet"):
             self.placement.refresh()
         self.advanced_toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+
+    def _device_chosen(self, role: str, text: str) -> None:
+        """A device named for a model whose layers all stay on the CPU: offload them all."""
+        from .placement_panel import DEFAULT, LOCAL
+        if text not in (DEFAULT, LOCAL) and self.gpu_layers[role].value() == 0:
+            self.gpu_layers[role].setValue(-1)
 
     def engine_kwargs(self) -> dict:
         """As saved: 0 threads means auto."""

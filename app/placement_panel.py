@@ -65,7 +65,6 @@ class PlacementBox(QWidget):
         self.connect_button.clicked.connect(self.refresh)
         self.answered.connect(self._show)
         self._thread: threading.Thread | None = None
-        self._wanted = {"target": DEFAULT, "draft": DEFAULT}
 
     # ------------------------------------------------------------------ settings
     def endpoints(self) -> tuple[str, ...]:
@@ -88,10 +87,11 @@ class PlacementBox(QWidget):
         for role, box in self.devices.items():
             names = kw.get(f"{role}_devices")
             want = DEFAULT if names is None else LOCAL if not names else names[0]
-            self._wanted[role] = want
+            box.blockSignals(True)          # a saved choice keeps its saved layer count
             if box.findText(want) < 0:
                 box.addItem(want)
             box.setCurrentText(want)
+            box.blockSignals(False)
 
     # ------------------------------------------------------------------ llama.cpp
     def refresh(self) -> None:

@@ -186,3 +186,17 @@ def test_the_window_greys_rpc_out_without_it(qtbot):
     assert not panel.placement.rpc_edit.isEnabled() and not panel.placement.connect_button.isEnabled()
     assert "GGML_RPC=ON" in panel.placement.status.text()
     assert "CPU" in panel.placement.table.text()
+
+
+@pytest.mark.slow
+def test_the_window_runs_its_target_on_loopback(rpc_build, rpc_server):
+    """tests/rpc_window_check.py in a child with the RPC build: same output as local; a dead
+    endpoint is one line in the banner and the window keeps running."""
+    from pathlib import Path
+    env = {**os.environ, "LLAMA_CPP_LIB_PATH": str(rpc_build), "SPECSCOPE_RPC_ENDPOINT": rpc_server,
+           "GGML_NO_BACKTRACE": "1"}
+    here = Path(__file__).parent
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(here / "rpc_window_check.py")], env=env, cwd=here.parent,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
