@@ -714,7 +714,7 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()},
     }
     blob = json.dumps(desc, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:20], desc
+    return hashlib.sha256(blob).hexdigest()[:20], json.loads(blob)   # as the cache reads it back
 
 
 def load_cached(key: str, *, k_max: int | None = None) -> Calibration | None:

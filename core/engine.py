@@ -183,8 +183,8 @@ class Engine:
         self.repack, self.repack_reason = resolve_repack(s.repack)
         from .devices import add_rpc_servers, device_array, hold, is_remote, placement, release
         add_rpc_servers(s.rpc)
-        remote = [ep for ep in s.rpc if is_remote(s.target_devices, s.target_gpu_layers, s.rpc)
-                  or (draft and is_remote(s.draft_devices, s.draft_gpu_layers, s.rpc))]
+        remote = list(s.rpc) if (is_remote(s.target_devices, s.target_gpu_layers, s.rpc) or (
+            draft and is_remote(s.draft_devices, s.draft_gpu_layers, s.rpc))) else []
         hold(remote)                      # llama.cpp stays connected while the models live
         self._stack.callback(release, remote)
         self.placement = {"target": placement(s.target_devices, s.target_gpu_layers, s.rpc)}
