@@ -22,6 +22,7 @@ Two things llama.cpp does not do gently, done here first:
 from __future__ import annotations
 
 import ctypes
+import logging
 import socket
 import struct
 import threading
@@ -32,9 +33,12 @@ import llama_cpp.llama_cpp as ll
 
 from .errors import ConfigError
 
+log = logging.getLogger("specscope.devices")
+
 SECURITY_WARNING = ("rpc-server has no authentication and no encryption: anyone who can reach "
-                    "its port can run code on it and read what it computes. Never expose it on an "
-                    "open network; use it on a trusted LAN, or through an SSH tunnel to 127.0.0.1")
+                    "its port can use it (its memory, its compute) and read what it computes. Never "
+                    "expose it on an open network; use it on a trusted LAN, or through an SSH "
+                    "tunnel to 127.0.0.1")
 # --no-cache-dir: pip's wheel cache does not know CMAKE_ARGS and would reinstall the old build
 RPC_INSTALL_STEP = ('CMAKE_ARGS="-DGGML_RPC=ON" pip install --force-reinstall --no-cache-dir '
                     '--no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36')
@@ -178,12 +182,23 @@ def add_rpc_servers(endpoints) -> None:
             raise ConfigError("llama.cpp's RPC backend is missing from its device registry")
         add_server = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(add)
         for ep in new:
+            if not _loopback(ep):
+                log.warning("%s: %s", ep, SECURITY_WARNING)
             first = lib.ggml_backend_dev_count()
             server_reg = add_server(ep.encode())
             if not server_reg:
                 raise ConfigError(f"RPC endpoint {ep} offers no devices")
             lib.ggml_backend_register(server_reg)
             _endpoints[ep] = first
+
+
+def _loopback(endpoint: str) -> bool:
+    import ipaddress
+    host = endpoint.rpartition(":")[0].strip("[]")
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def registered_endpoints() -> tuple[str, ...]:

@@ -26,7 +26,15 @@ import sys
 import tarfile
 from pathlib import Path
 
-VERSION = "0.3.36"
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("llama-cpp-python")
+    except PackageNotFoundError:
+        return "0.3.36"
+
+
+VERSION = _installed_version()     # the same llama.cpp as the installed binding
 # not core.cache.cache_root(): the tests point that at a fresh folder every session
 CACHE = Path(os.environ.get("SPECSCOPE_RPC_BUILD") or Path.home() / ".cache" / "specscope" / "llama-rpc" / VERSION)
 CMAKE_ARGS = [
