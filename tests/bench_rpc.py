@@ -15,10 +15,8 @@ import argparse
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import rpc_build  # noqa: E402
+import rpc_build   # tests/ is the script's own folder, first on sys.path
 
 
 def interleaved(endpoint: str, threads: int, reps: int) -> None:
