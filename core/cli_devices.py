@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 
-from .errors import ConfigError
 
 
 def _layers(text: str) -> int:
