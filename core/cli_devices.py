@@ -16,7 +16,6 @@ import json
 import sys
 
 
-
 def _layers(text: str) -> int:
     if text == "all":
         return -1
