@@ -218,7 +218,7 @@ class PairPanel(QGroupBox):
         lay.addWidget(self._progress_box)
         self.set_load_state("idle")
 
-        self.advanced_toggle = QToolButton(text="Advanced: threads, GPU layers, weight repacking")
+        self.advanced_toggle = QToolButton(text="Advanced: threads, GPU layers, weight repacking, devices, RPC")
         self.advanced_toggle.setCheckable(True)
         self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.advanced_toggle.setArrowType(Qt.ArrowType.RightArrow)
@@ -252,6 +252,14 @@ class PairPanel(QGroupBox):
         self.repack.setToolTip(self.repack_tip)
         adv.addWidget(QLabel("weight repacking"), 3, 0)
         adv.addWidget(self.repack, 3, 1, 1, 2)
+        from .placement_panel import PlacementBox      # devices, rpc-server endpoints
+        self.placement = PlacementBox()
+        adv.addWidget(self.placement, 4, 0, 1, 3)
+        for role in ("target", "draft"):                # -ngl all: -1
+            self.gpu_layers[role].setRange(-1, 999)
+            self.gpu_layers[role].setSpecialValueText("all")
+            self.placement.devices[role].currentTextChanged.connect(
+                lambda text, r=role: self._device_chosen(r, text))
         self.advanced_toggle.toggled.connect(self._toggle_advanced)
         self._toggle_advanced(False)
         lay.addWidget(self.advanced_toggle)
@@ -411,7 +419,15 @@ class PairPanel(QGroupBox):
     # ------------------------------------------------------------------ advanced
     def _toggle_advanced(self, on: bool) -> None:
         self.advanced.setVisible(on)
+        if on and self.placement.table.text().endswith("not asked yet"):
+            self.placement.refresh()
         self.advanced_toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+
+    def _device_chosen(self, role: str, text: str) -> None:
+        """A device named for a model whose layers all stay on the CPU: offload them all."""
+        from .placement_panel import DEFAULT, LOCAL
+        if text not in (DEFAULT, LOCAL) and self.gpu_layers[role].value() == 0:
+            self.gpu_layers[role].setValue(-1)
 
     def engine_kwargs(self) -> dict:
         """As saved: 0 threads means auto."""
@@ -419,7 +435,7 @@ class PairPanel(QGroupBox):
                     draft_threads=self.threads["draft"].value(),
                     target_gpu_layers=self.gpu_layers["target"].value(),
                     draft_gpu_layers=self.gpu_layers["draft"].value(),
-                    repack=self.repack.currentText())
+                    repack=self.repack.currentText(), **self.placement.engine_kwargs())
 
     def set_engine_kwargs(self, kw: dict) -> None:
         self.threads["target"].setValue(int(kw.get("target_threads", 0)))
@@ -428,3 +444,4 @@ class PairPanel(QGroupBox):
         self.gpu_layers["draft"].setValue(int(kw.get("draft_gpu_layers", 0)))
         repack = kw.get("repack", "auto")
         self.repack.setCurrentText(repack if repack in REPACK_MODES else "auto")
+        self.placement.set_engine_kwargs(kw)

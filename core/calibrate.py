@@ -840,13 +840,14 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
         "version": CALIBRATION_VERSION,
         "target": file_id(engine.target.path),
         "draft": file_id(engine.draft.path) if engine.draft is not None else None,
-        "engine": _asdict(engine.settings),
+        "engine": _asdict(engine.settings),      # with the placement (--rpc, --device, -ngl)
+        "placement": getattr(engine, "placement", None),
         "sampler": sampler.describe() if sampler is not None else "greedy",
         "k_max": k_max, "n_past": n_past, "k_draft": k_draft,
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()},
     }
     blob = json.dumps(desc, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:20], desc
+    return hashlib.sha256(blob).hexdigest()[:20], json.loads(blob)   # as the cache reads it back
 
 
 def load_cached(key: str, *, k_max: int | None = None) -> Calibration | None:

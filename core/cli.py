@@ -28,7 +28,7 @@ def _register_optional() -> None:
     """Subcommands that live in their own modules (each optional while it is being built)."""
     import importlib
     for name, module in (("doctor", "cli_doctor"), ("bench", "cli_bench"),
-                         ("quantize", "cli_quantize")):
+                         ("quantize", "cli_quantize"), ("devices", "cli_devices")):
         try:
             SUBCOMMANDS[name] = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:
@@ -45,8 +45,8 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
     g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default: all cores)")
     g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default: all cores)")
-    g.add_argument("-ngl", "--gpu-layers", type=int, default=0, help="target layers on the GPU")
-    g.add_argument("-ngld", "--gpu-layers-draft", type=int, default=0, help="draft layers on the GPU")
+    from .cli_devices import add_placement_args
+    add_placement_args(g)
     g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
     g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")
     rp = g.add_mutually_exclusive_group()
@@ -159,10 +159,10 @@ def chat_prompt(args, model, prompt: str) -> str | None:
 
 def engine_settings(args):
     from .engine import EngineSettings
+    from .cli_devices import placement_kwargs
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
               kv_type=args.kv_type, target_threads=args.threads,
-              draft_threads=args.threads_draft, target_gpu_layers=args.gpu_layers,
-              draft_gpu_layers=args.gpu_layers_draft, repack=args.repack)
+              draft_threads=args.threads_draft, repack=args.repack, **placement_kwargs(args))
     if args.deterministic:
         kw.update(flash_attn="off", kv_type="f32")
     return EngineSettings(**kw)

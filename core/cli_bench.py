@@ -81,6 +81,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the calibration cache")
     g.add_argument("--calibration-seconds", type=float, default=None, metavar="S",
                    help="time budget for timing the decodes when calibrating (default 4)")
+    g.add_argument("--placements", metavar="P[,P...]", default=None,
+                   help="run the sweep once per placement and compare them side by side: local, "
+                        "target-remote, draft-remote, both-remote (remote: every layer on the "
+                        "devices of the first --rpc endpoint); prints the cost of distance per k")
     s = p.add_argument_group("sampling (the target's; drafts are always greedy)")
     s.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy (default)")
     s.add_argument("--top-k", type=int, default=40)
@@ -333,6 +337,8 @@ def run(args) -> int:
         guard(settings.engine, settings.target, draft)
     if args.synth_sweep:
         return run_synth(args, settings)
+    if args.placements:
+        return run_placements(args, settings)
     bar = None if args.quiet else ProgressLine()
     stop = threading.Event()
     try:
@@ -359,4 +365,44 @@ def run(args) -> int:
             print("\nper prompt:\n" + format_table(result, per_prompt=True))
         if args.csv:
             print(f"\nCSV: {args.csv}")
+    return 0
+
+
+def run_placements(args, settings) -> int:
+    """--placements: the sweep under each placement, each report, then side by side: the
+    cost of distance per k (core/distance.py) and the measured speed-up per n."""
+    from dataclasses import replace
+    from .devices import add_rpc_servers, rpc_device_names
+    from .distance import cost_lines, placement_settings
+    from .sweep import run_sweep
+    rpc = settings.engine.rpc
+    add_rpc_servers(rpc)
+    devs = rpc_device_names(rpc[0]) if rpc else ()
+    names = [n.strip() for n in args.placements.split(",") if n.strip()]
+    variants = {n: replace(settings, engine=placement_settings(settings.engine, n, devs)) for n in names}
+    results = {}
+    for name, s in variants.items():
+        bar = None if args.quiet else ProgressLine()
+        try:
+            results[name] = run_sweep(s, progress=bar, stop=threading.Event())
+        finally:
+            if bar is not None:
+                bar.close()
+    for name, result in results.items():
+        from .devices import placement
+        e = result.settings.engine
+        print(f"=== placement {name}: target {placement(e.target_devices, e.target_gpu_layers, e.rpc)}, "
+              f"draft {placement(e.draft_devices, e.draft_gpu_layers, e.rpc)}")
+        print("\n".join(report_lines(result)) + "\n")
+    cals = {n: next(iter(r.calibrations.values())) for n, r in results.items() if r.calibrations}
+    print("\n".join(cost_lines(cals)))
+    ns = sorted({r.n_max for res in results.values() for r in res.pooled()})
+    width = max(len(n) for n in results)
+    print("\nmeasured per n: tokens/s and speed-up against the target alone under the same placement")
+    print(" " * width + "".join(f"{'n=' + str(n):>20}" for n in ns))
+    for name, res in results.items():
+        rows = {r.n_max: r for r in res.pooled()}
+        print(name.ljust(width) + "".join(
+            (f"{rows[n].tokens_per_s:7.1f} t/s {rows[n].measured_speedup:6.3f}x" if n in rows else "")
+            .rjust(20) for n in ns))
     return 0

@@ -164,6 +164,12 @@ class EngineSettings:
     target_gpu_layers: int = 0
     draft_gpu_layers: int = 0
     repack: str = "auto"                   # auto | on | off: llama.cpp's weight repacking (--repack)
+    # placement (core/devices.py): rpc-server endpoints to register (--rpc), and the devices
+    # each model's offloaded layers may use (--device/-devd; None: llama.cpp's default, every
+    # GPU and RPC device; (): none); *_gpu_layers < 0 offloads every layer (-ngl all)
+    rpc: tuple[str, ...] = ()
+    target_devices: tuple[str, ...] | None = None
+    draft_devices: tuple[str, ...] | None = None
 
     @classmethod
     def deterministic(cls, **kw) -> "EngineSettings":
@@ -206,13 +212,23 @@ class Engine:
         on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
         from .vocab_gate import require_vocabulary, vocab_rules  # the gate of seed 000 §4.2
         self.repack, self.repack_reason = resolve_repack(s.repack)
+        from .devices import add_rpc_servers, device_array, hold, is_remote, placement, release
+        add_rpc_servers(s.rpc)
+        remote = list(s.rpc) if (is_remote(s.target_devices, s.target_gpu_layers, s.rpc) or (
+            draft and is_remote(s.draft_devices, s.draft_gpu_layers, s.rpc))) else []
+        hold(remote)                      # llama.cpp stays connected while the models live
+        self._stack.callback(release, remote)
+        self.placement = {"target": placement(s.target_devices, s.target_gpu_layers, s.rpc)}
         self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
-                                      progress=on("target")))
+                                      progress=on("target"),
+                                      devices=device_array(s.target_devices, "target")))
         require_vocabulary(self.target)
         self.draft = None
         if draft is not None:
+            self.placement["draft"] = placement(s.draft_devices, s.draft_gpu_layers, s.rpc)
             self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, repack=self.repack,
-                                         progress=on("draft")))
+                                         progress=on("draft"),
+                                         devices=device_array(s.draft_devices, "draft")))
             require_vocabulary(self.draft)
             failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
             if failed:

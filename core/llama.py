@@ -121,9 +121,11 @@ class Model:
     """A loaded GGUF model (or only its vocabulary, with ``vocab_only``)."""
 
     def __init__(self, path: str | Path, *, vocab_only: bool = False, n_gpu_layers: int = 0,
-                 repack: bool = True, progress=None, check_file: bool = True):
+                 repack: bool = True, progress=None, check_file: bool = True, devices=None):
         """repack: let llama.cpp repack weights into extra buffer types (AMX, AVX512 …),
-        llama.cpp's ``use_extra_bufts``; ``False`` is its ``--no-repack``."""
+        llama.cpp's ``use_extra_bufts``; ``False`` is its ``--no-repack``. devices: a
+        NULL-terminated ggml_backend_dev_t array (``devices.device_array``), None for
+        llama.cpp's default devices."""
         ensure_backend()
         self.path = Path(path)
         if check_file:
@@ -133,6 +135,8 @@ class Model:
         params.vocab_only = vocab_only
         params.n_gpu_layers = n_gpu_layers
         params.use_extra_bufts = repack
+        if devices is not None:
+            params.devices = ctypes.cast(devices, ctypes.c_void_p)
         self._progress_cb = None
         if progress is not None:
             def _progress(fraction, _user):

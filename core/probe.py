@@ -185,9 +185,14 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
 
 def first_crash(engine_settings, target, draft=None) -> Verdict | None:
     """The verdict of the first model of a pair (target, then draft) that crashes a child
-    process with these EngineSettings; None when both run."""
+    process with these EngineSettings; None when both run. A model placed on an rpc-server
+    is not probed: its kernels run there (a crash ends that server, and llama.cpp here stops
+    with "Remote RPC server crashed"), and a child would load it whole on this machine."""
+    from .devices import is_remote
+    s = engine_settings
     for role, path in (("target", target), ("draft", draft)):
-        if path is not None:
+        if path is not None and not is_remote(getattr(s, f"{role}_devices", None),
+                                              getattr(s, f"{role}_gpu_layers", 0), getattr(s, "rpc", ())):
             verdict = probe(path, ProbeSettings.of(engine_settings, role))
             if not verdict.ok:
                 return verdict

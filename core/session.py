@@ -110,8 +110,9 @@ class RunSettings:
             if not isinstance(d[name], tp) or (tp is int and isinstance(d[name], bool)):
                 raise PlainError(f"settings.{name} has the wrong type ({type(d[name]).__name__})")
         try:
-            spec = None if d["spec"] is None else from_plain(    # files from before synthetic acceptance
-                SpecSettings, {"synth_len": -1.0, "synth_rates": [], **d["spec"]}, "settings.spec")
+            # fields added since a file was written (synthetic acceptance, placement ...) take
+            # their defaults (plain.from_plain)
+            spec = None if d["spec"] is None else from_plain(SpecSettings, d["spec"], "settings.spec")
             return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
                        d["n_predict"], d["prompt"], d["chat"], d["system"])
@@ -130,6 +131,12 @@ class RunSettings:
             if self.spec.synthetic:
                 from .synth import WARNING
                 d.update(synthetic_rates=list(self.spec.synth_rates_resolved()), warning=WARNING)
+        e = self.engine
+        if e.rpc or e.target_devices is not None or e.draft_devices is not None:
+            from .devices import placement        # where the models ran (core/devices.py)
+            d["placement"] = {"rpc": list(e.rpc),
+                              "target": placement(e.target_devices, e.target_gpu_layers, e.rpc),
+                              "draft": placement(e.draft_devices, e.draft_gpu_layers, e.rpc)}
         return d
 
 

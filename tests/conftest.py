@@ -81,3 +81,32 @@ def no_leftover_threads():
             return
         time.sleep(0.05)
     pytest.fail(f"threads left running: {[t.name for t in extra]}")
+
+
+@pytest.fixture(scope="session")
+def rpc_build():
+    """The folder of an RPC-enabled llama.cpp build (libllama.so, ggml libs, ggml-rpc-server)
+    from the same source as the installed llama-cpp-python: built once, cached under
+    ~/.cache/specscope/llama-rpc (tests/rpc_build.py; minutes on 2 cores the first time).
+    Skips with the reason where it cannot be built; in CI it must build."""
+    import rpc_build as rb
+    try:
+        return rb.ensure()
+    except rb.BuildUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the RPC tests need the RPC build: {exc}")
+        pytest.skip(f"no RPC-enabled llama.cpp build: {exc}")
+
+
+@pytest.fixture(scope="session")
+def rpc_server(rpc_build):
+    """A ggml-rpc-server from that build on 127.0.0.1 (a free port): its endpoint."""
+    import rpc_build as rb
+    proc, endpoint = rb.start_server(rpc_build)
+    yield endpoint
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except Exception:
+        proc.kill()
+        proc.wait()
