@@ -24,11 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / ".shim"))
 
 
 def main(argv=None) -> int:

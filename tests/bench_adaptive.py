@@ -33,8 +33,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / ".shim"))
 
 
 @dataclass
@@ -124,7 +122,7 @@ def main(argv=None) -> int:
     base = Tally("baseline")
     settings = EngineSettings(target_threads=args.threads, draft_threads=args.threads)
     with Engine(target, draft, settings) as engine:
-        print(f"calibrating (or reading the cached calibration) for the cost policy ...", file=sys.stderr)
+        print("calibrating (or reading the cached calibration) for the cost policy ...", file=sys.stderr)
         cal = policy_calibration(engine, configs[-1][1], sampler)
         meter, t0 = LoadMeter(), time.perf_counter()
         for rep in range(args.repeats):

@@ -16,8 +16,6 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / ".shim"))
 
 
 def main(argv=None) -> int:
