@@ -7,7 +7,7 @@ LLAMA_CPP_LIB_PATH=<build>/bin to get the same llama.cpp with RPC, and start
 <build>/bin/ggml-rpc-server on 127.0.0.1.
 
 Source, first found: $SPECSCOPE_LLAMA_SRC (a vendor/llama.cpp folder), the cached unpacked
-sdist, else `pip download --no-binary :all: llama-cpp-python==VERSION` (an sdist from the
+sdist, else `pip download --no-binary llama-cpp-python llama-cpp-python==VERSION` (an sdist from the
 package registry; it holds vendor/llama.cpp). Only the targets needed are built (llama, the
 ggml libraries, ggml-rpc-server), with llama.cpp's default CPU flags as llama-cpp-python's own
 default build uses them.
@@ -78,7 +78,9 @@ def _source(log) -> Path:
         return src
     dl = CACHE / "sdist"
     dl.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+    # the sdist only: build dependencies (cmake, scikit-build-core) as wheels, since
+    # ``--no-binary :all:`` would compile them from source too (cmake alone takes many minutes)
+    _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python",
           "-d", str(dl), f"llama-cpp-python=={VERSION}"], log)
     tars = sorted(dl.glob("llama_cpp_python-*.tar.gz"))
     if not tars:
