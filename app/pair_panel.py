@@ -218,7 +218,7 @@ class PairPanel(QGroupBox):
         lay.addWidget(self._progress_box)
         self.set_load_state("idle")
 
-        self.advanced_toggle = QToolButton(text="Advanced: threads, GPU layers, weight repacking, devices, RPC")
+        self.advanced_toggle = QToolButton(text="Advanced: threads, devices, RPC, repacking")
         self.advanced_toggle.setCheckable(True)
         self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.advanced_toggle.setArrowType(Qt.ArrowType.RightArrow)
