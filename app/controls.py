@@ -190,12 +190,12 @@ class ParamsPanel(QGroupBox):
             lab.setStyleSheet("color:#555; font-weight:600; margin-top:4px")
             grid.addWidget(lab, row, 0, 1, 4)
 
-        def pair(row, col, label, widget):
+        def pair(row, col, label, widget, span=1):
             lab = QLabel(label)
             lab.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             lab.setToolTip(widget.toolTip())
             grid.addWidget(lab, row, col)
-            grid.addWidget(widget, row, col + 1)
+            grid.addWidget(widget, row, col + 1, 1, span)
             return lab
 
         section(0, "Generation")
@@ -206,7 +206,7 @@ class ParamsPanel(QGroupBox):
         self._t_label = pair(3, 2, "temp", self.temperature)
         self._sampling_labels = [pair(4, 0, "top-k", self.top_k), pair(4, 2, "top-p", self.top_p),
                                  pair(5, 0, "min-p", self.min_p), pair(5, 2, "seed", self.seed)]
-        pair(6, 0, "accept", self.accept_rule)
+        pair(6, 0, "accept", self.accept_rule, span=3)    # its long names span the row
 
         self.sampler.currentIndexChanged.connect(self._sampler_mode)
         self._sampler_mode()
