@@ -11,7 +11,9 @@ order, the first non-empty draft winning the round:
                history up and its draft is cut to the budget;
     2. verify: decode [id_last, d0 .. d(k-1)] on the target with logits on every
                row; the user's sampler chain samples row by row, keeps while equal
-               and always emits the target's own token;
+               and always emits the target's own token (llama.cpp's rule, the default;
+               ``accept_rule="ratio"`` is speculative sampling, core/accept_rules.py, and
+               synthetic acceptance keeps positions at random, core/synth.py);
     3. sync:   bring the draft cache to the accepted history (``replay``: llama.cpp's
                re-decode of the verification batch; ``reuse``: keep the rows the
                draft already holds, decode only what is missing);
