@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
                                QWidget)
 
 from specscope.app.plots import cache_static_parts, styled_plot
+from specscope.app.worker import start_thread
 from specscope.core.compare import DETERMINISTIC_GUARANTEE
 
 __all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
@@ -586,17 +587,14 @@ class CompareView(QWidget):
         if self._thread is not None:
             return
         self._worker = SweepWorker()
-        self._thread = QThread()
-        self._thread.setObjectName("specscope-compare")
-        self._worker.moveToThread(self._thread)
-        self._thread.finished.connect(self._worker.deleteLater)
         self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
         self._worker.progressed.connect(self._on_progress)
         self._worker.calibrated.connect(self._on_calibrated)
         self._worker.rows_updated.connect(self._on_rows)
         self._worker.finished.connect(self._on_finished)
         self._worker.failed.connect(self._on_failed)
-        self._thread.start()
+        self._thread = start_thread(self._worker, "specscope-compare")
+        self._thread.finished.connect(self._worker.deleteLater)
         app = QCoreApplication.instance()
         if app is not None and not self._quit_hooked:
             app.aboutToQuit.connect(self.shutdown)   # a tab's closeEvent does not run at exit

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPu
                                QSizePolicy, QVBoxLayout)
 
 from .plots import cache_static_parts, styled_plot
+from .worker import start_thread
 
 TEXTBOOK_COLOR = "#0072b2"
 CALIBRATED_COLOR = "#009e73"
@@ -157,15 +158,12 @@ class SynthCurveView(QGroupBox):
         if self._thread is not None:
             return
         self._worker = SynthSweepWorker()
-        self._thread = QThread()
-        self._thread.setObjectName("specscope-synth-sweep")
-        self._worker.moveToThread(self._thread)
-        self._thread.finished.connect(self._worker.deleteLater)
         self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
         self._worker.progressed.connect(self._on_progress)
         self._worker.finished.connect(self._on_finished)
         self._worker.failed.connect(self._on_failed)
-        self._thread.start()
+        self._thread = start_thread(self._worker, "specscope-synth-sweep")
+        self._thread.finished.connect(self._worker.deleteLater)
 
     def _on_progress(self, done: int, total: int, what: str) -> None:
         self.progress.setRange(0, max(1, total))
