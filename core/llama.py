@@ -319,9 +319,13 @@ class Context:
             self.ptr = None
 
     def decode(self, batch: "Batch", what: str) -> None:
+        """Decode and wait for it: on an asynchronous backend (a model on an rpc-server)
+        llama_decode returns once the graph is sent, and the computation would otherwise be
+        waited for, and timed, wherever the logits are read next."""
         status = ll.llama_decode(self.ptr, batch.raw)
         if status != 0:
             raise DecodeError(what, status)
+        ll.llama_synchronize(self.ptr)
 
     def prefill(self, tokens, batch: "Batch", what: str) -> None:
         """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,
