@@ -140,6 +140,15 @@ class MainWindow(QMainWindow, SessionActions):
         cost_lay = QVBoxLayout(cost_page)
         cost_lay.setContentsMargins(0, 0, 0, 0)
         cost_lay.addWidget(self.cost_panel, 1)
+        from .distance_view import DistanceView     # then what an rpc-server placement costs
+        self.distance_view = DistanceView()
+        self.distance_view.source = self._distance_request
+        box = self.pair_panel.placement                # it follows the placement controls
+        for role in ("target", "draft"):
+            box.devices[role].currentTextChanged.connect(lambda *_: self.distance_view.refresh())
+            self.pair_panel.gpu_layers[role].valueChanged.connect(lambda *_: self.distance_view.refresh())
+        box.rpc_edit.textChanged.connect(lambda *_: self.distance_view.refresh())
+        cost_lay.addWidget(self.distance_view)
         cost_lay.addWidget(self.synth_view)
         scroll.setWidget(cost_page)
         for index, (page, title) in enumerate(((self.plots, "Plots"), (scroll, "Cost model"))):
@@ -253,6 +262,8 @@ class MainWindow(QMainWindow, SessionActions):
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_panel = self.compare = self.synth_view = None     # see _build_panels
+        self.distance_view = None
+        self.engine_facts: dict = {}        # the loaded pair's facts (worker._facts)
         self.timeline = self.session_compare = None
         self.panels_ready = False
         self._restore_tab = self._restore_workspace = None
@@ -734,6 +745,54 @@ class MainWindow(QMainWindow, SessionActions):
                              sync=spec.sync, p_min=spec.p_min, spec=spec,
                              chat=self.prompt.chat_enabled(), system=self.prompt.system_text())
 
+    def _distance_request(self):
+        """What the cost tab's distance view measures: the pair as the controls place it now, and
+        the round to account for: the latest speculative run's (its draft length, acceptance and,
+        when it ran under this placement, its rounds), else the drafter box's n_max at the cost
+        panel's α (core/distance.py)."""
+        from dataclasses import replace
+
+        from specscope.core.calibrate import DEFAULT_N_PAST, alpha_acceptance
+        from specscope.core.errors import ConfigError
+
+        from .distance_view import DistanceRequest, RoundShape
+        t, d = self.pair_panel.pair()
+        if t is None:
+            raise ConfigError("choose a target model first")
+        if self.mode != "idle" or (self.compare is not None and self.compare.running):
+            raise ConfigError("wait until the run or the Compare sweep ends: both would share the cores")
+        engine, spec = self._engine_settings(), self.params.spec_settings()
+        facts = self.engine_facts
+        if facts.get("target", {}).get("path") == str(t):
+            # as the run loaded it: the thread counts "auto" chose, repacking as the probe left it
+            threads = facts.get("threads", {})
+            engine = replace(engine, repack="on" if facts.get("repack") else "off", **{
+                f"{role}_threads": threads[role][0] for role in threads
+                if getattr(engine, f"{role}_threads") == 0})
+        last = self.workbench.last_spec
+        stats = last.spec.stats if last is not None and last.spec is not None else None
+        if stats is not None and stats.n_draft_rounds and last.settings.spec.n_max > 0:
+            same = (last.settings.engine.rpc, last.settings.engine.target_devices,
+                    last.settings.engine.draft_devices, last.settings.engine.target_gpu_layers,
+                    last.settings.engine.draft_gpu_layers) == (
+                engine.rpc, engine.target_devices, engine.draft_devices,
+                engine.target_gpu_layers, engine.draft_gpu_layers)
+            n = last.settings.spec.n_max
+            shape = RoundShape(
+                n=n, acceptance=tuple(a / stats.n_draft_rounds for a in stats.accepted_at[:n]),
+                sync=last.settings.spec.sync, n_draft=min(n, stats.n_drafted / stats.n_draft_rounds),
+                source="the last run's acceptance and draft length",
+                run_rounds=stats.n_rounds if same else 0, run_seconds=stats.t_total if same else 0.0)
+            n_past = max(16, round((len(last.prompt_tokens) + last.settings.n_predict / 2) / 16) * 16)
+        else:
+            n = max(1, spec.n_max)
+            alpha = self.cost_panel.alpha if self.cost_panel is not None else 0.7
+            shape = RoundShape(n=n, acceptance=alpha_acceptance(alpha, n), sync=spec.sync,
+                               source=f"α = {alpha:.2f}, no run yet")
+            n_past = DEFAULT_N_PAST
+        return DistanceRequest(target=str(t), draft=str(d) if d else None, engine=engine,
+                               sampler=self.params.sampler_settings(), n_past=n_past, shape=shape)
+
     def _sweep_running(self) -> bool:
         """True (and says so) while a Compare sweep runs: a run now would compete with it for the
         cores and spoil both measurements."""
@@ -874,6 +933,7 @@ class MainWindow(QMainWindow, SessionActions):
 
     @Slot(dict)
     def _engine_loaded(self, facts: dict) -> None:
+        self.engine_facts = facts
         names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
         self.pair_panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
         self.pair_panel.set_load_facts(facts)
@@ -1230,6 +1290,7 @@ class MainWindow(QMainWindow, SessionActions):
         b = last.baseline
         self.cost_panel.update_measured(last.spec.stats, b.stats if b else None,
                                         last.settings.spec.max_draft())
+        self.distance_view.refresh()
         if self.session is not None and self.session.kind == "spec" and self.stats is not None:
             self._update_stats_bar()
         elif last.speedup is not None:
@@ -1329,8 +1390,9 @@ class MainWindow(QMainWindow, SessionActions):
         ok = self.worker_thread.wait(timeout_ms)
         if self.compare is not None:
             ok = self.compare.shutdown(timeout_ms) and ok
-        if self.synth_view is not None:
-            ok = self.synth_view.shutdown(timeout_ms) and ok
+        for view in (self.synth_view, self.distance_view):
+            if view is not None:
+                ok = view.shutdown(timeout_ms) and ok
         self.doctor_thread.quit()
         ok = self.doctor_thread.wait(timeout_ms) and ok
         if not ok:

@@ -13,7 +13,7 @@ token where the draft runs; a round with a draft of n tokens costs about
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 PLACEMENTS = ("local", "target-remote", "draft-remote", "both-remote")
 
@@ -66,3 +66,92 @@ def cost_lines(cals: dict) -> list[str]:
         lines.append(f"{name:<{width}}" + "".join(
             f"{((k - 1) * f + cal.cost(k)) * cal.t1 * 1e3:9.2f}" for k in ks))
     return lines
+
+
+# ============================================================================ the window's account
+
+@dataclass(frozen=True)
+class RoundAccount:
+    """One round of the calibrated model (core/calibrate.py's ``round_cost``) in seconds, where
+    the models run: drafting, the verification batch, and the rest (sampling, the draft's
+    sync, the rollback, Python); ``token`` is what the target alone pays per token there."""
+
+    draft: float
+    verify: float
+    rest: float
+    token: float
+    tokens: float            # tokens a round yields, 1 + E
+
+    @property
+    def total(self) -> float:
+        return self.draft + self.verify + self.rest
+
+    @property
+    def speedup(self) -> float:
+        return self.tokens * self.token / self.total if self.total > 0 else 0.0
+
+
+def round_account(cal, n: int, acceptance, sync: str = "reuse",
+                  n_draft: float | None = None) -> RoundAccount:
+    """The calibrated round of draft length ``n`` (``acceptance``: a_1..a_n, unconditional;
+    ``n_draft``: the mean number of draft decodes when it is not n) in seconds."""
+    from .calibrate import round_cost
+    c = round_cost(cal, n, acceptance, sync, n_draft=n_draft)
+    t1 = cal.t1
+    return RoundAccount(draft=c.draft * t1, verify=c.verify * t1,
+                        rest=(c.sampling + c.sync + c.overhead) * t1,
+                        token=c.baseline * t1, tokens=c.tokens)
+
+
+@dataclass(frozen=True)
+class Distance:
+    """The pair calibrated twice: on this machine's CPU and where the settings place it."""
+
+    placement: dict          # role -> where it computes, in words (core/devices.placement)
+    local: object            # Calibration
+    placed: object           # Calibration
+    from_cache: tuple[bool, bool] = (False, False)
+
+    @property
+    def k_max(self) -> int:
+        return min(self.local.k_max, self.placed.k_max)
+
+    def verify_s(self, k: int) -> tuple[float, float]:
+        """A verification batch of k tokens, (this machine, as placed), in seconds."""
+        return tuple(c.t1 * c.cost(k) for c in (self.local, self.placed))
+
+    def draft_token_s(self) -> tuple[float, float]:
+        return tuple(c.f * c.t1 if c.has_draft else 0.0 for c in (self.local, self.placed))
+
+    def rounds(self, n: int, acceptance, sync: str = "reuse",
+               n_draft: float | None = None) -> tuple[RoundAccount, RoundAccount]:
+        """The same round, (this machine, as placed); needs a draft model."""
+        return tuple(round_account(c, n, acceptance, sync, n_draft) for c in (self.local, self.placed))
+
+
+def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None,
+                     n_past: int | None = None, refresh: bool = False,
+                     progress=None, stop=None, **calibration) -> Distance:
+    """Calibrate the pair on this machine's CPU, then as ``engine_settings`` place it (each
+    cached like any calibration, core/calibrate.py ``get_calibration``). ``progress(fraction,
+    what)``; raises CalibrationStopped when ``stop`` is set; ``calibration``: more of
+    ``get_calibration``'s keywords (reps, time_budget_s)."""
+    from .calibrate import DEFAULT_N_PAST, get_calibration
+    from .engine import Engine
+    say = progress or (lambda frac, what: None)
+    placements = (("this machine", replace(placement_settings(engine_settings, "local", ()), rpc=())),
+                  ("as placed", engine_settings))
+    cals, cached, where = [], [], {}
+    for i, (name, settings) in enumerate(placements):
+        say(i / 2, f"{name}: loading the pair")
+        with Engine(target, draft, settings) as engine:
+            if i == 1:
+                where = dict(engine.placement)
+            cal, hit = get_calibration(
+                engine, k_max, sampler=sampler, n_past=n_past or DEFAULT_N_PAST, refresh=refresh,
+                k_draft=k_max if draft is not None else None, stop=stop, **calibration,
+                progress=lambda frac, what, _i=i, _n=name: say((_i + frac) / 2, f"{_n}: {what}"))
+        cals.append(cal)
+        cached.append(hit)
+    say(1.0, "done")
+    return Distance(placement=where, local=cals[0], placed=cals[1], from_cache=tuple(cached))

@@ -39,5 +39,20 @@ def test_window_target_on_rpc_server_matches_local(qtbot, pair, settings):
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
         remote = [(e.drafted, e.n_accepted, e.emitted) for e in w.events]
         assert remote == local
+        # the cost tab: what the distance costs per round, calibrated here and on the server
+        view = w.distance_view
+        view.refresh()
+        assert view.measure.isEnabled() and "RPC0" in view.where.text(), view.where.text()
+        assert view.start()
+        qtbot.waitUntil(lambda: not view.running, timeout=300_000)
+        assert view.result is not None, view.status.text()
+        distance = view.result[1]
+        assert distance.placement["target"] == f"all layers on RPC0 (RPC {ENDPOINT})"
+        assert distance.placement["draft"] == "local CPU"
+        # each calibrated where it runs (the server's threads are its own: not always slower)
+        assert distance.local.key != distance.placed.key
+        assert distance.placed.describe["placement"]["target"] == distance.placement["target"]
+        text = view.shown_text()
+        assert "round, n = " in text and "Over the last run (" in text, text
     finally:
         w.close()

@@ -1,0 +1,385 @@
+"""What distance costs per round (issue 14): the pair calibrated on this machine's CPU and where
+the placement puts it (a model on an rpc-server), side by side in the cost tab.
+
+Measure runs :func:`specscope.core.distance.measure_distance` on its own thread: two
+calibrations (cached like every calibration), each timing real decodes where the models run, so
+the placed one holds the round trip. The view then shows
+
+- a plot of a verification of k tokens against k, here and as placed, the gap shaded: what the
+  network adds is paid per decode, nearly flat in k;
+- a table of one round at the run's draft length, in its parts (drafting, verifying, the rest),
+  here and as placed, and the target alone per token;
+- one sentence: what the network adds per round and what that does to the predicted speed-up
+  (the target alone pays the round trip every token, a round once per verification), and, after
+  a run under this placement, about how much of that run's time went to the network.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
+                               QSizePolicy, QVBoxLayout)
+
+from .plots import cache_static_parts, styled_plot
+from .worker import start_thread
+
+__all__ = ["DistanceView", "DistanceRequest", "RoundShape"]
+
+LOCAL_COLOR = "#009e73"
+PLACED_COLOR = "#d55e00"
+GAP_COLOR = (213, 94, 0, 50)
+ERROR_STYLE = "color:#b42318"
+ALL_LOCAL = ("Both models run on this machine: a round crosses no network. Put the target (or "
+             "the draft) on an rpc-server under Models ▸ Advanced, then Measure here to see what "
+             "the distance costs per round.")
+
+
+@dataclass(frozen=True)
+class RoundShape:
+    """The round to account for: draft length n, unconditional per-position acceptance a_1..a_n,
+    the sync mode, the mean draft decodes per round (None: n) and where it comes from."""
+
+    n: int
+    acceptance: tuple[float, ...]
+    sync: str = "reuse"
+    n_draft: float | None = None
+    source: str = ""
+    run_rounds: int = 0            # the run it came from, when it ran under this placement
+    run_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class DistanceRequest:
+    """What Measure calibrates (the window's controls) and the round it accounts for."""
+
+    target: str
+    draft: str | None
+    engine: object                 # EngineSettings as the controls place the pair
+    sampler: object
+    n_past: int
+    shape: RoundShape
+
+    @property
+    def remote(self) -> bool:
+        from specscope.core.devices import is_remote
+        e = self.engine
+        return is_remote(e.target_devices, e.target_gpu_layers, e.rpc) or (
+            self.draft is not None and is_remote(e.draft_devices, e.draft_gpu_layers, e.rpc))
+
+    @property
+    def where(self) -> str:
+        from specscope.core.devices import placement
+        e = self.engine
+        text = f"target: {placement(e.target_devices, e.target_gpu_layers, e.rpc)}"
+        if self.draft is not None:
+            text += f"; draft: {placement(e.draft_devices, e.draft_gpu_layers, e.rpc)}"
+        return text
+
+    @property
+    def k_max(self) -> int:
+        return self.shape.n + 1
+
+
+class DistanceWorker(QObject):
+    progressed = Signal(float, str)
+    finished = Signal(object, object)      # DistanceRequest, Distance
+    failed = Signal(object, str)
+
+    def __init__(self):
+        super().__init__()
+        self.stop = threading.Event()
+
+    @Slot(object)
+    def run(self, req: DistanceRequest) -> None:
+        from specscope.core.calibrate import CalibrationStopped
+        from specscope.core.distance import measure_distance
+        try:
+            result = measure_distance(req.target, req.draft, req.engine, k_max=req.k_max,
+                                      sampler=req.sampler, n_past=req.n_past, stop=self.stop,
+                                      progress=lambda frac, what: self.progressed.emit(frac, what))
+        except CalibrationStopped:
+            self.failed.emit(None, "")
+            return
+        except Exception as exc:  # noqa: BLE001 - every failure goes to the view
+            self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            return
+        self.finished.emit(req, result)
+
+
+class DistanceView(QGroupBox):
+    """Verify cost over k here and as placed, one round's parts, Measure / Stop."""
+
+    _start_requested = Signal(object)
+
+    def __init__(self, parent=None):
+        super().__init__("What distance costs per round (rpc-server)", parent)
+        self.source = None           # () -> DistanceRequest; raises SpecScopeError when it cannot
+        self.result = None           # (DistanceRequest, Distance) of the last Measure
+        self.running = False
+        self._thread: QThread | None = None
+        self._worker: DistanceWorker | None = None
+        lay = QVBoxLayout(self)
+        self.where = QLabel(ALL_LOCAL)
+        self.where.setWordWrap(True)
+        self.where.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        lay.addWidget(self.where)
+        self.plot = styled_plot("Verifying k tokens: here and as placed", "Time (ms)",
+                                "Tokens in the verification batch, k", antialias=True,
+                                tip="A verification batch of k tokens (a draft of k − 1 and the "
+                                    "seed), calibrated on this machine's CPU and where the "
+                                    "placement runs the target; the shaded gap is what the "
+                                    "distance adds")
+        self.plot.setMinimumHeight(200)
+        p = self.plot.getPlotItem()
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        p.addLegend(offset=(10, 10))
+        self.local_line = p.plot([], [], name="this machine's CPU", pen=pg.mkPen(LOCAL_COLOR, width=2),
+                                 symbol="o", symbolSize=5, symbolBrush=LOCAL_COLOR, symbolPen=None)
+        self.placed_line = p.plot([], [], name="as placed", pen=pg.mkPen(PLACED_COLOR, width=2),
+                                  symbol="o", symbolSize=5, symbolBrush=PLACED_COLOR, symbolPen=None)
+        self.gap = pg.FillBetweenItem(self.local_line, self.placed_line, brush=pg.mkBrush(*GAP_COLOR))
+        p.addItem(self.gap)
+        p.setLimits(yMin=0.0)
+        cache_static_parts(p)
+        self.plot.setVisible(False)
+        lay.addWidget(self.plot, 1)
+        self.table = QLabel("")
+        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table.setVisible(False)
+        lay.addWidget(self.table)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.summary.setVisible(False)
+        lay.addWidget(self.summary)
+        row = QHBoxLayout()
+        self.measure = QPushButton("Measure")
+        self.measure.setToolTip("Calibrate the pair on this machine's CPU and where Models ▸ "
+                                "Advanced places it (each cached afterwards; the first time "
+                                "takes about ten seconds per placement on the demo pair)")
+        self.stop = QPushButton("Stop")
+        self.stop.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumWidth(160)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        row.addWidget(self.measure)
+        row.addWidget(self.stop)
+        row.addWidget(self.progress)
+        row.addWidget(self.status, 1)
+        lay.addLayout(row)
+        self.measure.clicked.connect(self.start)
+        self.stop.clicked.connect(self.request_stop)
+
+    # ------------------------------------------------------------------ the placement
+    def _request(self) -> DistanceRequest:
+        from specscope.core.errors import ConfigError
+        if self.source is None:
+            raise ConfigError("open a pair first")
+        return self.source()
+
+    def refresh(self) -> None:
+        """Say where the controls place the pair now; the last result stays until replaced, and
+        its sentence follows the latest run when that ran under the measured placement."""
+        from specscope.core.errors import SpecScopeError
+        if self.running:
+            return
+        try:
+            req = self._request()
+        except SpecScopeError as exc:
+            self.where.setText(str(exc))
+            self.measure.setEnabled(False)
+            return
+        self.measure.setEnabled(req.remote)
+        self.where.setText(f"As placed now — {req.where}." if req.remote else ALL_LOCAL)
+        if self.result is not None:
+            old, distance = self.result
+            if old.engine == req.engine and old.target == req.target and old.draft == req.draft:
+                self.result = (req, distance)
+                self._show(req, distance)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        self.refresh()
+        super().showEvent(event)
+
+    # ------------------------------------------------------------------ running
+    def start(self, req: DistanceRequest | None = None) -> bool:
+        from specscope.core.errors import ConfigError, SpecScopeError
+        try:
+            req = req or self._request()
+            if not req.remote:
+                raise ConfigError("both models run on this machine: there is no distance to measure")
+        except SpecScopeError as exc:
+            self.status.setText(f"<span style='{ERROR_STYLE}'>⚠ {exc}</span>")
+            return False
+        self._ensure_thread()
+        self._worker.stop.clear()
+        self.running = True
+        self.measure.setEnabled(False)
+        self.stop.setEnabled(True)
+        self.progress.setValue(0)
+        self.status.setText("starting…")
+        self._start_requested.emit(req)
+        return True
+
+    def request_stop(self) -> None:
+        if self._worker is not None and self.running:
+            self._worker.stop.set()
+            self.status.setText("stopping…")
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        if self._worker is not None:
+            self._worker.stop.set()
+        self.running = False
+        if self._thread is None:
+            return True
+        self._thread.quit()
+        ok = self._thread.wait(timeout_ms)
+        self._thread = self._worker = None
+        return ok
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None:
+            return
+        self._worker = DistanceWorker()
+        self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
+        self._worker.progressed.connect(self._on_progress)
+        self._worker.finished.connect(self._on_finished)
+        self._worker.failed.connect(self._on_failed)
+        self._thread = start_thread(self._worker, "specscope-distance")
+        self._thread.finished.connect(self._worker.deleteLater)
+
+    def _on_progress(self, frac: float, what: str) -> None:
+        self.progress.setValue(int(1000 * min(max(frac, 0.0), 1.0)))
+        self.status.setText(what)
+
+    def _done(self) -> None:
+        self.running = False
+        self.stop.setEnabled(False)
+        self.shutdown()        # a fresh thread each time (see CompareView._end_thread)
+        self.refresh()
+
+    def _on_finished(self, req: DistanceRequest, distance) -> None:
+        self.result = (req, distance)
+        self.progress.setValue(1000)
+        self.status.setText(self._calibration_status(distance))
+        self._done()
+        self._show(req, distance)
+
+    def _on_failed(self, exc, _tb: str) -> None:
+        self.status.setText("stopped: nothing measured" if exc is None
+                            else f"<span style='{ERROR_STYLE}'>⚠ {exc}</span>")
+        self._done()
+
+    @staticmethod
+    def _calibration_status(distance) -> str:
+        parts = []
+        for name, cal, cached in (("this machine", distance.local, distance.from_cache[0]),
+                                  ("as placed", distance.placed, distance.from_cache[1])):
+            if cal.under_load:
+                parts.append(f"<span style='{ERROR_STYLE}'>⚠ {name}: taken under load, "
+                             "figures may be off</span>")
+            else:
+                parts.append(f"{name}: {'cached' if cached else 'measured now'}")
+        return "; ".join(parts)
+
+    # ------------------------------------------------------------------ drawing
+    def _show(self, req: DistanceRequest, distance) -> None:
+        ks = np.arange(1, distance.k_max + 1)
+        here, there = np.array([distance.verify_s(int(k)) for k in ks]).T * 1e3
+        self.local_line.setData(ks.astype(float), here)
+        self.placed_line.setData(ks.astype(float), there)
+        p = self.plot.getPlotItem()
+        p.setXRange(0.5, distance.k_max + 0.5, padding=0)
+        p.setYRange(0.0, float(there.max(initial=0.0)) * 1.25 or 1.0, padding=0)
+        p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in ks]])
+        self.plot.setVisible(True)
+        self.table.setText(table_text(req, distance))
+        self.table.setVisible(True)
+        self.summary.setText(summary_text(req, distance))
+        self.summary.setVisible(True)
+
+    def shown_text(self) -> str:
+        """The table and the sentence as shown (tests)."""
+        return (self.table.text() + "\n" + self.summary.text()) if not self.table.isHidden() else ""
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f}"
+
+
+def table_text(req: DistanceRequest, distance) -> str:
+    """One round at the request's draft length in its parts, here and as placed (ms)."""
+    s = req.shape
+    head = f"{'ms':<26}{'this machine':>13}{'as placed':>11}{'distance adds':>15}"
+    rows = [head]
+
+    def row(name: str, a: float, b: float, extra: str = "") -> None:
+        rows.append(f"{name:<26}{_ms(a):>13}{_ms(b):>11}{(b - a) * 1e3:>+15.2f}{extra}")
+
+    if distance.local.has_draft and distance.placed.has_draft:
+        here, there = distance.rounds(s.n, s.acceptance, s.sync, s.n_draft)
+        n_text = f"{s.n_draft:.2f}" if s.n_draft is not None else str(s.n)
+        row(f"draft {n_text} tokens", here.draft, there.draft)
+        row(f"verify {s.n + 1} tokens", here.verify, there.verify)
+        row("sampling, sync, Python", here.rest, there.rest)
+        share = (there.total - here.total) / there.total if there.total > 0 else 0.0
+        row(f"round, n = {s.n}", here.total, there.total, f"  ({100 * share:.0f}% of it)")
+        row("target alone, per token", here.token, there.token)
+        rows.append(f"{'predicted speed-up':<26}{here.speedup:>12.2f}×{there.speedup:>10.2f}×")
+    else:
+        for k in sorted({1, s.n + 1}):
+            row(f"verify {k} token{'s' if k > 1 else ''}", *distance.verify_s(k))
+    return "\n".join(rows)
+
+
+def _more(seconds: float) -> str:
+    """+1.03 ms → "1.03 ms more"; −0.2 ms → "0.20 ms less"."""
+    return f"{abs(seconds) * 1e3:.2f} ms {'more' if seconds >= 0 else 'less'}"
+
+
+def summary_text(req: DistanceRequest, distance) -> str:
+    """Plain sentences: what the placement adds to a verification and whether that is a cost
+    per decode (the round trip) or per token (a slower or faster device there); what it does
+    to a round and to the predicted speed-up; how much of the latest run under this placement
+    it took."""
+    s = req.shape
+    k_top = distance.k_max
+    d1 = distance.verify_s(1)
+    dk = distance.verify_s(k_top)
+    a, b = d1[1] - d1[0], dk[1] - dk[0]
+    text = (f"As placed, verifying 1 token takes {_more(a)} than on this machine's CPU, "
+            f"{k_top} tokens {_more(b)}")
+    if a > 0 and abs(b - a) <= 0.25 * a:
+        text += (": nearly the same for every batch, a cost per decode (the round trip), so it "
+                 "favours fewer, longer verifications.")
+    elif b < a:
+        text += ": the device there computes a batch faster than this CPU, which offsets the round trip."
+    else:
+        text += ": the device there computes a batch slower than this CPU, on top of the round trip."
+    if not (distance.local.has_draft and distance.placed.has_draft):
+        return text
+    here, there = distance.rounds(s.n, s.acceptance, s.sync, s.n_draft)
+    added = there.total - here.total
+    text += (f" A round at n = {s.n} ({s.source}) takes {there.total * 1e3:.2f} ms instead of "
+             f"{here.total * 1e3:.2f} ms ({_more(added)}); the target alone pays "
+             f"{_more(there.token - here.token)} per token, so the predicted speed-up goes from "
+             f"{here.speedup:.2f}× here to {there.speedup:.2f}× as placed.")
+    if s.run_rounds and s.run_seconds > 0:
+        spent = s.run_rounds * added
+        text += (f" Over the last run ({s.run_rounds} rounds, {s.run_seconds * 1e3:.0f} ms) the "
+                 f"placement {'cost' if spent >= 0 else 'saved'} about {abs(spent) * 1e3:.0f} ms "
+                 f"({100 * abs(spent) / s.run_seconds:.0f}% of it).")
+    return text
