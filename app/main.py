@@ -12,6 +12,7 @@ from pathlib import Path
 
 APP_NAME = "SpecScope"
 ORG_NAME = "SpecScope"
+DESKTOP_FILE = "specscope"       # packaging/specscope.desktop: the desktop matches windows to it
 
 # for tests and the smoke test: quit after this many milliseconds
 QUIT_AFTER_ENV = "SPECSCOPE_QUIT_AFTER_MS"
@@ -125,7 +126,17 @@ def make_app(argv=None):
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(ORG_NAME)
     app.setApplicationDisplayName(APP_NAME)
+    app.setDesktopFileName(DESKTOP_FILE)
+    from PySide6.QtGui import QIcon
+    app.setWindowIcon(QIcon(str(icon_path())))
     return app
+
+
+def icon_path() -> Path:
+    """The window's icon: package data (resources/icons), so in an installed package and in
+    the bundle alike."""
+    from importlib import resources
+    return Path(str(resources.files("specscope.resources") / "icons" / "specscope.png"))
 
 
 def main(model: Path | None = None, draft: Path | None = None, session: Path | None = None) -> int:

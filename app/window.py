@@ -463,6 +463,7 @@ class MainWindow(QMainWindow, SessionActions):
         w.run_started.connect(self._run_started)
         w.events_ready.connect(self._events_ready)
         w.run_finished.connect(self._run_finished)
+        w.calibration_progressed.connect(self._calibration_progressed)
         w.prefill_done.connect(self._prefill_done)
         w.step_paused.connect(self._step_paused)
         w.failed.connect(self._failed)
@@ -953,6 +954,15 @@ class MainWindow(QMainWindow, SessionActions):
         details = "\n".join([verdict.describe(), "", "Last llama.cpp log lines:", *verdict.log_tail])
         self.banner.show_message("warning" if retrying else "error", message, details)
 
+    @Slot(int, float)
+    def _calibration_progressed(self, run_id: int, fraction: float) -> None:
+        """The cost policy measures the pair before the first round (a cached calibration
+        reports nothing): say so, with how far it is."""
+        if self.active is None or run_id != self.active.run_id or self.active.stop.is_set():
+            return
+        self.stats_bar.set_state(f"Calibrating the pair for the cost policy… {100 * fraction:.0f}%",
+                                 "Measured once per pair and settings, then cached · Esc: stop")
+
     @Slot(object)
     def _run_started(self, info) -> None:
         if self.active is None or info.run_id != self.active.run_id:
@@ -978,6 +988,8 @@ class MainWindow(QMainWindow, SessionActions):
         self.stats_bar.clear()
         self.stats = None
         self.pair_panel.end_loading()
+        if info.calibration is not None and self.cost_panel is not None:
+            self.cost_panel.set_calibration(Path(self.active.draft).name, *info.calibration)
         label = "baseline (target only)" if info.kind == "baseline" else "speculative"
         self.stats_bar.set_state(f"Step mode ({label})" if self.active.step else f"Running {label}…")
         # The engine waits (prefill included) until the cleared plots have painted, so its first
@@ -1045,7 +1057,8 @@ class MainWindow(QMainWindow, SessionActions):
         self.mode = "idle"
         self._update_panels()
         stats = self.stats
-        if self.session is not None and self.session.run is not None:
+        started = self.shown_request is req   # not when stopped while calibrating: no session of its own
+        if started and self.session is not None and self.session.run is not None:
             self.session.run.finish = finish
             self.workbench.finished(self.session)
             self.session_finished()
@@ -1053,7 +1066,8 @@ class MainWindow(QMainWindow, SessionActions):
                 self._show_measured()
         words = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                  "context": "the context is full", "stopped": "stopped"}.get(finish, finish)
-        self.stats_bar.set_state(f"Finished: {words}")
+        self.stats_bar.set_state(f"Finished: {words}" if started else
+                                 "Stopped while calibrating: no round was run")
         if finish == "context":
             self.banner.show_message(
                 "warning", f"The context filled up after {stats.n_tokens if stats else 0} "

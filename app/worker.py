@@ -55,6 +55,7 @@ class RunStarted:
     prompt_tokens: tuple[int, ...]
     prompt_text: str                  # what the target was given (with chat: the rendered template)
     vocab: "Vocab"                    # the target's token pieces (plain Python, safe on any thread)
+    calibration: tuple | None = None  # (Calibration, from_cache): what the cost policy predicts with
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class EngineWorker(QObject):
     events_ready = Signal(int, list)            # run_id, a batch of RoundEvents
     prefill_done = Signal(int, object)          # run_id, Prefill
     run_finished = Signal(int, str)             # run_id, finish ("eog", "stopped", ...)
+    calibration_progressed = Signal(int, float)  # run_id, fraction: the cost policy calibrates the pair
     step_paused = Signal(int)                   # run_id: one step done, waiting for the next
     failed = Signal(int, object, str)           # run_id (0: load), exception, traceback
     crashed = Signal(object, bool)              # a probe Verdict; True: retrying with safe settings
@@ -223,6 +225,7 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def start(self, request: RunRequest) -> None:
+        from specscope.core.calibrate import CalibrationStopped
         self._drop_generator()
         try:
             # n-gram drafters need no draft model: only draft-simple does
@@ -236,11 +239,15 @@ class EngineWorker(QObject):
             if request.chat:
                 from specscope.core.chat import render_chat
                 prompt = render_chat(e.target, prompt, request.system or None)
+            calibration = self._policy_calibration(request)
             if request.kind == "spec":
-                run = e.speculative(prompt, request.spec, request.sampler,
-                                    request.n_predict, request.stop)
+                run = e.speculative(prompt, request.spec, request.sampler, request.n_predict,
+                                    request.stop, calibration[0] if calibration else None)
             else:
                 run = e.baseline(prompt, request.sampler, request.n_predict, request.stop)
+        except CalibrationStopped:           # Stop while calibrating: a stopped run, not a failure
+            self.run_finished.emit(request.run_id, "stopped")
+            return
         except Exception as exc:  # noqa: BLE001
             if not self.abort.is_set():
                 self.failed.emit(request.run_id, *_error_payload(exc))
@@ -249,12 +256,29 @@ class EngineWorker(QObject):
         self._prefill_sent = False
         self.rounds_done = 0
         self.run_started.emit(RunStarted(request.run_id, request.kind, tuple(run.prompt_tokens),
-                                         prompt, self._vocab))
+                                         prompt, self._vocab, calibration))
         request.ui_ready.wait(UI_READY_TIMEOUT_S)   # bounded: a busy or closing window is not awaited
         if request.step:
             self.step(request.run_id)
         else:
             self._loop()
+
+    def _policy_calibration(self, request: RunRequest) -> tuple | None:
+        """(Calibration, from_cache) for a run with the cost draft policy (None for any other):
+        the cached one after its drift check, else measured now (seconds), its progress
+        reported as calibration_progressed; Stop ends it with CalibrationStopped."""
+        spec = request.spec
+        if request.kind != "spec" or spec.draft_policy != "cost" or not spec.uses_draft_model:
+            return None
+        from specscope.core.draft_policy import policy_calibration
+        measured = []                 # calibrate() reports progress, a cached calibration none
+
+        def progress(fraction: float, _what: str) -> None:
+            measured.append(fraction)
+            self.calibration_progressed.emit(request.run_id, fraction)
+
+        cal = policy_calibration(self._engine, spec, request.sampler, progress, request.stop)
+        return cal, not measured
 
     @Slot(int)
     def step(self, run_id: int) -> None:

@@ -1,4 +1,5 @@
-"""Render packaging/specscope.svg as the 256 px PNG beside it (Qt's SVG renderer).
+"""Render resources/icons/specscope.svg as the 256 px PNG beside it (Qt's SVG renderer; the
+window's icon, package data, and the desktop entry's icon in the bundle).
 
     python packaging/make_icon.py
 """
@@ -13,7 +14,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QGuiApplication, QImage, QPainter  # noqa: E402
 from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent.parent / "resources" / "icons"
 SIZE = 256
 
 

@@ -57,6 +57,7 @@ def test_bundle_carries_licences_libraries_and_desktop_entry(bundle):
     internal = bundle / "_internal"
     models = internal / "specscope" / "resources" / "models"
     assert {"demo-target.gguf", "demo-draft.gguf"} <= {p.name for p in models.iterdir()}
+    assert (internal / "specscope" / "resources" / "icons" / "specscope.png").is_file()   # the window's
     assert (internal / "llama_cpp" / "lib" / "libllama.so").is_file()
     # Qt stays a set of separate, replaceable shared libraries (LGPL), only the modules used
     qt = {p.name for p in (internal / "PySide6" / "Qt" / "lib").iterdir()}
