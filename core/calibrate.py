@@ -24,6 +24,9 @@ single-token decode time ``t1``)
               decodes with its row's logits, as a draft step (then the next draft step
               keeps llama.cpp's graph: no rebuild after a reuse sync).
 ``s``         sampling one row with the run's target sampler chain.
+``b``         a target-only run's token: a decode in a stream of single-token decodes and
+              sampling it (the baseline's B; c(1) = 1 is a single-token decode between
+              other shapes, as in a speculative round whose draft was empty).
 ``o_base``    Python time per target-only round (the engine's loop, outside llama.cpp).
 ``o0, o1``    Python time per speculative round, o0 + o1·(draft length), fitted by
               least squares over the rounds of three short speculative runs
@@ -41,7 +44,14 @@ with the Python a real round does between its decodes (the draft's top-10,
 sampling the verified rows): how long llama.cpp's worker threads wait between
 two decodes changes what the next one costs (on 2 threads, leaving that work
 out made every prediction ~9 % optimistic).
-k = 1 rounds are baseline rounds (one target token). Every k runs a block of
+k = 1 rounds are baseline rounds (one target token); their block is a stream of
+``BASELINE_STREAM`` of them whose last ``BASELINE_TIMED`` give ``b``, the target alone's token
+(decode, plus sampling s): llama.cpp runs a stream of one shape faster than the same decode
+between other shapes (the demo pair, one thread, in one process: 0.48 ms a token in a stream,
+1.4 ms right after 5-token batches, easing over ~16 decodes; SmolLM2 about 10 % faster), so
+version 8, which priced B with t1, over-predicted the demo pair's speed-ups by 20-60 %
+(``tests/bench_calibration.py``: the baseline's measured time was 0.54-0.78 of its charge).
+Every k runs a block of
 ``ROUNDS_PER_BLOCK`` rounds in a row whose first round is not timed: like a
 real run, consecutive decodes of one shape reuse llama.cpp's compute graph
 (timing each shape once between other shapes cost every decode a graph
@@ -81,7 +91,8 @@ The calibrated prediction (per round with draft length n; all in target-token un
                                                                                   after a full acceptance)
                                                            replay: r + f_batch(n + 1)  (llama.cpp's re-decode)
                             + o0 + o1·n                    Python time of the round
-    baseline per token B   = 1 + s + o_base
+    baseline per token B   = b + o_base                    b: a target-only run's decode and
+                                                           sampling per token (1 + s if unknown)
     speed-up           S(n) = T(n)·B / C(n)
 
 Draftless drafters (llama.cpp's n-gram types) and chains: :func:`chain_round_cost` averages
@@ -139,13 +150,15 @@ from .cpuload import LoadMeter, LoadReading
 from .errors import ConfigError
 from .pairing import expected_accepted, textbook_from_accepted, textbook_speedup
 
-CALIBRATION_VERSION = 8          # a cache file of another version is measured again
+CALIBRATION_VERSION = 9          # a cache file of another version is measured again
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
 TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
 WARMUP_REPS = 1
 DENSE_UP_TO = 9               # every batch size up to here is timed (timed_batches)
+BASELINE_STREAM = 12          # the k = 1 block: a target-only stream of single-token decodes,
+BASELINE_TIMED = 6            # its last rounds timed as the baseline's token (b)
 ROUNDS_PER_BLOCK = 3          # simulated rounds per draft length in a row (the first is not timed)
 OVERHEAD_TOKENS = 96          # tokens per overhead-calibration run
 SYNC_MODES = ("reuse", "replay")
@@ -199,6 +212,8 @@ class Calibration:
     note: str = ""                     # why this calibration was measured now (not cached)
     reuse_rebuilds: bool = False       # measured with calibrate(legacy=True): reuse's sync row
                                        # without logits, a draft graph rebuild after it
+    b: float = 0.0                     # a target-only run's token, decode and sampling, from the
+                                       # engine's own baseline rounds (0: unknown, then 1 + s)
 
     @property
     def has_draft(self) -> bool:
@@ -207,6 +222,12 @@ class Calibration:
     def cost(self, k: int) -> float:
         """c(k), the fitted cost of a k-token verification batch (k ≥ 1)."""
         return _at(self.c, k, "c")
+
+    @property
+    def baseline_token(self) -> float:
+        """B, what the target alone pays per token: its decode and sampling in a stream of
+        single-token decodes (``b``), and the Python of its loop."""
+        return (self.b if self.b > 0 else 1.0 + self.s) + self.o_base
 
     def draft_batch(self, k: int) -> float:
         """f_batch(k), the draft's cost of a k-token batch without logits."""
@@ -260,6 +281,7 @@ class Calibration:
         ] + ([
             "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks),
         ] if self.has_draft else []) + [
+            f"target alone per token (a stream of single-token decodes, sampled) b = {self.b:.3f}",
             f"python per round: baseline {self.o_base:.3f}, speculative {self.o0:.3f} + "
             f"{self.o1:.3f}·n; rollback r = {self.r:.3f}  (target-token units; {self.reps} reps, "
             f"{self.seconds:.1f} s)",
@@ -369,7 +391,7 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
     return RoundCost(tokens=1.0 + expected, draft=length * cal.f + rebuild, verify=verify,
                      sampling=cal.s * (1.0 + expected), sync=sync_cost,
                      overhead=cal.o0 + cal.o1 * length,
-                     baseline=1.0 + cal.s + cal.o_base)
+                     baseline=cal.baseline_token)
 
 
 def _interp(values: Sequence[float], k: float) -> float:
@@ -447,7 +469,7 @@ def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_m
     if left > 0:                                               # rounds without a draft
         add(left / n_rounds, tokens=1.0, verify=1.0, sampling=cal.s, sync=cal.r, overhead=cal.o0)
     total["draft"] += lookup
-    return RoundCost(**total, baseline=1.0 + cal.s + cal.o_base)
+    return RoundCost(**total, baseline=cal.baseline_token)
 
 
 def _exact_counts(at_least: Sequence[int], rounds: int) -> dict[int, int]:
@@ -566,7 +588,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
             """ROUNDS_PER_BLOCK simulated rounds with a verification batch of k tokens,
             the llama.cpp calls of a real round in their order (k = 1: baseline rounds)."""
             rebuilt = True                       # the draft's last decode had another shape
-            for r in range(ROUNDS_PER_BLOCK):
+            for r in range(ROUNDS_PER_BLOCK if k > 1 else BASELINE_STREAM):
                 record = keep and r > 0          # the first round of a block rebuilds graphs
                 pos = n_past
                 if 1 < k <= k_draft:             # 1. draft: seed + k - 2 more, one token each
@@ -578,8 +600,10 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                         draft_step_work(dft)
                 dt = time_decode(tgt, batch, tokens[pos:pos + k], pos, "all",   # 2. verify
                                  "a calibration batch")
-                if record:
+                if record and r < ROUNDS_PER_BLOCK:
                     times[("t", k)].append(dt)
+                elif record and r >= BASELINE_STREAM - BASELINE_TIMED:
+                    times[("b", 1)].append(dt)
                 for row in range(k):             # the rows a round samples (greedy here)
                     greedy.sample(tgt, row)
                 tgt.seq_rm(pos, -1)
@@ -604,6 +628,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         times.update({("db", k): [] for k in range(1, k_max + 1)})
         times[("d", 1)] = []
         times[("d0", 1)] = []
+        times[("b", 1)] = []
         rng = random.Random(seed)
         total = WARMUP_REPS + reps
         t_timing = clock()
@@ -664,7 +689,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                                             for k in range(1, k_max + 1)], first=est(times[("db", 1)]) / t1))
         if has_draft else (0.0,) * k_max,
         s=_median(sample_times) / t1, reps=done_reps, k_draft=k_draft, check_t=check_t,
-        reuse_rebuilds=legacy)
+        reuse_rebuilds=legacy,
+        b=est(times[("b", 1)]) / t1 + _median(sample_times) / t1 if times[("b", 1)] else 0.0)
     if overhead_runs:
         say(0.85, "timing the engine's loop")
         o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop,

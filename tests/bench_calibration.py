@@ -93,7 +93,8 @@ def model_phases(cal: cb.Calibration, ev, prev_synced: bool, sync: str) -> dict[
     decode, so this round's first draft decode rebuilds the draft's graph)."""
     t1 = cal.t1
     if ev.mode == "baseline":
-        return {"draft": 0.0, "verify": (1.0 + cal.s) * t1, "sync": 0.0, "python": cal.o_base * t1}
+        return {"draft": 0.0, "verify": (cal.baseline_token - cal.o_base) * t1, "sync": 0.0,
+                "python": cal.o_base * t1}
     n = len(ev.drafted)
     a = ev.n_accepted
     full = a == n            # a plain round (no draft: the run's budget) syncs its one row too

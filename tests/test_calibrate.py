@@ -68,6 +68,10 @@ def test_calibrated_prediction_on_plain_numbers():
     # the rollback (seq_rm) cost is paid every round, in both sync modes
     with_r = Calibration(**{**cal.__dict__, "r": 0.02})
     assert round_cost(with_r, 2, a, "reuse").sync == pytest.approx(0.02 + 0.05 * 0.6)
+    # the target alone, measured as a stream of single-token decodes (b: decode and sampling)
+    streamed = Calibration(**{**cal.__dict__, "b": 0.7})
+    assert round_cost(streamed, 2, a).baseline == pytest.approx(0.7 + 0.02)
+    assert round_cost(streamed, 2, a).speedup == pytest.approx(2.4 * 0.72 / total)
     assert round_cost(with_r, 2, a, "replay").sync == pytest.approx(0.02 + 0.3)
     # a given share of full acceptances replaces a_n; a fractional draft length interpolates c
     assert round_cost(cal, 2, a, "reuse", p_full=0.5).sync == pytest.approx(0.025)
@@ -118,6 +122,7 @@ def test_calibrate_on_tiny_models(tiny_models):
         assert all(b >= a for a, b in zip(cal.c, cal.c[1:]))
         assert cal.t1 > 0 and cal.f > 0 and cal.s >= 0
         assert cal.o_base >= 0 and cal.o0 >= 0 and cal.o1 >= 0
+        assert cal.b > cal.s and cal.baseline_token == pytest.approx(cal.b + cal.o_base)
         assert cal.reps >= cb.MIN_REPS
         # the engine still works afterwards
         from specscope.core.engine import SpecSettings
