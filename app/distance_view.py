@@ -274,7 +274,7 @@ class DistanceView(QGroupBox):
     def _on_finished(self, req: DistanceRequest, distance) -> None:
         self.result = (req, distance)
         self.progress.setValue(1000)
-        self.status.setText(self._calibration_status(distance))
+        self.status.setText(self._calibration_status(req, distance))
         self._done()
         self._show(req, distance)
 
@@ -284,11 +284,15 @@ class DistanceView(QGroupBox):
         self._done()
 
     @staticmethod
-    def _calibration_status(distance) -> str:
+    def _calibration_status(req: DistanceRequest, distance) -> str:
+        from specscope.core.devices import is_loopback
         parts = []
         for name, cal, cached in (("this machine", distance.local, distance.from_cache[0]),
                                   ("as placed", distance.placed, distance.from_cache[1])):
-            if cal.under_load:
+            if cal.under_load and name == "as placed" and all(map(is_loopback, req.engine.rpc)):
+                parts.append(f"{name}: measured now (the rpc-server on this machine counts as "
+                             "other load)")
+            elif cal.under_load:
                 parts.append(f"<span style='{ERROR_STYLE}'>⚠ {name}: taken under load, "
                              "figures may be off</span>")
             else:

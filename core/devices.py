@@ -182,7 +182,7 @@ def add_rpc_servers(endpoints) -> None:
             raise ConfigError("llama.cpp's RPC backend is missing from its device registry")
         add_server = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(add)
         for ep in new:
-            if not _loopback(ep):
+            if not is_loopback(ep):
                 log.warning("%s: %s", ep, SECURITY_WARNING)
             first = lib.ggml_backend_dev_count()
             server_reg = add_server(ep.encode())
@@ -192,7 +192,7 @@ def add_rpc_servers(endpoints) -> None:
             _endpoints[ep] = first
 
 
-def _loopback(endpoint: str) -> bool:
+def is_loopback(endpoint: str) -> bool:
     import ipaddress
     host = endpoint.rpartition(":")[0].strip("[]")
     try:
