@@ -44,11 +44,12 @@ with the Python a real round does between its decodes (the draft's top-10,
 sampling the verified rows): how long llama.cpp's worker threads wait between
 two decodes changes what the next one costs (on 2 threads, leaving that work
 out made every prediction ~9 % optimistic).
-k = 1 rounds are baseline rounds (one target token); their block is a stream of
-``BASELINE_STREAM`` of them whose last ``BASELINE_TIMED`` give ``b``, the target alone's token
-(decode, plus sampling s): llama.cpp runs a stream of one shape faster than the same decode
-between other shapes (the demo pair, one thread, in one process: 0.48 ms a token in a stream,
-1.4 ms right after 5-token batches, easing over ~16 decodes; SmolLM2 about 10 % faster), so
+k = 1 rounds are single-token decodes between other shapes, as in a speculative round whose
+draft was empty. The target alone is timed apart, in ``STREAM_REPS`` of the repetitions: a
+stream of ``BASELINE_STREAM`` single-token decodes whose last ``BASELINE_TIMED`` give ``b``
+(decode, plus sampling s). llama.cpp runs a stream of one shape faster than the same decode
+between other shapes: the demo pair, one thread, in one process, 1.8 ms right after a round
+with a 5-token batch, easing over ~17 decodes to about 0.9 ms (SmolLM2 about 10 % faster);
 version 8, which priced B with t1, over-predicted the demo pair's speed-ups by 20-60 %
 (``tests/bench_calibration.py``: the baseline's measured time was 0.54-0.78 of its charge).
 Every k runs a block of
@@ -157,8 +158,9 @@ MIN_REPS = 5                  # ... and at least, whatever the time budget
 TIME_BUDGET_S = 4.0           # stop repeating after this long (once MIN_REPS are in)
 WARMUP_REPS = 1
 DENSE_UP_TO = 9               # every batch size up to here is timed (timed_batches)
-BASELINE_STREAM = 12          # the k = 1 block: a target-only stream of single-token decodes,
-BASELINE_TIMED = 6            # its last rounds timed as the baseline's token (b)
+BASELINE_STREAM = 32          # a target-only stream of single-token decodes (b), in the first
+BASELINE_TIMED = 16           # STREAM_REPS repetitions; its last BASELINE_TIMED are timed
+STREAM_REPS = 6
 ROUNDS_PER_BLOCK = 3          # simulated rounds per draft length in a row (the first is not timed)
 OVERHEAD_TOKENS = 96          # tokens per overhead-calibration run
 SYNC_MODES = ("reuse", "replay")
@@ -588,7 +590,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
             """ROUNDS_PER_BLOCK simulated rounds with a verification batch of k tokens,
             the llama.cpp calls of a real round in their order (k = 1: baseline rounds)."""
             rebuilt = True                       # the draft's last decode had another shape
-            for r in range(ROUNDS_PER_BLOCK if k > 1 else BASELINE_STREAM):
+            for r in range(ROUNDS_PER_BLOCK):
                 record = keep and r > 0          # the first round of a block rebuilds graphs
                 pos = n_past
                 if 1 < k <= k_draft:             # 1. draft: seed + k - 2 more, one token each
@@ -600,10 +602,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                         draft_step_work(dft)
                 dt = time_decode(tgt, batch, tokens[pos:pos + k], pos, "all",   # 2. verify
                                  "a calibration batch")
-                if record and r < ROUNDS_PER_BLOCK:
+                if record:
                     times[("t", k)].append(dt)
-                elif record and r >= BASELINE_STREAM - BASELINE_TIMED:
-                    times[("b", 1)].append(dt)
                 for row in range(k):             # the rows a round samples (greedy here)
                     greedy.sample(tgt, row)
                 tgt.seq_rm(pos, -1)
@@ -620,6 +620,18 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                     if record:
                         times[("db", sync_k)].append(dt)
                     dft.seq_rm(pos, -1)
+
+        def stream() -> None:
+            """A target-only run's decodes: BASELINE_STREAM single-token decodes in a row,
+            sampled; llama.cpp speeds up over the first ~16 after another shape, so only the
+            last BASELINE_TIMED are timed (``b``)."""
+            for r in range(BASELINE_STREAM):
+                dt = time_decode(tgt, batch, tokens[n_past:n_past + 1], n_past, "all",
+                                 "a calibration token")
+                greedy.sample(tgt, 0)
+                tgt.seq_rm(n_past, -1)
+                if r >= BASELINE_STREAM - BASELINE_TIMED:
+                    times[("b", 1)].append(dt)
 
         greedy = build_chain(engine.target, SamplerSettings())
         closers.append(greedy.close)
@@ -638,10 +650,13 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                 raise CalibrationStopped()
             if rep >= WARMUP_REPS + MIN_REPS and clock() - t_timing > time_budget_s:
                 break
-            order = items[:]
+            order = items[:] + ([0] if WARMUP_REPS <= rep < WARMUP_REPS + STREAM_REPS else [])
             rng.shuffle(order)
             for k in order:
-                block(k, rep >= WARMUP_REPS)
+                if k == 0:
+                    stream()
+                else:
+                    block(k, rep >= WARMUP_REPS)
             done_reps = max(0, rep + 1 - WARMUP_REPS)
             say(0.8 * min(1.0, max((rep + 1) / total, (clock() - t_timing) / time_budget_s)),
                 "timing decodes")
