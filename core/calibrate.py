@@ -64,11 +64,11 @@ repetitions (at most ``reps``, at least ``MIN_REPS``, within
 ``time_budget_s``). Python overheads and the rollback come from short engine
 runs (trimmed means over rounds).
 
-Accuracy, measured: on the demo pair on the project's 2-core CPU (quiet
-machine, ``specscope bench --spec-draft-n-max 1-8 --ignore-eos --repeats 3``)
-the calibrated prediction was within 6 % of the measured speed-up for every
-n = 1..8 (reuse and replay sync, 1 and 2 threads), where the textbook one was
-60-160 % too high. On a busy machine llama.cpp's threads stall whenever one
+Accuracy, measured: on the demo pair on the project's 2-core CPU (quiet machine, version 9,
+``specscope bench --recalibrate -r 3``, n = 1, 2, 4, 8, two runs) the calibrated prediction
+was within 9.2 % of the measured speed-up, where the textbook one was 155-230 % too high;
+the synthetic sweep at one thread (n = 3, six acceptance levels) 11-17 % high. The demo
+pair's sub-millisecond decodes drift by ±25 % from minute to minute on this machine. On a busy machine llama.cpp's threads stall whenever one
 loses its core, and no prediction survives that: ``specscope bench`` reports
 how much CPU other processes took.
 
