@@ -16,19 +16,17 @@ the placed one holds the round trip. The view then shows
 
 from __future__ import annotations
 
-import threading
-import traceback
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
                                QSizePolicy, QVBoxLayout)
 
 from .plots import cache_static_parts, styled_plot
-from .worker import start_thread
+from .task import BackgroundTask
 
 __all__ = ["DistanceView", "DistanceRequest", "RoundShape"]
 
@@ -87,44 +85,24 @@ class DistanceRequest:
         return self.shape.n + 1
 
 
-class DistanceWorker(QObject):
-    progressed = Signal(float, str)
-    finished = Signal(object, object)      # DistanceRequest, Distance
-    failed = Signal(object, str)
-
-    def __init__(self):
-        super().__init__()
-        self.stop = threading.Event()
-
-    @Slot(object)
-    def run(self, req: DistanceRequest) -> None:
-        from specscope.core.calibrate import CalibrationStopped
-        from specscope.core.distance import measure_distance
-        try:
-            result = measure_distance(req.target, req.draft, req.engine, k_max=req.k_max,
-                                      sampler=req.sampler, n_past=req.n_past, stop=self.stop,
-                                      progress=lambda frac, what: self.progressed.emit(frac, what))
-        except CalibrationStopped:
-            self.failed.emit(None, "")
-            return
-        except Exception as exc:  # noqa: BLE001 - every failure goes to the view
-            self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-            return
-        self.finished.emit(req, result)
+def measure(req: DistanceRequest, progress, stop):
+    """The background task: both calibrations (core/distance.py)."""
+    from specscope.core.distance import measure_distance
+    return measure_distance(req.target, req.draft, req.engine, k_max=req.k_max, sampler=req.sampler,
+                            n_past=req.n_past, stop=stop, progress=progress)
 
 
 class DistanceView(QGroupBox):
     """Verify cost over k here and as placed, one round's parts, Measure / Stop."""
 
-    _start_requested = Signal(object)
-
     def __init__(self, parent=None):
         super().__init__("What distance costs per round (rpc-server)", parent)
         self.source = None           # () -> DistanceRequest; raises SpecScopeError when it cannot
         self.result = None           # (DistanceRequest, Distance) of the last Measure
-        self.running = False
-        self._thread: QThread | None = None
-        self._worker: DistanceWorker | None = None
+        self.task = BackgroundTask(measure, "specscope-distance", self)
+        self.task.progressed.connect(self._on_progress)
+        self.task.finished.connect(self._on_finished)
+        self.task.failed.connect(self._on_failed)
         lay = QVBoxLayout(self)
         self.where = QLabel(ALL_LOCAL)
         self.where.setWordWrap(True)
@@ -224,51 +202,31 @@ class DistanceView(QGroupBox):
         except SpecScopeError as exc:
             self.status.setText(f"<span style='{ERROR_STYLE}'>⚠ {exc}</span>")
             return False
-        self._ensure_thread()
-        self._worker.stop.clear()
-        self.running = True
         self.measure.setEnabled(False)
         self.stop.setEnabled(True)
         self.progress.setValue(0)
         self.status.setText("starting…")
-        self._start_requested.emit(req)
+        self.task.start(req)
         return True
 
+    @property
+    def running(self) -> bool:
+        return self.task.running
+
     def request_stop(self) -> None:
-        if self._worker is not None and self.running:
-            self._worker.stop.set()
+        if self.running:
+            self.task.request_stop()
             self.status.setText("stopping…")
 
     def shutdown(self, timeout_ms: int = 10000) -> bool:
-        if self._worker is not None:
-            self._worker.stop.set()
-        self.running = False
-        if self._thread is None:
-            return True
-        self._thread.quit()
-        ok = self._thread.wait(timeout_ms)
-        self._thread = self._worker = None
-        return ok
-
-    def _ensure_thread(self) -> None:
-        if self._thread is not None:
-            return
-        self._worker = DistanceWorker()
-        self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
-        self._worker.progressed.connect(self._on_progress)
-        self._worker.finished.connect(self._on_finished)
-        self._worker.failed.connect(self._on_failed)
-        self._thread = start_thread(self._worker, "specscope-distance")
-        self._thread.finished.connect(self._worker.deleteLater)
+        return self.task.shutdown(timeout_ms)
 
     def _on_progress(self, frac: float, what: str) -> None:
         self.progress.setValue(int(1000 * min(max(frac, 0.0), 1.0)))
         self.status.setText(what)
 
     def _done(self) -> None:
-        self.running = False
         self.stop.setEnabled(False)
-        self.shutdown()        # a fresh thread each time (see CompareView._end_thread)
         self.refresh()
 
     def _on_finished(self, req: DistanceRequest, distance) -> None:

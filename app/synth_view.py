@@ -11,18 +11,15 @@ textbook curve (E + 1)/(n·f + 1) with the same f; the table lists every level.
 
 from __future__ import annotations
 
-import threading
-import traceback
-
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
                                QSizePolicy, QVBoxLayout)
 
 from .plots import cache_static_parts, styled_plot
-from .worker import start_thread
+from .task import BackgroundTask
 
 TEXTBOOK_COLOR = "#0072b2"
 CALIBRATED_COLOR = "#009e73"
@@ -32,40 +29,26 @@ NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, bench
         "random — the text of these runs is NOT valid output and is not shown.")
 
 
-class SynthSweepWorker(QObject):
-    progressed = Signal(int, int, str)
-    finished = Signal(object)           # SynthCurve
-    failed = Signal(object, str)
-
-    def __init__(self):
-        super().__init__()
-        self.stop = threading.Event()
-
-    @Slot(object)
-    def run(self, settings) -> None:
-        from specscope.core.synth_sweep import run_synth_sweep
-        try:
-            curve = run_synth_sweep(settings, stop=self.stop,
-                                    progress=lambda d, t, w: self.progressed.emit(d, t, w))
-        except Exception as exc:  # noqa: BLE001 - every failure goes to the view
-            self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-            return
-        self.finished.emit(curve)
+def sweep(settings, progress, stop):
+    """The background task: the sweep (core/synth_sweep.py); its progress as a fraction."""
+    from specscope.core.synth_sweep import run_synth_sweep
+    return run_synth_sweep(settings, stop=stop,
+                           progress=lambda done, total, what: progress(done / max(1, total), what))
 
 
 class SynthCurveView(QGroupBox):
     """The measured curve, its two predictions, the table, and Measure / Stop."""
 
-    _start_requested = Signal(object)
     measured = Signal(object)            # SynthCurve (also after Stop)
 
     def __init__(self, parent=None):
         super().__init__("Speed-up against acceptance, measured on this machine", parent)
         self.source = None               # () -> SweepSettings; raises ConfigError when it cannot
         self.curve = None
-        self.running = False
-        self._thread: QThread | None = None
-        self._worker: SynthSweepWorker | None = None
+        self.task = BackgroundTask(sweep, "specscope-synth-sweep", self)
+        self.task.progressed.connect(self._on_progress)
+        self.task.finished.connect(lambda _settings, curve: self._on_finished(curve))
+        self.task.failed.connect(self._on_failed)
         lay = QVBoxLayout(self)
         note = QLabel(NOTE)
         note.setWordWrap(True)
@@ -129,52 +112,33 @@ class SynthCurveView(QGroupBox):
         except SpecScopeError as exc:
             self.status.setText(f"<span style='color:#b42318'>⚠ {exc}</span>")
             return False
-        self._ensure_thread()
-        self._worker.stop.clear()
-        self.running = True
         self.measure.setEnabled(False)
         self.stop.setEnabled(True)
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
         self.status.setText("starting…")
-        self._start_requested.emit(settings)
+        self.task.start(settings)
         return True
 
+    @property
+    def running(self) -> bool:
+        return self.task.running
+
     def request_stop(self) -> None:
-        if self._worker is not None and self.running:
-            self._worker.stop.set()
+        if self.running:
+            self.task.request_stop()
             self.status.setText("stopping after the current run…")
 
     def shutdown(self, timeout_ms: int = 10000) -> bool:
-        if self._worker is not None:
-            self._worker.stop.set()
-        self.running = False
-        if self._thread is None:
-            return True
-        self._thread.quit()
-        ok = self._thread.wait(timeout_ms)
-        self._thread = self._worker = None
-        return ok
+        return self.task.shutdown(timeout_ms)
 
-    def _ensure_thread(self) -> None:
-        if self._thread is not None:
-            return
-        self._worker = SynthSweepWorker()
-        self._start_requested.connect(self._worker.run, Qt.ConnectionType.QueuedConnection)
-        self._worker.progressed.connect(self._on_progress)
-        self._worker.finished.connect(self._on_finished)
-        self._worker.failed.connect(self._on_failed)
-        self._thread = start_thread(self._worker, "specscope-synth-sweep")
-        self._thread.finished.connect(self._worker.deleteLater)
-
-    def _on_progress(self, done: int, total: int, what: str) -> None:
-        self.progress.setRange(0, max(1, total))
-        self.progress.setValue(done)
+    def _on_progress(self, fraction: float, what: str) -> None:
+        self.progress.setValue(int(1000 * min(max(fraction, 0.0), 1.0)))
         self.status.setText(what)
 
     def _done(self) -> None:
-        self.running = False
         self.measure.setEnabled(True)
         self.stop.setEnabled(False)
-        self.shutdown()        # a fresh thread each time (see CompareView._end_thread)
 
     def _on_finished(self, curve) -> None:
         self._done()
@@ -183,7 +147,8 @@ class SynthCurveView(QGroupBox):
 
     def _on_failed(self, exc, _tb: str) -> None:
         self._done()
-        self.status.setText(f"<span style='color:#b42318'>⚠ {exc}</span>")
+        self.status.setText("stopped: nothing measured" if exc is None
+                            else f"<span style='color:#b42318'>⚠ {exc}</span>")
 
     # ------------------------------------------------------------------ drawing
     def show_curve(self, curve) -> None:

@@ -137,8 +137,10 @@ def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None
     what)``; raises CalibrationStopped when ``stop`` is set; ``calibration``: more of
     ``get_calibration``'s keywords (reps, time_budget_s)."""
     from .calibrate import DEFAULT_N_PAST, get_calibration
+    from .devices import add_rpc_servers
     from .engine import Engine
     say = progress or (lambda frac, what: None)
+    add_rpc_servers(engine_settings.rpc)      # a dead endpoint fails now, not after the first half
     placements = (("this machine", replace(placement_settings(engine_settings, "local", ()), rpc=())),
                   ("as placed", engine_settings))
     cals, cached, where = [], [], {}

@@ -75,3 +75,35 @@ def test_the_view_explains_an_all_local_pair_and_shows_a_measurement(qtbot, dist
     assert f"{'round, n = 3':<26}{here.total * 1e3:>13.2f}{there.total * 1e3:>11.2f}" in text
     assert "Over the last run (40 rounds, 200 ms)" in text
     assert not view.plot.isHidden()
+
+
+def test_measure_runs_on_its_own_thread_and_stops_or_fails_cleanly(qtbot, demo_paths):
+    """The view's real path: an endpoint nobody serves fails at once with one line naming it
+    (or, on a llama.cpp without RPC, the missing backend), before any calibration; Stop during
+    a calibration ends the task with nothing measured; the threads are gone either way
+    (no_leftover_threads)."""
+    pytest.importorskip("pytestqt")
+    from specscope.app.distance_view import DistanceRequest, DistanceView, RoundShape, measure
+    from specscope.app.task import BackgroundTask
+    view = DistanceView()
+    qtbot.addWidget(view)
+    t, d = demo_paths
+    shape = RoundShape(n=2, acceptance=(0.5, 0.3))
+    dead = DistanceRequest(str(t), str(d), EngineSettings(rpc=("127.0.0.1:1",), target_devices=("RPC0",),
+                                                          target_gpu_layers=-1), None, 64, shape)
+    view.source = lambda: dead
+    assert view.start()
+    qtbot.waitUntil(lambda: not view.running, timeout=60_000)
+    text = view.status.text()
+    assert view.result is None and "⚠" in text
+    assert "127.0.0.1:1 refused the connection" in text or "without llama.cpp's RPC backend" in text, text
+    assert view.measure.isEnabled() and not view.stop.isEnabled()
+    task = BackgroundTask(measure, "test-distance")
+    seen = []
+    task.progressed.connect(lambda frac, what: seen.append(what))
+    local = DistanceRequest(str(t), str(d), EngineSettings(), None, 64, shape)
+    with qtbot.waitSignal(task.failed, timeout=60_000) as failed:
+        task.start(local)
+        qtbot.waitUntil(lambda: bool(seen), timeout=30_000)
+        task.request_stop()
+    assert failed.args[0] is None and not task.running

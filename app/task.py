@@ -1,0 +1,106 @@
+"""One long measurement at a time on a thread of its own (the cost tab's Measure buttons).
+
+A view gives :class:`BackgroundTask` a function ``task(request, progress, stop)`` that runs
+llama.cpp (loading its own models, so the window's engine and its thread are left alone) and
+returns a result; ``progress(fraction, what)`` reports, ``stop`` is a threading.Event the
+function checks. ``start(request)`` runs it on a fresh QThread, ``request_stop()`` sets the
+event, ``shutdown()`` ends the thread. Signals, on the UI thread:
+
+- ``progressed(fraction, what)``;
+- ``finished(request, result)``;
+- ``failed(exception, traceback)``: the exception is None when Stop ended a calibration
+  (``CalibrationStopped``).
+
+The thread ends after every task (a thread that ran decodes keeps llama.cpp's OpenMP team
+alive; see CompareView._end_thread).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from .worker import start_thread
+
+__all__ = ["BackgroundTask"]
+
+
+class _Runner(QObject):
+    progressed = Signal(float, str)
+    finished = Signal(object, object)
+    failed = Signal(object, str)
+
+    def __init__(self, task):
+        super().__init__()
+        self.task = task
+        self.stop = threading.Event()
+
+    @Slot(object)
+    def run(self, request) -> None:
+        from specscope.core.calibrate import CalibrationStopped
+        try:
+            result = self.task(request, lambda frac, what: self.progressed.emit(float(frac), str(what)),
+                               self.stop)
+        except CalibrationStopped:
+            self.failed.emit(None, "")
+            return
+        except Exception as exc:  # noqa: BLE001 - every failure goes to the view
+            self.failed.emit(exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            return
+        self.finished.emit(request, result)
+
+
+class BackgroundTask(QObject):
+    progressed = Signal(float, str)
+    finished = Signal(object, object)      # request, result
+    failed = Signal(object, str)           # exception (None: stopped), traceback
+    _start_requested = Signal(object)
+
+    def __init__(self, task, name: str, parent: QObject | None = None):
+        super().__init__(parent)
+        self._task, self._name = task, name
+        self._thread: QThread | None = None
+        self._runner: _Runner | None = None
+        self.running = False
+
+    def start(self, request) -> None:
+        if self.running:
+            return
+        self._runner = _Runner(self._task)
+        self._start_requested.connect(self._runner.run, Qt.ConnectionType.QueuedConnection)
+        self._runner.progressed.connect(self.progressed)
+        self._runner.finished.connect(self._finished)
+        self._runner.failed.connect(self._failed)
+        self._thread = start_thread(self._runner, self._name)
+        self._thread.finished.connect(self._runner.deleteLater)
+        self.running = True
+        self._start_requested.emit(request)
+
+    def request_stop(self) -> None:
+        if self._runner is not None:
+            self._runner.stop.set()
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        """Stop the task and end its thread; False when it did not end within the timeout."""
+        self.request_stop()
+        self.running = False
+        if self._thread is None:
+            return True
+        try:
+            self._start_requested.disconnect()
+        except (RuntimeError, TypeError):
+            pass
+        self._thread.quit()
+        ok = self._thread.wait(timeout_ms)
+        self._thread = self._runner = None
+        return ok
+
+    def _finished(self, request, result) -> None:
+        self.shutdown()
+        self.finished.emit(request, result)
+
+    def _failed(self, exc, tb: str) -> None:
+        self.shutdown()
+        self.failed.emit(exc, tb)
