@@ -50,6 +50,7 @@ VERIFY_RATIO_NOTABLE = 1.25   # a verify batch costing > 1.25 target tokens is w
 OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
 
 CURVE_COLOR = "#0072b2"
+CALIBRATED_COLOR = "#009e73"      # as in the synthetic sweep's plot below
 BEST_COLOR = "#e69f00"
 MEASURED_COLOR = "#d64545"
 
@@ -176,6 +177,8 @@ class CostPanel(QtWidgets.QWidget):
         self._follow = True   # sliders follow the measurement until the user moves one
         self._view: tuple[int, float] | None = None
         self._break_even_right: bool | None = None
+        self._cal = None                   # this pair's Calibration (show_calibrated), or None
+        self._cal_sync = "reuse"
 
         self._layout = QtWidgets.QGridLayout(self)
         self._layout.setContentsMargins(6, 6, 6, 6)
@@ -212,7 +215,7 @@ class CostPanel(QtWidgets.QWidget):
         self._box = box
 
         # --- the curve
-        self._plot = styled_plot("Predicted speed-up (textbook model)", "Speed-up (×)",
+        self._plot = styled_plot("Predicted speed-up", "Speed-up (×)",
                                  "Drafted tokens per round, n", antialias=True)
         self._plot.setMinimumHeight(200)
         p = self._plot.getPlotItem()
@@ -228,8 +231,13 @@ class CostPanel(QtWidgets.QWidget):
             label="n_max", labelOpts={"position": 0.03, "color": "#777777", "anchors": [(0, 1), (0, 1)]})
         p.addItem(self._nmax_line)
         self._nmax_line.setVisible(False)
+        p.addLegend(offset=(-10, -10))       # bottom right: the curves start high on the left
         self._curve = p.plot([], [], pen=pg.mkPen(CURVE_COLOR, width=2), symbol="o", symbolSize=6,
-                             symbolBrush=CURVE_COLOR, symbolPen=None)
+                             symbolBrush=CURVE_COLOR, symbolPen=None,
+                             name="textbook (E + 1)/(n·f + 1), α and f of the sliders")
+        self._cal_curve = p.plot([], [], pen=pg.mkPen(CALIBRATED_COLOR, width=2), symbol="s",
+                                 symbolSize=6, symbolBrush=CALIBRATED_COLOR, symbolPen=None,
+                                 name="calibrated on this machine, α of the slider")
         self._best = pg.ScatterPlotItem(size=16, symbol="star", brush=pg.mkBrush(BEST_COLOR),
                                         pen=pg.mkPen("#7a5200"))
         p.addItem(self._best)
@@ -273,7 +281,17 @@ class CostPanel(QtWidgets.QWidget):
         self._use_measured = QtWidgets.QPushButton("Use measured")
         self._use_measured.setToolTip("Set α and f back to this run's measured values.")
         self._use_measured.setEnabled(False)
-        grid.addWidget(self._use_measured, 2, 0, 1, 3, QtCore.Qt.AlignmentFlag.AlignRight)
+        self.calibrate_button = QtWidgets.QPushButton("Calibrate on this machine")
+        self.calibrate_button.setToolTip(
+            "Time the pair's real decodes here (verifying k tokens, a draft token, the sync, "
+            "sampling and the engine's Python) and draw the speed-up they predict beside the "
+            "textbook curve. Cached per pair and settings; seconds on the demo pair, longer on "
+            "big models. Run, Step and Baseline wait until it ends.")
+        buttons = QtWidgets.QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.calibrate_button)
+        buttons.addWidget(self._use_measured)
+        grid.addLayout(buttons, 2, 0, 1, 3)
 
         # --- one plain-language sentence
         self._summary = QtWidgets.QLabel()
@@ -360,6 +378,26 @@ class CostPanel(QtWidgets.QWidget):
         note.setStyleSheet(f"color: {MEASURED_COLOR if cal.under_load else '#555555'}")
         note.setToolTip("\n".join(cal.lines()))
         note.setVisible(True)
+
+    def show_calibrated(self, cal, sync: str = "reuse") -> None:
+        """Draw the speed-up that ``cal`` (this pair's Calibration, core/calibrate.py) predicts
+        at the slider's α, for n up to what it timed (k_max − 1); None removes it."""
+        self._cal = cal if cal is not None and cal.has_draft and cal.k_max > 1 else None
+        self._cal_sync = sync
+        self._redraw()
+
+    def set_calibrating(self, text: str | None) -> None:
+        """While the window calibrates the pair: the button says how far (None: done)."""
+        self.calibrate_button.setEnabled(text is None)
+        self.calibrate_button.setText(text or "Calibrate on this machine")
+
+    @property
+    def calibrated(self):
+        return self._cal
+
+    def calibrated_curve(self) -> tuple[np.ndarray, np.ndarray]:
+        x, y = self._cal_curve.xData, self._cal_curve.yData
+        return (np.asarray(x if x is not None else []), np.asarray(y if y is not None else []))
 
     def calibration_text(self) -> str:
         return self._calibration_note.text() if self._calibration_note.isVisibleTo(self) else ""
@@ -503,6 +541,12 @@ class CostPanel(QtWidgets.QWidget):
 
         m = self._measured
         top = max(float(s.max()), 1.0)
+        cal_at = self._calibrated_values(n_top)
+        if cal_at:
+            self._cal_curve.setData([float(k) for k in cal_at], list(cal_at.values()))
+            top = max(top, max(cal_at.values()))
+        else:
+            self._cal_curve.setData([], [])
         right_half = self._n_max > n_top / 2
         if self._n_max > 0:
             self._nmax_line.setVisible(True)   # first: a hidden label ignores a new format
@@ -533,6 +577,25 @@ class CostPanel(QtWidgets.QWidget):
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in n]])
         self._summary.setText(self._sentence(nb, sb))
 
+    def _calibrated_values(self, n_top: int) -> dict[int, float]:
+        """n -> the calibrated speed-up at the slider's α, for the n the calibration covers."""
+        if self._cal is None:
+            return {}
+        from specscope.core.calibrate import calibrated_speedup
+        return {k: calibrated_speedup(self._cal, k, alpha=self._alpha, sync=self._cal_sync)
+                for k in range(1, min(n_top, self._cal.k_max - 1) + 1)}
+
+    def _calibrated_sentence(self) -> str:
+        values = self._calibrated_values(max(N_PLOT_MAX, self._n_max))
+        if not values:
+            return ""
+        nb = max(values, key=values.get)
+        at = (f"{values[self._n_max]:.2f}× at n = {self._n_max} (your n_max), "
+              if self._n_max in values and self._n_max != nb else "")
+        text = (f" Calibrated on this machine (its own decode costs and f = {self._cal.f:.2f}): "
+                f"{at}{values[nb]:.2f}× at n = {nb} (best)")
+        return text + (", so no draft length pays here." if values[nb] < 1.0 else ".")
+
     def _sentence(self, nb: int, sb: float) -> str:
         alpha, f = self._alpha, self._f
         text = f"At α = {alpha:.2f} and f = {f:.2f} the textbook model predicts "
@@ -547,6 +610,7 @@ class CostPanel(QtWidgets.QWidget):
             text += f"{sb:.2f}× at n = {nb} (best)."
         if sb < 1.0:
             text += " No draft length pays at these values."
+        text += self._calibrated_sentence()
         m = self._measured
         if m is None:
             return text + " Nothing measured yet: these are example values; run a draft to measure α and f."

@@ -50,6 +50,8 @@ MAX_RECENT_PAIRS = 8
 SETTINGS_VERSION = 1
 SWEEP_RUNNING = ("A sweep is running in the Compare tab: stop it there (or let it finish) "
                  "before starting a run.")
+MEASURING = ("A measurement is running in the Cost model tab (a calibration, the distance or the "
+             "synthetic sweep): let it finish or stop it before starting a run.")
 
 
 class MainWindow(QMainWindow, SessionActions):
@@ -140,6 +142,18 @@ class MainWindow(QMainWindow, SessionActions):
         cost_lay = QVBoxLayout(cost_page)
         cost_lay.setContentsMargins(0, 0, 0, 0)
         cost_lay.addWidget(self.cost_panel, 1)
+        from specscope.core.calibrate import calibrate_pair
+
+        from .task import BackgroundTask
+        self.calibration_task = BackgroundTask(
+            lambda r, progress, stop: calibrate_pair(r["target"], r["draft"], r["settings"], r["k_max"],
+                                                     sampler=r["sampler"], n_past=r["n_past"],
+                                                     progress=progress, stop=stop),
+            "specscope-calibrate", self)
+        self.calibration_task.progressed.connect(self._calibration_progress)
+        self.calibration_task.finished.connect(self._calibration_done)
+        self.calibration_task.failed.connect(self._calibration_failed)
+        self.cost_panel.calibrate_button.clicked.connect(self.calibrate_clicked)
         from .distance_view import DistanceView     # then what an rpc-server placement costs
         self.distance_view = DistanceView()
         self.distance_view.source = self._distance_request
@@ -262,7 +276,7 @@ class MainWindow(QMainWindow, SessionActions):
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_panel = self.compare = self.synth_view = None     # see _build_panels
-        self.distance_view = None
+        self.distance_view = self.calibration_task = None
         self.engine_facts: dict = {}        # the loaded pair's facts (worker._facts)
         self.timeline = self.session_compare = None
         self.panels_ready = False
@@ -587,6 +601,8 @@ class MainWindow(QMainWindow, SessionActions):
 
     def _pair_changed(self) -> None:
         t, d = self.pair_panel.pair()
+        if self.cost_panel is not None:
+            self.cost_panel.show_calibrated(None)
         if self.compare is not None and not self.compare.running and t is not None:
             self.compare.set_pair(t, d)
         self.report = None
@@ -746,13 +762,81 @@ class MainWindow(QMainWindow, SessionActions):
                              sync=spec.sync, p_min=spec.p_min, spec=spec,
                              chat=self.prompt.chat_enabled(), system=self.prompt.system_text())
 
+    def _engine_settings_as_loaded(self, target):
+        """The controls' engine settings, as the run loaded ``target``'s pair: the thread counts
+        "auto" chose and repacking as the crash probe left it (what a measurement of the pair
+        in its own engine must use to time what the runs do)."""
+        from dataclasses import replace
+        engine, facts = self._engine_settings(), self.engine_facts
+        if facts.get("target", {}).get("path") != str(target):
+            return engine
+        threads = facts.get("threads", {})
+        return replace(engine, repack="on" if facts.get("repack") else "off", **{
+            f"{role}_threads": threads[role][0] for role in threads
+            if getattr(engine, f"{role}_threads") == 0})
+
+    def _last_run_position(self) -> int:
+        """Where the latest speculative run's typical round sat (the prompt plus half the
+        generation, rounded to 16): the position to time decodes at."""
+        from specscope.core.calibrate import DEFAULT_N_PAST
+        last = self.workbench.last_spec
+        if last is None or not last.prompt_tokens:
+            return DEFAULT_N_PAST
+        return max(16, round((len(last.prompt_tokens) + last.settings.n_predict / 2) / 16) * 16)
+
+    def calibrate_clicked(self) -> None:
+        """The cost panel's Calibrate: this pair, as the runs load it, timed on this machine (its
+        own engine, on a thread of its own; cached), then drawn beside the textbook curve."""
+        from specscope.core.errors import ConfigError
+        from .cost_panel import N_PLOT_MAX
+        t, d = self.pair_panel.pair()
+        try:
+            if t is None or d is None:
+                raise ConfigError("calibrating needs a target and a draft model")
+            if self.mode != "idle" or self._measuring():
+                raise ConfigError("wait until the run or the other measurement ends: both would "
+                                  "share the cores")
+        except ConfigError as exc:
+            self.banner.show_message("warning", f"Cannot calibrate: {exc}.")
+            return
+        spec = self.params.spec_settings()
+        request = dict(target=str(t), draft=str(d), settings=self._engine_settings_as_loaded(t),
+                       k_max=max(N_PLOT_MAX, spec.n_max) + 1, sampler=self.params.sampler_settings(),
+                       n_past=self._last_run_position(), sync=spec.sync)
+        self.cost_panel.set_calibrating("Calibrating… 0%")
+        self.stats_bar.set_state("Calibrating the pair", "Run, Step and Baseline wait until it ends")
+        self.calibration_task.start(request)
+
+    def _calibration_progress(self, fraction: float, what: str) -> None:
+        self.cost_panel.set_calibrating(f"Calibrating… {100 * fraction:.0f}%")
+
+    def _calibration_done(self, request, result) -> None:
+        cal, cached, _where = result
+        self.cost_panel.set_calibrating(None)
+        t, d = self.pair_panel.pair()
+        if (str(t), str(d)) == (request["target"], request["draft"]):     # still this pair
+            self.cost_panel.show_calibrated(cal, request["sync"])
+            self.cost_panel.set_calibration(Path(request["draft"]).name, cal, cached)
+        if self.mode == "idle":
+            self.stats_bar.set_state("Idle")
+
+    def _calibration_failed(self, exc, _tb: str) -> None:
+        self.cost_panel.set_calibrating(None)
+        if exc is not None:
+            self.banner.show_message("error", f"The calibration failed: {exc}")
+        if self.mode == "idle":
+            self.stats_bar.set_state("Calibration stopped" if exc is None else "Idle")
+
+    def _measuring(self) -> bool:
+        """A measurement of the cost tab (calibration, distance, synthetic sweep) is running."""
+        return any(task is not None and task.running
+                   for task in (self.calibration_task, self.distance_view, self.synth_view))
+
     def _distance_request(self):
         """What the cost tab's distance view measures: the pair as the controls place it now, and
         the round to account for: the latest speculative run's (its draft length, acceptance and,
         when it ran under this placement, its rounds), else the drafter box's n_max at the cost
         panel's α (core/distance.py)."""
-        from dataclasses import replace
-
         from specscope.core.calibrate import DEFAULT_N_PAST, alpha_acceptance
         from specscope.core.errors import ConfigError
 
@@ -762,14 +846,7 @@ class MainWindow(QMainWindow, SessionActions):
             raise ConfigError("choose a target model first")
         if self.mode != "idle" or (self.compare is not None and self.compare.running):
             raise ConfigError("wait until the run or the Compare sweep ends: both would share the cores")
-        engine, spec = self._engine_settings(), self.params.spec_settings()
-        facts = self.engine_facts
-        if facts.get("target", {}).get("path") == str(t):
-            # as the run loaded it: the thread counts "auto" chose, repacking as the probe left it
-            threads = facts.get("threads", {})
-            engine = replace(engine, repack="on" if facts.get("repack") else "off", **{
-                f"{role}_threads": threads[role][0] for role in threads
-                if getattr(engine, f"{role}_threads") == 0})
+        engine, spec = self._engine_settings_as_loaded(t), self.params.spec_settings()
         last = self.workbench.last_spec
         stats = last.spec.stats if last is not None and last.spec is not None else None
         if stats is not None and stats.n_draft_rounds and last.settings.spec.n_max > 0:
@@ -795,8 +872,11 @@ class MainWindow(QMainWindow, SessionActions):
                                sampler=self.params.sampler_settings(), n_past=n_past, shape=shape)
 
     def _sweep_running(self) -> bool:
-        """True (and says so) while a Compare sweep runs: a run now would compete with it for the
-        cores and spoil both measurements."""
+        """True (and says so) while a Compare sweep or a measurement of the cost tab runs: a run
+        now would compete with it for the cores and spoil both measurements."""
+        if self._measuring():
+            self.banner.show_message("warning", MEASURING)
+            return True
         if self.compare is None or not self.compare.running:
             return False
         self.show_workspace("run")
@@ -990,6 +1070,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.pair_panel.end_loading()
         if info.calibration is not None and self.cost_panel is not None:
             self.cost_panel.set_calibration(Path(self.active.draft).name, *info.calibration)
+            self.cost_panel.show_calibrated(info.calibration[0], self.active.spec.sync)
         label = "baseline (target only)" if info.kind == "baseline" else "speculative"
         self.stats_bar.set_state(f"Step mode ({label})" if self.active.step else f"Running {label}…")
         # The engine waits (prefill included) until the cleared plots have painted, so its first
@@ -1404,7 +1485,7 @@ class MainWindow(QMainWindow, SessionActions):
         ok = self.worker_thread.wait(timeout_ms)
         if self.compare is not None:
             ok = self.compare.shutdown(timeout_ms) and ok
-        for view in (self.synth_view, self.distance_view):
+        for view in (self.synth_view, self.distance_view, self.calibration_task):
             if view is not None:
                 ok = view.shutdown(timeout_ms) and ok
         self.doctor_thread.quit()

@@ -936,6 +936,22 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
     return _replace(cal, note=note), False
 
 
+def calibrate_pair(target, draft, settings, k_max: int, *, sampler=None, n_past: int | None = None,
+                   progress: Progress | None = None, stop: threading.Event | None = None,
+                   **options) -> tuple[Calibration, bool, dict]:
+    """Load the pair with EngineSettings ``settings`` and get its calibration (cached,
+    :func:`get_calibration`; ``options``: its other keywords): (calibration, from_cache, where
+    each model computes). ``progress(fraction, what)`` covers the load too."""
+    from .engine import Engine
+    say = progress or (lambda frac, what: None)
+    say(0.0, "loading the pair")
+    with Engine(target, draft, settings) as engine:
+        cal, cached = get_calibration(engine, k_max, sampler=sampler, n_past=n_past or DEFAULT_N_PAST,
+                                      k_draft=k_max if draft is not None else None, progress=say,
+                                      stop=stop, **options)
+        return cal, cached, dict(engine.placement)
+
+
 def drift_of(cal: Calibration, now_s: float) -> str | None:
     """None when the drift check's timing now (seconds) agrees with the one ``cal`` recorded
     within DRIFT_TOLERANCE; else the reason to measure again, in one line.

@@ -136,23 +136,18 @@ def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None
     cached like any calibration, core/calibrate.py ``get_calibration``). ``progress(fraction,
     what)``; raises CalibrationStopped when ``stop`` is set; ``calibration``: more of
     ``get_calibration``'s keywords (reps, time_budget_s)."""
-    from .calibrate import DEFAULT_N_PAST, get_calibration
+    from .calibrate import calibrate_pair
     from .devices import add_rpc_servers
-    from .engine import Engine
     say = progress or (lambda frac, what: None)
     add_rpc_servers(engine_settings.rpc)      # a dead endpoint fails now, not after the first half
     placements = (("this machine", replace(placement_settings(engine_settings, "local", ()), rpc=())),
                   ("as placed", engine_settings))
     cals, cached, where = [], [], {}
     for i, (name, settings) in enumerate(placements):
-        say(i / 2, f"{name}: loading the pair")
-        with Engine(target, draft, settings) as engine:
-            if i == 1:
-                where = dict(engine.placement)
-            cal, hit = get_calibration(
-                engine, k_max, sampler=sampler, n_past=n_past or DEFAULT_N_PAST, refresh=refresh,
-                k_draft=k_max if draft is not None else None, stop=stop, **calibration,
-                progress=lambda frac, what, _i=i, _n=name: say((_i + frac) / 2, f"{_n}: {what}"))
+        cal, hit, where = calibrate_pair(
+            target, draft, settings, k_max, sampler=sampler, n_past=n_past, refresh=refresh,
+            stop=stop, **calibration,
+            progress=lambda frac, what, _i=i, _n=name: say((_i + frac) / 2, f"{_n}: {what}"))
         cals.append(cal)
         cached.append(hit)
     say(1.0, "done")

@@ -248,3 +248,23 @@ def test_the_calibrations_standing_is_one_line_loud_under_load(panel, tmp_path):
     assert panel.calibration_text() == text
     panel.set_calibration("", None, from_cache=False)
     assert panel.calibration_text() == ""
+
+
+def test_the_calibrated_curve_follows_alpha_and_covers_what_was_timed(panel):
+    from specscope.core.calibrate import Calibration, calibrated_speedup
+    c = (1.0, 1.8, 2.1, 2.3, 2.5)                   # timed up to k = 5: n = 1..4
+    cal = Calibration(k_max=5, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.2, f_batch=(0.25,) * 5,
+                      s=0.01, o_base=0.02, o0=0.1, o1=0.05, b=0.7, k_draft=5)
+    assert panel.calibrated_curve()[0].size == 0
+    panel.show_calibrated(cal, "reuse")
+    panel.set_alpha(0.8)
+    x, y = panel.calibrated_curve()
+    assert list(x) == [1, 2, 3, 4]
+    assert y == pytest.approx([calibrated_speedup(cal, n, alpha=0.8) for n in (1, 2, 3, 4)])
+    best = int(x[np.argmax(y)])
+    assert f"{y.max():.2f}× at n = {best} (best)" in panel.summary_text()
+    assert "Calibrated on this machine" in panel.summary_text()
+    panel.set_alpha(0.3)                             # the curve moves with the slider
+    assert panel.calibrated_curve()[1][0] == pytest.approx(calibrated_speedup(cal, 1, alpha=0.3))
+    panel.show_calibrated(None)
+    assert panel.calibrated_curve()[0].size == 0 and "Calibrated" not in panel.summary_text()

@@ -563,3 +563,29 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
     assert compare.start(sweep)                            # idle again: the sweep may run
     with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
         compare.request_stop()
+
+
+def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, settings):
+    """The cost panel's Calibrate times the pair in its own engine on its own thread; a run
+    asked for meanwhile is refused with one line (both would share the cores); the curve
+    appears for this pair and goes when the pair changes."""
+    w = open_window(qtbot, pair, settings)
+    try:
+        qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
+        w.params.n_predict.setValue(16)
+        w.calibrate_clicked()
+        assert w.calibration_task.running and not w.cost_panel.calibrate_button.isEnabled()
+        w.run_clicked()
+        assert w.mode == "idle" and "Cost model tab" in w.banner.message
+        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=120_000)
+        assert w.cost_panel.calibrated is not None, w.banner.message
+        x, y = w.cost_panel.calibrated_curve()
+        assert list(x) == list(range(1, 9)) and all(v > 0 for v in y)
+        assert "Calibration of demo-draft.gguf" in w.cost_panel.calibration_text()
+        assert w.cost_panel.calibrate_button.isEnabled()
+        assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")   # runs go again
+        w.pair_panel.draft_edit.setText(str(pair[2]))
+        w.pair_panel.draft_edit.editingFinished.emit()
+        qtbot.waitUntil(lambda: w.cost_panel.calibrated is None, timeout=10_000)
+    finally:
+        w.close()
