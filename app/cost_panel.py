@@ -610,7 +610,9 @@ class CostPanel(QtWidgets.QWidget):
             text += f"{sb:.2f}× at n = {nb} (best)."
         if sb < 1.0:
             text += " No draft length pays at these values."
-        text += self._calibrated_sentence()
+        text += self._calibrated_sentence() or (
+            " (The textbook model takes a verification of n + 1 tokens to cost one target token; "
+            "Calibrate on this machine draws what this CPU's measured costs predict.)")
         m = self._measured
         if m is None:
             return text + " Nothing measured yet: these are example values; run a draft to measure α and f."
