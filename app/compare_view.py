@@ -70,12 +70,14 @@ TABLE_COLUMNS = (
     ("Textbook (err)", "textbook_speedup", "textbook_error"),
     ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
     ("Lossless", "lossless", "{}"),
+    ("Other rule", "cf_acceptance", "cf"),
     ("Lookup/round", "lookup_us", "lookup"),
     ("Rounds won", "drafters", "won"),
 )
 PROMPT_COLUMN = 3
 FIRST_NUMBER_COLUMN = 4
 NGRAM_COLUMNS = tuple(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt in ("lookup", "won"))
+CF_COLUMN = next(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt == "cf")
 COLUMN_TIPS = {
     "Drafter": "llama.cpp's speculative type, or a chain of types in priority order (joined by >): "
                "the first that proposes a non-empty draft wins the round",
@@ -94,6 +96,9 @@ COLUMN_TIPS = {
     "Calibrated (err)": "the calibrated model: c(k), f, sync and Python costs measured on this machine; "
                         "in brackets: prediction ÷ measured − 1",
     "Lossless": "identical: the speculative run emitted exactly the baseline's tokens",
+    "Other rule": "at temperature: the acceptance the other rule would expect on the same drafts "
+                  "(match: llama.cpp's, the target samples the drafted token; ratio: speculative "
+                  "sampling, min(1, p/q)); see the sampler settings' acceptance rule",
 }
 
 
@@ -114,6 +119,8 @@ def _cell_text(row, attr: str, fmt: str) -> str:
         return value or "—"
     if fmt == "n":
         return str(value) if value else "–"
+    if fmt == "cf":
+        return "" if value is None else f"{row.cf_rule} {100 * value:.1f}%"
     if fmt in ("lookup", "won"):
         if row.drafter == "draft-simple":
             return ""
@@ -305,6 +312,29 @@ class CompareView(QWidget):
         line.addWidget(self.threads)
         line.addStretch(1)
         form.addRow("Tokens per run", line)
+        sampling = QHBoxLayout()
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setDecimals(2)
+        self.temperature.setSpecialValueText("greedy")
+        self.temperature.setToolTip("0 (greedy): the target's argmax, llama.cpp's lossless case. Above "
+                                    "0: llama.cpp's sampler chain (top-k 40, top-p 0.95, min-p 0.05, "
+                                    "seed 42) at this temperature")
+        self.accept_rule = QComboBox()
+        self.accept_rule.addItems(["match", "ratio"])
+        self.accept_rule.setToolTip("match: llama.cpp's rule, the target samples and keeps the drafted "
+                                    "token when it drew the same one (lossless against the baseline); "
+                                    "ratio: speculative sampling, kept with probability min(1, p/q) "
+                                    "(the same distribution, other tokens). At temperature the table "
+                                    "adds what the other rule would expect on the same drafts")
+        self.accept_rule.setEnabled(False)
+        self.temperature.valueChanged.connect(lambda t: self.accept_rule.setEnabled(t > 0))
+        sampling.addWidget(self.temperature)
+        sampling.addWidget(QLabel("acceptance rule"))
+        sampling.addWidget(self.accept_rule)
+        sampling.addStretch(1)
+        form.addRow("Temperature", sampling)
         grid.addLayout(form, 0, 2, 5, 2)
 
         checks = QHBoxLayout()
@@ -472,15 +502,19 @@ class CompareView(QWidget):
         drafts = self.draft_paths() if any("draft-simple" in c for c in chains) else []
         if any("draft-simple" in c for c in chains) and not drafts:
             raise ConfigError("draft-simple needs a draft model: add one, or pick n-gram drafters only")
+        from specscope.core.engine import SpecSettings
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
+        temp = self.temperature.value()
+        rule = self.accept_rule.currentText() if temp > 0 else "match"
         engine = EngineSettings.deterministic(**threads) if self.deterministic.isChecked() \
             else EngineSettings(**threads)
         return SweepSettings(
             target=self.target, drafts=tuple(Path(d) for d in drafts),
             n_values=parse_n_values(self.n_values.text()),
             prompts=tuple(load_prompts(self.prompt_file)), n_predict=self.n_predict.value(),
-            sampler=SamplerSettings(), ignore_eos=self.ignore_eos.isChecked(), engine=engine,
-            sync=self.sync.currentText(),
+            sampler=SamplerSettings(temperature=temp), ignore_eos=self.ignore_eos.isChecked(),
+            engine=engine, sync=self.sync.currentText(), spec=SpecSettings(accept_rule=rule),
+            lossless=rule == "match",      # ratio draws other tokens than the baseline (same distribution)
             repeats=self.repeats.value(),
             alpha=self.alpha.value() if self.alpha_on.isChecked() else None,
             recalibrate=self.recalibrate.isChecked(), chains=chains)
@@ -672,9 +706,10 @@ class CompareView(QWidget):
         for w in (self.add_draft_button, self.remove_draft_button, self.n_values, self.prompts,
                   self.drafters, self.chains,
                   self.n_predict, self.repeats, self.sync, self.threads, self.deterministic, self.ignore_eos,
-                  self.recalibrate, self.alpha_on):
+                  self.recalibrate, self.alpha_on, self.temperature):
             w.setEnabled(idle)
         self.alpha.setEnabled(idle and self.alpha_on.isChecked())
+        self.accept_rule.setEnabled(idle and self.temperature.value() > 0)
 
     def _needs_draft(self) -> bool:
         ticked = any(self.drafters.item(i).checkState() == Qt.CheckState.Checked
@@ -727,6 +762,7 @@ class CompareView(QWidget):
         ngram = any(r.drafter != "draft-simple" for r in self.rows)
         for j in NGRAM_COLUMNS:                              # n-gram drafters' figures only
             self.table.setColumnHidden(j, not ngram)
+        self.table.setColumnHidden(CF_COLUMN, all(r.cf_acceptance is None for r in self.rows))
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)

@@ -828,8 +828,14 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
     import numpy as np
     from .drafters.base import NgramMapParams
     from .engine import SpecSettings
+    from dataclasses import replace as _with
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
+    # runs that end at an end-of-generation token would leave too few rounds to fit (at
+    # temperature the demo pair sampled one after a round or two: o0 = o1 = r = 0)
+    target = engine.target
+    sampler = _with(sampler, logit_bias=tuple(sampler.logit_bias) + tuple(
+        (t, float("-inf")) for t in range(target.n_vocab) if target.is_eog(t)))
     base = [ev.t_overhead for ev in engine.baseline(prompt, sampler, n_tokens, stop)]
     o_base = trimmed_mean(base[1:] or base, 0.1)
     points: list[tuple[int, float]] = []

@@ -93,7 +93,7 @@ CSV_COLUMNS = ("draft", "drafter", "n_max", "prompt", "tokens", "rounds", "accep
                "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
                "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
                "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
-               "draft_rounds", "lookup_us", "lookup_cost", "by_drafter")
+               "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance")
 DRAFT_SIMPLE = (DRAFT_MODEL,)
 NGRAM_ONLY_NOTE = ("n applies to draft-simple only: chains of n-gram types are swept once "
                    "(n_max shown as -)")
@@ -299,6 +299,10 @@ class Row:
     lookup_cost: float = 0.0
     drafters: tuple[DrafterStats, ...] = ()     # the chain's members, in priority order
     position_acceptance: tuple[float, ...] = ()
+    # at temperature: the other acceptance rule's expected acceptance on the same drafts
+    # (core/accept_rules.py; Stats.cf_at summed over positions ÷ the drafts reaching them)
+    cf_rule: str = ""
+    cf_acceptance: float | None = None
 
     @property
     def config(self) -> str:
@@ -516,7 +520,17 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         lossless=_worst(verdicts), divergence_at=min(div) if div else None,
         draft_rounds=draft_rounds, lookup_us=1e6 * lookup, lookup_cost=lookup / cal.t1,
         drafters=members,
-        position_acceptance=tuple(a / d if d else 0.0 for a, d in zip(accepted_at, drafted_at)))
+        position_acceptance=tuple(a / d if d else 0.0 for a, d in zip(accepted_at, drafted_at)),
+        **counterfactual(spec))
+
+
+def counterfactual(spec) -> dict:
+    """The other acceptance rule's expected acceptance over runs (Row.cf_rule, cf_acceptance):
+    the expected kept tokens, summed over positions, ÷ the drafted tokens it was computed for."""
+    kept = sum(sum(r.stats.cf_at) for r in spec)
+    drafted = sum(sum(r.stats.cf_drafted_at) for r in spec)
+    rule = next((r.stats.cf_rule for r in spec if r.stats.cf_rule), "")
+    return {"cf_rule": rule, "cf_acceptance": kept / drafted if drafted else None} if rule else {}
 
 
 def pool_drafters(types: Sequence[str], stats: Sequence) -> tuple[DrafterStats, ...]:
@@ -803,9 +817,12 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     lines = []
     rows = result.rows if per_prompt else result.pooled()
     has_alpha = any(r.alpha_speedup is not None for r in rows)
+    has_cf = any(r.cf_acceptance is not None for r in rows)
     ngram = any(r.drafter != DRAFT_MODEL for r in rows)
     if has_alpha:
         head = head + ("α-model",)
+    if has_cf:
+        head = head + ("other rule, expected",)
     if ngram:
         head = ("configuration",) + head[1:] + ("lookup/round", "rounds won · acceptance · mean len")
     data = []
@@ -818,6 +835,8 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
                  r.lossless + (f"@{r.divergence_at}" if r.divergence_at is not None else "")]
         if has_alpha:
             cells.append(f"{r.alpha_speedup:.3f}" if r.alpha_speedup is not None else "")
+        if has_cf:
+            cells.append(f"{r.cf_rule} {100 * r.cf_acceptance:.1f}%" if r.cf_acceptance is not None else "")
         if ngram:
             cells += [f"{r.lookup_us:.0f} µs ({r.lookup_cost:.3f})" if r.drafter != DRAFT_MODEL else "",
                       drafter_summary(r) if r.drafter != DRAFT_MODEL else ""]

@@ -247,3 +247,34 @@ def test_the_cli_takes_the_rule_and_prints_the_counterfactual(capsys):
     assert "counterfactual: speculative sampling's (--accept-rule ratio)" in capsys.readouterr().out
     assert main(flags + ["--accept-rule", "match"]) == 0          # greedy: no counterfactual
     assert "counterfactual" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("rule", ["match", "ratio"])
+def test_a_sweep_at_temperature_reports_the_other_rules_acceptance(quiet_machine, rule):
+    """specscope bench / the Compare view: each row carries the other rule's expected acceptance
+    on the same drafts (Σ of Stats.cf_at ÷ Σ of cf_drafted_at over the row's runs), and the
+    table shows it; at temperature 0 there is none and no column."""
+    from pathlib import Path
+
+    from specscope.core.sweep import SweepSettings, format_table, run_sweep
+    target, draft = demo_pair()
+
+    def sweep(temp):
+        s = SweepSettings(target=Path(target), drafts=(Path(draft),), n_values=(3,),
+                          prompts=(("p", "def fibonacci(n):\n    "),), n_predict=24,
+                          sampler=SamplerSettings(temperature=temp), spec=SpecSettings(accept_rule=rule),
+                          engine=EngineSettings(target_threads=1, draft_threads=1),
+                          lossless=rule == "match", ignore_eos=True, calibration_s=0.3)
+        return run_sweep(s)
+    result = sweep(0.8)
+    row = result.pooled()[0]
+    other = "ratio" if rule == "match" else "match"
+    spec = [r for c in result.cells for r in c.spec]
+    kept = sum(sum(r.stats.cf_at) for r in spec)
+    drafted = sum(sum(r.stats.cf_drafted_at) for r in spec)
+    assert row.cf_rule == other and drafted > 0 and row.cf_acceptance == pytest.approx(kept / drafted)
+    assert 0.0 < row.cf_acceptance < 1.0
+    assert "other rule, expected" in format_table(result) and f"{other} {100 * row.cf_acceptance:.1f}%" \
+        in format_table(result)
+    greedy = sweep(0.0)
+    assert greedy.pooled()[0].cf_acceptance is None and "other rule" not in format_table(greedy)

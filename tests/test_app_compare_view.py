@@ -66,6 +66,22 @@ def test_settings_from_the_controls(view, tiny_models):
     view.alpha_on.setChecked(True)
     s = view.settings()
     assert s.engine.kv_type == "f32" and s.engine.flash_attn == "off" and s.alpha == pytest.approx(0.7)
+    assert s.sampler.greedy and s.spec.accept_rule == "match" and s.lossless
+    assert not view.accept_rule.isEnabled()              # a rule only matters at temperature
+    view.temperature.setValue(0.8)
+    view.accept_rule.setCurrentText("ratio")
+    s = view.settings()
+    assert s.sampler.temperature == pytest.approx(0.8) and s.spec.accept_rule == "ratio"
+    assert not s.lossless                  # ratio draws other tokens than the baseline
+
+
+def test_the_other_rules_column_shows_at_temperature(view, qtbot):
+    from specscope.app.compare_view import CF_COLUMN
+    run(view, qtbot)
+    assert view.table.isColumnHidden(CF_COLUMN)                      # greedy: no other rule
+    run(view, qtbot, n_values=(2,), sampler=replace(QUICK["sampler"], temperature=0.8))
+    assert not view.table.isColumnHidden(CF_COLUMN)
+    assert view.table.item(0, CF_COLUMN).text().startswith("ratio ")
 
 
 def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
@@ -79,6 +95,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     texts = [view.table.item(0, j).text() for j in range(len(TABLE_COLUMNS))]
     assert texts[:3] == ["draft.gguf", "draft-simple", "1"] and texts[8].endswith("×")
     assert texts[-2:] == ["", ""]          # lookup and rounds won: n-gram drafters only
+    assert texts[-3] == ""                 # the other rule: at temperature only
     assert not view.table.isColumnHidden(0)                           # two draft files
     view.per_prompt.setChecked(True)
     assert view.table.rowCount() == 12
