@@ -286,7 +286,7 @@ class CostPanel(QtWidgets.QWidget):
             "Time the pair's real decodes here (verifying k tokens, a draft token, the sync, "
             "sampling and the engine's Python) and draw the speed-up they predict beside the "
             "textbook curve. Cached per pair and settings; seconds on the demo pair, longer on "
-            "big models. Run, Step and Baseline wait until it ends.")
+            "big models; pressed again, it stops. Run, Step and Baseline wait until it ends.")
         buttons = QtWidgets.QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.calibrate_button)
@@ -387,8 +387,8 @@ class CostPanel(QtWidgets.QWidget):
         self._redraw()
 
     def set_calibrating(self, text: str | None) -> None:
-        """While the window calibrates the pair: the button says how far (None: done)."""
-        self.calibrate_button.setEnabled(text is None)
+        """While the window calibrates the pair the button says how far and stops it when
+        pressed (None: done)."""
         self.calibrate_button.setText(text or "Calibrate on this machine")
 
     @property

@@ -82,6 +82,10 @@ class BackgroundTask(QObject):
         if self._runner is not None:
             self._runner.stop.set()
 
+    @property
+    def stopping(self) -> bool:
+        return self._runner is not None and self._runner.stop.is_set()
+
     def shutdown(self, timeout_ms: int = 10000) -> bool:
         """Stop the task and end its thread; False when it did not end within the timeout."""
         self.request_stop()

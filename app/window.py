@@ -789,6 +789,10 @@ class MainWindow(QMainWindow, SessionActions):
         own engine, on a thread of its own; cached), then drawn beside the textbook curve."""
         from specscope.core.errors import ConfigError
         from .cost_panel import N_PLOT_MAX
+        if self.calibration_task.running:          # the button stops it while it runs
+            self.calibration_task.request_stop()
+            self.cost_panel.set_calibrating("Stopping…")
+            return
         t, d = self.pair_panel.pair()
         try:
             if t is None or d is None:
@@ -803,12 +807,13 @@ class MainWindow(QMainWindow, SessionActions):
         request = dict(target=str(t), draft=str(d), settings=self._engine_settings_as_loaded(t),
                        k_max=max(N_PLOT_MAX, spec.n_max) + 1, sampler=self.params.sampler_settings(),
                        n_past=self._last_run_position(), sync=spec.sync)
-        self.cost_panel.set_calibrating("Calibrating… 0%")
+        self.cost_panel.set_calibrating("Stop calibrating (0%)")
         self.stats_bar.set_state("Calibrating the pair", "Run, Step and Baseline wait until it ends")
         self.calibration_task.start(request)
 
     def _calibration_progress(self, fraction: float, what: str) -> None:
-        self.cost_panel.set_calibrating(f"Calibrating… {100 * fraction:.0f}%")
+        if self.calibration_task.running and not self.calibration_task.stopping:
+            self.cost_panel.set_calibrating(f"Stop calibrating ({100 * fraction:.0f}%)")
 
     def _calibration_done(self, request, result) -> None:
         cal, cached, _where = result

@@ -574,7 +574,12 @@ def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, set
         qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
         w.params.n_predict.setValue(16)
         w.calibrate_clicked()
-        assert w.calibration_task.running and not w.cost_panel.calibrate_button.isEnabled()
+        assert w.calibration_task.running and w.cost_panel.calibrate_button.text().startswith("Stop")
+        w.calibrate_clicked()                               # the button stops it
+        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=60_000)
+        assert w.cost_panel.calibrated is None and w.cost_panel.calibrate_button.text() == \
+            "Calibrate on this machine" and w.stats_bar.values["state"].text() == "Calibration stopped"
+        w.calibrate_clicked()
         w.run_clicked()
         assert w.mode == "idle" and "Cost model tab" in w.banner.message
         qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=120_000)
