@@ -119,6 +119,8 @@ def _cell_text(row, attr: str, fmt: str) -> str:
         return value or "—"
     if fmt == "n":
         return str(value) if value else "–"
+    if attr == "drafter" and row.p_min > 0:
+        return f"{value} · p_min {row.p_min:g}"
     if fmt == "cf":
         return "" if value is None else f"{row.cf_rule} {100 * value:.1f}%"
     if fmt in ("lookup", "won"):
@@ -276,7 +278,16 @@ class CompareView(QWidget):
         self.n_values = QLineEdit(DEFAULT_N_VALUES)
         self.n_values.setToolTip("draft-simple's draft lengths to try: a list like 1,2,4,8 or a range "
                                  "like 1-8 (chains of n-gram types alone run once)")
-        form.addRow("Draft lengths n", self.n_values)
+        self.p_min_values = QLineEdit("0")
+        self.p_min_values.setToolTip("draft-simple's confidence cut-off (llama.cpp's --draft-p-min): "
+                                     "stop drafting when the draft's top token holds less than this "
+                                     "share of its top-10. A list like 0,0.5,0.75 sweeps it: each "
+                                     "value is a configuration of its own (rows, heatmap, curves)")
+        lengths = QHBoxLayout()
+        lengths.addWidget(self.n_values, 3)
+        lengths.addWidget(QLabel("p_min"))
+        lengths.addWidget(self.p_min_values, 1)
+        form.addRow("Draft lengths n", lengths)
         form.addRow("Chains", self.chains)
         prompts_row = QHBoxLayout()
         self.prompts = QComboBox()
@@ -495,7 +506,7 @@ class CompareView(QWidget):
         from specscope.core.engine import EngineSettings
         from specscope.core.errors import ConfigError
         from specscope.core.sampling import SamplerSettings
-        from specscope.core.sweep import SweepSettings, load_prompts, parse_n_values
+        from specscope.core.sweep import SweepSettings, load_prompts, parse_n_values, parse_p_values
         if self.target is None:
             raise ConfigError("choose a target model first")
         chains = self.chosen_chains()
@@ -511,6 +522,7 @@ class CompareView(QWidget):
         return SweepSettings(
             target=self.target, drafts=tuple(Path(d) for d in drafts),
             n_values=parse_n_values(self.n_values.text()),
+            p_min_values=parse_p_values(self.p_min_values.text()),
             prompts=tuple(load_prompts(self.prompt_file)), n_predict=self.n_predict.value(),
             sampler=SamplerSettings(temperature=temp), ignore_eos=self.ignore_eos.isChecked(),
             engine=engine, sync=self.sync.currentText(), spec=SpecSettings(accept_rule=rule),
@@ -703,7 +715,7 @@ class CompareView(QWidget):
         self.stop_button.setEnabled(self.running)
         self.csv_button.setEnabled(idle and self.result is not None)
         self.json_button.setEnabled(idle and self.result is not None)
-        for w in (self.add_draft_button, self.remove_draft_button, self.n_values, self.prompts,
+        for w in (self.add_draft_button, self.remove_draft_button, self.n_values, self.p_min_values, self.prompts,
                   self.drafters, self.chains,
                   self.n_predict, self.repeats, self.sync, self.threads, self.deterministic, self.ignore_eos,
                   self.recalibrate, self.alpha_on, self.temperature):

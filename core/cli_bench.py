@@ -166,7 +166,7 @@ def settings_from_args(args):
     from .cli_spec import spec_from_args
     from .demo import demo_pair
     from .drafters import DRAFT_MODEL
-    from .sweep import SweepSettings, parse_n_values
+    from .sweep import SweepSettings, parse_n_values, parse_p_values
     from .compare import NEAR_TIE_LOGIT_GAP
     from .calibrate import TIME_BUDGET_S
     chains = chains_from_args(args)
@@ -190,7 +190,8 @@ def settings_from_args(args):
         target=Path(target), drafts=tuple(Path(d) for d in drafts), chains=chains, spec=spec,
         n_values=n_values, prompts=tuple(_prompts(args)),
         n_predict=args.n_predict, sampler=sampler,
-        engine=engine_settings(args), sync=args.sync, p_min=args.spec_draft_p_min,
+        engine=engine_settings(args), sync=args.sync, p_min=spec.p_min,
+        p_min_values=parse_p_values(args.spec_draft_p_min),
         repeats=args.repeats, alpha=args.alpha,
         lossless=lossless and not spec.synthetic,     # synthetic text is not output
         recalibrate=args.recalibrate, use_cache=not args.no_cache,

@@ -33,8 +33,13 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
                         "otherwise, within 1..n_max; cost, the n in 1..n_max with the best "
                         "predicted speed-up for this machine's calibrated costs and the run's "
                         "acceptance so far (calibrates the pair first when no calibration is cached)")
-    g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0, metavar="P",
-                   help="draft-simple: stop drafting below this top-10 probability (default 0.0)")
+    if bench:
+        g.add_argument("--spec-draft-p-min", "--draft-p-min", default="0", metavar="P[,P...]",
+                       help="draft-simple: stop drafting below this top-10 probability; a list "
+                            "like 0,0.5,0.75 sweeps it (each value a configuration; default 0)")
+    else:
+        g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0, metavar="P",
+                       help="draft-simple: stop drafting below this top-10 probability (default 0.0)")
     g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
                    help="draft cache sync: reuse its own rows (default, faster) or replay "
                         "the verification batch as llama.cpp does")
@@ -107,7 +112,8 @@ def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None
             for t in ("simple", "map_k", "map_k4v")}
     spec = SpecSettings(
         n_max=args.spec_draft_n_max if n_max is None else n_max, n_min=args.spec_draft_n_min,
-        p_min=args.spec_draft_p_min, sync=args.sync, types=types, accept_rule=args.accept_rule,
+        p_min=_first_p_min(args.spec_draft_p_min), sync=args.sync, types=types,
+        accept_rule=args.accept_rule,
         draft_policy=getattr(args, "spec_draft_policy", "fixed"),
         ngram_simple=maps["simple"], ngram_map_k=maps["map_k"], ngram_map_k4v=maps["map_k4v"],
         ngram_mod=NgramModParams(args.spec_ngram_mod_n_match, args.spec_ngram_mod_n_min,
@@ -132,3 +138,11 @@ def spec_params(spec) -> dict:
 
     from .drafters import NGRAM_TYPES
     return {t: asdict(spec.params(t)) for t in spec.types if t in NGRAM_TYPES}
+
+
+def _first_p_min(value) -> float:
+    """run's --spec-draft-p-min is a number; bench's a list (the first stands for the template)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    from .sweep import parse_p_values
+    return parse_p_values(value)[0]

@@ -90,6 +90,10 @@ class RunResult:
     finish: str
     n_full: int = 0                    # rounds that accepted their whole draft
     n_max: int = 0
+    # draft-simple's decodes beyond the tokens it proposed: the row of a token stopped by
+    # p_min, and drafts dropped for n_min (their rows were decoded all the same)
+    extra_draft_decodes: int = 0
+    empty_rounds: int = 0              # rounds that verified no draft (one target token)
 
     @property
     def tokens_per_s(self) -> float:
@@ -325,8 +329,10 @@ def classify_sampled(baseline: Candidates, spec: Candidates | None, u: float, ba
 
 def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunResult:
     n_full = sum(1 for ev in events if ev.drafted and ev.n_accepted == len(ev.drafted))
+    extra = sum((ev.draft_stop == "p_min") + ev.dropped_draft for ev in events)
+    empty = sum(1 for ev in events if not ev.drafted and ev.mode in ("spec", "plain"))
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
-                     run.finish, n_full, n_max)
+                     run.finish, n_full, n_max, extra, empty)
 
 
 # ============================================================================ with an engine

@@ -93,7 +93,7 @@ CSV_COLUMNS = ("draft", "drafter", "n_max", "prompt", "tokens", "rounds", "accep
                "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
                "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
                "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
-               "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance")
+               "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min")
 DRAFT_SIMPLE = (DRAFT_MODEL,)
 NGRAM_ONLY_NOTE = ("n applies to draft-simple only: chains of n-gram types are swept once "
                    "(n_max shown as -)")
@@ -181,6 +181,17 @@ def parse_n_values(text: str) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
+def parse_p_values(text: str) -> tuple[float, ...]:
+    """'0,0.5,0.75' → sorted unique draft-simple p_min values in [0, 1]."""
+    try:
+        values = {float(part) for part in str(text).split(",") if part.strip()}
+    except ValueError:
+        raise ConfigError(f"p_min values must look like 0,0.5,0.75, not {text!r}")
+    if not values or min(values) < 0.0 or max(values) > 1.0:
+        raise ConfigError(f"p_min values must lie in [0, 1], not {text!r}")
+    return tuple(sorted(values))
+
+
 # ============================================================================ settings and results
 
 @dataclass(frozen=True)
@@ -194,6 +205,7 @@ class SweepSettings:
     engine: object = None              # EngineSettings (default EngineSettings())
     sync: str = "reuse"
     p_min: float = 0.0
+    p_min_values: tuple[float, ...] = ()   # draft-simple's p_min values to sweep (empty: p_min)
     repeats: int = 1
     alpha: float | None = None         # also predict with an assumed per-token acceptance
     lossless: bool = True
@@ -211,6 +223,10 @@ class SweepSettings:
     @property
     def uses_draft_model(self) -> bool:
         return any(DRAFT_MODEL in c for c in self.chains)
+
+    @property
+    def p_mins(self) -> tuple[float, ...]:
+        return tuple(self.p_min_values) or (self.p_min,)
 
     def validate(self) -> None:
         if not self.chains:
@@ -232,6 +248,8 @@ class SweepSettings:
             raise ConfigError(f"repeats must be >= 1, not {self.repeats}")
         if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
             raise ConfigError(f"α must be in [0, 1], not {self.alpha}")
+        if not all(0.0 <= p <= 1.0 for p in self.p_mins):
+            raise ConfigError(f"p_min must be in [0, 1], not {self.p_mins}")
 
 
 @dataclass(frozen=True)
@@ -241,6 +259,7 @@ class Config:
     draft: str
     types: tuple[str, ...]
     n: int
+    p_min: float = 0.0
 
     @property
     def drafter(self) -> str:
@@ -248,15 +267,15 @@ class Config:
 
     @property
     def name(self) -> str:
-        return config_name(self.draft, self.drafter)
+        return config_name(self.draft, self.drafter, self.p_min)
 
 
-def config_name(draft: str, drafter: str) -> str:
+def config_name(draft: str, drafter: str, p_min: float = 0.0) -> str:
     """How tables name a configuration: the draft file for draft-simple alone (as before
-    chains existed), the chain for n-gram-only chains, both otherwise."""
-    if drafter == DRAFT_MODEL:
-        return draft
-    return f"{draft} · {drafter}" if draft else drafter
+    chains existed), the chain for n-gram-only chains, both otherwise; a p_min above 0 is
+    part of the name (a sweep over p_min compares them as configurations)."""
+    name = draft if drafter == DRAFT_MODEL else f"{draft} · {drafter}" if draft else drafter
+    return f"{name} · p_min {p_min:g}" if p_min > 0 else name
 
 
 @dataclass
@@ -266,6 +285,7 @@ class Cell:
     n: int
     prompt: str
     drafter: str = DRAFT_MODEL
+    p_min: float = 0.0
     spec: list[RunResult] = field(default_factory=list)
     baseline: list[RunResult] = field(default_factory=list)
     lossless: list[LosslessReport] = field(default_factory=list)
@@ -303,10 +323,11 @@ class Row:
     # (core/accept_rules.py; Stats.cf_at summed over positions ÷ the drafts reaching them)
     cf_rule: str = ""
     cf_acceptance: float | None = None
+    p_min: float = 0.0
 
     @property
     def config(self) -> str:
-        return config_name(self.draft, self.drafter)
+        return config_name(self.draft, self.drafter, self.p_min)
 
     @property
     def by_drafter(self) -> str:
@@ -400,7 +421,7 @@ class SweepResult:
                          "spec_types": [type_label(c) for c in s.chains],
                          "spec_params": spec_params(s.spec) if s.spec is not None else {},
                          "draft_policy": s.spec.draft_policy if s.spec is not None else "fixed",
-                         "p_min": s.p_min, "repeats": s.repeats, "alpha": s.alpha,
+                         "p_min": s.p_min, "p_min_values": list(s.p_mins), "repeats": s.repeats, "alpha": s.alpha,
                          "ignore_eos": s.ignore_eos,
                          "sampler": s.sampler.describe() if s.sampler is not None else "greedy",
                          "engine": asdict(s.engine) if s.engine is not None else None,
@@ -494,7 +515,9 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         expected, mean_len, per_round, p_full = 0.0, float(n), [], 0.0
     if types == [DRAFT_MODEL]:
         textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
-        calibrated = predicted_speedup(cal, n, per_round, sync, mean_len, p_full) if draft_rounds else 1.0
+        calibrated = model_speedup(cal, n, per_round, sync, mean_len, p_full, draft_rounds,
+                                   sum(r.empty_rounds for r in spec),
+                                   sum(r.extra_draft_decodes for r in spec)) if rounds else 1.0
     else:        # n-gram types: averaged over every round, the lookup time as their draft cost
         model = next((d for d in members if d.name == DRAFT_MODEL), DrafterStats(DRAFT_MODEL))
         textbook = textbook_from_accepted(n_accept / rounds, model.n_drafted / rounds, cal.f) \
@@ -521,7 +544,7 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         draft_rounds=draft_rounds, lookup_us=1e6 * lookup, lookup_cost=lookup / cal.t1,
         drafters=members,
         position_acceptance=tuple(a / d if d else 0.0 for a, d in zip(accepted_at, drafted_at)),
-        **counterfactual(spec))
+        p_min=cells[0].p_min if cells else 0.0, **counterfactual(spec))
 
 
 def counterfactual(spec) -> dict:
@@ -551,23 +574,33 @@ def pool_drafters(types: Sequence[str], stats: Sequence) -> tuple[DrafterStats, 
     return tuple(out)
 
 
-def predicted_speedup(cal: Calibration, n: int, per_round_acceptance: Sequence[float], sync: str,
-                      mean_len: float, p_full: float) -> float:
-    """The calibrated model fed with a run's own round statistics: a_i per round that
-    drafted, the mean draft length and the share of fully accepted drafts."""
+def model_speedup(cal: Calibration, n: int, per_round_acceptance: Sequence[float], sync: str,
+                  mean_len: float, p_full: float, draft_rounds: int, empty_rounds: int,
+                  extra_decodes: int) -> float:
+    """draft-simple's calibrated speed-up over all of a run's rounds: the rounds that verified a
+    draft (the calibrated round fed with the run's own statistics: a_i per round that drafted,
+    the mean draft length, the share of full acceptances), the rounds that verified none (one target token:
+    a p_min stop at the first token, or the budget), and the draft decodes that proposed no
+    token (the row p_min stopped at, drafts n_min dropped), each one draft token f."""
     from .calibrate import round_cost
+    if not draft_rounds:
+        cost = empty_rounds * (cal.cost(1) + cal.s + cal.r + cal.o0) + extra_decodes * cal.f
+        return empty_rounds * cal.baseline_token / cost if cost > 0 else 1.0
     length = min(float(n), mean_len) if mean_len > 0 else float(n)
-    cost = round_cost(cal, n, per_round_acceptance, sync, n_draft=length, p_full=p_full)
-    return cost.speedup
+    rc = round_cost(cal, n, per_round_acceptance, sync, n_draft=length, p_full=p_full)
+    cost = (draft_rounds * rc.total + empty_rounds * (cal.cost(1) + cal.s + cal.r + cal.o0)
+            + extra_decodes * cal.f)
+    tokens = draft_rounds * rc.tokens + empty_rounds
+    return tokens * rc.baseline / cost
 
 
 def build_rows(result: SweepResult) -> list[Row]:
     s = result.settings
     rows: list[Row] = []
-    by_key: dict[tuple[str, str, int], list[Cell]] = {}
+    by_key: dict[tuple[str, str, int, float], list[Cell]] = {}
     for c in result.cells:
-        by_key.setdefault((c.draft, c.drafter, c.n), []).append(c)
-    for (draft, _, n), cells in by_key.items():
+        by_key.setdefault((c.draft, c.drafter, c.n, c.p_min), []).append(c)
+    for (draft, _, n, _), cells in by_key.items():
         cal = result.calibrations[draft]
         for c in cells:
             if c.spec and c.baseline:
@@ -591,8 +624,8 @@ def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
         out.append((None, "", [Config("", tuple(c), 0) for c in ngram_chains]))
     if model_chains:
         for path, name in zip(s.drafts, _draft_names(s.drafts)):
-            out.append((Path(path), name, [Config(name, tuple(c), n) for c in model_chains
-                                           for n in s.n_values]))
+            out.append((Path(path), name, [Config(name, tuple(c), n, p) for c in model_chains
+                                           for p in s.p_mins for n in s.n_values]))
     return out
 
 
@@ -602,8 +635,8 @@ def spec_for(s: SweepSettings, config: Config):
     from .engine import SpecSettings
     base = s.spec if s.spec is not None else SpecSettings()
     n = config.n or base.n_max
-    return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n), p_min=s.p_min,
-                   sync=s.sync)
+    return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n),
+                   p_min=config.p_min if DRAFT_MODEL in config.types else s.p_min, sync=s.sync)
 
 
 def longest_draft(s: SweepSettings, config: Config) -> int:
@@ -700,7 +733,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                     events = execute(run)
                     return None if stop.is_set() else run_result("baseline", run, events)
 
-                cells = {(c, p): Cell(name, c.n, p, c.drafter) for c in configs for p, _ in s.prompts}
+                cells = {(c, p): Cell(name, c.n, p, c.drafter, c.p_min) for c in configs for p, _ in s.prompts}
                 result.cells.extend(cells.values())
                 for p_name, text in model_prompts(s, engine):
                     for rep in range(s.repeats):

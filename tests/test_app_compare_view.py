@@ -67,6 +67,10 @@ def test_settings_from_the_controls(view, tiny_models):
     s = view.settings()
     assert s.engine.kv_type == "f32" and s.engine.flash_attn == "off" and s.alpha == pytest.approx(0.7)
     assert s.sampler.greedy and s.spec.accept_rule == "match" and s.lossless
+    assert s.p_mins == (0.0,)
+    view.p_min_values.setText("0.5,0")
+    assert view.settings().p_mins == (0.0, 0.5)
+    view.p_min_values.setText("0")
     assert not view.accept_rule.isEnabled()              # a rule only matters at temperature
     view.temperature.setValue(0.8)
     view.accept_rule.setCurrentText("ratio")

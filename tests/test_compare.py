@@ -246,7 +246,7 @@ def test_sweep_table_and_csv_columns(small_sweep):
         "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
         "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
         "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
-        "draft_rounds", "lookup_us", "lookup_cost", "by_drafter")
+        "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min")
     body = list(reader)
     assert len(body) == 12
     for line in body:
