@@ -68,9 +68,9 @@ Accuracy, measured: on the demo pair on the project's 2-core CPU (quiet machine,
 ``specscope bench --recalibrate -r 3``, n = 1, 2, 4, 8, two runs) the calibrated prediction
 was within 9.2 % of the measured speed-up, where the textbook one was 155-230 % too high;
 the synthetic sweep at one thread (n = 3, six acceptance levels) 11-17 % high. The demo
-pair's sub-millisecond decodes drift by ±25 % from minute to minute on this machine. On a busy machine llama.cpp's threads stall whenever one
-loses its core, and no prediction survives that: ``specscope bench`` reports
-how much CPU other processes took.
+pair's sub-millisecond decodes drift by ±25 % from minute to minute on this machine. On a
+busy machine llama.cpp's threads stall whenever one loses its core, and no prediction
+survives that: ``specscope bench`` reports how much CPU other processes took.
 
 On SmolLM2-135M Q4_1 as its own draft (49,152-token vocabulary) the prediction was 4-10 %
 too high (issue 13). One cause, measured and fixed in version 8: the engine decodes the reuse
@@ -140,7 +140,7 @@ import statistics
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -214,8 +214,8 @@ class Calibration:
     note: str = ""                     # why this calibration was measured now (not cached)
     reuse_rebuilds: bool = False       # measured with calibrate(legacy=True): reuse's sync row
                                        # without logits, a draft graph rebuild after it
-    b: float = 0.0                     # a target-only run's token, decode and sampling, from the
-                                       # engine's own baseline rounds (0: unknown, then 1 + s)
+    b: float = 0.0                     # a target-only run's token, decode and sampling, timed in
+                                       # streams of single-token decodes (0: unknown, then 1 + s)
 
     @property
     def has_draft(self) -> bool:
@@ -812,7 +812,6 @@ class CalibrationStopped(Exception):
 
 
 def _replace(cal: Calibration, **kw) -> Calibration:
-    from dataclasses import replace
     return replace(cal, **kw)
 
 
@@ -828,13 +827,12 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
     import numpy as np
     from .drafters.base import NgramMapParams
     from .engine import SpecSettings
-    from dataclasses import replace as _with
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
     # runs that end at an end-of-generation token would leave too few rounds to fit (at
     # temperature the demo pair sampled one after a round or two: o0 = o1 = r = 0)
     target = engine.target
-    sampler = _with(sampler, logit_bias=tuple(sampler.logit_bias) + tuple(
+    sampler = replace(sampler, logit_bias=tuple(sampler.logit_bias) + tuple(
         (t, float("-inf")) for t in range(target.n_vocab) if target.is_eog(t)))
     base = [ev.t_overhead for ev in engine.baseline(prompt, sampler, n_tokens, stop)]
     o_base = trimmed_mean(base[1:] or base, 0.1)
