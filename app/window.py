@@ -750,8 +750,7 @@ class MainWindow(QMainWindow, SessionActions):
         t, d = self.pair_panel.pair()
         if t is None or d is None:
             raise ConfigError("the synthetic sweep needs a target and a draft model")
-        if self.mode != "idle" or (self.compare is not None and self.compare.running):
-            raise ConfigError("wait until the run or the Compare sweep ends: both would share the cores")
+        self._require_free_cores(self.synth_view)
         spec = replace(self.params.spec_settings(), synth_len=-1.0, synth_rates=())
         if spec.n_max < 1:
             raise ConfigError("set draft-simple's n_max to 1 or more")
@@ -797,9 +796,7 @@ class MainWindow(QMainWindow, SessionActions):
         try:
             if t is None or d is None:
                 raise ConfigError("calibrating needs a target and a draft model")
-            if self.mode != "idle" or self._measuring():
-                raise ConfigError("wait until the run or the other measurement ends: both would "
-                                  "share the cores")
+            self._require_free_cores(self.calibration_task)
         except ConfigError as exc:
             self.banner.show_message("warning", f"Cannot calibrate: {exc}.")
             return
@@ -832,6 +829,16 @@ class MainWindow(QMainWindow, SessionActions):
         if self.mode == "idle":
             self.stats_bar.set_state("Calibration stopped" if exc is None else "Idle")
 
+    def _require_free_cores(self, asking) -> None:
+        """ConfigError when a run, a Compare sweep or another of the cost tab's measurements than
+        ``asking`` holds the cores: two measurements at once spoil both."""
+        from specscope.core.errors import ConfigError
+        others = (self.calibration_task, self.distance_view, self.synth_view)
+        if self.mode != "idle" or (self.compare is not None and self.compare.running) or any(
+                task is not None and task is not asking and task.running for task in others):
+            raise ConfigError("wait until the run, the Compare sweep or the other measurement ends: "
+                              "both would share the cores")
+
     def _measuring(self) -> bool:
         """A measurement of the cost tab (calibration, distance, synthetic sweep) is running."""
         return any(task is not None and task.running
@@ -842,15 +849,14 @@ class MainWindow(QMainWindow, SessionActions):
         the round to account for: the latest speculative run's (its draft length, acceptance and,
         when it ran under this placement, its rounds), else the drafter box's n_max at the cost
         panel's α (core/distance.py)."""
-        from specscope.core.calibrate import DEFAULT_N_PAST, alpha_acceptance
+        from specscope.core.calibrate import alpha_acceptance
         from specscope.core.errors import ConfigError
 
         from .distance_view import DistanceRequest, RoundShape
         t, d = self.pair_panel.pair()
         if t is None:
             raise ConfigError("choose a target model first")
-        if self.mode != "idle" or (self.compare is not None and self.compare.running):
-            raise ConfigError("wait until the run or the Compare sweep ends: both would share the cores")
+        self._require_free_cores(self.distance_view)
         engine, spec = self._engine_settings_as_loaded(t), self.params.spec_settings()
         last = self.workbench.last_spec
         stats = last.spec.stats if last is not None and last.spec is not None else None
@@ -866,15 +872,14 @@ class MainWindow(QMainWindow, SessionActions):
                 sync=last.settings.spec.sync, n_draft=min(n, stats.n_drafted / stats.n_draft_rounds),
                 source="the last run's acceptance and draft length",
                 run_rounds=stats.n_rounds if same else 0, run_seconds=stats.t_total if same else 0.0)
-            n_past = max(16, round((len(last.prompt_tokens) + last.settings.n_predict / 2) / 16) * 16)
         else:
             n = max(1, spec.n_max)
             alpha = self.cost_panel.alpha if self.cost_panel is not None else 0.7
             shape = RoundShape(n=n, acceptance=alpha_acceptance(alpha, n), sync=spec.sync,
                                source=f"α = {alpha:.2f}, no run yet")
-            n_past = DEFAULT_N_PAST
         return DistanceRequest(target=str(t), draft=str(d) if d else None, engine=engine,
-                               sampler=self.params.sampler_settings(), n_past=n_past, shape=shape)
+                               sampler=self.params.sampler_settings(), n_past=self._last_run_position(),
+                               shape=shape)
 
     def _sweep_running(self) -> bool:
         """True (and says so) while a Compare sweep or a measurement of the cost tab runs: a run
