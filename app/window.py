@@ -56,6 +56,7 @@ MEASURING = ("A measurement is running in the Cost model tab (a calibration, the
 
 class MainWindow(QMainWindow, SessionActions):
     start_requested = Signal(object)
+    calibrate_requested = Signal(object)
     warm_up_requested = Signal()
     preload_requested = Signal(object)
     step_requested = Signal(int)
@@ -142,17 +143,6 @@ class MainWindow(QMainWindow, SessionActions):
         cost_lay = QVBoxLayout(cost_page)
         cost_lay.setContentsMargins(0, 0, 0, 0)
         cost_lay.addWidget(self.cost_panel, 1)
-        from specscope.core.calibrate import calibrate_pair
-
-        from .task import BackgroundTask
-        self.calibration_task = BackgroundTask(
-            lambda r, progress, stop: calibrate_pair(r["target"], r["draft"], r["settings"], r["k_max"],
-                                                     sampler=r["sampler"], n_past=r["n_past"],
-                                                     progress=progress, stop=stop),
-            "specscope-calibrate", self)
-        self.calibration_task.progressed.connect(self._calibration_progress)
-        self.calibration_task.finished.connect(self._calibration_done)
-        self.calibration_task.failed.connect(self._calibration_failed)
         self.cost_panel.calibrate_button.clicked.connect(self.calibrate_clicked)
         from .distance_view import DistanceView     # then what an rpc-server placement costs
         self.distance_view = DistanceView()
@@ -276,7 +266,8 @@ class MainWindow(QMainWindow, SessionActions):
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_panel = self.compare = self.synth_view = None     # see _build_panels
-        self.distance_view = self.calibration_task = None
+        self.distance_view = None
+        self.calibration = None             # the cost panel's CalibrationRequest while it runs
         self.engine_facts: dict = {}        # the loaded pair's facts (worker._facts)
         self.timeline = self.session_compare = None
         self.panels_ready = False
@@ -478,6 +469,9 @@ class MainWindow(QMainWindow, SessionActions):
         w.events_ready.connect(self._events_ready)
         w.run_finished.connect(self._run_finished)
         w.calibration_progressed.connect(self._calibration_progressed)
+        w.calibrated.connect(self._calibration_done)
+        w.calibration_failed.connect(self._calibration_failed)
+        self.calibrate_requested.connect(w.calibrate)
         w.prefill_done.connect(self._prefill_done)
         w.step_paused.connect(self._step_paused)
         w.failed.connect(self._failed)
@@ -784,48 +778,60 @@ class MainWindow(QMainWindow, SessionActions):
         return max(16, round((len(last.prompt_tokens) + last.settings.n_predict / 2) / 16) * 16)
 
     def calibrate_clicked(self) -> None:
-        """The cost panel's Calibrate: this pair, as the runs load it, timed on this machine (its
-        own engine, on a thread of its own; cached), then drawn beside the textbook curve."""
+        """The cost panel's Calibrate: this pair timed on this machine in the window's own engine
+        (on the engine's thread; cached), then drawn beside the textbook curve. Pressed while it
+        runs, it stops it."""
         from specscope.core.errors import ConfigError
         from .cost_panel import N_PLOT_MAX
-        if self.calibration_task.running:          # the button stops it while it runs
-            self.calibration_task.request_stop()
+        from .worker import CalibrationRequest
+        if self.calibration is not None:
+            self.calibration.stop.set()
             self.cost_panel.set_calibrating("Stopping…")
             return
         t, d = self.pair_panel.pair()
         try:
             if t is None or d is None:
                 raise ConfigError("calibrating needs a target and a draft model")
-            self._require_free_cores(self.calibration_task)
+            self._require_free_cores(None)
         except ConfigError as exc:
             self.banner.show_message("warning", f"Cannot calibrate: {exc}.")
             return
         spec = self.params.spec_settings()
-        request = dict(target=str(t), draft=str(d), settings=self._engine_settings_as_loaded(t),
-                       k_max=max(N_PLOT_MAX, spec.n_max) + 1, sampler=self.params.sampler_settings(),
-                       n_past=self._last_run_position(), sync=spec.sync)
+        self._run_id += 1
+        self.calibration = CalibrationRequest(
+            self._run_id, t, d, self._engine_settings(), self.params.sampler_settings(),
+            k_max=max(N_PLOT_MAX, spec.n_max) + 1, n_past=self._last_run_position())
+        self._calibration_sync = spec.sync
         self.cost_panel.set_calibrating("Stop calibrating (0%)")
         self.stats_bar.set_state("Calibrating the pair", "Run, Step and Baseline wait until it ends")
-        self.calibration_task.start(request)
+        self.calibrate_requested.emit(self.calibration)
 
-    def _calibration_progress(self, fraction: float, what: str) -> None:
-        if self.calibration_task.running and not self.calibration_task.stopping:
-            self.cost_panel.set_calibrating(f"Stop calibrating ({100 * fraction:.0f}%)")
-
-    def _calibration_done(self, request, result) -> None:
-        cal, cached, _where = result
+    def _calibration_ended(self, run_id: int):
+        """The request that ended (None when it is not the cost panel's current one)."""
+        req = self.calibration
+        if req is None or req.run_id != run_id:
+            return None
+        self.calibration = None
         self.cost_panel.set_calibrating(None)
-        t, d = self.pair_panel.pair()
-        if (str(t), str(d)) == (request["target"], request["draft"]):     # still this pair
-            self.cost_panel.show_calibrated(cal, request["sync"])
-            self.cost_panel.set_calibration(Path(request["draft"]).name, cal, cached)
+        return req
+
+    @Slot(int, object, bool)
+    def _calibration_done(self, run_id: int, cal, cached: bool) -> None:
+        req = self._calibration_ended(run_id)
+        if req is None:
+            return
+        if self.pair_panel.pair() == (req.target, req.draft):      # still this pair
+            self.cost_panel.show_calibrated(cal, self._calibration_sync)
+            self.cost_panel.set_calibration(Path(req.draft).name, cal, cached)
         if self.mode == "idle":
             self.stats_bar.set_state("Idle")
 
-    def _calibration_failed(self, exc, _tb: str) -> None:
-        self.cost_panel.set_calibrating(None)
+    @Slot(int, object, str)
+    def _calibration_failed(self, run_id: int, exc, tb: str) -> None:
+        if self._calibration_ended(run_id) is None:
+            return
         if exc is not None:
-            self.banner.show_message("error", f"The calibration failed: {exc}")
+            self.banner.show_error(exc, tb, "The calibration failed")
         if self.mode == "idle":
             self.stats_bar.set_state("Calibration stopped" if exc is None else "Idle")
 
@@ -833,16 +839,17 @@ class MainWindow(QMainWindow, SessionActions):
         """ConfigError when a run, a Compare sweep or another of the cost tab's measurements than
         ``asking`` holds the cores: two measurements at once spoil both."""
         from specscope.core.errors import ConfigError
-        others = (self.calibration_task, self.distance_view, self.synth_view)
-        if self.mode != "idle" or (self.compare is not None and self.compare.running) or any(
+        others = (self.distance_view, self.synth_view)
+        if self.mode != "idle" or self.calibration is not None or (
+                self.compare is not None and self.compare.running) or any(
                 task is not None and task is not asking and task.running for task in others):
             raise ConfigError("wait until the run, the Compare sweep or the other measurement ends: "
                               "both would share the cores")
 
     def _measuring(self) -> bool:
         """A measurement of the cost tab (calibration, distance, synthetic sweep) is running."""
-        return any(task is not None and task.running
-                   for task in (self.calibration_task, self.distance_view, self.synth_view))
+        return self.calibration is not None or any(
+            task is not None and task.running for task in (self.distance_view, self.synth_view))
 
     def _distance_request(self):
         """What the cost tab's distance view measures: the pair as the controls place it now, and
@@ -1047,7 +1054,12 @@ class MainWindow(QMainWindow, SessionActions):
     @Slot(int, float)
     def _calibration_progressed(self, run_id: int, fraction: float) -> None:
         """The cost policy measures the pair before the first round (a cached calibration
-        reports nothing): say so, with how far it is."""
+        reports nothing): say so, with how far it is; or the cost panel's Calibrate does."""
+        req = self.calibration
+        if req is not None and run_id == req.run_id:
+            if not req.stop.is_set():
+                self.cost_panel.set_calibrating(f"Stop calibrating ({100 * fraction:.0f}%)")
+            return
         if self.active is None or run_id != self.active.run_id or self.active.stop.is_set():
             return
         self.stats_bar.set_state(f"Calibrating the pair for the cost policy… {100 * fraction:.0f}%",
@@ -1490,12 +1502,14 @@ class MainWindow(QMainWindow, SessionActions):
         if self.active is not None:
             self.active.stop.set()
             self.active.ui_ready.set()
+        if self.calibration is not None:     # the cost panel's, on the engine's thread
+            self.calibration.stop.set()
         self.worker.abort.set()          # a model still loading gives up
         self.shutdown_requested.emit()
         ok = self.worker_thread.wait(timeout_ms)
         if self.compare is not None:
             ok = self.compare.shutdown(timeout_ms) and ok
-        for view in (self.synth_view, self.distance_view, self.calibration_task):
+        for view in (self.synth_view, self.distance_view):
             if view is not None:
                 ok = view.shutdown(timeout_ms) and ok
         self.doctor_thread.quit()

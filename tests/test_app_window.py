@@ -566,23 +566,23 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
 
 
 def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, settings):
-    """The cost panel's Calibrate times the pair in its own engine on its own thread; a run
-    asked for meanwhile is refused with one line (both would share the cores); the curve
-    appears for this pair and goes when the pair changes."""
+    """The cost panel's Calibrate times the pair in the window's engine, on the engine's thread
+    (no second copy of the models); a run asked for meanwhile is refused with one line; the
+    button stops it; the curve appears for this pair and goes when the pair changes."""
     w = open_window(qtbot, pair, settings)
     try:
         qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
         w.params.n_predict.setValue(16)
         w.calibrate_clicked()
-        assert w.calibration_task.running and w.cost_panel.calibrate_button.text().startswith("Stop")
+        assert w.calibration is not None and w.cost_panel.calibrate_button.text().startswith("Stop")
         w.calibrate_clicked()                               # the button stops it
-        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=60_000)
+        qtbot.waitUntil(lambda: w.calibration is None, timeout=60_000)
         assert w.cost_panel.calibrated is None and w.cost_panel.calibrate_button.text() == \
             "Calibrate on this machine" and w.stats_bar.values["state"].text() == "Calibration stopped"
         w.calibrate_clicked()
         w.run_clicked()
         assert w.mode == "idle" and "Cost model tab" in w.banner.message
-        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=120_000)
+        qtbot.waitUntil(lambda: w.calibration is None, timeout=120_000)
         assert w.cost_panel.calibrated is not None, w.banner.message
         x, y = w.cost_panel.calibrated_curve()
         assert list(x) == list(range(1, 9)) and all(v > 0 for v in y)
