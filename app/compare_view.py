@@ -131,6 +131,8 @@ def _cell_text(row, attr: str, fmt: str) -> str:
         from specscope.core.sweep import drafter_summary
         return drafter_summary(row)
     if fmt.endswith("_error"):
+        if not math.isfinite(value):
+            return "—"                      # not calibrated (a recurrent or hybrid memory)
         err = getattr(row, fmt)
         return f"{value:.3f}× ({_fmt(err, 'err')})"
     return _fmt(value, fmt)
@@ -736,9 +738,11 @@ class CompareView(QWidget):
         self._fill_summary()
 
     def _fill_calibration(self) -> None:
-        if not self.calibrations:
+        uncalibrated = self.result.uncalibrated if self.result is not None else {}
+        if not self.calibrations and not uncalibrated:
             return
-        parts = []
+        parts = [f"{name or 'target alone (n-gram drafters)'}: {why.split(';')[0]}"   # all of it: tooltip
+                 for name, why in uncalibrated.items()]
         for name, cal in self.calibrations.items():
             ks = range(1, cal.k_max + 1)
             when = ("TAKEN UNDER LOAD, not cached" if cal.under_load else "cached" if self.from_cache.get(name)
@@ -749,9 +753,10 @@ class CompareView(QWidget):
                          f"{draft}, c(k) " + " ".join(f"{k}:{cal.cost(k):.2f}" for k in ks)
                          + f", python/round {cal.o0:.2f}+{cal.o1:.2f}·n")
         self.calibration_label.setText("Calibration — " + "\n".join(parts))
-        self.calibration_label.setToolTip("\n\n".join(
+        self.calibration_label.setToolTip("\n\n".join([
             f"{name or 'target alone'}: {cal.status(bool(self.from_cache.get(name)))}\n" + "\n".join(cal.lines())
-            for name, cal in self.calibrations.items()))
+            for name, cal in self.calibrations.items()] + [
+            f"{name or 'target alone'}: {why}" for name, why in uncalibrated.items()]))
         loaded = [name or "the target alone" for name, cal in self.calibrations.items() if cal.under_load]
         if loaded:
             self.banner.show_message("warning", f"The calibration of {', '.join(loaded)} was taken under load "
@@ -846,8 +851,10 @@ class CompareView(QWidget):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 item.setBackground(QBrush(speedup_color(value)))
                 item.setForeground(QBrush(QColor("#111111")))
+                calibrated = (f"calibrated {r.calibrated_speedup:.3f}×, "
+                              if math.isfinite(r.calibrated_speedup) else "")
                 item.setToolTip(f"{config}, n = {n or '–'}: measured {value:.3f}×, "
-                                f"calibrated {r.calibrated_speedup:.3f}×, textbook {r.textbook_speedup:.3f}×, "
+                                f"{calibrated}textbook {r.textbook_speedup:.3f}×, "
                                 f"acceptance {100 * r.acceptance:.1f}%")
                 if best.get(config, {}).get("measured") == n:
                     item.setFont(bold)
@@ -876,7 +883,7 @@ class CompareView(QWidget):
                               symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
                               symbolPen=pg.mkPen("w"), name=short)
             calibrated = p.plot(xs, [r.calibrated_speedup for r in rows],
-                                pen=pg.mkPen(color, width=2.5))
+                                pen=pg.mkPen(color, width=2.5), connect="finite")
             textbook = p.plot(xs, [r.textbook_speedup for r in rows],
                               pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DashLine))
             self._curves += [measured, calibrated, textbook]
@@ -893,18 +900,23 @@ class CompareView(QWidget):
         shown = self._shown()
         parts = []
         for d, b in shown.best_n().items():
+            picks = (f"the calibrated model picks n = {b['calibrated']}, " if b["calibrated"] is not None
+                     else "not calibrated, ")
             parts.append(f"<b>{d}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
-                         f"the calibrated model picks n = {b['calibrated']}, the textbook n = {b['textbook']}")
+                         f"{picks}the textbook n = {b['textbook']}")
         pooled = shown.pooled()
         for r in pooled:
             if not r.n_max:
                 parts.append(f"<b>{r.config}</b> (n-gram drafters, no n): measured "
                              f"{r.measured_speedup:.2f}×, calibrated {r.calibrated_speedup:.2f}×, "
                              f"lookup {r.lookup_us:.0f} µs per round")
+                if not math.isfinite(r.calibrated_speedup):
+                    parts[-1] = parts[-1].replace(f", calibrated {r.calibrated_speedup:.2f}×", "")
         if pooled:
-            cal = max(abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error))
-            tb = max(abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error))
-            parts.append(f"largest prediction error: calibrated {100 * cal:.1f}%, textbook {100 * tb:.1f}%")
+            cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
+            tb = max((abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error)), default=0.0)
+            parts.append("largest prediction error: " + (f"calibrated {100 * max(cal):.1f}%, " if cal else "")
+                         + f"textbook {100 * tb:.1f}%")
         self.best_label.setText("<br>".join(parts))
         verdicts = [r.lossless for r in self.rows if r.prompt != "ALL" and r.lossless]
         if not verdicts:

@@ -23,6 +23,7 @@ documented in ``specscope.core.sweep``). A progress line goes to stderr.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import threading
 import time
@@ -224,6 +225,8 @@ def report_lines(result) -> list[str]:
         lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'}:",
                   "  " + cal.status(bool(result.from_cache.get(name)))] \
             + ["  " + ln for ln in cal.lines()]
+    for name, why in result.uncalibrated.items():
+        lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'}: {why}"]
     for name, why in result.skipped.items():
         lines += ["", f"skipped {name}: {why}"]
     lines += ["", format_table(result, per_prompt=False)]
@@ -238,15 +241,16 @@ def report_lines(result) -> list[str]:
     if best:
         lines.append("")
         for name, b in best.items():
+            picks = (f"calibrated model picks n={b['calibrated']} ({b['calibrated_speedup']:.3f}x), "
+                     if b["calibrated"] is not None else "not calibrated, ")
             lines.append(f"best n for {name}: measured n={b['measured']} ({b['measured_speedup']:.3f}x); "
-                         f"calibrated model picks n={b['calibrated']} ({b['calibrated_speedup']:.3f}x), "
-                         f"textbook n={b['textbook']} ({b['textbook_speedup']:.3f}x)")
+                         f"{picks}textbook n={b['textbook']} ({b['textbook_speedup']:.3f}x)")
     pooled = result.pooled()
     if pooled:
-        cal_err = max(abs(r.calibrated_error) for r in pooled)
+        cal_errs = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
         tb_err = max(abs(r.textbook_error) for r in pooled)
-        lines.append(f"largest error over the pooled rows: calibrated {100 * cal_err:.1f}%, "
-                     f"textbook {100 * tb_err:.1f}%")
+        cal_text = f"calibrated {100 * max(cal_errs):.1f}%, " if cal_errs else ""
+        lines.append(f"largest error over the pooled rows: {cal_text}textbook {100 * tb_err:.1f}%")
     if not s.lossless and rule == "ratio" and s.sampler is not None and not s.sampler.greedy:
         lines += ["", "lossless: not checked: at temperature the ratio rule emits other tokens than "
                       "the baseline, from the same distribution"]

@@ -367,6 +367,7 @@ class SweepResult:
     lossless_notes: list[str] = field(default_factory=list)
     others_cpu: float | None = None    # share of the CPU other processes used meanwhile (Linux)
     skipped: dict[str, str] = field(default_factory=dict)   # draft name -> why (vocabulary gate)
+    uncalibrated: dict[str, str] = field(default_factory=dict)   # draft name -> why no calibration
 
     # -- views ------------------------------------------------------------
     def pooled(self, config: str | None = None) -> list[Row]:
@@ -386,10 +387,12 @@ class SweepResult:
             if not rows:
                 continue
             measured = max(rows, key=lambda r: (r.measured_speedup, -r.n_max))
-            predicted = max(rows, key=lambda r: (r.calibrated_speedup, -r.n_max))
+            priced = [r for r in rows if math.isfinite(r.calibrated_speedup)]   # none: uncalibrated
+            predicted = max(priced, key=lambda r: (r.calibrated_speedup, -r.n_max)) if priced else None
             textbook = max(rows, key=lambda r: (r.textbook_speedup, -r.n_max))
             out[d] = {"measured": measured.n_max, "measured_speedup": measured.measured_speedup,
-                      "calibrated": predicted.n_max, "calibrated_speedup": predicted.calibrated_speedup,
+                      "calibrated": predicted.n_max if predicted else None,
+                      "calibrated_speedup": predicted.calibrated_speedup if predicted else None,
                       "textbook": textbook.n_max, "textbook_speedup": textbook.textbook_speedup}
         return out
 
@@ -432,7 +435,7 @@ class SweepResult:
             "rows": [r.to_dict() for r in self.rows],
             "best_n": self.best_n(),
             "stopped": self.stopped, "seconds": self.seconds, "others_cpu": self.others_cpu,
-            "skipped": dict(self.skipped),
+            "skipped": dict(self.skipped), "uncalibrated": dict(self.uncalibrated),
         }
 
     def to_json(self) -> str:
@@ -478,9 +481,11 @@ def robust_time(groups: Sequence[Sequence[RunResult]]) -> float:
     return total
 
 
-def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibration,
+def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibration | None,
              sync: str, alpha: float | None = None) -> Row:
-    """One row from the runs of one or more cells (pooled when several)."""
+    """One row from the runs of one or more cells (pooled when several). Without a calibration
+    (``cal`` None: a recurrent or hybrid memory) the calibrated figures are NaN and the
+    textbook's f is the runs' own: draft time per drafted token ÷ the baseline's per token."""
     spec = [r for c in cells for r in c.spec]
     base = [r for c in cells for r in c.baseline]
     reports = [rep for c in cells for rep in c.lossless]
@@ -513,7 +518,16 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         p_full = n_full / draft_rounds
     else:
         expected, mean_len, per_round, p_full = 0.0, float(n), [], 0.0
-    if types == [DRAFT_MODEL]:
+    if cal is None:
+        base_tok = sum(r.stats.t_verify for r in base) / b_tokens if b_tokens else 0.0
+        draft_tok = sum(r.stats.t_draft for r in spec) / n_drafted if n_drafted else 0.0
+        f = draft_tok / base_tok if types == [DRAFT_MODEL] and base_tok > 0 else 0.0
+        nan = float("nan")
+        textbook = textbook_from_accepted(expected if types == [DRAFT_MODEL] else n_accept / rounds,
+                                          mean_len if types == [DRAFT_MODEL] else n_drafted / rounds,
+                                          f) if draft_rounds and rounds else 1.0
+        calibrated = nan
+    elif types == [DRAFT_MODEL]:
         textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
         calibrated = model_speedup(cal, n, per_round, sync, mean_len, p_full, draft_rounds,
                                    sum(r.empty_rounds for r in spec),
@@ -526,7 +540,7 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
                                       sync=sync, draft_model=DRAFT_MODEL in types).speedup \
             if rounds else 1.0
     alpha_pred = calibrated_speedup(cal, n, alpha=alpha, sync=sync) \
-        if alpha is not None and n > 0 else None
+        if alpha is not None and n > 0 and cal is not None else None
     verdicts = [rep.verdict for rep in reports]
     div = [rep.divergence.position for rep in reports if rep.divergence is not None]
     return Row(
@@ -537,11 +551,12 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         textbook_speedup=textbook, calibrated_speedup=calibrated,
         textbook_error=textbook / measured - 1.0 if measured > 0 else float("nan"),
         calibrated_error=calibrated / measured - 1.0 if measured > 0 else float("nan"),
-        alpha_speedup=alpha_pred, f=cal.f,
+        alpha_speedup=alpha_pred, f=cal.f if cal is not None else f,
         prefill_ms=1e3 * sum(r.prefill_s for r in spec) / len(spec) if spec else 0.0,
         baseline_prefill_ms=1e3 * sum(r.prefill_s for r in base) / len(base) if base else 0.0,
         lossless=_worst(verdicts), divergence_at=min(div) if div else None,
-        draft_rounds=draft_rounds, lookup_us=1e6 * lookup, lookup_cost=lookup / cal.t1,
+        draft_rounds=draft_rounds, lookup_us=1e6 * lookup,
+        lookup_cost=lookup / cal.t1 if cal is not None else 0.0,
         drafters=members,
         position_acceptance=tuple(a / d if d else 0.0 for a, d in zip(accepted_at, drafted_at)),
         p_min=cells[0].p_min if cells else 0.0, **counterfactual(spec))
@@ -601,7 +616,7 @@ def build_rows(result: SweepResult) -> list[Row]:
     for c in result.cells:
         by_key.setdefault((c.draft, c.drafter, c.n, c.p_min), []).append(c)
     for (draft, _, n, _), cells in by_key.items():
-        cal = result.calibrations[draft]
+        cal = result.calibrations.get(draft)          # None: not calibrated (recurrent memory)
         for c in cells:
             if c.spec and c.baseline:
                 rows.append(make_row(draft, n, c.prompt, [c], cal, s.sync, s.alpha))
@@ -711,8 +726,11 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                     say(_done, total, f"{_what}: {w} ({100 * frac:.0f}%)")
                 from .calibrate import CalibrationStopped
                 k_max = max(longest_draft(s, c) for c in configs) + 1
+                why = uncalibratable(engine)
                 k_draft = max((c.n for c in configs if DRAFT_MODEL in c.types), default=0) + 1
                 try:
+                    if why:
+                        raise _NoCalibration(why)
                     cal, cached = get_calibration(engine, k_max, sampler=sampler, refresh=s.recalibrate,
                                                   use_cache=s.use_cache, time_budget_s=s.calibration_s,
                                                   n_past=typical_position(engine, s),
@@ -720,10 +738,14 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                                                   progress=cal_progress, stop=stop)
                 except CalibrationStopped:
                     break
-                result.calibrations[name] = cal
-                result.from_cache[name] = cached
-                if on_calibrated:
-                    on_calibrated(name, cal, cached)
+                except _NoCalibration as exc:
+                    result.uncalibrated[name] = str(exc)
+                    cal = None
+                else:
+                    result.calibrations[name] = cal
+                    result.from_cache[name] = cached
+                    if on_calibrated:
+                        on_calibrated(name, cal, cached)
                 done += 1
                 say(done, total, f"{what}: calibrated")
 
@@ -808,6 +830,24 @@ def eog_bias(target: str | Path) -> tuple[tuple[int, float], ...]:
         model.close()
 
 
+class _NoCalibration(Exception):
+    pass
+
+
+def uncalibratable(engine) -> str:
+    """Why the calibration cannot time this pair ("" when it can): it rolls the caches back
+    with partial sequence removal, which recurrent and hybrid memories do not offer (their
+    rounds restore state checkpoints and replay, which the calibrated model does not price)."""
+    roles = [name for name, ok in (("target", engine.tgt_removable),
+                                   ("draft", engine.dft is None or engine.dft_removable)) if not ok]
+    if not roles:
+        return ""
+    return (f"not calibrated: the {' and '.join(roles)} keep{'s' if len(roles) == 1 else ''} a "
+            "recurrent or hybrid memory, which cannot drop part of a sequence; its rounds restore "
+            "state checkpoints and replay, which the calibrated model does not price. Measured "
+            "and textbook figures only (the textbook's f from the runs)")
+
+
 def typical_position(engine, s: SweepSettings) -> int:
     """Where a typical round of the sweep sits: the mean prompt length plus half the
     generation, rounded to 16 (attention makes a decode's cost depend on its position)."""
@@ -864,7 +904,8 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
                  f"{r.mean_accepted_length:.2f}", f"{r.tokens_per_s:.1f}",
                  f"{r.baseline_tokens_per_s:.1f}", f"{r.measured_speedup:.3f}",
                  f"{r.textbook_speedup:.3f}", f"{100 * r.textbook_error:+.1f}%",
-                 f"{r.calibrated_speedup:.3f}", f"{100 * r.calibrated_error:+.1f}%",
+                 *((f"{r.calibrated_speedup:.3f}", f"{100 * r.calibrated_error:+.1f}%")
+                   if math.isfinite(r.calibrated_speedup) else ("—", "")),
                  r.lossless + (f"@{r.divergence_at}" if r.divergence_at is not None else "")]
         if has_alpha:
             cells.append(f"{r.alpha_speedup:.3f}" if r.alpha_speedup is not None else "")

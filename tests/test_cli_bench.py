@@ -210,3 +210,23 @@ def test_bench_bad_spec_type_exits_2_with_one_line(capsys, types, words):
     rc = cli.main(["bench", "--spec-type", *types, "-q", "-n", "4", "-p", "x"])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and words in err
+
+
+def test_bench_runs_a_recurrent_pair_without_a_calibration(tiny_models, capsys):
+    """A recurrent (or hybrid) memory cannot drop part of a sequence, which the calibration
+    needs: bench says so in one line and still measures, with the textbook's f from the runs
+    and a dash where the calibrated figures would be."""
+    code = cli.main(["bench", "-m", str(tiny_models["mamba"]), "-md", str(tiny_models["mamba_draft"]),
+                     "-n", "12", "--spec-draft-n-max", "2", "-p", "hello world", "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    why = doc["uncalibrated"]["mamba-draft.gguf"]
+    assert "recurrent or hybrid memory" in why and not doc["calibration"]
+    row = next(r for r in doc["rows"] if r["prompt"] == "ALL")
+    assert row["measured_speedup"] > 0 and row["textbook_speedup"] > 0 and row["f"] > 0
+    assert row["calibrated_speedup"] != row["calibrated_speedup"]        # NaN: not calibrated
+    assert doc["best_n"]["mamba-draft.gguf"]["calibrated"] is None
+    assert cli.main(["bench", "-m", str(tiny_models["mamba"]), "-md", str(tiny_models["mamba_draft"]),
+                     "-n", "12", "--spec-draft-n-max", "2", "-p", "hello world"]) == 0
+    text = capsys.readouterr().out
+    assert "calibration of mamba-draft.gguf: not calibrated" in text and "not calibrated, textbook" in text
