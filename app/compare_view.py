@@ -964,6 +964,49 @@ class CompareView(QWidget):
             else:
                 self.set_prompt_file(self.prompt_file)      # back to what was chosen
 
+    def to_dict(self) -> dict:
+        """The controls, for the window's settings (not the pair: the window owns it)."""
+        ticked = [self.drafters.item(i).text() for i in range(self.drafters.count())
+                  if self.drafters.item(i).checkState() == Qt.CheckState.Checked]
+        return {"n_values": self.n_values.text(), "p_min_values": self.p_min_values.text(),
+                "drafters": ticked, "chains": self.chains.text(),
+                "prompt_file": str(self.prompt_file) if self.prompt_file else None,
+                "n_predict": self.n_predict.value(), "repeats": self.repeats.value(),
+                "sync": self.sync.currentText(), "threads": self.threads.value(),
+                "temperature": self.temperature.value(), "accept_rule": self.accept_rule.currentText(),
+                "deterministic": self.deterministic.isChecked(), "ignore_eos": self.ignore_eos.isChecked(),
+                "alpha_on": self.alpha_on.isChecked(), "alpha": self.alpha.value(),
+                "per_prompt": self.per_prompt.isChecked()}
+
+    def from_dict(self, d: dict) -> None:
+        """Put saved controls back; a value that no longer fits (a prompt file gone, a thread
+        count above this machine's cores) keeps the default."""
+        for key, edit in (("n_values", self.n_values), ("p_min_values", self.p_min_values),
+                          ("chains", self.chains)):
+            if isinstance(d.get(key), str):
+                edit.setText(d[key])
+        if isinstance(d.get("drafters"), list):
+            for i in range(self.drafters.count()):
+                item = self.drafters.item(i)
+                item.setCheckState(Qt.CheckState.Checked if item.text() in d["drafters"]
+                                   else Qt.CheckState.Unchecked)
+        prompt_file = d.get("prompt_file")
+        if isinstance(prompt_file, str) and Path(prompt_file).is_file():
+            self.set_prompt_file(prompt_file)
+        for key, box in (("n_predict", self.n_predict), ("repeats", self.repeats),
+                         ("threads", self.threads), ("temperature", self.temperature),
+                         ("alpha", self.alpha)):
+            if isinstance(d.get(key), (int, float)) and not isinstance(d.get(key), bool):
+                box.setValue(d[key])
+        for key, combo in (("sync", self.sync), ("accept_rule", self.accept_rule)):
+            if isinstance(d.get(key), str) and combo.findText(d[key]) >= 0:
+                combo.setCurrentText(d[key])
+        for key, check in (("deterministic", self.deterministic), ("ignore_eos", self.ignore_eos),
+                           ("alpha_on", self.alpha_on), ("per_prompt", self.per_prompt)):
+            if isinstance(d.get(key), bool):
+                check.setChecked(d[key])
+        self._update_buttons()
+
     def set_prompt_file(self, path) -> None:
         """None: the shipped benchmark set; the shipped drafter set is item 1; any other file is
         added after "Choose a file…"."""

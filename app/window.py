@@ -163,6 +163,10 @@ class MainWindow(QMainWindow, SessionActions):
         # the Compare view needs neither the token view nor the run's parameters: a workspace of
         # its own, with the window's whole width and height
         self.compare = CompareView()
+        try:                                   # the sweep's controls as they were left
+            self.compare.from_dict(json.loads(self.settings.value("compare/json") or "{}"))
+        except (ValueError, TypeError, AttributeError):
+            pass
         self.compare.blocker = self._sweep_blocker
         self.compare.sweep_started.connect(self._sweep_state)
         self.compare.sweep_finished.connect(self._sweep_state)
@@ -578,6 +582,8 @@ class MainWindow(QMainWindow, SessionActions):
         s.setValue("window/tab", self.tabs.currentIndex())
         s.setValue("window/workspace", self.workspace.currentIndex())
         s.setValue("window/tabs_expanded", self.tabs_expanded())
+        if self.compare is not None:
+            s.setValue("compare/json", json.dumps(self.compare.to_dict()))
         s.sync()
 
     # ================================================================== pair

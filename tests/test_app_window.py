@@ -594,3 +594,29 @@ def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, set
         qtbot.waitUntil(lambda: w.cost_panel.calibrated is None, timeout=10_000)
     finally:
         w.close()
+
+
+def test_the_compare_tabs_controls_survive_a_restart(qtbot, pair, settings):
+    w = open_window(qtbot, pair, settings, preload=False)
+    qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
+    c = w.compare
+    c.n_values.setText("1-3")
+    c.p_min_values.setText("0,0.6")
+    c.chains.setText("ngram-simple,draft-simple")
+    c.n_predict.setValue(40)
+    c.temperature.setValue(0.7)
+    c.accept_rule.setCurrentText("ratio")
+    c.ignore_eos.setChecked(False)
+    c.per_prompt.setChecked(True)
+    c.set_prompt_file(None)
+    saved = c.to_dict()
+    w.close()
+    again = MainWindow(settings=settings, preload=False)
+    try:
+        qtbot.waitUntil(lambda: again.panels_ready, timeout=30_000)
+        assert again.compare.to_dict() == saved
+        s = again.compare.settings()
+        assert s.n_values == (1, 2, 3) and s.p_mins == (0.0, 0.6) and s.spec.accept_rule == "ratio"
+        assert s.sampler.temperature == pytest.approx(0.7) and not s.ignore_eos
+    finally:
+        again.close()
