@@ -570,7 +570,9 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         removable = engine.tgt_removable and engine.dft_removable
         if not removable:
             raise ConfigError("calibration needs models whose caches can drop part of a "
-                              "sequence (attention KV caches); recurrent models are not supported")
+                              "sequence (attention KV caches); recurrent and hybrid memories are "
+                              "not supported: their rounds restore state checkpoints and replay, "
+                              "which the calibrated model does not price")
 
         def time_decode(ctx, b, seq, pos, logits, what) -> float:
             b.fill(seq, pos, logits=logits)
