@@ -1,6 +1,7 @@
 """Speed-up against acceptance, measured on this machine (the cost panel's lower half).
 
-Measure runs :func:`specscope.core.synth_sweep.run_synth_sweep` on its own thread: the chosen
+Measure runs :func:`specscope.core.synth_sweep.run_synth_sweep` off the UI thread (in the
+window, in its loaded engine on the engine's thread: app/task.py's EngineTask): the chosen
 pair at several synthetic mean accepted lengths (llama.cpp's benchmark-only
 ``--spec-synth-len``: the draft model drafts and the target verifies, every timing is real,
 but draft tokens are kept at random), each against the target alone. The plot puts the
@@ -29,10 +30,11 @@ NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, bench
         "random — the text of these runs is NOT valid output and is not shown.")
 
 
-def sweep(settings, progress, stop):
-    """The background task: the sweep (core/synth_sweep.py); its progress as a fraction."""
+def sweep(settings, progress, stop, engine=None):
+    """The task: the sweep (core/synth_sweep.py) in ``engine`` or models of its own; its
+    progress as a fraction."""
     from specscope.core.synth_sweep import run_synth_sweep
-    return run_synth_sweep(settings, stop=stop,
+    return run_synth_sweep(settings, stop=stop, engine=engine,
                            progress=lambda done, total, what: progress(done / max(1, total), what))
 
 
@@ -45,10 +47,8 @@ class SynthCurveView(QGroupBox):
         super().__init__("Speed-up against acceptance, measured on this machine", parent)
         self.source = None               # () -> SweepSettings; raises ConfigError when it cannot
         self.curve = None
-        self.task = BackgroundTask(sweep, "specscope-synth-sweep", self)
-        self.task.progressed.connect(self._on_progress)
-        self.task.finished.connect(lambda _settings, curve: self._on_finished(curve))
-        self.task.failed.connect(self._on_failed)
+        self.task = None
+        self.use_task(BackgroundTask(sweep, "specscope-synth-sweep", self))   # the window's: an EngineTask
         lay = QVBoxLayout(self)
         note = QLabel(NOTE)
         note.setWordWrap(True)
@@ -101,6 +101,18 @@ class SynthCurveView(QGroupBox):
         self.stop.clicked.connect(self.request_stop)
 
     # ------------------------------------------------------------------ running
+    def use_task(self, task) -> None:
+        """What runs the sweep: a BackgroundTask (models of its own) or the window's EngineTask
+        (its loaded pair, on the engine's thread; the task then takes an engine first)."""
+        if self.task is not None:
+            self.task.shutdown()
+            for signal in (self.task.progressed, self.task.finished, self.task.failed):
+                signal.disconnect()
+        self.task = task
+        task.progressed.connect(self._on_progress)
+        task.finished.connect(lambda _settings, curve: self._on_finished(curve))
+        task.failed.connect(self._on_failed)
+
     def start(self, settings=None) -> bool:
         from specscope.core.errors import SpecScopeError
         try:

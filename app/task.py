@@ -1,4 +1,6 @@
-"""One long measurement at a time on a thread of its own (the cost tab's Measure buttons).
+"""One long measurement at a time, off the UI thread (the cost tab's Measure buttons):
+:class:`BackgroundTask` on a thread and models of its own (the distance view, which needs two
+placements), :class:`EngineTask` in the window's loaded engine on the engine's thread.
 
 A view gives :class:`BackgroundTask` a function ``task(request, progress, stop)`` that runs
 llama.cpp (loading its own models, so the window's engine and its thread are left alone) and
@@ -24,7 +26,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from .worker import start_thread
 
-__all__ = ["BackgroundTask"]
+__all__ = ["BackgroundTask", "EngineTask"]
 
 
 class _Runner(QObject):
@@ -108,3 +110,65 @@ class BackgroundTask(QObject):
     def _failed(self, exc, tb: str) -> None:
         self.shutdown()
         self.failed.emit(exc, tb)
+
+
+class EngineTask(QObject):
+    """BackgroundTask's interface over the window's engine worker: ``task(request, engine,
+    progress, stop)`` runs in the pair the window has loaded, on the engine's thread (no second
+    copy of the models, which repacked quantized weights would double). ``submit(fn)`` is the
+    window's: it sends a worker.MeasureRequest for its pair and settings running ``fn(engine,
+    progress, stop)`` and returns it; the window routes the worker's measure_* signals to
+    :meth:`on_progress`, :meth:`on_done` and :meth:`on_failed` (each task keeps its own run id)."""
+
+    progressed = Signal(float, str)
+    finished = Signal(object, object)      # request, result
+    failed = Signal(object, str)           # exception (None: stopped), traceback
+
+    def __init__(self, task, submit, parent: QObject | None = None):
+        super().__init__(parent)
+        self._task, self._submit = task, submit
+        self._sent = None                  # the MeasureRequest in flight
+        self._request = None
+
+    @property
+    def running(self) -> bool:
+        return self._sent is not None
+
+    @property
+    def stopping(self) -> bool:
+        return self._sent is not None and self._sent.stop.is_set()
+
+    def start(self, request) -> None:
+        if self.running:
+            return
+        self._request = request
+        self._sent = self._submit(lambda engine, progress, stop: self._task(request, engine, progress, stop))
+
+    def request_stop(self) -> None:
+        if self._sent is not None:
+            self._sent.stop.set()
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        """Stop it; the engine's thread ends with the window."""
+        self.request_stop()
+        return True
+
+    def _mine(self, run_id: int) -> bool:
+        return self._sent is not None and self._sent.run_id == run_id
+
+    @Slot(int, float, str)
+    def on_progress(self, run_id: int, fraction: float, what: str) -> None:
+        if self._mine(run_id):
+            self.progressed.emit(fraction, what)
+
+    @Slot(int, object)
+    def on_done(self, run_id: int, result) -> None:
+        if self._mine(run_id):
+            self._sent = None
+            self.finished.emit(self._request, result)
+
+    @Slot(int, object, str)
+    def on_failed(self, run_id: int, exc, tb: str) -> None:
+        if self._mine(run_id):
+            self._sent = None
+            self.failed.emit(exc, tb)

@@ -56,7 +56,7 @@ MEASURING = ("A measurement is running in the Cost model tab (a calibration, the
 
 class MainWindow(QMainWindow, SessionActions):
     start_requested = Signal(object)
-    calibrate_requested = Signal(object)
+    measure_requested = Signal(object)
     warm_up_requested = Signal()
     preload_requested = Signal(object)
     step_requested = Signal(int)
@@ -139,11 +139,18 @@ class MainWindow(QMainWindow, SessionActions):
         from .synth_view import SynthCurveView      # below it: the measured synthetic curve
         self.synth_view = SynthCurveView()
         self.synth_view.source = self._synth_sweep_settings
+        from .synth_view import sweep
+        self.synth_view.use_task(self._engine_task(
+            lambda settings, engine, progress, stop: sweep(settings, progress, stop, engine)))
         cost_page = QWidget()
         cost_lay = QVBoxLayout(cost_page)
         cost_lay.setContentsMargins(0, 0, 0, 0)
         cost_lay.addWidget(self.cost_panel, 1)
         self.cost_panel.calibrate_button.clicked.connect(self.calibrate_clicked)
+        self.calibration_task = self._engine_task(self._calibrate_in)
+        self.calibration_task.progressed.connect(self._calibration_progress)
+        self.calibration_task.finished.connect(self._calibration_done)
+        self.calibration_task.failed.connect(self._calibration_failed)
         from .distance_view import DistanceView     # then what an rpc-server placement costs
         self.distance_view = DistanceView()
         self.distance_view.source = self._distance_request
@@ -270,8 +277,7 @@ class MainWindow(QMainWindow, SessionActions):
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_panel = self.compare = self.synth_view = None     # see _build_panels
-        self.distance_view = None
-        self.calibration = None             # the cost panel's CalibrationRequest while it runs
+        self.distance_view = self.calibration_task = None
         self.engine_facts: dict = {}        # the loaded pair's facts (worker._facts)
         self.timeline = self.session_compare = None
         self.panels_ready = False
@@ -473,9 +479,7 @@ class MainWindow(QMainWindow, SessionActions):
         w.events_ready.connect(self._events_ready)
         w.run_finished.connect(self._run_finished)
         w.calibration_progressed.connect(self._calibration_progressed)
-        w.calibrated.connect(self._calibration_done)
-        w.calibration_failed.connect(self._calibration_failed)
-        self.calibrate_requested.connect(w.calibrate)
+        self.measure_requested.connect(w.measure)
         w.prefill_done.connect(self._prefill_done)
         w.step_paused.connect(self._step_paused)
         w.failed.connect(self._failed)
@@ -783,59 +787,73 @@ class MainWindow(QMainWindow, SessionActions):
             return DEFAULT_N_PAST
         return max(16, round((len(last.prompt_tokens) + last.settings.n_predict / 2) / 16) * 16)
 
+    def _engine_task(self, task):
+        """An EngineTask: ``task(request, engine, progress, stop)`` in the window's engine, on the
+        engine's thread (app/task.py)."""
+        from .task import EngineTask
+        et = EngineTask(task, self._submit_measurement, self)
+        self.worker.measure_progressed.connect(et.on_progress)
+        self.worker.measured.connect(et.on_done)
+        self.worker.measure_failed.connect(et.on_failed)
+        return et
+
+    def _submit_measurement(self, fn):
+        """Send ``fn(engine, progress, stop)`` to the engine worker for the pair and settings of
+        the controls (loaded first if need be); the MeasureRequest sent."""
+        from .worker import MeasureRequest
+        t, d = self.pair_panel.pair()
+        self._run_id += 1
+        req = MeasureRequest(self._run_id, t, d, self._engine_settings(), fn)
+        self.measure_requested.emit(req)
+        return req
+
+    @staticmethod
+    def _calibrate_in(request: dict, engine, progress, stop):
+        from specscope.core.calibrate import get_calibration
+        return get_calibration(engine, request["k_max"], sampler=request["sampler"],
+                               n_past=request["n_past"], k_draft=request["k_max"],
+                               progress=progress, stop=stop)
+
     def calibrate_clicked(self) -> None:
         """The cost panel's Calibrate: this pair timed on this machine in the window's own engine
         (on the engine's thread; cached), then drawn beside the textbook curve. Pressed while it
         runs, it stops it."""
         from specscope.core.errors import ConfigError
         from .cost_panel import N_PLOT_MAX
-        from .worker import CalibrationRequest
-        if self.calibration is not None:
-            self.calibration.stop.set()
+        if self.calibration_task.running:
+            self.calibration_task.request_stop()
             self.cost_panel.set_calibrating("Stopping…")
             return
         t, d = self.pair_panel.pair()
         try:
             if t is None or d is None:
                 raise ConfigError("calibrating needs a target and a draft model")
-            self._require_free_cores(None)
+            self._require_free_cores(self.calibration_task)
         except ConfigError as exc:
             self.banner.show_message("warning", f"Cannot calibrate: {exc}.")
             return
         spec = self.params.spec_settings()
-        self._run_id += 1
-        self.calibration = CalibrationRequest(
-            self._run_id, t, d, self._engine_settings(), self.params.sampler_settings(),
-            k_max=max(N_PLOT_MAX, spec.n_max) + 1, n_past=self._last_run_position())
-        self._calibration_sync = spec.sync
         self.cost_panel.set_calibrating("Stop calibrating (0%)")
         self.stats_bar.set_state("Calibrating the pair", "Run, Step and Baseline wait until it ends")
-        self.calibrate_requested.emit(self.calibration)
+        self.calibration_task.start(dict(
+            target=t, draft=d, k_max=max(N_PLOT_MAX, spec.n_max) + 1, sync=spec.sync,
+            sampler=self.params.sampler_settings(), n_past=self._last_run_position()))
 
-    def _calibration_ended(self, run_id: int):
-        """The request that ended (None when it is not the cost panel's current one)."""
-        req = self.calibration
-        if req is None or req.run_id != run_id:
-            return None
-        self.calibration = None
+    def _calibration_progress(self, fraction: float, _what: str) -> None:
+        if not self.calibration_task.stopping:
+            self.cost_panel.set_calibrating(f"Stop calibrating ({100 * fraction:.0f}%)")
+
+    def _calibration_done(self, request: dict, result) -> None:
+        cal, cached = result
         self.cost_panel.set_calibrating(None)
-        return req
-
-    @Slot(int, object, bool)
-    def _calibration_done(self, run_id: int, cal, cached: bool) -> None:
-        req = self._calibration_ended(run_id)
-        if req is None:
-            return
-        if self.pair_panel.pair() == (req.target, req.draft):      # still this pair
-            self.cost_panel.show_calibrated(cal, self._calibration_sync)
-            self.cost_panel.set_calibration(Path(req.draft).name, cal, cached)
+        if self.pair_panel.pair() == (request["target"], request["draft"]):     # still this pair
+            self.cost_panel.show_calibrated(cal, request["sync"])
+            self.cost_panel.set_calibration(Path(request["draft"]).name, cal, cached)
         if self.mode == "idle":
             self.stats_bar.set_state("Idle")
 
-    @Slot(int, object, str)
-    def _calibration_failed(self, run_id: int, exc, tb: str) -> None:
-        if self._calibration_ended(run_id) is None:
-            return
+    def _calibration_failed(self, exc, tb: str) -> None:
+        self.cost_panel.set_calibrating(None)
         if exc is not None:
             self.banner.show_error(exc, tb, "The calibration failed")
         if self.mode == "idle":
@@ -845,17 +863,16 @@ class MainWindow(QMainWindow, SessionActions):
         """ConfigError when a run, a Compare sweep or another of the cost tab's measurements than
         ``asking`` holds the cores: two measurements at once spoil both."""
         from specscope.core.errors import ConfigError
-        others = (self.distance_view, self.synth_view)
-        if self.mode != "idle" or self.calibration is not None or (
-                self.compare is not None and self.compare.running) or any(
+        others = (self.calibration_task, self.distance_view, self.synth_view)
+        if self.mode != "idle" or (self.compare is not None and self.compare.running) or any(
                 task is not None and task is not asking and task.running for task in others):
             raise ConfigError("wait until the run, the Compare sweep or the other measurement ends: "
                               "both would share the cores")
 
     def _measuring(self) -> bool:
         """A measurement of the cost tab (calibration, distance, synthetic sweep) is running."""
-        return self.calibration is not None or any(
-            task is not None and task.running for task in (self.distance_view, self.synth_view))
+        return any(task is not None and task.running
+                   for task in (self.calibration_task, self.distance_view, self.synth_view))
 
     def _distance_request(self):
         """What the cost tab's distance view measures: the pair as the controls place it now, and
@@ -1060,12 +1077,7 @@ class MainWindow(QMainWindow, SessionActions):
     @Slot(int, float)
     def _calibration_progressed(self, run_id: int, fraction: float) -> None:
         """The cost policy measures the pair before the first round (a cached calibration
-        reports nothing): say so, with how far it is; or the cost panel's Calibrate does."""
-        req = self.calibration
-        if req is not None and run_id == req.run_id:
-            if not req.stop.is_set():
-                self.cost_panel.set_calibrating(f"Stop calibrating ({100 * fraction:.0f}%)")
-            return
+        reports nothing): say so, with how far it is."""
         if self.active is None or run_id != self.active.run_id or self.active.stop.is_set():
             return
         self.stats_bar.set_state(f"Calibrating the pair for the cost policy… {100 * fraction:.0f}%",
@@ -1508,8 +1520,9 @@ class MainWindow(QMainWindow, SessionActions):
         if self.active is not None:
             self.active.stop.set()
             self.active.ui_ready.set()
-        if self.calibration is not None:     # the cost panel's, on the engine's thread
-            self.calibration.stop.set()
+        for task in (self.calibration_task, self.synth_view):   # on the engine's thread
+            if task is not None:
+                task.request_stop()
         self.worker.abort.set()          # a model still loading gives up
         self.shutdown_requested.emit()
         ok = self.worker_thread.wait(timeout_ms)

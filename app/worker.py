@@ -49,17 +49,16 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
-class CalibrationRequest:
-    """The cost panel's Calibrate: the loaded pair's calibration (core/calibrate.py), timed in
-    the window's own engine (no second copy of the models), cached afterwards."""
+class MeasureRequest:
+    """A measurement in the window's own engine, on the engine's thread (the cost panel's
+    calibration, the synthetic sweep): no second copy of the models. ``task(engine,
+    progress(fraction, what), stop)`` returns the result."""
 
     run_id: int                       # from the window's run counter
     target: Path
-    draft: Path
+    draft: Path | None
     engine_settings: object
-    sampler: object
-    k_max: int
-    n_past: int
+    task: object
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
@@ -115,8 +114,9 @@ class EngineWorker(QObject):
     prefill_done = Signal(int, object)          # run_id, Prefill
     run_finished = Signal(int, str)             # run_id, finish ("eog", "stopped", ...)
     calibration_progressed = Signal(int, float)  # run_id, fraction: the cost policy calibrates the pair
-    calibrated = Signal(int, object, bool)      # run_id of a CalibrationRequest, Calibration, from cache
-    calibration_failed = Signal(int, object, str)   # run_id, exception (None: stopped), traceback
+    measure_progressed = Signal(int, float, str)    # run_id of a MeasureRequest, fraction, what
+    measured = Signal(int, object)                  # run_id, the task's result
+    measure_failed = Signal(int, object, str)       # run_id, exception (None: stopped), traceback
     step_paused = Signal(int)                   # run_id: one step done, waiting for the next
     failed = Signal(int, object, str)           # run_id (0: load), exception, traceback
     crashed = Signal(object, bool)              # a probe Verdict; True: retrying with safe settings
@@ -281,25 +281,22 @@ class EngineWorker(QObject):
             self._loop()
 
     @Slot(object)
-    def calibrate(self, request: CalibrationRequest) -> None:
-        """The pair's calibration in the loaded engine (loaded first if need be): progress as
-        calibration_progressed, the result as calibrated, Stop or a failure as
-        calibration_failed."""
-        from specscope.core.calibrate import CalibrationStopped, get_calibration
+    def measure(self, request: MeasureRequest) -> None:
+        """A measurement in the loaded engine (loaded first if need be): progress as
+        measure_progressed, the result as measured, Stop or a failure as measure_failed."""
+        from specscope.core.calibrate import CalibrationStopped
         self._drop_generator()
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings)
-            cal, cached = get_calibration(
-                self._engine, request.k_max, sampler=request.sampler, n_past=request.n_past,
-                k_draft=request.k_max, stop=request.stop,
-                progress=lambda fraction, _what: self.calibration_progressed.emit(request.run_id, fraction))
+            result = request.task(self._engine, lambda fraction, what: self.measure_progressed.emit(
+                request.run_id, float(fraction), str(what)), request.stop)
         except CalibrationStopped:
-            self.calibration_failed.emit(request.run_id, None, "")
+            self.measure_failed.emit(request.run_id, None, "")
         except Exception as exc:  # noqa: BLE001 - every failure goes to the window
             if not self.abort.is_set():
-                self.calibration_failed.emit(request.run_id, *_error_payload(exc))
+                self.measure_failed.emit(request.run_id, *_error_payload(exc))
         else:
-            self.calibrated.emit(request.run_id, cal, cached)
+            self.measured.emit(request.run_id, result)
 
     def _policy_calibration(self, request: RunRequest) -> tuple | None:
         """(Calibration, from_cache) for a run with the cost draft policy (None for any other):

@@ -111,8 +111,12 @@ def _alpha_measured(cells: Sequence[Cell]) -> float:
 
 def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
                     progress: Progress | None = None, stop: threading.Event | None = None,
-                    on_point: Callable[[SynthPoint], None] | None = None) -> SynthCurve:
-    """Measure the curve (module docs) for the first draft and the largest n of ``s``."""
+                    on_point: Callable[[SynthPoint], None] | None = None,
+                    engine=None) -> SynthCurve:
+    """Measure the curve (module docs) for the first draft and the largest n of ``s``, in
+    ``engine`` when given (the pair already loaded, left open; the window's), else in an
+    engine of its own."""
+    from contextlib import nullcontext
     from .engine import Engine, EngineSettings
     from .sampling import SamplerSettings
     from .synth import check_sampler
@@ -142,7 +146,7 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
     cells = {(level, p): Cell(name, n, p) for level in levels for p, _ in s.prompts}
     try:
         say(done, total, f"{name}: loading")
-        with Engine(s.target, s.drafts[0], settings) as engine:
+        with nullcontext(engine) if engine is not None else Engine(s.target, s.drafts[0], settings) as engine:
             from .calibrate import CalibrationStopped
             say(done, total, f"{name}: calibrating")
             try:

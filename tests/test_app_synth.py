@@ -59,6 +59,9 @@ def test_a_synthetic_run_is_marked_and_the_cost_panel_measures_the_curve(qtbot, 
         assert s.n_values == (3,) and s.drafts == (pair[1],)
         from dataclasses import replace
         s = replace(s, n_predict=8, calibration_s=0.2, use_cache=False)
+        from specscope.app.task import EngineTask
+        assert isinstance(view.task, EngineTask)       # in the window's engine: no second copy
+        engine = w.worker._engine
         with qtbot.waitSignal(view.measured, timeout=4 * RUN_TIMEOUT_MS) as blocker:
             view.start(s)
             assert view.running and not view.measure.isEnabled()
@@ -72,5 +75,6 @@ def test_a_synthetic_run_is_marked_and_the_cost_panel_measures_the_curve(qtbot, 
         cx, cy = view.calibrated_line.getData()
         assert cy[-1] == pytest.approx(curve.calibrated(1.0))
         assert "measured" in view.table.text() and view.measure.isEnabled() and not view.running
+        assert w.worker._engine is engine and run_and_wait(qtbot, w, w.run_clicked) == "n_predict"
     finally:
         w.close()

@@ -574,15 +574,15 @@ def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, set
         qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
         w.params.n_predict.setValue(16)
         w.calibrate_clicked()
-        assert w.calibration is not None and w.cost_panel.calibrate_button.text().startswith("Stop")
+        assert w.calibration_task.running and w.cost_panel.calibrate_button.text().startswith("Stop")
         w.calibrate_clicked()                               # the button stops it
-        qtbot.waitUntil(lambda: w.calibration is None, timeout=60_000)
+        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=60_000)
         assert w.cost_panel.calibrated is None and w.cost_panel.calibrate_button.text() == \
             "Calibrate on this machine" and w.stats_bar.values["state"].text() == "Calibration stopped"
         w.calibrate_clicked()
         w.run_clicked()
         assert w.mode == "idle" and "Cost model tab" in w.banner.message
-        qtbot.waitUntil(lambda: w.calibration is None, timeout=120_000)
+        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=120_000)
         assert w.cost_panel.calibrated is not None, w.banner.message
         x, y = w.cost_panel.calibrated_curve()
         assert list(x) == list(range(1, 9)) and all(v > 0 for v in y)
