@@ -22,18 +22,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
-                               QSizePolicy, QVBoxLayout)
+from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout
 
 from .plots import cache_static_parts, styled_plot
-from .task import BackgroundTask
+from .task import ERROR_STYLE, BackgroundTask, MeasureRow
 
 __all__ = ["DistanceView", "DistanceRequest", "RoundShape"]
 
 LOCAL_COLOR = "#009e73"
 PLACED_COLOR = "#d55e00"
 GAP_COLOR = (213, 94, 0, 50)
-ERROR_STYLE = "color:#b42318"
 ALL_LOCAL = ("Both models run on this machine: a round crosses no network. Put the target (or "
              "the draft) on an rpc-server under Models ▸ Advanced, then Measure here to see what "
              "the distance costs per round.")
@@ -99,10 +97,6 @@ class DistanceView(QGroupBox):
         super().__init__("What distance costs per round (rpc-server)", parent)
         self.source = None           # () -> DistanceRequest; raises SpecScopeError when it cannot
         self.result = None           # (DistanceRequest, Distance) of the last Measure
-        self.task = BackgroundTask(measure, "specscope-distance", self)
-        self.task.progressed.connect(self._on_progress)
-        self.task.finished.connect(self._on_finished)
-        self.task.failed.connect(self._on_failed)
         lay = QVBoxLayout(self)
         self.where = QLabel(ALL_LOCAL)
         self.where.setWordWrap(True)
@@ -139,27 +133,15 @@ class DistanceView(QGroupBox):
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.summary.setVisible(False)
         lay.addWidget(self.summary)
-        row = QHBoxLayout()
-        self.measure = QPushButton("Measure")
-        self.measure.setToolTip("Calibrate the pair on this machine's CPU and where Models ▸ "
-                                "Advanced places it (each cached afterwards; the first time "
-                                "takes about ten seconds per placement on the demo pair)")
-        self.stop = QPushButton("Stop")
-        self.stop.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(False)
-        self.progress.setMaximumWidth(160)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        row.addWidget(self.measure)
-        row.addWidget(self.stop)
-        row.addWidget(self.progress)
-        row.addWidget(self.status, 1)
-        lay.addLayout(row)
+        self.row = MeasureRow(BackgroundTask(measure, "specscope-distance", self),
+                              "Calibrate the pair on this machine's CPU and where Models ▸ "
+                              "Advanced places it (each cached afterwards; the first time takes "
+                              "about ten seconds per placement on the demo pair)")
+        self.measure, self.stop, self.status = self.row.measure, self.row.stop, self.row.status
+        lay.addWidget(self.row)
         self.measure.clicked.connect(self.start)
-        self.stop.clicked.connect(self.request_stop)
+        self.row.finished.connect(self._on_finished)
+        self.row.ended.connect(self.refresh)        # Measure enabled as the placement allows
 
     # ------------------------------------------------------------------ the placement
     def _request(self) -> DistanceRequest:
@@ -200,46 +182,25 @@ class DistanceView(QGroupBox):
             if not req.remote:
                 raise ConfigError("both models run on this machine: there is no distance to measure")
         except SpecScopeError as exc:
-            self.status.setText(f"<span style='{ERROR_STYLE}'>⚠ {exc}</span>")
+            self.row.refuse(exc)
             return False
-        self.measure.setEnabled(False)
-        self.stop.setEnabled(True)
-        self.progress.setValue(0)
-        self.status.setText("starting…")
-        self.task.start(req)
+        self.row.run(req)
         return True
 
     @property
     def running(self) -> bool:
-        return self.task.running
+        return self.row.running
 
     def request_stop(self) -> None:
-        if self.running:
-            self.task.request_stop()
-            self.status.setText("stopping…")
+        self.row.request_stop()
 
     def shutdown(self, timeout_ms: int = 10000) -> bool:
-        return self.task.shutdown(timeout_ms)
-
-    def _on_progress(self, frac: float, what: str) -> None:
-        self.progress.setValue(int(1000 * min(max(frac, 0.0), 1.0)))
-        self.status.setText(what)
-
-    def _done(self) -> None:
-        self.stop.setEnabled(False)
-        self.refresh()
+        return self.row.shutdown(timeout_ms)
 
     def _on_finished(self, req: DistanceRequest, distance) -> None:
         self.result = (req, distance)
-        self.progress.setValue(1000)
         self.status.setText(self._calibration_status(req, distance))
-        self._done()
         self._show(req, distance)
-
-    def _on_failed(self, exc, _tb: str) -> None:
-        self.status.setText("stopped: nothing measured" if exc is None
-                            else f"<span style='{ERROR_STYLE}'>⚠ {exc}</span>")
-        self._done()
 
     @staticmethod
     def _calibration_status(req: DistanceRequest, distance) -> str:

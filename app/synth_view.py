@@ -16,11 +16,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
-                               QSizePolicy, QVBoxLayout)
+from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout
 
 from .plots import cache_static_parts, styled_plot
-from .task import BackgroundTask
+from .task import BackgroundTask, MeasureRow
 
 TEXTBOOK_COLOR = "#0072b2"
 CALIBRATED_COLOR = "#009e73"
@@ -47,8 +46,6 @@ class SynthCurveView(QGroupBox):
         super().__init__("Speed-up against acceptance, measured on this machine", parent)
         self.source = None               # () -> SweepSettings; raises ConfigError when it cannot
         self.curve = None
-        self.task = None
-        self.use_task(BackgroundTask(sweep, "specscope-synth-sweep", self))   # the window's: an EngineTask
         lay = QVBoxLayout(self)
         note = QLabel(NOTE)
         note.setWordWrap(True)
@@ -79,39 +76,25 @@ class SynthCurveView(QGroupBox):
         self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table.setWordWrap(False)
         lay.addWidget(self.table)
-        row = QHBoxLayout()
-        self.measure = QPushButton("Measure")
-        self.measure.setToolTip("Run the pair (draft-simple, your n_max, sync and prompt; at most 64 "
-                                "tokens) at 6 synthetic mean accepted lengths from 1 to n_max + 1, "
-                                "each against the target alone")
-        self.stop = QPushButton("Stop")
-        self.stop.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setTextVisible(False)
-        self.progress.setMaximumWidth(160)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        row.addWidget(self.measure)
-        row.addWidget(self.stop)
-        row.addWidget(self.progress)
-        row.addWidget(self.status, 1)
-        lay.addLayout(row)
+        # the window gives it its EngineTask (use_task): the sweep then runs in its loaded pair
+        self.row = MeasureRow(BackgroundTask(sweep, "specscope-synth-sweep", self),
+                              "Run the pair (draft-simple, your n_max, sync and prompt; at most 64 "
+                              "tokens) at 6 synthetic mean accepted lengths from 1 to n_max + 1, "
+                              "each against the target alone", stopping="stopping after the current run…")
+        self.measure, self.stop, self.status = self.row.measure, self.row.stop, self.row.status
+        lay.addWidget(self.row)
         self.measure.clicked.connect(self.start)
-        self.stop.clicked.connect(self.request_stop)
+        self.row.finished.connect(lambda _settings, curve: self._on_finished(curve))
 
     # ------------------------------------------------------------------ running
     def use_task(self, task) -> None:
         """What runs the sweep: a BackgroundTask (models of its own) or the window's EngineTask
         (its loaded pair, on the engine's thread; the task then takes an engine first)."""
-        if self.task is not None:
-            self.task.shutdown()
-            for signal in (self.task.progressed, self.task.finished, self.task.failed):
-                signal.disconnect()
-        self.task = task
-        task.progressed.connect(self._on_progress)
-        task.finished.connect(lambda _settings, curve: self._on_finished(curve))
-        task.failed.connect(self._on_failed)
+        self.row.use_task(task)
+
+    @property
+    def task(self):
+        return self.row.task
 
     def start(self, settings=None) -> bool:
         from specscope.core.errors import SpecScopeError
@@ -122,45 +105,24 @@ class SynthCurveView(QGroupBox):
                 settings = self.source()
             settings.validate()
         except SpecScopeError as exc:
-            self.status.setText(f"<span style='color:#b42318'>⚠ {exc}</span>")
+            self.row.refuse(exc)
             return False
-        self.measure.setEnabled(False)
-        self.stop.setEnabled(True)
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(0)
-        self.status.setText("starting…")
-        self.task.start(settings)
+        self.row.run(settings)
         return True
 
     @property
     def running(self) -> bool:
-        return self.task.running
+        return self.row.running
 
     def request_stop(self) -> None:
-        if self.running:
-            self.task.request_stop()
-            self.status.setText("stopping after the current run…")
+        self.row.request_stop()
 
     def shutdown(self, timeout_ms: int = 10000) -> bool:
-        return self.task.shutdown(timeout_ms)
-
-    def _on_progress(self, fraction: float, what: str) -> None:
-        self.progress.setValue(int(1000 * min(max(fraction, 0.0), 1.0)))
-        self.status.setText(what)
-
-    def _done(self) -> None:
-        self.measure.setEnabled(True)
-        self.stop.setEnabled(False)
+        return self.row.shutdown(timeout_ms)
 
     def _on_finished(self, curve) -> None:
-        self._done()
         self.show_curve(curve)
         self.measured.emit(curve)
-
-    def _on_failed(self, exc, _tb: str) -> None:
-        self._done()
-        self.status.setText("stopped: nothing measured" if exc is None
-                            else f"<span style='color:#b42318'>⚠ {exc}</span>")
 
     # ------------------------------------------------------------------ drawing
     def show_curve(self, curve) -> None:

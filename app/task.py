@@ -23,10 +23,13 @@ import threading
 import traceback
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QWidget
 
 from .worker import start_thread
 
-__all__ = ["BackgroundTask", "EngineTask"]
+__all__ = ["BackgroundTask", "EngineTask", "MeasureRow"]
+
+ERROR_STYLE = "color:#b42318"
 
 
 class _Runner(QObject):
@@ -172,3 +175,91 @@ class EngineTask(QObject):
         if self._mine(run_id):
             self._sent = None
             self.failed.emit(exc, tb)
+
+
+class MeasureRow(QWidget):
+    """Measure · Stop · a progress bar · one status line, driving one task (a BackgroundTask
+    or an EngineTask) for a view of the cost tab. The view validates its request and calls
+    :meth:`run`; ``finished(request, result)`` hands the result back; a failure or Stop is said
+    in the status line. ``use_task`` swaps the task (the window's EngineTask)."""
+
+    finished = Signal(object, object)      # request, result
+    ended = Signal()                       # after a result, a failure or Stop
+
+    def __init__(self, task, tip: str, stopping: str = "stopping…", parent: QWidget | None = None):
+        super().__init__(parent)
+        self._stopping = stopping
+        self.task = None
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.measure = QPushButton("Measure")
+        self.measure.setToolTip(tip)
+        self.stop = QPushButton("Stop")
+        self.stop.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumWidth(160)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        for w in (self.measure, self.stop, self.progress):
+            lay.addWidget(w)
+        lay.addWidget(self.status, 1)
+        self.stop.clicked.connect(self.request_stop)
+        self.use_task(task)
+
+    def use_task(self, task) -> None:
+        if self.task is not None:
+            self.task.shutdown()
+            for signal in (self.task.progressed, self.task.finished, self.task.failed):
+                signal.disconnect()
+        self.task = task
+        task.progressed.connect(self._progressed)
+        task.finished.connect(self._finished)
+        task.failed.connect(self._failed)
+
+    @property
+    def running(self) -> bool:
+        return self.task.running
+
+    def refuse(self, reason) -> None:
+        """A request the view would not start: one line, in red."""
+        self.status.setText(f"<span style='{ERROR_STYLE}'>⚠ {reason}</span>")
+
+    def run(self, request) -> None:
+        self.measure.setEnabled(False)
+        self.stop.setEnabled(True)
+        self.progress.setValue(0)
+        self.status.setText("starting…")
+        self.task.start(request)
+
+    def request_stop(self) -> None:
+        if self.running:
+            self.task.request_stop()
+            self.status.setText(self._stopping)
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        return self.task.shutdown(timeout_ms)
+
+    def _progressed(self, fraction: float, what: str) -> None:
+        self.progress.setValue(int(1000 * min(max(fraction, 0.0), 1.0)))
+        self.status.setText(what)
+
+    def _done(self) -> None:
+        self.measure.setEnabled(True)
+        self.stop.setEnabled(False)
+
+    def _finished(self, request, result) -> None:
+        self._done()
+        self.progress.setValue(1000)
+        self.finished.emit(request, result)
+        self.ended.emit()
+
+    def _failed(self, exc, _tb: str) -> None:
+        self._done()
+        if exc is None:
+            self.status.setText("stopped: nothing measured")
+        else:
+            self.refuse(exc)
+        self.ended.emit()
