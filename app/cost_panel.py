@@ -575,7 +575,7 @@ class CostPanel(QtWidgets.QWidget):
             p.setXRange(0.5, n_top + 0.5, padding=0)
             p.setYRange(0.0, view[1], padding=0)
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in n]])
-        self._summary.setText(self._sentence(nb, sb))
+        self._summary.setText(self._sentence(nb, sb, cal_at))
 
     def _calibrated_values(self, n_top: int) -> dict[int, float]:
         """n -> the calibrated speed-up at the slider's α, for the n the calibration covers."""
@@ -585,8 +585,7 @@ class CostPanel(QtWidgets.QWidget):
         return {k: calibrated_speedup(self._cal, k, alpha=self._alpha, sync=self._cal_sync)
                 for k in range(1, min(n_top, self._cal.k_max - 1) + 1)}
 
-    def _calibrated_sentence(self) -> str:
-        values = self._calibrated_values(max(N_PLOT_MAX, self._n_max))
+    def _calibrated_sentence(self, values: dict[int, float]) -> str:
         if not values:
             return ""
         nb = max(values, key=values.get)
@@ -596,7 +595,7 @@ class CostPanel(QtWidgets.QWidget):
                 f"{at}{values[nb]:.2f}× at n = {nb} (best)")
         return text + (", so no draft length pays here." if values[nb] < 1.0 else ".")
 
-    def _sentence(self, nb: int, sb: float) -> str:
+    def _sentence(self, nb: int, sb: float, cal_at: dict[int, float]) -> str:
         alpha, f = self._alpha, self._f
         text = f"At α = {alpha:.2f} and f = {f:.2f} the textbook model predicts "
         s_nmax = textbook_speedup(alpha, self._n_max, f) if self._n_max > 0 else 0.0
@@ -610,7 +609,7 @@ class CostPanel(QtWidgets.QWidget):
             text += f"{sb:.2f}× at n = {nb} (best)."
         if sb < 1.0:
             text += " No draft length pays at these values."
-        text += self._calibrated_sentence() or (
+        text += self._calibrated_sentence(cal_at) or (
             " (The textbook model takes a verification of n + 1 tokens to cost one target token; "
             "Calibrate on this machine draws what this CPU's measured costs predict.)")
         m = self._measured

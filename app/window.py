@@ -863,15 +863,15 @@ class MainWindow(QMainWindow, SessionActions):
         """ConfigError when a run, a Compare sweep or another of the cost tab's measurements than
         ``asking`` holds the cores: two measurements at once spoil both."""
         from specscope.core.errors import ConfigError
-        others = (self.calibration_task, self.distance_view, self.synth_view)
-        if self.mode != "idle" or (self.compare is not None and self.compare.running) or any(
-                task is not None and task is not asking and task.running for task in others):
+        if self.mode != "idle" or (self.compare is not None and self.compare.running) or \
+                self._measuring(but=asking):
             raise ConfigError("wait until the run, the Compare sweep or the other measurement ends: "
                               "both would share the cores")
 
-    def _measuring(self) -> bool:
-        """A measurement of the cost tab (calibration, distance, synthetic sweep) is running."""
-        return any(task is not None and task.running
+    def _measuring(self, but=None) -> bool:
+        """A measurement of the cost tab (calibration, distance, synthetic sweep) other than
+        ``but`` is running."""
+        return any(task is not None and task is not but and task.running
                    for task in (self.calibration_task, self.distance_view, self.synth_view))
 
     def _distance_request(self):
