@@ -156,16 +156,20 @@ class RoundDiagram(QWidget):
             cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
         off = 1 + len(replayed)
         accepted_colors = drafter_colors(ev.drafter)[:2]     # as the token view shows them
+        ends = ev.eog_ends_draft              # drafted ⟨end⟩, sampled too: the round stops there
         for i, t in enumerate(drafted):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
                     f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else "drafted")
             if i < a:
                 fg, bg = accepted_colors
+            elif i == a and ends:
+                fg, bg = COLORS[TARGET]
             elif i == a:
                 fg, bg = COLORS[REJECTED]
             else:
                 fg, bg = COLORS[UNCHECKED][0], "#f7efee"
-            cell(off + i, 1, batch_text[off + i], fg=fg, bg=bg, sub=prob, strike=i >= a, token=t)
+            cell(off + i, 1, batch_text[off + i], fg=fg, bg=bg, sub=prob,
+                 strike=i > a or (i == a and not ends), token=t)
         # row 2: the target's samples, one per batch row, written in the slot they predict
         emitted = list(ev.emitted)
         for i, t in enumerate(emitted):
@@ -173,6 +177,9 @@ class RoundDiagram(QWidget):
             if i < a:
                 fg, bg = accepted_colors
                 cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✓ same", token=t)
+            elif drafted and i == a and ends:
+                fg, bg = COLORS[TARGET]
+                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="same: the end", token=t)
             elif drafted and i == a and a < k:
                 fg, bg = COLORS[TARGET]
                 cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✗ replacement",
@@ -180,6 +187,9 @@ class RoundDiagram(QWidget):
             else:
                 fg, bg = COLORS[TARGET]
                 cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="bonus" if drafted else "target", token=t)
+        for i, t in enumerate(ev.discarded):     # sampled after the end of generation: not output
+            cell(off + len(emitted) + i, 2, short(self._vocab.piece(t).decode("utf-8", "replace")), fg=COLORS[UNCHECKED][0],
+                 bg="#ffffff", sub="not output", strike=True, token=t)
         # row 3: the KV rows after the round
         for c in range(n_cols):
             pos = ev.n_past + c
@@ -315,7 +325,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
         return f"<code>{html.escape(visible(text) or ' ')}</code>"
 
     seed = tok(ev.seed, batch_text[0])
-    own = tok(ev.emitted[-1], emitted_text[-1])   # the target's own token this round
+    own = tok(ev.emitted[-1], emitted_text[-1])   # the target's own token (or an accepted ⟨end⟩)
     n_past, k, a = ev.n_past, len(ev.drafted), ev.n_accepted
     origin = ("the prompt's last token, left out of the prefill" if ev.index == 0
               else "sampled last round")
@@ -356,9 +366,22 @@ def explain(ev, vocab, history=(), types=()) -> str:
         lines.append(f"<b>2. Verify:</b> the target decoded the batch [{shown}] "
                      f"at positions {n_past}–{n_past + len(batch) - 1} in one pass, with logits on every "
                      f"row, and sampled each row. ({ev.t_verify * 1e3:.1f} ms)")
-        if k and a == k:
+        if k and a == k and ev.discarded:
+            lines.append(f"<b>3. Result:</b> all {k} drafted tokens matched, the last of them {own}, "
+                         f"the end of generation: the bonus token the target sampled after it, "
+                         f"{tok(ev.discarded[0], vocab.piece(ev.discarded[0]).decode('utf-8', 'replace'))}, is not output "
+                         f"(llama.cpp stops at the first end-of-generation token). Emitted "
+                         f"{len(ev.emitted)} tokens.")
+        elif k and a == k:
             lines.append(f"<b>3. Result:</b> all {k} drafted tokens matched; the target added the bonus "
                          f"token {own}. Emitted {len(ev.emitted)} tokens.")
+        elif ev.eog_ends_draft:
+            lines.append(f"<b>3. Result:</b> the target agreed with the first {a + 1} of the {k} "
+                         f"drafted tokens, the last of them {own}, the end of generation. llama.cpp "
+                         f"keeps no drafted token after an end of generation (it would stay in the "
+                         f"context), so it counts {a} as accepted and {own} as the target's own "
+                         f"token, and the run ends. Emitted {len(ev.emitted)} "
+                         f"token{'s' if len(ev.emitted) != 1 else ''}.")
         elif k:
             who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else html.escape(ev.drafter))
             lines.append(f"<b>3. Result:</b> the target agreed with {a} of the {k} drafted "

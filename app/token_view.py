@@ -218,17 +218,19 @@ class TokenView(QPlainTextEdit):
         self._history.extend(ev.emitted)
         for i, tok in enumerate(ev.emitted):
             if i < a and ev.drafted:
-                text, joined = self._text(tok)
+                text, joined = ("⟨end of text⟩", ()) if self._vocab.is_eog(tok) else self._text(tok)
                 out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, text,
                                   partial(self._describe, ev, ACCEPTED, i, (joined, text[:1])),
                                   drafter, ev))
                 continue
             # the target's own token: replacement, bonus, or a plain/baseline token;
             # the rejected drafted tokens come first, struck through, each with its share
-            # of the text they would have made after what was accepted
-            rejected = ev.drafted[a:k] if ev.drafted else ()
+            # of the text they would have made after what was accepted (an end of generation
+            # that was drafted too is not a rejection: ``RoundEvent.eog_ends_draft``)
+            first = a + ev.eog_ends_draft
+            rejected = ev.drafted[first:k] if ev.drafted else ()
             labels = shares([self._vocab.piece(t) for t in rejected], self._stream.pending)
-            for j, (tok_j, label) in enumerate(zip(rejected, labels), start=a):
+            for j, (tok_j, label) in enumerate(zip(rejected, labels), start=first):
                 kind = REJECTED if j == a else UNCHECKED
                 out.append(_Piece(kind, tok_j, ev.index, pos0 + j, visible(label),
                                   partial(self._describe, ev, kind, j), drafter, ev))
@@ -254,19 +256,30 @@ class TokenView(QPlainTextEdit):
             tok = ev.emitted[i]
             tip = head + f"drafted {by}at draft position {i + 1}, accepted" + (
                 f"<br>draft probability {p:.3f}" if p is not None else "") + self._why(ev, i)
+            if ev.discarded and i == len(ev.emitted) - 1:
+                tip += (f"<br>generation ends here: the token the target sampled after it, "
+                        f"<code>{self._esc(ev.discarded[0])}</code>, is not output")
         elif kind in (REJECTED, UNCHECKED):
             tok = ev.drafted[i]
             ptxt = f"draft probability {p:.3f}<br>" if p is not None else ""
             if kind == REJECTED:
                 tip = head + (f"drafted {by}at draft position {i + 1}, <b>rejected</b>: the target "
                               f"sampled <code>{self._esc(ev.emitted[a])}</code> instead<br>{ptxt}")
+            elif ev.eog_ends_draft:
+                tip = head + (f"drafted {by}at draft position {i + 1}; never checked (it follows "
+                              f"the end of generation)<br>{ptxt}")
             else:
                 tip = head + (f"drafted {by}at draft position {i + 1}; never checked (it follows "
                               f"the first mismatch)<br>{ptxt}")
             tip += self._why(ev, i)
         else:
             tok = ev.emitted[i]
-            if ev.drafted and a < k:
+            if ev.eog_ends_draft:
+                tip = head + (f"<b>end of generation</b>, drafted {by}at draft position {a + 1} and "
+                              "sampled by the target too; llama.cpp keeps no drafted token after "
+                              "an end of generation (it would stay in the context), so the round "
+                              "ends here and counts it as the target's own token, not as accepted")
+            elif ev.drafted and a < k:
                 d = ev.drafted[a]
                 pd = f" (p {ev.draft_probs[a]:.3f})" if a < len(ev.draft_probs) else ""
                 tip = head + (f"<b>replacement</b>: the target's own token at the first mismatch<br>"
@@ -476,11 +489,13 @@ def expected_kinds(events) -> list[tuple[str, int, int]]:
         a, k = ev.n_accepted, len(ev.drafted)
         if ev.drafted:
             out += [(ACCEPTED, t, ev.index) for t in ev.emitted[:a]]
-            if a < k:
+            if a < k and not ev.eog_ends_draft:
                 out.append((REJECTED, ev.drafted[a], ev.index))
-                out += [(UNCHECKED, t, ev.index) for t in ev.drafted[a + 1:]]
-        out.append((TARGET, ev.emitted[-1], ev.index))
+            out += [(UNCHECKED, t, ev.index) for t in ev.drafted[a + 1:]]
+        if ev.own is not None:
+            out.append((TARGET, ev.own, ev.index))
     return out
+
 
 
 NBH = "\u2011"      # a non-breaking hyphen: "ngram-simple" stays on one line

@@ -41,8 +41,15 @@ n-gram-only run needs no draft model at all). After each verification the chain 
 many tokens were kept (``common_speculative_accept``), also in replay rounds, not in
 checkpoint rounds (llama.cpp's loop ``continue``s before telling).
 
+End of generation, as llama.cpp: a round emits its tokens up to the first end-of-generation
+token and nothing after it. A drafted EOG that the target samples too counts as accepted when
+it ends the draft (the bonus token sampled after it is dropped: ``RoundEvent.discarded``);
+with more drafted tokens after it, the verification stops there and it is the target's own
+token (``common_sampler_sample_and_accept_n``; ``RoundEvent.eog_ends_draft``).
+
 Differences from llama.cpp, all deliberate: ``n_predict`` is exact (llama.cpp
-emits one token more); a per-round budget of 0 means no draft (llama.cpp then
+emits one token more); a checkpoint round that decides the end of generation ends the run
+(llama.cpp replays the decided tokens once more before it stops); a per-round budget of 0 means no draft (llama.cpp then
 drafts up to n_max past the end of the context, and an n-gram type's whole draft,
 uncut); the run stops cleanly when the context is full; a draft whose memory cannot
 drop part of a sequence is restored from a checkpoint and re-synchronised instead of
@@ -350,6 +357,18 @@ class Run:
             ctx.prefill(body, batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
         self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
 
+    def _through_eog(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(what the round emits, what it drops): the tokens up to and with the first
+        end-of-generation token, and those after it. A drafted EOG that the target sampled too
+        is kept like any drafted token when it ends the draft, so the bonus token sampled after
+        it must not be emitted: speculative-simple.cpp walks ``ids`` and stops at the first EOG
+        (``has_eos``)."""
+        is_eog = self.engine.target.is_eog
+        for i, token in enumerate(ids):
+            if is_eog(token):
+                return ids[:i + 1], ids[i + 1:]
+        return ids, ()
+
     def _stopped(self) -> bool:
         """Stop requested between rounds: end without starting another."""
         if self.stop_event.is_set():
@@ -490,6 +509,7 @@ class Run:
             else:
                 mode = "spec" if draft else "plain"
                 emitted = tuple(ids)
+            emitted, discarded = self._through_eog(emitted)
             n_past_new = n_past + len(ids)
 
             # 3. sync the draft cache to [0, n_past_new)
@@ -524,7 +544,7 @@ class Run:
             yield self._event(t0, tm, index=index, n_past=n_past - len(ids), seed=batch_tokens[0],
                               drafted=tuple(draft), n_accepted=n_accepted, emitted=emitted,
                               mode=mode, replayed=was_replay, kv_dropped_target=n_rm_tgt,
-                              kv_dropped_draft=dft_dropped, **about)
+                              kv_dropped_draft=dft_dropped, discarded=discarded, **about)
             if self.finish:
                 return
             index += 1

@@ -4,7 +4,10 @@ A round (seed 000 §6.1) starts with both caches holding positions [0, n_past)
 and ``seed`` (id_last) sampled but not yet evaluated. It drafts, verifies
 ``[seed, *drafted]`` on the target, and emits ``emitted`` = the accepted
 drafted tokens followed by the target's own token (the replacement at the
-first mismatch, or the bonus token after a full acceptance).
+first mismatch, or the bonus token after a full acceptance). Emission stops at
+the first end-of-generation token, as in speculative-simple.cpp: when the
+draft ends with an EOG the target sampled too, the round emits the accepted
+draft and ``discarded`` holds the bonus token sampled after it.
 
 Round modes:
   ``spec``        a draft was verified;
@@ -59,6 +62,16 @@ class RoundEvent:
                                      # and with the first rejection (drafters.base.Proposal.ranks)
     draft_limit: int = 0             # draft-simple: the most tokens the draft-length policy allowed
                                      # this round (n_max under llama.cpp's fixed policy; draft_policy)
+    discarded: tuple[int, ...] = ()  # tokens the target sampled after an end-of-generation token
+                                     # this round: not output (the bonus token after an accepted
+                                     # drafted EOG; speculative-simple.cpp stops at the first EOG)
+
+    @property
+    def own(self) -> int | None:
+        """The target's own token this round (the replacement at the first mismatch, or the
+        bonus token), or None when the round ended on an accepted drafted end-of-generation
+        token and the bonus token after it was discarded."""
+        return self.emitted[-1] if len(self.emitted) > self.n_accepted else None
 
     @property
     def t_overhead(self) -> float:
@@ -76,12 +89,23 @@ class RoundEvent:
     def next_seed(self) -> int:
         return self.seed if self.mode == "checkpoint" else self.emitted[-1]
 
+    @property
+    def eog_ends_draft(self) -> bool:
+        """The first drafted token not accepted is the token the target sampled there: an
+        end-of-generation token with more drafted tokens after it. llama.cpp stops the round
+        there (``common_sampler_sample_and_accept_n`` keeps no drafted token after an EOG: it
+        would stay in the context) and counts it as the target's own token, not as accepted
+        and not as a rejection. (Synthetic acceptance rejects at random, so not there.)"""
+        a = self.n_accepted
+        return (not self.synthetic and a < len(self.drafted) and self.own is not None
+                and self.drafted[a] == self.own)
+
     def to_dict(self, exact: bool = False) -> dict:
         """The event as JSON values, with the derived ``t_overhead``; draft probabilities are
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks"):
+                    "draft_ranks", "discarded"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual"):

@@ -9,7 +9,7 @@ sizes that match often on these prompts; and each chained before draft-simple.
 Build the reference program from llama-cpp-python 0.3.36's source distribution
 (never committed):
 
-    pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36
+    pip download --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36
     tar xf llama_cpp_python-0.3.36.tar.gz
     cmake -S llama_cpp_python-0.3.36/vendor/llama.cpp -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF
     cmake --build build --target llama-speculative-simple -j2
@@ -18,19 +18,35 @@ then
 
     python tests/conformance_speculative_simple.py --binary build/bin/llama-speculative-simple
 
-It parses llama.cpp's debug lines "accepted A/D draft tokens" and compares the
-per-round (accepted, drafted) counts with SpecScope's events. llama.cpp's run
-emits n_predict + 1 tokens and, once its per-round budget reaches 0, drafts up
-to n_max anyway; rounds after SpecScope's last are therefore not compared.
+It parses llama.cpp's debug lines "accepted A/D draft tokens" (and "partial
+acceptance: A < D" for checkpoint rounds) and compares the per-round (accepted,
+drafted) counts with SpecScope's events. llama.cpp's run emits n_predict + 1
+tokens and, once its per-round budget reaches 0, drafts up to n_max anyway;
+rounds after SpecScope's last are therefore not compared.
+
+``--suite eog`` checks runs that end by end of generation instead, whole: every
+round, the printed text and llama.cpp's totals (n_predict, n_drafted, n_accept):
+SmolLM2-135M-Instruct as its own draft on chat prompts (draft-simple at n_max 1,
+3, 8 and every n-gram type), the demo pair on prompts that reach <|endoftext|>,
+and a generated hybrid LFM2 pair (checkpoint rounds). ``--write-golden FILE``
+records llama.cpp's side for tests/test_eog_conformance.py, which CI runs
+without the reference build:
+
+    python tests/conformance_speculative_simple.py --binary build/bin/llama-speculative-simple \
+        --suite eog --write-golden tests/data/eog_golden.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 from specscope.core.demo import demo_pair
 from specscope.core.engine import Engine, EngineSettings, SpecSettings
@@ -69,35 +85,249 @@ def cases(n_maxes: list[int], types: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def reference_rounds(binary: Path, target: Path, draft: Path | None, prompt: str, flags: list[str],
-                     n_ctx: int, n_predict: int, threads: int) -> list[tuple[int, int]]:
+@dataclass
+class Outcome:
+    """A run as llama-speculative-simple reports it: its rounds in order (``("accepted", A, D)``
+    for each "accepted A/D draft tokens" line, ``("partial", A, D)`` for each "partial
+    acceptance: A < D, restoring checkpoint" line), the text it printed after the prompt (up to
+    the first end-of-generation token), and its totals: n_predict counts every token of every
+    committed round, an end-of-generation token's round included, n_drafted and n_accept the
+    drafted and accepted tokens of those rounds."""
+    rounds: list[tuple[str, int, int]]
+    text: str
+    n_predict: int
+    n_drafted: int
+    n_accept: int
+
+
+def reference_run(binary: Path, target: Path, draft: Path | None, prompt: str, flags: list[str],
+                  n_ctx: int, n_predict: int, threads: int, prefix: str,
+                  logit_bias: tuple = ()) -> Outcome:
+    """``prefix``: what llama.cpp prints before the generated text (two newlines and the
+    prompt's tokens' pieces)."""
+    bias = [a for tok, b in logit_bias for a in ("-l", f"{tok}{b:+g}")]
     cmd = [str(binary), "-m", str(target), *(["-md", str(draft)] if draft else []), *flags,
-           "--spec-draft-n-min", "0", "--spec-draft-p-min", "0",
+           "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", *bias,
            "-c", str(n_ctx), "-n", str(n_predict), "--temp", "0", "-p", prompt, "-lv", "5",
            "-t", str(threads), "-td", str(threads), "--seed", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-    out = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        raise SystemExit(f"llama-speculative-simple failed ({proc.returncode}):\n{out[-2000:]}")
-    return [(int(a), int(d)) for a, d in re.findall(r"accepted (\d+)/(\d+) draft tokens", out)]
+        raise SystemExit(f"llama-speculative-simple failed ({proc.returncode}):\n"
+                         f"{(proc.stdout + proc.stderr)[-2000:]}")
+    err, out = proc.stderr, proc.stdout
+    rounds = [("partial" if m[0] else "accepted", int(m[0] or m[2]), int(m[1] or m[3]))
+              for m in re.findall(r"partial acceptance: (\d+) < (\d+)|accepted (\d+)/(\d+) draft tokens",
+                                  err)]
+    if not out.startswith(prefix):
+        raise SystemExit(f"llama.cpp printed another prompt than SpecScope tokenized:\n{out[:300]!r}")
+    text = out[len(prefix):]
+    text = text[:-4] if text.endswith("\n\n\n\n") else text     # the two LOG("\n\n") after the run
+    totals = {k: int(v) for k, v in re.findall(r"(n_predict|n_drafted|n_accept) += (\d+)", err)}
+    return Outcome(rounds, text, totals["n_predict"], totals["n_drafted"], totals["n_accept"])
 
 
-def our_rounds(engine: Engine, prompt: str, flags: list[str], n_predict: int):
+def our_run(engine: Engine, prompt: str, flags: list[str], n_predict: int,
+            logit_bias: tuple = ()) -> tuple[Outcome, list]:
+    """SpecScope's run in llama.cpp's terms (``Outcome``), and its events. SpecScope's
+    draft model syncs with ``replay``, as llama.cpp does.
+
+    A checkpoint round is llama.cpp's "partial acceptance" line; the replay round after it is
+    llama.cpp's next round, whose draft is the decided tokens (accepted in full). When a
+    checkpoint round decides the end of generation, SpecScope ends there, while llama.cpp
+    replays the decided tokens once more before it stops: that round is added here (a
+    deliberate difference, the engine's docs say so)."""
     from dataclasses import replace
     from specscope.core.cli_spec import spec_from_flags
     spec = replace(spec_from_flags(flags), sync="replay")
-    run = engine.speculative(prompt, spec, SamplerSettings(), n_predict)
+    run = engine.speculative(prompt, spec, SamplerSettings(logit_bias=tuple(logit_bias)), n_predict)
     events = list(run)
-    return [(ev.n_accepted, len(ev.drafted)) for ev in events], events
+    rounds, n_tokens = [], 0
+    for ev in events:
+        if ev.mode == "checkpoint":
+            rounds.append(("partial", ev.n_accepted, len(ev.drafted)))
+        elif ev.mode == "replay":
+            rounds.append(("accepted", len(ev.replayed), len(ev.replayed)))
+        else:
+            rounds.append(("accepted", ev.n_accepted, len(ev.drafted)))
+        if ev.mode != "checkpoint":
+            n_tokens += len(ev.replayed) + len(ev.emitted) + len(ev.discarded)
+    if events and events[-1].mode == "checkpoint" and run.finish == "eog":
+        r = len(events[-1].emitted)
+        rounds.append(("accepted", r, r))
+        n_tokens += r + 1
+    full = [r for r in rounds if r[0] == "accepted"]
+    t = engine.target
+    text = b"".join(t.piece(tok) for tok in run.tokens if not t.is_eog(tok)).decode("utf-8", "replace")
+    return Outcome(rounds, text, n_tokens, sum(r[2] for r in full), sum(r[1] for r in full)), events
+
+
+def rounds_text(rounds: list[tuple[str, int, int]]) -> str:
+    """Rounds in a line: "A/D" for an accepted round, "A<D" for a partial acceptance."""
+    return " ".join(f"{a}{'/' if kind == 'accepted' else '<'}{d}" for kind, a, d in rounds)
+
+
+def rounds_of(text: str) -> list[tuple[str, int, int]]:
+    """``rounds_text`` read back."""
+    return [("accepted", *map(int, r.split("/"))) if "/" in r else ("partial", *map(int, r.split("<")))
+            for r in text.split()]
+
+
+def printed_prefix(engine: Engine, prompt: str) -> str:
+    """What llama-speculative-simple prints before the generated text."""
+    pieces = b"".join(engine.target.piece(t) for t in engine.tokenize(prompt))
+    return "\n\n" + pieces.decode("utf-8", "replace")
+
+
+def differences(ours: Outcome, ref: Outcome, whole: bool) -> list[str]:
+    """What differs. ``whole`` (runs that end by end of generation): every round, the text and
+    the totals; otherwise the rounds while both runs are inside SpecScope's budget (llama.cpp
+    emits one token more than n_predict and drafts past its budget: module docs)."""
+    if not whole:
+        n = min(len(ours.rounds), len(ref.rounds)) - 1
+        first = next((i for i in range(n) if ours.rounds[i] != ref.rounds[i]), None)
+        return [] if first is None else [f"round {first}: ours {ours.rounds[first]}, llama.cpp "
+                                         f"{ref.rounds[first]}"]
+    out = []
+    first = next((i for i, (a, b) in enumerate(zip(ours.rounds, ref.rounds)) if a != b), None)
+    if first is not None:
+        out.append(f"round {first}: ours {ours.rounds[first]}, llama.cpp {ref.rounds[first]}")
+    elif len(ours.rounds) != len(ref.rounds):
+        out.append(f"{len(ours.rounds)} rounds, llama.cpp {len(ref.rounds)}")
+    if ours.text != ref.text:
+        at = next((i for i, (a, b) in enumerate(zip(ours.text, ref.text)) if a != b),
+                  min(len(ours.text), len(ref.text)))
+        out.append(f"text differs at character {at}: ours {ours.text[at:at + 30]!r}, "
+                   f"llama.cpp {ref.text[at:at + 30]!r}")
+    for name in ("n_predict", "n_drafted", "n_accept"):
+        if getattr(ours, name) != getattr(ref, name):
+            out.append(f"{name} {getattr(ours, name)}, llama.cpp {getattr(ref, name)}")
+    return out
+
+
+# ------------------------------------------------------------------------- runs that end
+CHAT_PROMPTS = [
+    "Explain in three sentences why the sky is blue.",
+    "Copy this sentence exactly: The committee met on Tuesday to review the budget for the new "
+    "library and the reading room.",
+    "Write a Python function that returns the square of a number.",
+    "What is the capital of France? Answer in one word.",
+]
+EOG_BIAS = ((0, 2.0),)     # the demo pair's <|endoftext|> (id 0), +2: these prompts then end
+DEMO_EOG_PROMPTS = [PROMPTS[0], "def add(a, b):\n    return a + b\n"]
+# the hybrid pair's prompts, with a logit bias on its end-of-text token (id 296) where needed
+HYBRID_PROMPTS = [("import os\n", ()), ("class A:\n", ()),
+                  ("def fibonacci(n):\n    return", ((296, 1.0),))]
+
+
+def eog_cases(smollm2: Path | None, hybrid: tuple[Path, Path] | None) -> list[dict]:
+    """Runs that end by end of generation (issue 20): SmolLM2 as its own draft on chat prompts
+    in its template (draft-simple at n_max 1, 3 and 8; every n-gram type alone), the demo pair on
+    prompts that reach <|endoftext|> (with a logit bias on it), and a generated hybrid LFM2 pair
+    (checkpoint rounds). Each case: label, models, prompt, flags, logit bias."""
+    out = []
+    if smollm2 is not None:
+        for n in (1, 3, 8):
+            out += [dict(label=f"smollm2 chat draft-simple n_max {n}", model="smollm2", draft="smollm2",
+                         prompt=("chat", p), flags=["--spec-type", "draft-simple",
+                                                    "--spec-draft-n-max", str(n)]) for p in CHAT_PROMPTS]
+        for t, small in SMALL.items():
+            out += [dict(label=f"smollm2 chat {t} small", model="smollm2", draft=None,
+                         prompt=("chat", p), flags=["--spec-type", t, *small]) for p in CHAT_PROMPTS]
+    for n in (1, 3, 8):
+        out += [dict(label=f"demo <|endoftext|> draft-simple n_max {n}", model="demo-target",
+                     draft="demo-draft", prompt=("text", p), bias=EOG_BIAS,
+                     flags=["--spec-type", "draft-simple", "--spec-draft-n-max", str(n)])
+                for p in DEMO_EOG_PROMPTS]
+    for t, small in SMALL.items():
+        out += [dict(label=f"demo <|endoftext|> {t} small", model="demo-target", draft=None,
+                     prompt=("text", p), bias=EOG_BIAS, flags=["--spec-type", t, *small])
+                for p in DEMO_EOG_PROMPTS]
+    if hybrid is not None:
+        for n in (1, 3, 8):
+            out += [dict(label=f"hybrid lfm2 checkpoints draft-simple n_max {n}", model="lfm2",
+                         draft="lfm2-draft", prompt=("text", p), bias=bias,
+                         flags=["--spec-type", "draft-simple", "--spec-draft-n-max", str(n)])
+                    for p, bias in HYBRID_PROMPTS]
+    return out
+
+
+def write_hybrid_pair(folder: Path) -> tuple[Path, Path]:
+    """The generated hybrid LFM2 pair of tests/test_hybrid.py (deterministic weights)."""
+    import ggufgen
+    weights = ggufgen.lfm2_weights(len(ggufgen.bpe_vocab()[0]), "cac", seed=1)
+    for name in ("blk.2.shortconv.out_proj.weight", "blk.2.ffn_down.weight"):
+        weights[name] = weights[name] * 0.3
+    first_two = {k: v for k, v in weights.items() if not k.startswith("blk.2.")}
+    return (ggufgen.write_lfm2(folder / "lfm2.gguf", weights, layers="cac"),
+            ggufgen.write_lfm2(folder / "lfm2-draft.gguf", first_two, layers="ca"))
+
+
+def case_prompt(engine: Engine, case: dict) -> str:
+    kind, text = case["prompt"]
+    if kind == "chat":
+        from specscope.core.chat import render_chat
+        return render_chat(engine.target, text, None)
+    return text
+
+
+def run_eog_suite(args, paths: dict[str, Path]) -> int:
+    """Every end-of-generation case against llama.cpp; with --write-golden, their llama.cpp
+    outcomes as golden data for tests/test_eog_conformance.py."""
+    from dataclasses import asdict
+    cases = eog_cases(paths.get("smollm2"), (paths["lfm2"], paths["lfm2-draft"]) if "lfm2" in paths else None)
+    settings = EngineSettings(n_ctx=args.ctx_size, target_threads=args.threads, draft_threads=args.threads)
+    golden, bad, engines = [], 0, {}
+    try:
+        for case in cases:
+            key = (case["model"], case["draft"])
+            if key not in engines:
+                engines[key] = Engine(paths[case["model"]], paths[case["draft"]] if case["draft"] else None,
+                                      settings)
+            engine = engines[key]
+            prompt = case_prompt(engine, case)
+            bias = tuple(tuple(b) for b in case.get("bias", ()))
+            ours, events = our_run(engine, prompt, case["flags"], args.n_predict, bias)
+            ref = reference_run(args.binary, paths[case["model"]],
+                                paths[case["draft"]] if case["draft"] else None, prompt, case["flags"],
+                                args.ctx_size, args.n_predict, args.threads,
+                                printed_prefix(engine, prompt), bias)
+            diff = differences(ours, ref, whole=True)
+            ended = events[-1].finish == "eog"
+            if not ended:
+                diff.append(f"SpecScope's run ended by {events[-1].finish}, not by end of generation")
+            bad += bool(diff)
+            drafted = sum(1 for e in events if e.drafted)
+            print(f"{case['label']:<44} {case['prompt'][1][:28]!r:<32} {len(ref.rounds):>3} rounds "
+                  f"({drafted} drafted), {ref.n_accept}/{ref.n_drafted} accepted, "
+                  + ("identical" if not diff else "; ".join(diff)))
+            golden.append({**case, "n_ctx": args.ctx_size, "n_predict": args.n_predict,
+                           "threads": args.threads, "llama_cpp": {**asdict(ref),
+                                                                  "rounds": rounds_text(ref.rounds)}})
+    finally:
+        for e in engines.values():
+            e.close()
+    print(f"\n{len(cases) - bad}/{len(cases)} runs identical to llama.cpp, rounds, text and totals")
+    if args.write_golden:
+        args.write_golden.write_text(json.dumps({
+            "source": "llama-speculative-simple built from llama-cpp-python 0.3.36's source "
+                      "(tests/conformance_speculative_simple.py --suite eog --write-golden)",
+            "cases": golden}, indent=1) + "\n")
+    return 0 if bad == 0 else 1
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--binary", type=Path, required=True)
+    p.add_argument("--suite", choices=("code", "eog"), default="code",
+                   help="code: the code prompts to n_predict (default); eog: runs that end by end of "
+                        "generation (SmolLM2 chat, the demo pair, a hybrid LFM2)")
+    p.add_argument("--write-golden", type=Path, metavar="JSON",
+                   help="with --suite eog: write llama.cpp's outcomes as golden data")
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-c", "--ctx-size", type=int, default=1024)
-    p.add_argument("-n", "--n-predict", type=int, default=128)
+    p.add_argument("-n", "--n-predict", type=int, default=None,
+                   help="default 128 (code), 256 (eog)")
     p.add_argument("-t", "--threads", type=int, default=2)
     p.add_argument("--n-max", default="1,3,4,8", help="draft-simple's n_max values")
     p.add_argument("--prompts", metavar="JSON",
@@ -106,6 +336,21 @@ def main(argv=None) -> int:
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
+    if args.suite == "eog":
+        import tempfile
+
+        from realmodel import smollm2_path
+        args.n_predict = args.n_predict or 256
+        t, d = demo_pair()
+        paths = {"demo-target": t, "demo-draft": d}
+        try:
+            paths["smollm2"] = smollm2_path()
+        except RuntimeError as exc:
+            print(f"SmolLM2 cases left out: {exc}")
+        folder = Path(tempfile.mkdtemp(prefix="specscope-eog-"))
+        paths["lfm2"], paths["lfm2-draft"] = write_hybrid_pair(folder)
+        return run_eog_suite(args, paths)
+    args.n_predict = args.n_predict or 128
     target, draft = (args.model, args.model_draft) if args.model else demo_pair()
     settings = EngineSettings(n_ctx=args.ctx_size, target_threads=args.threads,
                               draft_threads=args.threads)
@@ -118,13 +363,15 @@ def main(argv=None) -> int:
     with Engine(target, draft, settings) as engine:
         for label, flags in cases([int(x) for x in args.n_max.split(",")], args.types.split(",")):
             for k, prompt in enumerate(prompts):
-                ours, events = our_rounds(engine, prompt, flags, args.n_predict)
+                ours, events = our_run(engine, prompt, flags, args.n_predict)
                 uses_draft = any("draft-simple" in f for f in flags)
-                ref = reference_rounds(args.binary, target, draft if uses_draft else None, prompt,
-                                       flags, args.ctx_size, args.n_predict, args.threads)
+                ref = reference_run(args.binary, target, draft if uses_draft else None, prompt,
+                                    flags, args.ctx_size, args.n_predict, args.threads,
+                                    printed_prefix(engine, prompt))
                 # compare while both runs are inside SpecScope's budget (see module docs)
-                n = min(len(ours), len(ref)) - 1
-                first_diff = next((i for i in range(n) if ours[i] != ref[i]), None)
+                n = min(len(ours.rounds), len(ref.rounds)) - 1
+                diff = differences(ours, ref, whole=False)
+                first_diff = int(diff[0].split()[1].rstrip(":")) if diff else None
                 total += n
                 same += n if first_diff is None else first_diff
                 drafted = sum(1 for e in events[:n] if e.drafted)
@@ -133,13 +380,12 @@ def main(argv=None) -> int:
                 cell[0] += n if first_diff is None else first_diff
                 cell[1] += n
                 cell[2] += drafted
-                status = "identical" if first_diff is None else \
-                    f"first difference at round {first_diff}: ours {ours[first_diff]}, llama.cpp {ref[first_diff]}"
+                status = "identical" if first_diff is None else f"first difference at {diff[0]}"
                 print(f"{label:<34} prompt {k}: {n} rounds compared ({drafted} with a draft, "
                       f"by {', '.join(winners) or 'none'}), {status}")
                 if first_diff is not None:
-                    print(f"    ours      {ours[:12]}{' ...' if len(ours) > 12 else ''}")
-                    print(f"    llama.cpp {ref[:12]}{' ...' if len(ref) > 12 else ''}")
+                    print(f"    ours      {ours.rounds[:12]}{' ...' if len(ours.rounds) > 12 else ''}")
+                    print(f"    llama.cpp {ref.rounds[:12]}{' ...' if len(ref.rounds) > 12 else ''}")
     print()
     for label, (ok, n, drafted) in summary.items():
         print(f"{label:<34} {ok}/{n} rounds identical, {drafted} of them drafted")

@@ -62,3 +62,48 @@ def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
     assert run.tokens == base.tokens
     accepted = sum(e.n_accepted for e in events if e.drafter == "ngram-simple")
     assert accepted >= 10, [(e.drafted, e.n_accepted) for e in events if e.drafted]
+
+
+CHAT_SKY = "Explain in three sentences why the sky is blue."
+
+
+@pytest.mark.parametrize("n_max", [1, 3, 8])
+def test_a_chat_turn_ends_where_the_baseline_ends(smol_engine, n_max):
+    """Issue 20: as its own draft, greedy, the speculative run emits the baseline's tokens
+    through the end-of-turn token and nothing after it (it used to write past <|im_end|>)."""
+    from specscope.core.chat import render_chat
+    prompt = render_chat(smol_engine.target, CHAT_SKY, None)
+    base = smol_engine.baseline(prompt, SamplerSettings(), 256)
+    list(base)
+    run = smol_engine.speculative(prompt, SpecSettings(n_max=n_max), SamplerSettings(), 256)
+    events = list(run)
+    assert base.finish == run.finish == "eog"
+    assert run.tokens == base.tokens and smol_engine.target.is_eog(run.tokens[-1])
+    assert sum(len(e.emitted) for e in events) == len(run.tokens)
+
+
+@pytest.mark.parametrize("question,n_max,how", [
+    ("What is the capital of France? Answer in one word.", 8, "drafted"),
+    (CHAT_SKY, 8, "drafted mid-draft"),
+    ("Copy this sentence exactly: The committee met on Tuesday to review the budget for the new "
+     "library and the reading room.", 1, "sampled")])
+def test_the_three_ways_a_round_ends_at_end_of_turn(smol_engine, question, n_max, how):
+    """An end of generation drafted last and sampled too is accepted and the bonus token after it
+    is dropped (llama.cpp counts it: 8/8); drafted with more drafted tokens after it, llama.cpp
+    stops there and counts it as the target's own token, not a rejection; or the target samples
+    it itself."""
+    from specscope.core.chat import render_chat
+    prompt = render_chat(smol_engine.target, question, None)
+    run = smol_engine.speculative(prompt, SpecSettings(n_max=n_max), SamplerSettings(), 256)
+    last = list(run)[-1]
+    eog = smol_engine.target.is_eog
+    assert last.finish == "eog" and eog(last.emitted[-1])
+    assert not any(eog(t) for t in run.tokens[:-1])
+    if how == "drafted":
+        assert last.n_accepted == len(last.drafted) == len(last.emitted) == n_max
+        assert last.own is None and len(last.discarded) == 1 and not last.eog_ends_draft
+    elif how == "drafted mid-draft":
+        assert last.eog_ends_draft and last.n_accepted < len(last.drafted) - 1
+        assert last.own == last.emitted[-1] == last.drafted[last.n_accepted] and not last.discarded
+    else:
+        assert last.own == last.emitted[-1] and not last.eog_ends_draft and not last.discarded
