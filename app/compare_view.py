@@ -927,9 +927,9 @@ class CompareView(QWidget):
             self.lossless_label.setText("<span style='color:#1a7f37'>Lossless: every speculative run "
                                         "emitted exactly the baseline's tokens.</span>")
         else:
-            near = sum(1 for r in bad if r.lossless == "near-tie")
+            near = sum(1 for r in bad if r.lossless == "numerical")
             text = (f"Lossless: {len(bad)} of {len(verdicts)} runs differ from the baseline "
-                    f"({near} numerical near-ties, {len(bad) - near} real mismatches). ")
+                    f"({near} numerical, {len(bad) - near} mismatches: engine bugs). ")
             if self.result is not None and self.result.lossless_notes:
                 text += self.result.lossless_notes[0].replace("<", "&lt;") + ". "
             if not self.deterministic.isChecked():

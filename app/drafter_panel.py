@@ -332,7 +332,9 @@ class SynthBox(QGroupBox):
         self.setChecked(False)
         self.setToolTip("llama.cpp's --spec-synth-len / --spec-synth-rates: the drafter drafts and "
                         "the target verifies as usual (every timing is real), but each draft token "
-                        "is kept at random with the chosen probability. The text is not valid output.")
+                        "is kept at random with the chosen probability, except a drafted end of "
+                        "generation, which is never kept (llama-server's rule; llama.cpp's own rule "
+                        "keeps one the target samples too). The text is not valid output.")
         from PySide6.QtWidgets import QSlider
         lay = QVBoxLayout(self)
         lay.setSpacing(3)

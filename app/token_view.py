@@ -262,7 +262,11 @@ class TokenView(QPlainTextEdit):
         elif kind in (REJECTED, UNCHECKED):
             tok = ev.drafted[i]
             ptxt = f"draft probability {p:.3f}<br>" if p is not None else ""
-            if kind == REJECTED:
+            if kind == REJECTED and ev.synthetic and self._vocab.is_eog(tok):
+                tip = head + (f"drafted {by}at draft position {i + 1}, <b>not kept</b>: synthetic "
+                              "acceptance never keeps a drafted end of generation (llama-server's "
+                              f"rule)<br>{ptxt}")
+            elif kind == REJECTED:
                 tip = head + (f"drafted {by}at draft position {i + 1}, <b>rejected</b>: the target "
                               f"sampled <code>{self._esc(ev.emitted[a])}</code> instead<br>{ptxt}")
             elif ev.eog_ends_draft:

@@ -75,9 +75,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--alpha", type=float, default=None,
                    help="also predict with an assumed per-token acceptance α")
     g.add_argument("--no-lossless", action="store_true", help="skip the lossless check")
-    g.add_argument("--near-tie", type=float, default=None,
-                   help="greedy runs: logit gap under which a divergence counts as a numerical near-tie "
-                        "(default 0.1); sampled runs are judged by the sampler's own draw")
     g.add_argument("--recalibrate", action="store_true", help="measure the costs again, ignoring the cache")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the calibration cache")
     g.add_argument("--calibration-seconds", type=float, default=None, metavar="S",
@@ -168,7 +165,6 @@ def settings_from_args(args):
     from .demo import demo_pair
     from .drafters import DRAFT_MODEL
     from .sweep import SweepSettings, parse_n_values, parse_p_values
-    from .compare import NEAR_TIE_LOGIT_GAP
     from .calibrate import TIME_BUDGET_S
     chains = chains_from_args(args)
     n_values = parse_n_values(args.spec_draft_n_max)
@@ -196,7 +192,6 @@ def settings_from_args(args):
         repeats=args.repeats, alpha=args.alpha,
         lossless=lossless and not spec.synthetic,     # synthetic text is not output
         recalibrate=args.recalibrate, use_cache=not args.no_cache,
-        near_tie=NEAR_TIE_LOGIT_GAP if args.near_tie is None else args.near_tie,
         calibration_s=TIME_BUDGET_S if args.calibration_seconds is None else args.calibration_seconds)
 
 

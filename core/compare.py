@@ -21,31 +21,30 @@ Lossless check
       speculative run replayed from its round events, which reproduces the
       batched numerics the speculative run saw.
 
-    Greedy runs: a divergence is a **numerical near-tie** when the two tokens'
-    logits are within ``near_tie`` of each other on the baseline side (the
-    baseline's logit bias applied; grammar and penalties are not) and the
-    speculative side's own logits rank its token first (its numerics flipped
-    the order).
+    The verdict comes from reproducing the divergence, not from a threshold on the logits: the
+    diverging position is decoded on the target twice, once as the baseline decoded it and
+    once in the speculative run's own verification batch (same positions, same batch size:
+    ``spec_logits_at``), and each side's row goes through the sampler chain's transforms
+    (logit bias, penalties, grammar; :func:`candidates`).
 
-    Sampled runs: the greedy top-2 gap says nothing about a sampled token.
-    llama.cpp's ``dist`` sampler draws one uniform number u per emitted token
-    (``std::mt19937`` seeded with the sampler's seed, so the draw for generated
-    token i is the i-th draw in both runs) and walks the candidates left after
-    the chain's transforms (logit bias, penalties, top-k, top-p, min-p,
-    temperature: applied by llama.cpp's own samplers, :func:`candidates`) until
-    their running probability reaches u. The check rebuilds both sides'
-    candidates and u (:func:`dist_draw`): the divergence is **numerical** when u
-    picks the baseline's token from the single-token distribution and the
-    speculative run's token from the batched one, i.e. u fell in the region
-    where the two distributions pick different tokens (its size is reported);
-    otherwise it is a **real mismatch**. Without the speculative side (runs with
-    checkpoint rounds) it is numerical when u lies within
-    ``SAMPLED_NEAR_TIE`` of the speculative token's share.
+    * Greedy runs: the divergence is **numerical** when the batched row picks the speculative
+      token and the one-token row the baseline's: the kernels that decode a batch and a single
+      token (K-quant and sgemm paths switch with the batch size, flash attention's single-token
+      path) moved a near-tie, and llama.cpp's own speculative program shares that. Both rows'
+      logits for both tokens are reported.
+    * Sampled runs: llama.cpp's ``dist`` sampler draws one uniform number u per emitted token
+      (``std::mt19937`` seeded with the sampler's seed, so the draw for generated token i is
+      the i-th draw in both runs) and walks the candidates left after the chain's transforms
+      until their running probability reaches u (:func:`dist_draw`). The divergence is
+      **numerical** when u picks the baseline's token from the one-token row and the
+      speculative run's token from the batched one (the size of the region of u where the two
+      rows pick different tokens is reported).
 
-    Anything else is a **real mismatch**: the speculative run emitted a token its
-    target did not choose. See ``DETERMINISTIC_GUARANTEE`` for what the
-    deterministic-numerics settings (``EngineSettings.deterministic()``: F32 KV
-    cache, flash attention off) guarantee.
+    Anything else is a **mismatch**: the speculative run emitted a token that its own batched
+    decode does not give, an engine bug; the report says so and keeps the evidence (both
+    rows' best tokens and logits). See ``DETERMINISTIC_GUARANTEE`` for what the
+    deterministic-numerics settings (``EngineSettings.deterministic()``: F32 KV cache, flash
+    attention off) guarantee.
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ import numpy as np
 from .events import RoundEvent
 from .stats import Stats, fold
 
-NEAR_TIE_LOGIT_GAP = 0.1      # batched vs single-token logits drift ~1e-3..1e-1 (F16 KV, FA, Q8_0)
-SAMPLED_NEAR_TIE = 0.01       # sampled, no batched side: u this close to the other token's share
+TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
 # What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
 # guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (README: "When
 # speculative output equals the baseline's"). The CLI help and the window's tooltip show it.
@@ -72,7 +70,7 @@ DETERMINISTIC_GUARANTEE = (
     "(SmolLM2 Q4_1), and F32 weights by ~1e-7, F16 by ~1e-4 at any length (llama.cpp multiplies one "
     "token with vec_dot, a batch with llamafile's sgemm; K-quants switch kernels at 8 tokens). So "
     "speculative output equals the baseline's up to near-ties, other CPUs (AVX-512, AMX, ARM) may "
-    "differ more, and specscope bench says whether numerics explain a divergence")
+    "differ more, and specscope bench reproduces a divergence to say whether numerics explain it")
 DETERMINISTIC_HINT = ("rerun with --deterministic (F32 KV cache, flash attention off), which removes "
                       "flash attention's single-token path; batch-size-dependent matmul kernels remain "
                       "(see --help)")
@@ -117,7 +115,10 @@ class Divergence:
     top2_gap: float = float("nan")     # logit(top1) - logit(top2), baseline side
     token_gap: float = float("nan")    # logit(baseline token) - logit(spec token), baseline side
     spec_token_gap: float = float("nan")  # the same difference in the speculative side's logits
-    kind: str = "mismatch"             # "near-tie" | "mismatch" | "length"
+    kind: str = "mismatch"             # "numerical" | "mismatch" | "length"
+    # the two rows after the sampler chain's transforms: (token, logit) of their best tokens
+    baseline_top: tuple[tuple[int, float], ...] = ()   # one token at a time, as the baseline
+    spec_top: tuple[tuple[int, float], ...] = ()       # in the speculative round's batch
     # sampled runs: the dist sampler's draw u for this token and what it picks on each side
     draw: float = float("nan")
     draw_baseline_pick: int = -1       # the token u picks from the single-token distribution
@@ -135,11 +136,21 @@ class Divergence:
                 f"{self.baseline_text!r}, speculative {self.spec_token} {self.spec_text!r}; ")
         if not np.isnan(self.draw):
             return head + self._describe_draw()
-        what = "a numerical near-tie" if self.kind == "near-tie" else "a real mismatch"
-        spec_side = "" if np.isnan(self.spec_token_gap) else \
-            f", {self.spec_token_gap:+.4f} in the speculative run's batched logits"
-        return (head + f"target's top-2 logit gap {self.top2_gap:.4f}, the two tokens' logits differ by "
-                f"{self.token_gap:+.4f}{spec_side} — {what}")
+        if not self.spec_top:
+            return head + ("the speculative run's rounds do not reach this token, so its batch "
+                           "could not be decoded again — a mismatch")
+        logits = (f"the two tokens' logits differ by {self.token_gap:+.4f} one token at a time (as "
+                  f"the baseline decoded) and by {self.spec_token_gap:+.4f} in the speculative "
+                  f"round's batch; top-2 gap {self.top2_gap:.4f}")
+        if self.kind == "numerical":
+            return (head + f"decoded again, the batch picks the speculative token and the single "
+                    f"token the baseline's: {logits} — numerical (batched and one-token kernels "
+                    f"differ; llama.cpp's own speculative program does the same)")
+        best = ", ".join(f"{t} ({x:.4f})" for t, x in self.spec_top[:3])
+        return (head + f"decoded again in the speculative round's batch, the target picks "
+                f"{self.spec_top[0][0]}, not the speculative token ({logits}; the batch's best: "
+                f"{best}) — a mismatch: SpecScope emitted a token its target did not choose, an "
+                f"engine bug")
 
     def _describe_draw(self) -> str:
         def share(s):
@@ -152,7 +163,7 @@ class Divergence:
                      f"{100 * self.disagreement:.3f}% of draws")
         else:
             text += f"; the speculative token's share there is {share(self.spec_share)}"
-        if self.kind == "near-tie":
+        if self.kind == "numerical":
             return text + " — a numerical divergence: the draw fell where the two distributions disagree"
         if self.draw_baseline_pick != self.baseline_token:
             return text + (" — a real mismatch (the draw does not reproduce the baseline's own token: "
@@ -165,6 +176,8 @@ class Divergence:
             d[k] = None if np.isnan(d[k]) else float(d[k])
         for k in ("baseline_share", "spec_share"):
             d[k] = None if d[k] is None else [float(x) for x in d[k]]
+        for k in ("baseline_top", "spec_top"):
+            d[k] = [[int(t), float(x)] for t, x in d[k]]
         return d
 
 
@@ -225,19 +238,14 @@ def is_deterministic(settings) -> bool:
     return getattr(settings, "kv_type", "") == "f32" and getattr(settings, "flash_attn", "") == "off"
 
 
-def classify(baseline_logits: np.ndarray, baseline_token: int, spec_token: int, *,
-             spec_logits: np.ndarray | None = None, greedy: bool = True,
-             near_tie: float = NEAR_TIE_LOGIT_GAP) -> tuple[str, float, float]:
-    """(kind, token_gap, spec_token_gap) for a divergence (see the module docs)."""
-    gap = float(baseline_logits[baseline_token] - baseline_logits[spec_token])
-    spec_gap = float("nan")
-    if spec_logits is not None:
-        spec_gap = float(spec_logits[baseline_token] - spec_logits[spec_token])
-    kind = "near-tie" if abs(gap) <= near_tie else "mismatch"
-    if kind == "near-tie" and greedy and spec_logits is not None:
-        if int(np.argmax(spec_logits)) != spec_token:
-            kind = "mismatch"
-    return kind, gap, spec_gap
+def classify(baseline: Candidates, spec: Candidates, baseline_token: int, spec_token: int) -> dict:
+    """Kind and figures of a greedy run's divergence (module docs), as Divergence fields: numerical
+    when the batched row picks the speculative token and the one-token row the baseline's."""
+    numerical = baseline.best() == baseline_token and spec.best() == spec_token
+    return {"kind": "numerical" if numerical else "mismatch",
+            "token_gap": baseline.logit(baseline_token) - baseline.logit(spec_token),
+            "spec_token_gap": spec.logit(baseline_token) - spec.logit(spec_token),
+            "baseline_top": baseline.top(), "spec_top": spec.top()}
 
 
 def mt19937_words(seed: int, n: int) -> list[int]:
@@ -274,13 +282,26 @@ class Candidates:
     double, as ``llama_sampler_dist_apply`` sums them)."""
     ids: np.ndarray
     cum: np.ndarray
+    logits: np.ndarray
 
     @classmethod
     def from_logits(cls, ids, logits, is_sorted: bool) -> "Candidates":
         logits = np.asarray(logits, dtype=np.float32)
         top = logits[0] if is_sorted else logits.max()
         p = np.exp(logits - top, dtype=np.float32)
-        return cls(np.asarray(ids, dtype=np.int64), np.cumsum(p.astype(np.float64)))
+        return cls(np.asarray(ids, dtype=np.int64), np.cumsum(p.astype(np.float64)), logits)
+
+    def best(self) -> int:
+        """The token the greedy sampler picks: the first of the highest logits."""
+        return int(self.ids[int(np.argmax(self.logits))])
+
+    def logit(self, token: int) -> float:
+        where = np.flatnonzero(self.ids == token)
+        return float(self.logits[where[0]]) if len(where) else float("-inf")
+
+    def top(self, n: int = TOP_EVIDENCE) -> tuple[tuple[int, float], ...]:
+        order = np.argsort(-self.logits, kind="stable")[:n]
+        return tuple((int(self.ids[i]), float(self.logits[i])) for i in order)
 
     def index(self, u: float) -> int:
         """The candidate a draw u selects: the first whose running sum reaches u·total."""
@@ -308,23 +329,15 @@ def disagreement(a: Candidates, b: Candidates) -> float:
     return float(np.diff(edges)[picks_a != picks_b].sum())
 
 
-def classify_sampled(baseline: Candidates, spec: Candidates | None, u: float, baseline_token: int,
-                     spec_token: int, *, near: float = SAMPLED_NEAR_TIE) -> dict:
+def classify_sampled(baseline: Candidates, spec: Candidates, u: float, baseline_token: int,
+                     spec_token: int) -> dict:
     """Kind and figures of a sampled run's divergence (see the module docs), as Divergence fields."""
-    b_pick = baseline.pick(u)
-    out = {"draw": u, "draw_baseline_pick": b_pick, "baseline_share": baseline.share(baseline_token)}
-    if spec is not None:
-        s_pick = spec.pick(u)
-        out.update(draw_spec_pick=s_pick, spec_share=spec.share(spec_token),
-                   disagreement=disagreement(baseline, spec))
-        numerical = b_pick == baseline_token and s_pick == spec_token
-    else:
-        share = baseline.share(spec_token)
-        out["spec_share"] = share
-        numerical = (b_pick == baseline_token and share is not None
-                     and share[0] - near <= u <= share[1] + near)
-    out["kind"] = "near-tie" if numerical else "mismatch"
-    return out
+    b_pick, s_pick = baseline.pick(u), spec.pick(u)
+    numerical = b_pick == baseline_token and s_pick == spec_token
+    return {"draw": u, "draw_baseline_pick": b_pick, "baseline_share": baseline.share(baseline_token),
+            "draw_spec_pick": s_pick, "spec_share": spec.share(spec_token),
+            "disagreement": disagreement(baseline, spec), "kind": "numerical" if numerical else "mismatch",
+            "baseline_top": baseline.top(), "spec_top": spec.top()}
 
 
 def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunResult:
@@ -339,16 +352,6 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
 
 def execute(run) -> list[RoundEvent]:
     return list(run)
-
-
-def _bias_vector(engine, sampler) -> np.ndarray | None:
-    if not sampler.logit_bias:
-        return None
-    bias = np.zeros(engine.target.n_vocab, dtype=np.float64)
-    for tok, value in sampler.logit_bias:
-        if 0 <= tok < len(bias):
-            bias[tok] += value
-    return bias
 
 
 def candidates(engine, sampler, row: np.ndarray, history: Sequence[int]) -> Candidates:
@@ -395,33 +398,39 @@ def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence
 def spec_logits_at(engine, prompt_tokens: Sequence[int], events: Sequence[RoundEvent],
                    index: int) -> np.ndarray | None:
     """The target's logits for generated token ``index`` as the speculative run computed them:
-    its verification batches replayed from the round events. None when the run used
-    checkpoint rounds (recurrent memory) or the events do not reach that token."""
+    its verification batches decoded again from the round events, the same tokens at the same
+    positions in batches of the same size. A checkpoint round's batch was undone by its restore
+    and its tokens verified again by the replay round after it, so it is decoded only when it
+    decided the token (the run's last round); a replay round decides only the tokens after the
+    replayed ones. None when the events do not reach that token."""
     tgt, batch = engine.tgt, engine.batch
-    if any(ev.mode in ("checkpoint", "replay") for ev in events):
-        return None
     with engine.exclusive("a lossless check"):
-        base = len(prompt_tokens) - 1           # position whose logits give generated token 0
-        target_pos = base + index
-        body = list(prompt_tokens[:-1])
-        tgt.prefill(body, batch, "the prompt (lossless check)")
+        target_pos = len(prompt_tokens) - 1 + index     # the row whose logits give token index
+        tgt.prefill(list(prompt_tokens[:-1]), batch, "the prompt (lossless check)")
         row = None
         for ev in events:
-            tokens = [ev.seed, *ev.drafted]
+            tokens = [ev.seed, *ev.replayed, *ev.drafted]
+            first = len(ev.replayed)                     # the batch rows this round decided
+            decided = ev.n_past + first <= target_pos < ev.n_past + first + len(ev.emitted)
+            if ev.mode == "checkpoint" and not decided:
+                continue
             batch.fill(tokens, ev.n_past, logits="all")
             tgt.decode(batch, "a verification batch (lossless check)")
-            if ev.n_past <= target_pos < ev.n_past + len(ev.emitted):   # rows of the kept history
+            if decided:
                 row = np.array(tgt.logits(len(tokens))[target_pos - ev.n_past], dtype=np.float64)
                 break
-            tgt.seq_rm(ev.n_past + len(ev.emitted), -1)
+            kept = ev.n_past + first + len(ev.emitted)
+            if kept < ev.n_past + len(tokens):
+                tgt.seq_rm(kept, -1)
         tgt.clear()
     return row
 
 
 def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequence[int],
-                   spec_tokens: Sequence[int], *, sampler=None, spec_events=None,
-                   near_tie: float = NEAR_TIE_LOGIT_GAP) -> LosslessReport:
-    """Compare the two runs' tokens; on a divergence, look at the target's logits there."""
+                   spec_tokens: Sequence[int], spec_events: Sequence[RoundEvent], *,
+                   sampler=None) -> LosslessReport:
+    """Compare the two runs' tokens through the end of generation; on a divergence, decode the
+    position again both ways and let the target decide (module docs)."""
     from .sampling import SamplerSettings
     sampler = sampler or SamplerSettings()
     deterministic = is_deterministic(engine.settings)
@@ -433,36 +442,26 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
     s_tok = spec_tokens[pos] if pos < len(spec_tokens) else None
     text = engine.target.detokenize
     common = list(baseline_tokens[:pos])
-    raw = baseline_logits_at(engine, prompt_tokens, common)
-    bias = _bias_vector(engine, sampler)
-    logits = raw + bias if bias is not None else raw
-    order = np.argsort(logits)[::-1]
-    top1, top2 = int(order[0]), int(order[1])
-    top2_gap = float(logits[top1] - logits[top2])
+    base = candidates(engine, sampler, baseline_logits_at(engine, prompt_tokens, common), common)
+    (top1, l1), (top2, l2) = base.top(2)
     if b_tok is None or s_tok is None:
         div = Divergence(pos, b_tok, s_tok, text([b_tok]) if b_tok is not None else "",
-                         text([s_tok]) if s_tok is not None else "", top1, top2, top2_gap,
+                         text([s_tok]) if s_tok is not None else "", top1, top2, l1 - l2,
                          kind="length")
         return LosslessReport(False, n, div, deterministic)
-    spec_raw = spec_logits_at(engine, prompt_tokens, spec_events, pos) if spec_events is not None else None
-    spec_row = spec_raw + bias if spec_raw is not None and bias is not None else spec_raw
-    kind, gap, spec_gap = classify(logits, b_tok, s_tok, spec_logits=spec_row,
-                                   greedy=sampler.greedy, near_tie=near_tie)
-    drawn = {}
-    if not sampler.greedy and sampler.seed & 0xFFFFFFFF != 0xFFFFFFFF:   # (that seed: a random one)
-        # the draw decides, not the logit gap
-        u = dist_draw(sampler.seed, pos)
-        spec_cands = candidates(engine, sampler, spec_raw, common) if spec_raw is not None else None
-        drawn = classify_sampled(candidates(engine, sampler, raw, common), spec_cands, u, b_tok, s_tok)
-        kind = drawn.pop("kind")
-    div = Divergence(pos, b_tok, s_tok, text([b_tok]), text([s_tok]), top1, top2, top2_gap,
-                     gap, spec_gap, kind, **drawn)
+    spec_raw = spec_logits_at(engine, prompt_tokens, spec_events, pos)
+    fields: dict = {"kind": "mismatch", "baseline_top": base.top()}
+    if spec_raw is not None:
+        spec = candidates(engine, sampler, spec_raw, common)
+        fields = classify(base, spec, b_tok, s_tok)
+        if not sampler.greedy and sampler.seed & 0xFFFFFFFF != 0xFFFFFFFF:   # (that seed: a random one)
+            fields.update(classify_sampled(base, spec, dist_draw(sampler.seed, pos), b_tok, s_tok))
+    div = Divergence(pos, b_tok, s_tok, text([b_tok]), text([s_tok]), top1, top2, l1 - l2, **fields)
     return LosslessReport(False, n, div, deterministic)
 
 
 def compare(engine, prompt: str | list[int], spec, sampler=None, n_predict: int = 64, *,
-            spec_sampler=None, lossless: bool = True, stop: threading.Event | None = None,
-            near_tie: float = NEAR_TIE_LOGIT_GAP) -> Comparison:
+            spec_sampler=None, lossless: bool = True, stop: threading.Event | None = None) -> Comparison:
     """Run the baseline, then the speculative run, and compare them.
 
     ``spec_sampler`` (default: ``sampler``) lets a test force a divergence, e.g. with a
@@ -479,5 +478,5 @@ def compare(engine, prompt: str | list[int], spec, sampler=None, n_predict: int 
     report = None
     if lossless and not (stop is not None and stop.is_set()):
         report = check_lossless(engine, base_run.prompt_tokens, baseline.tokens, speculative.tokens,
-                                sampler=sampler, spec_events=spec_events, near_tie=near_tie)
+                                spec_events, sampler=sampler)
     return Comparison(prompt if isinstance(prompt, str) else "", baseline, speculative, report)

@@ -40,9 +40,10 @@ configuration) carry the columns of :data:`CSV_COLUMNS`:
 ``f``                     the calibrated draft cost per token
 ``prefill_ms``            prompt processing of the speculative runs (both models), mean
 ``baseline_prefill_ms``   prompt processing of the baseline runs, mean
-``lossless``              identical | near-tie | mismatch | length (worst over the runs); near-tie:
-                          numerics explain the divergence (greedy: the logit gap; sampled: the
-                          sampler's draw falls where the batched and one-token distributions part)
+``lossless``              identical | numerical | mismatch | length (worst over the runs); numerical:
+                          decoded again, the speculative round's batch gives the speculative token
+                          and one token at a time the baseline's (sampled: the sampler's draw falls
+                          where the two distributions part); mismatch: an engine bug
 ``divergence_at``         first diverging generated token (empty when identical)
 ``draft_rounds``          rounds that verified a draft
 ``lookup_us``             Python time of the n-gram drafters per round (draft and accept
@@ -80,7 +81,7 @@ from typing import Callable, Sequence
 from .cpuload import LoadMeter
 from .calibrate import (TIME_BUDGET_S, Calibration, calibrated_speedup, chain_round_cost,
                         get_calibration)
-from .compare import (NEAR_TIE_LOGIT_GAP, LosslessReport, RunResult, check_lossless, execute,
+from .compare import (LosslessReport, RunResult, check_lossless, execute,
                       run_result)
 from .cli_spec import spec_params
 from .drafters import DRAFT_MODEL, parse_types, type_label
@@ -97,7 +98,7 @@ CSV_COLUMNS = ("draft", "drafter", "n_max", "prompt", "tokens", "rounds", "accep
 DRAFT_SIMPLE = (DRAFT_MODEL,)
 NGRAM_ONLY_NOTE = ("n applies to draft-simple only: chains of n-gram types are swept once "
                    "(n_max shown as -)")
-VERDICT_ORDER = ("identical", "near-tie", "length", "mismatch")
+VERDICT_ORDER = ("identical", "numerical", "length", "mismatch")
 
 Progress = Callable[[int, int, str], None]    # (steps done, steps in all, what now)
 
@@ -211,7 +212,6 @@ class SweepSettings:
     lossless: bool = True
     recalibrate: bool = False
     use_cache: bool = True
-    near_tie: float = NEAR_TIE_LOGIT_GAP
     calibration_s: float = TIME_BUDGET_S  # time budget of the repeated decode timings
     chains: tuple[tuple[str, ...], ...] = (DRAFT_SIMPLE,)   # --spec-type chains, priority order
     spec: object = None                # SpecSettings: the n-gram types' parameters, n_min
@@ -786,8 +786,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                             touched.append(cell)
                             if s.lossless:
                                 report = check_lossless(engine, run.prompt_tokens, base.tokens, res.tokens,
-                                                        sampler=sampler, spec_events=events,
-                                                        near_tie=s.near_tie)
+                                                        events, sampler=sampler)
                                 cell.lossless.append(report)
                                 if not report.identical:
                                     result.lossless_notes.append(f"{label} {p_name}: {report.describe()}")

@@ -75,6 +75,19 @@ def test_speculative_output_on_hybrid_memories_equals_the_baseline(hybrid, targe
         assert 0 < s.n_accept < s.n_drafted    # drafts were both accepted and rejected
 
 
+def test_the_lossless_check_decodes_a_checkpoint_runs_batches_again(hybrid):
+    """The lossless check's speculative side decodes the run's own verification batches again,
+    checkpoint and replay rounds included: every emitted token is the best of its row (a wrong
+    row would call a numerical divergence an engine bug, or the reverse)."""
+    from specscope.core.compare import candidates, spec_logits_at
+    with Engine(hybrid["hybrid"], hybrid["hybrid_draft"], DETERMINISTIC) as e:
+        run, events = generate(e, SpecSettings(n_max=3), GREEDY, n_predict=30)
+        assert any(ev.mode == "checkpoint" for ev in events) and any(ev.mode == "replay" for ev in events)
+        for i, token in enumerate(run.tokens):
+            row = spec_logits_at(e, run.prompt_tokens, events, i)
+            assert candidates(e, GREEDY, row, run.tokens[:i]).best() == token, i
+
+
 def test_caches_hold_exactly_the_accepted_history_after_every_hybrid_round(hybrid):
     with Engine(hybrid["hybrid"], hybrid["hybrid_draft"], DETERMINISTIC) as e:
         run = e.speculative(PROMPT, SpecSettings(n_max=4), GREEDY, 50)

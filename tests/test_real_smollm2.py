@@ -34,7 +34,7 @@ def test_the_draws_reproduce_a_sampled_baseline_on_a_real_vocabulary(smol_engine
                          ids=["greedy", "temp0.8-seed5"])
 def test_its_own_draft_diverges_only_through_numerics(smol_engine, sampler):
     rep = compare(smol_engine, PROMPT, SpecSettings(n_max=3), sampler, n_predict=40).lossless
-    assert rep.verdict in ("identical", "near-tie"), rep.describe()
+    assert rep.verdict in ("identical", "numerical"), rep.describe()
     if not rep.identical and not sampler.greedy:
         d = rep.divergence
         assert d.draw_baseline_pick == d.baseline_token and d.draw_spec_pick == d.spec_token
