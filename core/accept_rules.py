@@ -1,6 +1,6 @@
 """Two acceptance rules, and the acceptance the other one would have had (issue 13, item 2).
 
-``match`` is llama.cpp's rule (seed 000 §6.3, ``Run._sample_and_accept``): the draft model
+``match`` is llama.cpp's rule (seed 000 §6.3, :func:`sample_and_accept`): the draft model
 drafts greedily; the user's sampler chain samples each verified row and a drafted token is
 kept while the sample equals it; the target's own sample is emitted at the first mismatch.
 
@@ -184,23 +184,58 @@ class DraftSampler:
         return drawn
 
 
-class Verifier:
-    """A run's acceptance rule and counterfactual; ``verify`` replaces the round's
-    ``_sample_and_accept``."""
+def sample_and_accept(smpl, ctx, is_eog, draft: list[int]) -> list[int]:
+    """llama.cpp's rule (``common_sampler_sample_and_accept_n``, seed 000 §6.3): sample row by
+    row and keep while the target samples the drafted token; always emit its own. No drafted
+    token is kept after an end of generation (it would stay in the context): a drafted EOG the
+    target samples too ends the verification there, unless it ends the draft."""
+    ids = []
+    for i, drafted in enumerate(draft):
+        token = smpl.sample(ctx, i)
+        ids.append(token)
+        if token != drafted or (is_eog(token) and i + 1 < len(draft)):
+            return ids
+    ids.append(smpl.sample(ctx, len(draft)))
+    return ids
 
-    def __init__(self, run, chain):
-        from .drafters import DRAFT_MODEL
-        s, e = run.sampler_settings, run.engine
-        self.run, self.rule = run, run.spec.accept_rule
+
+class SyntheticRule:
+    """Synthetic acceptance (core/synth.py, benchmark only) as a run's acceptance rule."""
+    q = None
+
+    def __init__(self, engine, spec, sampler):
+        from .synth import SynthAcceptance
+        self.ctx, self.is_eog = engine.tgt, engine.target.is_eog
+        self.synth = SynthAcceptance(spec.synth_probs(), sampler.seed)
+
+    def verify(self, smpl, draft: list[int], proposal, replay: tuple[int, ...], about: dict):
+        return self.synth.accept(smpl, self.ctx, self.is_eog, draft, bool(replay))
+
+    def take_observe_time(self) -> tuple[float, float]:
+        return 0.0, 0.0
+
+
+def make_rule(engine, spec, sampler):
+    """A run's acceptance rule: one ``verify(smpl, draft, proposal, replay, about) -> ids``
+    per round. ``rule.q``, when not None, is what the draft model draws its tokens with."""
+    return SyntheticRule(engine, spec, sampler) if spec.synthetic else Verifier(engine, spec, sampler)
+
+
+class Verifier:
+    """The ``match`` and ``ratio`` rules, and the other rule's expected acceptance at temperature
+    (the module docs)."""
+
+    def __init__(self, engine, spec, sampler):
+        s = sampler
+        self.engine, self.sampler, self.rule = engine, sampler, spec.accept_rule
         self.counterfactual = not s.greedy
         self.rng = np.random.default_rng((s.seed & 0xFFFFFFFF, 2))
-        self.p = TargetDistribution(e.tgt.n_vocab, s.greedy)
-        self.q = None
+        self.p = TargetDistribution(engine.tgt.n_vocab, s.greedy)
         self.t_observe = 0.0        # this round's seconds spent only on the counterfactual
-        if self.counterfactual:             # the draft model's q, where it drafts
-            for d in chain.drafters:
-                if d.name == DRAFT_MODEL:
-                    d.q = self.q = DraftSampler(s, sample=self.rule == "ratio")
+        # the draft model's q (where it drafts): ratio samples its tokens from q, a match run
+        # at temperature records q for the counterfactual
+        self.q = DraftSampler(s, sample=self.rule == "ratio") \
+            if self.counterfactual and spec.uses_draft_model else None
 
     def take_observe_time(self) -> tuple[float, float]:
         """(draft, verify) seconds this round spent only on observing the other rule (a match
@@ -217,17 +252,18 @@ class Verifier:
         """The round's tokens (kept drafted tokens, then the target's own); ``about`` (the
         event's draft fields) gets the counterfactual."""
         dists = proposal.dists if proposal is not None and draft else ()
+        e = self.engine
         if self.rule == "match" and not (self.counterfactual and draft and not replay):
-            return self.run._sample_and_accept(smpl, draft)
+            return sample_and_accept(smpl, e.tgt, e.target.is_eog, draft)
         t = time.perf_counter()
-        logits = self.run.engine.tgt.logits(len(draft) + 1)
+        logits = e.tgt.logits(len(draft) + 1)
         ps = self._p_rows(smpl, draft, logits) if draft and not replay else []
         if self.counterfactual and ps:
             about.update(counterfactual=self._other(ps, draft, dists),
                          counterfactual_rule="ratio" if self.rule == "match" else "match")
         if self.rule == "match":
             self.t_observe += time.perf_counter() - t
-            return self.run._sample_and_accept(smpl, draft)
+            return sample_and_accept(smpl, e.tgt, e.target.is_eog, draft)
         return self._ratio(smpl, draft, dists, ps, logits, forced=bool(replay))
 
     def _p_rows(self, smpl, draft, logits) -> list:
@@ -257,7 +293,7 @@ class Verifier:
         return tuple(out)
 
     def _ratio(self, smpl, draft, dists, ps, logits, forced: bool) -> list[int]:
-        is_eog = self.run.engine.target.is_eog
+        is_eog = self.engine.target.is_eog
         ids: list[int] = []
         for i, token in enumerate(draft):
             if not forced:           # a replay round re-emits tokens a checkpoint round decided

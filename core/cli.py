@@ -297,7 +297,14 @@ def cmd_generate(args) -> int:
         model_prompt = prompt if chat is None else chat     # what the target is given
         sampler = sampler_settings(args, engine)
         if speculative:
-            run = engine.speculative(model_prompt, spec, sampler, args.n_predict)
+            calibration = None
+            if spec.draft_policy == "cost" and spec.uses_draft_model:   # what the policy predicts with
+                from .draft_policy import policy_calibration
+                print("calibrating the pair for the cost draft policy (cached per pair and "
+                      "settings)…", file=sys.stderr)
+                calibration = policy_calibration(engine, spec, sampler)
+            run = engine.speculative(model_prompt, spec, sampler, args.n_predict,
+                                     calibration=calibration)
         else:
             run = engine.baseline(model_prompt, sampler, args.n_predict)
         session = Session.start(

@@ -1,45 +1,33 @@
 """Speculative decoding as llama.cpp's speculative-simple does it, in Python.
 
-The round follows seed 000 §6.1 (examples/speculative-simple) with the acceptance rule of
-§6.3. What drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the
-draft model (draft-simple, §5.3) and the draftless n-gram types, tried in llama.cpp's priority
-order, the first non-empty draft winning the round:
+``Run._spec_rounds`` reads beside examples/speculative-simple/speculative-simple.cpp. What
+drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the draft model
+(draft-simple) and the draftless n-gram types, tried in llama.cpp's priority order, the first
+non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
+sampled but not yet evaluated (``_RoundState``):
 
-    1. draft:  the chain proposes up to the round's budget; the draft model decodes id_last at
-               n_past on the draft, then takes the greedy argmax over the top-10 renormalized
-               probabilities until p_min, n_max or the budget; an n-gram type looks the
-               history up and its draft is cut to the budget;
-    2. verify: decode [id_last, d0 .. d(k-1)] on the target with logits on every
-               row; the user's sampler chain samples row by row, keeps while equal
-               and always emits the target's own token (llama.cpp's rule, the default;
-               ``accept_rule="ratio"`` is speculative sampling, core/accept_rules.py, and
-               synthetic acceptance keeps positions at random, core/synth.py);
-    3. sync:   bring the draft cache to the accepted history (``replay``: llama.cpp's
-               re-decode of the verification batch; ``reuse``: keep the rows the
-               draft already holds, decode only what is missing);
-    4. roll back: llama_memory_seq_rm on both caches, or, where the target's
-               memory cannot drop part of a sequence, restore the checkpoint taken
-               before verifying and replay the decided tokens next round (§7).
+    1. draft:   the chain proposes up to the round's budget (min(n_ctx - n_past - 2, what is
+                left of n_predict - 1)); a replay round takes the tokens a checkpoint round
+                decided instead; a target that cannot drop rows is checkpointed first;
+    2. verify:  the target decodes [id_last, *draft] in one batch, logits on every row;
+    3. process: the drafters see that batch (``common_speculative_process``);
+    4. sample:  the acceptance rule samples the rows (core/accept_rules.py: llama.cpp's
+                ``match``, the default, keeps drafted tokens while the target samples them and
+                always emits its own; ``ratio`` is speculative sampling; synthetic acceptance,
+                core/synth.py, keeps positions at random);
+    5. restore: after a partial acceptance on a target that cannot drop part of a sequence,
+                the checkpoints are restored and the decided tokens replayed next round;
+    6. accept:  otherwise the drafters learn how many were kept (``common_speculative_accept``;
+                the draft model brings its cache to the kept history, core/drafters/model.py),
+                the target drops its rejected rows (``llama_memory_seq_rm``), and the round
+                state moves on.
 
-Checkpoints, as llama.cpp's speculative-simple takes them (``common_prompt_checkpoint``
-with ``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``, ``llama.Checkpoint``): a memory that cannot
-drop part of a sequence (llama.cpp's ``COMMON_CONTEXT_SEQ_RM_TYPE_FULL``) is recurrent
-(Mamba, RWKV) or hybrid (LFM2, Granite-4-H, Jamba, Nemotron-H, Qwen3.5 …: a KV cache for
-the attention layers next to a recurrent state for the others). With that flag a hybrid
-memory saves only its recurrent part (the KV cache's rows are left out: their size grows
-with the context, the recurrent state's does not); a pure recurrent memory ignores the flag
-and saves all it has, which is its recurrent state. Restoring reads that part back (the
-recurrent cell is reset to the saved position) and leaves the KV cache as it is, holding the
-rows decoded since; ``seq_rm(pos_max + 1, -1)``, with pos_max the sequence's last position
-at the save, drops them (on a pure recurrent memory it removes nothing). The draft is
-checkpointed before drafting and restored after it; the target before verifying, restored
-after a partial acceptance. (llama.cpp's experimental ``n_rs_seq`` snapshots, which let some
-recurrent memories drop a few trailing tokens, stay off: contexts keep its default 0.)
-
-Without draft-simple in the chain the draft model is neither prefilled nor synchronised (an
-n-gram-only run needs no draft model at all). After each verification the chain is told how
-many tokens were kept (``common_speculative_accept``), also in replay rounds, not in
-checkpoint rounds (llama.cpp's loop ``continue``s before telling).
+Checkpoints, as llama.cpp's speculative-simple takes them (``common_prompt_checkpoint`` with
+``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``, ``llama.Checkpoint``), are for a memory that cannot
+drop part of a sequence (``COMMON_CONTEXT_SEQ_RM_TYPE_FULL``): recurrent (Mamba, RWKV) or
+hybrid (LFM2, Granite-4-H, Jamba, Nemotron-H, Qwen3.5 …). A hybrid memory saves only its
+recurrent part and a restore trims the attention rows decoded since. llama.cpp's experimental
+``n_rs_seq`` snapshots stay off.
 
 End of generation, as llama.cpp: a round emits its tokens up to the first end-of-generation
 token and nothing after it. A drafted EOG that the target samples too counts as accepted when
@@ -47,13 +35,13 @@ it ends the draft (the bonus token sampled after it is dropped: ``RoundEvent.dis
 with more drafted tokens after it, the verification stops there and it is the target's own
 token (``common_sampler_sample_and_accept_n``; ``RoundEvent.eog_ends_draft``).
 
-Differences from llama.cpp, all deliberate: ``n_predict`` is exact (llama.cpp
-emits one token more); a checkpoint round that decides the end of generation ends the run
-(llama.cpp replays the decided tokens once more before it stops); a per-round budget of 0 means no draft (llama.cpp then
-drafts up to n_max past the end of the context, and an n-gram type's whole draft,
-uncut); the run stops cleanly when the context is full; a draft whose memory cannot
-drop part of a sequence is restored from a checkpoint and re-synchronised instead of
-being left stale.
+Differences from llama.cpp, all deliberate: ``n_predict`` is exact (llama.cpp emits one token
+more); a per-round budget of 0 means no draft (llama.cpp then drafts up to n_max past the end
+of the context, and an n-gram type's whole draft, uncut); the run stops cleanly when the
+context is full; a checkpoint round that decides the end of generation ends the run
+(llama.cpp replays the decided tokens once more before it stops); a draft whose memory cannot
+drop part of a sequence is restored from a checkpoint and re-synchronised instead of being
+left stale.
 """
 
 from __future__ import annotations
@@ -67,14 +55,16 @@ from typing import Iterator
 
 import numpy as np
 
-from .accept_rules import ACCEPT_RULES, Verifier
+from .accept_rules import ACCEPT_RULES, make_rule
 from .errors import ConfigError, ContextFullError, IncompatiblePairError
 from .events import Prefill, RoundEvent
 from .llama import Batch, Checkpoint, Context, ContextSettings, Model, SamplerChain, resolve_repack
 from .drafters import DRAFT_MODEL, NGRAM_TYPES, type_label
 from .drafters.build import make_chain
 from .drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from .draft_policy import make_policy
 from .sampling import SamplerSettings, build_chain
+from .synth import check_sampler
 
 SYNC_MODES = ("reuse", "replay")
 
@@ -193,12 +183,59 @@ class EngineSettings:
 
 @dataclass
 class _Timer:
-    """Accumulates seconds spent inside llama.cpp calls, per phase."""
+    """Seconds spent inside llama.cpp calls in one round, per phase."""
     draft: float = 0.0
     verify: float = 0.0
     sync: float = 0.0
     lookup: float = 0.0       # n-gram drafters' Python time (also counted in draft)
     observe: float = 0.0      # time spent only observing the other acceptance rule: left out
+
+    @contextmanager
+    def phase(self, name: str):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, name, getattr(self, name) + time.perf_counter() - t)
+
+    def drafting(self, chain, proposal) -> None:
+        """The chain's draft: the draft model's llama.cpp time and the n-gram lookups."""
+        self.lookup += chain.t_lookup
+        self.draft += chain.t_lookup + (proposal.t_decode if proposal else 0.0)
+
+    def accepting(self, chain) -> None:
+        """The chain told what was kept: n-gram bookkeeping, the draft model's cache sync."""
+        self.lookup += chain.t_lookup
+        self.draft += chain.t_lookup
+        self.sync += chain.t_sync
+
+    def left_out(self, rule) -> None:
+        """The counterfactual's cost leaves the round's timings (accept_rules.Verifier)."""
+        t_draft, t_verify = rule.take_observe_time()
+        self.verify -= t_verify
+        self.observe += t_draft + t_verify
+
+
+@dataclass
+class _RoundState:
+    """What speculative-simple.cpp carries from round to round: both caches hold [0, n_past);
+    ``id_last`` was sampled and is not yet evaluated; ``history[:n_past]`` is its prompt_tgt;
+    ``replay`` holds the tokens a checkpoint round decided, verified again next round."""
+    n_past: int
+    id_last: int
+    history: np.ndarray
+    replay: tuple[int, ...] = ()
+    index: int = 0
+
+    @property
+    def prefix(self) -> np.ndarray:
+        return self.history[:self.n_past]
+
+    def commit(self, ids) -> None:
+        """The round kept ``ids``: id_last and all of them but the last join the history."""
+        self.history[self.n_past:self.n_past + len(ids)] = [self.id_last, *ids[:-1]]
+        self.n_past += len(ids)
+        self.id_last, self.replay = ids[-1], ()
 
 
 class Engine:
@@ -283,15 +320,16 @@ class Engine:
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
                     sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
                     stop: threading.Event | None = None, calibration=None) -> "Run":
-        """``calibration``: what the ``cost`` draft policy predicts with (default: this pair's,
-        cached; measured now when there is none)."""
+        """``calibration``: what the ``cost`` draft policy predicts with
+        (``draft_policy.policy_calibration``: the caller measures it, or takes it from the cache,
+        before the run, so that a run never starts with seconds of timing)."""
         spec.validate()
         if spec.uses_draft_model and self.draft is None:
             raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
                               "(--spec-type ngram-...) draft without one")
-        from .draft_policy import make_policy, policy_calibration
         if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
-            calibration = policy_calibration(self, spec, sampler, stop=stop)
+            raise ConfigError("the cost draft policy needs the pair's calibration "
+                              "(draft_policy.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
         return Run(self, prompt, spec, sampler, n_predict, stop, policy)
 
@@ -320,6 +358,8 @@ class Run:
         if n_predict < 1:
             raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
         sampler.validate()
+        if spec is not None and spec.synthetic:      # benchmark-only: core/synth.py
+            check_sampler(sampler)
         self.engine = engine
         self.prompt_tokens = engine.tokenize(prompt)
         self.spec = spec
@@ -330,11 +370,6 @@ class Run:
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
-        self._synth = None
-        if spec is not None and spec.synthetic:      # benchmark-only: core/synth.py
-            from .synth import SynthAcceptance, check_sampler
-            check_sampler(sampler)
-            self._synth = SynthAcceptance(spec.synth_probs(), sampler.seed)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -342,19 +377,25 @@ class Run:
     def __iter__(self) -> Iterator[RoundEvent]:
         e = self.engine
         with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl:
-            self._prefill()
-            yield from self._baseline_rounds(smpl) if self.spec is None else self._spec_rounds(smpl)
+            if self.spec is None:
+                self._prefill()
+                yield from self._baseline_rounds(smpl)
+                return
+            rule = make_rule(e, self.spec, self.sampler_settings)   # core/accept_rules.py
+            chain = make_chain(self.spec, e, self.policy, q=rule.q)
+            self._prefill(chain)
+            yield from self._spec_rounds(smpl, chain, rule)
 
     # ------------------------------------------------------------------ prefill
-    def _prefill(self) -> None:
-        """All prompt tokens but the last into both caches (no logits)."""
+    def _prefill(self, chain=None) -> None:
+        """All prompt tokens but the last into the target's cache (no logits), and the drafters
+        told the prompt (the draft model decodes it too: ``Drafter.begin``)."""
         e = self.engine
         t0 = time.perf_counter()
         body = self.prompt_tokens[:-1]
-        for ctx, batch in ((e.tgt, e.batch), (e.dft, e.dbatch)):
-            if ctx is None or (ctx is e.dft and not (self.spec and self.spec.uses_draft_model)):
-                continue
-            ctx.prefill(body, batch, f"the prompt on the {'target' if ctx is e.tgt else 'draft'}")
+        e.tgt.prefill(body, e.batch, "the prompt on the target")
+        if chain is not None:
+            chain.begin(np.asarray(body, dtype=np.int32))
         self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
 
     def _through_eog(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -411,143 +452,96 @@ class Run:
             index += 1
 
     # ------------------------------------------------------------------ speculative
-    def _spec_rounds(self, smpl: SamplerChain) -> Iterator[RoundEvent]:
-        e, spec = self.engine, self.spec
-        tgt = e.tgt
-        dft = e.dft if spec.uses_draft_model else None     # the draft model's context, if drafting
-        n_ctx = tgt.n_ctx
-        n_past = len(self.prompt_tokens) - 1   # the caches hold [0, n_past)
-        id_last = self.prompt_tokens[-1]       # sampled, not yet evaluated
-        history = np.zeros(n_ctx + 1, dtype=np.int32)   # llama.cpp's prompt_tgt: tokens in [0, n_past)
+    def _spec_rounds(self, smpl: SamplerChain, chain, rule) -> Iterator[RoundEvent]:
+        """speculative-simple.cpp's loop, step for step (module docs)."""
+        e = self.engine
+        n_past = len(self.prompt_tokens) - 1
+        history = np.zeros(e.tgt.n_ctx + 1, dtype=np.int32)     # llama.cpp's prompt_tgt
         history[:n_past] = self.prompt_tokens[:-1]
-        chain = make_chain(spec, e, self.policy)
-        rule = None if self._synth else Verifier(self, chain)   # core/accept_rules.py
-        chain.begin(history[:n_past])
-        replay: tuple[int, ...] = ()           # tokens a checkpoint round decided
-        smpl_save = None
-        index = 0
+        st = _RoundState(n_past, self.prompt_tokens[-1], history)
         while not self._stopped():
-            t0 = time.perf_counter()
-            tm = _Timer()
-            proposal = None
-            dft_ckpt = tgt_ckpt = None
-            n_dft_rows = dft_dropped = 0
-
-            # 1. draft (or take the tokens a checkpoint round already decided)
-            if replay:
-                draft = list(replay)
+            t0, tm, proposal, saved = time.perf_counter(), _Timer(), None, None
+            # 1. draft, or take again the tokens a checkpoint round decided
+            if st.replay:
+                draft, about = list(st.replay), dict(draft_stop="none")
             else:
-                budget = min(n_ctx - n_past - 2, self.n_predict - len(self.tokens) - 1)
-                if dft is not None and e.dft_checkpoint is not None:   # cannot drop rows
-                    dft_ckpt = self._timed(tm, "draft", e.dft_checkpoint.save)
-                if budget > 0:
-                    proposal = chain.draft(history[:n_past], id_last, budget)
-                    tm.lookup += chain.t_lookup
-                    tm.draft += chain.t_lookup + proposal.t_decode
-                    n_dft_rows = proposal.rows
+                budget = min(e.tgt.n_ctx - st.n_past - 2, self.n_predict - len(self.tokens) - 1)
+                proposal = chain.draft(st.prefix, st.id_last, budget) if budget > 0 else None
+                tm.drafting(chain, proposal)
                 draft = list(proposal.tokens) if proposal else []
-                if dft is not None and (spec.sync == "replay" or dft_ckpt is not None):
-                    # llama.cpp: roll the draft back to n_past before verification
-                    dft_dropped += n_dft_rows
-                    self._restore_or_trim(dft, dft_ckpt, n_past, tm, "draft")
-                    n_dft_rows = 0
-                if draft and not e.tgt_removable:
-                    tgt_ckpt = self._timed(tm, "verify", e.tgt_checkpoint.save)
-                    smpl_save = smpl.clone()
-            about = self._draft_fields(proposal, draft)
-
-            # 2. verify [id_last, *draft] on the target, sampling row by row
-            t = time.perf_counter()
-            batch_tokens = [id_last, *draft]
-            e.batch.fill(batch_tokens, n_past, logits="all")
-            tgt.decode(e.batch, f"the verification batch of {len(batch_tokens)} tokens")
-            ids = (self._synth.accept(smpl, tgt, e.target.is_eog, draft, bool(replay)) if self._synth
-                   else rule.verify(smpl, draft, proposal, replay, about))
-            tm.verify += time.perf_counter() - t
-            if rule is not None:     # a counterfactual's cost is left out of the round's timings
-                t_draft_cf, t_verify_cf = rule.take_observe_time()   # (the draft's t_decode
-                tm.verify -= t_verify_cf                              # never held its part)
-                tm.observe += t_draft_cf + t_verify_cf
-            n_accepted = len(ids) - 1
+                about = self._draft_fields(proposal, draft)
+                if draft and e.tgt_checkpoint is not None:   # a memory that cannot drop rows
+                    with tm.phase("verify"):
+                        saved = e.tgt_checkpoint.save(), smpl.clone()
+            # 2. verify: the target decodes [id_last, *draft] in one batch, logits on every row
+            batch = [st.id_last, *draft]
+            with tm.phase("verify"):
+                e.batch.fill(batch, st.n_past, logits="all")
+                e.tgt.decode(e.batch, f"the verification batch of {len(batch)} tokens")
+            # 3. the drafters see the target's batch (common_speculative_process)
+            chain.process(batch, st.n_past)
+            # 4. the acceptance rule samples the rows: the kept draft, then the target's own token
+            with tm.phase("verify"):
+                ids = rule.verify(smpl, draft, proposal, st.replay, about)
+            tm.left_out(rule)
             if proposal is not None and draft:     # tree headroom: the target's tokens' ranks
                 about["draft_ranks"] = proposal.ranks(ids)
-
-            # 4a. partial acceptance on a memory that cannot drop rows: restore, replay next round
-            if tgt_ckpt is not None and n_accepted < len(draft):
-                self._timed(tm, "sync", tgt_ckpt.restore)
-                smpl.restore(smpl_save)
-                if dft is not None:
-                    self._restore_or_trim(dft, dft_ckpt, n_past, tm, "sync")
-                replay = tuple(ids)
-                self.tokens.extend(ids)
-                self.finish = self._finish_after(ids, n_past)
-                yield self._event(t0, tm, index=index, n_past=n_past, seed=id_last,
-                                  drafted=tuple(draft), n_accepted=n_accepted, emitted=tuple(ids),
-                                  mode="checkpoint", kv_dropped_target=len(draft) + 1,
-                                  kv_dropped_draft=dft_dropped + n_dft_rows, **about)
-                if self.finish:
-                    return
-                index += 1
-                continue
-            if smpl_save is not None:
-                smpl_save.close()
-                smpl_save = None
-
-            # llama.cpp tells the drafters what was kept (common_speculative_accept)
-            t = time.perf_counter()
-            chain.accept(n_accepted)
-            if chain.looks_up:              # n-gram bookkeeping is lookup time
-                tm.lookup += time.perf_counter() - t
-                tm.draft += time.perf_counter() - t
-            was_replay = replay
-            if replay:
-                if tuple(ids[:len(replay)]) != replay:
-                    raise RuntimeError("a replayed round sampled different tokens than the "
-                                       "checkpointed round: the sampler state was not restored")
-                mode, emitted, replay = "replay", tuple(ids[len(was_replay):]), ()
-                draft, n_accepted = [], 0
+            # 5. partial acceptance where the target cannot drop rows: restore, replay next round
+            if saved is not None and len(ids) - 1 < len(draft):
+                event = self._restore(st, chain, smpl, saved, batch, ids, tm, t0, about)
             else:
-                mode = "spec" if draft else "plain"
-                emitted = tuple(ids)
-            emitted, discarded = self._through_eog(emitted)
-            n_past_new = n_past + len(ids)
-
-            # 3. sync the draft cache to [0, n_past_new)
-            t = time.perf_counter()
-            if dft is None:                 # no draft model in the chain: nothing to sync
-                pass
-            elif dft_ckpt is not None:      # restored to n_past after drafting: decode what was kept
-                self._decode_draft(batch_tokens[:len(ids)], n_past, "the accepted tokens")
-            elif spec.sync == "replay":     # llama.cpp: replay the whole verification batch
-                self._decode_draft(batch_tokens, n_past, "the verification batch (replay sync)")
-                dft_dropped += len(batch_tokens) - len(ids)
-                dft.seq_rm(n_past_new, -1)
-            elif n_dft_rows >= len(ids):    # reuse: the draft holds what it needs
-                dft_dropped += n_dft_rows - len(ids)
-                dft.seq_rm(n_past_new, -1)
-            else:                           # reuse: decode only the missing rows
-                self._decode_draft(batch_tokens[n_dft_rows:len(ids)], n_past + n_dft_rows,
-                                   "the missing draft rows (reuse sync)")
-
-            # 4. drop the rejected rows from the target cache
-            n_rm_tgt = len(batch_tokens) - len(ids)
-            if e.tgt_removable:
-                tgt.seq_rm(n_past_new, -1)
-            tm.sync += time.perf_counter() - t
-
-            history[n_past:n_past_new] = batch_tokens[:len(ids)]   # id_last and all ids but the last
-            self.tokens.extend(emitted)
-            n_past, id_last = n_past_new, ids[-1]
-            self.finish = self._finish_after(emitted, n_past)
-            if was_replay:
-                about = dict(draft_stop="none")
-            yield self._event(t0, tm, index=index, n_past=n_past - len(ids), seed=batch_tokens[0],
-                              drafted=tuple(draft), n_accepted=n_accepted, emitted=emitted,
-                              mode=mode, replayed=was_replay, kv_dropped_target=n_rm_tgt,
-                              kv_dropped_draft=dft_dropped, discarded=discarded, **about)
+                if saved is not None:
+                    saved[1].close()
+                # 6. accept: the drafters learn what was kept, both caches drop the rest
+                event = self._accept(st, chain, batch, ids, tm, t0, about)
+            yield event
             if self.finish:
                 return
-            index += 1
+            st.index += 1
+
+    def _restore(self, st: _RoundState, chain, smpl, saved, batch: list[int], ids: list[int],
+                 tm: _Timer, t0: float, about: dict) -> RoundEvent:
+        """Step 5: back to the checkpoint taken before verifying (the target, its sampler and the
+        draft model's cache); the decided tokens are emitted now and verified next round (§7)."""
+        ckpt, smpl_save = saved
+        with tm.phase("sync"):
+            ckpt.restore()
+        smpl.restore(smpl_save)
+        chain.restore(st.n_past)
+        tm.sync += chain.t_sync
+        st.replay = tuple(ids)
+        self.tokens.extend(ids)
+        self.finish = self._finish_after(ids, st.n_past)
+        return self._event(t0, tm, index=st.index, n_past=st.n_past, seed=st.id_last,
+                           drafted=tuple(batch[1:]), n_accepted=len(ids) - 1, emitted=tuple(ids),
+                           mode="checkpoint", kv_dropped_target=len(batch),
+                           kv_dropped_draft=chain.take_dropped(), **about)
+
+    def _accept(self, st: _RoundState, chain, batch: list[int], ids: list[int], tm: _Timer,
+                t0: float, about: dict) -> RoundEvent:
+        """Step 6 (common_speculative_accept, then llama_memory_seq_rm on both caches): the
+        drafters are told how many drafted tokens were kept (the draft model syncs its cache),
+        the target drops its rejected rows, and the round state moves on."""
+        e, replayed = self.engine, st.replay
+        if replayed and tuple(ids[:len(replayed)]) != replayed:
+            raise RuntimeError("a replayed round sampled different tokens than the checkpointed "
+                               "round: the sampler state was not restored")
+        chain.accept(len(ids) - 1)
+        tm.accepting(chain)
+        if e.tgt_removable:
+            with tm.phase("sync"):
+                e.tgt.seq_rm(st.n_past + len(ids), -1)
+        n_past, seed = st.n_past, st.id_last
+        st.commit(ids)
+        emitted, discarded = self._through_eog(tuple(ids[len(replayed):]))
+        self.tokens.extend(emitted)
+        self.finish = self._finish_after(emitted, st.n_past)
+        drafted = () if replayed else tuple(batch[1:])
+        return self._event(t0, tm, index=st.index, n_past=n_past, seed=seed, drafted=drafted,
+                           n_accepted=0 if replayed else len(ids) - 1, emitted=emitted,
+                           mode="replay" if replayed else ("spec" if drafted else "plain"),
+                           replayed=replayed, kv_dropped_target=len(batch) - len(ids),
+                           kv_dropped_draft=chain.take_dropped(), discarded=discarded, **about)
 
     def _draft_fields(self, proposal, draft: list[int]) -> dict:
         """What the event says about the round's draft: who proposed it and why it stopped."""
@@ -568,40 +562,6 @@ class Run:
         """The round's event, with its phase timings and the run's finish (the one place events
         are built: by keyword)."""
         fields.setdefault("draft_probs", ())
-        fields.setdefault("synthetic", self._synth is not None)
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
                           t_lookup=tm.lookup, t_round=time.perf_counter() - t0 - tm.observe,
-                          finish=self.finish)
-
-    def _sample_and_accept(self, smpl: SamplerChain, draft: list[int]) -> list[int]:
-        """Seed 000 §6.3: keep while the target samples the drafted token; always emit its own."""
-        tgt, is_eog = self.engine.tgt, self.engine.target.is_eog
-        ids = []
-        for i, drafted in enumerate(draft):
-            token = smpl.sample(tgt, i)
-            ids.append(token)
-            if token != drafted or (is_eog(token) and i + 1 < len(draft)):
-                return ids
-        ids.append(smpl.sample(tgt, len(draft)))
-        return ids
-
-    def _decode_draft(self, tokens, pos0: int, what: str) -> None:
-        if tokens:
-            # a single row is decoded with logits, unused: the same graph as a draft step,
-            # so llama.cpp does not rebuild its graph for the next draft decode
-            self.engine.dbatch.fill(tokens, pos0, logits="last" if len(tokens) == 1 else "none")
-            self.engine.dft.decode(self.engine.dbatch, f"{what} on the draft")
-
-    @staticmethod
-    def _timed(tm: _Timer, phase: str, fn, *args):
-        t = time.perf_counter()
-        result = fn(*args)
-        setattr(tm, phase, getattr(tm, phase) + time.perf_counter() - t)
-        return result
-
-    def _restore_or_trim(self, ctx: Context, ckpt: Checkpoint | None, n_past: int, tm: _Timer,
-                         phase: str):
-        if ckpt is not None:
-            self._timed(tm, phase, ckpt.restore)
-        else:
-            self._timed(tm, phase, ctx.seq_rm, n_past, -1)
+                          finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic))

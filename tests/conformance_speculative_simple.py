@@ -110,18 +110,26 @@ def reference_run(binary: Path, target: Path, draft: Path | None, prompt: str, f
            "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", *bias,
            "-c", str(n_ctx), "-n", str(n_predict), "--temp", "0", "-p", prompt, "-lv", "5",
            "-t", str(threads), "-td", str(threads), "--seed", "1"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        raise SystemExit(f"llama-speculative-simple failed ({proc.returncode}):\n"
-                         f"{(proc.stdout + proc.stderr)[-2000:]}")
+    for _ in range(20):
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+        if proc.returncode != 0:
+            raise SystemExit(f"llama-speculative-simple failed ({proc.returncode}):\n"
+                             f"{(proc.stdout + proc.stderr)[-2000:]}")
+        # llama.cpp logs from a thread of its own, which often loses the last lines at exit (half
+        # the runs, with -lv 5): run again until the summary, logged after the text, is there
+        if "n_accept " in proc.stderr:
+            break
+    else:
+        raise SystemExit("llama-speculative-simple's log lost its summary 20 times: " + " ".join(cmd))
     err, out = proc.stderr, proc.stdout
     rounds = [("partial" if m[0] else "accepted", int(m[0] or m[2]), int(m[1] or m[3]))
               for m in re.findall(r"partial acceptance: (\d+) < (\d+)|accepted (\d+)/(\d+) draft tokens",
                                   err)]
     if not out.startswith(prefix):
         raise SystemExit(f"llama.cpp printed another prompt than SpecScope tokenized:\n{out[:300]!r}")
-    text = out[len(prefix):]
-    text = text[:-4] if text.endswith("\n\n\n\n") else text     # the two LOG("\n\n") after the run
+    # the text, then LOG("\n\n") twice; the second, logged at the very end, is often lost, so
+    # the text is compared without its trailing newlines (the token counts cover them)
+    text = out[len(prefix):].rstrip("\n")
     totals = {k: int(v) for k, v in re.findall(r"(n_predict|n_drafted|n_accept) += (\d+)", err)}
     return Outcome(rounds, text, totals["n_predict"], totals["n_drafted"], totals["n_accept"])
 
@@ -158,6 +166,7 @@ def our_run(engine: Engine, prompt: str, flags: list[str], n_predict: int,
     full = [r for r in rounds if r[0] == "accepted"]
     t = engine.target
     text = b"".join(t.piece(tok) for tok in run.tokens if not t.is_eog(tok)).decode("utf-8", "replace")
+    text = text.rstrip("\n")
     return Outcome(rounds, text, n_tokens, sum(r[2] for r in full), sum(r[1] for r in full)), events
 
 

@@ -135,6 +135,34 @@ def test_a_chain_splits_its_rounds_and_counts_between_its_drafters(demo):
     assert any(len(e.drafted) > 4 for e in events if e.drafter == "ngram-simple")
 
 
+def test_every_drafter_sees_each_verification_batch_right_after_the_target(demo, monkeypatch):
+    """llama.cpp's ``process`` hook: after the target decodes a round's batch [id_last, *draft]
+    at n_past, before sampling, every drafter of the chain is handed that batch (drafters that
+    read the target's own state, EAGLE-3 and MTP, need it there)."""
+    from specscope.core import engine as engine_module
+    seen = []
+
+    class Watcher(Drafter):
+        name = "ngram-cache"          # any n-gram slot: it never drafts
+
+        def draft(self, history, id_last, budget):
+            return Proposal(self.name)
+
+        def process(self, tokens, pos0):
+            seen.append((tuple(tokens), pos0, demo.tgt.pos_max()))
+
+    make_chain = engine_module.make_chain
+    monkeypatch.setattr(engine_module, "make_chain",
+                        lambda *a, **kw: Chain([Watcher(), *make_chain(*a, **kw).drafters]))
+    run = demo.speculative(REPEATING, SpecSettings(n_max=3), SamplerSettings(), 40)
+    events = list(run)
+    assert [(ev.seed, *ev.drafted) for ev in events] == [t for t, _, _ in seen]
+    assert [ev.n_past for ev in events] == [p for _, p, _ in seen]
+    # the target's cache held the whole batch when the drafters saw it (nothing dropped yet)
+    assert all(pos_max == pos0 + len(t) - 1 for t, pos0, pos_max in seen)
+    assert any(ev.n_accepted < len(ev.drafted) for ev in events)
+
+
 def test_ngram_types_need_no_draft_model_but_draft_simple_does():
     target, _ = demo_pair()
     with Engine(target, None, EngineSettings(n_ctx=256)) as engine:

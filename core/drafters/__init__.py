@@ -65,9 +65,9 @@ class Chain:
     def __init__(self, drafters: list[Drafter]):
         order = {t: i for i, t in enumerate(TYPES)}
         self.drafters = sorted(drafters, key=lambda d: order[d.name])
-        self.looks_up = any(d.name != DRAFT_MODEL for d in self.drafters)   # any n-gram type
         self.last: Drafter | None = None      # llama.cpp's impl_last: kept across rounds
-        self.t_lookup = 0.0                   # seconds in n-gram drafters in the last draft()
+        self.t_lookup = 0.0                   # seconds in n-gram drafters in the last draft()/accept()
+        self.t_sync = 0.0                     # seconds the draft model synced in accept()/restore()
 
     def begin(self, prompt: np.ndarray) -> None:
         for d in self.drafters:
@@ -89,12 +89,33 @@ class Chain:
                 return proposal.truncated(budget)
         return proposal
 
-    def accept(self, n_accepted: int) -> None:
-        if self.last is not None:
-            self.last.accept(n_accepted, True)
+    def process(self, tokens: list[int], pos0: int) -> None:
         for d in self.drafters:
-            if d is not self.last:
-                d.accept(n_accepted, False)
+            d.process(tokens, pos0)
+
+    def accept(self, n_accepted: int) -> None:
+        """Tell the last winner, then the others; ``t_lookup`` is the n-gram drafters' time,
+        ``t_sync`` the draft model's (it brings its cache to the kept history)."""
+        self.t_lookup = self.t_sync = 0.0
+        clock = time.perf_counter
+        for d in ([self.last] if self.last is not None else []) + \
+                [d for d in self.drafters if d is not self.last]:
+            t = clock()
+            d.accept(n_accepted, d is self.last)
+            if d.name == DRAFT_MODEL:
+                self.t_sync += clock() - t
+            else:
+                self.t_lookup += clock() - t
+
+    def restore(self, n_past: int) -> None:
+        t = time.perf_counter()
+        for d in self.drafters:
+            d.restore(n_past)
+        self.t_sync = time.perf_counter() - t
+
+    def take_dropped(self) -> int:
+        """KV rows the drafters dropped from the draft cache since the last call."""
+        return sum(d.take_dropped() for d in self.drafters)
 
 
 __all__ = ["TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DESCRIPTIONS", "Chain", "Drafter", "Proposal",

@@ -1,10 +1,13 @@
 """What a drafter is: the object that proposes a round's draft.
 
 llama.cpp's ``common_speculative_impl`` (common/speculative.cpp) has ``begin`` (once per
-generation, with the prompt), ``draft`` and ``accept``; ``Drafter`` mirrors those three. A
-drafter sees the history the way llama.cpp's implementations see ``prompt_tgt``: every token
-in the target's context, in order (``history[i]`` sits at position i), *without* ``id_last``,
-the token sampled last and not yet evaluated, which comes separately. The history only grows
+generation, with the prompt), ``draft``, ``process`` (each batch the target decoded, right
+after it: drafters that read the target's own state, as EAGLE-3 and MTP do, take it there,
+and llama.cpp's draft model decodes the batch on its own context) and ``accept``; ``Drafter``
+mirrors those four, plus ``restore`` for a round undone by a checkpoint restore. A drafter
+sees the history the way llama.cpp's implementations see ``prompt_tgt``: every token in the
+target's context, in order (``history[i]`` sits at position i), *without* ``id_last``, the
+token sampled last and not yet evaluated, which comes separately. The history only grows
 between calls within a run (a drafter may index it incrementally); a run makes its drafters
 afresh.
 """
@@ -69,7 +72,7 @@ class Drafter:
 
     def begin(self, prompt: np.ndarray) -> None:
         """Once, before the first round, with the prompt's tokens but the last (llama.cpp's
-        ``common_speculative_begin``)."""
+        ``common_speculative_begin``, after the prompt was processed)."""
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         """Propose tokens to follow ``id_last``. ``history`` is int32, read-only, and only valid
@@ -78,9 +81,20 @@ class Drafter:
         its full draft); the draft model stops there."""
         raise NotImplementedError
 
+    def process(self, tokens: list[int], pos0: int) -> None:
+        """The target has just decoded ``tokens`` at positions ``pos0`` on (the round's
+        verification batch; llama.cpp's ``common_speculative_process``)."""
+
     def accept(self, n_accepted: int, mine: bool) -> None:
         """After verification: ``n_accepted`` drafted tokens were kept. ``mine`` is False when
         another drafter's draft was verified (llama.cpp's ``is_other``)."""
+
+    def restore(self, n_past: int) -> None:
+        """The round was undone (a checkpoint restore): the target is back at ``n_past``."""
+
+    def take_dropped(self) -> int:
+        """Draft-cache rows dropped since the last call (the draft model's; 0 for the others)."""
+        return 0
 
 
 # --------------------------------------------------------------------------- parameters

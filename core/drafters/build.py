@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import Chain, Drafter
 
 
-def make_drafter(type_name: str, spec, engine=None, policy=None) -> Drafter:
+def make_drafter(type_name: str, spec, engine=None, policy=None, q=None) -> Drafter:
     if type_name == "ngram-simple":
         from .ngram_simple import NgramSimple
         return NgramSimple(spec.params(type_name))
@@ -20,11 +20,12 @@ def make_drafter(type_name: str, spec, engine=None, policy=None) -> Drafter:
         return NgramCache(spec.params(type_name))
     if type_name == "draft-simple":
         from .model import DraftModel
-        return DraftModel(engine, spec, policy)
+        return DraftModel(engine, spec, policy, q)
     raise ValueError(type_name)
 
 
-def make_chain(spec, engine=None, policy=None) -> Chain:
+def make_chain(spec, engine=None, policy=None, q=None) -> Chain:
     """Fresh drafters (llama.cpp makes them once per generation) for ``spec.types``;
-    ``policy`` sets the draft model's length per round (core/draft_policy.py; default n_max)."""
-    return Chain([make_drafter(t, spec, engine, policy) for t in spec.types])
+    ``policy`` sets the draft model's length per round (core/draft_policy.py; default n_max),
+    ``q`` how it draws its tokens (accept_rules.DraftSampler; default its argmax)."""
+    return Chain([make_drafter(t, spec, engine, policy, q) for t in spec.types])

@@ -2,15 +2,28 @@
 
 Decode id_last at n_past on the draft, then take the argmax of the top-10 renormalised
 probabilities, decode it, and go on until p_min, n_max or the round's budget; a draft shorter
-than n_min is dropped. The draft context and its batch belong to the Engine; the round keeps
-the draft cache in step with the target (engine module docs, step 3). With the ratio acceptance
-rule at temperature it drafts a sample of its own distribution q instead of the argmax
-(``self.q``, core/accept_rules.py); p_min still reads the top-10 share of the argmax.
+than n_min is dropped. With the ratio acceptance rule at temperature it drafts a sample of its
+own distribution q instead of the argmax (``q``, core/accept_rules.py); p_min still reads the
+top-10 share of the argmax.
+
+The draft context and its batch belong to the Engine; this drafter keeps the draft cache in
+step with the target's, by sync mode (``SpecSettings.sync``):
+
+* ``replay`` (llama.cpp): after drafting, the cache is rolled back to n_past; once the target
+  verified, the whole verification batch is decoded on the draft and the rejected rows dropped
+  (llama.cpp does it in ``process``, before sampling; done after, the result is the same);
+* ``reuse``: the rows decoded while drafting stay; after verification only the kept rows it
+  lacks are decoded, and the rest dropped.
+
+A draft memory that cannot drop part of a sequence (recurrent, hybrid) is checkpointed before
+drafting and restored after it, and only the kept tokens are decoded (llama.cpp would leave
+it stale).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -60,18 +73,88 @@ def top_entries(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, 
 class DraftModel(Drafter):
     name = "draft-simple"
 
-    def __init__(self, engine, spec, policy=None):
+    def __init__(self, engine, spec, policy=None, q=None):
         if engine is None or engine.dft is None:
             from ..errors import ConfigError
             raise ConfigError("draft-simple needs a draft model (-md)")
         from ..draft_policy import FixedLength
-        self.ctx, self.batch = engine.dft, engine.dbatch
+        self.ctx, self.batch, self.checkpoint = engine.dft, engine.dbatch, engine.dft_checkpoint
         self.n_max, self.n_min, self.p_min = spec.n_max, spec.n_min, spec.p_min
-        self.q = None   # accept_rules.DraftSampler: the run needs q (ratio rule, counterfactual)
+        self.replay = spec.sync == "replay"
+        self.q = q      # accept_rules.DraftSampler: the run needs q (ratio rule, counterfactual)
         self.policy = policy or FixedLength(spec.n_max)   # the draft length per round
         self.n_drafted = 0                    # this round's draft (0: none of mine)
+        self.rows = 0                         # rows the cache holds from the round's n_past on
+        self.verified: tuple[list[int], int] = ([], 0)   # the target's last batch and its pos0
+        self.dropped = 0                      # rows dropped since take_dropped()
+
+    def begin(self, prompt: np.ndarray) -> None:
+        """The prompt but its last token into the draft's cache, as into the target's."""
+        self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft")
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        clock = time.perf_counter
+        t = clock()
+        if self.checkpoint is not None:           # a memory that cannot drop rows
+            self.checkpoint.save()
+        t_cache = clock() - t
+        proposal = self._draft(history, id_last, budget)
+        self.rows = proposal.rows
+        if self.checkpoint is not None or self.replay:   # back to n_past before verifying
+            t = clock()
+            self._drop_to(len(history))
+            t_cache += clock() - t
+        return replace(proposal, t_decode=proposal.t_decode + t_cache)
+
+    def process(self, tokens: list[int], pos0: int) -> None:
+        """Kept until ``accept`` says how much of it the target kept (module docs)."""
+        self.verified = (tokens, pos0)
+
+    def accept(self, n_accepted: int, mine: bool) -> None:
+        """The policy learns how the draft model's own draft fared (not another drafter's, and
+        not again when nobody drafted: the chain then tells its last winner once more); the
+        cache comes to the kept history [0, n_past + n_accepted + 1)."""
+        if mine and self.n_drafted:
+            self.policy.update(self.n_drafted, n_accepted)
+        self.n_drafted = 0
+        batch, n_past = self.verified
+        kept = n_accepted + 1
+        if self.replay and self.checkpoint is None:   # llama.cpp: the whole batch, then trim
+            self._decode(batch, n_past, "the verification batch (replay sync)")
+            self.dropped += len(batch) - kept
+            self.ctx.seq_rm(n_past + kept, -1)
+        elif self.rows >= kept:                       # reuse: the cache holds what it needs
+            self.dropped += self.rows - kept
+            self.ctx.seq_rm(n_past + kept, -1)
+        else:                                         # decode only the rows it lacks
+            self._decode(batch[self.rows:kept], n_past + self.rows, "the kept tokens")
+        self.rows = 0
+
+    def restore(self, n_past: int) -> None:
+        self._drop_to(n_past)
+
+    def take_dropped(self) -> int:
+        dropped, self.dropped = self.dropped, 0
+        return dropped
+
+    def _drop_to(self, n_past: int) -> None:
+        """Back to the round's start: the checkpoint taken before drafting, or a trim."""
+        if self.rows:
+            if self.checkpoint is not None:
+                self.checkpoint.restore()
+            else:
+                self.ctx.seq_rm(n_past, -1)
+        self.dropped += self.rows
+        self.rows = 0
+
+    def _decode(self, tokens: list[int], pos0: int, what: str) -> None:
+        if tokens:
+            # a single row is decoded with logits, unused: the same graph as a draft step,
+            # so llama.cpp does not rebuild its graph for the next draft decode
+            self.batch.fill(tokens, pos0, logits="last" if len(tokens) == 1 else "none")
+            self.ctx.decode(self.batch, f"{what} on the draft")
+
+    def _draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         ctx, batch, p_min = self.ctx, self.batch, self.p_min
         limit = max(self.policy.next_n(), self.n_min)    # a policy's n below n_min would drop every draft
         n_past, cap = len(history), min(limit, budget)
@@ -113,10 +196,3 @@ class DraftModel(Drafter):
         self.n_drafted = len(draft)
         return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
                         t_decode=t_decode, dists=dists, top_ids=tuple(tops), limit=limit)
-
-    def accept(self, n_accepted: int, mine: bool) -> None:
-        """The policy learns how the draft model's own draft fared (not another drafter's, and
-        not again when nobody drafted: the chain then tells its last winner once more)."""
-        if mine and self.n_drafted:
-            self.policy.update(self.n_drafted, n_accepted)
-        self.n_drafted = 0
