@@ -485,11 +485,6 @@ def _exact_counts(at_least: Sequence[int], rounds: int) -> dict[int, int]:
     return counts
 
 
-def expected_from_alpha(alpha: float, n: int) -> float:
-    """E for an assumed α (seed 003's α + α² + … + αⁿ)."""
-    return expected_accepted(alpha, n)
-
-
 # ============================================================================ measuring
 
 def _median(xs: Sequence[float]) -> float:

@@ -24,18 +24,6 @@ from .errors import SpecScopeError
 SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) -> int
 
 
-def _register_optional() -> None:
-    """Subcommands that live in their own modules (each optional while it is being built)."""
-    import importlib
-    for name, module in (("doctor", "cli_doctor"), ("bench", "cli_bench"),
-                         ("quantize", "cli_quantize"), ("devices", "cli_devices")):
-        try:
-            SUBCOMMANDS[name] = importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{module}":
-                raise
-
-
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g = p.add_argument_group("models (default: the bundled demo pair)")
     g.add_argument("-m", "--model", type=Path, help="target model (GGUF)")
@@ -90,7 +78,8 @@ def add_generation_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    _register_optional()
+    from . import cli_bench, cli_devices, cli_doctor, cli_quantize
+    SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")

@@ -201,10 +201,6 @@ def is_loopback(endpoint: str) -> bool:
         return False
 
 
-def registered_endpoints() -> tuple[str, ...]:
-    return tuple(_endpoints)
-
-
 def rpc_device_names(endpoint: str) -> tuple[str, ...]:
     """The device names (RPC0 ...) llama.cpp gave a registered endpoint's devices."""
     lib = ggml()
@@ -240,10 +236,6 @@ class Device:
     type: str            # CPU | GPU | iGPU | accelerator
     free: int            # bytes
     total: int
-
-    @property
-    def is_rpc(self) -> bool:
-        return self.name.startswith("RPC")
 
     def line(self) -> str:
         mib = 1024 * 1024

@@ -120,9 +120,6 @@ class Distance:
         """A verification batch of k tokens, (this machine, as placed), in seconds."""
         return tuple(c.t1 * c.cost(k) for c in (self.local, self.placed))
 
-    def draft_token_s(self) -> tuple[float, float]:
-        return tuple(c.f * c.t1 if c.has_draft else 0.0 for c in (self.local, self.placed))
-
     def rounds(self, n: int, acceptance, sync: str = "reuse",
                n_draft: float | None = None) -> tuple[RoundAccount, RoundAccount]:
         """The same round, (this machine, as placed); needs a draft model."""

@@ -114,7 +114,6 @@ def _take_last_error() -> str:
 
 # ---------------------------------------------------------------------------- model
 
-VOCAB_TYPE_NAMES = {0: "none", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLaMo-2"}
 
 
 class Model:
@@ -163,10 +162,6 @@ class Model:
             self.ptr = None
 
     # -- facts ---------------------------------------------------------------
-    @property
-    def vocab_type(self) -> str:
-        return VOCAB_TYPE_NAMES.get(ll.llama_vocab_type(self.vocab), str(ll.llama_vocab_type(self.vocab)))
-
     @property
     def bos(self) -> int:
         return ll.llama_vocab_bos(self.vocab)

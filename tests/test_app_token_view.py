@@ -67,9 +67,11 @@ def test_document_formats_match_spans(view):
     view.append_events(ROUNDS)
     doc = view.document()
     from PySide6.QtGui import QTextCursor
+    checked = set()
     for s in view.spans:
         if s.end <= s.start or doc.characterAt(s.start) == "\u2029":   # empty, or a newline
             continue
+        checked.add(s.kind)
         c = QTextCursor(doc)
         c.setPosition(s.start + 1)       # the format of the character before the cursor
         fmt = c.charFormat()
@@ -77,6 +79,7 @@ def test_document_formats_match_spans(view):
         if s.kind in (ACCEPTED, TARGET, REJECTED):
             from specscope.app.token_view import COLORS
             assert fmt.background().color().name() == COLORS[s.kind][1], s
+    assert checked >= {ACCEPTED, TARGET, REJECTED, UNCHECKED}, checked
 
 
 def test_hover_text(view):

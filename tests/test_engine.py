@@ -51,12 +51,18 @@ def test_speculative_output_equals_baseline(pair, n_max, sync, sampler):
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_caches_hold_exactly_the_accepted_history_after_every_round(pair, sync):
     run = pair.speculative(PROMPT, SpecSettings(n_max=4, sync=sync), GREEDY, 60)
+    events = []
     for event in run:
         for ctx in (pair.tgt, pair.dft):
             assert ctx.pos_min() == 0
             assert ctx.pos_max() == event.n_past_after - 1, (event, ctx is pair.tgt)
         assert event.n_past_after == len(run.prompt_tokens) - 1 + len(run.tokens)
         assert event.kv_dropped_target == len(event.drafted) - event.n_accepted
+        events.append(event)
+    # the rollback ran: rounds with a rejection dropped rows from both caches
+    rejected = [ev for ev in events if ev.n_accepted < len(ev.drafted)]
+    assert len(rejected) >= 3 and all(ev.kv_dropped_target > 0 for ev in rejected)
+    assert sum(ev.kv_dropped_draft for ev in rejected) > 0
 
 
 def test_a_draft_that_agrees_with_the_target_is_always_accepted(tiny_models):

@@ -91,10 +91,14 @@ def test_the_lossless_check_decodes_a_checkpoint_runs_batches_again(hybrid):
 def test_caches_hold_exactly_the_accepted_history_after_every_hybrid_round(hybrid):
     with Engine(hybrid["hybrid"], hybrid["hybrid_draft"], DETERMINISTIC) as e:
         run = e.speculative(PROMPT, SpecSettings(n_max=4), GREEDY, 50)
+        modes = []
         for event in run:
             # (a recurrent state holds one position, its last: pos_min is pos_max here)
             for ctx in (e.tgt, e.dft):
                 assert ctx.pos_max() == event.n_past_after - 1, (event, ctx is e.tgt)
+            modes.append(event.mode)
+    # the checkpoint path ran: partial acceptances restored, and their tokens replayed
+    assert modes.count("checkpoint") >= 2 and modes.count("replay") >= 2
 
 
 def _decode(ctx: Context, batch: Batch, tokens, pos0: int) -> np.ndarray:
