@@ -371,7 +371,8 @@ class MainWindow(QMainWindow, SessionActions):
         if tip:
             a.setToolTip(tip + (f" ({a.shortcut().toString()})" if shortcut else ""))
             a.setStatusTip(tip)
-        a.triggered.connect(slot)
+        if slot is not None:
+            a.triggered.connect(slot)
         self.addAction(a)
         return a
 
@@ -389,9 +390,13 @@ class MainWindow(QMainWindow, SessionActions):
                                       "and say whether it matched")
         self.act_replay = self._action("▷  Replay", self.replay_clicked, "Ctrl+P",
                                        "Play the run shown again at the chosen pace (no model runs)")
-        self.act_hide = self._action("Show rejected drafts", self.show_rejected.setChecked, "Ctrl+H")
+        # one state: the menu's tick and the checkbox above the text follow each other (toggled
+        # carries the new state; setChecked to the same state emits nothing, so no loop)
+        self.act_hide = self._action("Show rejected drafts", None, "Ctrl+H",
+                                     "Show the drafted tokens the target rejected, struck through")
         self.act_hide.setCheckable(True)
-        self.act_hide.setChecked(True)
+        self.act_hide.setChecked(self.show_rejected.isChecked())
+        self.act_hide.toggled.connect(self.show_rejected.setChecked)
         self.show_rejected.toggled.connect(self.act_hide.setChecked)
 
         tb = QToolBar("Run")
