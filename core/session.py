@@ -378,6 +378,12 @@ class Session:
         if self.vocab is not None and not isinstance(self.vocab, TokenTable):
             self.vocab = TokenTable.collect(self.vocab, self.token_ids())
 
+    def takes_baseline(self, other: "Session") -> bool:
+        """``other`` is a baseline for this finished speculative run (the same key): measured
+        beside it (a window keeps showing this run), it becomes this run's baseline."""
+        return self.kind == "spec" and bool(self.run.finish) and other.kind == "baseline" \
+            and other.key == self.key
+
     def attach_baseline(self, other: "Session") -> None:
         """Measure against ``other``'s baseline run (same key), with its token pieces."""
         self.baseline = other.baseline
