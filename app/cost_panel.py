@@ -71,7 +71,8 @@ BASELINE_TIP = (
     "When the baseline run (the target alone, same prompt and settings) was measured, and how "
     "much of the CPU other processes took meanwhile. More than 5 minutes from the run, or under "
     "other processes' load half a core apart, it is stale: the speed-up is marked and f comes "
-    "from the run itself (core/baseline_check.py). ↻ Re-measure in the stats bar measures it again.")
+    "from the run itself (core/baseline_check.py). ↻ after the speed-up in the stats bar "
+    "measures it again.")
 ALPHA_TIP = (
     "α = probability that the target keeps a drafted token, given it kept the ones before.\n"
     "Fitted so that the textbook model's expected accepted tokens, summed over this run's "
@@ -531,7 +532,7 @@ class CostPanel(QtWidgets.QWidget):
         v["baseline"].setText(("⚠ " if b.stale else "") + b.describe() if b else "—")
         v["baseline"].setStyleSheet(f"color: {MEASURED_COLOR}" if b and b.stale else "")
         if self._stale_speedup is not None:
-            v["speedup"].setText(f"{self._stale_speedup:.2f}×   ⚠ stale baseline: not used for f")
+            v["speedup"].setText(f"{self._stale_speedup:.2f}×   ⚠ stale baseline")
         elif m.speedup is None:
             v["speedup"].setText("— (run a baseline with the same prompt)")
         else:

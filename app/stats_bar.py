@@ -64,11 +64,13 @@ class StatsBar(QFrame):
                 v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
             lay.addWidget(v)
             self.values[key] = v
-        # a stale baseline (core/baseline_check.py): one click measures it again
+        # a stale baseline (core/baseline_check.py): one click measures it again (one glyph:
+        # the bar must fit a 1366-pixel-wide window, and is as wide as with no baseline yet)
         self.remeasure_button = QToolButton()
-        self.remeasure_button.setText("↻ Re-measure")
-        self.remeasure_button.setToolTip("Run the baseline (the target alone) again with the "
-                                         "settings of the run shown; the views keep the run")
+        self.remeasure_button.setText("↻")
+        self.remeasure_button.setAccessibleName("Re-measure the baseline")
+        self.remeasure_button.setToolTip("Re-measure the stale baseline: run the target alone again "
+                                         "with the settings of the run shown (the views keep the run)")
         self.remeasure_button.setAutoRaise(True)
         self.remeasure_button.setVisible(False)
         self.remeasure_button.clicked.connect(self.remeasure_requested)
@@ -120,7 +122,7 @@ class StatsBar(QFrame):
             v["n_accept"].setText(str(stats.n_accept))
             v["acceptance"].setText(f"{100 * stats.acceptance_rate:.1f} %" if stats.n_drafted else "–")
             v["mean_len"].setText(f"{stats.mean_accepted_length:.2f}" if stats.n_draft_rounds else "–")
-            stale = " ⚠ stale baseline" if speedup and check and check.stale else ""
+            stale = " ⚠ stale" if speedup and check and check.stale else ""
             v["speedup"].setText(f"{speedup:.2f}×{stale}" if speedup else no_speedup)
         self._show_baseline(check if speedup and not baseline else None)
         v["tps"].setText(f"{stats.tokens_per_s:.1f}" if stats.t_total > 0 else "–")

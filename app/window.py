@@ -1113,8 +1113,8 @@ class MainWindow(QMainWindow, SessionActions):
                                           prompt_tokens=info.prompt_tokens, vocab=info.vocab)
         self.pair_panel.end_loading()
         if self.session is not None and self.session.takes_baseline(self._live):   # beside it
-            self.stats_bar.set_state("Measuring the baseline (the target alone) for the run shown…",
-                                     "The views keep the speculative run; the speed-up follows")
+            self.stats_bar.set_state("Measuring the baseline beside the run…", "The target alone, "
+                                     "for the speed-up; the views keep the speculative run")
             self.active.ui_ready.set()
             return
         self.shown_request, self.session, self.vocab = self.active, self._live, info.vocab
