@@ -118,6 +118,11 @@ class PromptEditor(QGroupBox):
     def to_dict(self) -> dict:
         return {"chat": self._chat_wanted, "system": self.system.text()}
 
+    def show_run_settings(self, settings) -> None:
+        """The prompt, Chat and system message a run had (a RunSettings)."""
+        self.set_text(settings.prompt)
+        self.from_dict({"chat": settings.chat, "system": settings.system or ""})
+
     def from_dict(self, d: dict) -> None:
         if isinstance(d.get("system"), str):
             self.system.setText(d["system"])
@@ -268,3 +273,18 @@ class ParamsPanel(QGroupBox):
                 combo.setCurrentIndex(i)
         if isinstance(d.get("drafter"), dict):
             self.drafter.from_dict(d["drafter"])
+
+    def show_run_settings(self, settings) -> None:
+        """The controls as a run had them (a RunSettings: a recording's): n_predict, context,
+        the sampler and, for a speculative run, the drafter with its parameters."""
+        sm, spec = settings.sampler, settings.spec
+        d = {"n_predict": settings.n_predict, "n_ctx": settings.engine.n_ctx, "seed": sm.seed,
+             "sampler": "greedy" if sm.greedy else "temperature"}
+        if not sm.greedy:
+            d.update(temperature=sm.temperature, top_k=sm.top_k, top_p=sm.top_p, min_p=sm.min_p)
+        if spec is not None:
+            d.update(n_max=spec.n_max, n_min=spec.n_min, p_min=spec.p_min, sync=spec.sync,
+                     accept_rule=spec.accept_rule, drafter=self.drafter.dict_of(spec))
+        self.from_dict(d)
+        if spec is not None:
+            self.drafter.synth.set_fields(spec.synth_len, spec.synth_rates)

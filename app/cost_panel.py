@@ -67,6 +67,12 @@ F_TIP = (
     "Draft time per token = draft time ÷ drafted tokens (t_draft / n_drafted).\n"
     "Target time per token: from the baseline run if there is one (t_verify / n_tokens), "
     "else verify time ÷ rounds of this run (t_verify / n_rounds).")
+BASELINE_TIP = (
+    "When the baseline run (the target alone, same prompt and settings) was measured, and how "
+    "much of the CPU other processes took meanwhile. More than 5 minutes from the run, or under "
+    "other processes' load half a core apart, it is stale: the speed-up is marked and f comes "
+    "from the run itself (core/baseline_check.py). ↻ after the speed-up in the stats bar "
+    "measures it again.")
 ALPHA_TIP = (
     "α = probability that the target keeps a drafted token, given it kept the ones before.\n"
     "Fitted so that the textbook model's expected accepted tokens, summed over this run's "
@@ -171,6 +177,8 @@ class CostPanel(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._measured: Measured | None = None
+        self._baseline = None              # how the baseline stands to the run (BaselineCheck)
+        self._stale_speedup: float | None = None
         self._n_max = 0
         self._alpha = ALPHA_DEFAULT
         self._f = F_DEFAULT
@@ -202,11 +210,13 @@ class CostPanel(QtWidgets.QWidget):
             ("f", "f = draft ÷ target cost", F_TIP),
             ("speedup", "Measured speed-up", "Speculative tokens/s ÷ baseline tokens/s "
              "(needs a baseline run with the same prompt and settings)."),
+            ("baseline", "Baseline", BASELINE_TIP),
         )
         for key, text, tip in rows:
             name = QtWidgets.QLabel(text)
             value = QtWidgets.QLabel("—")
             value.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+            value.setWordWrap(key == "baseline")        # a sentence: its age and load
             name.setToolTip(tip)
             value.setToolTip(tip)
             form.addRow(name, value)
@@ -353,11 +363,19 @@ class CostPanel(QtWidgets.QWidget):
                 w.setMaximumWidth(_NO_MAX_PX)
 
     # ------------------------------------------------------------------ public API
-    def update_measured(self, stats_spec: Stats, stats_baseline: Stats | None, n_max: int) -> None:
+    def update_measured(self, stats_spec: Stats, stats_baseline: Stats | None, n_max: int,
+                        check=None) -> None:
         """Measure α and f from a speculative run (and a baseline run of the same prompt and
-        settings, or None) drafting up to ``n_max`` tokens per round."""
+        settings, or None) drafting up to ``n_max`` tokens per round. ``check``: how the
+        baseline stands to the run (core/baseline_check.py); a stale one gives only the speed-up,
+        marked, and f comes from the run itself."""
         self._n_max = int(n_max)
-        self._measured = measure(stats_spec, stats_baseline, self._n_max)
+        self._baseline = check if stats_baseline is not None else None
+        stale = bool(check and check.stale)
+        self._measured = measure(stats_spec, None if stale else stats_baseline, self._n_max)
+        self._stale_speedup = None
+        if stale and stats_baseline.tokens_per_s > 0 and self._measured is not None:
+            self._stale_speedup = stats_spec.tokens_per_s / stats_baseline.tokens_per_s
         self._use_measured.setEnabled(self._measured is not None)
         self._show_values()
         if self._measured is not None and self._follow:
@@ -404,7 +422,7 @@ class CostPanel(QtWidgets.QWidget):
 
     def clear(self) -> None:
         """Forget the measurement; the sliders go back to their defaults."""
-        self._measured = None
+        self._measured = self._baseline = self._stale_speedup = None
         self._n_max = 0
         self._follow = True
         self._use_measured.setEnabled(False)
@@ -458,6 +476,10 @@ class CostPanel(QtWidgets.QWidget):
     def summary_text(self) -> str:
         return self._summary.text()
 
+    def baseline_text(self) -> str:
+        """The Baseline line: when it was measured, under what load, and whether it is stale."""
+        return self._values["baseline"].text()
+
     # ------------------------------------------------------------------ sliders
     def _set_sliders(self, alpha: float, f: float) -> None:
         """Programmatic: keep the exact values, move the handles, don't count as a user move."""
@@ -506,7 +528,12 @@ class CostPanel(QtWidgets.QWidget):
             v["target"].setText(f"{_ms(m.target_s_per_token)}   (estimated: verify ÷ rounds)")
             self._set_tip("target", TARGET_TIME_TIP_ESTIMATE)
         v["f"].setText(f"{m.f:.3f}")
-        if m.speedup is None:
+        b = self._baseline
+        v["baseline"].setText(("⚠ " if b.stale else "") + b.describe() if b else "—")
+        v["baseline"].setStyleSheet(f"color: {MEASURED_COLOR}" if b and b.stale else "")
+        if self._stale_speedup is not None:
+            v["speedup"].setText(f"{self._stale_speedup:.2f}×   ⚠ stale baseline")
+        elif m.speedup is None:
             v["speedup"].setText("— (run a baseline with the same prompt)")
         else:
             v["speedup"].setText(f"{m.speedup:.2f}×   ({m.spec_tokens_per_s:.1f} vs "

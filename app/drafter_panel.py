@@ -282,6 +282,17 @@ class DrafterPanel(QGroupBox):
                 "cache": [self.cache_static.text(), self.cache_dynamic.text()],
                 "policy": self.policy.currentData()}
 
+    @staticmethod
+    def dict_of(spec) -> dict:
+        """``to_dict``'s form of a SpecSettings (what a recorded run drafted with)."""
+        return {"types": list(spec.types),
+                "size_n": {t: spec.params(t).size_n for t in MAP_TYPES},
+                "size_m": {t: spec.params(t).size_m for t in MAP_TYPES},
+                "min_hits": spec.ngram_map_k4v.min_hits,
+                "mod": [spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max],
+                "cache": [spec.ngram_cache.lookup_cache_static, spec.ngram_cache.lookup_cache_dynamic],
+                "policy": spec.draft_policy}
+
     def from_dict(self, d: dict) -> None:
         """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
         def num(widget, value):
@@ -404,6 +415,18 @@ class SynthBox(QGroupBox):
 
     def synth_len(self) -> float:
         return 1.0 + self.length.value() / SYNTH_STEPS
+
+    def set_fields(self, synth_len: float, synth_rates: tuple[float, ...]) -> None:
+        """As a run had it (SpecSettings' synth_len and synth_rates): off, a length or rates."""
+        from specscope.core.synth import is_synthetic
+        if synth_rates:
+            self.mode.setCurrentIndex(self.mode.findData("rates"))
+            for slider, rate in zip(self.rates, synth_rates):
+                slider.setValue(round(rate * SYNTH_STEPS))
+        elif is_synthetic(synth_len, ()):
+            self.mode.setCurrentIndex(self.mode.findData("len"))
+            self.length.setValue(round((synth_len - 1.0) * SYNTH_STEPS))
+        self.setChecked(is_synthetic(synth_len, synth_rates))
 
     def rate_values(self) -> tuple[float, ...]:
         return tuple(s.value() / SYNTH_STEPS for s in self.rates[:min(self.n_max, SYNTH_RATE_SLIDERS)])

@@ -180,6 +180,19 @@ class MessageBanner(QFrame):
         self.dismissed.emit()
 
 
+def format_uncaught(etype, value, tb) -> str:
+    """The traceback of an uncaught exception. One that Qt raises itself, calling a slot with
+    the wrong arguments (a signal connected to a method that takes others), has no Python frame
+    of its own: then the Python stack that led to the call (what emitted the signal), so the
+    details never shrink to one line."""
+    if tb is not None:
+        return "".join(traceback.format_exception(etype, value, tb))
+    stack = traceback.format_stack()[:-2]          # not this function and the hook
+    return ("Traceback (most recent call last; raised by Qt calling a slot, after these "
+            "Python frames):\n" + "".join(stack)
+            + "".join(traceback.format_exception_only(etype, value)))
+
+
 class ExceptHook(QObject):
     """Routes uncaught exceptions to the banner (and the log) instead of stderr only."""
 
@@ -199,10 +212,19 @@ class ExceptHook(QObject):
             self._previous = None
 
     def _hook(self, etype, value, tb) -> None:
-        text = "".join(traceback.format_exception(etype, value, tb))
+        text = format_uncaught(etype, value, tb)
         if issubclass(etype, KeyboardInterrupt):
             if self._previous:
                 self._previous(etype, value, tb)
             return
         sys.stderr.write(text)
         self.caught.emit(value, text)
+
+
+def report_uncaught(banner: MessageBanner) -> ExceptHook:
+    """Route uncaught exceptions (a failing slot, a timer) to ``banner`` and the log; the
+    hook is installed (``uninstall`` puts the previous one back)."""
+    hook = ExceptHook()
+    hook.caught.connect(banner.show_error)
+    hook.install()
+    return hook

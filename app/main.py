@@ -146,15 +146,13 @@ def main(model: Path | None = None, draft: Path | None = None, session: Path | N
         return 2
     app = make_app()
     from PySide6.QtCore import QTimer
-    from .errors import ExceptHook, close_logging
+    from .errors import close_logging, report_uncaught
     from .window import MainWindow
 
     window = MainWindow(model=Path(model) if model else None, draft=Path(draft) if draft else None)
     if session is not None:
         window.open_session(Path(session))      # a bad file: one banner line, the window opens
-    hook = ExceptHook()
-    hook.caught.connect(lambda exc, tb: window.banner.show_error(exc, tb))
-    hook.install()
+    hook = report_uncaught(window.banner)
     window.show()
     t0 = os.environ.get(STARTUP_T0_ENV)
     if t0:

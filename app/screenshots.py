@@ -100,8 +100,9 @@ def main(argv=None) -> int:
     wait(lambda: w.mode == "idle", 600)
     w.tabs.setCurrentIndex(0)
     shot("03_finished_with_plots")
-    w.baseline_clicked()
+    w.baseline_clicked()                # measured beside the run: the views keep the run
     wait(lambda: w.mode == "idle", 600)
+    shot("03b_run_after_baseline")
     w.run_clicked()
     wait(lambda: w.mode == "idle", 600)
     w.tabs.setCurrentIndex(1)

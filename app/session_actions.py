@@ -85,9 +85,9 @@ class SessionActions:
         if path:
             self._export(lambda: self.session.save(path), path)
 
-    def session_finished(self) -> None:
-        """After a live run: the autosave, and a re-run's verdict."""
-        session = self.session
+    def session_finished(self, session) -> None:
+        """After a live run of ``session``: the autosave (a baseline with the speculative run
+        it measures), and a re-run's verdict."""
         last = self.workbench.last_spec
         keep = last if session.kind == "baseline" and last is not None \
             and last.baseline is session.baseline else session
@@ -128,21 +128,14 @@ class SessionActions:
         """Token view, plots, stats bar, the last round explained and the cost panel, from the
         session alone (no model)."""
         from .token_view import legend_html
-        self._pending.clear()
-        self.playback.clear()
-        self._replaying = False
-        self._view_upto = None
         self.shown_request = None
         self.session = session
-        self.stats = None
+        self._clear_views()
+        self.params.show_run_settings(session.settings)    # the controls as the recording ran
+        self.prompt.show_run_settings(session.settings)
         spec = session.settings.spec
         self.token_view.begin(session.prompt_text, session.vocab, session.prompt_tokens)
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
-        self.plots.clear()
-        self.timeline.clear()
-        self.round_view.clear()
-        self.cost_panel.clear()
-        self.stats_bar.clear()
         self.token_view.append_events(session.run.events)
         self.scrubber.show_at(len(session.run.events), len(session.run.events))
         self._stats_stale = True
@@ -174,16 +167,31 @@ class SessionActions:
 
     def rerun_clicked(self) -> None:
         """Run the shown recording again with its own settings and models."""
-        from .worker import RunRequest
         if not self.can_rerun:
             return
         s = self.session
-        st = s.settings
         draft = s.models.get("draft")
-        self._run_id += 1
-        req = RunRequest(self._run_id, s.kind, Path(s.models["target"].path),
-                         Path(draft.path) if draft is not None else None, st.engine, st.prompt,
-                         st.spec, st.sampler, st.n_predict, chat=st.chat, system=st.system or "")
+        req = self._request_of(s, s.kind, Path(s.models["target"].path),
+                               Path(draft.path) if draft is not None else None)
         self._rerun_of = s
         self.rerun_result = None
         self._start(req)
+
+    def remeasure_baseline(self) -> None:
+        """Measure the baseline of the speculative run shown again, with that run's settings:
+        it runs beside the run (the views keep it) and replaces a stale baseline."""
+        s = self.session
+        if self.mode != "idle" or s is None or s.kind != "spec" or self._sweep_running():
+            return
+        st = s.settings
+        self._start(self._request_of(s, "baseline", Path(st.target),
+                                     Path(st.draft) if st.draft else None))
+
+    def _request_of(self, session, kind: str, target: Path, draft: Path | None):
+        """A RunRequest of ``kind`` with ``session``'s settings (not the controls')."""
+        from .worker import RunRequest
+        st = session.settings
+        self._run_id += 1
+        return RunRequest(self._run_id, kind, target, draft, st.engine, st.prompt,
+                          st.spec if kind == "spec" else None, st.sampler, st.n_predict,
+                          chat=st.chat, system=st.system or "")

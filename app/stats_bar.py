@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
 FIELDS = (
     ("state", "", "what the engine is doing"),
@@ -25,6 +25,8 @@ WIDTH_SAMPLES = {"tokens": "0000 (0000 rounds)", "n_drafted": "00000", "n_accept
 
 
 class StatsBar(QFrame):
+    remeasure_requested = Signal()      # the speed-up's baseline is stale: measure it again
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("statsbar")
@@ -62,6 +64,17 @@ class StatsBar(QFrame):
                 v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
             lay.addWidget(v)
             self.values[key] = v
+        # a stale baseline (core/baseline_check.py): one click measures it again (one glyph:
+        # the bar must fit a 1366-pixel-wide window, and is as wide as with no baseline yet)
+        self.remeasure_button = QToolButton()
+        self.remeasure_button.setText("↻")
+        self.remeasure_button.setAccessibleName("Re-measure the baseline")
+        self.remeasure_button.setToolTip("Re-measure the stale baseline: run the target alone again "
+                                         "with the settings of the run shown (the views keep the run)")
+        self.remeasure_button.setAutoRaise(True)
+        self.remeasure_button.setVisible(False)
+        self.remeasure_button.clicked.connect(self.remeasure_requested)
+        lay.addWidget(self.remeasure_button)
         self.synthetic = QLabel("⚠ SYNTHETIC: not valid output")
         self.synthetic.setToolTip("This run used synthetic acceptance (benchmark only): draft tokens "
                                   "were kept at random, so its text is not the target's output; "
@@ -82,18 +95,22 @@ class StatsBar(QFrame):
         tip = tip or FIELDS[0][2]
         label.setToolTip(tip if shown == text else f"{text}\n{tip}")
 
-    def show_last_speedup(self, speedup: float) -> None:
-        """The speed-up of the latest speculative run, while another run (a baseline) is shown."""
-        self.values["speedup"].setText(f"{speedup:.2f}× (last run)")
-
     def clear(self) -> None:
         for key, v in self.values.items():
             if key != "state":
                 v.setText("–")
         self.synthetic.setVisible(False)
+        self._show_baseline(None)
+
+    def _show_baseline(self, check) -> None:
+        """The speed-up's tooltip says when its baseline was measured and under what load; a
+        stale one is marked, with the button that measures it again."""
+        self.values["speedup"].setToolTip(FIELDS[-1][2] + (f"\n{check.describe()}" if check else ""))
+        self.remeasure_button.setVisible(bool(check and check.stale))
 
     def update_stats(self, stats, speedup: float | None, baseline: bool = False,
-                     no_speedup: str = "– (no baseline yet)") -> None:
+                     no_speedup: str = "– (no baseline yet)", check=None) -> None:
+        """``check``: how the speed-up's baseline stands to the run (a BaselineCheck, or None)."""
         v = self.values
         self.synthetic.setVisible(bool(getattr(stats, "synthetic", False)))
         v["tokens"].setText(f"{stats.n_tokens} ({stats.n_rounds} rounds)")
@@ -105,7 +122,9 @@ class StatsBar(QFrame):
             v["n_accept"].setText(str(stats.n_accept))
             v["acceptance"].setText(f"{100 * stats.acceptance_rate:.1f} %" if stats.n_drafted else "–")
             v["mean_len"].setText(f"{stats.mean_accepted_length:.2f}" if stats.n_draft_rounds else "–")
-            v["speedup"].setText(f"{speedup:.2f}×" if speedup else no_speedup)
+            stale = " ⚠ stale" if speedup and check and check.stale else ""
+            v["speedup"].setText(f"{speedup:.2f}×{stale}" if speedup else no_speedup)
+        self._show_baseline(check if speedup and not baseline else None)
         v["tps"].setText(f"{stats.tokens_per_s:.1f}" if stats.t_total > 0 else "–")
 
     def text(self, key: str) -> str:

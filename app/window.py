@@ -97,6 +97,8 @@ class MainWindow(QMainWindow, SessionActions):
         from specscope.core.session import Workbench
         self.workbench = Workbench()                # baselines by run key, the latest spec session
         self.session = None                         # the session shown (core/session.py)
+        self._live = None                           # the session the active run writes to: the
+                                                    # one shown, or a baseline measured beside it
         self._view_upto: int | None = None          # the views show this many rounds (scrubber)
         self._replaying = False                     # a recording plays through the playback
         self._finish_waiting = None                 # (run_id, finish) while the playback drains
@@ -343,6 +345,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.pair_panel.demo_requested.connect(self.use_demo_pair)
         self.pair_panel.drafter_suggested.connect(self.use_drafter)
         self.params.changed.connect(self._params_changed)
+        self.stats_bar.remeasure_requested.connect(self.remeasure_baseline)
 
     def set_tabs_expanded(self, on: bool) -> None:
         """Give the tabs below the text the whole height (the text is hidden), or share it again."""
@@ -371,7 +374,8 @@ class MainWindow(QMainWindow, SessionActions):
         if tip:
             a.setToolTip(tip + (f" ({a.shortcut().toString()})" if shortcut else ""))
             a.setStatusTip(tip)
-        a.triggered.connect(slot)
+        if slot is not None:
+            a.triggered.connect(slot)
         self.addAction(a)
         return a
 
@@ -389,9 +393,13 @@ class MainWindow(QMainWindow, SessionActions):
                                       "and say whether it matched")
         self.act_replay = self._action("▷  Replay", self.replay_clicked, "Ctrl+P",
                                        "Play the run shown again at the chosen pace (no model runs)")
-        self.act_hide = self._action("Show rejected drafts", self.show_rejected.setChecked, "Ctrl+H")
+        # one state: the menu's tick and the checkbox above the text follow each other (toggled
+        # carries the new state; setChecked to the same state emits nothing, so no loop)
+        self.act_hide = self._action("Show rejected drafts", None, "Ctrl+H",
+                                     "Show the drafted tokens the target rejected, struck through")
         self.act_hide.setCheckable(True)
-        self.act_hide.setChecked(True)
+        self.act_hide.setChecked(self.show_rejected.isChecked())
+        self.act_hide.toggled.connect(self.show_rejected.setChecked)
         self.show_rejected.toggled.connect(self.act_hide.setChecked)
 
         tb = QToolBar("Run")
@@ -605,6 +613,8 @@ class MainWindow(QMainWindow, SessionActions):
 
     def _pair_changed(self) -> None:
         t, d = self.pair_panel.pair()
+        if self.mode == "idle":          # the old pair's run (or recording) is not this pair's
+            self._show_nothing()
         if self.cost_panel is not None:
             self.cost_panel.show_calibrated(None)
         if self.compare is not None and not self.compare.running and t is not None:
@@ -952,7 +962,7 @@ class MainWindow(QMainWindow, SessionActions):
 
     def _start(self, req: RunRequest) -> None:
         self.show_workspace("run")
-        self.active = req
+        self.active, self._live = req, None
         self.mode = "stepping" if req.step else "running"
         self.stats_bar.set_state("Starting…")
         if self.banner.level == "error" or self.banner.level == "info":
@@ -1006,29 +1016,40 @@ class MainWindow(QMainWindow, SessionActions):
     def reset_clicked(self) -> None:
         if self.active is not None:
             self.stop_clicked()
+        self._show_nothing()
+        if self.active is None:
+            self.stats_bar.set_state("Idle")
+
+    def _show_nothing(self) -> None:
+        """Forget the run shown (and the latest speculative run) and empty the views."""
+        self.session = self.shown_request = self.workbench.last_spec = None
+        self._clear_views()
+
+    def _clear_views(self, running: bool = False) -> None:
+        """Empty every view of the run shown: the text and its legend, the plots, timeline, round
+        explained, cost panel's measurement, stats bar and scrubber; drop the rounds not shown
+        yet. ``running``: a run starts (the plots say they will update, and hold their
+        repaints; the cost panel keeps the what-if sliders until the run measures)."""
+        self._pending.clear()
         self.playback.clear()
         self._replaying = False
-        self._view_upto = None
-        self._pending.clear()
-        self.session = None
-        self.shown_request = None
-        self.stats = None
-        self.workbench.last_spec = None
-        self._panels_dirty = False
-        self._stats_stale = False
+        self._view_upto = self.stats = None
+        self._panels_dirty = self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
         self.legend.setText(legend_html(self.params.drafter.types()))
         if self.panels_ready:
-            self.plots.clear()
-            self.cost_panel.clear()
+            self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3 if running else None)
+            if running:
+                self.plots.hold_repaints()
+            else:
+                self.cost_panel.clear()
             self.timeline.clear()
         self.round_view.clear()
         self.stats_bar.clear()
         self.synth_warning.setVisible(False)
         self.scrubber.show_at(0, 0)
-        if self.active is None:
-            self.stats_bar.set_state("Idle")
+        self._update_buttons()
 
     def _update_buttons(self) -> None:
         idle, paused = self.mode == "idle", self.mode == "paused"
@@ -1087,27 +1108,20 @@ class MainWindow(QMainWindow, SessionActions):
     def _run_started(self, info) -> None:
         if self.active is None or info.run_id != self.active.run_id:
             return
-        self.shown_request = self.active
-        self.vocab = info.vocab
-        self.session = self.workbench.start(self.run_settings(self.active), info.kind,
-                                            prompt_text=info.prompt_text,
-                                            prompt_tokens=info.prompt_tokens, vocab=info.vocab)
-        self._pending.clear()
-        self.playback.clear()
-        self._replaying = False
-        self._view_upto = None
-        self.scrubber.show_at(0, 0)
+        self._live = self.workbench.start(self.run_settings(self.active), info.kind,
+                                          prompt_text=info.prompt_text,
+                                          prompt_tokens=info.prompt_tokens, vocab=info.vocab)
+        self.pair_panel.end_loading()
+        if self.session is not None and self.session.takes_baseline(self._live):   # beside it
+            self.stats_bar.set_state("Measuring the baseline beside the run…", "The target alone, "
+                                     "for the speed-up; the views keep the speculative run")
+            self.active.ui_ready.set()
+            return
+        self.shown_request, self.session, self.vocab = self.active, self._live, info.vocab
+        self._clear_views(running=True)
         self.token_view.begin(info.prompt_text, info.vocab, info.prompt_tokens)
         spec = self.active.spec
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
-        if self.plots is not None:
-            self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3)
-            self.plots.hold_repaints()
-            self.timeline.clear()
-        self.round_view.clear()
-        self.stats_bar.clear()
-        self.stats = None
-        self.pair_panel.end_loading()
         if info.calibration is not None and self.cost_panel is not None:
             self.cost_panel.set_calibration(Path(self.active.draft).name, *info.calibration)
             self.cost_panel.show_calibrated(info.calibration[0], self.active.spec.sync)
@@ -1141,7 +1155,9 @@ class MainWindow(QMainWindow, SessionActions):
     @Slot(int, list)
     def _events_ready(self, run_id: int, batch: list) -> None:
         if self.active is not None and run_id == self.active.run_id:
-            if self.active.step:
+            if self._live is not None and self._live is not self.session:    # beside the run shown
+                self._live.run.append(batch)
+            elif self.active.step:
                 self._pending.extend(batch)
             else:
                 self.playback.feed(batch)
@@ -1161,8 +1177,8 @@ class MainWindow(QMainWindow, SessionActions):
 
     @Slot(int, object)
     def _prefill_done(self, run_id: int, prefill) -> None:
-        if self.active is not None and run_id == self.active.run_id and self.session is not None:
-            self.session.run.prefill_s = prefill.seconds
+        if self.active is not None and run_id == self.active.run_id and self._live is not None:
+            self._live.run.prefill_s = prefill.seconds
 
     @Slot(int, str)
     def _run_finished(self, run_id: int, finish: str) -> None:
@@ -1178,16 +1194,20 @@ class MainWindow(QMainWindow, SessionActions):
         self.mode = "idle"
         self._update_panels()
         stats = self.stats
-        started = self.shown_request is req   # not when stopped while calibrating: no session of its own
-        if started and self.session is not None and self.session.run is not None:
-            self.session.run.finish = finish
-            self.workbench.finished(self.session)
-            self.session_finished()
+        live, self._live = self._live, None    # None when stopped while calibrating: no session
+        started = live is not None
+        if started:
+            live.run.end(finish)
+            self.workbench.finished(live)
+            if live is not self.session:       # a baseline beside the run shown: now its own
+                self.session.attach_baseline(live)
+            self.session_finished(live)
             if stats is not None:
                 self._show_measured()
         words = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                  "context": "the context is full", "stopped": "stopped"}.get(finish, finish)
-        self.stats_bar.set_state(f"Finished: {words}" if started else
+        self.stats_bar.set_state(("Baseline measured" if live is not self.session else "Finished")
+                                 + f": {words}" if started else
                                  "Stopped while calibrating: no round was run")
         if finish == "context":
             self.banner.show_message(
@@ -1213,7 +1233,7 @@ class MainWindow(QMainWindow, SessionActions):
         self._finish_waiting = None
         self._refresh()
         req = self.active
-        self.active = None
+        self.active = self._live = None
         self.mode = "idle"
         self._update_panels()
         self.pair_panel.end_loading("The models could not be loaded.")
@@ -1388,9 +1408,7 @@ class MainWindow(QMainWindow, SessionActions):
             self.timeline.update_events(self.events)
         elif current is self.cost_panel:
             if session is not None and session.kind == "spec":
-                b = session.baseline or self.workbench.baseline_for(session.settings)
-                self.cost_panel.update_measured(stats, b.stats if b else None,
-                                                session.settings.spec.max_draft())
+                self._show_cost(session, stats)
         else:
             return
         self._dirty_tabs.discard(current)
@@ -1409,7 +1427,9 @@ class MainWindow(QMainWindow, SessionActions):
         baseline = self.session.kind == "baseline"
         self.synth_warning.setVisible(stats.synthetic)
         note = "– (step mode)" if req is not None and req.step else "– (no baseline yet)"
-        self.stats_bar.update_stats(stats, None if baseline else self._speedup(stats), baseline, note)
+        speedup = None if baseline else self._speedup(stats)
+        self.stats_bar.update_stats(stats, speedup, baseline, note,
+                                    self.session.baseline_check() if speedup else None)
 
     def _speedup(self, stats) -> float | None:
         req = self.shown_request
@@ -1422,14 +1442,17 @@ class MainWindow(QMainWindow, SessionActions):
         last = self.workbench.last_spec
         if last is None or not self.panels_ready:
             return
-        b = last.baseline
-        self.cost_panel.update_measured(last.spec.stats, b.stats if b else None,
-                                        last.settings.spec.max_draft())
+        self._show_cost(last, last.spec.stats)
         self.distance_view.refresh()
         if self.session is not None and self.session.kind == "spec" and self.stats is not None:
             self._update_stats_bar()
-        elif last.speedup is not None:
-            self.stats_bar.show_last_speedup(last.speedup)
+
+    def _show_cost(self, session, stats) -> None:
+        """The cost panel measures ``stats`` of the speculative ``session`` against its baseline
+        (or the workbench's with its key): α, f, the speed-up, and the baseline's age and load."""
+        b = session.baseline or self.workbench.baseline_for(session.settings)
+        self.cost_panel.update_measured(stats, b.stats if b else None,
+                                        session.settings.spec.max_draft(), session.baseline_check(b))
 
     # ================================================================== export
     def copy_text(self, full: bool = False) -> None:

@@ -309,15 +309,17 @@ def cmd_generate(args) -> int:
                 sys.stdout.write(stream.feed(event.emitted))
                 sys.stdout.flush()
         session.run.prefill_s = run.prefill.seconds
-        session.run.finish = run.finish
+        session.run.end(run.finish)
         if args.stream:
             sys.stdout.write(stream.flush())
         if getattr(args, "with_baseline", False):     # the target alone, same key: the speed-up
             from .session import Run
             base = engine.baseline(model_prompt, sampler, args.n_predict)
             session.baseline = Run("baseline")
+            session.baseline.begin()
             session.baseline.append(base)
-            session.baseline.prefill_s, session.baseline.finish = base.prefill.seconds, base.finish
+            session.baseline.prefill_s = base.prefill.seconds
+            session.baseline.end(base.finish)
         if args.record is not None:
             session.save(args.record)
         print_session(session, args)

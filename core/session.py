@@ -30,8 +30,13 @@ Line 1, the header, an object:
     tokens    [[id, piece, vocabulary text, is_eog], ...] for every token the file uses;
                piece and vocabulary text are strings when their bytes are UTF-8, else
                {"hex": "e4b8"} (a character can be split over tokens)
-    runs      {"spec" | "baseline": {"rounds": int, "finish": str, "prefill_s": float}}:
-               the runs recorded and how many round lines each has
+    runs      {"spec" | "baseline": {"rounds": int, "finish": str, "prefill_s": float,
+               "started_at": float, "ended_at": float, "load": LoadReading | null}}:
+               the runs recorded and how many round lines each has; when each ran (Unix
+               time) and what other processes took of the CPU meanwhile (core/cpuload.py:
+               {"others", "cores", "seconds", "loadavg"}): the baseline's age and load beside
+               the speed-up (core/baseline_check.py). The last three are optional (absent in
+               older files and for runs not timed live); readers of version 1 ignore them
 
 Then one line per round event, the runs one after the other in the order of ``runs``:
 ``{"run": "spec" | "baseline", "event": RoundEvent}`` with every field of
@@ -49,6 +54,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -280,6 +286,21 @@ class Run:
         self.events: list[RoundEvent] = []
         self.finish = ""              # eog | n_predict | context | stopped ("" while running)
         self._stats = Stats()
+        self.started_at: float | None = None    # Unix time at its start and end (timed live)
+        self.ended_at: float | None = None
+        self.load = None                        # cpuload.LoadReading: others' CPU use meanwhile
+        self._meter = None
+
+    def begin(self) -> None:
+        """A live run starts: note the time and read other processes' CPU use until ``end``."""
+        from .cpuload import LoadMeter
+        self.started_at, self._meter = time.time(), LoadMeter()
+
+    def end(self, finish: str) -> None:
+        """The run ended with ``finish``: note when, and the load it ran under."""
+        self.finish, self.ended_at = finish, time.time()
+        if self._meter is not None:
+            self.load, self._meter = self._meter.reading(), None
 
     def append(self, events: Iterable[RoundEvent]) -> None:
         self.events.extend(events)
@@ -314,6 +335,7 @@ class Session:
               prompt_tokens=(), vocab=None, prefill_s: float = 0.0) -> "Session":
         s = cls(settings, prompt_text, tuple(prompt_tokens), vocab=vocab)
         setattr(s, kind, Run(kind, prefill_s))
+        s.run.begin()
         return s
 
     # -- what it is ------------------------------------------------------------
@@ -334,6 +356,12 @@ class Session:
     def is_recording(self) -> bool:
         return bool(self.path)
 
+    def baseline_check(self, baseline: Run | None = None):
+        """How the baseline (``baseline``, else this session's) stands to the speculative run:
+        its age and load, and whether it is stale (core/baseline_check.py); None without both."""
+        from .baseline_check import check_baseline
+        return check_baseline(self.spec, baseline or self.baseline)
+
     @property
     def speedup(self) -> float | None:
         """Measured: the speculative run's tokens/s over the baseline's (None without both)."""
@@ -349,6 +377,12 @@ class Session:
         model or vocabulary copy is no longer needed to show or save it."""
         if self.vocab is not None and not isinstance(self.vocab, TokenTable):
             self.vocab = TokenTable.collect(self.vocab, self.token_ids())
+
+    def takes_baseline(self, other: "Session") -> bool:
+        """``other`` is a baseline for this finished speculative run (the same key): measured
+        beside it (a window keeps showing this run), it becomes this run's baseline."""
+        return self.kind == "spec" and bool(self.run.finish) and other.kind == "baseline" \
+            and other.key == self.key
 
     def attach_baseline(self, other: "Session") -> None:
         """Measure against ``other``'s baseline run (same key), with its token pieces."""
@@ -432,8 +466,7 @@ class Session:
                   "models": {role: to_plain(self.models.get(role)) for role in ("target", "draft")},
                   "prompt": {"text": self.prompt_text, "tokens": list(self.prompt_tokens)},
                   "tokens": tokens.to_plain(),
-                  "runs": {r.kind: {"rounds": len(r.events), "finish": r.finish,
-                                    "prefill_s": r.prefill_s} for r in runs}}
+                  "runs": {r.kind: _run_header(r) for r in runs}}
         out = [json.dumps(header, ensure_ascii=False)]
         for r in runs:
             out += [json.dumps({"run": r.kind, "event": e.to_dict(exact=True)}, ensure_ascii=False)
@@ -458,6 +491,31 @@ class Session:
     @classmethod
     def load(cls, path: str | Path) -> "Session":
         return _load(Path(path))
+
+
+def _run_header(run: Run) -> dict:
+    info = {"rounds": len(run.events), "finish": run.finish, "prefill_s": run.prefill_s}
+    if run.started_at is not None and run.ended_at is not None:
+        info.update(started_at=run.started_at, ended_at=run.ended_at,
+                    load=run.load.to_dict() if run.load is not None else None)
+    return info
+
+
+def _timing_in(run: Run, info: dict) -> None:
+    """A run header's optional timing (started_at, ended_at, load) onto ``run``."""
+    from .cpuload import LoadReading
+    from .plain import PlainError
+    times = [info.get(k) for k in ("started_at", "ended_at")]
+    if times == [None, None]:
+        return
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
+        raise PlainError(f"runs.{run.kind}: started_at and ended_at must be numbers")
+    run.started_at, run.ended_at = map(float, times)
+    if info.get("load") is not None:
+        try:
+            run.load = LoadReading.from_dict(info["load"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise PlainError(f"runs.{run.kind}.load is malformed") from None
 
 
 def _load(path: Path) -> Session:
@@ -526,6 +584,7 @@ def _load(path: Path) -> Session:
                                  "\"prefill_s\": float}")
             runs[kind] = Run(kind, float(info["prefill_s"]))
             runs[kind].finish = info["finish"]
+            _timing_in(runs[kind], info)
         if "spec" in runs and settings.spec is None:
             raise PlainError("a speculative run is recorded but settings.spec is null")
     except PlainError as exc:
