@@ -149,10 +149,10 @@ def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, mo
     seen = {}
     prefill = engine_mod.Run._prefill
 
-    def spy(run):
+    def spy(run, *args):
         seen.setdefault("at_prefill", (window.active.ui_ready.is_set(), window.plots_painted,
                                        window.plots.paints))
-        prefill(run)
+        prefill(run, *args)
 
     monkeypatch.setattr(engine_mod.Run, "_prefill", spy)
     window.tabs.setCurrentWidget(window.plots)
@@ -441,8 +441,8 @@ def test_decode_failure_mid_run_is_reported(qtbot, window, monkeypatch):
     from specscope.core.errors import DecodeError
     real = engine_mod.Run._spec_rounds
 
-    def failing(self, smpl):
-        rounds = real(self, smpl)
+    def failing(self, *args):
+        rounds = real(self, *args)
         yield next(rounds)
         raise DecodeError("the verification batch of 4 tokens", 1)
 
