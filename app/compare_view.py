@@ -6,11 +6,15 @@ worker thread with progress and a cooperative Stop (checked between runs and
 passed to the engine's runs, so Stop takes effect within one round). It shows
 
 - the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.calibrate`);
-- the table of the CSV export (pooled rows, per-prompt rows on request), with the drafter
-  (llama.cpp's type, or a chain of types), the n-gram lookup time per round and, per member
-  of a chain, the rounds it won;
+- the table of the CSV export (pooled rows, per-prompt rows on request), with the
+  configuration (llama.cpp's type, or a chain of types, and the draft file when the sweep has
+  several: the same name in the table, the heatmap and the chart's legend), the spread of the
+  measured speed-up over the repetitions and a note on what the figures cannot say ("within
+  noise": the spread is wider than the distance from 1×; "never drafted"), the n-gram lookup
+  time per round and, per member of a chain, the rounds it won;
 - a heatmap of the measured speed-up, configurations × n, the best n per configuration outlined
-  (n-gram-only chains in their own "no n" column: n is draft-simple's);
+  (n-gram-only chains in their own "no n" column: n is draft-simple's), a figure within noise
+  marked ≈ and left uncoloured;
 - the speed-up against n: measured (markers), calibrated prediction (solid),
   textbook prediction (dashed), one colour per configuration (n-gram-only chains are flat);
 - the best n per configuration and the lossless check.
@@ -41,6 +45,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
 from specscope.app.plots import cache_static_parts, styled_plot
 from specscope.app.worker import start_thread
 from specscope.core.compare import DETERMINISTIC_GUARANTEE
+from specscope.core.sweep import DEFAULT_REPEATS
 
 __all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
 
@@ -54,33 +59,37 @@ SHIPPED_DRAFTER_PROMPTS = "Shipped n-gram prompts (repeating and free-form)"
 DRAFTER_PROMPT_FILE = "drafter_prompts.json"
 CHOOSE_FILE = "Choose a file…"
 CHART_MIN_WIDTH = 380      # the heatmap and the speed-up chart beside the table
+LEGEND_CHARS = 44           # longer configuration names are cut in the chart's legend
 ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
 # (header, Row attribute, format)
 TABLE_COLUMNS = (
-    ("Draft", "draft", "draft"),
-    ("Drafter", "drafter", "{}"),
+    ("Configuration", "config", "name"),
     ("n", "n_max", "n"),
     ("Prompt", "prompt", "{}"),
     ("Accept", "acceptance", "pct"),
     ("Mean len", "mean_accepted_length", "{:.2f}"),
     ("tok/s", "tokens_per_s", "{:.1f}"),
     ("Base tok/s", "baseline_tokens_per_s", "{:.1f}"),
-    ("Measured", "measured_speedup", "{:.3f}×"),
+    ("Measured", "measured_speedup", "measured"),
+    ("Spread", "speedup_min", "spread"),
     ("Textbook (err)", "textbook_speedup", "textbook_error"),
     ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
     ("Lossless", "lossless", "{}"),
+    ("Note", "note", "{}"),
     ("Other rule", "cf_acceptance", "cf"),
     ("Lookup/round", "lookup_us", "lookup"),
     ("Rounds won", "drafters", "won"),
 )
-PROMPT_COLUMN = 3
-FIRST_NUMBER_COLUMN = 4
+PROMPT_COLUMN = next(j for j, (head, _, _) in enumerate(TABLE_COLUMNS) if head == "Prompt")
+FIRST_NUMBER_COLUMN = PROMPT_COLUMN + 1
 NGRAM_COLUMNS = tuple(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt in ("lookup", "won"))
 CF_COLUMN = next(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt == "cf")
+NOTE_COLUMN = next(j for j, (head, _, _) in enumerate(TABLE_COLUMNS) if head == "Note")
 COLUMN_TIPS = {
-    "Drafter": "llama.cpp's speculative type, or a chain of types in priority order (joined by >): "
-               "the first that proposes a non-empty draft wins the round",
+    "Configuration": "llama.cpp's speculative type, or a chain of types in priority order (joined by "
+                     ">): the first that proposes a non-empty draft wins the round; with several draft "
+                     "files, the draft model's in brackets. The heatmap and the chart use the same name",
     "n": "draft-simple's draft length; – for chains of n-gram types alone (n does not apply)",
     "Lookup/round": "Python time of the n-gram drafters per round (their draft and accept calls), "
                     "and in target tokens: the draft cost of an n-gram round in the calibrated prediction",
@@ -90,7 +99,13 @@ COLUMN_TIPS = {
     "Mean len": "tokens per round that drafted: 1 + accepted",
     "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",
     "Base tok/s": "the target alone on the same prompts and settings",
-    "Measured": "tok/s ÷ base tok/s",
+    "Measured": "tok/s ÷ base tok/s: per repetition, against the baselines measured just before and "
+                "after it; the median over the repetitions. ≈: within noise",
+    "Spread": "the lowest and the highest measured speed-up over the repetitions (empty with one "
+              "repetition: set repeats to 3 or more to know how far to trust the figure)",
+    "Note": "within noise: the spread is wider than the distance from 1×, so the repetitions do not tell "
+            "this configuration from the target alone; never drafted: the drafter proposed no token, so "
+            "the run was the target alone plus its lookups; drafted on k of m prompts",
     "Textbook (err)": "seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
                       "in brackets: prediction ÷ measured − 1",
     "Calibrated (err)": "the calibrated model: c(k), f, sync and Python costs measured on this machine; "
@@ -102,8 +117,12 @@ COLUMN_TIPS = {
 }
 
 
-def speedup_color(value: float | None) -> QColor:
-    """Diverging colour around 1×: red below (slower), white at 1, blue above (faster)."""
+def speedup_color(value) -> QColor:
+    """Diverging colour around 1×: red below (slower), white at 1, blue above (faster). Given a
+    sweep Row: grey when it never drafted or is within noise (no colour claims a difference the
+    repetitions do not show)."""
+    if hasattr(value, "measured_speedup"):
+        value = None if value.never_drafted or value.within_noise else value.measured_speedup
     if value is None or not math.isfinite(value) or value <= 0:
         return QColor("#eeeeee")
     t = max(-1.0, min(1.0, math.log2(value) / math.log2(2.0)))   # ±1 at 0.5× and 2×
@@ -113,14 +132,16 @@ def speedup_color(value: float | None) -> QColor:
     return QColor(*(int(w + (e - w) * a) for w, e in zip(white, end)))
 
 
-def _cell_text(row, attr: str, fmt: str) -> str:
+def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
     value = getattr(row, attr)
-    if fmt == "draft":
-        return value or "—"
+    if fmt == "name":
+        return row.name(with_draft)
     if fmt == "n":
         return str(value) if value else "–"
-    if attr == "drafter" and row.p_min > 0:
-        return f"{value} · p_min {row.p_min:g}"
+    if fmt == "measured":
+        return measured_text(row, "×")
+    if fmt == "spread":
+        return row.spread_text("×") or "–"
     if fmt == "cf":
         return "" if value is None else f"{row.cf_rule} {100 * value:.1f}%"
     if fmt in ("lookup", "won"):
@@ -136,6 +157,31 @@ def _cell_text(row, attr: str, fmt: str) -> str:
         err = getattr(row, fmt)
         return f"{value:.3f}× ({_fmt(err, 'err')})"
     return _fmt(value, fmt)
+
+
+def measured_text(row, unit: str = "", digits: int = 3) -> str:
+    """The measured speed-up as the table and the heatmap show it: "never drafted" when the
+    drafter proposed nothing (the figure is the target alone's, plus the lookups), "≈1.04×"
+    within noise."""
+    if row.never_drafted:
+        return "never drafted"
+    return ("≈" if row.within_noise else "") + f"{row.measured_speedup:.{digits}f}{unit}"
+
+
+def measured_tip(row) -> str:
+    """The figures behind a measured speed-up, for a tooltip."""
+    parts = [f"measured {row.measured_speedup:.3f}×"
+             + (" (the target alone plus the drafter's lookups: it never drafted)" if row.never_drafted else "")]
+    parts.append(f"spread over {row.repeats} repetitions {row.spread_text('×')}" if row.spread is not None
+                 else "one repetition: the spread is unknown")
+    if row.within_noise:
+        parts.append("within noise: the spread is wider than the distance from 1×")
+    elif not row.never_drafted and row.prompts_drafted < row.prompts:
+        parts.append(f"drafted on {row.prompts_drafted} of {row.prompts} prompts")
+    if math.isfinite(row.calibrated_speedup):
+        parts.append(f"calibrated {row.calibrated_speedup:.3f}×")
+    parts += [f"textbook {row.textbook_speedup:.3f}×", f"acceptance {100 * row.acceptance:.1f}%"]
+    return ", ".join(parts)
 
 
 def _fmt(value, fmt: str) -> str:
@@ -306,7 +352,10 @@ class CompareView(QWidget):
         self.n_predict.setToolTip("tokens generated by every run")
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 20)
-        self.repeats.setToolTip("runs per cell, each with its own baseline")
+        self.repeats.setValue(DEFAULT_REPEATS)
+        self.repeats.setToolTip("runs per cell, each with its own baselines: the table shows the speed-up's "
+                                "spread over them and flags a figure the spread does not tell from 1× "
+                                "(1: no spread)")
         self.sync = QComboBox()
         self.sync.addItems(["reuse", "replay"])
         self.sync.setToolTip("draft cache sync: reuse its own rows, or replay the verification "
@@ -775,7 +824,7 @@ class CompareView(QWidget):
     def _fill_table(self) -> None:
         rows = self._visible_rows()
         self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
-        self.table.setColumnHidden(0, self._one_draft())    # one draft file: the list above names it
+        self.table.setColumnHidden(NOTE_COLUMN, not any(r.note for r in rows))
         ngram = any(r.drafter != "draft-simple" for r in self.rows)
         for j in NGRAM_COLUMNS:                              # n-gram drafters' figures only
             self.table.setColumnHidden(j, not ngram)
@@ -784,14 +833,19 @@ class CompareView(QWidget):
         bold = QFont()
         bold.setBold(True)
         best = self._shown().best_n()
+        with_draft = self._with_draft()
         for i, row in enumerate(rows):
             for j, (_, attr, fmt) in enumerate(TABLE_COLUMNS):
                 value = getattr(row, attr)
-                item = QTableWidgetItem(_cell_text(row, attr, fmt))
-                if j >= FIRST_NUMBER_COLUMN and fmt != "won":
+                item = QTableWidgetItem(_cell_text(row, attr, fmt, with_draft))
+                if j >= FIRST_NUMBER_COLUMN and fmt != "won" and j != NOTE_COLUMN:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if attr == "measured_speedup":
-                    item.setBackground(QBrush(speedup_color(value)))
+                    item.setBackground(QBrush(speedup_color(row)))
+                    item.setToolTip(measured_tip(row))
+                if fmt == "name":
+                    item.setToolTip(f"{row.drafter}" + (f", draft model {row.draft}" if row.draft else
+                                                         ", no draft model"))
                 if attr == "lossless" and value not in ("identical", ""):
                     item.setForeground(QBrush(QColor("#b00020" if value == "mismatch" else "#8a6d00")))
                     if row.divergence_at is not None:
@@ -818,13 +872,14 @@ class CompareView(QWidget):
         if left > sizes[0]:
             self.splitter.setSizes([left, total - left])
 
-    def _one_draft(self) -> bool:
-        return len({r.draft for r in self.rows if r.draft}) <= 1
+    def _with_draft(self) -> bool:
+        """Name the draft file in the configurations' names: when the sweep has several."""
+        return len({r.draft for r in self.rows if r.draft}) > 1
 
-    def _short(self, config: str) -> str:
-        """A configuration's name without its draft file when the sweep has one draft file (the
-        draft-simple rows keep the file's name, as before chains)."""
-        return config.split(" · ", 1)[-1] if self._one_draft() else config
+    def _name(self, config: str) -> str:
+        """A configuration's name as the table, the heatmap and the legend show it."""
+        row = next((r for r in self.rows if r.config == config), None)
+        return row.name(self._with_draft()) if row is not None else config
 
     def _fill_heatmap(self) -> None:
         shown = self._shown()
@@ -834,7 +889,7 @@ class CompareView(QWidget):
         self.heatmap.setRowCount(len(drafts))
         self.heatmap.setColumnCount(len(ns))
         self.heatmap.setHorizontalHeaderLabels([f"n={n}" if n else "no n" for n in ns])
-        self.heatmap.setVerticalHeaderLabels([self._short(d) for d in drafts])
+        self.heatmap.setVerticalHeaderLabels([self._name(d) for d in drafts])
         header = self.heatmap.horizontalHeader().sizeHint().height()
         row_h = self.heatmap.verticalHeader().defaultSectionSize()
         self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
@@ -847,15 +902,11 @@ class CompareView(QWidget):
                 if value is None:
                     continue
                 r = rows[(config, n)]
-                item = QTableWidgetItem(f"{value:.2f}")
+                item = QTableWidgetItem(measured_text(r, digits=2))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-                item.setBackground(QBrush(speedup_color(value)))
+                item.setBackground(QBrush(speedup_color(r)))
                 item.setForeground(QBrush(QColor("#111111")))
-                calibrated = (f"calibrated {r.calibrated_speedup:.3f}×, "
-                              if math.isfinite(r.calibrated_speedup) else "")
-                item.setToolTip(f"{config}, n = {n or '–'}: measured {value:.3f}×, "
-                                f"{calibrated}textbook {r.textbook_speedup:.3f}×, "
-                                f"acceptance {100 * r.acceptance:.1f}%")
+                item.setToolTip(f"{self._name(config)}, n = {n or '–'}: {measured_tip(r)}")
                 if best.get(config, {}).get("measured") == n:
                     item.setFont(bold)
                 self.heatmap.setItem(i, j, item)
@@ -877,8 +928,8 @@ class CompareView(QWidget):
             xs = [r.n_max for r in rows]
             if rows[0].n_max == 0:                 # an n-gram-only chain: the same at every n
                 xs, rows = ns, rows * len(ns)
-            short = self._short(draft)
-            short = short if len(short) <= 30 else short[:28] + "…"
+            short = self._name(draft)
+            short = short if len(short) <= LEGEND_CHARS else short[:LEGEND_CHARS - 1] + "…"
             measured = p.plot(xs, [r.measured_speedup for r in rows], pen=pg.mkPen(color, width=1),
                               symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
                               symbolPen=pg.mkPen("w"), name=short)
@@ -902,21 +953,24 @@ class CompareView(QWidget):
         for d, b in shown.best_n().items():
             picks = (f"the calibrated model picks n = {b['calibrated']}, " if b["calibrated"] is not None
                      else "not calibrated, ")
-            parts.append(f"<b>{d}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
+            parts.append(f"<b>{self._name(d)}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
                          f"{picks}the textbook n = {b['textbook']}")
         pooled = shown.pooled()
         for r in pooled:
             if not r.n_max:
-                parts.append(f"<b>{r.config}</b> (n-gram drafters, no n): measured "
-                             f"{r.measured_speedup:.2f}×, calibrated {r.calibrated_speedup:.2f}×, "
-                             f"lookup {r.lookup_us:.0f} µs per round")
-                if not math.isfinite(r.calibrated_speedup):
-                    parts[-1] = parts[-1].replace(f", calibrated {r.calibrated_speedup:.2f}×", "")
+                parts.append(f"<b>{self._name(r.config)}</b> (n-gram drafters, no n): measured "
+                             f"{measured_text(r, '×', 2)}"
+                             + (f", calibrated {r.calibrated_speedup:.2f}×"
+                                if math.isfinite(r.calibrated_speedup) else "")
+                             + f", lookup {r.lookup_us:.0f} µs per round" + (f" ({r.note})" if r.note else ""))
         if pooled:
+            from specscope.core.sweep import prediction_caveat
             cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
             tb = max((abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error)), default=0.0)
+            caveat = prediction_caveat(shown)
             parts.append("largest prediction error: " + (f"calibrated {100 * max(cal):.1f}%, " if cal else "")
-                         + f"textbook {100 * tb:.1f}%")
+                         + f"textbook {100 * tb:.1f}%"
+                         + (f" <span style='color:#8a6d00'>— {caveat}</span>" if caveat else ""))
         self.best_label.setText("<br>".join(parts))
         verdicts = [r.lossless for r in self.rows if r.prompt != "ALL" and r.lossless]
         if not verdicts:
