@@ -33,6 +33,7 @@ import threading
 import traceback
 from pathlib import Path
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor, QFont, QFontDatabase
@@ -58,7 +59,7 @@ SHIPPED_PROMPTS = "Shipped benchmark prompts"
 SHIPPED_DRAFTER_PROMPTS = "Shipped n-gram prompts (repeating and free-form)"
 DRAFTER_PROMPT_FILE = "drafter_prompts.json"
 CHOOSE_FILE = "Choose a file…"
-CHART_MIN_WIDTH = 380      # the heatmap and the speed-up chart beside the table
+CHART_MIN_WIDTH = 350      # the heatmap and the speed-up chart beside the table
 LEGEND_CHARS = 44           # longer configuration names are cut in the chart's legend
 ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
@@ -71,12 +72,10 @@ TABLE_COLUMNS = (
     ("Mean len", "mean_accepted_length", "{:.2f}"),
     ("tok/s", "tokens_per_s", "{:.1f}"),
     ("Base tok/s", "baseline_tokens_per_s", "{:.1f}"),
-    ("Measured", "measured_speedup", "measured"),
-    ("Spread", "speedup_min", "spread"),
+    ("Measured (spread)", "measured_speedup", "measured"),
     ("Textbook (err)", "textbook_speedup", "textbook_error"),
     ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
     ("Lossless", "lossless", "{}"),
-    ("Note", "note", "{}"),
     ("Other rule", "cf_acceptance", "cf"),
     ("Lookup/round", "lookup_us", "lookup"),
     ("Rounds won", "drafters", "won"),
@@ -85,7 +84,6 @@ PROMPT_COLUMN = next(j for j, (head, _, _) in enumerate(TABLE_COLUMNS) if head =
 FIRST_NUMBER_COLUMN = PROMPT_COLUMN + 1
 NGRAM_COLUMNS = tuple(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt in ("lookup", "won"))
 CF_COLUMN = next(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt == "cf")
-NOTE_COLUMN = next(j for j, (head, _, _) in enumerate(TABLE_COLUMNS) if head == "Note")
 COLUMN_TIPS = {
     "Configuration": "llama.cpp's speculative type, or a chain of types in priority order (joined by "
                      ">): the first that proposes a non-empty draft wins the round; with several draft "
@@ -99,13 +97,13 @@ COLUMN_TIPS = {
     "Mean len": "tokens per round that drafted: 1 + accepted",
     "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",
     "Base tok/s": "the target alone on the same prompts and settings",
-    "Measured": "tok/s ÷ base tok/s: per repetition, against the baselines measured just before and "
-                "after it; the median over the repetitions. ≈: within noise",
-    "Spread": "the lowest and the highest measured speed-up over the repetitions (empty with one "
-              "repetition: set repeats to 3 or more to know how far to trust the figure)",
-    "Note": "within noise: the spread is wider than the distance from 1×, so the repetitions do not tell "
-            "this configuration from the target alone; never drafted: the drafter proposed no token, so "
-            "the run was the target alone plus its lookups; drafted on k of m prompts",
+    "Measured (spread)": "tok/s ÷ base tok/s: per repetition, against the baselines measured just before "
+                         "and after it; the median over the repetitions, and in brackets the lowest and the "
+                         "highest of them (none with one repetition: set repeats to 3 or more to know how "
+                         "far to trust the figure). ≈ and grey: within noise (the spread is wider than the "
+                         "distance from 1×, so the repetitions do not tell it from the target alone); never "
+                         "drafted: the drafter proposed no token, the run was the target alone plus its "
+                         "lookups",
     "Textbook (err)": "seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
                       "in brackets: prediction ÷ measured − 1",
     "Calibrated (err)": "the calibrated model: c(k), f, sync and Python costs measured on this machine; "
@@ -139,9 +137,9 @@ def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
     if fmt == "n":
         return str(value) if value else "–"
     if fmt == "measured":
-        return measured_text(row, "×")
-    if fmt == "spread":
-        return row.spread_text("×") or "–"
+        if row.spread is None or row.never_drafted:
+            return measured_text(row, "×")
+        return f"{measured_text(row, '×', 2)} ({row.spread_text()})"
     if fmt == "cf":
         return "" if value is None else f"{row.cf_rule} {100 * value:.1f}%"
     if fmt in ("lookup", "won"):
@@ -251,6 +249,7 @@ class CompareView(QWidget):
         self.rows: list = []
         self.calibrations: dict[str, object] = {}
         self.from_cache: dict[str, bool] = {}
+        self._loaded_shown: list[str] = []       # calibrations taken under load, said in the banner
         self.prompt_file: Path | None = None     # None: the shipped set
         self.running = False
         self.blocker = None                      # () -> why a sweep cannot start now ("": it can)
@@ -493,7 +492,13 @@ class CompareView(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(QLabel("<b>Measured speed-up</b> (×), configurations × n (best n in bold)"))
+        caption = QLabel("<b>Measured speed-up</b> (×), configurations × n (best n in bold; grey "
+                         "<i>italics</i>: within noise; none: never drafted)")
+        caption.setWordWrap(True)
+        caption.setToolTip("within noise: the repetitions' spread is wider than the distance from 1×, "
+                           "so they do not tell the configuration from the target alone; never drafted: "
+                           "the drafter proposed no token, the figure is the target alone plus its lookups")
+        rv.addWidget(caption)
         self.heatmap = QTableWidget(0, 0)
         self.heatmap.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.heatmap.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
@@ -505,8 +510,9 @@ class CompareView(QWidget):
         rv.addWidget(self.heatmap)
         self.plot = self._make_plot()
         rv.addWidget(self.plot, 1)
-        key = QLabel("● measured   ━ calibrated prediction   ╌ textbook prediction (E+1)/(n·f+1); "
-                     "one colour per configuration (n-gram drafters alone: flat, n is the draft model's)")
+        key = QLabel("● measured, ┬ the repetitions' spread   ━ calibrated prediction   ╌ textbook "
+                     "prediction (E+1)/(n·f+1); one colour per configuration (n-gram drafters alone: flat, "
+                     "n is the draft model's)")
         key.setStyleSheet(f"color:{AXIS_COLOR}")
         key.setWordWrap(True)
         rv.addWidget(key)
@@ -628,6 +634,7 @@ class CompareView(QWidget):
         self._settings = settings
         self.rows = []
         self.calibrations, self.from_cache = {}, {}
+        self._loaded_shown: list[str] = []
         self.result = None
         self._fill_all()
         self.progress.setRange(0, 1)
@@ -807,7 +814,8 @@ class CompareView(QWidget):
             for name, cal in self.calibrations.items()] + [
             f"{name or 'target alone'}: {why}" for name, why in uncalibrated.items()]))
         loaded = [name or "the target alone" for name, cal in self.calibrations.items() if cal.under_load]
-        if loaded:
+        if loaded and loaded != self._loaded_shown:      # once, not again at every row
+            self._loaded_shown = loaded
             self.banner.show_message("warning", f"The calibration of {', '.join(loaded)} was taken under load "
                                      "(other processes used the CPU): not cached, and its predictions may be "
                                      "off. Run the sweep again on a quieter machine.")
@@ -824,7 +832,6 @@ class CompareView(QWidget):
     def _fill_table(self) -> None:
         rows = self._visible_rows()
         self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
-        self.table.setColumnHidden(NOTE_COLUMN, not any(r.note for r in rows))
         ngram = any(r.drafter != "draft-simple" for r in self.rows)
         for j in NGRAM_COLUMNS:                              # n-gram drafters' figures only
             self.table.setColumnHidden(j, not ngram)
@@ -838,11 +845,13 @@ class CompareView(QWidget):
             for j, (_, attr, fmt) in enumerate(TABLE_COLUMNS):
                 value = getattr(row, attr)
                 item = QTableWidgetItem(_cell_text(row, attr, fmt, with_draft))
-                if j >= FIRST_NUMBER_COLUMN and fmt != "won" and j != NOTE_COLUMN:
+                if j >= FIRST_NUMBER_COLUMN and fmt != "won":
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if attr == "measured_speedup":
                     item.setBackground(QBrush(speedup_color(row)))
                     item.setToolTip(measured_tip(row))
+                    if row.never_drafted or row.within_noise:
+                        item.setForeground(QBrush(QColor("#666666")))
                 if fmt == "name":
                     item.setToolTip(f"{row.drafter}" + (f", draft model {row.draft}" if row.draft else
                                                          ", no draft model"))
@@ -902,13 +911,15 @@ class CompareView(QWidget):
                 if value is None:
                     continue
                 r = rows[(config, n)]
-                item = QTableWidgetItem(measured_text(r, digits=2))
+                item = QTableWidgetItem("none" if r.never_drafted else f"{value:.2f}")
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 item.setBackground(QBrush(speedup_color(r)))
-                item.setForeground(QBrush(QColor("#111111")))
+                unsure = r.never_drafted or r.within_noise
+                item.setForeground(QBrush(QColor("#666666" if unsure else "#111111")))
                 item.setToolTip(f"{self._name(config)}, n = {n or '–'}: {measured_tip(r)}")
-                if best.get(config, {}).get("measured") == n:
-                    item.setFont(bold)
+                font = QFont(bold) if best.get(config, {}).get("measured") == n else QFont()
+                font.setItalic(unsure)
+                item.setFont(font)
                 self.heatmap.setItem(i, j, item)
 
     def _fill_plot(self) -> None:
@@ -938,6 +949,15 @@ class CompareView(QWidget):
             textbook = p.plot(xs, [r.textbook_speedup for r in rows],
                               pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DashLine))
             self._curves += [measured, calibrated, textbook]
+            spread = [(x, r) for x, r in zip(xs, rows) if r.spread is not None]
+            if spread and rows[0].n_max:           # the repetitions' spread around each point
+                bars = pg.ErrorBarItem(x=np.array([x for x, _ in spread], dtype=float),
+                                       y=np.array([r.measured_speedup for _, r in spread]),
+                                       top=np.array([r.speedup_max - r.measured_speedup for _, r in spread]),
+                                       bottom=np.array([r.measured_speedup - r.speedup_min for _, r in spread]),
+                                       beam=0.12, pen=pg.mkPen(color, width=1))
+                p.addItem(bars)
+                self._curves.append(bars)
         if pooled:
             p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
             values = [v for r in pooled for v in (r.measured_speedup, r.calibrated_speedup,
@@ -962,7 +982,10 @@ class CompareView(QWidget):
                              f"{measured_text(r, '×', 2)}"
                              + (f", calibrated {r.calibrated_speedup:.2f}×"
                                 if math.isfinite(r.calibrated_speedup) else "")
-                             + f", lookup {r.lookup_us:.0f} µs per round" + (f" ({r.note})" if r.note else ""))
+                             + f", lookup {r.lookup_us:.0f} µs per round")
+        flags = self._flags(pooled)
+        if flags:
+            parts.append(f"<span style='color:#8a6d00'>{flags}</span>")
         if pooled:
             from specscope.core.sweep import prediction_caveat
             cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
@@ -991,6 +1014,27 @@ class CompareView(QWidget):
                         "fewer and smaller differences remain (hover it for which)."
             color = "#b00020" if len(bad) > near else "#8a6d00"
             self.lossless_label.setText(f"<span style='color:{color}'>{text}</span>")
+
+    def _flags(self, pooled) -> str:
+        """In words, the pooled figures the repetitions cannot back: within noise, never drafted,
+        drafted on some prompts only; or that one repetition gives no spread at all."""
+        if not pooled:
+            return ""
+        if all(r.spread is None for r in pooled):
+            return ("One repetition: the spread is unknown. Set repeats to 3 or more to know how far to "
+                    "trust these figures.")
+        def label(r):
+            return self._name(r.config) + (f" n={r.n_max}" if r.n_max else "")
+        groups = (("Within noise (≈, grey: the repetitions' spread is wider than the distance from 1×)",
+                   [label(r) for r in pooled if r.within_noise and not r.never_drafted]),
+                  ("never drafted (the figure is the target alone plus the lookups)",
+                   [label(r) for r in pooled if r.never_drafted]),
+                  ("drafted on some prompts only",
+                   [f"{label(r)} ({r.prompts_drafted} of {r.prompts})" for r in pooled
+                    if not r.never_drafted and r.prompts_drafted < r.prompts]))
+        said = [f"{what}: {', '.join(names)}" for what, names in groups if names]
+        text = "; ".join(said)
+        return text[:1].upper() + text[1:] + "." if said else ""
 
     # ------------------------------------------------------------------ dialogs
     def _add_draft_dialog(self) -> None:

@@ -387,14 +387,11 @@ class Row:
     def note(self) -> str:
         """What the figures cannot say: "never drafted" (the speed-up is the target alone plus
         the drafter's lookups), "drafted on 1 of 5 prompts", "within noise"."""
-        notes = []
-        if self.never_drafted:
-            notes.append("never drafted")
-        elif self.prompts_drafted < self.prompts:
-            notes.append(f"drafted on {self.prompts_drafted} of {self.prompts} prompts")
-        if self.within_noise:
-            notes.append("within noise")
-        return "; ".join(notes)
+        if self.never_drafted:          # its figure is not a drafter's: noise or not
+            return "never drafted"
+        notes = [f"drafted on {self.prompts_drafted} of {self.prompts} prompts"] \
+            if self.prompts_drafted < self.prompts else []
+        return "; ".join(notes + ["within noise"] * self.within_noise)
 
     def spread_text(self, unit: str = "") -> str:
         """"0.91–1.32" (with ``unit`` after each), or "" with one repetition."""

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -99,7 +100,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     assert view.table.columnCount() == len(TABLE_COLUMNS)
     texts = [view.table.item(0, j).text() for j in range(len(TABLE_COLUMNS))]
     assert texts[:2] == ["draft-simple (draft.gguf)", "1"]           # two draft files: named
-    assert texts[COL["Measured"]].endswith("×") and texts[COL["Spread"]] == "–"     # one repetition
+    assert texts[COL["Measured (spread)"]].endswith("×")             # one repetition: no spread
     assert texts[-2:] == ["", ""]          # lookup and rounds won: n-gram drafters only
     assert texts[-3] == ""                 # the other rule: at temperature only
     view.per_prompt.setChecked(True)
@@ -271,16 +272,26 @@ def test_the_table_shows_each_rows_spread_under_the_heatmaps_names(view, qtbot):
     assert view.table.rowCount() == len(result.rows) == 6
     for i, row in enumerate(result.rows):
         assert row.repeats == 3 and row.speedup_min <= row.measured_speedup <= row.speedup_max
-        spread = view.table.item(i, COL["Spread"]).text()
-        assert spread == f"{row.speedup_min:.2f}×–{row.speedup_max:.2f}×"
-        measured = view.table.item(i, COL["Measured"])
-        assert f"spread over 3 repetitions {spread}" in measured.toolTip()
-        assert view.table.item(i, COL["Note"]).text() == row.note
+        measured = view.table.item(i, COL["Measured (spread)"])
+        assert f"spread over 3 repetitions {row.spread_text('×')}" in measured.toolTip()
         assert measured.text() == ("never drafted" if row.never_drafted else
-                                   ("≈" if row.within_noise else "") + f"{row.measured_speedup:.3f}×")
+                                   ("≈" if row.within_noise else "") + f"{row.measured_speedup:.2f}× "
+                                   f"({row.speedup_min:.2f}–{row.speedup_max:.2f})")
         assert (row.within_noise or row.never_drafted) == (measured.background().color().name() == "#eeeeee")
     item = view.heatmap.item(labels.index("draft-simple"), view.heatmap.columnCount() - 1)     # n = 2
     assert "spread over 3 repetitions" in item.toolTip() and item.toolTip().startswith("draft-simple, n = 2")
+    # the figures the repetitions cannot back, in words under the table
+    said = next((ln for ln in view.best_label.text().split("<br>") if ln.startswith("<span")), "")
+    for r in result.pooled():
+        name = r.drafter + (f" n={r.n_max}" if r.n_max else "")
+        flagged = r.within_noise or r.never_drafted or r.prompts_drafted < r.prompts
+        assert bool(re.search(rf"[:,] {re.escape(name)}[,.;( ]", said)) == flagged, said
+    pooled = next(r for r in result.pooled() if r.drafter == "draft-simple")
+    assert item.font().italic() == pooled.within_noise
+    # the chart draws the spread around the measured point
+    import pyqtgraph as pg
+    [bars] = [it for it in view.plot.getPlotItem().items if isinstance(it, pg.ErrorBarItem)]
+    assert bars.opts["top"][0] == pytest.approx(pooled.speedup_max - pooled.measured_speedup)
 
 
 def test_the_ui_thread_loads_no_model_to_start_a_sweep(view, qtbot, monkeypatch):
