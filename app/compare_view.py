@@ -8,16 +8,18 @@ passed to the engine's runs, so Stop takes effect within one round). It shows
 - the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.calibrate`);
 - the table of the CSV export (pooled rows, per-prompt rows on request), with the
   configuration (llama.cpp's type, or a chain of types, and the draft file when the sweep has
-  several: the same name in the table, the heatmap and the chart's legend), the spread of the
-  measured speed-up over the repetitions and a note on what the figures cannot say ("within
-  noise": the spread is wider than the distance from 1×; "never drafted"), the n-gram lookup
-  time per round and, per member of a chain, the rounds it won;
+  several: the same name in the table, the heatmap and the chart's legend), the measured
+  speed-up with its spread over the repetitions (grey and marked ≈ within noise: the spread is
+  wider than the distance from 1×; "never drafted" when the drafter proposed nothing), the
+  n-gram lookup time per round and, per member of a chain, the rounds it won;
 - a heatmap of the measured speed-up, configurations × n, the best n per configuration outlined
   (n-gram-only chains in their own "no n" column: n is draft-simple's), a figure within noise
-  marked ≈ and left uncoloured;
-- the speed-up against n: measured (markers), calibrated prediction (solid),
-  textbook prediction (dashed), one colour per configuration (n-gram-only chains are flat);
-- the best n per configuration and the lossless check.
+  uncoloured in grey italics, "none" where the drafter never drafted;
+- the speed-up against n: measured (markers, with the repetitions' spread as error bars),
+  calibrated prediction (solid), textbook prediction (dashed), one colour per configuration
+  (n-gram-only chains are flat);
+- the best n per configuration, in words the figures the repetitions do not back, why a
+  calibrated prediction may be far off, and the lossless check.
 
 Drafters are picked in a checklist (each type alone) and a line of chains written as on the
 command line (``ngram-simple,draft-simple ngram-mod,draft-simple``).
@@ -115,12 +117,8 @@ COLUMN_TIPS = {
 }
 
 
-def speedup_color(value) -> QColor:
-    """Diverging colour around 1×: red below (slower), white at 1, blue above (faster). Given a
-    sweep Row: grey when it never drafted or is within noise (no colour claims a difference the
-    repetitions do not show)."""
-    if hasattr(value, "measured_speedup"):
-        value = None if value.never_drafted or value.within_noise else value.measured_speedup
+def speedup_color(value: float | None) -> QColor:
+    """Diverging colour around 1×: red below (slower), white at 1, blue above (faster)."""
     if value is None or not math.isfinite(value) or value <= 0:
         return QColor("#eeeeee")
     t = max(-1.0, min(1.0, math.log2(value) / math.log2(2.0)))   # ±1 at 0.5× and 2×
@@ -128,6 +126,12 @@ def speedup_color(value) -> QColor:
     end = (33, 102, 172) if t > 0 else (202, 0, 32)
     a = abs(t) * 0.85
     return QColor(*(int(w + (e - w) * a) for w, e in zip(white, end)))
+
+
+def row_color(row) -> QColor:
+    """A sweep row's measured speed-up in speedup_color, grey when it never drafted or is within
+    noise: no colour claims a difference the repetitions do not show."""
+    return speedup_color(None if row.never_drafted or row.within_noise else row.measured_speedup)
 
 
 def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
@@ -158,7 +162,7 @@ def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
 
 
 def measured_text(row, unit: str = "", digits: int = 3) -> str:
-    """The measured speed-up as the table and the heatmap show it: "never drafted" when the
+    """The measured speed-up as the table and the summary show it: "never drafted" when the
     drafter proposed nothing (the figure is the target alone's, plus the lookups), "≈1.04×"
     within noise."""
     if row.never_drafted:
@@ -634,7 +638,7 @@ class CompareView(QWidget):
         self._settings = settings
         self.rows = []
         self.calibrations, self.from_cache = {}, {}
-        self._loaded_shown: list[str] = []
+        self._loaded_shown = []
         self.result = None
         self._fill_all()
         self.progress.setRange(0, 1)
@@ -848,7 +852,7 @@ class CompareView(QWidget):
                 if j >= FIRST_NUMBER_COLUMN and fmt != "won":
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if attr == "measured_speedup":
-                    item.setBackground(QBrush(speedup_color(row)))
+                    item.setBackground(QBrush(row_color(row)))
                     item.setToolTip(measured_tip(row))
                     if row.never_drafted or row.within_noise:
                         item.setForeground(QBrush(QColor("#666666")))
@@ -913,7 +917,7 @@ class CompareView(QWidget):
                 r = rows[(config, n)]
                 item = QTableWidgetItem("none" if r.never_drafted else f"{value:.2f}")
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-                item.setBackground(QBrush(speedup_color(r)))
+                item.setBackground(QBrush(row_color(r)))
                 unsure = r.never_drafted or r.within_noise
                 item.setForeground(QBrush(QColor("#666666" if unsure else "#111111")))
                 item.setToolTip(f"{self._name(config)}, n = {n or '–'}: {measured_tip(r)}")
