@@ -103,7 +103,8 @@ COLUMN_TIPS = {
                          "and after it; the median over the repetitions, and in brackets the lowest and the "
                          "highest of them (none with one repetition: set repeats to 3 or more to know how "
                          "far to trust the figure). ≈ and grey: within noise (the spread is wider than the "
-                         "distance from 1×, so the repetitions do not tell it from the target alone); never "
+                         "distance from 1×: the repetitions disagree by more than the gain or loss they "
+                         "measure, so its size is not known); never "
                          "drafted: the drafter proposed no token, the run was the target alone plus its "
                          "lookups",
     "Textbook (err)": "seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
@@ -499,8 +500,8 @@ class CompareView(QWidget):
         caption = QLabel("<b>Measured speed-up</b> (×), configurations × n (best n in bold; grey "
                          "<i>italics</i>: within noise; none: never drafted)")
         caption.setWordWrap(True)
-        caption.setToolTip("within noise: the repetitions' spread is wider than the distance from 1×, "
-                           "so they do not tell the configuration from the target alone; never drafted: "
+        caption.setToolTip("within noise: the repetitions' spread is wider than the distance from 1×: "
+                           "they disagree by more than the gain or loss they measure; never drafted: "
                            "the drafter proposed no token, the figure is the target alone plus its lookups")
         rv.addWidget(caption)
         self.heatmap = QTableWidget(0, 0)
@@ -923,6 +924,7 @@ class CompareView(QWidget):
                 item.setToolTip(f"{self._name(config)}, n = {n or '–'}: {measured_tip(r)}")
                 font = QFont(bold) if best.get(config, {}).get("measured") == n else QFont()
                 font.setItalic(unsure)
+                font.setPointSizeF(max(6.0, self.heatmap.font().pointSizeF() - 1))
                 item.setFont(font)
                 self.heatmap.setItem(i, j, item)
 
@@ -945,11 +947,13 @@ class CompareView(QWidget):
                 xs, rows = ns, rows * len(ns)
             short = self._name(draft)
             short = short if len(short) <= LEGEND_CHARS else short[:LEGEND_CHARS - 1] + "…"
-            measured = p.plot(xs, [r.measured_speedup for r in rows], pen=pg.mkPen(color, width=1),
+            # a drafter that never drafted measured the target alone: no point of its own
+            drafted = [(x, r.measured_speedup) for x, r in zip(xs, rows) if not r.never_drafted]
+            measured = p.plot([x for x, _ in drafted], [y for _, y in drafted], pen=pg.mkPen(color, width=1),
                               symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
-                              symbolPen=pg.mkPen("w"), name=short)
-            calibrated = p.plot(xs, [r.calibrated_speedup for r in rows],
-                                pen=pg.mkPen(color, width=2.5), connect="finite")
+                              symbolPen=pg.mkPen("w"), name=short if drafted else None)
+            calibrated = p.plot(xs, [r.calibrated_speedup for r in rows], pen=pg.mkPen(color, width=2.5),
+                                connect="finite", name=None if drafted else short)
             textbook = p.plot(xs, [r.textbook_speedup for r in rows],
                               pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DashLine))
             self._curves += [measured, calibrated, textbook]
@@ -964,8 +968,9 @@ class CompareView(QWidget):
                 self._curves.append(bars)
         if pooled:
             p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
-            values = [v for r in pooled for v in (r.measured_speedup, r.calibrated_speedup,
-                                                  r.textbook_speedup) if math.isfinite(v)] + [1.0]
+            values = [v for r in pooled for v in (math.nan if r.never_drafted else r.measured_speedup,
+                                                  r.calibrated_speedup, r.textbook_speedup)
+                      if math.isfinite(v)] + [1.0]
             lo, hi = min(values), max(values)
             pad = 0.08 * (hi - lo or 1.0)
             p.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
@@ -982,8 +987,8 @@ class CompareView(QWidget):
         pooled = shown.pooled()
         for r in pooled:
             if not r.n_max:
-                parts.append(f"<b>{self._name(r.config)}</b> (n-gram drafters, no n): measured "
-                             f"{measured_text(r, '×', 2)}"
+                parts.append(f"<b>{self._name(r.config)}</b> (n-gram drafters, no n): "
+                             + ("never drafted" if r.never_drafted else f"measured {measured_text(r, '×', 2)}")
                              + (f", calibrated {r.calibrated_speedup:.2f}×"
                                 if math.isfinite(r.calibrated_speedup) else "")
                              + f", lookup {r.lookup_us:.0f} µs per round")

@@ -572,8 +572,9 @@ def spread_of(values: Sequence[float]) -> tuple[float, float] | None:
 
 
 def within_noise(speedup: float, spread: tuple[float, float] | None) -> bool:
-    """A speed-up the repetitions do not tell from 1×: their spread (highest − lowest) is
-    wider than its distance from 1×. Unknown (one repetition): not flagged."""
+    """A speed-up whose repetitions disagree by more than the gain or loss they measure: their
+    spread (highest − lowest) is wider than its distance from 1×. Unknown (one repetition): not
+    flagged."""
     return spread is not None and spread[1] - spread[0] > abs(speedup - 1.0)
 
 
