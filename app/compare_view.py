@@ -903,10 +903,17 @@ class CompareView(QWidget):
         self.heatmap.setRowCount(len(drafts))
         self.heatmap.setColumnCount(len(ns))
         self.heatmap.setHorizontalHeaderLabels([f"n={n}" if n else "no n" for n in ns])
-        self.heatmap.setVerticalHeaderLabels([self._name(d) for d in drafts])
-        header = self.heatmap.horizontalHeader().sizeHint().height()
+        # the table's names, a chain's types and the draft file on lines of their own: the
+        # figures keep the width beside them
+        labels = [self._name(d).replace(">", ">\n").replace(" (", "\n(") for d in drafts]
+        self.heatmap.setVerticalHeaderLabels(labels)
         row_h = self.heatmap.verticalHeader().defaultSectionSize()
-        self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
+        line_h = self.heatmap.fontMetrics().height()
+        for i, label in enumerate(labels):
+            self.heatmap.setRowHeight(i, max(row_h, (label.count("\n") + 1) * line_h + 6))
+        header = self.heatmap.horizontalHeader().sizeHint().height()
+        rows_h = sum(self.heatmap.rowHeight(i) for i in range(len(labels))) or row_h
+        self.heatmap.setFixedHeight(header + rows_h + 2 * self.heatmap.frameWidth())
         best = shown.best_n()
         bold = QFont()
         bold.setBold(True)
@@ -999,7 +1006,7 @@ class CompareView(QWidget):
             from specscope.core.sweep import prediction_caveat
             cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
             tb = max((abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error)), default=0.0)
-            caveat = prediction_caveat(shown)
+            caveat = prediction_caveat(shown, self._with_draft())
             parts.append("largest prediction error: " + (f"calibrated {100 * max(cal):.1f}%, " if cal else "")
                          + f"textbook {100 * tb:.1f}%"
                          + (f" <span style='color:#8a6d00'>— {caveat}</span>" if caveat else ""))

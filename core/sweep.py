@@ -977,10 +977,11 @@ def _draft_names(paths: Sequence[Path]) -> list[str]:
 
 # ============================================================================ reading the figures
 
-def prediction_caveat(result: SweepResult) -> str:
+def prediction_caveat(result: SweepResult, with_draft: bool = True) -> str:
     """Why the calibrated prediction may be far off (more than BIG_ERROR on a pooled row), from
     what the sweep saw: load from other processes, a calibration taken under load or cached
-    from earlier (drift), repetitions that spread wide; "" when no row is that far off."""
+    from earlier (drift), repetitions that spread wide; "" when no row is that far off.
+    ``with_draft``: name configurations with their draft file (:func:`config_name`)."""
     off = [r for r in result.pooled() if math.isfinite(r.calibrated_error)
            and abs(r.calibrated_error) > BIG_ERROR]
     if not off:
@@ -999,7 +1000,7 @@ def prediction_caveat(result: SweepResult) -> str:
             why.append(f"drift: {what} is cached from {cal.cached_age_s / 60:.0f} min ago and the "
                        "machine may run differently now (--recalibrate)")
     if worst.spread is not None:
-        why.append(f"noise: the repetitions of {worst.config}" + (f" n={worst.n_max}" if worst.n_max else "")
+        why.append(f"noise: the repetitions of {worst.name(with_draft)}" + (f" n={worst.n_max}" if worst.n_max else "")
                    + f" spread {worst.spread_text('×')}"
                    + (", wider than its distance from 1×" if worst.within_noise else ""))
     else:

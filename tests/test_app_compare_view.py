@@ -48,6 +48,11 @@ def view(qtbot, tiny_models, tmp_path):
     assert v.shutdown()
 
 
+def one_line(label: str) -> str:
+    """A heatmap row's name as the table writes it (the heatmap breaks it into lines)."""
+    return label.replace(">\n", ">").replace("\n(", " (")
+
+
 def run(view, qtbot, timeout=120_000, **kw):
     settings = replace(view.settings(), **{**QUICK, **kw})
     with qtbot.waitSignal(view.sweep_finished, timeout=timeout) as blocker:
@@ -107,7 +112,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     assert view.table.rowCount() == 12
     # heatmap: drafts × n
     assert (view.heatmap.rowCount(), view.heatmap.columnCount()) == (2, 2)
-    assert [view.heatmap.verticalHeaderItem(i).text() for i in range(2)] == [
+    assert [one_line(view.heatmap.verticalHeaderItem(i).text()) for i in range(2)] == [
         "draft-simple (draft.gguf)", "draft-simple (random-draft.gguf)"]
     assert all(float(view.heatmap.item(i, j).text()) > 0 for i in range(2) for j in range(2))
     assert sum(view.heatmap.item(i, j).font().bold() for i in range(2) for j in range(2)) == 2
@@ -248,7 +253,7 @@ def test_sweep_of_ngram_drafters_and_a_chain_shows_them(view, qtbot):
              if view.table.item(i, col["Configuration"]).text() == "ngram-simple>draft-simple")
     assert " · draft-simple " in view.table.item(j, col["Rounds won"]).text()
     # heatmap: a row per configuration, the n-gram one in the "no n" column
-    labels = [view.heatmap.verticalHeaderItem(r).text() for r in range(view.heatmap.rowCount())]
+    labels = [one_line(view.heatmap.verticalHeaderItem(r).text()) for r in range(view.heatmap.rowCount())]
     assert labels == ["ngram-simple", "ngram-simple>draft-simple"]     # one draft file: not repeated
     assert view.heatmap.horizontalHeaderItem(0).text() == "no n"
     assert view.heatmap.item(0, 0) is not None and view.heatmap.item(1, 0) is None
@@ -265,7 +270,7 @@ def test_the_table_shows_each_rows_spread_under_the_heatmaps_names(view, qtbot):
     view.set_drafters("draft-simple", "ngram-simple")
     result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_values=(2,), repeats=view.repeats.value())
     names = [view.table.item(i, COL["Configuration"]).text() for i in range(view.table.rowCount())]
-    labels = [view.heatmap.verticalHeaderItem(r).text() for r in range(view.heatmap.rowCount())]
+    labels = [one_line(view.heatmap.verticalHeaderItem(r).text()) for r in range(view.heatmap.rowCount())]
     legend = [label.text for _, label in view.legend.items]
     assert names == labels == legend == ["ngram-simple", "draft-simple"]     # one draft file
     view.per_prompt.setChecked(True)
