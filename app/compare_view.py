@@ -6,14 +6,20 @@ worker thread with progress and a cooperative Stop (checked between runs and
 passed to the engine's runs, so Stop takes effect within one round). It shows
 
 - the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.calibrate`);
-- the table of the CSV export (pooled rows, per-prompt rows on request), with the drafter
-  (llama.cpp's type, or a chain of types), the n-gram lookup time per round and, per member
-  of a chain, the rounds it won;
+- the table of the CSV export (pooled rows, per-prompt rows on request), with the
+  configuration (llama.cpp's type, or a chain of types, and the draft file when the sweep has
+  several: the same name in the table, the heatmap and the chart's legend), the measured
+  speed-up with its spread over the repetitions (grey and marked ≈ within noise: the spread is
+  wider than the distance from 1×; "never drafted" when the drafter proposed nothing), the
+  n-gram lookup time per round and, per member of a chain, the rounds it won;
 - a heatmap of the measured speed-up, configurations × n, the best n per configuration outlined
-  (n-gram-only chains in their own "no n" column: n is draft-simple's);
-- the speed-up against n: measured (markers), calibrated prediction (solid),
-  textbook prediction (dashed), one colour per configuration (n-gram-only chains are flat);
-- the best n per configuration and the lossless check.
+  (n-gram-only chains in their own "no n" column: n is draft-simple's), a figure within noise
+  uncoloured in grey italics, "none" where the drafter never drafted;
+- the speed-up against n: measured (markers, with the repetitions' spread as error bars),
+  calibrated prediction (solid), textbook prediction (dashed), one colour per configuration
+  (n-gram-only chains are flat);
+- the best n per configuration, in words the figures the repetitions do not back, why a
+  calibrated prediction may be far off, and the lossless check.
 
 Drafters are picked in a checklist (each type alone) and a line of chains written as on the
 command line (``ngram-simple,draft-simple ngram-mod,draft-simple``).
@@ -29,6 +35,7 @@ import threading
 import traceback
 from pathlib import Path
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor, QFont, QFontDatabase
@@ -41,6 +48,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
 from specscope.app.plots import cache_static_parts, styled_plot
 from specscope.app.worker import start_thread
 from specscope.core.compare import DETERMINISTIC_GUARANTEE
+from specscope.core.sweep import DEFAULT_REPEATS
 
 __all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
 
@@ -53,20 +61,20 @@ SHIPPED_PROMPTS = "Shipped benchmark prompts"
 SHIPPED_DRAFTER_PROMPTS = "Shipped n-gram prompts (repeating and free-form)"
 DRAFTER_PROMPT_FILE = "drafter_prompts.json"
 CHOOSE_FILE = "Choose a file…"
-CHART_MIN_WIDTH = 380      # the heatmap and the speed-up chart beside the table
+CHART_MIN_WIDTH = 350      # the heatmap and the speed-up chart beside the table
+LEGEND_CHARS = 44           # longer configuration names are cut in the chart's legend
 ACK_TIMEOUT_S = 2.0         # the worker waits at most this long for the view to draw an update
 
 # (header, Row attribute, format)
 TABLE_COLUMNS = (
-    ("Draft", "draft", "draft"),
-    ("Drafter", "drafter", "{}"),
+    ("Configuration", "config", "name"),
     ("n", "n_max", "n"),
     ("Prompt", "prompt", "{}"),
     ("Accept", "acceptance", "pct"),
     ("Mean len", "mean_accepted_length", "{:.2f}"),
     ("tok/s", "tokens_per_s", "{:.1f}"),
     ("Base tok/s", "baseline_tokens_per_s", "{:.1f}"),
-    ("Measured", "measured_speedup", "{:.3f}×"),
+    ("Measured (spread)", "measured_speedup", "measured"),
     ("Textbook (err)", "textbook_speedup", "textbook_error"),
     ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
     ("Lossless", "lossless", "{}"),
@@ -74,13 +82,14 @@ TABLE_COLUMNS = (
     ("Lookup/round", "lookup_us", "lookup"),
     ("Rounds won", "drafters", "won"),
 )
-PROMPT_COLUMN = 3
-FIRST_NUMBER_COLUMN = 4
+PROMPT_COLUMN = next(j for j, (head, _, _) in enumerate(TABLE_COLUMNS) if head == "Prompt")
+FIRST_NUMBER_COLUMN = PROMPT_COLUMN + 1
 NGRAM_COLUMNS = tuple(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt in ("lookup", "won"))
 CF_COLUMN = next(j for j, (_, _, fmt) in enumerate(TABLE_COLUMNS) if fmt == "cf")
 COLUMN_TIPS = {
-    "Drafter": "llama.cpp's speculative type, or a chain of types in priority order (joined by >): "
-               "the first that proposes a non-empty draft wins the round",
+    "Configuration": "llama.cpp's speculative type, or a chain of types in priority order (joined by "
+                     ">): the first that proposes a non-empty draft wins the round; with several draft "
+                     "files, the draft model's in brackets. The heatmap and the chart use the same name",
     "n": "draft-simple's draft length; – for chains of n-gram types alone (n does not apply)",
     "Lookup/round": "Python time of the n-gram drafters per round (their draft and accept calls), "
                     "and in target tokens: the draft cost of an n-gram round in the calibrated prediction",
@@ -90,7 +99,14 @@ COLUMN_TIPS = {
     "Mean len": "tokens per round that drafted: 1 + accepted",
     "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",
     "Base tok/s": "the target alone on the same prompts and settings",
-    "Measured": "tok/s ÷ base tok/s",
+    "Measured (spread)": "tok/s ÷ base tok/s: per repetition, against the baselines measured just before "
+                         "and after it; the median over the repetitions, and in brackets the lowest and the "
+                         "highest of them (none with one repetition: set repeats to 3 or more to know how "
+                         "far to trust the figure). ≈ and grey: within noise (the spread is wider than the "
+                         "distance from 1×: the repetitions disagree by more than the gain or loss they "
+                         "measure, so its size is not known); never "
+                         "drafted: the drafter proposed no token, the run was the target alone plus its "
+                         "lookups",
     "Textbook (err)": "seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
                       "in brackets: prediction ÷ measured − 1",
     "Calibrated (err)": "the calibrated model: c(k), f, sync and Python costs measured on this machine; "
@@ -113,14 +129,22 @@ def speedup_color(value: float | None) -> QColor:
     return QColor(*(int(w + (e - w) * a) for w, e in zip(white, end)))
 
 
-def _cell_text(row, attr: str, fmt: str) -> str:
+def row_color(row) -> QColor:
+    """A sweep row's measured speed-up in speedup_color, grey when it never drafted or is within
+    noise: no colour claims a difference the repetitions do not show."""
+    return speedup_color(None if row.never_drafted or row.within_noise else row.measured_speedup)
+
+
+def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
     value = getattr(row, attr)
-    if fmt == "draft":
-        return value or "—"
+    if fmt == "name":
+        return row.name(with_draft)
     if fmt == "n":
         return str(value) if value else "–"
-    if attr == "drafter" and row.p_min > 0:
-        return f"{value} · p_min {row.p_min:g}"
+    if fmt == "measured":
+        if row.spread is None or row.never_drafted:
+            return measured_text(row, "×")
+        return f"{measured_text(row, '×', 2)} ({row.spread_text()})"
     if fmt == "cf":
         return "" if value is None else f"{row.cf_rule} {100 * value:.1f}%"
     if fmt in ("lookup", "won"):
@@ -136,6 +160,31 @@ def _cell_text(row, attr: str, fmt: str) -> str:
         err = getattr(row, fmt)
         return f"{value:.3f}× ({_fmt(err, 'err')})"
     return _fmt(value, fmt)
+
+
+def measured_text(row, unit: str = "", digits: int = 3) -> str:
+    """The measured speed-up as the table and the summary show it: "never drafted" when the
+    drafter proposed nothing (the figure is the target alone's, plus the lookups), "≈1.04×"
+    within noise."""
+    if row.never_drafted:
+        return "never drafted"
+    return ("≈" if row.within_noise else "") + f"{row.measured_speedup:.{digits}f}{unit}"
+
+
+def measured_tip(row) -> str:
+    """The figures behind a measured speed-up, for a tooltip."""
+    parts = [f"measured {row.measured_speedup:.3f}×"
+             + (" (the target alone plus the drafter's lookups: it never drafted)" if row.never_drafted else "")]
+    parts.append(f"spread over {row.repeats} repetitions {row.spread_text('×')}" if row.spread is not None
+                 else "one repetition: the spread is unknown")
+    if row.within_noise:
+        parts.append("within noise: the spread is wider than the distance from 1×")
+    elif not row.never_drafted and row.prompts_drafted < row.prompts:
+        parts.append(f"drafted on {row.prompts_drafted} of {row.prompts} prompts")
+    if math.isfinite(row.calibrated_speedup):
+        parts.append(f"calibrated {row.calibrated_speedup:.3f}×")
+    parts += [f"textbook {row.textbook_speedup:.3f}×", f"acceptance {100 * row.acceptance:.1f}%"]
+    return ", ".join(parts)
 
 
 def _fmt(value, fmt: str) -> str:
@@ -205,6 +254,7 @@ class CompareView(QWidget):
         self.rows: list = []
         self.calibrations: dict[str, object] = {}
         self.from_cache: dict[str, bool] = {}
+        self._loaded_shown: list[str] = []       # calibrations taken under load, said in the banner
         self.prompt_file: Path | None = None     # None: the shipped set
         self.running = False
         self.blocker = None                      # () -> why a sweep cannot start now ("": it can)
@@ -306,7 +356,10 @@ class CompareView(QWidget):
         self.n_predict.setToolTip("tokens generated by every run")
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 20)
-        self.repeats.setToolTip("runs per cell, each with its own baseline")
+        self.repeats.setValue(DEFAULT_REPEATS)
+        self.repeats.setToolTip("runs per cell, each with its own baselines: the table shows the speed-up's "
+                                "spread over them and flags a figure the spread does not tell from 1× "
+                                "(1: no spread)")
         self.sync = QComboBox()
         self.sync.addItems(["reuse", "replay"])
         self.sync.setToolTip("draft cache sync: reuse its own rows, or replay the verification "
@@ -444,7 +497,13 @@ class CompareView(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(QLabel("<b>Measured speed-up</b> (×), configurations × n (best n in bold)"))
+        caption = QLabel("<b>Measured speed-up</b> (×), configurations × n (best n in bold; grey "
+                         "<i>italics</i>: within noise; none: never drafted)")
+        caption.setWordWrap(True)
+        caption.setToolTip("within noise: the repetitions' spread is wider than the distance from 1×: "
+                           "they disagree by more than the gain or loss they measure; never drafted: "
+                           "the drafter proposed no token, the figure is the target alone plus its lookups")
+        rv.addWidget(caption)
         self.heatmap = QTableWidget(0, 0)
         self.heatmap.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.heatmap.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
@@ -456,8 +515,9 @@ class CompareView(QWidget):
         rv.addWidget(self.heatmap)
         self.plot = self._make_plot()
         rv.addWidget(self.plot, 1)
-        key = QLabel("● measured   ━ calibrated prediction   ╌ textbook prediction (E+1)/(n·f+1); "
-                     "one colour per configuration (n-gram drafters alone: flat, n is the draft model's)")
+        key = QLabel("● measured, ┬ the repetitions' spread   ━ calibrated prediction   ╌ textbook "
+                     "prediction (E+1)/(n·f+1); one colour per configuration (n-gram drafters alone: flat, "
+                     "n is the draft model's)")
         key.setStyleSheet(f"color:{AXIS_COLOR}")
         key.setWordWrap(True)
         rv.addWidget(key)
@@ -579,6 +639,7 @@ class CompareView(QWidget):
         self._settings = settings
         self.rows = []
         self.calibrations, self.from_cache = {}, {}
+        self._loaded_shown = []
         self.result = None
         self._fill_all()
         self.progress.setRange(0, 1)
@@ -758,7 +819,8 @@ class CompareView(QWidget):
             for name, cal in self.calibrations.items()] + [
             f"{name or 'target alone'}: {why}" for name, why in uncalibrated.items()]))
         loaded = [name or "the target alone" for name, cal in self.calibrations.items() if cal.under_load]
-        if loaded:
+        if loaded and loaded != self._loaded_shown:      # once, not again at every row
+            self._loaded_shown = loaded
             self.banner.show_message("warning", f"The calibration of {', '.join(loaded)} was taken under load "
                                      "(other processes used the CPU): not cached, and its predictions may be "
                                      "off. Run the sweep again on a quieter machine.")
@@ -775,7 +837,6 @@ class CompareView(QWidget):
     def _fill_table(self) -> None:
         rows = self._visible_rows()
         self.table.setColumnHidden(PROMPT_COLUMN, not self.per_prompt.isChecked())
-        self.table.setColumnHidden(0, self._one_draft())    # one draft file: the list above names it
         ngram = any(r.drafter != "draft-simple" for r in self.rows)
         for j in NGRAM_COLUMNS:                              # n-gram drafters' figures only
             self.table.setColumnHidden(j, not ngram)
@@ -784,14 +845,21 @@ class CompareView(QWidget):
         bold = QFont()
         bold.setBold(True)
         best = self._shown().best_n()
+        with_draft = self._with_draft()
         for i, row in enumerate(rows):
             for j, (_, attr, fmt) in enumerate(TABLE_COLUMNS):
                 value = getattr(row, attr)
-                item = QTableWidgetItem(_cell_text(row, attr, fmt))
+                item = QTableWidgetItem(_cell_text(row, attr, fmt, with_draft))
                 if j >= FIRST_NUMBER_COLUMN and fmt != "won":
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if attr == "measured_speedup":
-                    item.setBackground(QBrush(speedup_color(value)))
+                    item.setBackground(QBrush(row_color(row)))
+                    item.setToolTip(measured_tip(row))
+                    if row.never_drafted or row.within_noise:
+                        item.setForeground(QBrush(QColor("#666666")))
+                if fmt == "name":
+                    item.setToolTip(f"{row.drafter}" + (f", draft model {row.draft}" if row.draft else
+                                                         ", no draft model"))
                 if attr == "lossless" and value not in ("identical", ""):
                     item.setForeground(QBrush(QColor("#b00020" if value == "mismatch" else "#8a6d00")))
                     if row.divergence_at is not None:
@@ -818,13 +886,14 @@ class CompareView(QWidget):
         if left > sizes[0]:
             self.splitter.setSizes([left, total - left])
 
-    def _one_draft(self) -> bool:
-        return len({r.draft for r in self.rows if r.draft}) <= 1
+    def _with_draft(self) -> bool:
+        """Name the draft file in the configurations' names: when the sweep has several."""
+        return len({r.draft for r in self.rows if r.draft}) > 1
 
-    def _short(self, config: str) -> str:
-        """A configuration's name without its draft file when the sweep has one draft file (the
-        draft-simple rows keep the file's name, as before chains)."""
-        return config.split(" · ", 1)[-1] if self._one_draft() else config
+    def _name(self, config: str) -> str:
+        """A configuration's name as the table, the heatmap and the legend show it."""
+        row = next((r for r in self.rows if r.config == config), None)
+        return row.name(self._with_draft()) if row is not None else config
 
     def _fill_heatmap(self) -> None:
         shown = self._shown()
@@ -834,10 +903,17 @@ class CompareView(QWidget):
         self.heatmap.setRowCount(len(drafts))
         self.heatmap.setColumnCount(len(ns))
         self.heatmap.setHorizontalHeaderLabels([f"n={n}" if n else "no n" for n in ns])
-        self.heatmap.setVerticalHeaderLabels([self._short(d) for d in drafts])
-        header = self.heatmap.horizontalHeader().sizeHint().height()
+        # the table's names, a chain's types and the draft file on lines of their own: the
+        # figures keep the width beside them
+        labels = [self._name(d).replace(">", ">\n").replace(" (", "\n(") for d in drafts]
+        self.heatmap.setVerticalHeaderLabels(labels)
         row_h = self.heatmap.verticalHeader().defaultSectionSize()
-        self.heatmap.setFixedHeight(header + max(1, len(drafts)) * row_h + 2 * self.heatmap.frameWidth())
+        line_h = self.heatmap.fontMetrics().height()
+        for i, label in enumerate(labels):
+            self.heatmap.setRowHeight(i, max(row_h, (label.count("\n") + 1) * line_h + 6))
+        header = self.heatmap.horizontalHeader().sizeHint().height()
+        rows_h = sum(self.heatmap.rowHeight(i) for i in range(len(labels))) or row_h
+        self.heatmap.setFixedHeight(header + rows_h + 2 * self.heatmap.frameWidth())
         best = shown.best_n()
         bold = QFont()
         bold.setBold(True)
@@ -847,17 +923,16 @@ class CompareView(QWidget):
                 if value is None:
                     continue
                 r = rows[(config, n)]
-                item = QTableWidgetItem(f"{value:.2f}")
+                item = QTableWidgetItem("none" if r.never_drafted else f"{value:.2f}")
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-                item.setBackground(QBrush(speedup_color(value)))
-                item.setForeground(QBrush(QColor("#111111")))
-                calibrated = (f"calibrated {r.calibrated_speedup:.3f}×, "
-                              if math.isfinite(r.calibrated_speedup) else "")
-                item.setToolTip(f"{config}, n = {n or '–'}: measured {value:.3f}×, "
-                                f"{calibrated}textbook {r.textbook_speedup:.3f}×, "
-                                f"acceptance {100 * r.acceptance:.1f}%")
-                if best.get(config, {}).get("measured") == n:
-                    item.setFont(bold)
+                item.setBackground(QBrush(row_color(r)))
+                unsure = r.never_drafted or r.within_noise
+                item.setForeground(QBrush(QColor("#666666" if unsure else "#111111")))
+                item.setToolTip(f"{self._name(config)}, n = {n or '–'}: {measured_tip(r)}")
+                font = QFont(bold) if best.get(config, {}).get("measured") == n else QFont()
+                font.setItalic(unsure)
+                font.setPointSizeF(max(6.0, self.heatmap.font().pointSizeF() - 1))
+                item.setFont(font)
                 self.heatmap.setItem(i, j, item)
 
     def _fill_plot(self) -> None:
@@ -877,20 +952,32 @@ class CompareView(QWidget):
             xs = [r.n_max for r in rows]
             if rows[0].n_max == 0:                 # an n-gram-only chain: the same at every n
                 xs, rows = ns, rows * len(ns)
-            short = self._short(draft)
-            short = short if len(short) <= 30 else short[:28] + "…"
-            measured = p.plot(xs, [r.measured_speedup for r in rows], pen=pg.mkPen(color, width=1),
+            short = self._name(draft)
+            short = short if len(short) <= LEGEND_CHARS else short[:LEGEND_CHARS - 1] + "…"
+            # a drafter that never drafted measured the target alone: no point of its own
+            drafted = [(x, r.measured_speedup) for x, r in zip(xs, rows) if not r.never_drafted]
+            measured = p.plot([x for x, _ in drafted], [y for _, y in drafted], pen=pg.mkPen(color, width=1),
                               symbol="o", symbolSize=8, symbolBrush=pg.mkBrush(color),
-                              symbolPen=pg.mkPen("w"), name=short)
-            calibrated = p.plot(xs, [r.calibrated_speedup for r in rows],
-                                pen=pg.mkPen(color, width=2.5), connect="finite")
+                              symbolPen=pg.mkPen("w"), name=short if drafted else None)
+            calibrated = p.plot(xs, [r.calibrated_speedup for r in rows], pen=pg.mkPen(color, width=2.5),
+                                connect="finite", name=None if drafted else short)
             textbook = p.plot(xs, [r.textbook_speedup for r in rows],
                               pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DashLine))
             self._curves += [measured, calibrated, textbook]
+            spread = [(x, r) for x, r in zip(xs, rows) if r.spread is not None]
+            if spread and rows[0].n_max:           # the repetitions' spread around each point
+                bars = pg.ErrorBarItem(x=np.array([x for x, _ in spread], dtype=float),
+                                       y=np.array([r.measured_speedup for _, r in spread]),
+                                       top=np.array([r.speedup_max - r.measured_speedup for _, r in spread]),
+                                       bottom=np.array([r.measured_speedup - r.speedup_min for _, r in spread]),
+                                       beam=0.12, pen=pg.mkPen(color, width=1))
+                p.addItem(bars)
+                self._curves.append(bars)
         if pooled:
             p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
-            values = [v for r in pooled for v in (r.measured_speedup, r.calibrated_speedup,
-                                                  r.textbook_speedup) if math.isfinite(v)] + [1.0]
+            values = [v for r in pooled for v in (math.nan if r.never_drafted else r.measured_speedup,
+                                                  r.calibrated_speedup, r.textbook_speedup)
+                      if math.isfinite(v)] + [1.0]
             lo, hi = min(values), max(values)
             pad = 0.08 * (hi - lo or 1.0)
             p.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
@@ -902,21 +989,27 @@ class CompareView(QWidget):
         for d, b in shown.best_n().items():
             picks = (f"the calibrated model picks n = {b['calibrated']}, " if b["calibrated"] is not None
                      else "not calibrated, ")
-            parts.append(f"<b>{d}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
+            parts.append(f"<b>{self._name(d)}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
                          f"{picks}the textbook n = {b['textbook']}")
         pooled = shown.pooled()
         for r in pooled:
             if not r.n_max:
-                parts.append(f"<b>{r.config}</b> (n-gram drafters, no n): measured "
-                             f"{r.measured_speedup:.2f}×, calibrated {r.calibrated_speedup:.2f}×, "
-                             f"lookup {r.lookup_us:.0f} µs per round")
-                if not math.isfinite(r.calibrated_speedup):
-                    parts[-1] = parts[-1].replace(f", calibrated {r.calibrated_speedup:.2f}×", "")
+                parts.append(f"<b>{self._name(r.config)}</b> (n-gram drafters, no n): "
+                             + ("never drafted" if r.never_drafted else f"measured {measured_text(r, '×', 2)}")
+                             + (f", calibrated {r.calibrated_speedup:.2f}×"
+                                if math.isfinite(r.calibrated_speedup) else "")
+                             + f", lookup {r.lookup_us:.0f} µs per round")
+        flags = self._flags(pooled)
+        if flags:
+            parts.append(f"<span style='color:#8a6d00'>{flags}</span>")
         if pooled:
+            from specscope.core.sweep import prediction_caveat
             cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
             tb = max((abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error)), default=0.0)
+            caveat = prediction_caveat(shown, self._with_draft())
             parts.append("largest prediction error: " + (f"calibrated {100 * max(cal):.1f}%, " if cal else "")
-                         + f"textbook {100 * tb:.1f}%")
+                         + f"textbook {100 * tb:.1f}%"
+                         + (f" <span style='color:#8a6d00'>— {caveat}</span>" if caveat else ""))
         self.best_label.setText("<br>".join(parts))
         verdicts = [r.lossless for r in self.rows if r.prompt != "ALL" and r.lossless]
         if not verdicts:
@@ -937,6 +1030,27 @@ class CompareView(QWidget):
                         "fewer and smaller differences remain (hover it for which)."
             color = "#b00020" if len(bad) > near else "#8a6d00"
             self.lossless_label.setText(f"<span style='color:{color}'>{text}</span>")
+
+    def _flags(self, pooled) -> str:
+        """In words, the pooled figures the repetitions cannot back: within noise, never drafted,
+        drafted on some prompts only; or that one repetition gives no spread at all."""
+        if not pooled:
+            return ""
+        if all(r.spread is None for r in pooled):
+            return ("One repetition: the spread is unknown. Set repeats to 3 or more to know how far to "
+                    "trust these figures.")
+        def label(r):
+            return self._name(r.config) + (f" n={r.n_max}" if r.n_max else "")
+        groups = (("Within noise (≈, grey: the repetitions' spread is wider than the distance from 1×)",
+                   [label(r) for r in pooled if r.within_noise and not r.never_drafted]),
+                  ("never drafted (the figure is the target alone plus the lookups)",
+                   [label(r) for r in pooled if r.never_drafted]),
+                  ("drafted on some prompts only",
+                   [f"{label(r)} ({r.prompts_drafted} of {r.prompts})" for r in pooled
+                    if not r.never_drafted and r.prompts_drafted < r.prompts]))
+        said = [f"{what}: {', '.join(names)}" for what, names in groups if names]
+        text = "; ".join(said)
+        return text[:1].upper() + text[1:] + "." if said else ""
 
     # ------------------------------------------------------------------ dialogs
     def _add_draft_dialog(self) -> None:

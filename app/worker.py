@@ -165,7 +165,8 @@ class EngineWorker(QObject):
             crash = first_crash(attempt, target, draft)
             if crash is None:
                 return attempt
-            retry = attempt is settings and crash.settings.get("repack_used") == "on"
+            retry = (attempt is settings and crash.kernels_matter
+                     and crash.settings.get("repack_used") == "on")
             self.crashed.emit(crash, retry)
             if not retry:
                 break

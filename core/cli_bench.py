@@ -32,11 +32,11 @@ from pathlib import Path
 from .errors import ConfigError
 
 PROGRESS_PERIOD_S = 0.1
-BUSY_SHARE = 0.1            # others using more of the CPU than this: say the figures are noisy
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from .cli import add_model_args
+    from .sweep import DEFAULT_REPEATS
     p = subparsers.add_parser(
         "bench", help="measure speed-up over drafters × drafts × draft lengths × prompts",
         description="Measure speed-up over drafters (--spec-type chains) × drafts × draft lengths × "
@@ -62,8 +62,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "(as `specscope run --chat`)")
     g.add_argument("--system", metavar="TEXT", help="with --chat: a system message")
     g.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
-    g.add_argument("-r", "--repeats", type=int, default=1,
-                   help="runs per cell, each with its own baseline (default 1)")
+    g.add_argument("-r", "--repeats", type=int, default=DEFAULT_REPEATS,
+                   help="runs per cell, each with its own baselines (default %(default)s): the table "
+                        "shows the speed-up's spread over them and flags a row whose spread is wider "
+                        "than its distance from 1x; -r 1 for one run (no spread)")
     g.add_argument("--synth-sweep", action="store_true",
                    help="measure speed-up against acceptance on this machine: run the pair (first "
                         "draft, largest n) at several synthetic mean accepted lengths (llama.cpp's "
@@ -199,7 +201,8 @@ def report_lines(result) -> list[str]:
     """The text report: settings, calibration, table, best n, lossless."""
     from .compare import DETERMINISTIC_HINT, is_deterministic
     from .drafters import DRAFT_MODEL, type_label
-    from .sweep import NGRAM_ONLY_NOTE, format_heatmap, format_table
+    from .sweep import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE, format_heatmap, format_table,
+                        prediction_caveat)
     from .synth import WARNING
     s = result.settings
     rule = getattr(s.spec, "accept_rule", "match")
@@ -225,12 +228,18 @@ def report_lines(result) -> list[str]:
     for name, why in result.skipped.items():
         lines += ["", f"skipped {name}: {why}"]
     lines += ["", format_table(result, per_prompt=False)]
+    spread = ("spread: none with one repetition; -r 3 or more shows how far to trust a figure"
+              if s.repeats == 1 else
+              "spread: the lowest and highest speed-up over the repetitions, each against the baselines "
+              "that bracket it; within noise: the spread is wider than the distance from 1x")
+    lines.append(f"  ({spread}" + ("; never drafted: the run was the target alone plus the drafter's "
+                                   "lookups" if any(r.never_drafted for r in result.rows) else "") + ")")
     if any(r.drafter != DRAFT_MODEL for r in result.pooled()):
         lines += ["  (lookup/round: Python time of the n-gram drafters per round, and in target "
                   "tokens, the draft cost of the calibrated prediction; rounds won: rounds whose "
                   "draft that member of the chain proposed)"]
     if result.pooled():
-        lines += ["", "measured speed-up, drafts × n (* = best n):", format_heatmap(result)]
+        lines += ["", f"measured speed-up, configurations × n ({HEATMAP_KEY}):", format_heatmap(result)]
     lines += side_by_side(result)
     best = result.best_n()
     if best:
@@ -246,6 +255,9 @@ def report_lines(result) -> list[str]:
         tb_err = max(abs(r.textbook_error) for r in pooled)
         cal_text = f"calibrated {100 * max(cal_errs):.1f}%, " if cal_errs else ""
         lines.append(f"largest error over the pooled rows: {cal_text}textbook {100 * tb_err:.1f}%")
+        caveat = prediction_caveat(result)
+        if caveat:
+            lines.append(f"  {caveat}")
     if not s.lossless and rule == "ratio" and s.sampler is not None and not s.sampler.greedy:
         lines += ["", "lossless: not checked: at temperature the ratio rule emits other tokens than "
                       "the baseline, from the same distribution"]
@@ -275,17 +287,20 @@ def side_by_side(result) -> list[str]:
     """With several draft models (e.g. quantized copies from ``specscope quantize``): one line
     per draft, its calibrated cost ratio f beside its pooled acceptance and measured speed-up
     at each n, so what quantizing bought (f) reads beside what it cost (acceptance)."""
-    drafts = [d for d in result.drafts() if d in result.calibrations
-              and result.calibrations[d].has_draft and any(r.n_max for r in result.pooled(d))]
+    from .drafters import DRAFT_MODEL
+    from .sweep import config_name
+    pooled = {d: result.pooled(config_name(d, DRAFT_MODEL)) for d, cal in result.calibrations.items()
+              if cal.has_draft}
+    drafts = [d for d, rows in pooled.items() if rows]
     if len(drafts) < 2:
         return []
-    ns = sorted({r.n_max for d in drafts for r in result.pooled(d) if r.n_max})
+    ns = sorted({r.n_max for d in drafts for r in pooled[d]})
     width = max(len(d) for d in drafts)
     lines = ["", "drafts side by side (f: a draft token's cost in target tokens; per n: acceptance, "
                  "measured speed-up):",
              "draft".ljust(width) + "       f" + "".join(f"{'n=' + str(n):>17}" for n in ns)]
     for d in drafts:
-        rows = {r.n_max: r for r in result.pooled(d)}
+        rows = {r.n_max: r for r in pooled[d]}
         cells = "".join((f"{100 * rows[n].acceptance:5.1f}% {rows[n].measured_speedup:6.3f}x"
                          if n in rows else "").rjust(17) for n in ns)
         lines.append(f"{d.ljust(width)}  {result.calibrations[d].f:6.3f}{cells}")

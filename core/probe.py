@@ -4,12 +4,18 @@ llama.cpp can kill the process that runs it: a segfault in a kernel (on CPUs tha
 AMX, repacked quantized weights crash in ``ggml_backend_amx_mul_mat``, llama.cpp issue
 20824), or an abort on a ``GGML_ASSERT`` for a malformed file. Python cannot catch either.
 So before a (model file, settings) combination is first used in-process, ``probe`` loads it
-in a child process, decodes a verification-sized batch, a prompt-sized one and a few single
-tokens, and reports how the child ended. Verdicts are cached in the user's cache folder, keyed
-by the file's identity, the llama.cpp build and the settings, so the second open costs nothing.
+in a child process, tokenizes a sample text with the vocabulary's special tokens in it, turns
+every token back into text (as the window's token view does), decodes a verification-sized
+batch, a prompt-sized one and a few single tokens, and reports how the child ended and which
+of these steps it was in. llama.cpp's tokenizer throws C++ exceptions on a vocabulary that its
+tokenizer model does not fit (``tokenizer.ggml.model`` ``llama`` over a byte-level BPE
+vocabulary: ``std::out_of_range`` looking up byte tokens it lacks), which abort the process.
+Verdicts are cached in the user's cache folder, keyed by the file's identity, the llama.cpp
+build and the settings, so the second open costs nothing.
 
-The probe is a guard, not a second engine: it exercises the same kernels the engine will
-(matrix products of one row and of many rows, prefill and verification), then exits.
+The probe is a guard, not a second engine: it exercises the same calls the engine will
+(the tokenizer, matrix products of one row and of many rows, prefill and verification), then
+exits.
 
 Run as ``python -m specscope.core.probe JSON`` it is the child itself.
 """
@@ -29,11 +35,13 @@ from pathlib import Path
 from .cache import cache_root, file_id, read_json, write_json
 from .errors import ModelCrashError
 
-PROBE_VERSION = 1
+PROBE_VERSION = 2            # 2: the tokenizer is tried too
 TIMEOUT_S = 120.0
 LOG_TAIL = 6                 # llama.cpp log lines kept from a crashed child
 SAFE = {"repack": "off"}     # the settings a crashed probe is retried with
 _CHILD_ERROR = 3             # the child's exit status for an error SpecScope explains itself
+SAMPLE_TEXT = "Hello, world! def f(x):\n\treturn x * 2  # 3.14 ü ñ € 中文 😀"
+STEPS = {"load": "loading", "tokenize": "tokenizing text with", "decode": "running"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class Verdict:
     cause: str = ""                 # the likely cause, in words
     seconds: float = 0.0
     cached: bool = False
+    step: str = ""                  # what the child was doing when it ended (STEPS)
 
     @property
     def failed_check(self) -> str:
@@ -75,13 +84,20 @@ class Verdict:
                 return line[line.index("GGML_"):]
         return ""
 
+    @property
+    def kernels_matter(self) -> bool:
+        """False when the child died in the tokenizer, before any kernel ran: other settings
+        (repacking off) would not help."""
+        return self.step != "tokenize"
+
     def describe(self) -> str:
         """One line: what happened to which model."""
         what = {"signal": f"llama.cpp crashed ({self.signal_name})",
                 "exit": f"llama.cpp exited with status {self.exit_code}",
                 "timeout": f"llama.cpp did not finish within {TIMEOUT_S:.0f} s"}.get(self.status, "")
-        return (f"{self.model}: {what} while running this model "
-                f"(repacking {self.settings.get('repack_used', self.settings.get('repack'))})"
+        repack = self.settings.get("repack_used", self.settings.get("repack"))
+        return (f"{self.model}: {what} while {STEPS.get(self.step, 'running')} this model"
+                + (f" (repacking {repack})" if self.kernels_matter else "")
                 + (f"; likely cause: {self.cause}" if self.cause else "")
                 + (f" ({self.failed_check})" if self.failed_check else ""))
 
@@ -111,8 +127,12 @@ def _cache_path(key: str) -> Path:
     return cache_root() / "probes" / f"{key}.json"
 
 
-def likely_cause(settings: dict, log_tail, signal_name: str) -> str:
+def likely_cause(settings: dict, log_tail, signal_name: str, step: str = "", path=None) -> str:
     text = "\n".join(log_tail).lower()
+    if step == "tokenize":
+        thrown = cxx_exception(log_tail)
+        return ("llama.cpp's tokenizer failed" + (f" ({thrown})" if thrown else "")
+                + f": the tokenizer model ({tokenizer_key(path)}) may not fit the vocabulary")
     if "amx" in text or (settings.get("repack_used") == "on" and "AMX_INT8 = 1" in
                          settings.get("system_info", "")):
         return ("llama.cpp's AMX kernels for repacked quantized weights crash on this CPU "
@@ -122,6 +142,28 @@ def likely_cause(settings: dict, log_tail, signal_name: str) -> str:
     if settings.get("repack_used") == "on":
         return "a llama.cpp kernel for repacked weights may be at fault; try repacking off"
     return "a bug in llama.cpp or a malformed model file"
+
+
+def cxx_exception(log_tail) -> str:
+    """"std::out_of_range: unordered_map::at" from the C++ runtime's last words, or ""."""
+    kind = what = ""
+    for line in log_tail:
+        if "terminate called after throwing an instance of" in line:
+            kind = line.split("instance of", 1)[1].strip().strip("'")
+        elif line.startswith("what():"):
+            what = line.split(":", 1)[1].strip()
+    return ": ".join(x for x in (kind, what) if x)
+
+
+def tokenizer_key(path) -> str:
+    """tokenizer.ggml.model = 'llama' (as the file's header says)."""
+    from .gguf_file import check_gguf
+    from .errors import SpecScopeError
+    try:
+        model = check_gguf(path).tokenizer_model if path is not None else None
+    except SpecScopeError:
+        model = None
+    return "tokenizer.ggml.model" + (f" = {model!r}" if model else "")
 
 
 def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = True,
@@ -148,13 +190,17 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
     except subprocess.TimeoutExpired as exc:
         rc, out, err, status = None, exc.stdout or b"", exc.stderr or b"", "timeout"
     seconds = time.perf_counter() - t0
-    report = {}
+    report, step = {}, ""
     for line in out.decode("utf-8", "replace").splitlines():
         if line.startswith("{"):
             try:
-                report = json.loads(line)
+                doc = json.loads(line)
             except ValueError:
-                pass
+                continue
+            if "step" in doc:
+                step = doc["step"]
+            else:
+                report.update(doc)
     if rc == _CHILD_ERROR:
         # a clean error (a missing or malformed file, a setting llama.cpp refused): not a
         # crash; the in-process load reports it the usual way. Not cached.
@@ -177,7 +223,7 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
                 except ValueError:
                     sig = f"signal {-rc}"
         verdict = Verdict(False, str(path), used, status, sig, rc or 0, tail,
-                          likely_cause(used, tail, sig), seconds)
+                          likely_cause(used, tail, sig, step, path), seconds, step=step)
     if status != "timeout" and use_cache:     # a timeout may be a busy machine: ask again next time
         write_json(_cache_path(key), {k: v for k, v in asdict(verdict).items() if k != "cached"})
     return verdict
@@ -212,6 +258,7 @@ def _child(spec: dict) -> int:
     import logging
     from .errors import SpecScopeError
     from .llama import Batch, Context, ContextSettings, Model, resolve_repack, system_info
+    from .vocab_gate import require_vocabulary
     # llama.cpp's log lines go to stderr, where the parent keeps the last few
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -222,7 +269,12 @@ def _child(spec: dict) -> int:
         repack, _why = resolve_repack(spec["repack"])
         print(json.dumps({"repack_used": "on" if repack else "off",
                           "system_info": system_info().strip()}), flush=True)
+        _step("load")
         model = Model(spec["path"], repack=repack, n_gpu_layers=spec["n_gpu_layers"])
+        require_vocabulary(model)           # none: a clean error, reported by the in-process load
+        _step("tokenize")
+        _try_tokenizer(model)
+        _step("decode")
         ctx = Context(model, ContextSettings(n_ctx=256, n_batch=64, n_threads=spec["n_threads"],
                                              flash_attn=spec["flash_attn"], kv_type=spec["kv_type"]))
         token = model.bos if model.bos >= 0 else 0
@@ -239,6 +291,23 @@ def _child(spec: dict) -> int:
         print(str(exc), file=sys.stderr)
         return _CHILD_ERROR
     return 0
+
+
+def _step(name: str) -> None:
+    print(json.dumps({"step": name}), flush=True)
+
+
+def _try_tokenizer(model) -> None:
+    """What the engine and the window do with the vocabulary: tokenize a text holding the
+    special tokens (parsed as such, and as plain text), turn every token into its piece and
+    its vocabulary text."""
+    specials = [model.piece(t).decode("utf-8", "replace") for t in (model.bos, model.eos) if t >= 0]
+    text = " ".join([*specials, SAMPLE_TEXT, *specials])
+    for parse_special in (True, False):
+        model.detokenize(model.tokenize(text, parse_special=parse_special))
+    for t in range(model.n_vocab):
+        model.piece(t)
+        model.token_text(t)
 
 
 if __name__ == "__main__":

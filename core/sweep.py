@@ -31,7 +31,9 @@ configuration) carry the columns of :data:`CSV_COLUMNS`:
 ``mean_accepted_length``  1 + accepted ÷ rounds that drafted (tokens per round)
 ``tokens_per_s``          speculative tokens per second, generation only
 ``baseline_tokens_per_s`` the target alone, same prompts and settings
-``measured_speedup``      tokens_per_s ÷ baseline_tokens_per_s
+``measured_speedup``      per repetition, the speculative tokens per second ÷ those of the
+                          baselines that bracket it in time; the median over the repetitions
+                          (with one: tokens_per_s ÷ baseline_tokens_per_s)
 ``textbook_speedup``      seed 003's (E + 1) / (n·f + 1), E and n from the runs, f calibrated
 ``calibrated_speedup``    the calibrated model (:mod:`.calibrate` docs) with the runs' acceptance
 ``textbook_error``        textbook ÷ measured − 1
@@ -52,6 +54,17 @@ configuration) carry the columns of :data:`CSV_COLUMNS`:
                           of an n-gram round in the calibrated prediction
 ``by_drafter``            per member of the chain, ``type:rounds:drafted:accepted`` joined by
                           ';' (rounds = the rounds it won; llama.cpp's first non-empty draft)
+``cf_rule``, ``cf_acceptance``  at temperature: the other acceptance rule's expected acceptance
+``p_min``                 draft-simple's p_min
+``speedup_min``, ``speedup_max``  the spread of the measured speed-up over the repetitions
+                          (:func:`repeat_speedups`; empty with one repetition)
+``repeats``               repetitions behind the row
+``prompts``               prompts behind the row (1, or all of them for ALL)
+``prompts_drafted``       of those, the prompts on which the drafter proposed a token
+``note``                  what the figures cannot say (:attr:`Row.note`): "within noise" (the
+                          spread is wider than the distance from 1×), "never drafted" (the run
+                          was the target alone plus the drafter's lookups), "drafted on k of m
+                          prompts"
 
 For configurations with n-gram types the textbook prediction is (1 + E)/(d·f + 1) with E the
 accepted tokens per round over all rounds and d the draft model's decodes per round (0 for
@@ -60,7 +73,11 @@ n-gram-only chains: their drafts cost nothing in that model), and the calibrated
 
 Times are robust to a run slowed by a burst of load from elsewhere: per prompt,
 tokens × the median seconds per token over its repeated runs
-(:func:`robust_time`; a plain sum with one run). Pooled rows sum tokens and
+(:func:`robust_time`; a plain sum with one run). The spread says how far one repetition's
+speed-up, against the baselines that bracket it, lies from another's (on a shared machine the
+same baseline measured 430 and 955 tokens/s within one sweep): a row whose spread is wider than
+its distance from 1× is flagged "within noise" (:func:`within_noise`). Hence the default of
+DEFAULT_REPEATS repetitions in ``specscope bench`` and the Compare view. Pooled rows sum tokens and
 times over prompts and pool the per-round acceptance counts, which is exactly right for the calibrated model: its cost
 and its tokens per round are both linear in the per-position acceptance.
 """
@@ -90,11 +107,15 @@ from .pairing import textbook_from_accepted
 from .stats import DrafterStats
 
 ALL = "ALL"
+DEFAULT_REPEATS = 3          # `specscope bench` and the Compare view: a spread needs several
+BIG_ERROR = 0.25             # a calibrated prediction off by more than this is explained
+BUSY_SHARE = 0.1             # others using more of the CPU than this: the figures are noisy
 CSV_COLUMNS = ("draft", "drafter", "n_max", "prompt", "tokens", "rounds", "acceptance",
                "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
                "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
                "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
-               "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min")
+               "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min",
+               "speedup_min", "speedup_max", "repeats", "prompts", "prompts_drafted", "note")
 DRAFT_SIMPLE = (DRAFT_MODEL,)
 NGRAM_ONLY_NOTE = ("n applies to draft-simple only: chains of n-gram types are swept once "
                    "(n_max shown as -)")
@@ -270,11 +291,14 @@ class Config:
         return config_name(self.draft, self.drafter, self.p_min)
 
 
-def config_name(draft: str, drafter: str, p_min: float = 0.0) -> str:
-    """How tables name a configuration: the draft file for draft-simple alone (as before
-    chains existed), the chain for n-gram-only chains, both otherwise; a p_min above 0 is
-    part of the name (a sweep over p_min compares them as configurations)."""
-    name = draft if drafter == DRAFT_MODEL else f"{draft} · {drafter}" if draft else drafter
+def config_name(draft: str, drafter: str, p_min: float = 0.0, with_draft: bool = True) -> str:
+    """The one name of a configuration, in the tables, the heatmap, the chart's legend and the
+    JSON: the drafter (llama.cpp's type, or a chain) with its draft model's file in brackets
+    ("draft-simple (demo-draft.gguf)", "ngram-simple>draft-simple (demo-draft.gguf)",
+    "ngram-simple"); a p_min above 0 is part of the name (a sweep over p_min compares them as
+    configurations). Without ``with_draft`` the file is left out (the Compare view, when the
+    sweep has one draft file: its list of drafts names it)."""
+    name = f"{drafter} ({draft})" if draft and with_draft else drafter
     return f"{name} · p_min {p_min:g}" if p_min > 0 else name
 
 
@@ -287,8 +311,18 @@ class Cell:
     drafter: str = DRAFT_MODEL
     p_min: float = 0.0
     spec: list[RunResult] = field(default_factory=list)
-    baseline: list[RunResult] = field(default_factory=list)
+    bases: list[list[RunResult]] = field(default_factory=list)   # bases[i]: spec[i]'s repetition's
     lossless: list[LosslessReport] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> list[RunResult]:
+        """Every baseline run, all repetitions."""
+        return [b for runs in self.bases for b in runs]
+
+    def add(self, spec: RunResult, *baselines: RunResult) -> None:
+        """One repetition's speculative run and the baselines measured with it."""
+        self.spec.append(spec)
+        self.bases.append(list(baselines))
 
 
 @dataclass(frozen=True)
@@ -324,10 +358,44 @@ class Row:
     cf_rule: str = ""
     cf_acceptance: float | None = None
     p_min: float = 0.0
+    speedup_min: float | None = None   # the measured speed-up's spread over the repetitions
+    speedup_max: float | None = None   # (None with one repetition)
+    repeats: int = 1
+    prompts: int = 1
+    prompts_drafted: int = 0           # prompts on which the drafter proposed a token
 
     @property
     def config(self) -> str:
-        return config_name(self.draft, self.drafter, self.p_min)
+        return self.name()
+
+    def name(self, with_draft: bool = True) -> str:
+        return config_name(self.draft, self.drafter, self.p_min, with_draft)
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        return None if self.speedup_min is None else (self.speedup_min, self.speedup_max)
+
+    @property
+    def within_noise(self) -> bool:
+        return within_noise(self.measured_speedup, self.spread)
+
+    @property
+    def never_drafted(self) -> bool:
+        return self.draft_rounds == 0
+
+    @property
+    def note(self) -> str:
+        """What the figures cannot say: "never drafted" (the speed-up is the target alone plus
+        the drafter's lookups), "drafted on 1 of 5 prompts", "within noise"."""
+        if self.never_drafted:          # its figure is not a drafter's: noise or not
+            return "never drafted"
+        notes = [f"drafted on {self.prompts_drafted} of {self.prompts} prompts"] \
+            if self.prompts_drafted < self.prompts else []
+        return "; ".join(notes + ["within noise"] * self.within_noise)
+
+    def spread_text(self, unit: str = "") -> str:
+        """"0.91–1.32" (with ``unit`` after each), or "" with one repetition."""
+        return "" if self.spread is None else f"{self.speedup_min:.2f}{unit}–{self.speedup_max:.2f}{unit}"
 
     @property
     def by_drafter(self) -> str:
@@ -351,6 +419,7 @@ class Row:
         d["position_acceptance"] = list(self.position_acceptance)
         d["drafters"] = [ds.to_dict() for ds in self.drafters]
         d["by_drafter"] = self.by_drafter
+        d.update(note=self.note, within_noise=self.within_noise, never_drafted=self.never_drafted)
         return d
 
 
@@ -436,6 +505,7 @@ class SweepResult:
             "best_n": self.best_n(),
             "stopped": self.stopped, "seconds": self.seconds, "others_cpu": self.others_cpu,
             "skipped": dict(self.skipped), "uncalibrated": dict(self.uncalibrated),
+            "prediction_caveat": prediction_caveat(self),
         }
 
     def to_json(self) -> str:
@@ -481,6 +551,33 @@ def robust_time(groups: Sequence[Sequence[RunResult]]) -> float:
     return total
 
 
+def repeat_speedups(cells: Sequence[Cell]) -> list[float]:
+    """The measured speed-up of each repetition, pooled over the cells (prompts): its
+    speculative runs' tokens per second ÷ those of the baselines measured with them (the runs
+    that bracket them in time). A cell stopped short adds to the repetitions it reached."""
+    out = []
+    for i in range(max((len(c.spec) for c in cells), default=0)):
+        spec = [c.spec[i] for c in cells if i < len(c.spec)]
+        base = [b for c in cells if i < len(c.bases) for b in c.bases[i]]
+        tps = [sum(r.stats.n_tokens for r in runs) / t
+               for runs in (spec, base) if (t := sum(r.stats.t_total for r in runs)) > 0]
+        if len(tps) == 2 and tps[1] > 0:
+            out.append(tps[0] / tps[1])
+    return out
+
+
+def spread_of(values: Sequence[float]) -> tuple[float, float] | None:
+    """(lowest, highest) of several repetitions' figures; None for fewer than two."""
+    return (min(values), max(values)) if len(values) >= 2 else None
+
+
+def within_noise(speedup: float, spread: tuple[float, float] | None) -> bool:
+    """A speed-up whose repetitions disagree by more than the gain or loss they measure: their
+    spread (highest − lowest) is wider than its distance from 1×. Unknown (one repetition): not
+    flagged."""
+    return spread is not None and spread[1] - spread[0] > abs(speedup - 1.0)
+
+
 def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibration | None,
              sync: str, alpha: float | None = None) -> Row:
     """One row from the runs of one or more cells (pooled when several). Without a calibration
@@ -510,7 +607,10 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
                   for i in range(length)]
     tps = tokens / t_spec if t_spec > 0 else 0.0
     b_tps = b_tokens / t_base if t_base > 0 else 0.0
-    measured = tps / b_tps if b_tps > 0 else 0.0
+    per_repeat = repeat_speedups(cells)
+    lo_hi = spread_of(per_repeat)
+    # each repetition against the baselines that bracket it, the median of them: inside the spread
+    measured = statistics.median(per_repeat) if per_repeat else tps / b_tps if b_tps > 0 else 0.0
     if draft_rounds:
         expected = n_accept / draft_rounds                      # E per round that drafted
         mean_len = n_drafted / draft_rounds
@@ -559,7 +659,11 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         lookup_cost=lookup / cal.t1 if cal is not None else 0.0,
         drafters=members,
         position_acceptance=tuple(a / d if d else 0.0 for a, d in zip(accepted_at, drafted_at)),
-        p_min=cells[0].p_min if cells else 0.0, **counterfactual(spec))
+        p_min=cells[0].p_min if cells else 0.0,
+        speedup_min=lo_hi[0] if lo_hi else None, speedup_max=lo_hi[1] if lo_hi else None,
+        repeats=max(len(per_repeat), 1), prompts=len(cells),
+        prompts_drafted=sum(1 for c in cells if any(r.stats.n_draft_rounds for r in c.spec)),
+        **counterfactual(spec))
 
 
 def counterfactual(spec) -> dict:
@@ -781,8 +885,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                                 break
                             res = run_result("spec", run, events, config.n)
                             cell = cells[(config, p_name)]
-                            cell.spec.append(res)
-                            cell.baseline.append(base)
+                            cell.add(res, base)
                             touched.append(cell)
                             if s.lossless:
                                 report = check_lossless(engine, run.prompt_tokens, base.tokens, res.tokens,
@@ -803,7 +906,7 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
                         if again is None:
                             break
                         for cell in touched:
-                            cell.baseline.append(again)
+                            cell.bases[-1].append(again)
                         done += 1
     finally:
         result.cells = [c for c in result.cells if c.spec]
@@ -871,6 +974,41 @@ def _draft_names(paths: Sequence[Path]) -> list[str]:
     return out
 
 
+# ============================================================================ reading the figures
+
+def prediction_caveat(result: SweepResult, with_draft: bool = True) -> str:
+    """Why the calibrated prediction may be far off (more than BIG_ERROR on a pooled row), from
+    what the sweep saw: load from other processes, a calibration taken under load or cached
+    from earlier (drift), repetitions that spread wide; "" when no row is that far off.
+    ``with_draft``: name configurations with their draft file (:func:`config_name`)."""
+    off = [r for r in result.pooled() if math.isfinite(r.calibrated_error)
+           and abs(r.calibrated_error) > BIG_ERROR]
+    if not off:
+        return ""
+    worst = max(off, key=lambda r: abs(r.calibrated_error))
+    why = []
+    if result.others_cpu is not None and result.others_cpu >= BUSY_SHARE:
+        why.append(f"load: other processes used {100 * result.others_cpu:.0f}% of the CPU during the "
+                   "sweep, and llama.cpp's threads stall when one loses its core")
+    cals = {r.draft: result.calibrations[r.draft] for r in off if r.draft in result.calibrations}
+    for name, cal in cals.items():
+        what = f"the calibration of {name or 'the target alone'}"
+        if cal.under_load:
+            why.append(f"load: {what} was taken under load")
+        elif result.from_cache.get(name):
+            why.append(f"drift: {what} is cached from {cal.cached_age_s / 60:.0f} min ago and the "
+                       "machine may run differently now (--recalibrate)")
+    if worst.spread is not None:
+        why.append(f"noise: the repetitions of {worst.name(with_draft)}" + (f" n={worst.n_max}" if worst.n_max else "")
+                   + f" spread {worst.spread_text('×')}"
+                   + (", wider than its distance from 1×" if worst.within_noise else ""))
+    else:
+        why.append("noise: one repetition, so the measurement's own spread is unknown (repeat 3 times or more)")
+    return (f"the calibrated prediction is off by more than {100 * BIG_ERROR:.0f}% on {len(off)} of "
+            f"{len(result.pooled())} rows (at most {100 * abs(worst.calibrated_error):.0f}%); it prices "
+            "this machine as calibrated, so the gap may be " + "; ".join(why))
+
+
 # ============================================================================ text table
 
 def drafter_summary(row: Row) -> str:
@@ -884,8 +1022,8 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     """The pooled rows (and per-prompt rows if asked) as a fixed-width table. With n-gram
     types in the sweep, two more columns: the lookup time per round (µs, and in target tokens)
     and, per member of the chain, the rounds it won and its acceptance."""
-    head = ("draft", "n", "prompt", "accept", "mean len", "tok/s", "base tok/s", "measured",
-            "textbook", "(err)", "calibrated", "(err)", "lossless")
+    head = ("configuration", "n", "prompt", "accept", "mean len", "tok/s", "base tok/s", "measured",
+            "spread", "textbook", "(err)", "calibrated", "(err)", "lossless")
     lines = []
     rows = result.rows if per_prompt else result.pooled()
     has_alpha = any(r.alpha_speedup is not None for r in rows)
@@ -896,12 +1034,13 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     if has_cf:
         head = head + ("other rule, expected",)
     if ngram:
-        head = ("configuration",) + head[1:] + ("lookup/round", "rounds won · acceptance · mean len")
+        head = head + ("lookup/round", "rounds won · acceptance · mean len")
+    head = head + ("note",)
     data = []
     for r in rows:
         cells = [r.config, str(r.n_max) if r.n_max else "-", r.prompt, f"{100 * r.acceptance:.1f}%",
                  f"{r.mean_accepted_length:.2f}", f"{r.tokens_per_s:.1f}",
-                 f"{r.baseline_tokens_per_s:.1f}", f"{r.measured_speedup:.3f}",
+                 f"{r.baseline_tokens_per_s:.1f}", f"{r.measured_speedup:.3f}", r.spread_text() or "-",
                  f"{r.textbook_speedup:.3f}", f"{100 * r.textbook_error:+.1f}%",
                  *((f"{r.calibrated_speedup:.3f}", f"{100 * r.calibrated_error:+.1f}%")
                    if math.isfinite(r.calibrated_speedup) else ("—", "")),
@@ -913,9 +1052,9 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
         if ngram:
             cells += [f"{r.lookup_us:.0f} µs ({r.lookup_cost:.3f})" if r.drafter != DRAFT_MODEL else "",
                       drafter_summary(r) if r.drafter != DRAFT_MODEL else ""]
-        data.append(cells)
+        data.append(cells + [r.note])
     widths = [max([len(h)] + [len(row[i]) for row in data]) for i, h in enumerate(head)]
-    left = {0, 1, 2, len(head) - 1} if ngram else {0, 1, 2}
+    left = {0, 1, 2, len(head) - 1} | ({len(head) - 2} if ngram else set())
 
     def line(cells):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)
@@ -925,18 +1064,27 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     return "\n".join(lines)
 
 
+HEATMAP_KEY = "* = best n, ~ = within noise, no drafts = never drafted"
+
+
 def format_heatmap(result: SweepResult) -> str:
-    """The measured speed-up as a drafts × n grid, the best n per draft marked with *."""
-    drafts, ns, grid = result.heatmap()
+    """The measured speed-up as a configurations × n grid: the best n per configuration marked
+    with *, a figure within noise with ~, a configuration that never drafted says so."""
+    drafts, ns, _ = result.heatmap()
     if not drafts:
         return ""
+    rows = {(r.config, r.n_max): r for r in result.pooled()}
     best = result.best_n()
     width = max(len(d) for d in drafts)
-    lines = [" " * width + "  " + "".join(f"{'n=' + str(n) if n else 'no n':>8}" for n in ns)]
-    for d, values in zip(drafts, grid):
+    lines = [" " * width + "  " + "".join(f"{'n=' + str(n) if n else 'no n':>11}" for n in ns)]
+    for d in drafts:
         cells = []
-        for n, v in zip(ns, values):
-            mark = "*" if best.get(d, {}).get("measured") == n else " "
-            cells.append(f"{'' if v is None else f'{v:.2f}x'}{mark}".rjust(8))
+        for n in ns:
+            r = rows.get((d, n))
+            flags = ("~" if r is not None and r.within_noise else "") \
+                + ("*" if best.get(d, {}).get("measured") == n else "")
+            text = ("" if r is None else "no drafts" if r.never_drafted
+                    else f"{r.measured_speedup:.2f}x") + flags
+            cells.append((text + " " * (2 - len(flags))).rjust(11))
         lines.append(d.ljust(width) + "  " + "".join(cells))
     return "\n".join(lines)

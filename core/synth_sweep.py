@@ -166,9 +166,7 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
                         break
                     base, again, spec_runs = runs
                     for level, res in spec_runs.items():
-                        cell = cells[(level, p_name)]
-                        cell.spec.append(res)
-                        cell.baseline += [base, again]
+                        cells[(level, p_name)].add(res, base, again)
                     done += 2 + len(spec_runs)
                     say(done, total, f"{p_name}: repetition {rep + 1} done")
                 if stop.is_set():

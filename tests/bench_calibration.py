@@ -197,9 +197,7 @@ def bench_pair(name: str, target: Path, draft: Path, args) -> None:
                     run = engine.speculative(text, spec, sampler, args.n_predict)
                     evs = timed(run, cpu.setdefault((n, p_name), []))
                     events.setdefault(f"n={n}", []).append(evs)
-                    cell = cells[(n, p_name)]
-                    cell.spec.append(run_result("spec", run, evs, n))
-                    cell.baseline.append(base)
+                    cells[(n, p_name)].add(run_result("spec", run, evs, n), base)
         print(f"runs: {meter.reading().describe()}")
         what = "CPU time after the first round" if args.cpu_clock else "wall time, as bench"
         print(f"\n  measured speed-up: {what}")

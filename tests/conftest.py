@@ -53,6 +53,13 @@ def tiny_models(tmp_path_factory):
         # llama.cpp aborts on it at the first decode (SIGABRT): for the crash probe
         "crashing": ggufgen.write_crashing_llama(d / "crashing.gguf"),
     }
+    # the demo draft with tokenizer.ggml.model 'llama' (SentencePiece) over its byte-level BPE
+    # vocabulary: llama.cpp's tokenizer throws std::out_of_range on the first text (SIGABRT)
+    from specscope.core.demo import DEMO_DRAFT, models_dir
+    source = models_dir() / DEMO_DRAFT
+    paths["wrong_tokenizer"] = ggufgen.with_string(source if source.is_file() else paths["draft"],
+                                                   d / "wrong-tokenizer.gguf", "tokenizer.ggml.model", "llama")
+    return paths
     return paths
 
 

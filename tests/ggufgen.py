@@ -290,3 +290,28 @@ def write_lfm2(path: str | Path, weights: dict[str, np.ndarray] | None = None, *
     w.write_tensors_to_file()
     w.close()
     return Path(path)
+
+
+def with_string(source: str | Path, path: str | Path, key: str, value: str) -> Path:
+    """A copy of a GGUF file with one string metadata value replaced (e.g. the demo draft with
+    ``tokenizer.ggml.model`` ``llama`` instead of ``gpt2``). The tensor data keeps its offset:
+    the padding before it absorbs the change in length."""
+    reader = gguf.GGUFReader(str(source))
+    field = reader.fields[key]
+    assert field.types == [gguf.GGUFValueType.STRING], f"{key} is not a string"
+    at = field.offset + sum(p.nbytes for p in field.parts[:3])          # the value's length
+    end = at + sum(p.nbytes for p in field.parts[3:])
+    header_end = max(t.field.offset + sum(p.nbytes for p in t.field.parts) for t in reader.tensors)
+    data = bytearray(Path(source).read_bytes())
+    raw = value.encode()
+    grow = 8 + len(raw) - (end - at)
+    if grow > reader.data_offset - header_end:
+        raise ValueError(f"{value!r} does not fit in the padding before the tensor data")
+    data[at:end] = len(raw).to_bytes(8, "little") + raw
+    end_now = header_end + grow                  # the header's end after the change
+    if grow > 0:
+        del data[end_now:end_now + grow]
+    else:
+        data[end_now:end_now] = bytes(-grow)
+    Path(path).write_bytes(bytes(data))
+    return Path(path)

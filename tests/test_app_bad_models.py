@@ -1,5 +1,6 @@
 """The window on model files that used to kill the process or print raw bytes: a
-vocabulary-less model (llama.cpp GGML_ASSERTs on it) and a corrupted key name.
+vocabulary-less model (llama.cpp GGML_ASSERTs on it), a corrupted key name, and a tokenizer
+model that does not fit the vocabulary (llama.cpp's tokenizer throws std::out_of_range).
 Each becomes one escaped line in the banner, and the window keeps working."""
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ def one_clean_line(text: str) -> bool:
 def test_bad_models_get_one_clean_line_and_the_window_keeps_working(qtbot, window, pair, tmp_path):
     no_vocab = ggufgen.write_llama(tmp_path / "novocab.gguf", n_layer=1, model="no_vocab")
     bad_key = corrupted_key_model(Path(pair[1]), tmp_path / "badkey.gguf")
+    wrong_tokenizer = ggufgen.with_string(Path(pair[1]), tmp_path / "wrong-tokenizer.gguf",
+                                          "tokenizer.ggml.model", "llama")
     for target, draft, words in ((Path(pair[0]), no_vocab, "has no tokenizer"),
                                  (no_vocab, Path(pair[1]), "has no tokenizer"),
-                                 (Path(pair[0]), bad_key, r"metadata key 'gen\0ra\n.\x1bame'")):
+                                 (Path(pair[0]), bad_key, r"metadata key 'gen\0ra\n.\x1bame'"),
+                                 (wrong_tokenizer, wrong_tokenizer, "tokenizer.ggml.model = 'llama'")):
         with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
             window.pair_panel.set_pair(target, draft)
         assert run_and_wait(qtbot, window, window.run_clicked) == "error"

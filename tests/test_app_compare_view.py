@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,8 @@ from specscope.core.sweep import CSV_COLUMNS  # noqa: E402
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 QUICK = dict(engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1), n_predict=8,
-             sampler=SamplerSettings(logit_bias=((EOT, -math.inf),)), calibration_s=0.3)
+             sampler=SamplerSettings(logit_bias=((EOT, -math.inf),)), calibration_s=0.3, repeats=1)
+COL = {head: j for j, (head, _, _) in enumerate(TABLE_COLUMNS)}
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +46,11 @@ def view(qtbot, tiny_models, tmp_path):
     v.n_values.setText("1,2")
     yield v
     assert v.shutdown()
+
+
+def one_line(label: str) -> str:
+    """A heatmap row's name as the table writes it (the heatmap breaks it into lines)."""
+    return label.replace(">\n", ">").replace("\n(", " (")
 
 
 def run(view, qtbot, timeout=120_000, **kw):
@@ -97,14 +104,16 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     assert view.table.rowCount() == 4
     assert view.table.columnCount() == len(TABLE_COLUMNS)
     texts = [view.table.item(0, j).text() for j in range(len(TABLE_COLUMNS))]
-    assert texts[:3] == ["draft.gguf", "draft-simple", "1"] and texts[8].endswith("×")
+    assert texts[:2] == ["draft-simple (draft.gguf)", "1"]           # two draft files: named
+    assert texts[COL["Measured (spread)"]].endswith("×")             # one repetition: no spread
     assert texts[-2:] == ["", ""]          # lookup and rounds won: n-gram drafters only
     assert texts[-3] == ""                 # the other rule: at temperature only
-    assert not view.table.isColumnHidden(0)                           # two draft files
     view.per_prompt.setChecked(True)
     assert view.table.rowCount() == 12
     # heatmap: drafts × n
     assert (view.heatmap.rowCount(), view.heatmap.columnCount()) == (2, 2)
+    assert [one_line(view.heatmap.verticalHeaderItem(i).text()) for i in range(2)] == [
+        "draft-simple (draft.gguf)", "draft-simple (random-draft.gguf)"]
     assert all(float(view.heatmap.item(i, j).text()) > 0 for i in range(2) for j in range(2))
     assert sum(view.heatmap.item(i, j).font().bold() for i in range(2) for j in range(2)) == 2
     # plot: measured, calibrated and textbook per draft
@@ -117,7 +126,8 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     rows = list(csv.reader(io.StringIO(view.export(tmp_path / "out.csv").read_text())))
     assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 13
     doc = json.loads(view.export(tmp_path / "out.json").read_text())
-    assert len(doc["rows"]) == 12 and set(doc["best_n"]) == {"draft.gguf", "random-draft.gguf"}
+    assert len(doc["rows"]) == 12
+    assert set(doc["best_n"]) == {"draft-simple (draft.gguf)", "draft-simple (random-draft.gguf)"}
     # a second run uses the cached calibration
     run(view, qtbot)
     assert "(cached)" in view.calibration_label.text()
@@ -228,29 +238,65 @@ def test_sweep_of_ngram_drafters_and_a_chain_shows_them(view, qtbot):
     view.set_drafters("ngram-simple", "ngram-simple,draft-simple")
     result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_predict=24)
     assert not result.stopped
-    col = {head: j for j, (head, _, _) in enumerate(TABLE_COLUMNS)}
-    shown = {(view.table.item(i, col["Drafter"]).text(), view.table.item(i, col["n"]).text())
+    col = COL
+    shown = {(view.table.item(i, col["Configuration"]).text(), view.table.item(i, col["n"]).text())
              for i in range(view.table.rowCount())}
     # the n-gram chain once (no n), the chain with the draft model per n
     assert shown == {("ngram-simple", "–"), ("ngram-simple>draft-simple", "1"),
                      ("ngram-simple>draft-simple", "2")}
     i = next(i for i in range(view.table.rowCount())
-             if view.table.item(i, col["Drafter"]).text() == "ngram-simple")
-    assert view.table.item(i, col["Draft"]).text() == "—"
+             if view.table.item(i, col["Configuration"]).text() == "ngram-simple")
+    assert view.table.item(i, col["Configuration"]).toolTip() == "ngram-simple, no draft model"
     assert view.table.item(i, col["Lookup/round"]).text().endswith(")")
     assert view.table.item(i, col["Rounds won"]).text().startswith("ngram-simple ")
     j = next(i for i in range(view.table.rowCount())
-             if view.table.item(i, col["Drafter"]).text() == "ngram-simple>draft-simple")
+             if view.table.item(i, col["Configuration"]).text() == "ngram-simple>draft-simple")
     assert " · draft-simple " in view.table.item(j, col["Rounds won"]).text()
     # heatmap: a row per configuration, the n-gram one in the "no n" column
-    labels = [view.heatmap.verticalHeaderItem(r).text() for r in range(view.heatmap.rowCount())]
+    labels = [one_line(view.heatmap.verticalHeaderItem(r).text()) for r in range(view.heatmap.rowCount())]
     assert labels == ["ngram-simple", "ngram-simple>draft-simple"]     # one draft file: not repeated
-    assert view.table.isColumnHidden(col["Draft"])
     assert view.heatmap.horizontalHeaderItem(0).text() == "no n"
     assert view.heatmap.item(0, 0) is not None and view.heatmap.item(1, 0) is None
     assert len(view._curves) == 6                    # measured, calibrated, textbook × 2
     assert "no draft model" in view.calibration_label.text()
     assert "ngram-simple</b> (n-gram drafters, no n)" in view.best_label.text()
+
+
+def test_the_table_shows_each_rows_spread_under_the_heatmaps_names(view, qtbot):
+    """Issue 20, 7 and 8: three repetitions by default; the Spread column and the measured
+    figure's tooltip give each row's spread, a row within noise or that never drafted says so,
+    and the table names each configuration as the heatmap and the chart's legend do."""
+    assert view.repeats.value() == 3
+    view.set_drafters("draft-simple", "ngram-simple")
+    result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_values=(2,), repeats=view.repeats.value())
+    names = [view.table.item(i, COL["Configuration"]).text() for i in range(view.table.rowCount())]
+    labels = [one_line(view.heatmap.verticalHeaderItem(r).text()) for r in range(view.heatmap.rowCount())]
+    legend = [label.text for _, label in view.legend.items]
+    assert names == labels == legend == ["ngram-simple", "draft-simple"]     # one draft file
+    view.per_prompt.setChecked(True)
+    assert view.table.rowCount() == len(result.rows) == 6
+    for i, row in enumerate(result.rows):
+        assert row.repeats == 3 and row.speedup_min <= row.measured_speedup <= row.speedup_max
+        measured = view.table.item(i, COL["Measured (spread)"])
+        assert f"spread over 3 repetitions {row.spread_text('×')}" in measured.toolTip()
+        assert measured.text() == ("never drafted" if row.never_drafted else
+                                   ("≈" if row.within_noise else "") + f"{row.measured_speedup:.2f}× "
+                                   f"({row.speedup_min:.2f}–{row.speedup_max:.2f})")
+        assert (row.within_noise or row.never_drafted) == (measured.background().color().name() == "#eeeeee")
+    item = view.heatmap.item(labels.index("draft-simple"), view.heatmap.columnCount() - 1)     # n = 2
+    assert "spread over 3 repetitions" in item.toolTip() and item.toolTip().startswith("draft-simple, n = 2")
+    # the figures the repetitions cannot back, in words under the table
+    said = next((ln for ln in view.best_label.text().split("<br>") if ln.startswith("<span")), "")
+    for r in result.pooled():
+        name = r.drafter + (f" n={r.n_max}" if r.n_max else "")
+        flagged = r.within_noise or r.never_drafted or r.prompts_drafted < r.prompts
+        assert bool(re.search(rf"[:,] {re.escape(name)}[,.;( ]", said)) == flagged, said
+    pooled = next(r for r in result.pooled() if r.drafter == "draft-simple")
+    assert item.font().italic() == pooled.within_noise
+    # the chart draws the spread around the measured point
+    import pyqtgraph as pg
+    [bars] = [it for it in view.plot.getPlotItem().items if isinstance(it, pg.ErrorBarItem)]
+    assert bars.opts["top"][0] == pytest.approx(pooled.speedup_max - pooled.measured_speedup)
 
 
 def test_the_ui_thread_loads_no_model_to_start_a_sweep(view, qtbot, monkeypatch):

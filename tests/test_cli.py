@@ -146,3 +146,14 @@ def test_a_corrupted_key_name_is_one_escaped_line(capsys, tiny_models, tmp_path)
         assert err.count("\n") == 1 and "\0" not in err and "\x1b" not in err, err
         assert err.startswith(f"specscope: error: {bad}: metadata key 'gen\\0ra\\n.\\x1bame' "
                               "has an invalid value type 77"), err
+
+
+def test_a_tokenizer_that_does_not_fit_the_vocabulary_is_one_line_not_an_abort(tiny_models):
+    # issue 20: llama.cpp's tokenizer threw std::out_of_range tokenizing the prompt (SIGABRT)
+    bad = tiny_models["wrong_tokenizer"]
+    for argv in (("run", "-m", bad, "-md", bad), ("baseline", "-m", bad), ("bench", "-q", "-m", bad, "-md", bad)):
+        proc = _cli_process(*argv, "-n", "4", "-p", "hi")
+        assert proc.returncode == 2, (argv, proc.returncode, proc.stderr[-2000:])
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"specscope: error: {bad}: "), proc.stderr
+        assert "tokenizer.ggml.model = 'llama'" in lines[0]

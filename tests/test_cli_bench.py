@@ -35,8 +35,8 @@ def test_bench_prints_the_table(tiny_models, capsys):
     assert "calibration of random-draft.gguf" in out
     assert "c(k)" in out and "f_batch(k)" in out
     assert "measured" in out and "textbook" in out and "calibrated" in out and "α-model" in out
-    assert "best n for draft.gguf" in out and "best n for random-draft.gguf" in out
-    assert "drafts × n (* = best n)" in out and out.count("x*") == 2
+    assert "best n for draft-simple (draft.gguf)" in out and "best n for draft-simple (random-draft.gguf)" in out
+    assert "configurations × n (* = best n" in out and out.count("x*") + out.count("x~*") == 2
     assert "lossless:" in out
     assert "per prompt:" in out
     # the two drafts side by side: f, then acceptance and measured speed-up per n
@@ -66,7 +66,7 @@ def test_bench_json_and_csv(tiny_models, tmp_path, capsys):
     assert doc["settings"]["engine"]["kv_type"] == "f32"
     assert len(doc["rows"]) == 4                       # 2 n × (1 prompt + ALL)
     assert all(r["lossless"] == "identical" for r in doc["rows"])  # deterministic numerics
-    assert set(doc["best_n"]) == {"draft.gguf"}
+    assert set(doc["best_n"]) == {"draft-simple (draft.gguf)"}
     rows = list(csv.reader(io.StringIO(out_csv.read_text())))
     assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 5
 
@@ -196,7 +196,7 @@ def test_bench_sweeps_ngram_drafters_and_chains_on_the_demo_pair(capsys, tmp_pat
     assert "drafters: ngram-simple, ngram-simple>draft-simple" in out
     assert "n applies to draft-simple only" in out
     assert "lookup/round" in out and "rounds won" in out
-    assert "demo-draft.gguf · ngram-simple>draft-simple" in out
+    assert "ngram-simple>draft-simple (demo-draft.gguf)" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("ngram-simple ") and " ALL " in ln)
     assert " - " in line and "ngram-simple " in line.split("µs")[1]
 
@@ -225,8 +225,49 @@ def test_bench_runs_a_recurrent_pair_without_a_calibration(tiny_models, capsys):
     row = next(r for r in doc["rows"] if r["prompt"] == "ALL")
     assert row["measured_speedup"] > 0 and row["textbook_speedup"] > 0 and row["f"] > 0
     assert row["calibrated_speedup"] != row["calibrated_speedup"]        # NaN: not calibrated
-    assert doc["best_n"]["mamba-draft.gguf"]["calibrated"] is None
+    assert doc["best_n"]["draft-simple (mamba-draft.gguf)"]["calibrated"] is None
     assert cli.main(["bench", "-m", str(tiny_models["mamba"]), "-md", str(tiny_models["mamba_draft"]),
                      "-n", "12", "--spec-draft-n-max", "2", "-p", "hello world"]) == 0
     text = capsys.readouterr().out
     assert "calibration of mamba-draft.gguf: not calibrated" in text and "not calibrated, textbook" in text
+
+
+def test_bench_shows_each_rows_spread_and_what_its_figures_cannot_say(capsys, tmp_path):
+    """Issue 20, 7: three repetitions by default; every row shows the spread of its speed-up
+    over them and is flagged "within noise" when that spread is wider than its distance from
+    1x; ngram-simple, which finds nothing to copy in free prose, says it never drafted there."""
+    demo_or_skip()
+    out_json = tmp_path / "b.json"
+    argv = ["bench", "--spec-type", "draft-simple", "ngram-simple", "--spec-draft-n-max", "2", "-n", "12",
+            "--ignore-eos", "-t", "1", "-td", "1", "--calibration-seconds", "0.3", "-q", "--per-prompt",
+            "-p", shipped_prompt("repeat_copy"), "-p", shipped_prompt("free_prose"), "--out-json", str(out_json)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out_json.read_text())
+    assert doc["settings"]["repeats"] == 3 and "2 prompts × 3 repeat(s)" in out
+    per_prompt = out.split("\nper prompt:\n")[1].splitlines()
+    head = per_prompt[0].split()
+    assert head[head.index("measured") + 1] == "spread" and head[-1] == "note"
+    for row in doc["rows"]:
+        assert row["repeats"] == 3 and row["speedup_min"] <= row["measured_speedup"] <= row["speedup_max"]
+        wide = row["speedup_max"] - row["speedup_min"] > abs(row["measured_speedup"] - 1)
+        assert row["within_noise"] == wide
+        assert ("within noise" in row["note"]) == (wide and not row["never_drafted"])   # moot there
+        [line] = [ln for ln in per_prompt if ln.startswith(row["drafter"]) and f"  {row['prompt']}  " in ln]
+        assert f"{row['speedup_min']:.2f}–{row['speedup_max']:.2f}" in line
+        assert line.endswith(row["note"]) if row["note"] else line.endswith(row["lossless"]) or "µs" in line
+    rows = {(r["drafter"], r["prompt"]): r for r in doc["rows"]}
+    assert rows[("ngram-simple", "p2")]["never_drafted"] and "never drafted" in rows[("ngram-simple", "p2")]["note"]
+    assert not rows[("ngram-simple", "p1")]["never_drafted"]
+    assert rows[("ngram-simple", "ALL")]["note"].startswith("drafted on 1 of 2 prompts")
+    assert "draft-simple (demo-draft.gguf)  2  ALL" in out          # one name, in every table
+    assert "best n for draft-simple (demo-draft.gguf)" in out
+    far = any(abs(r["calibrated_error"]) > 0.25 for r in doc["rows"] if r["prompt"] == "ALL")
+    assert ("so the gap may be" in out) == far == bool(doc["prediction_caveat"])
+    # one repetition on request: no spread, nothing flagged as noise
+    assert cli.main(argv[:-2] + ["-r", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "2 prompts × 1 repeat(s)" in out and "(spread: none with one repetition" in out
+    assert not any(ln.endswith("within noise") for ln in out.splitlines())
+    line = next(ln for ln in out.splitlines() if ln.startswith("draft-simple (demo-draft.gguf)  2  ALL"))
+    assert line.split()[9] == "-"                                    # the spread column

@@ -248,7 +248,8 @@ def test_sweep_table_and_csv_columns(small_sweep):
         "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
         "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
         "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
-        "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min")
+        "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min",
+        "speedup_min", "speedup_max", "repeats", "prompts", "prompts_drafted", "note")
     body = list(reader)
     assert len(body) == 12
     for line in body:
@@ -269,9 +270,9 @@ def test_sweep_json_heatmap_and_best_n(small_sweep, tmp_path):
     assert doc["others_cpu"] is None or 0.0 <= doc["others_cpu"] <= 1.0
     assert set(doc["calibration"]) == {"draft.gguf", "random-draft.gguf"}
     assert all(len(c["c"]) == 3 for c in doc["calibration"].values())      # k_max = n_max + 1
-    assert set(doc["best_n"]) == {"draft.gguf", "random-draft.gguf"}
+    assert set(doc["best_n"]) == {"draft-simple (draft.gguf)", "draft-simple (random-draft.gguf)"}
     drafts, ns, grid = result.heatmap()
-    assert drafts == ["draft.gguf", "random-draft.gguf"] and ns == [1, 2]
+    assert drafts == ["draft-simple (draft.gguf)", "draft-simple (random-draft.gguf)"] and ns == [1, 2]
     assert all(v is not None and v > 0 for line in grid for v in line)
     assert result.save(tmp_path / "s.csv").read_text().startswith("draft,drafter,n_max,prompt")
     assert json.loads(result.save(tmp_path / "s.json").read_text())["rows"]
@@ -348,7 +349,7 @@ def test_sweep_skips_a_draft_the_gate_refuses(tiny_models):
                               n_values=(1,), prompts=(("code", PROMPT),))
     result = sw.run_sweep(settings)
     assert set(result.skipped) == {"foreign.gguf"} and "cannot draft" in result.skipped["foreign.gguf"]
-    assert result.drafts() == ["draft.gguf"]
+    assert result.drafts() == ["draft-simple (draft.gguf)"]
     with pytest.raises(IncompatiblePairError):
         sw.run_sweep(sweep_settings(tiny_models, drafts=(tiny_models["foreign"],), n_values=(1,)))
 

@@ -92,3 +92,22 @@ def test_the_key_follows_the_file(tiny_models, tmp_path):
     with open(copy, "ab") as f:
         f.write(b"\0" * 32)
     assert probe_mod.probe_key(copy, ProbeSettings()) != k1
+
+
+def test_a_tokenizer_that_does_not_fit_the_vocabulary_is_caught_in_the_child(tiny_models):
+    """Issue 20: the demo draft with tokenizer.ggml.model 'llama' over its BPE vocabulary. It
+    decodes fine; llama.cpp's tokenizer throws std::out_of_range on the first text and the
+    process aborts. The probe tokenizes in its child, so the verdict names the step and the key."""
+    bad = tiny_models["wrong_tokenizer"]
+    code = ("import sys; from specscope.core.cli import main; "
+            f"sys.exit(main(['run', '-m', {str(bad)!r}, '-md', {str(bad)!r}, '-p', 'hi', '-n', '4', "
+            "'--no-probe']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          env={**os.environ, "GGML_NO_BACKTRACE": "1"}, timeout=120)
+    assert proc.returncode == -6 and b"std::out_of_range" in proc.stderr, proc.stderr[-500:]
+    v = probe(bad)
+    assert not v.ok and v.signal_name == "SIGABRT" and v.step == "tokenize"
+    assert "tokenizer.ggml.model = 'llama'" in v.cause and "std::out_of_range" in v.cause
+    line = v.describe()
+    assert "wrong-tokenizer.gguf" in line and "while tokenizing text" in line and "\n" not in line
+    assert "repacking" not in line and not v.kernels_matter     # repacking off would not help

@@ -43,13 +43,14 @@ def test_a_p_min_sweep_runs_each_value_as_a_configuration(quiet_machine):
     result = run_sweep(s)
     rows = {r.p_min: r for r in result.pooled()}
     assert set(rows) == {0.0, 0.9}
-    assert rows[0.0].config == "demo-draft.gguf" and rows[0.9].config == "demo-draft.gguf · p_min 0.9"
+    assert rows[0.0].config == "draft-simple (demo-draft.gguf)"
+    assert rows[0.9].config == "draft-simple (demo-draft.gguf) · p_min 0.9"
     runs = {c.p_min: c.spec for c in result.cells}
     assert sum(r.extra_draft_decodes for r in runs[0.0]) == 0
     assert sum(r.extra_draft_decodes for r in runs[0.9]) > 0      # p_min stopped some drafts
     assert rows[0.9].mean_accepted_length > 1.0 or rows[0.9].draft_rounds == 0
-    assert "demo-draft.gguf · p_min 0.9" in format_table(result)
-    assert set(result.best_n()) == {"demo-draft.gguf", "demo-draft.gguf · p_min 0.9"}
+    assert "draft-simple (demo-draft.gguf) · p_min 0.9" in format_table(result)
+    assert set(result.best_n()) == {"draft-simple (demo-draft.gguf)", "draft-simple (demo-draft.gguf) · p_min 0.9"}
 
 
 def test_bench_takes_a_list_of_p_min(capsys):
