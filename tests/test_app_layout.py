@@ -1,0 +1,100 @@
+"""The window as a first-time user meets it (issue 20, section 2): it fits the screen, the prompt
+comes first, the text keeps its lines after a run, the cost model fits a laptop's screen."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPoint, QRect  # noqa: E402
+
+from specscope.app.desktop import fit_rect  # noqa: E402
+
+from test_app_window import open_window, pair, run_and_wait, settings  # noqa: E402,F401
+
+TEXT_LINES = 8          # the generated text keeps at least this many lines (window.TEXT_MIN_LINES)
+
+# the window on a screen of a given size, fresh settings: where it is and what shows unscrolled
+FIRST_SCREEN = r"""
+import json, sys, time
+from PySide6.QtCore import QEventLoop, QPoint, QRect, QSettings
+from specscope.app.main import make_app
+from specscope.app.window import MainWindow
+app = make_app()
+w = MainWindow(settings=QSettings(sys.argv[1], QSettings.Format.IniFormat), preload=False)
+w.show()
+end = time.monotonic() + 60
+while not w.panels_ready and time.monotonic() < end:
+    app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 30)
+app.processEvents()
+viewport = w.main_split.widget(0).viewport()      # the left panel
+def unscrolled(widget):
+    return viewport.rect().contains(QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size()))
+f, a = w.frameGeometry(), w.screen().availableGeometry()
+print(json.dumps({"frame": [f.x(), f.y(), f.width(), f.height()],
+                  "available": [a.x(), a.y(), a.width(), a.height()],
+                  "prompt_unscrolled": unscrolled(w.prompt.editor),
+                  "examples_unscrolled": unscrolled(w.prompt.examples)}))
+w.close()
+"""
+
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (1920, 1080)])
+def test_the_first_screen_fits_the_screen_with_the_prompt_on_top(tmp_path, width, height):
+    screen = tmp_path / "screen.json"
+    screen.write_text(json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": width,
+                                               "height": height, "logicalDpi": 96,
+                                               "logicalBaseDpi": 96, "dpr": 1}]}))
+    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={screen}",
+           "SPECSCOPE_LOG_DIR": str(tmp_path / "log")}
+    proc = subprocess.run([sys.executable, "-c", FIRST_SCREEN, str(tmp_path / "settings.ini")],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert QRect(*got["available"]).contains(QRect(*got["frame"])), got
+    assert got["prompt_unscrolled"] and got["examples_unscrolled"], got
+
+
+def test_fit_rect_shrinks_and_moves_a_rect_into_the_screen():
+    screen = QRect(0, 0, 1366, 768)
+    assert fit_rect(QRect(-40, 100, 1440, 900), screen) == QRect(0, 0, 1366, 768)
+    assert fit_rect(QRect(1000, 500, 800, 600), screen) == QRect(566, 168, 800, 600)
+    assert fit_rect(QRect(10, 20, 800, 600), screen) == QRect(10, 20, 800, 600)
+    second = QRect(1366, 0, 1920, 1080)                    # a second screen to the right
+    assert fit_rect(QRect(0, 0, 1440, 900), second) == QRect(QPoint(1366, 0), QRect(0, 0, 1440, 900).size())
+
+
+def test_after_a_run_on_a_laptop_screen_the_text_the_table_and_the_cost_model_fit(qtbot, pair, settings):
+    """1366×768: a run shows the drafter table below the plots; the text keeps its lines, the
+    table's titles are whole, and the Cost model tab shows its curve and sliders unscrolled."""
+    w = open_window(qtbot, pair, settings)
+    try:
+        w.resize(1366, 768)
+        w.params.n_predict.setValue(24)
+        w.params.n_ctx.setValue(512)
+        w.prompt.set_text("def add(a, b):\n    ")
+        w.tabs.setCurrentWidget(w.plots)
+        assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+        table = w.plots.drafter_table
+        qtbot.waitUntil(table.isVisible)
+        qtbot.wait(50)                         # the layout settles
+        lines = w.token_view.height() // w.token_view.fontMetrics().lineSpacing()
+        assert lines >= TEXT_LINES
+        header = table.horizontalHeader()
+        for i in range(header.count()):
+            assert header.sectionSize(i) >= header.sectionSizeHint(i), table.horizontalHeaderItem(i).text()
+        cost = w.cost_panel
+        w.tabs.setCurrentIndex(w.tabs.indexOf(cost.parentWidget().parentWidget().parentWidget()))
+        qtbot.wait(50)
+        viewport = cost.parentWidget().parentWidget()
+        for part in (cost._plot, cost._alpha_slider, cost._f_slider):
+            shown = QRect(part.mapTo(viewport, QPoint(0, 0)), part.size())
+            assert viewport.rect().contains(shown), (part, shown, viewport.rect())
+    finally:
+        w.close()
