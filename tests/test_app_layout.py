@@ -98,3 +98,40 @@ def test_after_a_run_on_a_laptop_screen_the_text_the_table_and_the_cost_model_fi
             assert viewport.rect().contains(shown), (part, shown, viewport.rect())
     finally:
         w.close()
+
+
+def wheel(widget, steps: int = -1) -> None:
+    """A mouse-wheel turn over the middle of ``widget`` (negative: down, towards the next item),
+    as the window system delivers it (spontaneous: Qt gives it focus and passes it up as for a
+    real mouse)."""
+    from PySide6.QtTest import QTest
+    window = widget.window()
+    center = widget.mapTo(window, widget.rect().center())
+    QTest.wheelEvent(window.windowHandle(), center, QPoint(0, 120 * steps))
+
+
+def test_the_wheel_scrolls_the_settings_panel_past_its_inputs(qtbot, pair, settings):
+    """Issue 20 item 5: the wheel over an unfocused combo or spin box scrolls the panel; once
+    clicked (focused) the wheel changes it, as in other desktop applications."""
+    w = open_window(qtbot, pair, settings)
+    try:
+        panel = w.main_split.widget(0)                           # the left panel
+        bar = panel.verticalScrollBar()
+        sync, n_ctx = w.params.sync, w.params.n_ctx
+        for box in (sync, n_ctx):
+            panel.ensureWidgetVisible(box, 0, 150)
+            qtbot.wait(20)
+            value, at = box.currentIndex() if box is sync else box.value(), bar.value()
+            assert at < bar.maximum() and not box.hasFocus()
+            wheel(box)
+            assert (box.currentIndex() if box is sync else box.value()) == value
+            assert bar.value() != at and not box.hasFocus()     # the panel scrolled instead
+        assert sync.currentData() == "reuse"
+        w.activateWindow()
+        qtbot.waitUntil(w.isActiveWindow)
+        sync.setFocus()
+        qtbot.waitUntil(sync.hasFocus)
+        wheel(sync)
+        assert sync.currentData() == "replay"
+    finally:
+        w.close()
