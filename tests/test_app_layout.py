@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QPoint, QRect  # noqa: E402
+from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
 
 from specscope.app.desktop import fit_rect  # noqa: E402
 
@@ -135,3 +135,16 @@ def test_the_wheel_scrolls_the_settings_panel_past_its_inputs(qtbot, pair, setti
         assert sync.currentData() == "replay"
     finally:
         w.close()
+
+
+def test_the_pace_that_shows_one_round_per_next_is_not_called_step(qtbot):
+    """Issue 20 item 8: "Step" was both a Pace and the toolbar's action. The pace is "Manual";
+    its key is still "step", so what a caller (or a saved value) passes still selects it."""
+    from specscope.app.playback import PaceControl, Playback
+    control = PaceControl(Playback())
+    qtbot.addWidget(control)
+    labels = [control.mode.itemText(i) for i in range(control.mode.count())]
+    assert not any("step" in label.lower() for label in labels), labels
+    control.set_pace("step")
+    assert control.mode.currentText() == "Manual" and control.playback.pace == "step"
+    assert "Next" in control.mode.itemData(control.mode.currentIndex(), Qt.ItemDataRole.ToolTipRole)
