@@ -420,6 +420,8 @@ class MainWindow(QMainWindow, SessionActions):
         tb.addAction(self.act_replay)
         tb.addSeparator()
         self.addToolBar(tb)
+        self.run_toolbar = tb        # for the Run workspace: the Compare tabs have their own controls
+        self.workspace.currentChanged.connect(self._show_run_toolbar)
 
         m = self.menuBar()
         f = m.addMenu("&File")
@@ -465,6 +467,9 @@ class MainWindow(QMainWindow, SessionActions):
         h = m.addMenu("&Help")
         h.addAction(self._action("Open the log folder", self.open_log_folder))
         h.addAction(self._action("About SpecScope", self.about))
+
+    def _show_run_toolbar(self, *_args) -> None:
+        self.run_toolbar.setVisible(self.workspace.currentIndex() == 0)
 
     def _start_threads(self) -> None:
         self.worker = EngineWorker()

@@ -148,3 +148,28 @@ def test_the_pace_that_shows_one_round_per_next_is_not_called_step(qtbot):
     control.set_pace("step")
     assert control.mode.currentText() == "Manual" and control.playback.pace == "step"
     assert "Next" in control.mode.itemData(control.mode.currentIndex(), Qt.ItemDataRole.ToolTipRole)
+
+
+def test_the_run_toolbar_shows_on_the_run_workspace_only(qtbot, pair, settings):
+    """Issue 20 item 12: Run, Step, Baseline, Pace… do nothing for the Compare tabs."""
+    from PySide6.QtWidgets import QToolBar
+    w = open_window(qtbot, pair, settings)
+    try:
+        toolbar = w.findChild(QToolBar, "run_toolbar")
+        assert toolbar.isVisible()
+        for name in ("compare", "sessions"):
+            w.show_workspace(name)
+            assert not toolbar.isVisible(), name
+        w.show_workspace("run")
+        assert toolbar.isVisible()
+        w.show_workspace("compare")
+    finally:
+        w.close()                              # closed on Compare: saved so
+    w = open_window(qtbot, pair, settings)
+    try:
+        toolbar = w.findChild(QToolBar, "run_toolbar")
+        assert w.workspace.currentIndex() == 1 and not toolbar.isVisible()
+        w.show_workspace("run")
+        assert toolbar.isVisible()
+    finally:
+        w.close()
