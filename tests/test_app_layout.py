@@ -173,3 +173,53 @@ def test_the_run_toolbar_shows_on_the_run_workspace_only(qtbot, pair, settings):
         assert toolbar.isVisible()
     finally:
         w.close()
+
+
+def example_labels(prompt) -> list[str]:
+    return [prompt.examples.itemText(i) for i in range(1, prompt.examples.count())]
+
+
+def test_the_examples_say_which_are_chat_and_put_code_first_for_a_code_model(qtbot):
+    """Issue 20 item 10: chat and prose examples beside the code ones, labelled; without a chat
+    template (the demo pair, a code model) code comes first."""
+    from specscope.app.controls import PromptEditor, example_prompts
+    kinds = [e.kind for e in example_prompts()]
+    assert kinds.count("chat") >= 3 and kinds.count("prose") >= 2 and kinds.count("code") >= 4
+    prompt = PromptEditor()
+    qtbot.addWidget(prompt)
+    for has_template in (None, False):
+        prompt.set_template_available(has_template)
+        labels = example_labels(prompt)
+        assert labels[0].startswith("Code: ") and sum(x.startswith("Chat: ") for x in labels) >= 3
+    prompt.set_template_available(True)
+    assert example_labels(prompt)[0].startswith("Chat: ")
+
+
+def test_a_chat_example_goes_through_smollm2s_chat_template(qtbot, smollm2, settings):
+    from specscope.app.window import MainWindow
+    from specscope.core.chat import render_chat
+    from specscope.core.llama import Model
+    w = MainWindow(smollm2, smollm2, settings=settings, preload=False)
+    w.show()
+    try:
+        qtbot.waitUntil(lambda: w.panels_ready and w.report is not None, timeout=60_000)
+        assert w.prompt.has_template is True
+        examples = w.prompt.examples
+        assert examples.itemText(1).startswith("Chat: ")            # chat first for a chat model
+        w.prompt.chat.setChecked(False)                               # the user had turned it off
+        examples.activated.emit(1)
+        message = w.prompt.text()
+        assert message and w.prompt.chat_enabled()                    # a chat example: Chat on
+        w.params.n_predict.setValue(8)
+        w.params.n_ctx.setValue(512)
+        assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+        m = Model(smollm2, vocab_only=True)
+        try:
+            assert w.session.prompt_text == render_chat(m, message, None)
+        finally:
+            m.close()
+        code = next(i for i, x in enumerate(example_labels(w.prompt), 1) if x.startswith("Code: "))
+        examples.activated.emit(code)
+        assert not w.prompt.chat_enabled()                            # code is continued as typed
+    finally:
+        w.close()
