@@ -465,6 +465,8 @@ class MainWindow(QMainWindow, SessionActions):
         r.addSeparator()
         r.addAction(self.act_hide)
         h = m.addMenu("&Help")
+        h.addAction(self._action("Guide", self.guide, "F1", "What the colours, plots, cost model "
+                                                            "and step mode show"))
         h.addAction(self._action("Open the log folder", self.open_log_folder))
         h.addAction(self._action("About SpecScope", self.about))
 
@@ -1509,6 +1511,10 @@ class MainWindow(QMainWindow, SessionActions):
     def open_log_folder(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.log_path.parent)))
+
+    def guide(self) -> None:
+        from .guide import show_guide
+        show_guide(self)
 
     def about(self) -> None:
         box = QMessageBox(self)
