@@ -223,3 +223,25 @@ def test_a_chat_example_goes_through_smollm2s_chat_template(qtbot, smollm2, sett
         assert not w.prompt.chat_enabled()                            # code is continued as typed
     finally:
         w.close()
+
+
+def test_help_guide_explains_colours_plots_cost_model_and_step_mode(qtbot, pair, settings):
+    """Issue 20 item 11: Help had only the log folder and About."""
+    from PySide6.QtWidgets import QTextBrowser
+    w = open_window(qtbot, pair, settings)
+    try:
+        help_menu = next(a.menu() for a in w.menuBar().actions() if a.text() == "&Help")
+        guide = next(a for a in help_menu.actions() if a.text() == "Guide")
+        guide.trigger()
+        page = next(b for b in w.findChildren(QTextBrowser) if b.window() is not w)
+        qtbot.waitUntil(page.window().isVisible)
+        text = page.toPlainText()
+        for words in ("draft token, accepted", "target's own token", "draft token, rejected",
+                      "Acceptance by draft position", "Textbook", "Calibrated", "Measured",
+                      "Baseline", "Step mode", "n_past", "␣"):
+            assert words in text, words
+        guide.trigger()                                    # once: the same window is raised
+        assert len([b for b in w.findChildren(QTextBrowser) if b.window() is not w]) == 1
+        page.window().close()
+    finally:
+        w.close()
