@@ -581,8 +581,8 @@ class PlotsPanel(QtWidgets.QWidget):
                 else:
                     item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
                 t.setItem(r, c, item)
-        t.setVisible(bool(rows))
         t.setFixedHeight(t.horizontalHeader().height() + 22 * len(rows) + 4)
+        t.setVisible(bool(rows))         # (after its height: showing it lays the plots out at once)
 
     def _layout_pos_labels(self) -> None:
         """Counts above the bars when they fit, else turned upright inside the bars' tops."""
