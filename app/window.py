@@ -1,7 +1,7 @@
 """The SpecScope main window.
 
-Left: the pair (pickers, doctor verdict, facts, load progress), the prompt and
-the parameters. Right: the live token view over a tab stack (plots, cost
+Left: the prompt (and its examples), the pair (pickers, doctor verdict, facts,
+load progress), the drafter and the parameters. Right: the live token view over a tab stack (plots, cost
 model, the latest round explained). Bottom: the stats bar.
 
 Threads: an ``EngineWorker`` (load + runs) and a ``DoctorWorker`` (pair
@@ -243,7 +243,6 @@ class MainWindow(QMainWindow, SessionActions):
         left_scroll.setWidget(left)
         left_scroll.setMinimumWidth(400)
         left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.left_scroll = left_scroll
 
         self.banner = MessageBanner()
         self.banner.log_path = self.log_path
