@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QSlider, QWidget
 
 PREFERRED_SIZE = QSize(1440, 900)     # the window's size where the screen has room for it
 WHEEL_INPUTS = (QComboBox, QAbstractSpinBox, QSlider)
+NO_WINDOW_MANAGER = ("offscreen", "minimal")     # Qt platforms where nothing maximizes a window
 
 
 def fit_rect(rect: QRect, available: QRect) -> QRect:
@@ -23,19 +24,21 @@ def place_window(window: QWidget, saved_geometry=None) -> None:
     """Give a window about to be shown a geometry inside its screen's available area: the saved
     one when there is one (moved and shrunk into the screen it opens on, which may be smaller
     than the one it was saved on), else PREFERRED_SIZE centred. A window that had to shrink
-    opens maximized, so that a window manager fits its frame to the screen too."""
+    opens maximized where a window manager can fit its frame (title bar, borders) to the
+    screen; the frame is known before the window is shown only where there is none."""
     screen = window.screen() or QGuiApplication.primaryScreen()
-    available = screen.availableGeometry()
+    window.winId()                              # the native window, and its frame where known
+    area = screen.availableGeometry().marginsRemoved(window.windowHandle().frameMargins())
     if saved_geometry is None or not window.restoreGeometry(saved_geometry):
         wanted = QRect(QPoint(0, 0), PREFERRED_SIZE)
-        wanted.moveCenter(available.center())
+        wanted.moveCenter(area.center())
     elif window.isMaximized() or window.isFullScreen():
         return
     else:
         wanted = window.geometry()
-    fitted = fit_rect(wanted, available)
+    fitted = fit_rect(wanted, area)
     window.setGeometry(fitted)
-    if fitted.size() != wanted.size():
+    if fitted.size() != wanted.size() and QGuiApplication.platformName() not in NO_WINDOW_MANAGER:
         window.setWindowState(window.windowState() | Qt.WindowState.WindowMaximized)
 
 
