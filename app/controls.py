@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -12,8 +13,30 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout
 DEFAULT_PROMPT = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'
 
 
-def example_prompts() -> list[tuple[str, str]]:
-    """(title, text) of the prompts shipped in resources/prompts, sorted by file name."""
+EXAMPLE_KINDS = {     # the word after a shipped prompt's number: NN_kind_title.txt
+    "code": ("Code", "Python code the models continue (Chat off)"),
+    "prose": ("Prose", "English text the models continue (Chat off)"),
+    "chat": ("Chat", "A message: with a chat template the target answers it in that template "
+                     "(Chat on); without one the models continue it as typed"),
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    kind: str            # code | prose | chat (EXAMPLE_KINDS)
+    title: str
+    text: str
+
+    @property
+    def chat(self) -> bool:
+        return self.kind == "chat"
+
+    def label(self) -> str:
+        return f"{EXAMPLE_KINDS[self.kind][0]}: {self.title}"
+
+
+def example_prompts() -> list[Example]:
+    """The prompts shipped in resources/prompts (NN_kind_title.txt), sorted by file name."""
     try:
         from specscope.core.demo import prompts_dir
         folder = prompts_dir()
@@ -25,8 +48,10 @@ def example_prompts() -> list[tuple[str, str]]:
             text = path.read_text(encoding="utf-8")
         except OSError:
             continue
-        title = path.stem.split("_", 1)[-1].replace("_", " ")
-        out.append((title, text))
+        kind, _, title = path.stem.split("_", 1)[-1].partition("_")
+        if kind not in EXAMPLE_KINDS:
+            kind, title = "prose", f"{kind}_{title}".strip("_")
+        out.append(Example(kind, title.replace("_", " "), text))
     return out
 
 
@@ -51,9 +76,9 @@ class PromptEditor(QGroupBox):
         row = QHBoxLayout()
         row.addWidget(QLabel("Examples"))
         self.examples = QComboBox()
-        self.examples.addItem("Choose an example prompt…")
-        for title, text in example_prompts():
-            self.examples.addItem(title, text)
+        self.examples.setToolTip("Code and prose are texts the models continue; a chat example is "
+                                 "a message, sent in the target's chat template where it has one")
+        self._chat_first: bool | None = None
         self.examples.activated.connect(self._example)
         row.addWidget(self.examples, 1)
         lay.addLayout(row)
@@ -91,6 +116,21 @@ class PromptEditor(QGroupBox):
         self.chat.setText("Chat" if has is not False else "Chat (no template)")
         self.chat.setToolTip(CHAT_TIPS[has])
         self._show_chat_state()
+        self._list_examples(chat_first=has is True)
+
+    def _list_examples(self, chat_first: bool) -> None:
+        """The chat examples first for a target with a chat template; else code first (the demo
+        pair is a code model)."""
+        if chat_first == self._chat_first:
+            return
+        self._chat_first = chat_first
+        order = ("chat", "prose", "code") if chat_first else ("code", "prose", "chat")
+        examples = sorted(example_prompts(), key=lambda e: order.index(e.kind))
+        self.examples.clear()
+        self.examples.addItem("Choose an example prompt…")
+        for i, example in enumerate(examples, 1):
+            self.examples.addItem(example.label(), example)
+            self.examples.setItemData(i, EXAMPLE_KINDS[example.kind][1], Qt.ItemDataRole.ToolTipRole)
 
     def _chat_toggled(self, on: bool) -> None:
         self._chat_wanted = on
@@ -131,9 +171,13 @@ class PromptEditor(QGroupBox):
             self.set_template_available(self.has_template)
 
     def _example(self, index: int) -> None:
-        text = self.examples.itemData(index)
-        if text is not None:
-            self.editor.setPlainText(text)
+        """An example replaces the prompt; Chat follows it: on for a chat example, off for code
+        and prose, which the models continue."""
+        example = self.examples.itemData(index)
+        if isinstance(example, Example):
+            self.editor.setPlainText(example.text)
+            self._chat_wanted = example.chat
+            self.set_template_available(self.has_template)
         self.examples.setCurrentIndex(0)
 
     def text(self) -> str:

@@ -41,7 +41,9 @@ N_PLOT_MAX = 8                # the curve covers n = 1..max(N_PLOT_MAX, n_max)
 ALPHA_DEFAULT = 0.7           # slider values before anything is measured
 F_DEFAULT = 0.1
 SLIDER_STEPS = 1000
-WIDE_MIN_WIDTH_PX = 760       # at least this wide and 1.4× wider than tall: plot beside the values
+WIDE_MIN_WIDTH_PX = 760       # at least this wide: the plot beside the values (the tab is a
+                              # scroll page as tall as what is below the panel: its height says
+                              # nothing of the room on screen, and beside is what fits 768 pixels)
 WIDE_COLUMN_PX = 400
 _NO_MAX_PX = 16777215         # QWIDGETSIZE_MAX
 WELL_BELOW = 0.8              # measured < 80 % of predicted: say why it may be
@@ -228,6 +230,9 @@ class CostPanel(QtWidgets.QWidget):
         self._plot = styled_plot("Predicted speed-up", "Speed-up (×)",
                                  "Drafted tokens per round, n", antialias=True)
         self._plot.setMinimumHeight(200)
+        policy = self._plot.sizePolicy()     # as tall as the values beside it (pyqtgraph asks
+        policy.setVerticalPolicy(QtWidgets.QSizePolicy.Policy.Ignored)    # for 480 pixels)
+        self._plot.setSizePolicy(policy)
         p = self._plot.getPlotItem()
         p.getViewBox().setMouseEnabled(x=False, y=False)
         self._break_even = pg.InfiniteLine(
@@ -324,13 +329,12 @@ class CostPanel(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ layout
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
-        size = event.size()
-        self._arrange(wide=size.width() >= WIDE_MIN_WIDTH_PX and size.width() >= 1.4 * size.height())
+        self._arrange(wide=event.size().width() >= WIDE_MIN_WIDTH_PX)
         super().resizeEvent(event)
 
     def _arrange(self, wide: bool) -> None:
-        """Tall: values, plot, sliders, sentence in a column. Wide (a short tab in a wide
-        window): values, sliders and sentence on the left, the plot beside them."""
+        """Tall (a narrow tab): values, plot, sliders, sentence in a column. Wide: values,
+        sliders and sentence on the left, the plot beside them."""
         if wide == self._wide:
             return
         self._wide = wide
@@ -350,7 +354,7 @@ class CostPanel(QtWidgets.QWidget):
             lay.setRowStretch(4, 1)
             lay.setColumnStretch(1, 1)
             for w in (self._box, self._controls, self._summary, self._calibration_note):
-                w.setMaximumWidth(WIDE_COLUMN_PX)
+                w.setFixedWidth(WIDE_COLUMN_PX)       # the sentence in as few lines as it can
         else:
             lay.addWidget(self._box, 0, 0)
             lay.addWidget(self._plot, 1, 0)
@@ -360,6 +364,7 @@ class CostPanel(QtWidgets.QWidget):
             lay.setRowStretch(1, 1)
             lay.setColumnStretch(0, 1)
             for w in (self._box, self._controls, self._summary, self._calibration_note):
+                w.setMinimumWidth(0)
                 w.setMaximumWidth(_NO_MAX_PX)
 
     # ------------------------------------------------------------------ public API

@@ -9,7 +9,7 @@ or a session file's rounds) and the views. Events are ``feed``-ed in as fast as 
 - ``rate``: ``rounds_per_s`` of them per second, evenly, from a timer — a 0.2 s run is
   watched over as many seconds as it has rounds / rate, and its recorded timings (each
   event's own t_draft, t_verify, …) stay what the engine measured;
-- ``step``: one round per ``step()``.
+- ``step``: one round per ``step()`` (shown as "Manual": the toolbar's Step is another thing).
 
 Switching to ``fast`` releases the backlog at once. ``PaceControl`` is the toolbar widget
 that picks the pace; ``Scrubber`` is the slider over the rounds released so far, whose
@@ -24,7 +24,15 @@ from typing import Sequence
 from PySide6 import QtCore, QtWidgets
 
 PACES = ("fast", "rate", "step")
-PACE_LABELS = {"fast": "Full speed", "rate": "Rounds/s", "step": "Step"}
+# the key "step" stays (what callers and tests pass); its label is not "Step": the toolbar's Step
+# runs one round of the engine, this only paces the views
+PACE_LABELS = {"fast": "Full speed", "rate": "Rounds/s", "step": "Manual"}
+PACE_TIPS = {
+    "fast": "The views show the rounds as the engine runs them",
+    "rate": "The views show the chosen number of rounds per second",
+    "step": "The views show one more round each time Next ▸ is pressed (the engine runs on at full "
+            "speed; Step in the toolbar instead runs one round of the engine and explains it)",
+}
 DEFAULT_RATE = 4.0
 RATE_RANGE = (0.25, 200.0)
 
@@ -101,10 +109,11 @@ class PaceControl(QtWidgets.QWidget):
         super().__init__(parent)
         self.playback = playback
         self.mode = QtWidgets.QComboBox()
-        for pace in PACES:
+        for i, pace in enumerate(PACES):
             self.mode.addItem(PACE_LABELS[pace], pace)
+            self.mode.setItemData(i, PACE_TIPS[pace], QtCore.Qt.ItemDataRole.ToolTipRole)
         self.mode.setToolTip("How fast the views follow the run: full speed, a number of rounds per "
-                             "second, or one round per Next. The engine always runs at full "
+                             "second, or manually, one round per Next. The engine always runs at full "
                              "speed and its timings are what it measured; only the display is "
                              "paced.")
         self.rate = QtWidgets.QDoubleSpinBox()

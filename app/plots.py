@@ -86,6 +86,7 @@ DRAFTER_COLUMNS = (
     ("mean accepted length", "tokens per verified draft: 1 + accepted (llama.cpp's measure)"),
 )
 
+PLOT_MIN_SIZE = QtCore.QSize(260, 140)   # the text above keeps its lines on a 768-pixel screen
 TIME_SPLIT_ROUNDS = 200          # rounds shown in "Time per round"
 SPEED_WINDOW_S = 2.0             # rolling window of "Generation speed"
 SPEED_WINDOW_MIN_ROUNDS = 8      # … but never fewer rounds than this
@@ -197,7 +198,15 @@ class PlotsPanel(QtWidgets.QWidget):
         super().__init__(parent)
         self._plots: dict[str, pg.PlotWidget] = {}
         self._legends: dict[str, pg.LegendItem] = {}
-        grid = QtWidgets.QGridLayout(self)
+        # in a scroll area: on a short screen the plots scroll rather than squeeze the text above
+        page = QtWidgets.QScrollArea()
+        page.setWidgetResizable(True)
+        page.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        page.setWidget(QtWidgets.QWidget())
+        outer = QtWidgets.QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(page)
+        grid = QtWidgets.QGridLayout(page.widget())
         grid.setContentsMargins(4, 4, 4, 4)
         grid.setSpacing(6)
 
@@ -303,7 +312,10 @@ class PlotsPanel(QtWidgets.QWidget):
         self._build_tree(grid)
 
         for w in self._plots.values():
-            w.setMinimumSize(260, 190)
+            w.setMinimumSize(PLOT_MIN_SIZE)
+            policy = w.sizePolicy()      # the height the tab has (pyqtgraph asks for 480 pixels:
+            policy.setVerticalPolicy(QtWidgets.QSizePolicy.Policy.Ignored)   # the page would scroll)
+            w.setSizePolicy(policy)
             cache_static_parts(w.getPlotItem())
 
         # per drafter: drafts, accepted/drafted, mean accepted length
@@ -312,8 +324,9 @@ class PlotsPanel(QtWidgets.QWidget):
         for i, (_, tip) in enumerate(DRAFTER_COLUMNS):
             self.drafter_table.horizontalHeaderItem(i).setToolTip(tip)
         self.drafter_table.verticalHeader().setVisible(False)
-        self.drafter_table.horizontalHeader().setSectionResizeMode(
-            QtWidgets.QHeaderView.ResizeMode.Stretch)
+        header = self.drafter_table.horizontalHeader()      # every title whole; the name stretches
+        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Stretch)
         self.drafter_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.drafter_table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
         self.drafter_table.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
@@ -568,8 +581,8 @@ class PlotsPanel(QtWidgets.QWidget):
                 else:
                     item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
                 t.setItem(r, c, item)
-        t.setVisible(bool(rows))
         t.setFixedHeight(t.horizontalHeader().height() + 22 * len(rows) + 4)
+        t.setVisible(bool(rows))         # (after its height: showing it lays the plots out at once)
 
     def _layout_pos_labels(self) -> None:
         """Counts above the bars when they fit, else turned upright inside the bars' tops."""

@@ -53,9 +53,15 @@ def token_tooltip(token: int, vocab) -> str:
     return f"token {token} · vocabulary piece <code>{html.escape(vocab.text(token))}</code>"
 
 
+def token_text(text: str) -> str:
+    """A token's text as step mode writes it, in the picture and in the words alike: line
+    breaks, tabs and returns as ↵ ⇥ ␍, and the spaces of a token of whitespace alone as ␣ (an
+    HTML paragraph would swallow them)."""
+    return visible(text.replace(" ", "␣") if text.strip() == "" else text)
+
+
 def short(text: str, n: int = 10) -> str:
-    text = visible(text) or "␣"
-    text = text.replace(" ", "␣") if text.strip() == "" else text
+    text = token_text(text) or "␣"
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -322,7 +328,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
     def tok(t, text):
         if vocab.is_eog(t):
             return "<code>⟨end of text⟩</code>"
-        return f"<code>{html.escape(visible(text) or ' ')}</code>"
+        return f"<code>{html.escape(token_text(text) or ' ')}</code>"
 
     seed = tok(ev.seed, batch_text[0])
     own = tok(ev.emitted[-1], emitted_text[-1])   # the target's own token (or an accepted ⟨end⟩)

@@ -34,7 +34,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 SIZE = (1440, 900)
-PROMPT_FILE = "01_function_with_docstring.txt"
+PROMPT_FILE = "01_code_function_with_docstring.txt"
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,7 @@
 """The SpecScope main window.
 
-Left: the pair (pickers, doctor verdict, facts, load progress), the prompt and
-the parameters. Right: the live token view over a tab stack (plots, cost
+Left: the prompt (and its examples), the pair (pickers, doctor verdict, facts,
+load progress), the drafter and the parameters. Right: the live token view over a tab stack (plots, cost
 model, the latest round explained). Bottom: the stats bar.
 
 Threads: an ``EngineWorker`` (load + runs) and a ``DoctorWorker`` (pair
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMai
 from specscope.core.stats import fold
 
 from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
+from .desktop import guard_wheel, place_window
 from .errors import MessageBanner, setup_logging
 from .pair_panel import PairPanel, gguf_paths
 from .playback import PaceControl, Playback, Scrubber
@@ -47,6 +48,7 @@ PANEL_PERIOD_MS = 1000           # the visible plot / cost / round tab redraws o
                                  # (the four plots' update and repaint cost ~10-20 ms of UI CPU)
 PRELOAD_DELAY_MS = 150           # load the pair this long after the window is shown
 MAX_RECENT_PAIRS = 8
+TEXT_MIN_LINES = 8               # the generated text never gets fewer lines than this
 SETTINGS_VERSION = 1
 SWEEP_RUNNING = ("A sweep is running in the Compare tab: stop it there (or let it finish) "
                  "before starting a run.")
@@ -123,6 +125,7 @@ class MainWindow(QMainWindow, SessionActions):
         self.timer.timeout.connect(self._refresh)
         self.timer.start()
         self._update_buttons()
+        guard_wheel(self)         # a wheel scrolling the panels passes over their inputs
         QTimer.singleShot(0, self._build_panels)
 
     def _build_panels(self) -> None:
@@ -211,12 +214,13 @@ class MainWindow(QMainWindow, SessionActions):
         if self._restore_workspace is not None and self._restore_workspace < self.workspace.count():
             self.workspace.setCurrentIndex(self._restore_workspace)
         self._restore_workspace = None
-        if not self._splits_restored:      # first start: the text gets 45 % of the height
-            h = sum(self.right_split.sizes())
-            self.right_split.setSizes([h * 45 // 100, h - h * 45 // 100])
+        if not self._splits_restored:      # first start: the text gets 40 % of the height (on a
+            h = sum(self.right_split.sizes())     # 768-pixel screen the plots and their table fit)
+            self.right_split.setSizes([h * 40 // 100, h - h * 40 // 100])
         for name in self.plots.plot_names():
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.save_plot_dialog(n)))
         self.panels_ready = True
+        guard_wheel(self)
         if self.stats is not None:
             self._panels_dirty = True
             self._dirty_tabs = self._panel_tabs()
@@ -231,9 +235,9 @@ class MainWindow(QMainWindow, SessionActions):
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(8, 8, 8, 8)
+        ll.addWidget(self.prompt)               # what a first run needs first, at the top
         ll.addWidget(self.pair_panel)
         ll.addWidget(self.params.drafter)
-        ll.addWidget(self.prompt)
         ll.addWidget(self.params)
         ll.addStretch(1)
         left_scroll = QScrollArea()
@@ -269,6 +273,9 @@ class MainWindow(QMainWindow, SessionActions):
         self.synth_warning.setVisible(False)
         tl.addWidget(self.synth_warning)
         tl.addWidget(self.token_view, 1)
+        # the text keeps room for a few lines whatever the tabs below it need (the drafter table)
+        self.token_view.setMinimumHeight(TEXT_MIN_LINES * self.token_view.fontMetrics().lineSpacing()
+                                         + 2 * self.token_view.frameWidth() + 8)
         self.playback = Playback(self)
         self.playback.released.connect(self._released)
         self.playback.backlog_changed.connect(self._backlog_changed)
@@ -420,6 +427,8 @@ class MainWindow(QMainWindow, SessionActions):
         tb.addAction(self.act_replay)
         tb.addSeparator()
         self.addToolBar(tb)
+        self.run_toolbar = tb        # for the Run workspace: the Compare tabs have their own controls
+        self.workspace.currentChanged.connect(self._show_run_toolbar)
 
         m = self.menuBar()
         f = m.addMenu("&File")
@@ -463,8 +472,13 @@ class MainWindow(QMainWindow, SessionActions):
         r.addSeparator()
         r.addAction(self.act_hide)
         h = m.addMenu("&Help")
+        h.addAction(self._action("Guide", self.guide, "F1", "What the colours, plots, cost model "
+                                                            "and step mode show"))
         h.addAction(self._action("Open the log folder", self.open_log_folder))
         h.addAction(self._action("About SpecScope", self.about))
+
+    def _show_run_toolbar(self, *_args) -> None:
+        self.run_toolbar.setVisible(self.workspace.currentIndex() == 0)
 
     def _start_threads(self) -> None:
         self.worker = EngineWorker()
@@ -500,11 +514,7 @@ class MainWindow(QMainWindow, SessionActions):
     # ================================================================== settings
     def _restore(self, model, draft) -> None:
         s = self.settings
-        geom = s.value("window/geometry")
-        if geom is not None:
-            self.restoreGeometry(geom)
-        else:
-            self.resize(1440, 900)
+        place_window(self, s.value("window/geometry"))     # inside the screen it opens on
         state = s.value("window/state")
         if state is not None:
             self.restoreState(state)
@@ -1523,6 +1533,10 @@ class MainWindow(QMainWindow, SessionActions):
     def open_log_folder(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.log_path.parent)))
+
+    def guide(self) -> None:
+        from .guide import show_guide
+        show_guide(self)
 
     def about(self) -> None:
         box = QMessageBox(self)

@@ -134,6 +134,20 @@ def test_explainer_words(qtbot):
     assert "n_min" in plain
 
 
+def test_the_words_show_whitespace_tokens_as_the_picture_does(qtbot):
+    """Issue 20 item 9: a drafted space read "proposed <code> </code>" (nothing to see) where
+    the picture shows ␣; both write ␣ for spaces, ↵ for a line break, ⇥ for a tab."""
+    from specscope.app.round_view import round_labels, short
+    vocab = Vocab((b"x", b" ", b"    ", b"\n", b"\t", b" \n"), frozenset())
+    round_ = ev(0, 3, 0, (1, 2, 4), 0, (3,))           # drafted " ", "    ", "\t"; sampled "\n"
+    text = explain(round_, vocab)
+    assert "proposed <code>␣</code>, the target sampled <code>↵</code>" in text
+    assert "[<code>x</code> <code>␣</code> <code>␣␣␣␣</code> <code>⇥</code>]" in text   # the batch
+    batch, emitted = round_labels(round_, vocab)
+    assert [short(t) for t in batch] == ["x", "␣", "␣␣␣␣", "⇥"] and short(emitted[0]) == "↵"
+    assert "<code>␣↵</code>" in explain(ev(1, 4, 3, (5,), 1, (5, 0)), vocab)   # " \n" drafted
+
+
 # ---------------------------------------------------------------------------- real vocabularies
 # SentencePiece pieces (▁), byte tokens (<0x0A>) and UTF-8 characters split over tokens, in
 # vocabularies llama.cpp loads from generated GGUF files.
