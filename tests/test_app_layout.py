@@ -245,3 +245,29 @@ def test_help_guide_explains_colours_plots_cost_model_and_step_mode(qtbot, pair,
         page.window().close()
     finally:
         w.close()
+
+
+@pytest.mark.parametrize("n_max", [1, 3])
+def test_a_chat_turn_ends_at_end_of_turn_in_the_window(qtbot, smollm2, settings, n_max):
+    """Issue 20: in the window too, SmolLM2 as its own draft ends its answer where the target
+    alone ends it, at <|im_end|>, and emits nothing after it (at n_max 1 it used to write all
+    of n_predict, a new conversation after the answer); its baseline, run beside it, agrees."""
+    from specscope.app.window import MainWindow
+    w = MainWindow(smollm2, smollm2, settings=settings, preload=False)
+    w.show()
+    try:
+        qtbot.waitUntil(lambda: w.panels_ready and w.report is not None, timeout=60_000)
+        w.prompt.set_text("Explain in three sentences why the sky is blue.")
+        w.prompt.chat.setChecked(True)
+        w.params.drafter.n_max.setValue(n_max)
+        w.params.n_predict.setValue(256)
+        w.params.n_ctx.setValue(512)
+        assert run_and_wait(qtbot, w, w.run_clicked) == "eog"
+        assert run_and_wait(qtbot, w, w.baseline_clicked) == "eog"
+        spec, base = w.session.spec, w.session.baseline
+        assert spec is not None and base is not None               # the baseline ran beside it
+        assert spec.tokens == base.tokens and len(spec.tokens) < 100
+        assert w.session.run.stats.acceptance_rate == 1.0          # llama.cpp: 100% here too
+        assert w.token_view.generated_text().endswith("natural world.")
+    finally:
+        w.close()
