@@ -1,11 +1,11 @@
 """The Compare view: drafters × drafts × draft lengths × prompts, measured against the target
 alone (issues 6 and 11).
 
-The same sweep as ``specscope bench`` (:mod:`specscope.core.sweep`), run on a
+The same sweep as ``specscope bench`` (:mod:`specscope.core.measure.sweep`), run on a
 worker thread with progress and a cooperative Stop (checked between runs and
 passed to the engine's runs, so Stop takes effect within one round). It shows
 
-- the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.calibrate`);
+- the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.measure.calibrate`);
 - the table of the CSV export (pooled rows, per-prompt rows on request), with the
   configuration (llama.cpp's type, or a chain of types, and the draft file when the sweep has
   several: the same name in the table, the heatmap and the chart's legend), the measured
@@ -47,8 +47,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
 
 from specscope.app.plots import cache_static_parts, styled_plot
 from specscope.app.worker import start_thread
-from specscope.core.compare import DETERMINISTIC_GUARANTEE
-from specscope.core.sweep import DEFAULT_REPEATS
+from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
+from specscope.core.measure.sweep import DEFAULT_REPEATS
 
 __all__ = ["CompareView", "SweepWorker", "TABLE_COLUMNS", "speedup_color"]
 
@@ -152,7 +152,7 @@ def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
             return ""
         if fmt == "lookup":
             return f"{value:.0f} µs ({row.lookup_cost:.3f})"
-        from specscope.core.sweep import drafter_summary
+        from specscope.core.measure.sweep import drafter_summary
         return drafter_summary(row)
     if fmt.endswith("_error"):
         if not math.isfinite(value):
@@ -200,7 +200,7 @@ def _fmt(value, fmt: str) -> str:
 # ============================================================================ worker
 
 class SweepWorker(QObject):
-    """Runs :func:`specscope.core.sweep.run_sweep` on its own thread."""
+    """Runs :func:`specscope.core.measure.sweep.run_sweep` on its own thread."""
 
     progressed = Signal(int, int, str)          # steps done, steps in all, what now
     calibrated = Signal(str, object, bool)      # draft name, Calibration, from cache
@@ -224,7 +224,7 @@ class SweepWorker(QObject):
 
     @Slot(object)
     def run(self, settings) -> None:
-        from specscope.core.sweep import run_sweep
+        from specscope.core.measure.sweep import run_sweep
         try:
             result = run_sweep(settings, stop=self.stop,
                                progress=lambda d, t, w: self._handoff(self.progressed, d, t, w),
@@ -299,7 +299,7 @@ class CompareView(QWidget):
         buttons.addStretch(1)
         grid.addLayout(buttons, 3, 1)
 
-        from specscope.core.drafters import DESCRIPTIONS, TYPES
+        from specscope.core.engine.drafters import DESCRIPTIONS, TYPES
         self.drafters = QListWidget()
         row_h = self.drafters.fontMetrics().height() + 8
         self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
@@ -565,17 +565,18 @@ class CompareView(QWidget):
 
     def settings(self):
         """The SweepSettings the controls describe (raises ConfigError on bad input)."""
-        from specscope.core.engine import EngineSettings
+        from specscope.core.engine.engine import EngineSettings
         from specscope.core.errors import ConfigError
-        from specscope.core.sampling import SamplerSettings
-        from specscope.core.sweep import SweepSettings, load_prompts, parse_n_values, parse_p_values
+        from specscope.core.engine.sampling import SamplerSettings
+        from specscope.core.measure.sweep import (SweepSettings, load_prompts, parse_n_values,
+            parse_p_values)
         if self.target is None:
             raise ConfigError("choose a target model first")
         chains = self.chosen_chains()
         drafts = self.draft_paths() if any("draft-simple" in c for c in chains) else []
         if any("draft-simple" in c for c in chains) and not drafts:
             raise ConfigError("draft-simple needs a draft model: add one, or pick n-gram drafters only")
-        from specscope.core.engine import SpecSettings
+        from specscope.core.engine.engine import SpecSettings
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
         temp = self.temperature.value()
         rule = self.accept_rule.currentText() if temp > 0 else "match"
@@ -596,7 +597,7 @@ class CompareView(QWidget):
     def chosen_chains(self) -> tuple[tuple[str, ...], ...]:
         """The ticked types (one configuration each), then the chains typed in; ConfigError on a
         bad name, or when nothing is chosen."""
-        from specscope.core.drafters import parse_types
+        from specscope.core.engine.drafters import parse_types
         from specscope.core.errors import ConfigError
         chains: list[tuple[str, ...]] = []
         words = [self.drafters.item(i).text() for i in range(self.drafters.count())
@@ -827,8 +828,8 @@ class CompareView(QWidget):
 
     def _shown(self):
         """The rows shown as a SweepResult (the finished one, or the sweep's rows so far): the
-        pooled rows, the best n and the heatmap's grid come from :mod:`specscope.core.sweep`."""
-        from specscope.core.sweep import SweepResult
+        pooled rows, the best n and the heatmap's grid come from :mod:`specscope.core.measure.sweep`."""
+        from specscope.core.measure.sweep import SweepResult
         return self.result if self.result is not None else SweepResult(self._settings, rows=self.rows)
 
     def _visible_rows(self) -> list:
@@ -1003,7 +1004,7 @@ class CompareView(QWidget):
         if flags:
             parts.append(f"<span style='color:#8a6d00'>{flags}</span>")
         if pooled:
-            from specscope.core.sweep import prediction_caveat
+            from specscope.core.measure.sweep import prediction_caveat
             cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
             tb = max((abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error)), default=0.0)
             caveat = prediction_caveat(shown, self._with_draft())
@@ -1068,7 +1069,7 @@ class CompareView(QWidget):
             self.set_prompt_file(None)
             return
         if index == 1:
-            from specscope.core.demo import prompts_dir
+            from specscope.core.models.demo import prompts_dir
             self.set_prompt_file(prompts_dir() / DRAFTER_PROMPT_FILE)
             return
         if index == 2:
@@ -1169,7 +1170,7 @@ def main(argv=None) -> int:
     target, drafts = args.model, list(args.model_draft or [])
     if target is None or not drafts:
         try:
-            from specscope.core.demo import demo_pair
+            from specscope.core.models.demo import demo_pair
             demo_target, demo_draft = demo_pair()
             target = target or demo_target
             drafts = drafts or [demo_draft]
@@ -1183,7 +1184,7 @@ def main(argv=None) -> int:
     if args.spec_type:
         view.set_drafters(*args.spec_type)
     if args.prompts:
-        from specscope.core.demo import prompts_dir
+        from specscope.core.models.demo import prompts_dir
         shipped = prompts_dir() / args.prompts
         view.set_prompt_file(shipped if not args.prompts.exists() and shipped.exists() else args.prompts)
     view.show()

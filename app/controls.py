@@ -38,7 +38,7 @@ class Example:
 def example_prompts() -> list[Example]:
     """The prompts shipped in resources/prompts (NN_kind_title.txt), sorted by file name."""
     try:
-        from specscope.core.demo import prompts_dir
+        from specscope.core.models.demo import prompts_dir
         folder = prompts_dir()
     except Exception:  # noqa: BLE001 - no prompts is not an error
         return []
@@ -278,7 +278,7 @@ class ParamsPanel(QGroupBox):
         return replace(self.drafter.spec_settings(), accept_rule=self.accept_rule.currentData())
 
     def sampler_settings(self):
-        from specscope.core.sampling import SamplerSettings
+        from specscope.core.engine.sampling import SamplerSettings
         if self.sampler.currentData() == "greedy":
             return SamplerSettings(temperature=0.0, seed=self.seed.value())
         return SamplerSettings(temperature=self.temperature.value(), top_k=self.top_k.value(),

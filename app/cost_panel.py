@@ -2,11 +2,11 @@
 
 Seed 003: a speculative step drafting n tokens costs ``n·f + 1`` target passes
 and yields ``E + 1`` tokens with ``E = α + α² + … + αⁿ``, so the speed-up is
-``(E + 1) / (n·f + 1)``. The formulas live in :mod:`specscope.core.pairing`
+``(E + 1) / (n·f + 1)``. The formulas live in :mod:`specscope.core.measure.pairing`
 (``expected_accepted``, ``textbook_speedup``, ``best_n``); this module only
 measures α and f from a run and draws the curve.
 
-What is measured, from :class:`~specscope.core.stats.Stats`:
+What is measured, from :class:`~specscope.core.measure.stats.Stats`:
 
 - **acceptance rate** = accepted ÷ drafted (llama.cpp's ``accept%``);
 - **α** (per-token acceptance, the model's parameter) is *fitted*: the α for
@@ -31,8 +31,8 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.app.plots import cache_static_parts, styled_plot
-from specscope.core.pairing import best_n, textbook_speedup
-from specscope.core.stats import Stats
+from specscope.core.measure.pairing import best_n, textbook_speedup
+from specscope.core.measure.stats import Stats
 
 __all__ = ["CostPanel", "Measured", "measure", "fit_alpha", "N_PLOT_MAX",
            "ALPHA_DEFAULT", "F_DEFAULT"]
@@ -73,7 +73,7 @@ BASELINE_TIP = (
     "When the baseline run (the target alone, same prompt and settings) was measured, and how "
     "much of the CPU other processes took meanwhile. More than 5 minutes from the run, or under "
     "other processes' load half a core apart, it is stale: the speed-up is marked and f comes "
-    "from the run itself (core/baseline_check.py). ↻ after the speed-up in the stats bar "
+    "from the run itself (core/session/baseline_check.py). ↻ after the speed-up in the stats bar "
     "measures it again.")
 ALPHA_TIP = (
     "α = probability that the target keeps a drafted token, given it kept the ones before.\n"
@@ -372,7 +372,7 @@ class CostPanel(QtWidgets.QWidget):
                         check=None) -> None:
         """Measure α and f from a speculative run (and a baseline run of the same prompt and
         settings, or None) drafting up to ``n_max`` tokens per round. ``check``: how the
-        baseline stands to the run (core/baseline_check.py); a stale one gives only the speed-up,
+        baseline stands to the run (core/session/baseline_check.py); a stale one gives only the speed-up,
         marked, and f comes from the run itself."""
         self._n_max = int(n_max)
         self._baseline = check if stats_baseline is not None else None
@@ -388,7 +388,7 @@ class CostPanel(QtWidgets.QWidget):
         self._redraw()
 
     def set_calibration(self, name: str, cal, from_cache: bool) -> None:
-        """Say where the machine's calibrated figures (``specscope.core.calibrate``) of ``name``
+        """Say where the machine's calibrated figures (``specscope.core.measure.calibrate``) of ``name``
         stand: one line, loud when they were taken under load (not cached, maybe off) or measured
         again because the cached ones drifted. ``cal`` None hides the line."""
         note = self._calibration_note
@@ -403,7 +403,7 @@ class CostPanel(QtWidgets.QWidget):
         note.setVisible(True)
 
     def show_calibrated(self, cal, sync: str = "reuse") -> None:
-        """Draw the speed-up that ``cal`` (this pair's Calibration, core/calibrate.py) predicts
+        """Draw the speed-up that ``cal`` (this pair's Calibration, core/measure/calibrate.py) predicts
         at the slider's α, for n up to what it timed (k_max − 1); None removes it."""
         self._cal = cal if cal is not None and cal.has_draft and cal.k_max > 1 else None
         self._cal_sync = sync
@@ -613,7 +613,7 @@ class CostPanel(QtWidgets.QWidget):
         """n -> the calibrated speed-up at the slider's α, for the n the calibration covers."""
         if self._cal is None:
             return {}
-        from specscope.core.calibrate import calibrated_speedup
+        from specscope.core.measure.calibrate import calibrated_speedup
         return {k: calibrated_speedup(self._cal, k, alpha=self._alpha, sync=self._cal_sync)
                 for k in range(1, min(n_top, self._cal.k_max - 1) + 1)}
 

@@ -1,7 +1,7 @@
 """What distance costs per round (issue 14): the pair calibrated on this machine's CPU and where
 the placement puts it (a model on an rpc-server), side by side in the cost tab.
 
-Measure runs :func:`specscope.core.distance.measure_distance` on its own thread: two
+Measure runs :func:`specscope.core.measure.distance.measure_distance` on its own thread: two
 calibrations (cached like every calibration), each timing real decodes where the models run, so
 the placed one holds the round trip. The view then shows
 
@@ -64,14 +64,14 @@ class DistanceRequest:
 
     @property
     def remote(self) -> bool:
-        from specscope.core.devices import is_remote
+        from specscope.core.models.devices import is_remote
         e = self.engine
         return is_remote(e.target_devices, e.target_gpu_layers, e.rpc) or (
             self.draft is not None and is_remote(e.draft_devices, e.draft_gpu_layers, e.rpc))
 
     @property
     def where(self) -> str:
-        from specscope.core.devices import placement
+        from specscope.core.models.devices import placement
         e = self.engine
         text = f"target: {placement(e.target_devices, e.target_gpu_layers, e.rpc)}"
         if self.draft is not None:
@@ -84,8 +84,8 @@ class DistanceRequest:
 
 
 def measure(req: DistanceRequest, progress, stop):
-    """The background task: both calibrations (core/distance.py)."""
-    from specscope.core.distance import measure_distance
+    """The background task: both calibrations (core/measure/distance.py)."""
+    from specscope.core.measure.distance import measure_distance
     return measure_distance(req.target, req.draft, req.engine, k_max=req.k_max, sampler=req.sampler,
                             n_past=req.n_past, stop=stop, progress=progress)
 
@@ -204,7 +204,7 @@ class DistanceView(QGroupBox):
 
     @staticmethod
     def _calibration_status(req: DistanceRequest, distance) -> str:
-        from specscope.core.devices import is_loopback
+        from specscope.core.models.devices import is_loopback
         parts = []
         for name, cal, cached in (("this machine", distance.local, distance.from_cache[0]),
                                   ("as placed", distance.placed, distance.from_cache[1])):

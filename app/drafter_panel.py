@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL, TYPES
-from specscope.core.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, TYPES
+from specscope.core.engine.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
                                           NgramModParams)
 
 from .drafter_style import swatch_html
@@ -111,7 +111,7 @@ class DrafterPanel(QGroupBox):
                              "own rows, or replay the verification batch as llama.cpp does (--sync)")
 
         self.policy = QComboBox()
-        from specscope.core.draft_policy import DESCRIPTIONS as POLICY_TIPS, POLICIES
+        from specscope.core.engine.draft_policy import DESCRIPTIONS as POLICY_TIPS, POLICIES
         for i, name in enumerate(POLICIES):
             self.policy.addItem(name, name)
             self.policy.setItemData(i, POLICY_TIPS[name], Qt.ItemDataRole.ToolTipRole)
@@ -230,7 +230,7 @@ class DrafterPanel(QGroupBox):
 
     def spec_settings(self):
         """The SpecSettings the rows describe (not validated: see ``problem``)."""
-        from specscope.core.engine import SpecSettings
+        from specscope.core.engine.engine import SpecSettings
         maps = {t: NgramMapParams(self.size_n[t].value(), self.size_m[t].value(),
                                   self.min_hits.value() if t == "ngram-map-k4v" else 1)
                 for t in MAP_TYPES}
@@ -418,7 +418,7 @@ class SynthBox(QGroupBox):
 
     def set_fields(self, synth_len: float, synth_rates: tuple[float, ...]) -> None:
         """As a run had it (SpecSettings' synth_len and synth_rates): off, a length or rates."""
-        from specscope.core.synth import is_synthetic
+        from specscope.core.engine.synth import is_synthetic
         if synth_rates:
             self.mode.setCurrentIndex(self.mode.findData("rates"))
             for slider, rate in zip(self.rates, synth_rates):
@@ -457,7 +457,7 @@ class SynthBox(QGroupBox):
             self.rates_box.layout().itemAtPosition(i, 0).widget().setVisible(shown)
             readout.setText(f"{slider.value() / SYNTH_STEPS:.2f}")
         from specscope.core.errors import ConfigError
-        from specscope.core.synth import resolve_rates
+        from specscope.core.engine.synth import resolve_rates
         try:
             rates = resolve_rates(self.synth_len(), (), self.n_max)
             alpha = rates[1] / rates[0] if len(rates) > 1 and rates[0] > 0 else (rates[0] if rates else 0.0)

@@ -7,7 +7,7 @@ none is the target's blue or the rejection red.
 
 from __future__ import annotations
 
-from specscope.core.drafters import TYPES
+from specscope.core.engine.drafters import TYPES
 
 # type -> (text colour, background in the token view, strong colour for plots and swatches)
 DRAFTER_COLORS = {

@@ -1,7 +1,8 @@
-"""``specscope`` with no arguments: open the window.
+"""The ``specscope`` command (``cli``): with no headless command it opens the window.
 
-``main(model, draft)`` is what ``specscope.core.cli`` calls. The window shows
-before any model loads; the pair is checked and loaded on worker threads.
+``cli`` hands the window to the command line of specscope.core.cli, which never imports the
+app. The window shows before any model loads; the pair is checked and loaded on worker
+threads.
 """
 
 from __future__ import annotations
@@ -137,6 +138,25 @@ def icon_path() -> Path:
     the bundle alike."""
     from importlib import resources
     return Path(str(resources.files("specscope.resources") / "icons" / "specscope.png"))
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """The ``specscope`` command: the window when no headless command is named, else the command
+    line of specscope.core.cli (which never imports the app: the window is handed to it)."""
+    from specscope.core.cli.main import main as cli_main
+    return cli_main(argv, gui=_open)
+
+
+def _open(args) -> int:
+    try:
+        import pyqtgraph  # noqa: F401  (the window's plots)
+        import PySide6  # noqa: F401
+    except ImportError as exc:
+        from specscope.core.errors import SpecScopeError
+        raise SpecScopeError(f"the window needs PySide6 and pyqtgraph ({exc}); "
+                             "the headless commands are 'specscope run' and 'specscope baseline'")
+    return main(model=getattr(args, "model", None), draft=getattr(args, "model_draft", None),
+                session=getattr(args, "session", None))
 
 
 def main(model: Path | None = None, draft: Path | None = None, session: Path | None = None) -> int:

@@ -1,5 +1,5 @@
 """Where each model computes: the devices llama.cpp sees, rpc-server endpoints, per-model
-devices (the Advanced section of the pair panel; core/devices.py does the work).
+devices (the Advanced section of the pair panel; core/models/devices.py does the work).
 
 llama.cpp is asked off the UI thread (an endpoint may take seconds to answer); what it says
 comes back through a queued signal. Without RPC in the loaded llama.cpp the endpoint field
@@ -68,7 +68,7 @@ class PlacementBox(QWidget):
 
     # ------------------------------------------------------------------ settings
     def endpoints(self) -> tuple[str, ...]:
-        from specscope.core.devices import parse_endpoints
+        from specscope.core.models.devices import parse_endpoints
         from specscope.core.errors import ConfigError
         try:
             return parse_endpoints(self.rpc_edit.text())
@@ -103,7 +103,7 @@ class PlacementBox(QWidget):
         self.table.setText("devices: asking llama.cpp…")
 
         def ask():
-            from specscope.core import devices as d
+            from specscope.core.models import devices as d
             from specscope.core.errors import SpecScopeError
             supported, error, found = False, "", []
             try:

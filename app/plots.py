@@ -13,10 +13,10 @@
   verify / sync / overhead (ms), stacked;
 - **Tree headroom** — the rank of the target's token among the draft model's top-10 at each
   position drafted from the target's own path, and under it the acceptance a draft tree of
-  width 1, 2 and 4 would reach (``Stats.tree``, core/stats.py).
+  width 1, 2 and 4 would reach (``Stats.tree``, core/measure/stats.py).
 
 At temperature the acceptance plot adds a dashed curve: the other acceptance rule's expected
-share on the same drafts (``Stats.counterfactual_acceptance``, core/accept_rules.py).
+share on the same drafts (``Stats.counterfactual_acceptance``, core/engine/accept_rules.py).
 When more than one drafter (llama.cpp's speculative types in a chain) drafted, the acceptance
 plot adds one curve per drafter; a small table under the plots gives each drafter's drafts,
 accepted/drafted and mean accepted length. Both read ``Stats.by_drafter``.
@@ -39,8 +39,8 @@ import pyqtgraph as pg
 from pyqtgraph import exporters
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
-from specscope.core.events import RoundEvent
-from specscope.core.stats import Stats
+from specscope.core.engine.events import RoundEvent
+from specscope.core.measure.stats import Stats
 
 from .drafter_style import drafter_colors
 
@@ -655,7 +655,7 @@ class PlotsPanel(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ tree headroom
     def _build_tree(self, grid: QtWidgets.QGridLayout) -> None:
-        """5. where the target's token ranked among the draft's top-10 (core/stats.py: tree
+        """5. where the target's token ranked among the draft's top-10 (core/measure/stats.py: tree
         headroom), with the acceptance a width-1, 2 and 4 draft tree would reach under it."""
         w = styled_plot(
             PLOTS[4][1], "Positions", "Target's token was the draft's k-th choice",
@@ -697,7 +697,7 @@ class PlotsPanel(QtWidgets.QWidget):
         grid.addWidget(box, 0, 2, 2, 1)
 
     def _show_tree(self, tree) -> None:
-        from specscope.core.stats import TREE_WIDTHS
+        from specscope.core.measure.stats import TREE_WIDTHS
         counts = np.asarray(tree.rank_hist, dtype=float)
         self._tree_bars.setOpts(height=counts)
         measured = counts.sum()

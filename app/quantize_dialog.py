@@ -1,7 +1,7 @@
 """Quantized copies of the draft, made from the window (issue 13, item 5).
 
 The dialog offers llama.cpp's quantization types as checkboxes and a folder; Start makes one
-copy per type with :class:`specscope.core.quantize.Quantization` (llama.cpp's own
+copy per type with :class:`specscope.core.models.quantize.Quantization` (llama.cpp's own
 ``llama_model_quantize``, each file in a child process) on a background thread, with a
 progress bar (share of the model's weights quantized, file by file) and a row per file.
 Stop terminates the child and removes its partial file. When files were made, "Add to
@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QFileDialog, QGridLayout, QGr
                                QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout)
 
 from specscope.core.errors import SpecScopeError
-from specscope.core.quantize import DEFAULT_TYPES, TYPES, Quantization, offered_types
+from specscope.core.models.quantize import DEFAULT_TYPES, TYPES, Quantization, offered_types
 
 STEPS = 1000          # progress bar resolution
 

@@ -8,7 +8,7 @@ one past the last drafted token, and four rows:
     target     -        sample0  sample1 ...      the target's sample for that slot (✓ / ✗ / bonus)
     KV cache   kept     kept     dropped ...      rows each cache holds after the round
 
-Tokens show the text they make, read along their row (core/tokentext.py): a
+Tokens show the text they make, read along their row (core/models/tokentext.py): a
 character split over tokens appears on each of them with its share, "中 (1/3)".
 Hovering a token cell shows its id and its piece as the vocabulary writes it.
 """
@@ -21,8 +21,8 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from specscope.core.drafters import DESCRIPTIONS, DRAFT_MODEL
-from specscope.core.tokentext import shares
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL
+from specscope.core.models.tokentext import shares
 
 from .drafter_style import drafter_colors
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, visible

@@ -76,7 +76,7 @@ def main(argv=None) -> int:
 
     wait(lambda: w.panels_ready and (w.report is not None or w.banner.isVisible()), 30)
     try:
-        from specscope.core.demo import prompts_dir
+        from specscope.core.models.demo import prompts_dir
         w.prompt.set_text((prompts_dir() / PROMPT_FILE).read_text(encoding="utf-8"))
     except OSError:
         pass
@@ -147,7 +147,7 @@ def session_shots(w, wait, shot, path: Path, tmp: Path) -> None:
 
 def compare_shots(w, wait, shot, tmp: Path) -> None:
     import json
-    from specscope.core.sweep import load_prompts
+    from specscope.core.measure.sweep import load_prompts
     c = w.compare
     w.show_workspace("compare")
     c.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
@@ -241,7 +241,7 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
 
     t, _ = w.pair_panel.pair()
     try:
-        from specscope.core.demo import DEMO_FOREIGN_DRAFT, models_dir
+        from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, models_dir
         w.report = None
         w.pair_panel.set_pair(t, models_dir() / DEMO_FOREIGN_DRAFT)
         wait(lambda: w.report is not None, 30)

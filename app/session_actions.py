@@ -1,7 +1,7 @@
 """The window's session wiring: save, open (menu, drag and drop, ``specscope FILE.jsonl``),
 the autosave of the last run, and re-running a recording whose models are present.
 
-A mixin of ``MainWindow``: the session itself (core/session.py) owns the run; this module
+A mixin of ``MainWindow``: the session itself (core/session/session.py) owns the run; this module
 only moves it between files and the window's views. Where the autosave lives:
 ``$SPECSCOPE_DATA_DIR/last-session.jsonl``, else the platform's per-user application data
 folder (Linux: ``~/.local/share/SpecScope/SpecScope/last-session.jsonl``).
@@ -60,7 +60,7 @@ class SessionActions:
     rerun_result: tuple[bool, str] | None = None
 
     def run_settings(self, req):
-        from specscope.core.session import RunSettings
+        from specscope.core.session.session import RunSettings
         return RunSettings(str(req.target), str(req.draft) if req.draft else None,
                            req.engine_settings, req.spec, req.sampler, req.n_predict, req.prompt,
                            req.chat, req.system)
@@ -111,7 +111,7 @@ class SessionActions:
     def open_session(self, path) -> bool:
         """Show a recorded session. A bad file: one banner line; what was shown stays."""
         from specscope.core.errors import SpecScopeError
-        from specscope.core.session import Session
+        from specscope.core.session.session import Session
         if self.mode != "idle":
             self.banner.show_message("info", "Stop the run before opening a session.")
             return False

@@ -64,7 +64,7 @@ class StatsBar(QFrame):
                 v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
             lay.addWidget(v)
             self.values[key] = v
-        # a stale baseline (core/baseline_check.py): one click measures it again (one glyph:
+        # a stale baseline (core/session/baseline_check.py): one click measures it again (one glyph:
         # the bar must fit a 1366-pixel-wide window, and is as wide as with no baseline yet)
         self.remeasure_button = QToolButton()
         self.remeasure_button.setText("↻")

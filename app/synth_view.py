@@ -1,6 +1,6 @@
 """Speed-up against acceptance, measured on this machine (the cost panel's lower half).
 
-Measure runs :func:`specscope.core.synth_sweep.run_synth_sweep` off the UI thread (in the
+Measure runs :func:`specscope.core.measure.synth_sweep.run_synth_sweep` off the UI thread (in the
 window, in its loaded engine on the engine's thread: app/task.py's EngineTask): the chosen
 pair at several synthetic mean accepted lengths (llama.cpp's benchmark-only
 ``--spec-synth-len``: the draft model drafts and the target verifies, every timing is real,
@@ -30,9 +30,9 @@ NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, bench
 
 
 def sweep(settings, progress, stop, engine=None):
-    """The task: the sweep (core/synth_sweep.py) in ``engine`` or models of its own; its
+    """The task: the sweep (core/measure/synth_sweep.py) in ``engine`` or models of its own; its
     progress as a fraction."""
-    from specscope.core.synth_sweep import run_synth_sweep
+    from specscope.core.measure.synth_sweep import run_synth_sweep
     return run_synth_sweep(settings, stop=stop, engine=engine,
                            progress=lambda done, total, what: progress(done / max(1, total), what))
 

@@ -44,7 +44,7 @@ class _Runner(QObject):
 
     @Slot(object)
     def run(self, request) -> None:
-        from specscope.core.calibrate import CalibrationStopped
+        from specscope.core.measure.calibrate import CalibrationStopped
         try:
             result = self.task(request, lambda frac, what: self.progressed.emit(float(frac), str(what)),
                                self.stop)

@@ -17,7 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from specscope.core.events import RoundEvent
+from specscope.core.engine.events import RoundEvent
 
 from .plots import SPLIT_COLORS, styled_plot
 

@@ -9,7 +9,7 @@ only thing that rebuilds the document, once, when the user flips the toggle.
 Line breaks in generated tokens are drawn as "↵" before the break, so their
 colour shows; the text that is copied or saved is the plain text.
 
-Tokens show the text they make (core/tokentext.py): a UTF-8 character split
+Tokens show the text they make (core/models/tokentext.py): a UTF-8 character split
 over several tokens appears with the token that completes it, whose tooltip
 names the tokens that held its first bytes; struck-through drafted tokens show
 their share of such a character. The prompt is shown token by token as the
@@ -29,8 +29,8 @@ from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
 
-from specscope.core.drafters import DRAFT_MODEL, TYPES
-from specscope.core.tokentext import TokenText, hex_bytes, shares
+from specscope.core.engine.drafters import DRAFT_MODEL, TYPES
+from specscope.core.models.tokentext import TokenText, hex_bytes, shares
 
 from .drafter_style import drafter_colors
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMai
                                QMessageBox, QScrollArea, QSplitter, QTabWidget, QToolBar,
                                QToolButton, QVBoxLayout, QWidget)
 
-from specscope.core.stats import fold
+from specscope.core.measure.stats import fold
 
 from .controls import DEFAULT_PROMPT, ParamsPanel, PromptEditor
 from .desktop import guard_wheel, place_window
@@ -96,9 +96,9 @@ class MainWindow(QMainWindow, SessionActions):
         self.shown_request: RunRequest | None = None   # the live run shown (None: a recording)
         self.vocab = None
         self.report = None
-        from specscope.core.session import Workbench
+        from specscope.core.session.session import Workbench
         self.workbench = Workbench()                # baselines by run key, the latest spec session
-        self.session = None                         # the session shown (core/session.py)
+        self.session = None                         # the session shown (core/session/session.py)
         self._live = None                           # the session the active run writes to: the
                                                     # one shown, or a baseline measured beside it
         self._view_upto: int | None = None          # the views show this many rounds (scrubber)
@@ -567,7 +567,7 @@ class MainWindow(QMainWindow, SessionActions):
 
     def _demo(self):
         try:
-            from specscope.core.demo import demo_pair
+            from specscope.core.models.demo import demo_pair
             return demo_pair()
         except Exception:  # noqa: BLE001 - no demo pair: the user picks one
             return None
@@ -614,7 +614,7 @@ class MainWindow(QMainWindow, SessionActions):
         if demo is None:
             from specscope.core.errors import ConfigError
             try:
-                from specscope.core.demo import demo_pair
+                from specscope.core.models.demo import demo_pair
                 demo_pair()
             except ConfigError as exc:
                 self.banner.show_error(exc)
@@ -730,7 +730,7 @@ class MainWindow(QMainWindow, SessionActions):
 
     # ================================================================== runs
     def _engine_settings(self):
-        from specscope.core.engine import EngineSettings
+        from specscope.core.engine.engine import EngineSettings
         # threads 0 is "auto": the engine worker measures the fastest count when it loads the pair
         return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
 
@@ -766,11 +766,11 @@ class MainWindow(QMainWindow, SessionActions):
     def _synth_sweep_settings(self):
         """What the cost panel's synthetic-acceptance sweep measures: the chosen pair with
         draft-simple at the drafter box's n_max, sync and p_min, the prompt and sampler, at most
-        64 tokens a run (core/synth_sweep.py)."""
+        64 tokens a run (core/measure/synth_sweep.py)."""
         from dataclasses import replace
 
         from specscope.core.errors import ConfigError
-        from specscope.core.sweep import SweepSettings
+        from specscope.core.measure.sweep import SweepSettings
         t, d = self.pair_panel.pair()
         if t is None or d is None:
             raise ConfigError("the synthetic sweep needs a target and a draft model")
@@ -801,7 +801,7 @@ class MainWindow(QMainWindow, SessionActions):
     def _last_run_position(self) -> int:
         """Where the latest speculative run's typical round sat (the prompt plus half the
         generation, rounded to 16): the position to time decodes at."""
-        from specscope.core.calibrate import DEFAULT_N_PAST
+        from specscope.core.measure.calibrate import DEFAULT_N_PAST
         last = self.workbench.last_spec
         if last is None or not last.prompt_tokens:
             return DEFAULT_N_PAST
@@ -829,7 +829,7 @@ class MainWindow(QMainWindow, SessionActions):
 
     @staticmethod
     def _calibrate_in(request: dict, engine, progress, stop):
-        from specscope.core.calibrate import get_calibration
+        from specscope.core.measure.calibrate import get_calibration
         return get_calibration(engine, request["k_max"], sampler=request["sampler"],
                                n_past=request["n_past"], k_draft=request["k_max"],
                                progress=progress, stop=stop)
@@ -898,8 +898,8 @@ class MainWindow(QMainWindow, SessionActions):
         """What the cost tab's distance view measures: the pair as the controls place it now, and
         the round to account for: the latest speculative run's (its draft length, acceptance and,
         when it ran under this placement, its rounds), else the drafter box's n_max at the cost
-        panel's α (core/distance.py)."""
-        from specscope.core.calibrate import alpha_acceptance
+        panel's α (core/measure/distance.py)."""
+        from specscope.core.measure.calibrate import alpha_acceptance
         from specscope.core.errors import ConfigError
 
         from .distance_view import DistanceRequest, RoundShape
@@ -1335,8 +1335,8 @@ class MainWindow(QMainWindow, SessionActions):
     def compare_session_dialog(self) -> None:
         """File → Compare with session…: the run shown against a recording, or two recordings."""
         from specscope.core.errors import SpecScopeError
-        from specscope.core.session import Session
-        from specscope.core.session_compare import compare_sessions
+        from specscope.core.session.session import Session
+        from specscope.core.session.comparison import compare_sessions
         if self.session_compare is None:
             return
         first = self.session if self.session is not None and self.session.run.events else None

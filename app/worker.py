@@ -34,7 +34,7 @@ class RunRequest:
     kind: str                         # "spec" | "baseline"
     target: Path
     draft: Path | None
-    engine_settings: object           # specscope.core.engine.EngineSettings
+    engine_settings: object           # specscope.core.engine.engine.EngineSettings
     prompt: str
     spec: object | None               # SpecSettings (spec runs)
     sampler: object                   # SamplerSettings
@@ -140,7 +140,7 @@ class EngineWorker(QObject):
     def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
         """Load the pair unless it is loaded already (a run without draft-simple reuses any
         loaded draft, or loads the target alone when ``draft`` is None)."""
-        from specscope.core.engine import Engine
+        from specscope.core.engine.engine import Engine
         key = (str(target), str(draft) if draft else None, settings)
         if self._engine is not None and (self._engine_key == key or (
                 not need_draft and self._engine_key[0] == key[0] and self._engine_key[2] == key[2])):
@@ -156,11 +156,11 @@ class EngineWorker(QObject):
         self.engine_loaded.emit(self._facts())
 
     def _guarded(self, target: Path, draft: Path | None, settings):
-        """The crash probe (core/probe.py): each model first runs in a child process. When one
+        """The crash probe (core/models/probe.py): each model first runs in a child process. When one
         crashes it with repacking on, say so and retry once with repacking off; the settings
         that passed are the ones the engine loads with."""
         from dataclasses import replace
-        from specscope.core.probe import SAFE, first_crash
+        from specscope.core.models.probe import SAFE, first_crash
         for attempt in (settings, replace(settings, **SAFE)):
             crash = first_crash(attempt, target, draft)
             if crash is None:
@@ -178,7 +178,7 @@ class EngineWorker(QObject):
         busy with other work). Measured here, on the thread that runs every decode, when the
         pair loads and again when a run starts more than REMEASURE_AFTER_S later: a count
         chosen on a quiet machine runs 10-100x slower once other work takes a core."""
-        from specscope.core.threads import fastest_threads
+        from specscope.core.measure.threads import fastest_threads
         e = self._engine
         self._threads = {}
         self._threads_measured_at = time.monotonic()
@@ -226,9 +226,9 @@ class EngineWorker(QObject):
     def warm_up(self) -> None:
         """Import the engine (numpy, the llama.cpp library) here, not on the UI thread."""
         try:
-            import specscope.core.engine  # noqa: F401
-            import specscope.core.sampling  # noqa: F401
-            import specscope.core.stats  # noqa: F401
+            import specscope.core.engine.engine  # noqa: F401
+            import specscope.core.engine.sampling  # noqa: F401
+            import specscope.core.measure.stats  # noqa: F401
         except Exception as exc:  # noqa: BLE001
             self.failed.emit(0, *_error_payload(exc))
 
@@ -243,7 +243,7 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def start(self, request: RunRequest) -> None:
-        from specscope.core.calibrate import CalibrationStopped
+        from specscope.core.measure.calibrate import CalibrationStopped
         self._drop_generator()
         try:
             # n-gram drafters need no draft model: only draft-simple does
@@ -255,7 +255,7 @@ class EngineWorker(QObject):
             e = self._engine
             prompt = request.prompt
             if request.chat:
-                from specscope.core.chat import render_chat
+                from specscope.core.models.chat import render_chat
                 prompt = render_chat(e.target, prompt, request.system or None)
             calibration = self._policy_calibration(request)
             if request.kind == "spec":
@@ -285,7 +285,7 @@ class EngineWorker(QObject):
     def measure(self, request: MeasureRequest) -> None:
         """A measurement in the loaded engine (loaded first if need be): progress as
         measure_progressed, the result as measured, Stop or a failure as measure_failed."""
-        from specscope.core.calibrate import CalibrationStopped
+        from specscope.core.measure.calibrate import CalibrationStopped
         self._drop_generator()
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings)
@@ -306,7 +306,7 @@ class EngineWorker(QObject):
         spec = request.spec
         if request.kind != "spec" or spec.draft_policy != "cost" or not spec.uses_draft_model:
             return None
-        from specscope.core.draft_policy import policy_calibration
+        from specscope.core.measure.calibrate import policy_calibration
         measured = []                 # calibrate() reports progress, a cached calibration none
 
         def progress(fraction: float, _what: str) -> None:
@@ -406,7 +406,7 @@ class DoctorWorker(QObject):
     @Slot(int, str, str)
     def check(self, req_id: int, target: str, draft: str) -> None:
         try:
-            from specscope.core.pairing import check_pair
+            from specscope.core.measure.pairing import check_pair
             report = check_pair(target, draft)
         except Exception as exc:  # noqa: BLE001
             self.check_failed.emit(req_id, *_error_payload(exc))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 
@@ -12,7 +13,6 @@ class SpecScopeError(Exception):
     file (a corrupted key name, llama.cpp's log) are shown escaped, never printed raw."""
 
     def __str__(self) -> str:
-        from .gguf_file import printable
         return printable(super().__str__())
 
 
@@ -71,3 +71,31 @@ class SessionFileError(SpecScopeError):
     def __init__(self, path: str | Path, line: int, problem: str):
         self.path, self.line, self.problem = str(path), line, problem
         super().__init__(f"{self.path}, line {line}: {problem}" if line else f"{self.path}: {problem}")
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def printable(text: str, also: str = "") -> str:
+    """``text`` with control, invisible and undecodable characters escaped (``\\n``,
+    ``\\x1b``, ``\\u200b``; bytes decoded with ``surrogateescape`` as ``\\xNN``), so that
+    whatever a file holds prints as one line that shows what is there. Characters in
+    ``also`` get a backslash too (a quote and the backslash itself, for quoted text)."""
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch in also:
+            out.append("\\" + ch)
+        elif 0xDC80 <= o <= 0xDCFF:  # an invalid UTF-8 byte
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif ch == " " or (ch.isprintable() and unicodedata.category(ch) not in ("Zs", "Cf")):
+            out.append(ch)
+        elif o <= 0xFF:
+            out.append(f"\\x{o:02x}")
+        elif o <= 0xFFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    return "".join(out)

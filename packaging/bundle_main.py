@@ -20,8 +20,8 @@ def main() -> int:
         sys.argv = [sys.argv[0], *sys.argv[3:]]
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return 0
-    from specscope.core.cli import main as cli_main
-    return cli_main()
+    from specscope.app.main import cli
+    return cli()
 
 
 if __name__ == "__main__":

@@ -211,12 +211,12 @@ def held_out_prompts(docs):
 
 
 def engine_cross_check(models_dir: Path, docs, n_ctx: int, threads: int) -> dict:
-    """The same measurement through SpecScope's engine (specscope.core.engine),
+    """The same measurement through SpecScope's engine (specscope.core.engine.engine),
     when it is installed: greedy, n_max 4, p_min 0, deterministic numerics."""
     try:
-        from specscope.core.engine import Engine, EngineSettings, SpecSettings
-        from specscope.core.sampling import SamplerSettings
-        from specscope.core.stats import fold
+        from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+        from specscope.core.engine.sampling import SamplerSettings
+        from specscope.core.measure.stats import fold
     except Exception as e:  # engine not installed / not importable
         return {"available": False, "error": repr(e)}
     try:

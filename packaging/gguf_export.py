@@ -267,11 +267,11 @@ def byte_level_vocab(n_merged: int = 0) -> GGUFVocab:
 
 class LlamaCppModel:
     """Load, tokenize, detokenize and decode with logits, over SpecScope's own owners of
-    llama.cpp handles (specscope.core.llama), which also route llama.cpp's log to Python
+    llama.cpp handles (specscope.core.models.llama), which also route llama.cpp's log to Python
     logging. Deterministic numerics: flash attention off, F32 KV cache."""
 
     def __init__(self, path: str | Path, n_ctx: int = 1024, n_threads: int = 2, vocab_only: bool = False):
-        from specscope.core.llama import Batch, Context, ContextSettings, Model
+        from specscope.core.models.llama import Batch, Context, ContextSettings, Model
 
         self._model = Model(path, vocab_only=vocab_only)
         self.vocab = self._model.vocab

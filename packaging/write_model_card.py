@@ -302,7 +302,7 @@ def _engine_line(ev) -> str:
     if "error" in e:
         return f"Cross-check with SpecScope's engine failed: {e['error']}"
     pos = " · ".join(f"{a:.1%}" for a in e["per_position"])
-    return (f"The same prompts through SpecScope's own engine (`specscope.core.engine`, greedy, "
+    return (f"The same prompts through SpecScope's own engine (`specscope.core.engine.engine`, greedy, "
             f"n_max {ev['n_max']}, p_min 0, F32 KV, flash attention off): acceptance "
             f"**{e['acceptance']:.1%}** ({e['accepted']:,} of {e['drafted']:,}), by position {pos}.")
 

@@ -5,12 +5,12 @@ temperatures 0.3, 0.8 and 1.2, on the demo pair over the shipped benchmark promp
 
 For each temperature and rule (``--accept-rule match|ratio``), every prompt runs with
 ``--seeds`` sampler seeds (top-k 40, top-p 0.95, min-p 0.05, the CLI's defaults). The events of
-all those runs are folded together (core/stats.py), and the table gives, per rule:
+all those runs are folded together (core/measure/stats.py), and the table gives, per rule:
 
   * measured: the share of drafted tokens the target kept (accepted / drafted) and, per draft
     position k, the share of the drafts reaching k whose first k tokens were kept;
   * counterfactual: the same figures for the *other* rule, expected on the same drafts
-    (core/accept_rules.py says exactly what that means and its limits); overall, the expected
+    (core/engine/accept_rules.py says exactly what that means and its limits); overall, the expected
     accepted drafted tokens per drafted token;
   * tokens/s: the median over the runs of each run's generated tokens per second (noisy on a
     busy machine: compare acceptance, not speed, there).
@@ -36,10 +36,10 @@ def main(argv=None) -> int:
     p.add_argument("-t", "--threads", type=int, default=1, help="threads per model (default 1)")
     args = p.parse_args(argv)
 
-    from specscope.core import stats
-    from specscope.core.demo import demo_pair, prompts_dir
-    from specscope.core.engine import Engine, EngineSettings, SpecSettings
-    from specscope.core.sampling import SamplerSettings
+    from specscope.core.measure import stats
+    from specscope.core.models.demo import demo_pair, prompts_dir
+    from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
 
     prompts = json.loads((prompts_dir() / "bench_prompts.json").read_text(encoding="utf-8"))["prompts"]
     temps = [float(t) for t in args.temps.split(",")]

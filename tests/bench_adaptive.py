@@ -1,4 +1,4 @@
-"""Benchmark (not a test): adaptive draft length (core/draft_policy.py) against the best fixed
+"""Benchmark (not a test): adaptive draft length (core/engine/draft_policy.py) against the best fixed
 n_max, on the shipped bench prompts (issue 13, item 4).
 
     python tests/bench_adaptive.py [-m TARGET -md DRAFT] [--n-max 8] [-n 96] [--repeats 5]
@@ -92,12 +92,12 @@ def report(configs, tallies, base, reps, pair, prompts, args, others=None, elaps
 
 
 def main(argv=None) -> int:
-    from specscope.core.demo import demo_pair
-    from specscope.core.draft_policy import policy_calibration
-    from specscope.core.engine import Engine, EngineSettings, SpecSettings
-    from specscope.core.sampling import SamplerSettings
-    from specscope.core.stats import fold
-    from specscope.core.sweep import LoadMeter, eog_bias, load_prompts
+    from specscope.core.models.demo import demo_pair
+    from specscope.core.measure.calibrate import policy_calibration
+    from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
+    from specscope.core.measure.stats import fold
+    from specscope.core.measure.sweep import LoadMeter, eog_bias, load_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-m", "--model", type=Path)

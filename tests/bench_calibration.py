@@ -42,13 +42,13 @@ import sys
 import time
 from pathlib import Path
 
-from specscope.core import calibrate as cb
-from specscope.core.compare import run_result
-from specscope.core.cpuload import LoadMeter
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.sampling import SamplerSettings
-from specscope.core.sweep import Cell, load_prompts, make_row
+from specscope.core.measure import calibrate as cb
+from specscope.core.measure.lossless import run_result
+from specscope.core.measure.cpuload import LoadMeter
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.sweep import Cell, load_prompts, make_row
 
 PHASES = ("draft", "verify", "sync", "python")
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import llama_cpp.llama_cpp as ll
 
-from specscope.core.llama import Batch, Checkpoint, Context, ContextSettings, Model
+from specscope.core.models.llama import Batch, Checkpoint, Context, ContextSettings, Model
 
 sys.path.insert(0, str(Path(__file__).parent))
 import ggufgen  # noqa: E402

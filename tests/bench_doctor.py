@@ -37,8 +37,8 @@ def main() -> int:
     t0 = time.perf_counter()
     import llama_cpp.llama_cpp  # noqa: F401
 
-    from specscope.core.gguf_file import check_gguf
-    from specscope.core.pairing import check_pair
+    from specscope.core.models.gguf_file import check_gguf
+    from specscope.core.measure.pairing import check_pair
 
     t_import = time.perf_counter() - t0
 
@@ -72,7 +72,7 @@ def main() -> int:
             check_gguf(target)
             t_hdr.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "doctor", str(target), str(draft)],
+        proc = subprocess.run([sys.executable, "-m", "specscope.core.cli.main", "doctor", str(target), str(draft)],
                               capture_output=True, text=True)
         t_cli = time.perf_counter() - t0
 

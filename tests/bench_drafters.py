@@ -103,10 +103,10 @@ def main(argv=None) -> int:
                    help="target threads (default 1: steady on a shared machine; 0 = all cores)")
     args = p.parse_args(argv)
 
-    from specscope.core.demo import demo_pair
-    from specscope.core.drafters import NGRAM_TYPES, Chain
-    from specscope.core.drafters.build import make_drafter
-    from specscope.core.engine import Engine, EngineSettings, SpecSettings
+    from specscope.core.models.demo import demo_pair
+    from specscope.core.engine.drafters import NGRAM_TYPES, Chain
+    from specscope.core.engine.drafters.build import make_drafter
+    from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 
     target, _ = demo_pair()
     # the yardstick is the faster of llama.cpp's flash-attention settings (at 2,048 tokens on a

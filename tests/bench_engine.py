@@ -14,10 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.sampling import SamplerSettings
-from specscope.core.stats import fold
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.stats import fold
 
 DEFAULT_PROMPT = '''import os
 import sys

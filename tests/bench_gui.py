@@ -129,7 +129,7 @@ def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool)
     """The CLI with its own defaults (threads 0: llama.cpp gets all cores), or -t/-td threads;
     ``--chat`` when the window formats the prompt with the chat template (its default for a
     model that has one), so both generate from the same prompt."""
-    cmd = [sys.executable, "-m", "specscope.core.cli", "run", "-m", str(target), "-md", str(draft),
+    cmd = [sys.executable, "-m", "specscope.core.cli.main", "run", "-m", str(target), "-md", str(draft),
            "-n", str(n_predict), "-c", str(n_ctx), "-t", str(threads), "-td", str(threads),
            "-p", PROMPT, "--json", *(["--chat"] if chat else [])]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
@@ -142,7 +142,7 @@ def startup_ms() -> float | None:
     env = dict(os.environ, SPECSCOPE_QUIT_AFTER_MS="1500", SPECSCOPE_STARTUP_T0=repr(time.time()),
                XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="specscope-bench-conf-"))
     env["SPECSCOPE_STARTUP_T0"] = repr(time.time())
-    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli"], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli.main"], env=env, capture_output=True,
                           text=True, timeout=120)
     for line in proc.stderr.splitlines():
         if "window shown after" in line:
@@ -165,7 +165,7 @@ def main() -> int:
     if args.model and args.model_draft:
         target, draft = args.model, args.model_draft
     else:
-        from specscope.core.demo import demo_pair
+        from specscope.core.models.demo import demo_pair
         target, draft = demo_pair()
 
     from PySide6.QtCore import QSettings

@@ -25,9 +25,9 @@ def interleaved(endpoint: str, threads: int, reps: int) -> None:
     verification of k tokens (logits of every row), the draft's single token; medians."""
     import statistics
     import time
-    from specscope.core.demo import demo_pair
-    from specscope.core.engine import Engine, EngineSettings
-    from specscope.core.llama import Batch
+    from specscope.core.models.demo import demo_pair
+    from specscope.core.engine.engine import Engine, EngineSettings
+    from specscope.core.models.llama import Batch
     target, draft = demo_pair()
     base = EngineSettings(n_ctx=512, target_threads=threads, draft_threads=threads)
     remote = EngineSettings(**{**base.__dict__, "rpc": (endpoint,), "target_devices": ("RPC0",),
@@ -99,7 +99,7 @@ def main() -> int:
             env = {**os.environ, "LLAMA_CPP_LIB_PATH": str(lib)}
             return subprocess.run([sys.executable, __file__, "--child", endpoint, "--threads", t,
                                    "--interleaved", str(args.interleaved)], env=env).returncode
-        cmd = [sys.executable, "-m", "specscope.core.cli", "bench", "--rpc", endpoint,
+        cmd = [sys.executable, "-m", "specscope.core.cli.main", "bench", "--rpc", endpoint,
                "--placements", args.placements, "-t", t, "-td", t, "--spec-draft-n-max", "1,2,4,8",
                "--ignore-eos", "-n", "64", "--repeats", str(args.repeats), "--recalibrate",
                "--no-lossless", "-q", *args.extra]

@@ -1,4 +1,4 @@
-"""Figures (not a test): tree headroom on the bench prompts (core/stats.py, ``Stats.tree``).
+"""Figures (not a test): tree headroom on the bench prompts (core/measure/stats.py, ``Stats.tree``).
 
     python tests/bench_tree_headroom.py [-m TARGET -md DRAFT] [--n-max 8] [-n 128]
                                         [--temp 0,0.8] [--prompts FILE]
@@ -19,11 +19,11 @@ from pathlib import Path
 
 
 def main(argv=None) -> int:
-    from specscope.core.demo import demo_pair
-    from specscope.core.engine import Engine, SpecSettings
-    from specscope.core.sampling import SamplerSettings
-    from specscope.core.stats import TREE_WIDTHS, fold
-    from specscope.core.sweep import eog_bias, load_prompts
+    from specscope.core.models.demo import demo_pair
+    from specscope.core.engine.engine import Engine, SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
+    from specscope.core.measure.stats import TREE_WIDTHS, fold
+    from specscope.core.measure.sweep import eog_bias, load_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-m", "--model", type=Path)

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.sampling import SamplerSettings
-from specscope.core.stats import fold
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.stats import fold
 
 sys.path.insert(0, str(Path(__file__).parent))
 import ggufgen  # noqa: E402

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from drafter_oracle import oracle_rounds  # noqa: E402
 
-from specscope.core.drafters import Chain  # noqa: E402
+from specscope.core.engine.drafters import Chain  # noqa: E402
 
 # (label, llama.cpp flags) -> a Chain factory, filled by the drafter modules' FLAG_CASES
 CASES: list[tuple[str, list[str]]] = [
@@ -102,8 +102,8 @@ CASES: list[tuple[str, list[str]]] = [
 
 def chain_from_flags(flags: list[str]) -> Chain:
     """Our chain for llama.cpp's flags, through the CLI's own parser."""
-    from specscope.core.cli_spec import spec_from_flags
-    from specscope.core.drafters.build import make_chain
+    from specscope.core.cli.spec import spec_from_flags
+    from specscope.core.engine.drafters.build import make_chain
     return make_chain(spec_from_flags(flags), engine=None)
 
 

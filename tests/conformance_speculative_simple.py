@@ -48,9 +48,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.sampling import SamplerSettings
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
 
 PROMPTS = [
     'def parse_args(argv=None):\n    """Parse the command line."""\n',
@@ -145,7 +145,7 @@ def our_run(engine: Engine, prompt: str, flags: list[str], n_predict: int,
     replays the decided tokens once more before it stops: that round is added here (a
     deliberate difference, the engine's docs say so)."""
     from dataclasses import replace
-    from specscope.core.cli_spec import spec_from_flags
+    from specscope.core.cli.spec import spec_from_flags
     spec = replace(spec_from_flags(flags), sync="replay")
     run = engine.speculative(prompt, spec, SamplerSettings(logit_bias=tuple(logit_bias)), n_predict)
     events = list(run)
@@ -274,7 +274,7 @@ def write_hybrid_pair(folder: Path) -> tuple[Path, Path]:
 def case_prompt(engine: Engine, case: dict) -> str:
     kind, text = case["prompt"]
     if kind == "chat":
-        from specscope.core.chat import render_chat
+        from specscope.core.models.chat import render_chat
         return render_chat(engine.target, text, None)
     return text
 
@@ -365,7 +365,7 @@ def main(argv=None) -> int:
                               draft_threads=args.threads)
     prompts = PROMPTS
     if args.prompts:
-        from specscope.core.sweep import load_prompts
+        from specscope.core.measure.sweep import load_prompts
         prompts = [text for _, text in load_prompts(args.prompts)]
     total = same = 0
     summary: dict[str, list[int]] = {}

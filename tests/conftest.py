@@ -55,7 +55,7 @@ def tiny_models(tmp_path_factory):
     }
     # the demo draft with tokenizer.ggml.model 'llama' (SentencePiece) over its byte-level BPE
     # vocabulary: llama.cpp's tokenizer throws std::out_of_range on the first text (SIGABRT)
-    from specscope.core.demo import DEMO_DRAFT, models_dir
+    from specscope.core.models.demo import DEMO_DRAFT, models_dir
     source = models_dir() / DEMO_DRAFT
     paths["wrong_tokenizer"] = ggufgen.with_string(source if source.is_file() else paths["draft"],
                                                    d / "wrong-tokenizer.gguf", "tokenizer.ggml.model", "llama")
@@ -69,7 +69,7 @@ def quiet_machine(monkeypatch):
     that what a test sees of the cache does not depend on what else runs on the machine
     (test_calibrate tests the load reading and the drift check themselves)."""
     from test_calibrate import FixedLoad
-    from specscope.core import calibrate as cb
+    from specscope.core.measure import calibrate as cb
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
     monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specscope.core.drafters import Chain
+from specscope.core.engine.drafters import Chain
 
 
 def oracle_rounds(chain: Chain, prompt: list[int], cont: list[int], n_ctx: int = 4096,

@@ -132,7 +132,7 @@ def start_server(bin_path: Path, port: int | None = None, threads: int = 1):
     """(process, "127.0.0.1:PORT"): ggml-rpc-server listening on loopback only, greeted once
     (so it is ready). The caller terminates the process."""
     import time
-    from specscope.core.devices import greet
+    from specscope.core.models.devices import greet
     from specscope.core.errors import ConfigError
     port = port or free_port()
     endpoint = f"127.0.0.1:{port}"

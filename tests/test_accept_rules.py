@@ -1,4 +1,4 @@
-"""The two acceptance rules (core/accept_rules.py): both draw the target's distribution, both
+"""The two acceptance rules (core/engine/accept_rules.py): both draw the target's distribution, both
 are the target's greedy output at temperature 0, and the counterfactual is carried and folded.
 
 The distribution test (a chi-square goodness-of-fit test). On the demo pair at temperature 1
@@ -42,11 +42,12 @@ import llama_cpp.llama_cpp as ll
 import numpy as np
 import pytest
 
-from specscope.core import accept_rules, stats
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.events import RoundEvent
-from specscope.core.sampling import SamplerSettings, build_chain
+from specscope.core.engine import accept_rules
+from specscope.core.measure import stats
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.events import RoundEvent
+from specscope.core.engine.sampling import SamplerSettings, build_chain
 
 TEMP = SamplerSettings(temperature=1.0)   # top-k 40, top-p 0.95, min-p 0.05
 PROMPT = "class "                         # the pair disagrees here: p and q overlap by ~0.23
@@ -238,7 +239,7 @@ def test_draft_distribution_follows_the_samplers_order():
 
 
 def test_the_cli_takes_the_rule_and_prints_the_counterfactual(capsys):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     flags = ["run", "-p", PROMPT, "-n", "16", "-t", "1", "-td", "1", "--no-probe"]
     assert main(flags + ["--temp", "0.8", "--accept-rule", "ratio"]) == 0
     out = capsys.readouterr().out
@@ -256,7 +257,7 @@ def test_a_sweep_at_temperature_reports_the_other_rules_acceptance(quiet_machine
     table shows it; at temperature 0 there is none and no column."""
     from pathlib import Path
 
-    from specscope.core.sweep import SweepSettings, format_table, run_sweep
+    from specscope.core.measure.sweep import SweepSettings, format_table, run_sweep
     target, draft = demo_pair()
 
     def sweep(temp):

@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QObject, Slot  # noqa: E402
 
-from test_app_window import RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings  # noqa: E402,F401
+from test_app_window import (RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings)  # noqa: E402,F401
 from test_calibrate import FixedLoad  # noqa: E402
 
 CALIBRATING = "Calibrating the pair for the cost policy… "
@@ -42,7 +42,7 @@ class Seen(QObject):
 @pytest.fixture
 def cost_window(qtbot, pair, settings, tmp_path, monkeypatch):
     """A window set for short cost-policy runs, with an empty calibration cache of its own."""
-    from specscope.core import calibrate as cb
+    from specscope.core.measure import calibrate as cb
     monkeypatch.setattr(cb, "cache_dir", lambda: tmp_path / "calibration")
     monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
     w = open_window(qtbot, pair, settings)
@@ -72,7 +72,7 @@ def test_stop_while_calibrating_leaves_the_window_idle(qtbot, cost_window, tmp_p
 
 
 def test_a_cost_run_shows_its_calibration_then_uses_the_cached_one(qtbot, cost_window, monkeypatch):
-    from specscope.core import calibrate as cb
+    from specscope.core.measure import calibrate as cb
     w = cost_window
     seen = Seen(w)
     # 1. taken under load: progress before the first round, and the cost panel warns

@@ -15,9 +15,9 @@ pytest.importorskip("pytestqt")
 
 import ggufgen  # noqa: E402
 from specscope.app.compare_view import CompareView, TABLE_COLUMNS, speedup_color  # noqa: E402
-from specscope.core.engine import EngineSettings  # noqa: E402
-from specscope.core.sampling import SamplerSettings  # noqa: E402
-from specscope.core.sweep import CSV_COLUMNS  # noqa: E402
+from specscope.core.engine.engine import EngineSettings  # noqa: E402
+from specscope.core.engine.sampling import SamplerSettings  # noqa: E402
+from specscope.core.measure.sweep import CSV_COLUMNS  # noqa: E402
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 QUICK = dict(engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1), n_predict=8,
@@ -135,7 +135,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
 
 def test_a_calibration_under_load_is_flagged_in_the_view(view, qtbot, monkeypatch):
     from test_calibrate import FixedLoad
-    from specscope.core import calibrate as cb
+    from specscope.core.measure import calibrate as cb
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.9))     # others used 90% of the CPU
     result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_values=(1,))
     assert all(cal.under_load for cal in result.calibrations.values())
@@ -203,7 +203,7 @@ def test_an_incompatible_draft_is_skipped_with_a_warning(view, qtbot, tiny_model
 
 
 def test_drafters_checklist_and_chains_make_the_configurations(view):
-    from specscope.core.drafters import TYPES
+    from specscope.core.engine.drafters import TYPES
     assert [view.drafters.item(i).text() for i in range(view.drafters.count())] == list(TYPES)
     assert view.settings().chains == (("draft-simple",),)          # the default: as before
     view.set_drafters("ngram-simple", "draft-simple,ngram-simple")
@@ -226,7 +226,7 @@ def test_drafters_checklist_and_chains_make_the_configurations(view):
 
 
 def test_the_shipped_drafter_prompts_are_offered(view):
-    from specscope.core.demo import prompts_dir
+    from specscope.core.models.demo import prompts_dir
     view._prompts_chosen(1)
     assert view.prompt_file == prompts_dir() / "drafter_prompts.json"
     assert [name for name, _ in view.settings().prompts][:2] == ["repeat_quote", "repeat_copy"]
@@ -303,7 +303,7 @@ def test_the_ui_thread_loads_no_model_to_start_a_sweep(view, qtbot, monkeypatch)
     """Ignore EOS needs the target's end-of-generation tokens: the sweep's worker reads them, the
     UI thread never constructs a Model (a load there would freeze the window)."""
     import threading
-    from specscope.core import llama
+    from specscope.core.models import llama
     threads = []
     real_init = llama.Model.__init__
 

@@ -19,9 +19,9 @@ from specscope.app.drafter_style import drafter_colors  # noqa: E402
 from specscope.app.token_view import (ACCEPTED, COPIED_COLORS, MATCH_COLORS,  # noqa: E402
                                       SOURCE_COLORS)
 from specscope.app.window import MainWindow  # noqa: E402
-from specscope.core.drafters import TYPES  # noqa: E402
+from specscope.core.engine.drafters import TYPES  # noqa: E402
 
-from test_app_window import RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings  # noqa: E402,F401 - fixtures
+from test_app_window import (RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings)  # noqa: E402,F401 - fixtures
 # a text that repeats itself: ngram-simple (n 2, m 6) drafts from its earlier lines
 REPEATING = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n"
 
@@ -245,8 +245,8 @@ def test_no_fitting_draft_offers_the_ngram_types(qtbot, window, pair):
 
 def test_plots_show_one_acceptance_curve_per_drafter(qtbot):
     from specscope.app.plots import PlotsPanel
-    from specscope.core.events import RoundEvent
-    from specscope.core.stats import fold
+    from specscope.core.engine.events import RoundEvent
+    from specscope.core.measure.stats import fold
 
     def ev(i, drafter, drafted, acc):
         emitted = tuple(range(acc + 1))
@@ -297,7 +297,7 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
     'bc' at 1-2 and copied 'ab' from 3-4; the target kept 1 of them."""
     from specscope.app.round_view import explain
     from specscope.app.worker import Vocab
-    from specscope.core.events import RoundEvent
+    from specscope.core.engine.events import RoundEvent
     vocab = Vocab(tuple(bytes([97 + i]) for i in range(26)), frozenset())
     history = [0, 1, 2, 0, 1, 2]                          # a b c a b c (the seed c at 5)
     ev = RoundEvent(3, 5, 2, (0, 1), (), 1, (0, 7), "spec", draft_stop="lookup",

@@ -197,8 +197,8 @@ def test_the_examples_say_which_are_chat_and_put_code_first_for_a_code_model(qtb
 
 def test_a_chat_example_goes_through_smollm2s_chat_template(qtbot, smollm2, settings):
     from specscope.app.window import MainWindow
-    from specscope.core.chat import render_chat
-    from specscope.core.llama import Model
+    from specscope.core.models.chat import render_chat
+    from specscope.core.models.llama import Model
     w = MainWindow(smollm2, smollm2, settings=settings, preload=False)
     w.show()
     try:

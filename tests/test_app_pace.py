@@ -9,8 +9,8 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
-from specscope.core.cli import main as cli_main  # noqa: E402
-from specscope.core.stats import fold  # noqa: E402
+from specscope.core.cli.main import main as cli_main  # noqa: E402
+from specscope.core.measure.stats import fold  # noqa: E402
 
 from test_app_session import make_window, run_and_wait  # noqa: E402
 

@@ -12,7 +12,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from specscope.app.pair_panel import PairPanel  # noqa: E402
-from specscope.core.engine import EngineSettings  # noqa: E402
+from specscope.core.engine.engine import EngineSettings  # noqa: E402
 
 LONG_DIR = "/home/someone/" + "/".join(["a-folder-with-a-rather-long-name-for-models"] * 4)
 LONG_NAME = "SmolLM2-135M-Instruct-with-an-extremely-long-descriptive-file-name-Q4_1-imatrix.gguf"
@@ -52,7 +52,7 @@ def test_the_repack_choice_reaches_the_engine_settings(qtbot):
 
 def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path, monkeypatch):
     from specscope.app.window import MainWindow
-    from specscope.core.demo import demo_pair
+    from specscope.core.models.demo import demo_pair
     from specscope.core.errors import ConfigError
     try:
         target, draft = demo_pair()

@@ -13,8 +13,8 @@ pytest.importorskip("pytestqt")
 from PySide6 import QtCore, QtGui, QtSvg  # noqa: E402
 
 from specscope.app.plots import SPLIT_PARTS, TIME_SPLIT_ROUNDS, PlotsPanel  # noqa: E402
-from specscope.core.events import RoundEvent  # noqa: E402
-from specscope.core.stats import fold  # noqa: E402
+from specscope.core.engine.events import RoundEvent  # noqa: E402
+from specscope.core.measure.stats import fold  # noqa: E402
 
 
 def spec_round(index: int, n_drafted: int, n_accepted: int, *, t_draft=0.004, t_verify=0.030,

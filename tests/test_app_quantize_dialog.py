@@ -1,8 +1,8 @@
 """The quantize dialog: Start makes the copies and Add to Compare emits their paths; Stop."""
 
 from specscope.app.quantize_dialog import QuantizeDialog
-from specscope.core.demo import demo_pair
-from specscope.core.gguf_file import check_gguf
+from specscope.core.models.demo import demo_pair
+from specscope.core.models.gguf_file import check_gguf
 
 
 def _choose(dialog, types):

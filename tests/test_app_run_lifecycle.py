@@ -14,7 +14,7 @@ from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QAction  # noqa: E402
 from PySide6.QtWidgets import QCheckBox  # noqa: E402
 
-from specscope.core.session import Session  # noqa: E402
+from specscope.core.session.session import Session  # noqa: E402
 
 from test_app_window import pair, run_and_wait, settings, window  # noqa: E402,F401 - fixtures
 

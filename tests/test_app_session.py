@@ -15,9 +15,9 @@ from PySide6.QtGui import QDropEvent  # noqa: E402
 
 from specscope.app.session_actions import rerun_verdict  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
-from specscope.core.demo import demo_pair  # noqa: E402
-from specscope.core.events import RoundEvent  # noqa: E402
-from specscope.core.session import Run, Session  # noqa: E402
+from specscope.core.models.demo import demo_pair  # noqa: E402
+from specscope.core.engine.events import RoundEvent  # noqa: E402
+from specscope.core.session.session import Run, Session  # noqa: E402
 
 from test_app_window import run_and_wait  # noqa: E402,F401 - also for test_app_pace
 STATS_KEYS = ("tokens", "n_drafted", "n_accept", "acceptance", "mean_len", "tps", "speedup")
@@ -88,7 +88,7 @@ def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_
     import json
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "replay", str(saved),
+    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli.main", "replay", str(saved),
                            "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)

@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
 
-from test_app_window import RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings  # noqa: E402,F401 - fixtures
+from test_app_window import (RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings)  # noqa: E402,F401 - fixtures
 
 
 def test_the_drafter_box_offers_synthetic_acceptance_with_a_warning(qtbot):

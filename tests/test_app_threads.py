@@ -20,8 +20,8 @@ pytest.importorskip("pytestqt")
 
 import ggufgen  # noqa: E402
 from specscope.app.compare_view import CompareView  # noqa: E402
-from specscope.core.engine import EngineSettings  # noqa: E402
-from specscope.core.sampling import SamplerSettings  # noqa: E402
+from specscope.core.engine.engine import EngineSettings  # noqa: E402
+from specscope.core.engine.sampling import SamplerSettings  # noqa: E402
 
 TASKS = Path("/proc/self/task")
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
@@ -59,7 +59,7 @@ def test_a_thread_that_decoded_keeps_its_openmp_team_until_it_ends(qtbot, tiny_m
     """Why the sweep's thread must end: with llama.cpp built on libgomp, a thread that ran a
     2-thread decode keeps a team thread of its own for as long as it lives."""
     import threading
-    from specscope.core.llama import Batch, Context, ContextSettings, Model
+    from specscope.core.models.llama import Batch, Context, ContextSettings, Model
     model = Model(tiny_models["target"])
     if "libgomp" not in Path("/proc/self/maps").read_text():
         model.close()

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from specscope.app.timeline_view import LANES, TimelineView, phase_spans  # noqa: E402
 from specscope.app.token_view import TokenView  # noqa: E402
-from specscope.core.events import RoundEvent  # noqa: E402
+from specscope.core.engine.events import RoundEvent  # noqa: E402
 
 from test_app_token_view import ROUNDS, VOCAB  # noqa: E402
 

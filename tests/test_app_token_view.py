@@ -10,7 +10,7 @@ from specscope.app.round_view import RoundExplainer, explain  # noqa: E402
 from specscope.app.token_view import (ACCEPTED, PROMPT, REJECTED, TARGET, UNCHECKED,  # noqa: E402
                                       TokenView, expected_kinds)
 from specscope.app.worker import Vocab  # noqa: E402
-from specscope.core.events import RoundEvent  # noqa: E402
+from specscope.core.engine.events import RoundEvent  # noqa: E402
 
 # a toy vocabulary: token i is the letter chr(97 + i % 26); 99 is end-of-text; 50 is "\n"
 VOCAB = Vocab(tuple(b"\n" if i == 50 else (b"" if i == 99 else bytes([97 + i % 26]))
@@ -158,7 +158,7 @@ TEXT = "hello world\n中文 😀 the end"
 @pytest.fixture(scope="module")
 def real_vocabs(tmp_path_factory):
     import ggufgen
-    from specscope.core.llama import Model
+    from specscope.core.models.llama import Model
     d = tmp_path_factory.mktemp("vocabs")
     files = {"spm": ggufgen.write_llama(d / "spm.gguf", model="llama", tokens=ggufgen.spm_vocab(),
                                         bos=1, eos=2, n_layer=1),

@@ -25,7 +25,7 @@ RUN_TIMEOUT_MS = 120_000
 @pytest.fixture(scope="module")
 def pair(request):
     """(target, draft, incompatible draft)."""
-    from specscope.core.demo import DEMO_FOREIGN_DRAFT, demo_pair, models_dir
+    from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, demo_pair, models_dir
     try:
         target, draft = demo_pair()
         foreign = models_dir() / DEMO_FOREIGN_DRAFT
@@ -144,7 +144,7 @@ def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, mo
     """The worker waits for the window's go (ui_ready) before the prefill, so the first rounds
     do not compete with the cleared plots' paints; the window gives it once they painted."""
     from specscope.app import worker as worker_mod
-    from specscope.core import engine as engine_mod
+    from specscope.core.engine import engine as engine_mod
     monkeypatch.setattr(worker_mod, "UI_READY_TIMEOUT_S", 60.0)   # only the window's go counts
     seen = {}
     prefill = engine_mod.Run._prefill
@@ -276,7 +276,7 @@ def test_full_context_is_reported(qtbot, window):
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
     assert "context" in window.banner.message and "prompt" in window.banner.message
     # a repeating prompt that leaves 24 free rows: greedy decoding repeats it until they are full
-    from specscope.core.llama import Model
+    from specscope.core.models.llama import Model
     vocab = Model(window.pair_panel.pair()[0], vocab_only=True)
     try:
         k = 1
@@ -437,7 +437,7 @@ def test_compare_tab_follows_the_pair(window, pair):
 
 
 def test_decode_failure_mid_run_is_reported(qtbot, window, monkeypatch):
-    from specscope.core import engine as engine_mod
+    from specscope.core.engine import engine as engine_mod
     from specscope.core.errors import DecodeError
     real = engine_mod.Run._spec_rounds
 
@@ -522,7 +522,7 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
     """(The window preloads the pair: a sweep waits for that too.)"""
     from dataclasses import replace as dc_replace
     from specscope.app.compare_view import TABLE_COLUMNS
-    from specscope.core.engine import EngineSettings
+    from specscope.core.engine.engine import EngineSettings
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     prompts = tmp_path / "prompts.json"
     prompts.write_text(json.dumps({"prompts": [{"name": "p", "text": "def f(x):"}]}), encoding="utf-8")

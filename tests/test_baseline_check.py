@@ -1,4 +1,4 @@
-"""core/baseline_check.py: a baseline's age and load beside the speculative run it measures,
+"""core/session/baseline_check.py: a baseline's age and load beside the speculative run it measures,
 and when it is stale; the session file keeps both."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from specscope.core.baseline_check import MAX_GAP_S, check_baseline, duration, load_gap_limit
-from specscope.core.cpuload import LoadReading
-from specscope.core.engine import SpecSettings
-from specscope.core.session import Run, Session
+from specscope.core.session.baseline_check import (MAX_GAP_S, check_baseline, duration,
+    load_gap_limit)
+from specscope.core.measure.cpuload import LoadReading
+from specscope.core.engine.engine import SpecSettings
+from specscope.core.session.session import Run, Session
 from test_session import live_session, pair_copy  # noqa: F401 - a fixture
 
 

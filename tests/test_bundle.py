@@ -79,7 +79,7 @@ def test_bundled_run_generates_8_tokens(bundle, user):
     assert proc.returncode == 0, proc.stderr
     assert "generated: 8 tokens" in proc.stdout, proc.stdout
     # the crash probe ran each model in a child process: the bundle's executable again, as
-    # `specscope -m specscope.core.probe` (its report names the repacking it used)
+    # `specscope -m specscope.core.models.probe` (its report names the repacking it used)
     verdicts = list(Path(user["SPECSCOPE_CACHE_DIR"]).rglob("probes/*.json"))
     assert len(verdicts) == 2
     for path in verdicts:

@@ -4,12 +4,13 @@ import json
 
 import pytest
 
-from specscope.core import calibrate as cb
-from specscope.core.calibrate import Calibration, calibrated_speedup, round_cost
-from specscope.core.cpuload import LoadMeter, LoadReading
-from specscope.core.engine import Engine, EngineSettings
+from specscope.core.measure import calibrate as cb
+from specscope.core.measure.calibrate import Calibration, calibrated_speedup, round_cost
+from specscope.core.measure.cpuload import LoadMeter, LoadReading
+from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.errors import ConfigError
-from specscope.core.pairing import expected_accepted, textbook_from_accepted, textbook_speedup
+from specscope.core.measure.pairing import (expected_accepted, textbook_from_accepted,
+    textbook_speedup)
 
 # one thread each: quick and steady even while other processes load the CPU
 ONE_THREAD = dict(target_threads=1, draft_threads=1)
@@ -125,7 +126,7 @@ def test_calibrate_on_tiny_models(tiny_models):
         assert cal.b > cal.s and cal.baseline_token == pytest.approx(cal.b + cal.o_base)
         assert cal.reps >= cb.MIN_REPS
         # the engine still works afterwards
-        from specscope.core.engine import SpecSettings
+        from specscope.core.engine.engine import SpecSettings
         run = engine.speculative("def f(x):", SpecSettings(n_max=2), n_predict=4)
         list(run)
         assert len(run.tokens) >= 1
@@ -184,7 +185,7 @@ def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monk
 
 
 def demo_pair_or_skip():
-    from specscope.core.demo import demo_pair
+    from specscope.core.models.demo import demo_pair
     try:
         return demo_pair()
     except ConfigError as exc:
@@ -217,7 +218,7 @@ def test_timed_batches_are_dense_up_to_the_draft_then_spaced():
 
 def test_chain_round_cost_on_plain_numbers():
     """An n-gram drafter: no draft decodes; the lookup time is the draft cost."""
-    from specscope.core.stats import DrafterStats
+    from specscope.core.measure.stats import DrafterStats
     cal = cal_of([1, 2, 3, 4, 5], f=0.1, f_batch=[0.05, 0.1, 0.2, 0.3, 0.4], s=0.01, o_base=0.02,
                  o0=0.03, o1=0.01)
     cal = Calibration(**{**cal.__dict__, "r": 0.02})

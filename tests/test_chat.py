@@ -14,9 +14,9 @@ import os
 import pytest
 
 import ggufgen
-from specscope.core.chat import ChatTemplateError, render_chat, render_template
-from specscope.core.cli import main
-from specscope.core.llama import Model
+from specscope.core.models.chat import ChatTemplateError, render_chat, render_template
+from specscope.core.cli.main import main
+from specscope.core.models.llama import Model
 
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
           " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
@@ -226,7 +226,7 @@ def test_real_chatml_model_tokens_equal_llama_cpp(smollm2, capsys):
     llama-cpp-python's renderer, the same tokens as llama-cpp-python's chat path."""
     import llama_cpp.llama_cpp as ll
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-    from specscope.core.chat import chat_template
+    from specscope.core.models.chat import chat_template
     m = Model(smollm2, vocab_only=True)
     try:
         ours = render_chat(m, "Hi 你好 😀", "You are a poet.")

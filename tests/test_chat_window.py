@@ -13,8 +13,8 @@ from PySide6.QtCore import QSettings  # noqa: E402
 import ggufgen  # noqa: E402
 from specscope.app.token_view import PROMPT  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
-from specscope.core.chat import render_chat  # noqa: E402
-from specscope.core.llama import Model  # noqa: E402
+from specscope.core.models.chat import render_chat  # noqa: E402
+from specscope.core.models.llama import Model  # noqa: E402
 
 from test_chat import CHAT_TOKENS, CHATML, evil_template  # noqa: E402
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from specscope.core.cli import main
+from specscope.core.cli.main import main
 
 
 def run_cli(capsys, *argv):
@@ -97,7 +97,7 @@ def test_bad_input_exits_2_with_one_line(capsys, tmp_path, tiny_models):
 def test_bad_input_in_a_real_process_has_no_traceback(tmp_path, tiny_models):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
-    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "run", "-m", str(bad),
+    proc = subprocess.run([sys.executable, "-m", "specscope.core.cli.main", "run", "-m", str(bad),
                            "-md", str(tiny_models["draft"])], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
@@ -115,7 +115,7 @@ def no_vocab_models(tmp_path_factory):
 
 
 def _cli_process(*argv):
-    return subprocess.run([sys.executable, "-m", "specscope.core.cli", *map(str, argv)],
+    return subprocess.run([sys.executable, "-m", "specscope.core.cli.main", *map(str, argv)],
                           capture_output=True, text=True, timeout=120)
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from specscope.core.cli import main
+from specscope.core.cli.main import main
 
 from vocab_gguf import write_vocab_gguf
 
@@ -141,7 +141,7 @@ def test_subprocess_no_traceback(tmp_path):
     bad.write_bytes(b"GGUF" + b"\x03\0\0\0" + b"\xff" * 16)
     for argv, code in (([str(good), str(bad)], 2), ([str(good), str(tmp_path / "no.gguf")], 2),
                        ([str(good), str(good)], 0)):
-        proc = subprocess.run([sys.executable, "-m", "specscope.core.cli", "doctor", *argv],
+        proc = subprocess.run([sys.executable, "-m", "specscope.core.cli.main", "doctor", *argv],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == code, proc.stderr
         assert "Traceback" not in proc.stderr
@@ -155,7 +155,7 @@ def test_subprocess_no_traceback(tmp_path):
 
 def test_unreadable_file_exits_2(files, monkeypatch, capsys):
     """An unreadable file (simulated: the tests may run as root, who reads anything)."""
-    from specscope.core import gguf_file
+    from specscope.core.models import gguf_file
 
     good, draft, _ = files
     real_open = open

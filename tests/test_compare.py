@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import ggufgen
-from specscope.core.compare import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
+from specscope.core.measure.lossless import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
                                     classify_sampled, compare, disagreement, dist_draw, first_divergence,
                                     mt19937_words, spec_logits_at)
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
-from specscope.core.sampling import SamplerSettings
-from specscope.core import sweep as sw
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure import sweep as sw
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 NO_EOG = ((EOT, -math.inf),)
@@ -319,7 +319,7 @@ def test_parse_n_values():
 def test_demo_pair_is_lossless_under_deterministic_numerics():
     """On the demo pair the speculative output is the target's: identical, or at worst a
     numerical divergence (F16 weights keep a little batched-vs-single drift)."""
-    from specscope.core.demo import demo_pair
+    from specscope.core.models.demo import demo_pair
     try:
         target, draft = demo_pair()
     except ConfigError as exc:
@@ -334,8 +334,8 @@ def test_demo_pair_is_lossless_under_deterministic_numerics():
 
 
 def test_robust_time_ignores_one_stalled_repeat():
-    from specscope.core.compare import RunResult
-    from specscope.core.stats import Stats
+    from specscope.core.measure.lossless import RunResult
+    from specscope.core.measure.stats import Stats
 
     def run(tokens, seconds):
         return RunResult("spec", tuple(range(tokens)), Stats(n_tokens=tokens, t_total=seconds), 0.0, "n_predict")

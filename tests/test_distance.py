@@ -1,13 +1,13 @@
-"""The cost of distance in the window's terms (core/distance.py, app/distance_view.py): two real
+"""The cost of distance in the window's terms (core/measure/distance.py, app/distance_view.py): two real
 calibrations of the demo pair, the round they account for, and the view's states. The view's
 measurement with a model on a loopback rpc-server runs in tests/rpc_window_check.py."""
 
 import pytest
 
-from specscope.core.calibrate import calibrated_speedup, round_cost
-from specscope.core.demo import demo_pair
-from specscope.core.distance import measure_distance
-from specscope.core.engine import EngineSettings
+from specscope.core.measure.calibrate import calibrated_speedup, round_cost
+from specscope.core.models.demo import demo_pair
+from specscope.core.measure.distance import measure_distance
+from specscope.core.engine.engine import EngineSettings
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_both_placements_are_calibrated_and_accounted(distance):
 def test_a_stop_ends_the_measurement(demo_paths):
     import threading
 
-    from specscope.core.calibrate import CalibrationStopped
+    from specscope.core.measure.calibrate import CalibrationStopped
     stop = threading.Event()
     stop.set()
     with pytest.raises(CalibrationStopped):

@@ -1,4 +1,4 @@
-"""Draft-length policies (core/draft_policy.py): the rules on plain numbers, then on real
+"""Draft-length policies (core/engine/draft_policy.py): the rules on plain numbers, then on real
 llama.cpp with the shipped demo pair: the engine drafts what the policy allows, and every
 policy leaves greedy output exactly the target's own."""
 
@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from specscope.core.calibrate import Calibration
-from specscope.core.demo import demo_pair
-from specscope.core.draft_policy import BestPredicted, HfHeuristic, make_policy
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.measure.calibrate import Calibration
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.draft_policy import BestPredicted, HfHeuristic, make_policy
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.sampling import SamplerSettings
+from specscope.core.engine.sampling import SamplerSettings
 
 PROMPT = "def _count_words(path, encoding=\"utf-8\"):\n    \"\"\"Return a dict mapping each word\"\"\"\n"
 N_MAX = 6
@@ -54,7 +54,7 @@ def test_cost_policy_follows_the_acceptance_within_bounds():
 
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_cost_policy_prices_rounds_as_the_calibrated_model_does(sync):
-    from specscope.core.calibrate import round_cost
+    from specscope.core.measure.calibrate import round_cost
     cal = calibration()
     p = BestPredicted(6, cal, sync)
     for drafted, accepted in ((6, 2), (6, 6), (3, 0), (5, 4), (6, 1)):
@@ -143,8 +143,8 @@ def test_the_cost_policy_picks_n_in_bounds_and_learns_from_the_run(demo, greedy)
 
 # ----------------------------------------------------------------------------- the CLI
 def test_run_takes_the_policy_records_it_and_prints_the_tree_headroom(capsys, tmp_path):
-    from specscope.core.cli import main
-    from specscope.core.session import Session
+    from specscope.core.cli.main import main
+    from specscope.core.session.session import Session
     record = tmp_path / "hf.jsonl"
     assert main(["run", "-n", "40", "--ignore-eos", "--no-probe", "--spec-draft-n-max", "5",
                  "--spec-draft-policy", "hf", "--record", str(record)]) == 0

@@ -4,15 +4,15 @@ pair with real llama.cpp."""
 import numpy as np
 import pytest
 
-from specscope.core.cli import main as cli_main
-from specscope.core.demo import demo_pair
-from specscope.core.drafters import Chain, Drafter, Proposal, parse_types
-from specscope.core.drafters.ngram_simple import NgramSimple
-from specscope.core.drafters.base import NgramMapParams
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.cli.main import main as cli_main
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.drafters import Chain, Drafter, Proposal, parse_types
+from specscope.core.engine.drafters.ngram_simple import NgramSimple
+from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.sampling import SamplerSettings
-from specscope.core.stats import fold
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.stats import fold
 
 from drafter_oracle import oracle_rounds
 
@@ -139,7 +139,7 @@ def test_every_drafter_sees_each_verification_batch_right_after_the_target(demo,
     """llama.cpp's ``process`` hook: after the target decodes a round's batch [id_last, *draft]
     at n_past, before sampling, every drafter of the chain is handed that batch (drafters that
     read the target's own state, EAGLE-3 and MTP, need it there)."""
-    from specscope.core import engine as engine_module
+    from specscope.core.engine import engine as engine_module
     seen = []
 
     class Watcher(Drafter):

@@ -1,4 +1,4 @@
-"""ngram-map-k and ngram-map-k4v (core/drafters/ngram_map.py) against llama.cpp's
+"""ngram-map-k and ngram-map-k4v (core/engine/drafters/ngram_map.py) against llama.cpp's
 common_ngram_map_* semantics, on hand-built token sequences.
 
 Every expected draft below was reasoned out from common/ngram-map.cpp and then confirmed
@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from drafter_oracle import oracle_rounds
-from specscope.core.drafters import Chain
-from specscope.core.drafters.base import NgramMapParams
-from specscope.core.drafters.ngram_map import KEY_MAP_SIZE, LCG_FACTOR, NgramMap, WindowHashes
-from specscope.core.drafters.ngram_simple import NgramSimple
+from specscope.core.engine.drafters import Chain
+from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.ngram_map import (KEY_MAP_SIZE, LCG_FACTOR, NgramMap,
+    WindowHashes)
+from specscope.core.engine.drafters.ngram_simple import NgramSimple
 from specscope.core.errors import ConfigError
 
 
@@ -199,8 +200,8 @@ def test_rounds_against_an_oracle_target():
 
 
 def test_a_chain_through_the_cli_flags():
-    from specscope.core.cli_spec import spec_from_flags
-    from specscope.core.drafters.build import make_chain
+    from specscope.core.cli.spec import spec_from_flags
+    from specscope.core.engine.drafters.build import make_chain
     chain = make_chain(spec_from_flags(
         ["--spec-type", "ngram-map-k,ngram-simple", "--spec-ngram-simple-size-n", "3",
          "--spec-ngram-simple-size-m", "3", "--spec-ngram-map-k-size-n", "2",

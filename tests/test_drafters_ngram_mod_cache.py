@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from drafter_oracle import oracle_rounds
-from specscope.core.drafters import Chain
-from specscope.core.drafters.base import NgramCacheParams, NgramModParams
-from specscope.core.drafters.ngram_cache import Followers, NgramCache
-from specscope.core.drafters.ngram_mod import NgramMod
+from specscope.core.engine.drafters import Chain
+from specscope.core.engine.drafters.base import NgramCacheParams, NgramModParams
+from specscope.core.engine.drafters.ngram_cache import Followers, NgramCache
+from specscope.core.engine.drafters.ngram_mod import NgramMod
 from specscope.core.errors import ConfigError
 
 H = np.int32

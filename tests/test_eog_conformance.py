@@ -18,8 +18,8 @@ import pytest
 
 from conformance_speculative_simple import (Outcome, case_prompt, differences, our_run, rounds_of,
                                             write_hybrid_pair)
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, EngineSettings
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, EngineSettings
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "eog_golden.json").read_text())["cases"]
 PAIRS = sorted({(c["model"], c["draft"] or "") for c in GOLDEN})

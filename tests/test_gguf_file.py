@@ -8,9 +8,9 @@ import struct
 import numpy as np
 import pytest
 
-from specscope.core import gguf_file
+from specscope.core.models import gguf_file
 from specscope.core.errors import ModelFileError
-from specscope.core.gguf_file import check_gguf
+from specscope.core.models.gguf_file import check_gguf
 
 from vocab_gguf import (
     gguf_string,

@@ -8,10 +8,10 @@ import llama_cpp.llama_cpp as ll
 import numpy as np
 import pytest
 
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.llama import Batch, Checkpoint, Context, ContextSettings, Model
-from specscope.core.sampling import SamplerSettings
-from specscope.core.stats import fold
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.models.llama import Batch, Checkpoint, Context, ContextSettings, Model
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.stats import fold
 
 import ggufgen
 
@@ -79,7 +79,7 @@ def test_the_lossless_check_decodes_a_checkpoint_runs_batches_again(hybrid):
     """The lossless check's speculative side decodes the run's own verification batches again,
     checkpoint and replay rounds included: every emitted token is the best of its row (a wrong
     row would call a numerical divergence an engine bug, or the reverse)."""
-    from specscope.core.compare import candidates, spec_logits_at
+    from specscope.core.measure.lossless import candidates, spec_logits_at
     with Engine(hybrid["hybrid"], hybrid["hybrid_draft"], DETERMINISTIC) as e:
         run, events = generate(e, SpecSettings(n_max=3), GREEDY, n_predict=30)
         assert any(ev.mode == "checkpoint" for ev in events) and any(ev.mode == "replay" for ev in events)
@@ -176,7 +176,7 @@ def test_a_mamba_checkpoint_is_its_whole_state(tiny_models):
 def test_ngram_drafting_on_a_hybrid_target_checkpoints_and_equals_the_baseline(hybrid, sampler):
     """No draft model: the chain is ngram-simple alone; its partial acceptances restore the
     target's checkpoint and replay, as with a draft model."""
-    from specscope.core.drafters.base import NgramMapParams
+    from specscope.core.engine.drafters.base import NgramMapParams
     spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=1, size_m=4))
     with Engine(hybrid["hybrid"], None, DETERMINISTIC) as e:
         base, _ = generate(e, None, sampler, n_predict=120)

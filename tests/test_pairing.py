@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from specscope.core import pairing, vocab_gate
+from specscope.core.measure import pairing
+from specscope.core.models import vocab_gate
 from specscope.core.errors import ModelFileError
-from specscope.core.pairing import (
+from specscope.core.measure.pairing import (
     best_n,
     check_pair,
     escape_token_text,
@@ -251,7 +252,7 @@ def test_all_failures_are_listed(pair):
 
 
 def test_vocab_rules_on_loaded_pointers(tmp_path):
-    from specscope.core.llama import Model
+    from specscope.core.models.llama import Model
 
     t = Model(write_vocab_gguf(tmp_path / "t.gguf"), vocab_only=True)
     d = Model(write_vocab_gguf(tmp_path / "d.gguf", pad=200), vocab_only=True)

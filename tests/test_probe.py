@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from specscope.core import probe as probe_mod
-from specscope.core.cli import main
+from specscope.core.models import probe as probe_mod
+from specscope.core.cli.main import main
 from specscope.core.errors import ModelCrashError
-from specscope.core.engine import EngineSettings
-from specscope.core.probe import ProbeSettings, first_crash, guard, probe
+from specscope.core.engine.engine import EngineSettings
+from specscope.core.models.probe import ProbeSettings, first_crash, guard, probe
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +20,7 @@ def own_cache(tmp_path, monkeypatch):
 
 def test_the_crashing_model_really_aborts_llama_cpp(tiny_models):
     """The fixture is a real crash, not a stand-in: run in-process, llama.cpp aborts."""
-    code = ("import sys; from specscope.core.cli import main; "
+    code = ("import sys; from specscope.core.cli.main import main; "
             f"sys.exit(main(['baseline', '-m', {str(tiny_models['crashing'])!r}, '-p', 'hi', '-n', '2', "
             "'--no-probe']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
@@ -99,7 +99,7 @@ def test_a_tokenizer_that_does_not_fit_the_vocabulary_is_caught_in_the_child(tin
     decodes fine; llama.cpp's tokenizer throws std::out_of_range on the first text and the
     process aborts. The probe tokenizes in its child, so the verdict names the step and the key."""
     bad = tiny_models["wrong_tokenizer"]
-    code = ("import sys; from specscope.core.cli import main; "
+    code = ("import sys; from specscope.core.cli.main import main; "
             f"sys.exit(main(['run', '-m', {str(bad)!r}, '-md', {str(bad)!r}, '-p', 'hi', '-n', '4', "
             "'--no-probe']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True,

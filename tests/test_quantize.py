@@ -4,14 +4,14 @@ import threading
 
 import pytest
 
-from specscope.core.cli import main
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.cli.main import main
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
-from specscope.core.gguf_file import check_gguf
-from specscope.core.quantize import Quantization, output_name, parse_types
-from specscope.core.sampling import SamplerSettings
-from specscope.core.stats import fold
+from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.quantize import Quantization, output_name, parse_types
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.stats import fold
 
 PROMPT = "def fibonacci(n):\n    return"
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from specscope.core.llama import system_info
+from specscope.core.models.llama import system_info
 
 PROMPTS = ("The capital of France is", "def fibonacci(n):", "Once upon a time")
 
 
 def cli(*args, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specscope.core.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "specscope.core.cli.main", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "GGML_NO_BACKTRACE": "1"})
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from specscope.core.compare import baseline_logits_at, candidates, compare, dist_draw
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.sampling import SamplerSettings
+from specscope.core.measure.lossless import baseline_logits_at, candidates, compare, dist_draw
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
 
 PROMPT = "Write a short story about a robot who learns to paint."
 
@@ -45,8 +45,8 @@ def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
     template (--chat), and n-gram drafts are copied from the quoted text and accepted."""
     from pathlib import Path
 
-    from specscope.core.drafters.base import NgramMapParams
-    from specscope.core.sweep import SweepSettings, model_prompts
+    from specscope.core.engine.drafters.base import NgramMapParams
+    from specscope.core.measure.sweep import SweepSettings, model_prompts
     text = ("Copy this sentence exactly: The committee met on Tuesday to review the budget for "
             "the new library and the reading room.")
     s = SweepSettings(target=Path("unused"), drafts=(), prompts=(("copy", text),), chat=True,
@@ -71,7 +71,7 @@ CHAT_SKY = "Explain in three sentences why the sky is blue."
 def test_a_chat_turn_ends_where_the_baseline_ends(smol_engine, n_max):
     """Issue 20: as its own draft, greedy, the speculative run emits the baseline's tokens
     through the end-of-turn token and nothing after it (it used to write past <|im_end|>)."""
-    from specscope.core.chat import render_chat
+    from specscope.core.models.chat import render_chat
     prompt = render_chat(smol_engine.target, CHAT_SKY, None)
     base = smol_engine.baseline(prompt, SamplerSettings(), 256)
     list(base)
@@ -92,7 +92,7 @@ def test_the_three_ways_a_round_ends_at_end_of_turn(smol_engine, question, n_max
     is dropped (llama.cpp counts it: 8/8); drafted with more drafted tokens after it, llama.cpp
     stops there and counts it as the target's own token, not a rejection; or the target samples
     it itself."""
-    from specscope.core.chat import render_chat
+    from specscope.core.models.chat import render_chat
     prompt = render_chat(smol_engine.target, question, None)
     run = smol_engine.speculative(prompt, SpecSettings(n_max=n_max), SamplerSettings(), 256)
     last = list(run)[-1]

@@ -1,4 +1,4 @@
-"""Models on llama.cpp's rpc-server (core/devices.py, --rpc / --device / -devd).
+"""Models on llama.cpp's rpc-server (core/models/devices.py, --rpc / --device / -devd).
 
 The first tests need no RPC build: endpoint parsing, the handshake's clear errors, and how a
 llama.cpp built without GGML_RPC refuses. The loopback tests use an RPC-enabled build of the
@@ -16,8 +16,8 @@ import threading
 
 import pytest
 
-from specscope.core.cli_devices import placement_kwargs
-from specscope.core.devices import (greet, is_remote, parse_devices, parse_endpoints, placement,
+from specscope.core.cli.devices import placement_kwargs
+from specscope.core.models.devices import (greet, is_remote, parse_devices, parse_endpoints, placement,
                                     rpc_supported)
 from specscope.core.errors import ConfigError
 
@@ -80,7 +80,7 @@ def test_an_endpoint_that_is_not_an_rpc_server_is_named():
 
 @pytest.mark.skipif(rpc_supported(), reason="this llama.cpp has RPC")
 def test_without_rpc_the_cli_says_why_and_how(capsys):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     assert main(["run", "-n", "2", "--no-probe", "--rpc", "127.0.0.1:50052"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "built without llama.cpp's RPC backend" in err[0] \
@@ -88,7 +88,7 @@ def test_without_rpc_the_cli_says_why_and_how(capsys):
 
 
 def test_an_unknown_device_is_named(capsys):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     assert main(["run", "-n", "2", "--no-probe", "--device", "RPC7"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "device 'RPC7' is not one llama.cpp offers" in err[0]
@@ -99,7 +99,7 @@ def test_an_unknown_device_is_named(capsys):
 def _cli(lib, *args, timeout=300):
     """specscope's CLI in a child process running the RPC-enabled llama.cpp build."""
     env = {**os.environ, "LLAMA_CPP_LIB_PATH": str(lib), "GGML_NO_BACKTRACE": "1"}
-    return subprocess.run([sys.executable, "-m", "specscope.core.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "specscope.core.cli.main", *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -145,9 +145,9 @@ def test_a_dead_endpoint_gets_one_clear_line(rpc_build):
 
 
 def test_placements_and_the_cost_of_distance_in_ms():
-    from specscope.core.calibrate import Calibration
-    from specscope.core.distance import cost_lines, placement_settings
-    from specscope.core.engine import EngineSettings
+    from specscope.core.measure.calibrate import Calibration
+    from specscope.core.measure.distance import cost_lines, placement_settings
+    from specscope.core.engine.engine import EngineSettings
     both = placement_settings(EngineSettings(rpc=("h:1",)), "both-remote", ("RPC0",))
     assert (both.target_devices, both.target_gpu_layers, both.draft_devices) == (("RPC0",), -1, ("RPC0",))
     local = placement_settings(both, "local", ("RPC0",))

@@ -1,19 +1,19 @@
-"""core/session.py: the session file round trip, strict loading, record and replay in the CLI."""
+"""core/session/session.py: the session file round trip, strict loading, record and replay in the CLI."""
 
 import json
 import shutil
 
 import pytest
 
-from specscope.core.cli import main
-from specscope.core.demo import demo_pair
-from specscope.core.engine import Engine, SpecSettings
+from specscope.core.cli.main import main
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.errors import SessionFileError
-from specscope.core.events import RoundEvent
-from specscope.core.sampling import SamplerSettings
-from specscope.core.session import (FORMAT, VERSION, ModelIdentity, RunSettings, Session,
+from specscope.core.engine.events import RoundEvent
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.session.session import (FORMAT, VERSION, ModelIdentity, RunSettings, Session,
                                     TokenTable, Workbench)
-from specscope.core.stats import fold
+from specscope.core.measure.stats import fold
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def pair_copy(tmp_path_factory):
 
 def live_session(target, draft, spec, prompt="def fibonacci(n):\n", n_predict=40):
     """A speculative run and its baseline, recorded in process as the window records them."""
-    from specscope.core.engine import EngineSettings
+    from specscope.core.engine.engine import EngineSettings
     bench = Workbench()
     sampler = SamplerSettings()
     settings = RunSettings(str(target), str(draft), EngineSettings(n_ctx=512), spec, sampler,
@@ -183,11 +183,17 @@ def test_cli_replay_of_a_bad_file_exits_2_with_one_line(tmp_path, capsys):
 
 
 def test_a_session_path_alone_opens_the_window_on_it(monkeypatch, tmp_path):
-    import specscope.core.cli as cli
+    import specscope.app.main as app_main
     seen = []
-    monkeypatch.setattr(cli, "cmd_gui", lambda args: seen.append(args) or 0)
-    assert main([str(tmp_path / "run.jsonl")]) == 0
+    monkeypatch.setattr(app_main, "_open", lambda args: seen.append(args) or 0)
+    assert app_main.cli([str(tmp_path / "run.jsonl")]) == 0
     assert seen[0].command == "gui" and seen[0].session == tmp_path / "run.jsonl"
+
+
+def test_the_core_command_line_opens_no_window_of_its_own(capsys):
+    """core never imports the app: without the window handed in, `gui` says where it is."""
+    assert main(["gui"]) == 2
+    assert "desktop app" in capsys.readouterr().err
 
 
 def test_a_file_written_before_a_field_was_added_still_loads(tmp_path, recorded):

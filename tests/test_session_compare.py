@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from specscope.core.cli import main as cli_main
-from specscope.core.session import Session
-from specscope.core.session_compare import compare_sessions
+from specscope.core.cli.main import main as cli_main
+from specscope.core.session.session import Session
+from specscope.core.session.comparison import compare_sessions
 
 PROMPT = "def parse_args(argv=None):\n"
 
@@ -58,7 +58,7 @@ def test_sampled_runs_with_other_seeds_diverge_where_their_tokens_do(sessions):
 def test_a_divergence_part_way_names_the_token_and_quotes_what_came_before(sessions):
     """B is A with one emitted token changed in round 6: they share everything before it."""
     from dataclasses import replace as dc_replace
-    from specscope.core.session import Run, Session
+    from specscope.core.session.session import Run, Session
     a = sessions["n3"]
     events = list(a.run.events)
     r = 6

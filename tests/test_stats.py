@@ -2,8 +2,8 @@
 
 import pytest
 
-from specscope.core.events import RoundEvent
-from specscope.core.stats import Stats, fold
+from specscope.core.engine.events import RoundEvent
+from specscope.core.measure.stats import Stats, fold
 
 
 def ev(i, drafted, n_acc, mode="spec", t=0.01):

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from specscope.core.calibrate import Calibration, round_cost
-from specscope.core.demo import demo_pair
-from specscope.core.engine import EngineSettings
+from specscope.core.measure.calibrate import Calibration, round_cost
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.engine import EngineSettings
 from specscope.core.errors import ConfigError
-from specscope.core.sweep import (SweepSettings, format_table, model_speedup, parse_p_values,
+from specscope.core.measure.sweep import (SweepSettings, format_table, model_speedup, parse_p_values,
                                   run_sweep)
 
 
@@ -54,7 +54,7 @@ def test_a_p_min_sweep_runs_each_value_as_a_configuration(quiet_machine):
 
 
 def test_bench_takes_a_list_of_p_min(capsys):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     assert main(["bench", "-n", "8", "--spec-draft-n-max", "2", "--spec-draft-p-min", "0,2",
                  "-p", "def f(x):"]) == 2
     assert "p_min values must lie in [0, 1]" in capsys.readouterr().err

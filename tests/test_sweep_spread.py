@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from specscope.core import sweep as sw
-from specscope.core.calibrate import Calibration
-from specscope.core.compare import RunResult
-from specscope.core.stats import Stats
+from specscope.core.measure import sweep as sw
+from specscope.core.measure.calibrate import Calibration
+from specscope.core.measure.lossless import RunResult
+from specscope.core.measure.stats import Stats
 
 
 def run(tokens, seconds, drafted=0):

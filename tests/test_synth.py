@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from specscope.core.demo import demo_pair
-from specscope.core.drafters.base import NgramMapParams
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.sampling import SamplerSettings, build_chain
-from specscope.core.stats import fold
-from specscope.core.synth import (MersenneUniform, SynthAcceptance, conditional_probs,
+from specscope.core.engine.sampling import SamplerSettings, build_chain
+from specscope.core.measure.stats import fold
+from specscope.core.engine.synth import (MersenneUniform, SynthAcceptance, conditional_probs,
                                   mean_length, resolve_rates)
 
 GOLDEN = Path(__file__).parent / "data" / "synth_rates_golden.json"
@@ -182,7 +182,7 @@ def test_acceptance_by_position_follows_the_conditional_probabilities(demo):
 
 
 def test_a_recorded_synthetic_run_says_so(demo, tmp_path):
-    from specscope.core.session import RunSettings, Session
+    from specscope.core.session.session import RunSettings, Session
     spec = SpecSettings(n_max=3, synth_len=3.0)
     r = demo.speculative(PROMPT, spec, SamplerSettings(), 16)
     settings = RunSettings(str(demo.target.path), str(demo.draft.path), DETERMINISTIC, spec,
@@ -208,7 +208,7 @@ def test_a_grammar_or_repetition_penalty_is_refused(demo):
 # ----------------------------------------------------------------------------- CLI and the sweep
 
 def test_run_with_synthetic_acceptance_says_loudly_the_text_is_not_output(capsys):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     code = main(["run", "-n", "8", "--spec-synth-len", "2.5", "--no-probe"])
     out, err = capsys.readouterr()
     assert code == 0
@@ -227,14 +227,14 @@ def test_run_with_synthetic_acceptance_says_loudly_the_text_is_not_output(capsys
     (["--spec-synth-len", "2", "--spec-synth-rates", "1,1,1"], "mutually exclusive"),
 ])
 def test_bad_synthetic_flags_are_one_line(capsys, flags, message):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     code = main(["run", "-n", "4", "--no-probe", *flags])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_synthetic_value_llama_cpp_cannot_parse_is_refused(capsys):
-    from specscope.core.cli import main
+    from specscope.core.cli.main import main
     with pytest.raises(SystemExit) as exc:
         main(["run", "--spec-synth-rates", "1,x"])
     assert exc.value.code == 2 and "invalid value" in capsys.readouterr().err
@@ -242,8 +242,8 @@ def test_a_synthetic_value_llama_cpp_cannot_parse_is_refused(capsys):
 
 def test_the_sweep_measures_each_level_beside_both_predictions(tmp_path, monkeypatch):
     """Two levels at the extremes: L = 1 keeps nothing, L = n + 1 keeps every draft token."""
-    from specscope.core.sweep import SweepSettings
-    from specscope.core.synth_sweep import run_synth_sweep, synth_levels
+    from specscope.core.measure.sweep import SweepSettings
+    from specscope.core.measure.synth_sweep import run_synth_sweep, synth_levels
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     target, draft = demo_pair()
     s = SweepSettings(target=target, drafts=(draft,), n_values=(2,), prompts=(("p", PROMPT),),

@@ -1,7 +1,7 @@
 """core.threads: the thread count measured per context (the window's "auto")."""
 
-from specscope.core.llama import Batch, Context, ContextSettings, Model
-from specscope.core.threads import candidates, fastest_threads
+from specscope.core.models.llama import Batch, Context, ContextSettings, Model
+from specscope.core.measure.threads import candidates, fastest_threads
 
 
 def test_candidates():

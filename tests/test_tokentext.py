@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import ggufgen
-from specscope.core.cli import TextStream
-from specscope.core.llama import Model
-from specscope.core.tokentext import TokenText, shares
+from specscope.core.models.tokentext import TextStream
+from specscope.core.models.llama import Model
+from specscope.core.models.tokentext import TokenText, shares
 
 TEXT = "naïve 中文\n😀 the end"
 

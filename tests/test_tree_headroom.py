@@ -1,4 +1,4 @@
-"""Tree headroom: the rank of the target's token among the draft's top-10 (core/stats.py docs).
+"""Tree headroom: the rank of the target's token among the draft's top-10 (core/measure/stats.py docs).
 
 The fold is checked on plain events; the ranks themselves on real llama.cpp with the shipped
 demo pair, against the measured acceptance and against the draft's own logits recomputed
@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from specscope.core.demo import demo_pair
-from specscope.core.drafters.base import Proposal
-from specscope.core.drafters.model import top_entries
-from specscope.core.engine import Engine, EngineSettings, SpecSettings
-from specscope.core.events import RoundEvent
-from specscope.core.sampling import SamplerSettings
-from specscope.core.stats import RANK_BINS, fold
+from specscope.core.models.demo import demo_pair
+from specscope.core.engine.drafters.base import Proposal
+from specscope.core.engine.drafters.model import top_entries
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.events import RoundEvent
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.measure.stats import RANK_BINS, fold
 
 PROMPT = "The lighthouse keeper had not spoken to anyone in eleven days when the storm finally broke, and"
 

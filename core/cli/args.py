@@ -1,0 +1,126 @@
+"""The command line's shared arguments: the models, the generation, and what they become
+(model paths, the prompt, engine and sampler settings)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from specscope.core.errors import SpecScopeError
+
+
+def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
+    g = p.add_argument_group("models (default: the bundled demo pair)")
+    g.add_argument("-m", "--model", type=Path, help="target model (GGUF)")
+    if draft:
+        g.add_argument("-md", "--model-draft", type=Path, help="draft model (GGUF)")
+    g.add_argument("-c", "--ctx-size", type=int, default=2048, help="context size of both models (default 2048)")
+    g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
+    g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default: all cores)")
+    g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default: all cores)")
+    from specscope.core.cli.devices import add_placement_args
+    add_placement_args(g)
+    g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
+    g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")
+    rp = g.add_mutually_exclusive_group()
+    rp.add_argument("--repack", choices=("auto", "on", "off"), default="auto",
+                    help="let llama.cpp repack quantized weights for this CPU (default auto: off "
+                         "where the CPU reports AMX, whose repacked kernels crash; on elsewhere)")
+    rp.add_argument("--no-repack", dest="repack", action="store_const", const="off",
+                    help="llama.cpp's --no-repack: same as --repack off")
+    g.add_argument("--no-probe", action="store_true",
+                   help="skip the crash probe (each model is first tried in a child process, "
+                        "verdicts cached): a model that crashes llama.cpp then ends specscope")
+    from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
+    g.add_argument("--deterministic", action="store_true", help=DETERMINISTIC_GUARANTEE.replace("%", "%%"))
+
+
+def add_generation_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("prompt and sampling")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("-p", "--prompt", help="prompt text")
+    src.add_argument("-f", "--file", type=Path, help="read the prompt from a file")
+    g.add_argument("--chat", action="store_true",
+                   help="format the prompt as a user message with the target's own chat template "
+                        "(rendered in Jinja2's sandbox) and add the generation prompt")
+    g.add_argument("--system", metavar="TEXT", help="with --chat: a system message before the prompt")
+    g.add_argument("-n", "--n-predict", type=int, default=128, help="tokens to generate (default 128)")
+    g.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy (default)")
+    g.add_argument("--top-k", type=int, default=40)
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--min-p", type=float, default=0.05)
+    g.add_argument("-s", "--seed", type=int, default=42)
+    g.add_argument("--repeat-penalty", type=float, default=1.0, help="1.0 = off")
+    g.add_argument("--repeat-last-n", type=int, default=64)
+    g.add_argument("--grammar", default="", help="GBNF grammar (root rule 'root')")
+    g.add_argument("--grammar-file", type=Path, help="read the GBNF grammar from a file")
+    g.add_argument("--ignore-eos", action="store_true", help="never sample end-of-generation tokens")
+    o = p.add_argument_group("output")
+    mode = o.add_mutually_exclusive_group()
+    mode.add_argument("--stream", action="store_true", help="print text as it is produced")
+    mode.add_argument("--json", action="store_true", help="print one JSON document")
+    o.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
+
+
+def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
+    """The target and, when ``draft``, the draft model: the demo pair fills in what is not
+    given, except a draft for a target of the user's own (the demo draft would not fit it)."""
+    from specscope.core.models.demo import demo_pair
+    target = args.model
+    dft = getattr(args, "model_draft", None) if draft else None
+    if draft and dft is None and target is not None:
+        raise SpecScopeError(f"{target}: draft-simple needs a draft model for this target: give "
+                             "-md FILE, or draft without one with an n-gram type "
+                             "(--spec-type ngram-mod, ngram-simple, ...)")
+    if target is None or (draft and dft is None):
+        demo_target, demo_draft = demo_pair()
+        target = target or demo_target
+        dft = (dft or demo_draft) if draft else None
+    return target, dft
+
+
+def read_prompt(args) -> str:
+    if args.file is not None:
+        try:
+            return args.file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecScopeError(f"{args.file}: cannot read the prompt file ({exc.strerror or exc})")
+    if args.prompt is not None:
+        return args.prompt
+    return "def fibonacci(n):\n"
+
+
+def chat_prompt(args, model, prompt: str) -> str | None:
+    """With --chat: the prompt in the target's chat template (see core/models/chat.py), else None."""
+    if not args.chat:
+        return None
+    from specscope.core.models.chat import render_chat
+    return render_chat(model, prompt, args.system)
+
+
+def engine_settings(args):
+    from specscope.core.engine.engine import EngineSettings
+    from specscope.core.cli.devices import placement_kwargs
+    kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
+              kv_type=args.kv_type, target_threads=args.threads,
+              draft_threads=args.threads_draft, repack=args.repack, **placement_kwargs(args))
+    if args.deterministic:
+        kw.update(flash_attn="off", kv_type="f32")
+    return EngineSettings(**kw)
+
+
+def sampler_settings(args, engine):
+    from specscope.core.engine.sampling import SamplerSettings
+    grammar = args.grammar
+    if args.grammar_file is not None:
+        try:
+            grammar = args.grammar_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecScopeError(f"{args.grammar_file}: cannot read the grammar ({exc.strerror})")
+    bias = ()
+    if args.ignore_eos:
+        vocab = engine.target
+        bias = tuple((t, float("-inf")) for t in range(vocab.n_vocab) if vocab.is_eog(t))
+    return SamplerSettings(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
+                           min_p=args.min_p, seed=args.seed, repeat_penalty=args.repeat_penalty,
+                           repeat_last_n=args.repeat_last_n, grammar=grammar, logit_bias=bias)

@@ -1,0 +1,216 @@
+"""``specscope doctor``: does a draft fit a target, why not, and what could it buy?
+
+    specscope doctor TARGET DRAFT [--json]
+    specscope doctor TARGET --scan DIR [--json]
+
+Exit status: 0 the pair is compatible (with --scan: at least one draft is),
+1 it is not (no draft is), 2 bad input (one sentence naming the file on
+stderr, never a traceback). When no draft fits, the doctor says that llama.cpp's
+draftless n-gram drafters need none (pairing.NGRAM_SUGGESTION).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from specscope.core.errors import SpecScopeError
+
+EXIT_COMPATIBLE = 0
+EXIT_INCOMPATIBLE = 1
+EXIT_BAD_INPUT = 2
+
+PROG = "specscope doctor"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "doctor",
+        help="does a draft fit a target? (vocabulary rules, memory, cost estimate)",
+        description="Check, before loading any weights, whether a draft model can draft for a "
+                    "target under llama.cpp's rules, why not, and what it could buy. "
+                    "Exit status: 0 compatible, 1 incompatible, 2 bad input.",
+    )
+    p.add_argument("target", type=Path, help="target model (GGUF)")
+    p.add_argument("draft", type=Path, nargs="?", help="draft model (GGUF)")
+    p.add_argument("--scan", type=Path, metavar="DIR",
+                   help="check every .gguf in DIR as a draft, ranked by estimated cost")
+    p.add_argument("--repack", choices=("auto", "on", "off"), default="auto",
+                   help="the weight-repacking setting to report on (default auto, as run and the window)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
+    return p
+
+
+def repack_note(mode: str) -> dict:
+    """Which weight repacking ``mode`` gives on this CPU, and why (a doctor line)."""
+    from specscope.core.models.llama import resolve_repack
+    on, why = resolve_repack(mode)
+    return {"setting": mode, "on": on, "reason": why}
+
+
+def run(args) -> int:
+    """Run the doctor for parsed ``args``; returns the exit status."""
+    if getattr(args, "verbose", False):
+        logging.getLogger("specscope.llama").setLevel(logging.INFO)
+    if args.draft is not None and args.scan is not None:
+        return _bad_input(args, "give either a DRAFT model or --scan DIR (not both, not neither)")
+    if args.draft is None and args.scan is None:
+        from specscope.core.measure.pairing import NGRAM_SUGGESTION
+        return _bad_input(args, "give either a DRAFT model or --scan DIR (not both, not neither); "
+                                f"no draft at hand? {NGRAM_SUGGESTION}")
+    try:
+        from specscope.core.measure import pairing
+
+        if args.scan is not None:
+            report = pairing.scan(args.target, args.scan)
+            doc = report.to_dict()
+            if not report.compatible:
+                doc["suggestion"] = pairing.NGRAM_SUGGESTION
+            _emit(args, doc, format_scan(report))
+            return EXIT_COMPATIBLE if report.compatible else EXIT_INCOMPATIBLE
+        report = pairing.check_pair(args.target, args.draft)
+        repack = repack_note(args.repack)
+        text = format_pair(report).rstrip("\n").split("\n")
+        text.insert(-1, f"Weight repacking on this CPU (--repack {repack['setting']}): {repack['reason']}")
+        text.insert(-1, "")
+        doc = {**report.to_dict(), "repack": repack}
+        if not report.compatible:
+            doc["suggestion"] = pairing.NGRAM_SUGGESTION
+        _emit(args, doc, "\n".join(text) + "\n")
+        return EXIT_COMPATIBLE if report.compatible else EXIT_INCOMPATIBLE
+    except SpecScopeError as exc:
+        return _bad_input(args, str(exc))
+    except Exception as exc:  # never a traceback on the terminal
+        if os.environ.get("SPECSCOPE_DEBUG"):
+            raise
+        return _bad_input(args, f"unexpected error ({type(exc).__name__}: {exc}); "
+                                "set SPECSCOPE_DEBUG=1 for a traceback")
+
+
+def _emit(args, doc: dict, text: str) -> None:
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _bad_input(args, message: str) -> int:
+    message = " ".join(message.split())  # one line
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        json.dump({"error": message}, sys.stdout)
+        sys.stdout.write("\n")
+    return EXIT_BAD_INPUT
+
+
+# ----------------------------------------------------------------------------- text
+
+def _size(n: int) -> str:
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{n} B"
+
+
+def _params(n: int) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B params"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f}M params"
+    if n >= 1e3:
+        return f"{n / 1e3:.1f}k params"
+    return f"{n} params"
+
+
+def _model_lines(role: str, m) -> list[str]:
+    parts = [m.architecture or "unknown architecture"]
+    if m.n_tensors:
+        parts.append(_params(m.n_params))
+        types = ", ".join(f"{k} {v['bits_per_weight']:.2f} bpw" for k, v in list(m.tensor_types.items())[:3])
+        parts.append((m.file_type + ": " if m.file_type else "") + f"{m.bits_per_weight:.2f} bits/weight ({types})")
+    else:
+        parts.append("no weights (vocabulary only)")
+    parts.append(_size(m.file_size))
+    if m.vocab is not None:
+        parts.append(f"{m.vocab.type_name} vocabulary of {m.vocab.n_tokens:,}")
+    return [f"{role:<7}{m.display_name}", f"{'':7}{m.path}", f"{'':7}" + " · ".join(parts)]
+
+
+def format_pair(r) -> str:
+    out = ["SpecScope pair doctor", ""]
+    out += _model_lines("target", r.target)
+    out += _model_lines("draft", r.draft)
+    out += ["", "Vocabulary: llama.cpp's rules (common_speculative_are_compatible)"]
+    for rule in r.rules:
+        out.append(f"  {'pass' if rule.passed else 'FAIL'}  {rule.name:<16} {rule.message}")
+    out += ["", r.verdict]
+    if not r.compatible:
+        out.append(f"This draft does not fit this target; {_suggestion()}.")
+    out += ["", "Beyond the vocabulary"]
+    out += [f"  - {n}" for n in r.notes]
+    out += ["", *format_cost(r.cost)]
+    out.append(f"\n(checked in {r.elapsed_s:.2f} s without loading weights)")
+    return "\n".join(out) + "\n"
+
+
+def _suggestion() -> str:
+    from specscope.core.measure.pairing import NGRAM_SUGGESTION
+    return NGRAM_SUGGESTION
+
+
+def format_cost(c) -> list[str]:
+    out = [f"Cost estimate (seed 003): f ≈ {c.f:.4f}  ({c.basis})"]
+    if c.warning:
+        out.append(f"  note: {c.warning}")
+    out.append("  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")
+    out.append("           " + "".join(f"{'n=' + str(n):>7}" for n in range(1, c.n_max + 1)) + "   best")
+    for a in c.alphas:
+        row = c.speedups[str(a)]
+        b = c.best[str(a)]
+        out.append(f"    α={a:<4} " + "".join(f"{x:7.2f}" for x in row) + f"   n={b['n']} ({b['speedup']:.2f}x)")
+    return out
+
+
+def format_scan(s) -> str:
+    out = ["SpecScope pair doctor: scan", ""]
+    out += _model_lines("target", s.target)
+    out += ["", f"Folder: {s.folder}", ""]
+    if s.compatible:
+        out.append(f"Compatible drafts ({len(s.compatible)}), ranked by estimated f (cheapest first):")
+        for i, e in enumerate(s.compatible, 1):
+            b = e.report.cost.best["0.7"]
+            out.append(f"  {i}. f ≈ {e.f:.4f}  best {b['speedup']:.2f}x at α=0.7 (n={b['n']})  {e.path}")
+            warn = e.report.cost.warning
+            if warn:
+                out.append(f"       note: {warn}")
+    else:
+        out.append(f"No compatible draft in this folder: no draft fits this target; {_suggestion()}.")
+    if s.incompatible:
+        out += ["", f"Incompatible or unusable ({len(s.incompatible)}):"]
+        for e in s.incompatible:
+            out.append(f"  {e.path}: {e.reason}")
+    if s.skipped:
+        out += ["", "Skipped (the target itself, or later parts of split models):"]
+        out += [f"  {p}" for p in s.skipped]
+    out.append(f"\n(scanned in {s.elapsed_s:.2f} s without loading weights)")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m specscope.core.cli.doctor TARGET DRAFT``: the doctor on its own."""
+    parser = argparse.ArgumentParser(prog="specscope")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["doctor", *(sys.argv[1:] if argv is None else argv)])
+    logging.getLogger("specscope.llama").setLevel(logging.CRITICAL)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

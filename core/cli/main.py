@@ -1,0 +1,93 @@
+"""The ``specscope`` command.
+
+    specscope                      open the window on the demo pair
+    specscope run      [options]   speculative decoding, headless
+    specscope baseline [options]   the target alone, same sampler and stop rules
+    specscope replay FILE [--json] print a recorded session (run/baseline --record FILE)
+    specscope FILE.jsonl           open the window on a recorded session
+    specscope doctor   ...         does a draft fit a target? (see cli_doctor)
+
+Flag names follow llama.cpp's where one exists. Exit status: 0 success,
+2 bad input (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from specscope.core.cli.args import add_generation_args, add_model_args
+from specscope.core.cli.generate import cmd_generate, cmd_replay
+from specscope.core.errors import SpecScopeError
+
+SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) -> int
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from specscope.core.cli import bench as cli_bench
+    from specscope.core.cli import devices as cli_devices
+    from specscope.core.cli import doctor as cli_doctor
+    from specscope.core.cli import quantize as cli_quantize
+    SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices)
+    parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="speculative decoding, headless")
+    add_model_args(run)
+    from specscope.core.cli.spec import add_spec_args
+    add_spec_args(run)
+    add_generation_args(run)
+    base = sub.add_parser("baseline", help="the target alone, same sampler and stop rules")
+    add_model_args(base, draft=False)
+    add_generation_args(base)
+    for p in (run, base):
+        p.add_argument("--record", type=Path, metavar="FILE",
+                       help="save the run as a session file (JSON Lines; see core/session/session.py)")
+    run.add_argument("--with-baseline", action="store_true",
+                     help="then run the target alone with the same settings: the measured "
+                          "speed-up (printed, and recorded with --record)")
+    rep = sub.add_parser("replay", help="print a recorded session (no model needed)")
+    rep.add_argument("session", type=Path, help="a session file (specscope run --record)")
+    rep.add_argument("--json", action="store_true", help="print one JSON document")
+    gui = sub.add_parser("gui", help="open the window (the default)")
+    gui.add_argument("-m", "--model", type=Path)
+    gui.add_argument("-md", "--model-draft", type=Path)
+    gui.add_argument("--session", type=Path, help="open a session file")
+    for module in SUBCOMMANDS.values():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None, gui=None) -> int:
+    """The ``specscope`` command line. ``gui(args)`` opens the window (``specscope`` alone, or
+    ``specscope gui``): the app hands it in (specscope.app.main.cli), since core never imports
+    the app."""
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) == 1 and argv[0].endswith(".jsonl"):     # specscope FILE.jsonl: open the window on it
+        argv = ["gui", "--session", argv[0]]
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.getLogger("specscope.llama").setLevel(
+        logging.INFO if getattr(args, "verbose", False) else logging.CRITICAL)
+    try:
+        if args.command in (None, "gui"):
+            if gui is None:
+                raise SpecScopeError("the window is SpecScope's desktop app (the specscope command); "
+                                     "the headless commands are 'specscope run' and 'specscope baseline'")
+            return gui(args)
+        if args.command in ("run", "baseline"):
+            return cmd_generate(args)
+        if args.command == "replay":
+            return cmd_replay(args)
+        return SUBCOMMANDS[args.command].run(args)
+    except SpecScopeError as exc:
+        print(f"specscope: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

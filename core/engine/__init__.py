@@ -1,0 +1,1 @@
+"""The speculative round, drafters, sampling and acceptance rules."""

@@ -1,0 +1,148 @@
+"""What a drafter is: the object that proposes a round's draft.
+
+llama.cpp's ``common_speculative_impl`` (common/speculative.cpp) has ``begin`` (once per
+generation, with the prompt), ``draft``, ``process`` (each batch the target decoded, right
+after it: drafters that read the target's own state, as EAGLE-3 and MTP do, take it there,
+and llama.cpp's draft model decodes the batch on its own context) and ``accept``; ``Drafter``
+mirrors those four, plus ``restore`` for a round undone by a checkpoint restore. A drafter
+sees the history the way llama.cpp's implementations see ``prompt_tgt``: every token in the
+target's context, in order (``history[i]`` sits at position i), *without* ``id_last``, the
+token sampled last and not yet evaluated, which comes separately. The history only grows
+between calls within a run (a drafter may index it incrementally); a run makes its drafters
+afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from specscope.core.errors import ConfigError
+
+NGRAM_MAX = 1024     # llama.cpp's bound on every n-gram size flag (common/arg.cpp)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One drafter's answer in one round. ``tokens`` empty: it had nothing to propose."""
+    drafter: str                        # llama.cpp's type name: "ngram-simple", "draft-simple" …
+    tokens: tuple[int, ...] = ()
+    note: str = ""                      # why, in words: which earlier n-gram matched where
+    source: int = -1                    # history position the tokens were copied from (-1: none)
+    key: int = -1                       # history position of the matched n-gram (-1: none)
+    key_len: int = 0                    # its length
+    probs: tuple[float, ...] = ()       # draft-simple: top-10 renormalised probability of each
+    stop: str = ""                      # why drafting stopped (events.RoundEvent.draft_stop)
+    dropped: int = 0                    # draft-simple: length of a draft shorter than n_min
+    rows: int = 0                       # draft-simple: rows decoded on the draft from n_past on
+    t_decode: float = 0.0               # draft-simple: seconds inside llama.cpp
+    dists: tuple = ()                   # draft-simple: its q per token (accept_rules.DraftDist)
+    limit: int = 0                      # draft-simple: the most tokens its policy allowed
+    top_ids: tuple[tuple[int, ...], ...] = ()   # draft-simple: the top-10 ids at each position,
+                                                # most probable first (tokens[i] == top_ids[i][0])
+
+    def truncated(self, n: int) -> "Proposal":
+        """The first n tokens (llama.cpp's truncation to the round's budget)."""
+        if len(self.tokens) <= n:
+            return self
+        return replace(self, tokens=self.tokens[:n], probs=self.probs[:n],
+                       dists=self.dists[:n], top_ids=self.top_ids[:n], stop="budget")
+
+    def ranks(self, ids) -> tuple[int, ...]:
+        """Tree headroom (draft-simple): the rank of the target's token ``ids[i]`` among the
+        draft's top-10 at each drafted position i (0: the draft's own choice; -1: not among
+        them), up to and with the first rejection. Later positions were drafted after a token
+        the target did not take, so they say nothing about the target's path. A drafted end of
+        generation that the target sampled too ends the round without being counted accepted:
+        it gets no rank either (so that the ranks of 0 are exactly the accepted tokens)."""
+        out: list[int] = []
+        for top, drafted, token in zip(self.top_ids, self.tokens, ids):
+            if token == drafted and len(out) == len(ids) - 1:
+                break
+            out.append(top.index(token) if token in top else -1)
+            if token != drafted:
+                break
+        return tuple(out)
+
+
+class Drafter:
+    """Base class. Subclasses set ``name`` (llama.cpp's type name) and implement ``draft``."""
+    name = ""
+
+    def begin(self, prompt: np.ndarray) -> None:
+        """Once, before the first round, with the prompt's tokens but the last (llama.cpp's
+        ``common_speculative_begin``, after the prompt was processed)."""
+
+    def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        """Propose tokens to follow ``id_last``. ``history`` is int32, read-only, and only valid
+        during the call. ``budget`` (>= 1) is the most tokens the round can verify: n-gram
+        drafters may ignore it (the chain truncates, as llama.cpp does, after the drafter saw
+        its full draft); the draft model stops there."""
+        raise NotImplementedError
+
+    def process(self, tokens: list[int], pos0: int) -> None:
+        """The target has just decoded ``tokens`` at positions ``pos0`` on (the round's
+        verification batch; llama.cpp's ``common_speculative_process``)."""
+
+    def accept(self, n_accepted: int, mine: bool) -> None:
+        """After verification: ``n_accepted`` drafted tokens were kept. ``mine`` is False when
+        another drafter's draft was verified (llama.cpp's ``is_other``)."""
+
+    def restore(self, n_past: int) -> None:
+        """The round was undone (a checkpoint restore): the target is back at ``n_past``."""
+
+    def take_dropped(self) -> int:
+        """Draft-cache rows dropped since the last call (the draft model's; 0 for the others)."""
+        return 0
+
+
+# --------------------------------------------------------------------------- parameters
+def _check_size(value: int, what: str) -> None:
+    if not 1 <= value <= NGRAM_MAX:
+        raise ConfigError(f"{what} must be between 1 and {NGRAM_MAX} inclusive, not {value}")
+
+
+@dataclass(frozen=True)
+class NgramMapParams:
+    """ngram-simple, ngram-map-k, ngram-map-k4v (``common_params_speculative_ngram_map``)."""
+    size_n: int = 12      # length of the n-gram looked up
+    size_m: int = 48      # length of the m-gram drafted after it
+    min_hits: int = 1     # ngram-map-k4v: hits a key needs before its values are drafted
+
+    def validate(self, type_name: str) -> None:
+        _check_size(self.size_n, f"{type_name} size N")
+        _check_size(self.size_m, f"{type_name} size M")
+        if self.min_hits < 1:
+            raise ConfigError(f"{type_name} min hits must be at least 1, not {self.min_hits}")
+
+
+@dataclass(frozen=True)
+class NgramModParams:
+    """ngram-mod (``common_params_speculative_ngram_mod``)."""
+    n_match: int = 24     # lookup length
+    n_min: int = 48       # fewer drafted tokens than this: no draft
+    n_max: int = 64       # most drafted tokens
+
+    def validate(self, type_name: str = "ngram-mod") -> None:
+        _check_size(self.n_match, f"{type_name} n-match")
+        for name, value in (("n-min", self.n_min), ("n-max", self.n_max)):
+            if not 0 <= value <= NGRAM_MAX:
+                raise ConfigError(f"{type_name} {name} must be between 0 and {NGRAM_MAX} "
+                                  f"inclusive, not {value}")
+
+
+@dataclass(frozen=True)
+class NgramCacheParams:
+    """ngram-cache: llama.cpp drafts up to 8 tokens (fixed) from 1- to 4-gram statistics of the
+    context, optionally backed by lookup caches saved by llama.cpp's lookup tools
+    (``-lcs/--lookup-cache-static``, ``-lcd/--lookup-cache-dynamic``)."""
+    lookup_cache_static: str = ""
+    lookup_cache_dynamic: str = ""
+
+    def validate(self, type_name: str = "ngram-cache") -> None:
+        from pathlib import Path
+        for flag, path in (("--lookup-cache-static", self.lookup_cache_static),
+                           ("--lookup-cache-dynamic", self.lookup_cache_dynamic)):
+            if path and not Path(path).is_file():
+                raise ConfigError(f"{path}: {flag}: no such file")

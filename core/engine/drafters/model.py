@@ -1,0 +1,198 @@
+"""draft-simple: the draft model (seed 000 §5.3; ``common_speculative_impl_draft_simple``).
+
+Decode id_last at n_past on the draft, then take the argmax of the top-10 renormalised
+probabilities, decode it, and go on until p_min, n_max or the round's budget; a draft shorter
+than n_min is dropped. With the ratio acceptance rule at temperature it drafts a sample of its
+own distribution q instead of the argmax (``q``, core/engine/accept_rules.py); p_min still reads the
+top-10 share of the argmax.
+
+The draft context and its batch belong to the Engine; this drafter keeps the draft cache in
+step with the target's, by sync mode (``SpecSettings.sync``):
+
+* ``replay`` (llama.cpp): after drafting, the cache is rolled back to n_past; once the target
+  verified, the whole verification batch is decoded on the draft and the rejected rows dropped
+  (llama.cpp does it in ``process``, before sampling; done after, the result is the same);
+* ``reuse``: the rows decoded while drafting stay; after verification only the kept rows it
+  lacks are decoded, and the rest dropped.
+
+A draft memory that cannot drop part of a sequence (recurrent, hybrid) is checkpointed before
+drafting and restored after it, and only the kept tokens are decoded (llama.cpp would leave
+it stale).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from specscope.core.engine.drafters.base import Drafter, Proposal
+
+DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
+
+
+def top_values(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, int]:
+    """(the k largest values of ``row``, largest first; ``row.argmax()``), exactly, in one pass
+    over the row instead of two (argmax, then a partition): on a 150k-token vocabulary that
+    pass is most of a draft step's Python time. :func:`top_entries` also gives their ids."""
+    ids, values = top_entries(row, k, groups)
+    return values, int(ids[0])
+
+
+def top_entries(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, values) of the k largest values of ``row``, largest first, ties by the lower id
+    (so ``ids[0] == row.argmax()``), exactly, in one pass over the row.
+
+    The row is read as a grid of ``groups`` rows (``row.reshape(groups, -1)``). Take the k
+    columns with the largest maxima: a value outside them is at most its column's maximum,
+    hence at most each of the k chosen maxima, so it is not needed among the k largest. Those
+    columns and the few elements left over by the reshape hold the k largest values. Where k
+    or more of them share the maximum (rare: which k is then a matter of ties), the k lowest
+    ids holding it are taken from the whole row, as ``argmax`` would pick."""
+    n = row.size - row.size % groups
+    if n < 4 * k * groups:
+        ids = np.argpartition(row, -k)[-k:]
+    else:
+        width = n // groups
+        grid = row[:n].reshape(groups, width)
+        columns = np.argpartition(grid.max(axis=0), -k)[-k:]
+        # candidate ids: every element of the chosen columns, then the tail
+        ids = np.concatenate(((np.arange(groups)[:, None] * width + columns).ravel(),
+                              np.arange(n, row.size)))
+        ids = ids[np.argpartition(row[ids], -k)[-k:]]
+    values = row[ids]
+    order = np.lexsort((ids, -values))
+    ids, values = ids[order], values[order]
+    if values[-1] == values[0]:                   # k or more ties at the maximum
+        ids = np.flatnonzero(row == values[0])[:k]
+        values = row[ids]
+    return ids, values
+
+
+class DraftModel(Drafter):
+    name = "draft-simple"
+
+    def __init__(self, engine, spec, policy=None, q=None):
+        if engine is None or engine.dft is None:
+            from specscope.core.errors import ConfigError
+            raise ConfigError("draft-simple needs a draft model (-md)")
+        from specscope.core.engine.draft_policy import FixedLength
+        self.ctx, self.batch, self.checkpoint = engine.dft, engine.dbatch, engine.dft_checkpoint
+        self.n_max, self.n_min, self.p_min = spec.n_max, spec.n_min, spec.p_min
+        self.replay = spec.sync == "replay"
+        self.q = q      # accept_rules.DraftSampler: the run needs q (ratio rule, counterfactual)
+        self.policy = policy or FixedLength(spec.n_max)   # the draft length per round
+        self.n_drafted = 0                    # this round's draft (0: none of mine)
+        self.rows = 0                         # rows the cache holds from the round's n_past on
+        self.verified: tuple[list[int], int] = ([], 0)   # the target's last batch and its pos0
+        self.dropped = 0                      # rows dropped since take_dropped()
+
+    def begin(self, prompt: np.ndarray) -> None:
+        """The prompt but its last token into the draft's cache, as into the target's."""
+        self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft")
+
+    def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        clock = time.perf_counter
+        t = clock()
+        if self.checkpoint is not None:           # a memory that cannot drop rows
+            self.checkpoint.save()
+        t_cache = clock() - t
+        proposal = self._draft(history, id_last, budget)
+        self.rows = proposal.rows
+        if self.checkpoint is not None or self.replay:   # back to n_past before verifying
+            t = clock()
+            self._drop_to(len(history))
+            t_cache += clock() - t
+        return replace(proposal, t_decode=proposal.t_decode + t_cache)
+
+    def process(self, tokens: list[int], pos0: int) -> None:
+        """Kept until ``accept`` says how much of it the target kept (module docs)."""
+        self.verified = (tokens, pos0)
+
+    def accept(self, n_accepted: int, mine: bool) -> None:
+        """The policy learns how the draft model's own draft fared (not another drafter's, and
+        not again when nobody drafted: the chain then tells its last winner once more); the
+        cache comes to the kept history [0, n_past + n_accepted + 1)."""
+        if mine and self.n_drafted:
+            self.policy.update(self.n_drafted, n_accepted)
+        self.n_drafted = 0
+        batch, n_past = self.verified
+        kept = n_accepted + 1
+        if self.replay and self.checkpoint is None:   # llama.cpp: the whole batch, then trim
+            self._decode(batch, n_past, "the verification batch (replay sync)")
+            self.dropped += len(batch) - kept
+            self.ctx.seq_rm(n_past + kept, -1)
+        elif self.rows >= kept:                       # reuse: the cache holds what it needs
+            self.dropped += self.rows - kept
+            self.ctx.seq_rm(n_past + kept, -1)
+        else:                                         # decode only the rows it lacks
+            self._decode(batch[self.rows:kept], n_past + self.rows, "the kept tokens")
+        self.rows = 0
+
+    def restore(self, n_past: int) -> None:
+        self._drop_to(n_past)
+
+    def take_dropped(self) -> int:
+        dropped, self.dropped = self.dropped, 0
+        return dropped
+
+    def _drop_to(self, n_past: int) -> None:
+        """Back to the round's start: the checkpoint taken before drafting, or a trim."""
+        if self.rows:
+            if self.checkpoint is not None:
+                self.checkpoint.restore()
+            else:
+                self.ctx.seq_rm(n_past, -1)
+        self.dropped += self.rows
+        self.rows = 0
+
+    def _decode(self, tokens: list[int], pos0: int, what: str) -> None:
+        if tokens:
+            # a single row is decoded with logits, unused: the same graph as a draft step,
+            # so llama.cpp does not rebuild its graph for the next draft decode
+            self.batch.fill(tokens, pos0, logits="last" if len(tokens) == 1 else "none")
+            self.ctx.decode(self.batch, f"{what} on the draft")
+
+    def _draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        ctx, batch, p_min = self.ctx, self.batch, self.p_min
+        limit = max(self.policy.next_n(), self.n_min)    # a policy's n below n_min would drop every draft
+        n_past, cap = len(history), min(limit, budget)
+        self.n_drafted = 0
+        if cap <= 0:
+            return Proposal(self.name, stop="budget", limit=limit)
+        draft: list[int] = []
+        probs: list[float] = []
+        tops: list[tuple[int, ...]] = []    # the draft's top-10 ids at each drafted position
+        token, stop, t_decode = id_last, "n_max", 0.0
+        clock = time.perf_counter
+        while True:
+            batch.fill((token,), n_past + len(draft), logits="all")
+            t = clock()
+            ctx.decode(batch, "a draft token")
+            logits = ctx.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time
+            t_decode += clock() - t
+            ids, top = top_entries(logits, DRAFT_TOP_K)                # the top-10, largest first
+            best = int(ids[0])
+            p = float(1.0 / np.exp(top - top[0]).sum())                # argmax's share of their mass
+            if p < p_min:
+                stop = "p_min"
+                break
+            token = best if self.q is None else self.q.draw(logits, best)
+            draft.append(token)
+            probs.append(p)
+            tops.append(tuple(ids.tolist()))
+            if len(draft) >= cap:
+                break
+        if stop == "n_max" and cap < limit:
+            stop = "budget"
+        elif stop == "n_max" and limit < self.n_max:
+            stop = "policy"
+        rows = len(draft) + (1 if stop == "p_min" else 0)   # rows decoded from n_past on
+        dists = self.q.take() if self.q is not None else ()
+        if len(draft) < self.n_min:
+            return Proposal(self.name, stop="n_min", dropped=len(draft), rows=rows,
+                            t_decode=t_decode, limit=limit)
+        self.n_drafted = len(draft)
+        return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
+                        t_decode=t_decode, dists=dists, top_ids=tuple(tops), limit=limit)

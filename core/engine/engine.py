@@ -1,0 +1,573 @@
+"""Speculative decoding as llama.cpp's speculative-simple does it, in Python.
+
+``Run._spec_rounds`` reads beside examples/speculative-simple/speculative-simple.cpp. What
+drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the draft model
+(draft-simple) and the draftless n-gram types, tried in llama.cpp's priority order, the first
+non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
+sampled but not yet evaluated (``_RoundState``):
+
+    1. draft:   the chain proposes up to the round's budget (min(n_ctx - n_past - 2, what is
+                left of n_predict - 1)); a replay round takes the tokens a checkpoint round
+                decided instead; a target that cannot drop rows is checkpointed first;
+    2. verify:  the target decodes [id_last, *draft] in one batch, logits on every row;
+    3. process: the drafters see that batch (``common_speculative_process``);
+    4. sample:  the acceptance rule samples the rows (core/engine/accept_rules.py: llama.cpp's
+                ``match``, the default, keeps drafted tokens while the target samples them and
+                always emits its own; ``ratio`` is speculative sampling; synthetic acceptance,
+                core/engine/synth.py, keeps positions at random);
+    5. restore: after a partial acceptance on a target that cannot drop part of a sequence,
+                the checkpoints are restored and the decided tokens replayed next round;
+    6. accept:  otherwise the drafters learn how many were kept (``common_speculative_accept``;
+                the draft model brings its cache to the kept history, core/engine/drafters/model.py),
+                the target drops its rejected rows (``llama_memory_seq_rm``), and the round
+                state moves on.
+
+Checkpoints, as llama.cpp's speculative-simple takes them (``common_prompt_checkpoint`` with
+``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``, ``llama.Checkpoint``), are for a memory that cannot
+drop part of a sequence (``COMMON_CONTEXT_SEQ_RM_TYPE_FULL``): recurrent (Mamba, RWKV) or
+hybrid (LFM2, Granite-4-H, Jamba, Nemotron-H, Qwen3.5 …). A hybrid memory saves only its
+recurrent part and a restore trims the attention rows decoded since. llama.cpp's experimental
+``n_rs_seq`` snapshots stay off.
+
+End of generation, as llama.cpp: a round emits its tokens up to the first end-of-generation
+token and nothing after it. A drafted EOG that the target samples too counts as accepted when
+it ends the draft (the bonus token sampled after it is dropped: ``RoundEvent.discarded``);
+with more drafted tokens after it, the verification stops there and it is the target's own
+token (``common_sampler_sample_and_accept_n``; ``RoundEvent.eog_ends_draft``).
+
+Differences from llama.cpp, all deliberate: ``n_predict`` is exact (llama.cpp emits one token
+more); a per-round budget of 0 means no draft (llama.cpp then drafts up to n_max past the end
+of the context, and an n-gram type's whole draft, uncut); the run stops cleanly when the
+context is full; a checkpoint round that decides the end of generation ends the run
+(llama.cpp replays the decided tokens once more before it stops); a draft whose memory cannot
+drop part of a sequence is restored from a checkpoint and re-synchronised instead of being
+left stale.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
+from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
+from specscope.core.engine.events import Prefill, RoundEvent
+from specscope.core.models.llama import (Batch, Checkpoint, Context, ContextSettings, Model,
+    SamplerChain, resolve_repack)
+from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, type_label
+from specscope.core.engine.drafters.build import make_chain
+from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.draft_policy import make_policy
+from specscope.core.engine.sampling import SamplerSettings, build_chain
+from specscope.core.engine.synth import check_sampler
+
+SYNC_MODES = ("reuse", "replay")
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
+    run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
+    and sync belong to draft-simple (the draft model), the ``ngram_*`` fields to their types."""
+    n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
+    n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
+    p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
+    sync: str = "reuse"       # reuse | replay, see the module docs
+    accept_rule: str = "match"  # match (llama.cpp) | ratio (speculative sampling): accept_rules
+    types: tuple[str, ...] = ("draft-simple",)
+    ngram_simple: NgramMapParams = NgramMapParams()
+    ngram_map_k: NgramMapParams = NgramMapParams()
+    ngram_map_k4v: NgramMapParams = NgramMapParams()
+    ngram_mod: NgramModParams = NgramModParams()
+    ngram_cache: NgramCacheParams = NgramCacheParams()
+    synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/engine/synth.py)
+    synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
+    draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
+
+    def validate(self) -> None:
+        from specscope.core.engine.drafters import parse_types
+        if parse_types(self.types) != tuple(self.types):
+            raise ConfigError(f"speculative types must be given in llama.cpp's priority order: "
+                              f"{', '.join(parse_types(self.types))}")
+        if self.n_max < 0 or self.n_min < 0:
+            raise ConfigError("draft lengths must be >= 0")
+        if self.n_min > self.n_max:
+            raise ConfigError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
+        if not 0.0 <= self.p_min <= 1.0:
+            raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
+        from specscope.core.engine.draft_policy import check_policy
+        check_policy(self.draft_policy)
+        if self.sync not in SYNC_MODES:
+            raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
+        if self.accept_rule not in ACCEPT_RULES:
+            raise ConfigError(f"the acceptance rule must be one of {', '.join(ACCEPT_RULES)}, "
+                              f"not {self.accept_rule!r}")
+        for type_name in NGRAM_TYPES:
+            self.params(type_name).validate(type_name)
+        self.synth_probs()
+        if self.synthetic and self.accept_rule != "match":
+            raise ConfigError("synthetic acceptance replaces the acceptance rule: "
+                              "it cannot be combined with --accept-rule ratio")
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return DRAFT_MODEL in self.types
+
+    @property
+    def synthetic(self) -> bool:
+        """Benchmark-only synthetic acceptance: the text is not valid output (core/engine/synth.py)."""
+        from specscope.core.engine.synth import is_synthetic
+        return is_synthetic(self.synth_len, self.synth_rates)
+
+    def synth_rates_resolved(self) -> tuple[float, ...]:
+        """llama.cpp's unconditional synthetic rates for the longest possible draft (empty: off)."""
+        from specscope.core.engine.synth import resolve_rates
+        return resolve_rates(self.synth_len, self.synth_rates, self.max_draft())
+
+    def synth_probs(self) -> tuple[float, ...]:
+        """The conditional acceptance probability of each draft position (empty: off)."""
+        from specscope.core.engine.synth import conditional_probs
+        return conditional_probs(self.synth_rates_resolved())
+
+    @property
+    def label(self) -> str:
+        """The chain's name in tables: its types joined by '>' (drafters.type_label)."""
+        return type_label(self.types)
+
+    def params(self, type_name: str):
+        """An n-gram type's parameters (``ngram-map-k`` -> ``self.ngram_map_k``)."""
+        return getattr(self, type_name.replace("-", "_"))
+
+    def ngram_params(self) -> dict:
+        """The enabled n-gram types' parameters, for JSON output and session headers."""
+        return {t: asdict(self.params(t)) for t in self.types if t in NGRAM_TYPES}
+
+    def max_draft(self) -> int:
+        """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
+        lengths = {"draft-simple": self.n_max, "ngram-simple": self.ngram_simple.size_m,
+                   "ngram-map-k": self.ngram_map_k.size_m,
+                   "ngram-map-k4v": self.ngram_map_k4v.size_m,
+                   "ngram-mod": self.ngram_mod.n_max, "ngram-cache": 8}
+        return max((lengths[t] for t in self.types), default=0)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    n_ctx: int = 2048                      # both contexts get the same n_ctx
+    n_batch: int = 512
+    flash_attn: str = "auto"               # auto | on | off
+    kv_type: str = "f16"                   # f16 | f32
+    target_threads: int = 0                # 0: all cores
+    draft_threads: int = 0
+    target_gpu_layers: int = 0
+    draft_gpu_layers: int = 0
+    repack: str = "auto"                   # auto | on | off: llama.cpp's weight repacking (--repack)
+    # placement (core/models/devices.py): rpc-server endpoints to register (--rpc), and the devices
+    # each model's offloaded layers may use (--device/-devd; None: llama.cpp's default, every
+    # GPU and RPC device; (): none); *_gpu_layers < 0 offloads every layer (-ngl all)
+    rpc: tuple[str, ...] = ()
+    target_devices: tuple[str, ...] | None = None
+    draft_devices: tuple[str, ...] | None = None
+
+    @classmethod
+    def deterministic(cls, **kw) -> "EngineSettings":
+        """F32 KV cache and no flash attention: batched and single-token decodes agree as far as
+        llama.cpp's kernels allow (``compare.DETERMINISTIC_GUARANTEE`` says how far)."""
+        return cls(flash_attn="off", kv_type="f32", **kw)
+
+    def context(self, threads: int) -> ContextSettings:
+        return ContextSettings(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=threads,
+                               flash_attn=self.flash_attn, kv_type=self.kv_type)
+
+
+@dataclass
+class _Timer:
+    """Seconds spent inside llama.cpp calls in one round, per phase."""
+    draft: float = 0.0
+    verify: float = 0.0
+    sync: float = 0.0
+    lookup: float = 0.0       # n-gram drafters' Python time (also counted in draft)
+    observe: float = 0.0      # time spent only observing the other acceptance rule: left out
+
+    @contextmanager
+    def phase(self, name: str):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, name, getattr(self, name) + time.perf_counter() - t)
+
+    def drafting(self, chain, proposal) -> None:
+        """The chain's draft: the draft model's llama.cpp time and the n-gram lookups."""
+        self.lookup += chain.t_lookup
+        self.draft += chain.t_lookup + (proposal.t_decode if proposal else 0.0)
+
+    def accepting(self, chain) -> None:
+        """The chain told what was kept: n-gram bookkeeping, the draft model's cache sync."""
+        self.lookup += chain.t_lookup
+        self.draft += chain.t_lookup
+        self.sync += chain.t_sync
+
+    def left_out(self, rule) -> None:
+        """The counterfactual's cost leaves the round's timings (accept_rules.Verifier)."""
+        t_draft, t_verify = rule.take_observe_time()
+        self.verify -= t_verify
+        self.observe += t_draft + t_verify
+
+
+@dataclass
+class _RoundState:
+    """What speculative-simple.cpp carries from round to round: both caches hold [0, n_past);
+    ``id_last`` was sampled and is not yet evaluated; ``history[:n_past]`` is its prompt_tgt;
+    ``replay`` holds the tokens a checkpoint round decided, verified again next round."""
+    n_past: int
+    id_last: int
+    history: np.ndarray
+    replay: tuple[int, ...] = ()
+    index: int = 0
+
+    @property
+    def prefix(self) -> np.ndarray:
+        return self.history[:self.n_past]
+
+    def commit(self, ids) -> None:
+        """The round kept ``ids``: id_last and all of them but the last join the history."""
+        self.history[self.n_past:self.n_past + len(ids)] = [self.id_last, *ids[:-1]]
+        self.n_past += len(ids)
+        self.id_last, self.replay = ids[-1], ()
+
+
+class Engine:
+    """Owns the target and (optionally) draft model, their contexts, batches and samplers."""
+
+    def __init__(self, target: str | Path, draft: str | Path | None = None,
+                 settings: EngineSettings = EngineSettings(), progress=None):
+        """progress(model_role, fraction) is called while a model loads."""
+        self.settings = settings
+        self._stack = ExitStack()
+        self._lock = threading.Lock()
+        try:
+            self._open(Path(target), Path(draft) if draft else None, progress)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _open(self, target: Path, draft: Path | None, progress) -> None:
+        s = self.settings
+        on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
+        from specscope.core.models.vocab_gate import (require_vocabulary, vocab_rules)  # the gate of seed 000 §4.2
+        self.repack, self.repack_reason = resolve_repack(s.repack)
+        from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
+            placement, release)
+        add_rpc_servers(s.rpc)
+        remote = list(s.rpc) if (is_remote(s.target_devices, s.target_gpu_layers, s.rpc) or (
+            draft and is_remote(s.draft_devices, s.draft_gpu_layers, s.rpc))) else []
+        hold(remote)                      # llama.cpp stays connected while the models live
+        self._stack.callback(release, remote)
+        self.placement = {"target": placement(s.target_devices, s.target_gpu_layers, s.rpc)}
+        self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
+                                      progress=on("target"),
+                                      devices=device_array(s.target_devices, "target")))
+        require_vocabulary(self.target)
+        self.draft = None
+        if draft is not None:
+            self.placement["draft"] = placement(s.draft_devices, s.draft_gpu_layers, s.rpc)
+            self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, repack=self.repack,
+                                         progress=on("draft"),
+                                         devices=device_array(s.draft_devices, "draft")))
+            require_vocabulary(self.draft)
+            failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
+            if failed:
+                raise IncompatiblePairError(
+                    f"{draft.name} cannot draft for {target.name}: "
+                    + "; ".join(r.message for r in failed), failed)
+        # contexts are pushed after their models, so the ExitStack frees them first
+        self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
+        self.dft = self._own(Context(self.draft, s.context(s.draft_threads))) if self.draft else None
+        self.tgt_removable = self.tgt.can_remove_partial()
+        self.dft_removable = self.dft.can_remove_partial() if self.dft else True
+        # where a memory cannot drop part of a sequence, the rounds checkpoint it (module docs)
+        self.tgt_checkpoint = None if self.tgt_removable else Checkpoint(self.tgt)
+        self.dft_checkpoint = None if self.dft_removable else Checkpoint(self.dft)
+        self.batch = self._own(Batch(self.tgt.n_batch))
+        self.dbatch = self._own(Batch(self.dft.n_batch)) if self.dft else None
+
+    @contextmanager
+    def exclusive(self, what: str = "a generation"):
+        """Hold the engine's contexts for ``what`` (a run, a calibration, a lossless check):
+        ConfigError at once when something else holds them."""
+        if not self._lock.acquire(blocking=False):
+            raise ConfigError(f"this engine is busy: it cannot start {what} now")
+        try:
+            yield self
+        finally:
+            self._lock.release()
+
+    def _own(self, handle):
+        self._stack.callback(handle.close)
+        return handle
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ public runs
+    def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
+                    sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
+                    stop: threading.Event | None = None, calibration=None) -> "Run":
+        """``calibration``: what the ``cost`` draft policy predicts with
+        (``measure.calibrate.policy_calibration``: the caller measures it, or takes it from the cache,
+        before the run, so that a run never starts with seconds of timing)."""
+        spec.validate()
+        if spec.uses_draft_model and self.draft is None:
+            raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
+                              "(--spec-type ngram-...) draft without one")
+        if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
+            raise ConfigError("the cost draft policy needs the pair's calibration "
+                              "(measure.calibrate.policy_calibration)")
+        policy = make_policy(spec, calibration) if spec.uses_draft_model else None
+        return Run(self, prompt, spec, sampler, n_predict, stop, policy)
+
+    def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
+                 n_predict: int = 128, stop: threading.Event | None = None) -> "Run":
+        return Run(self, prompt, None, sampler, n_predict, stop)
+
+    def tokenize(self, prompt: str | list[int]) -> list[int]:
+        tokens = self.target.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        if not tokens:
+            raise ConfigError("the prompt is empty")
+        if len(tokens) >= self.tgt.n_ctx:
+            raise ContextFullError(
+                f"the prompt is {len(tokens)} tokens but the context holds {self.tgt.n_ctx}: "
+                "shorten the prompt or raise the context size")
+        return tokens
+
+
+class Run:
+    """One generation. Iterate it for RoundEvents; ``prefill``, ``tokens`` and
+    ``finish`` are filled in as it goes. Only one Run per Engine may iterate at a time."""
+
+    def __init__(self, engine: Engine, prompt, spec: SpecSettings | None,
+                 sampler: SamplerSettings, n_predict: int, stop: threading.Event | None,
+                 policy=None):
+        if n_predict < 1:
+            raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
+        sampler.validate()
+        if spec is not None and spec.synthetic:      # benchmark-only: core/engine/synth.py
+            check_sampler(sampler)
+        self.engine = engine
+        self.prompt_tokens = engine.tokenize(prompt)
+        self.spec = spec
+        self.sampler_settings = sampler
+        self.n_predict = n_predict
+        self.stop_event = stop or threading.Event()
+        self.policy = policy                 # draft-simple's draft length per round (draft_policy)
+        self.prefill: Prefill | None = None
+        self.tokens: list[int] = []
+        self.finish = ""
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def __iter__(self) -> Iterator[RoundEvent]:
+        e = self.engine
+        with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl:
+            if self.spec is None:
+                self._prefill()
+                yield from self._baseline_rounds(smpl)
+                return
+            rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
+            chain = make_chain(self.spec, e, self.policy, q=rule.q)
+            self._prefill(chain)
+            yield from self._spec_rounds(smpl, chain, rule)
+
+    # ------------------------------------------------------------------ prefill
+    def _prefill(self, chain=None) -> None:
+        """All prompt tokens but the last into the target's cache (no logits), and the drafters
+        told the prompt (the draft model decodes it too: ``Drafter.begin``)."""
+        e = self.engine
+        t0 = time.perf_counter()
+        body = self.prompt_tokens[:-1]
+        e.tgt.prefill(body, e.batch, "the prompt on the target")
+        if chain is not None:
+            chain.begin(np.asarray(body, dtype=np.int32))
+        self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
+
+    def _through_eog(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(what the round emits, what it drops): the tokens up to and with the first
+        end-of-generation token, and those after it. A drafted EOG that the target sampled too
+        is kept like any drafted token when it ends the draft, so the bonus token sampled after
+        it must not be emitted: speculative-simple.cpp walks ``ids`` and stops at the first EOG
+        (``has_eos``)."""
+        is_eog = self.engine.target.is_eog
+        for i, token in enumerate(ids):
+            if is_eog(token):
+                return ids[:i + 1], ids[i + 1:]
+        return ids, ()
+
+    def _stopped(self) -> bool:
+        """Stop requested between rounds: end without starting another."""
+        if self.stop_event.is_set():
+            self.finish = "stopped"
+        return bool(self.finish)
+
+    def _finish_after(self, emitted, n_past: int) -> str:
+        """The stop rule shared by both loops: EOG, n_predict, full context."""
+        if emitted and self.engine.target.is_eog(emitted[-1]):
+            return "eog"
+        if len(self.tokens) >= self.n_predict:
+            return "n_predict"
+        if n_past >= self.engine.tgt.n_ctx:
+            return "context"
+        if self.stop_event.is_set():
+            return "stopped"
+        return ""
+
+    # ------------------------------------------------------------------ baseline
+    def _baseline_rounds(self, smpl: SamplerChain) -> Iterator[RoundEvent]:
+        e = self.engine
+        tgt, batch = e.tgt, e.batch
+        n_past = len(self.prompt_tokens) - 1
+        id_last = self.prompt_tokens[-1]
+        index = 0
+        while not self._stopped():
+            t0 = time.perf_counter()
+            batch.fill((id_last,), n_past, logits="all")
+            tgt.decode(batch, "a token on the target")
+            token = smpl.sample(tgt, 0)
+            t_verify = time.perf_counter() - t0
+            self.tokens.append(token)
+            seed, n_past, id_last = id_last, n_past + 1, token
+            self.finish = self._finish_after((token,), n_past)
+            yield self._event(t0, _Timer(verify=t_verify), index=index, n_past=n_past - 1,
+                              seed=seed, drafted=(), draft_probs=(), n_accepted=0,
+                              emitted=(token,), mode="baseline")
+            if self.finish:
+                return
+            index += 1
+
+    # ------------------------------------------------------------------ speculative
+    def _spec_rounds(self, smpl: SamplerChain, chain, rule) -> Iterator[RoundEvent]:
+        """speculative-simple.cpp's loop, step for step (module docs)."""
+        e = self.engine
+        n_past = len(self.prompt_tokens) - 1
+        history = np.zeros(e.tgt.n_ctx + 1, dtype=np.int32)     # llama.cpp's prompt_tgt
+        history[:n_past] = self.prompt_tokens[:-1]
+        st = _RoundState(n_past, self.prompt_tokens[-1], history)
+        while not self._stopped():
+            t0, tm, proposal, saved = time.perf_counter(), _Timer(), None, None
+            # 1. draft, or take again the tokens a checkpoint round decided
+            if st.replay:
+                draft, about = list(st.replay), dict(draft_stop="none")
+            else:
+                budget = min(e.tgt.n_ctx - st.n_past - 2, self.n_predict - len(self.tokens) - 1)
+                proposal = chain.draft(st.prefix, st.id_last, budget) if budget > 0 else None
+                tm.drafting(chain, proposal)
+                draft = list(proposal.tokens) if proposal else []
+                about = self._draft_fields(proposal, draft)
+                if draft and e.tgt_checkpoint is not None:   # a memory that cannot drop rows
+                    with tm.phase("verify"):
+                        saved = e.tgt_checkpoint.save(), smpl.clone()
+            # 2. verify: the target decodes [id_last, *draft] in one batch, logits on every row
+            batch = [st.id_last, *draft]
+            with tm.phase("verify"):
+                e.batch.fill(batch, st.n_past, logits="all")
+                e.tgt.decode(e.batch, f"the verification batch of {len(batch)} tokens")
+            # 3. the drafters see the target's batch (common_speculative_process)
+            chain.process(batch, st.n_past)
+            # 4. the acceptance rule samples the rows: the kept draft, then the target's own token
+            with tm.phase("verify"):
+                ids = rule.verify(smpl, draft, proposal, st.replay, about)
+            tm.left_out(rule)
+            if proposal is not None and draft:     # tree headroom: the target's tokens' ranks
+                about["draft_ranks"] = proposal.ranks(ids)
+            # 5. partial acceptance where the target cannot drop rows: restore, replay next round
+            if saved is not None and len(ids) - 1 < len(draft):
+                event = self._restore(st, chain, smpl, saved, batch, ids, tm, t0, about)
+            else:
+                if saved is not None:
+                    saved[1].close()
+                # 6. accept: the drafters learn what was kept, both caches drop the rest
+                event = self._accept(st, chain, batch, ids, tm, t0, about)
+            yield event
+            if self.finish:
+                return
+            st.index += 1
+
+    def _restore(self, st: _RoundState, chain, smpl, saved, batch: list[int], ids: list[int],
+                 tm: _Timer, t0: float, about: dict) -> RoundEvent:
+        """Step 5: back to the checkpoint taken before verifying (the target, its sampler and the
+        draft model's cache); the decided tokens are emitted now and verified next round (§7)."""
+        ckpt, smpl_save = saved
+        with tm.phase("sync"):
+            ckpt.restore()
+        smpl.restore(smpl_save)
+        chain.restore(st.n_past)
+        tm.sync += chain.t_sync
+        st.replay = tuple(ids)
+        self.tokens.extend(ids)
+        self.finish = self._finish_after(ids, st.n_past)
+        return self._event(t0, tm, index=st.index, n_past=st.n_past, seed=st.id_last,
+                           drafted=tuple(batch[1:]), n_accepted=len(ids) - 1, emitted=tuple(ids),
+                           mode="checkpoint", kv_dropped_target=len(batch),
+                           kv_dropped_draft=chain.take_dropped(), **about)
+
+    def _accept(self, st: _RoundState, chain, batch: list[int], ids: list[int], tm: _Timer,
+                t0: float, about: dict) -> RoundEvent:
+        """Step 6 (common_speculative_accept, then llama_memory_seq_rm on both caches): the
+        drafters are told how many drafted tokens were kept (the draft model syncs its cache),
+        the target drops its rejected rows, and the round state moves on."""
+        e, replayed = self.engine, st.replay
+        if replayed and tuple(ids[:len(replayed)]) != replayed:
+            raise RuntimeError("a replayed round sampled different tokens than the checkpointed "
+                               "round: the sampler state was not restored")
+        chain.accept(len(ids) - 1)
+        tm.accepting(chain)
+        if e.tgt_removable:
+            with tm.phase("sync"):
+                e.tgt.seq_rm(st.n_past + len(ids), -1)
+        n_past, seed = st.n_past, st.id_last
+        st.commit(ids)
+        emitted, discarded = self._through_eog(tuple(ids[len(replayed):]))
+        self.tokens.extend(emitted)
+        self.finish = self._finish_after(emitted, st.n_past)
+        drafted = () if replayed else tuple(batch[1:])
+        return self._event(t0, tm, index=st.index, n_past=n_past, seed=seed, drafted=drafted,
+                           n_accepted=0 if replayed else len(ids) - 1, emitted=emitted,
+                           mode="replay" if replayed else ("spec" if drafted else "plain"),
+                           replayed=replayed, kv_dropped_target=len(batch) - len(ids),
+                           kv_dropped_draft=chain.take_dropped(), discarded=discarded, **about)
+
+    def _draft_fields(self, proposal, draft: list[int]) -> dict:
+        """What the event says about the round's draft: who proposed it and why it stopped."""
+        if proposal is None:
+            return dict(draft_stop="budget" if not draft else "none")
+        p = proposal
+        if p.drafter == DRAFT_MODEL:
+            stop = p.stop
+        else:
+            stop = p.stop or ("lookup" if p.tokens else "no match")
+        fields = dict(draft_stop=stop, dropped_draft=p.dropped, draft_limit=p.limit)
+        if draft:
+            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs,
+                          draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
+        return fields
+
+    def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:
+        """The round's event, with its phase timings and the run's finish (the one place events
+        are built: by keyword)."""
+        fields.setdefault("draft_probs", ())
+        return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
+                          t_lookup=tm.lookup, t_round=time.perf_counter() - t0 - tm.observe,
+                          finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic))

@@ -1,0 +1,129 @@
+"""What the engine yields: one frozen event per round.
+
+A round (seed 000 §6.1) starts with both caches holding positions [0, n_past)
+and ``seed`` (id_last) sampled but not yet evaluated. It drafts, verifies
+``[seed, *drafted]`` on the target, and emits ``emitted`` = the accepted
+drafted tokens followed by the target's own token (the replacement at the
+first mismatch, or the bonus token after a full acceptance). Emission stops at
+the first end-of-generation token, as in speculative-simple.cpp: when the
+draft ends with an EOG the target sampled too, the round emits the accepted
+draft and ``discarded`` holds the bonus token sampled after it.
+
+Round modes:
+  ``spec``        a draft was verified;
+  ``plain``       no draft (budget exhausted, or shorter than n_min): one target token;
+  ``checkpoint``  the target's memory cannot drop a partial sequence, so after a partial
+                  acceptance both contexts were restored to the pre-round checkpoint; the
+                  ``emitted`` tokens are decided (the restored sampler draws them again)
+                  and are committed by the next round;
+  ``replay``      that next round: it re-verifies ``replayed`` (not counted as drafted
+                  or accepted again) and emits only the token after them;
+  ``baseline``    a target-only round (one token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEvent:
+    index: int                       # round number, from 0
+    n_past: int                      # position of the seed token
+    seed: int                        # id_last, evaluated this round at n_past
+    drafted: tuple[int, ...]         # the verified draft (empty: none)
+    draft_probs: tuple[float, ...]   # draft-simple: top-10 renormalized probability of each
+    n_accepted: int                  # leading drafted tokens the target sampled too
+    emitted: tuple[int, ...]         # tokens this round adds to the output
+    mode: str                        # spec | plain | checkpoint | replay | baseline
+    draft_stop: str = ""             # why drafting stopped: n_max | policy | budget | p_min | n_min | none
+                                     # (draft-simple); lookup | budget (n-gram drafters)
+    drafter: str = ""                # llama.cpp type that proposed ``drafted`` ("" when none)
+    draft_note: str = ""             # that drafter's reason, in words (which n-gram matched where)
+    draft_source: int = -1           # n-gram drafters: position the draft was copied from
+    draft_key: int = -1              # n-gram drafters: position of the matched n-gram
+    draft_key_len: int = 0           # and its length
+    t_lookup: float = 0.0            # seconds in n-gram drafters (Python; part of t_draft)
+    dropped_draft: int = 0           # length of a draft discarded for being shorter than n_min
+    replayed: tuple[int, ...] = ()   # replay rounds: the tokens decided by the checkpoint round
+    kv_dropped_target: int = 0       # KV rows removed from the target cache this round
+    kv_dropped_draft: int = 0        # KV rows removed from the draft cache this round
+    t_draft: float = 0.0             # seconds drafting: llama.cpp's draft decodes, n-gram lookups
+    t_verify: float = 0.0            # seconds in llama.cpp verifying (decode + sampling)
+    t_sync: float = 0.0              # seconds in llama.cpp synchronising / rolling back
+    t_round: float = 0.0             # wall seconds for the whole round
+    finish: str = ""                 # set on the last round: eog | n_predict | context | stopped
+    synthetic: bool = False          # synthetic acceptance (core/engine/synth.py): random, not valid output
+    counterfactual: tuple[float, ...] = ()  # at temperature: per drafted position, the chance the
+                                     # other acceptance rule keeps it (core/engine/accept_rules.py)
+    counterfactual_rule: str = ""    # that rule: "ratio" in a match run, "match" in a ratio run
+    draft_ranks: tuple[int, ...] = ()   # draft-simple: the rank (0-9, -1: lower) of the target's
+                                     # token among the draft's top-10 at each drafted position up to
+                                     # and with the first rejection (drafters.base.Proposal.ranks)
+    draft_limit: int = 0             # draft-simple: the most tokens the draft-length policy allowed
+                                     # this round (n_max under llama.cpp's fixed policy; draft_policy)
+    discarded: tuple[int, ...] = ()  # tokens the target sampled after an end-of-generation token
+                                     # this round: not output (the bonus token after an accepted
+                                     # drafted EOG; speculative-simple.cpp stops at the first EOG)
+
+    @property
+    def own(self) -> int | None:
+        """The target's own token this round (the replacement at the first mismatch, or the
+        bonus token), or None when the round ended on an accepted drafted end-of-generation
+        token and the bonus token after it was discarded."""
+        return self.emitted[-1] if len(self.emitted) > self.n_accepted else None
+
+    @property
+    def t_overhead(self) -> float:
+        """Seconds outside llama.cpp calls (Python glue) in this round."""
+        return max(0.0, self.t_round - self.t_draft - self.t_verify - self.t_sync)
+
+    @property
+    def n_past_after(self) -> int:
+        """Both caches hold [0, n_past_after) once the round is done."""
+        if self.mode == "checkpoint":
+            return self.n_past
+        return self.n_past + len(self.replayed) + len(self.emitted)
+
+    @property
+    def next_seed(self) -> int:
+        return self.seed if self.mode == "checkpoint" else self.emitted[-1]
+
+    @property
+    def eog_ends_draft(self) -> bool:
+        """The first drafted token not accepted is the token the target sampled there: an
+        end-of-generation token with more drafted tokens after it. llama.cpp stops the round
+        there (``common_sampler_sample_and_accept_n`` keeps no drafted token after an EOG: it
+        would stay in the context) and counts it as the target's own token, not as accepted
+        and not as a rejection. (Synthetic acceptance rejects at random, so not there.)"""
+        a = self.n_accepted
+        return (not self.synthetic and a < len(self.drafted) and self.own is not None
+                and self.drafted[a] == self.own)
+
+    def to_dict(self, exact: bool = False) -> dict:
+        """The event as JSON values, with the derived ``t_overhead``; draft probabilities are
+        rounded to 6 digits unless ``exact`` (session files keep every bit)."""
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
+                    "draft_ranks", "discarded"):
+            d[key] = list(d[key])
+        if not exact:
+            for key in ("draft_probs", "counterfactual"):
+                d[key] = [round(p, 6) for p in d[key]]
+        d["t_overhead"] = self.t_overhead
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RoundEvent":
+        """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored). Every field must be
+        there with its type: ``plain.PlainError`` names the one that is not."""
+        from specscope.core.plain import from_plain
+        return from_plain(cls, {"synthetic": False, **{k: v for k, v in d.items() if k != "t_overhead"}}
+                          if isinstance(d, dict) else d, "the round")
+
+
+@dataclass(frozen=True, slots=True)
+class Prefill:
+    """The prompt, as evaluated before the first round."""
+    tokens: tuple[int, ...]
+    seconds: float

@@ -1,0 +1,1 @@
+"""Costs, calibration, sweeps, statistics and the lossless check."""

@@ -1,0 +1,102 @@
+"""How busy the CPUs were with other processes while we measured (Linux /proc/stat).
+
+A timing taken while other processes compete for the cores llama.cpp's threads run on is
+not a timing of this machine: the threads meet at a barrier after almost every operation
+(core/measure/threads.py), so one that loses its core stalls the others. :class:`LoadMeter` reads,
+over a window, the CPU time all processes spent busy (``/proc/stat``'s first line) minus this
+process's own CPU time (``os.times()``, every thread), as a share of all cores.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux /proc/stat), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)     # idle + iowait
+    return (sum(values[:8]) - idle) / ticks
+
+
+def _own_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def load_average() -> tuple[float, float, float] | None:
+    """os.getloadavg() (runnable processes over 1, 5 and 15 minutes), or None where missing."""
+    try:
+        return tuple(round(x, 2) for x in os.getloadavg())
+    except (OSError, AttributeError):
+        return None
+
+
+@dataclass(frozen=True)
+class LoadReading:
+    """Other processes' CPU use over a window: ``others`` is their share of all ``cores``
+    (0..1; None where /proc/stat cannot be read), ``loadavg`` the 1/5/15-minute load
+    averages at its end (context only: they count our own threads too)."""
+    others: float | None
+    cores: int
+    seconds: float
+    loadavg: tuple[float, float, float] | None = None
+
+    @property
+    def others_cores(self) -> float | None:
+        """Other processes' CPU use in cores (share × cores)."""
+        return None if self.others is None else self.others * self.cores
+
+    def describe(self) -> str:
+        if self.others is None:
+            return "other processes' CPU use unknown (no /proc/stat)"
+        text = f"other processes used {100 * self.others:.0f}% of the CPU ({self.others_cores:.2f} of {self.cores} cores)"
+        if self.loadavg:
+            text += f", load average {self.loadavg[0]:.2f}"
+        return text
+
+    def to_dict(self) -> dict:
+        return {"others": self.others, "cores": self.cores, "seconds": self.seconds,
+                "loadavg": list(self.loadavg) if self.loadavg else None}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LoadReading":
+        avg = d.get("loadavg")
+        others = d.get("others")
+        return cls(others=None if others is None else float(others), cores=int(d["cores"]),
+                   seconds=float(d.get("seconds", 0.0)),
+                   loadavg=tuple(float(x) for x in avg) if avg else None)
+
+
+class LoadMeter:
+    """How much CPU other processes took while we measured (their share of all cores)."""
+
+    def __init__(self):
+        self.t0 = time.perf_counter()
+        self.busy0 = _busy_seconds()
+        self.own0 = _own_seconds()
+
+    def others_share(self) -> float | None:
+        busy = _busy_seconds()
+        if busy is None or self.busy0 is None:
+            return None
+        wall = time.perf_counter() - self.t0
+        if wall <= 0:
+            return None
+        others = (busy - self.busy0) - (_own_seconds() - self.own0)
+        return max(0.0, min(1.0, others / (wall * (os.cpu_count() or 1))))
+
+    def reading(self) -> LoadReading:
+        """The window so far as a :class:`LoadReading`."""
+        return LoadReading(others=self.others_share(), cores=os.cpu_count() or 1,
+                           seconds=time.perf_counter() - self.t0, loadavg=load_average())

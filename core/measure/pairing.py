@@ -1,0 +1,594 @@
+"""The pair doctor: can this draft draft for that target, why not, and what could it buy?
+
+Everything here runs before any weights are loaded:
+
+- the GGUF headers are checked and summarised in pure Python
+  (:func:`~specscope.core.models.gguf_file.check_gguf`);
+- the vocabulary values come from llama.cpp itself through a vocab-only load,
+  and :mod:`specscope.core.models.vocab_gate` applies the four rules of llama.cpp's
+  ``common_speculative_are_compatible`` (seed 000 §4.2, seed 003) to them, so
+  the verdict is the one llama.cpp will enforce;
+- the cost estimate is seed 003's textbook model: ``f`` ≈ the ratio of the
+  two files' sizes and speed-up ``(E+1)/(n·f+1)`` with
+  ``E = α + α² + … + αⁿ``.
+
+The engine runs the gate (``vocab_gate.vocab_rules``) on its already-loaded models; the CLI
+(``specscope doctor``) and the GUI call :func:`check_pair` and :func:`scan`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from specscope.core.errors import ModelFileError, SpecScopeError
+from specscope.core.errors import printable
+from specscope.core.models.gguf_file import GGUFInfo, check_gguf
+from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule, VocabFacts,
+                         escape_token_text, first_text_mismatch, rules_from_facts, vocab_facts)
+
+__all__ = [
+    "ALPHAS",
+    "N_MAX",
+    "Rule",
+    "VocabFacts",
+    "ModelSummary",
+    "CostEstimate",
+    "PairReport",
+    "ScanEntry",
+    "ScanReport",
+    "vocab_facts",
+    "rules_from_facts",
+    "check_pair",
+    "scan",
+    "expected_accepted",
+    "textbook_speedup",
+    "textbook_from_accepted",
+    "best_n",
+    "speedup_table",
+    "escape_token_text",
+    "memory_kind",
+    "tuning_lineage",
+]
+
+# the cost table of the report: per-token acceptance rates and draft lengths
+ALPHAS = (0.5, 0.7, 0.9)
+N_MAX = 8
+
+# src/llama-arch.cpp: llm_arch_is_recurrent / llm_arch_is_hybrid (llama-cpp-python 0.3.36).
+# Only a fallback: the report asks llama.cpp (llama_model_is_recurrent/_hybrid),
+# which knows the architecture even after a vocab-only load.
+RECURRENT_ARCHS = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
+HYBRID_ARCHS = frozenset({
+    "jamba", "falcon-h1", "plamo2", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
+    "nemotron_h_moe", "qwen3next", "kimi-linear", "bailingmoe3", "kimi-k3", "glm5-next",
+    "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "minimax-01",
+})
+
+
+# ============================================================================ cost model (pure)
+
+def expected_accepted(alpha: float, n: int) -> float:
+    """E = α + α² + … + αⁿ: mean accepted drafts per round at per-token acceptance α."""
+    if n <= 0:
+        return 0.0
+    if alpha == 1.0:
+        return float(n)
+    return alpha * (1.0 - alpha ** n) / (1.0 - alpha)
+
+
+def textbook_from_accepted(expected: float, n: int, f: float) -> float:
+    """Seed 003's (E + 1) / (n·f + 1), a verification batch costing one target pass, for a
+    mean of accepted drafts per round E (the one place the formula is written)."""
+    return (expected + 1.0) / (n * f + 1.0)
+
+
+def textbook_speedup(alpha: float, n: int, f: float) -> float:
+    """Seed 003's speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
+    return textbook_from_accepted(expected_accepted(alpha, n), n, f)
+
+
+def best_n(alpha: float, f: float, n_max: int = N_MAX) -> tuple[int, float]:
+    """The draft length 1..n_max with the highest textbook speed-up, and that speed-up."""
+    best = max(range(1, n_max + 1), key=lambda n: (textbook_speedup(alpha, n, f), -n))
+    return best, textbook_speedup(alpha, best, f)
+
+
+def speedup_table(f: float, alphas: Iterable[float] = ALPHAS, n_max: int = N_MAX) -> dict[float, list[float]]:
+    """{α: [speed-up at n = 1..n_max]}."""
+    return {a: [textbook_speedup(a, n, f) for n in range(1, n_max + 1)] for a in alphas}
+
+
+# ============================================================================ beyond the vocabulary
+
+def memory_kind(arch: str | None, *, recurrent: bool | None = None, hybrid: bool | None = None) -> str:
+    """"attention", "recurrent" or "hybrid" (llama.cpp's answer when given, else by name)."""
+    if recurrent is None:
+        recurrent = arch in RECURRENT_ARCHS
+    if hybrid is None:
+        hybrid = arch in HYBRID_ARCHS
+    return "recurrent" if recurrent else "hybrid" if hybrid else "attention"
+
+
+_INSTRUCT_RE = re.compile(
+    r"(?<![a-z0-9])(instruct|instruction|chat|it|sft|dpo|orpo|kto|rlhf|assistant|hermes|thinking)(?![a-z])",
+    re.IGNORECASE)
+_BASE_RE = re.compile(r"(?<![a-z])(base|pretrain|pretrained|pt)(?![a-z])", re.IGNORECASE)
+
+
+def tuning_lineage(metadata: dict[str, Any]) -> tuple[str, str]:
+    """Guess the tuning lineage from ``general.*`` metadata.
+
+    Returns (kind, evidence): kind is "instruct", "fine-tuned", "base" or
+    "unknown"; evidence names the key and value the guess rests on.
+    """
+    finetune = metadata.get("general.finetune")
+    name = metadata.get("general.name")
+    if isinstance(finetune, str) and finetune.strip():
+        ev = f"general.finetune = {finetune!r}"
+        if _INSTRUCT_RE.search(finetune):
+            return "instruct", ev
+        if _BASE_RE.search(finetune):
+            return "base", ev
+        return "fine-tuned", ev
+    if isinstance(name, str) and name.strip():
+        ev = f"general.name = {name!r}"
+        if _INSTRUCT_RE.search(name):
+            return "instruct", ev
+        if _BASE_RE.search(name):
+            return "base", ev
+    n_base = metadata.get("general.base_model.count")
+    if isinstance(n_base, int) and n_base > 0:
+        base_name = metadata.get("general.base_model.0.name")
+        return "fine-tuned", "general.base_model.count = %d%s" % (
+            n_base, f" ({base_name!r})" if isinstance(base_name, str) else "")
+    if isinstance(name, str) and name.strip():
+        return "base", f"general.name = {name!r}, no tuning named"
+    return "unknown", "no general.finetune, general.name or general.base_model keys"
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """One side of a pair: what the header and llama.cpp say about a model file."""
+
+    path: str
+    name: str | None
+    architecture: str | None
+    file_size: int
+    n_tensors: int
+    n_params: int
+    bits_per_weight: float
+    file_type: str | None
+    tensor_types: dict[str, dict[str, float]]  # type -> {"count", "n_params", "bytes", "bits_per_weight"}
+    context_length: int | None
+    has_chat_template: bool
+    chat_template_sha256: str | None
+    memory: str  # attention / recurrent / hybrid
+    can_remove_partial: bool
+    tuning: str
+    tuning_evidence: str
+    vocab: VocabFacts | None
+
+    @property
+    def display_name(self) -> str:
+        """general.name (escaped: it comes from the file), else the file name."""
+        return printable(self.name) if self.name else Path(self.path).name
+
+
+def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=None) -> ModelSummary:
+    mem = memory_kind(info.architecture, recurrent=recurrent, hybrid=hybrid)
+    tmpl = info.chat_template
+    kind, evidence = tuning_lineage(info.metadata)
+    return ModelSummary(
+        path=info.path,
+        name=info.name,
+        architecture=info.architecture,
+        file_size=_model_size(info),
+        n_tensors=info.n_tensors,
+        n_params=info.n_params,
+        bits_per_weight=round(info.bits_per_weight, 3),
+        file_type=info.file_type,
+        tensor_types={
+            k: {"count": s.count, "n_params": s.n_elements, "bytes": s.n_bytes,
+                "bits_per_weight": round(s.bits_per_weight, 3)}
+            for k, s in info.tensor_types.items()
+        },
+        context_length=info.context_length,
+        has_chat_template=tmpl is not None or "tokenizer.chat_template" in info.long_strings,
+        chat_template_sha256=hashlib.sha256(tmpl.encode()).hexdigest() if tmpl is not None else None,
+        memory=mem,
+        can_remove_partial=mem == "attention",
+        tuning=kind,
+        tuning_evidence=evidence,
+        vocab=facts,
+    )
+
+
+_SPLIT_RE = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+
+
+def _model_size(info: GGUFInfo) -> int:
+    """The file's size, or the sum over all parts of a split model (…-00001-of-0000N.gguf)."""
+    count = info.metadata.get("split.count")
+    m = _SPLIT_RE.match(Path(info.path).name)
+    if not (isinstance(count, int) and count > 1 and m):
+        return info.file_size
+    total = 0
+    for k in range(1, count + 1):
+        part = Path(info.path).with_name(f"{m['stem']}-{k:05d}-of-{m['count']}.gguf")
+        try:
+            total += part.stat().st_size
+        except OSError:
+            return info.file_size
+    return total
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """Seed 003's textbook cost model for the pair."""
+
+    f: float  # draft cost / target cost ≈ draft file size / target file size
+    basis: str
+    alphas: tuple[float, ...]
+    n_max: int
+    speedups: dict[str, list[float]]  # str(α) -> speed-up at n = 1..n_max
+    best: dict[str, dict[str, float]]  # str(α) -> {"n": best n, "speedup": ...}
+    warning: str | None
+
+
+def _cost(target: ModelSummary, draft: ModelSummary) -> CostEstimate:
+    f = draft.file_size / target.file_size if target.file_size else float("inf")
+    table = speedup_table(f)
+    warning = None
+    if target.n_tensors == 0 or draft.n_tensors == 0:
+        warning = ("a file holds no weights (vocabulary only), so the size ratio says nothing "
+                   "about the real cost")
+    elif f >= 1.0:
+        warning = "the draft is not smaller than the target: speculation cannot pay"
+    elif f > 0.5:
+        warning = "the draft costs over half a target pass: it needs very high acceptance to pay"
+    basis = (f"draft file {draft.file_size:,} bytes / target file {target.file_size:,} bytes; "
+             "both models memory-bound at batch size one (seed 003)")
+    return CostEstimate(
+        f=f,
+        basis=basis,
+        alphas=ALPHAS,
+        n_max=N_MAX,
+        speedups={str(a): [round(x, 4) for x in v] for a, v in table.items()},
+        best={str(a): {"n": n, "speedup": round(s, 4)} for a, (n, s) in ((a, best_n(a, f)) for a in ALPHAS)},
+        warning=warning,
+    )
+
+
+# what the doctor offers when no draft fits a target: llama.cpp's draftless drafters
+# (ngram-mod is what llama.cpp's --spec-default enables)
+NGRAM_SUGGESTION = ("draftless n-gram drafting needs no draft model: try --spec-type ngram-mod "
+                    "(or ngram-simple for text that repeats its input)")
+
+
+@dataclass(frozen=True)
+class PairReport:
+    """The pair doctor's answer for one target/draft pair."""
+
+    target: ModelSummary
+    draft: ModelSummary
+    rules: tuple[Rule, ...]
+    compatible: bool
+    verdict: str
+    notes: tuple[str, ...]  # beyond the vocabulary: memory, context, chat template, lineage
+    cost: CostEstimate
+    elapsed_s: float
+
+    @property
+    def failed_rules(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if not r.passed)
+
+    @property
+    def reason(self) -> str:
+        """One line: why the pair is incompatible (the first failing rule), or 'compatible'."""
+        failed = self.failed_rules
+        if not failed:
+            return "compatible"
+        more = len(failed) - 1
+        return failed[0].message + (f" (and {more} more rule{'s' if more > 1 else ''} failed)" if more else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["f"] = self.cost.f
+        return _jsonable(d)
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(x, bytes):
+        return escape_token_text(x)
+    return x
+
+
+def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
+    notes = []
+    # memory (seed 000 §7)
+    for side, m in (("target", t), ("draft", d)):
+        arch = m.architecture or "unknown architecture"
+        if m.can_remove_partial:
+            notes.append(f"{side} ({arch}): attention KV cache; rejected drafts are removed with seq_rm")
+        else:
+            notes.append(f"{side} ({arch}): {m.memory} memory cannot remove part of a sequence; "
+                         "will use checkpoints (state save/restore and replay, seed 000 §7)")
+    # context
+    tc, dc = t.context_length, d.context_length
+    if tc and dc:
+        if dc < tc:
+            notes.append(f"training context: target {tc:,}, draft {dc:,} tokens; past {dc:,} tokens "
+                         "the draft is outside what it was trained on and acceptance may fall")
+        else:
+            notes.append(f"training context: target {tc:,}, draft {dc:,} tokens")
+    else:
+        notes.append(f"training context: target {tc or 'unknown'}, draft {dc or 'unknown'}")
+    # chat template
+    if t.has_chat_template and d.has_chat_template:
+        if t.chat_template_sha256 == d.chat_template_sha256:
+            notes.append("chat template: both have one, and they are identical")
+        else:
+            notes.append("chat template: both have one, and they differ; the draft was tuned on "
+                         "another conversation format, so acceptance on chat prompts may suffer")
+    elif t.has_chat_template or d.has_chat_template:
+        has, hasnt = ("target", "draft") if t.has_chat_template else ("draft", "target")
+        notes.append(f"chat template: only the {has} has one (the {hasnt} may be a base model)")
+    else:
+        notes.append("chat template: neither has one")
+    # tuning lineage (seed 003)
+    kinds = {t.tuning, d.tuning}
+    lineage = f"tuning: target {t.tuning} ({t.tuning_evidence}); draft {d.tuning} ({d.tuning_evidence})"
+    if "base" in kinds and kinds & {"instruct", "fine-tuned"}:
+        base_side = "draft" if d.tuning == "base" else "target"
+        lineage += (f" — a base {base_side} paired with a tuned model: the vocabulary check passes, "
+                    "but acceptance may disappoint (seed 003); measure it before deciding")
+    elif "unknown" in kinds:
+        lineage += " — lineage not recorded; measure acceptance"
+    elif t.tuning == d.tuning:
+        lineage += " — same tuning lineage"
+    notes.append(lineage)
+    return notes
+
+
+def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSummary, cost: CostEstimate) -> str:
+    if not compatible:
+        failed = [r.name for r in rules if not r.passed]
+        return (f"INCOMPATIBLE: llama.cpp will refuse this draft ({', '.join(failed)} "
+                f"rule{'s' if len(failed) > 1 else ''} failed)")
+    b = cost.best[str(0.7)]
+    if cost.f >= 1.0:
+        return "COMPATIBLE, but the draft is not smaller than the target, so it cannot speed it up"
+    return (f"COMPATIBLE: llama.cpp will accept this draft; f ≈ {cost.f:.3f}, textbook speed-up "
+            f"{b['speedup']:.2f}x at α = 0.7 with n = {b['n']}")
+
+
+# ============================================================================ loading
+
+class _Loaded:
+    """A checked file, its vocab-only model and what llama.cpp says about it."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.info = check_gguf(path)
+        if not self.info.has_tokenizer:
+            raise ModelFileError(str(path), NO_TOKENIZER)
+        if self.info.architecture is None:
+            raise ModelFileError(str(path), "this GGUF file names no architecture (general.architecture)")
+        from specscope.core.models.llama import (Model)  # noqa: PLC0415 - the native library loads on first use
+
+        try:
+            self.model = Model(path, vocab_only=True, check_file=False)
+        except ModelFileError as e:
+            e.native = True  # llama.cpp refused a file that passed the Python check
+            raise
+        try:
+            import llama_cpp.llama_cpp as ll  # noqa: PLC0415 - loaded with the model above
+            self.facts = vocab_facts(self.model.vocab)
+            self.summary = _summary(self.info, self.facts,
+                                    recurrent=bool(ll.llama_model_is_recurrent(self.model.ptr)),
+                                    hybrid=bool(ll.llama_model_is_hybrid(self.model.ptr)))
+        except BaseException:
+            self.model.close()
+            raise
+
+    def close(self) -> None:
+        self.model.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _token_region(info: GGUFInfo, start: int, stop: int) -> bytes | None:
+    """The raw bytes of tokens [start, stop) of tokenizer.ggml.tokens, or None if unavailable."""
+    offs = info.token_offsets
+    if offs is None or len(offs) <= stop:
+        return None
+    try:
+        with open(info.path, "rb") as f:
+            if os.fstat(f.fileno()).st_size != info.file_size:
+                return None  # the file changed since it was checked
+            f.seek(offs[start])
+            return f.read(offs[stop] - offs[start])
+    except OSError:
+        return None
+
+
+def _texts_identical(t: _Loaded, d: _Loaded, n: int) -> bool:
+    """True when the token texts of ids [5, n) are provably identical for llama.cpp.
+
+    llama.cpp's text for id i is the i-th string of tokenizer.ggml.tokens,
+    except that an empty one becomes "[EMPTY_i]" (the same on both sides) and
+    the "hybriddna" tokenizer edits some (src/llama-vocab.cpp, load()). So
+    byte-identical token regions in the two files mean llama.cpp's
+    comparison passes; anything else goes through llama.cpp's own texts.
+    This skips ~2n calls into llama.cpp for the common compatible case.
+    """
+    start = SPEC_VOCAB_CHECK_START_TOKEN_ID
+    if n <= start:
+        return True
+    if "hybriddna" in (t.info.tokenizer_model, d.info.tokenizer_model):
+        return False
+    a = _token_region(t.info, start, n)
+    return a is not None and a == _token_region(d.info, start, n)
+
+
+def _pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
+    n = min(t.facts.n_tokens, d.facts.n_tokens)
+    if _texts_identical(t, d, n):
+        mismatch = None
+    else:
+        mismatch = first_text_mismatch(t.model.vocab, d.model.vocab, n)
+    rules = rules_from_facts(t.facts, d.facts, mismatch)
+    compatible = all(r.passed for r in rules)
+    cost = _cost(t.summary, d.summary)
+    return PairReport(
+        target=t.summary,
+        draft=d.summary,
+        rules=tuple(rules),
+        compatible=compatible,
+        verdict=_verdict(compatible, rules, t.summary, d.summary, cost),
+        notes=tuple(_notes(t.summary, d.summary)),
+        cost=cost,
+        elapsed_s=time.perf_counter() - t0,
+    )
+
+
+def _load_both(target_path, draft_path) -> tuple[_Loaded, _Loaded]:
+    """Check and vocab-load both files at once (llama.cpp's loader runs without the GIL).
+
+    On failure, the target's error wins; a native load error is reproduced
+    alone so that the llama.cpp log line it quotes is that file's.
+    """
+    from specscope.core.models.llama import ensure_backend  # noqa: PLC0415
+
+    ensure_backend()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="specscope-doctor") as pool:
+        futures = [pool.submit(_Loaded, target_path), pool.submit(_Loaded, draft_path)]
+    loaded, errors = [], []
+    for fut in futures:
+        exc = fut.exception()
+        loaded.append(None if exc else fut.result())
+        errors.append(exc)
+    if not any(errors):
+        return loaded[0], loaded[1]
+    for x in loaded:
+        if x is not None:
+            x.close()
+    for path, exc in zip((target_path, draft_path), errors):
+        if exc is None:
+            continue
+        if getattr(exc, "native", False):
+            _Loaded(path).close()  # raises again, this time with its own log line
+        raise exc
+    raise AssertionError("unreachable")
+
+
+def check_pair(target_path: str | os.PathLike, draft_path: str | os.PathLike) -> PairReport:
+    """Say whether ``draft_path`` can draft for ``target_path``, why not, and what it could buy.
+
+    Raises :class:`ModelFileError` for a file that is missing, unreadable, not
+    GGUF, truncated, malformed or without a tokenizer.
+    """
+    t0 = time.perf_counter()
+    t, d = _load_both(target_path, draft_path)
+    try:
+        report = _pair(t, d, t0)
+    finally:
+        # freeing a 150k-token vocabulary takes ~70 ms of native time: free both at once
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="specscope-doctor") as pool:
+            for fut in [pool.submit(t.close), pool.submit(d.close)]:
+                fut.result()
+    return replace(report, elapsed_s=time.perf_counter() - t0)
+
+
+# ============================================================================ scan
+
+@dataclass(frozen=True)
+class ScanEntry:
+    path: str
+    compatible: bool
+    f: float | None
+    reason: str  # one line
+    report: PairReport | None
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    target: ModelSummary
+    folder: str
+    compatible: tuple[ScanEntry, ...]  # ranked by f, cheapest first
+    incompatible: tuple[ScanEntry, ...]  # with a one-line reason each
+    skipped: tuple[str, ...]  # the target itself, if it lies in the folder
+    elapsed_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+
+def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanReport:
+    """Check every ``.gguf`` file in ``folder`` (not recursive) as a draft for the target.
+
+    Compatible drafts are ranked by estimated f (cheapest first); each
+    incompatible or unusable file gets a one-line reason.
+    """
+    t0 = time.perf_counter()
+    folder_p = Path(folder)
+    if not folder_p.exists():
+        raise ModelFileError(str(folder), "no such folder")
+    if not folder_p.is_dir():
+        raise ModelFileError(str(folder), "this is not a folder")
+    try:
+        files = sorted(p for p in folder_p.iterdir() if p.suffix.lower() == ".gguf")
+    except OSError as e:
+        raise ModelFileError(str(folder), f"the folder cannot be read ({e.strerror or e})") from None
+
+    good: list[ScanEntry] = []
+    bad: list[ScanEntry] = []
+    skipped: list[str] = []
+    with _Loaded(target_path) as t:
+        for p in files:
+            try:
+                if p.samefile(target_path):
+                    skipped.append(str(p))
+                    continue
+            except OSError:
+                pass
+            split = _SPLIT_RE.match(p.name)
+            if split and int(split["no"]) > 1:
+                skipped.append(str(p))
+                continue
+            try:
+                with _Loaded(p) as d:
+                    r = _pair(t, d, time.perf_counter())
+            except SpecScopeError as e:
+                problem = getattr(e, "problem", str(e))
+                bad.append(ScanEntry(str(p), False, None, problem, None))
+                continue
+            if r.compatible:
+                good.append(ScanEntry(str(p), True, r.cost.f, r.verdict, r))
+            else:
+                bad.append(ScanEntry(str(p), False, r.cost.f, r.reason, r))
+        good.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
+        return ScanReport(
+            target=t.summary,
+            folder=str(folder),
+            compatible=tuple(good),
+            incompatible=tuple(bad),
+            skipped=tuple(skipped),
+            elapsed_s=time.perf_counter() - t0,
+        )

@@ -1,0 +1,615 @@
+"""Pure-Python sanity check and summary of a GGUF file, before llama.cpp sees it.
+
+Malformed GGUF headers are a known attack surface of native parsers, and a
+native loader that hits one may abort the whole process instead of returning
+an error. :func:`check_gguf` therefore walks the header with bounds checks on
+every length and count (the same limits ggml's ``gguf_init_from_file`` and
+llama.cpp's vocabulary loader apply, plus a few that would otherwise end in a
+``GGML_ASSERT``), and raises :class:`~specscope.core.errors.ModelFileError`
+with a sentence naming the file and the problem.
+
+It never reads tensor data: the file is memory-mapped and only the header
+(metadata and tensor infos) is touched, so a multi-gigabyte model is checked
+in about the time it takes to walk its vocabulary (~0.1 s for 150k tokens).
+"""
+
+from __future__ import annotations
+
+import mmap
+from array import array
+import os
+import stat
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specscope.core.errors import ModelFileError, printable
+
+__all__ = [
+    "GGUFInfo",
+    "TensorTypeStats",
+    "check_gguf",
+    "quote_text",
+    "GGML_TYPES",
+    "LLAMA_FTYPE_NAMES",
+]
+
+GGUF_MAGIC = b"GGUF"
+GGUF_MIN_VERSION = 2
+GGUF_MAX_VERSION = 3
+GGUF_DEFAULT_ALIGNMENT = 32
+GGUF_MAX_STRING_LENGTH = 1024 * 1024 * 1024  # ggml/src/gguf.cpp
+GGUF_MAX_ARRAY_ELEMENTS = 1024 * 1024 * 1024  # ggml/src/gguf.cpp
+GGML_MAX_DIMS = 4
+GGML_MAX_NAME = 64
+INT64_MAX = (1 << 63) - 1
+
+# Strings longer than this are not kept in GGUFInfo.metadata (their length is
+# recorded in long_strings). Chat templates are a few tens of KB.
+MAX_KEPT_STRING_BYTES = 1 << 20
+
+# GGUF value types: id -> (name, fixed size in bytes, struct format or None)
+_GGUF_TYPES: dict[int, tuple[str, int, str | None]] = {
+    0: ("uint8", 1, "<B"),
+    1: ("int8", 1, "<b"),
+    2: ("uint16", 2, "<H"),
+    3: ("int16", 2, "<h"),
+    4: ("uint32", 4, "<I"),
+    5: ("int32", 4, "<i"),
+    6: ("float32", 4, "<f"),
+    7: ("bool", 1, "<?"),
+    8: ("string", 0, None),
+    9: ("array", 0, None),
+    10: ("uint64", 8, "<Q"),
+    11: ("int64", 8, "<q"),
+    12: ("float64", 8, "<d"),
+}
+_T_STRING = 8
+_T_ARRAY = 9
+
+# ggml tensor types present in llama.cpp's ggml.h: id -> (name, block size, bytes per block).
+# Removed ids (4, 5, 31-33, 36-38) are absent, as ggml gives them block size 0.
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    9: ("Q8_1", 32, 40),
+    10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292),
+    16: ("IQ2_XXS", 256, 66),
+    17: ("IQ2_XS", 256, 74),
+    18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50),
+    20: ("IQ4_NL", 32, 18),
+    21: ("IQ3_S", 256, 110),
+    22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, 56),
+    30: ("BF16", 1, 2),
+    34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66),
+    39: ("MXFP4", 32, 17),
+    40: ("NVFP4", 64, 36),
+    41: ("Q1_0", 128, 18),
+    42: ("Q2_0", 64, 18),
+}
+
+# llama.h enum llama_ftype (general.file_type)
+LLAMA_FTYPE_NAMES: dict[int, str] = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
+    10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S",
+    15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS",
+    20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S",
+    25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
+    30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0",
+    38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0", 41: "Q2_0",
+}
+
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_I64 = struct.Struct("<q")
+_HEADER = struct.Struct("<4sIqq")  # magic, version, n_tensors, n_kv
+
+# smallest possible encodings, used to bound counts against the file size
+_MIN_KV_BYTES = 8 + 1 + 4 + 1  # key length, 1-char key, type, 1-byte value
+_MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 4 + 8  # name length, 1-char name, n_dims, type, offset
+
+
+@dataclass(frozen=True)
+class TensorTypeStats:
+    """Tensors of one ggml type: how many, how many weights, how many bytes."""
+
+    count: int
+    n_elements: int
+    n_bytes: int
+
+    @property
+    def bits_per_weight(self) -> float:
+        return 8.0 * self.n_bytes / self.n_elements if self.n_elements else 0.0
+
+
+@dataclass(frozen=True)
+class GGUFInfo:
+    """What the header of a GGUF file says, checked for consistency."""
+
+    path: str
+    file_size: int
+    version: int
+    n_tensors: int
+    n_kv: int
+    alignment: int
+    data_offset: int  # where the tensor data section starts (0 if no tensors)
+    metadata: dict[str, Any]  # scalar keys: int, float, bool or str
+    array_lengths: dict[str, int]  # array keys: number of elements
+    array_types: dict[str, str]  # array keys: element type name
+    long_strings: dict[str, int] = field(default_factory=dict)  # strings not kept: length
+    tensor_types: dict[str, TensorTypeStats] = field(default_factory=dict)
+    # file offset of each entry of tokenizer.ggml.tokens (its length prefix), plus the end:
+    # token i's bytes lie in [token_offsets[i] + 8, token_offsets[i + 1])
+    token_offsets: array | None = field(default=None, repr=False, compare=False)
+
+    # -- derived -----------------------------------------------------------
+    @property
+    def architecture(self) -> str | None:
+        arch = self.metadata.get("general.architecture")
+        return arch if isinstance(arch, str) else None
+
+    @property
+    def name(self) -> str | None:
+        v = self.metadata.get("general.name")
+        return v if isinstance(v, str) else None
+
+    @property
+    def tokenizer_model(self) -> str | None:
+        v = self.metadata.get("tokenizer.ggml.model")
+        return v if isinstance(v, str) else None
+
+    @property
+    def n_vocab(self) -> int:
+        return self.array_lengths.get("tokenizer.ggml.tokens", 0)
+
+    @property
+    def has_tokenizer(self) -> bool:
+        """True when llama.cpp would find a real vocabulary in the file."""
+        return (
+            self.tokenizer_model not in (None, "none", "no_vocab")
+            and self.array_types.get("tokenizer.ggml.tokens") == "string"
+            and self.n_vocab > 0
+        )
+
+    @property
+    def context_length(self) -> int | None:
+        arch = self.architecture
+        v = self.metadata.get(f"{arch}.context_length") if arch else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    @property
+    def chat_template(self) -> str | None:
+        v = self.metadata.get("tokenizer.chat_template")
+        return v if isinstance(v, str) else None
+
+    @property
+    def n_params(self) -> int:
+        """Number of weights (elements of all tensors), as llama_model_n_params counts."""
+        return sum(s.n_elements for s in self.tensor_types.values())
+
+    @property
+    def tensor_bytes(self) -> int:
+        return sum(s.n_bytes for s in self.tensor_types.values())
+
+    @property
+    def bits_per_weight(self) -> float:
+        n = self.n_params
+        return 8.0 * self.tensor_bytes / n if n else 0.0
+
+    @property
+    def file_type(self) -> str | None:
+        """The quantisation named by general.file_type (e.g. "Q4_K_M"), if any."""
+        v = self.metadata.get("general.file_type")
+        if isinstance(v, int) and not isinstance(v, bool):
+            return LLAMA_FTYPE_NAMES.get(v, f"type {v}")
+        return None
+
+    @property
+    def main_tensor_type(self) -> str | None:
+        """The ggml type that holds the most bytes."""
+        if not self.tensor_types:
+            return None
+        return max(self.tensor_types.items(), key=lambda kv: kv[1].n_bytes)[0]
+
+
+def quote_text(raw: bytes | str, quote: str = "'", limit: int = 200) -> str:
+    """A key, name or token text from a file in quotes, escaped by :func:`printable`
+    (the quote and backslashes too), cut after ``limit`` characters."""
+    text = raw.decode("utf-8", errors="surrogateescape") if isinstance(raw, bytes) else raw
+    cut = len(text) > limit
+    return quote + printable(text[:limit], also="\\" + quote) + quote + ("…" if cut else "")
+
+
+class _Malformed(Exception):
+    """Internal: the header is inconsistent; the message is the problem."""
+
+
+def _fmt_bytes(n: int) -> str:
+    return f"{n:,} bytes"
+
+
+def check_gguf(path: str | os.PathLike) -> GGUFInfo:
+    """Validate ``path`` as a GGUF file with pure Python and summarise its header.
+
+    Raises :class:`ModelFileError` (message ``"PATH: problem"``) when the file
+    is missing, a directory, unreadable, empty, not GGUF, of an unsupported
+    version, or its header is inconsistent or truncated in any way that could
+    make a native parser read out of bounds or abort.
+    """
+    p = Path(path)
+    spath = str(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ModelFileError(spath, "no such file") from None
+    except PermissionError:
+        raise ModelFileError(spath, "the file cannot be read (permission denied)") from None
+    except OSError as e:
+        raise ModelFileError(spath, f"the file cannot be read ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelFileError(spath, "this is a directory, not a GGUF model file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(spath, "this is not a regular file")
+    size = st.st_size
+    try:
+        f = open(p, "rb")
+    except PermissionError:
+        raise ModelFileError(spath, "the file cannot be read (permission denied)") from None
+    except OSError as e:
+        raise ModelFileError(spath, f"the file cannot be read ({e.strerror or e})") from None
+    with f:
+        if size == 0:
+            raise ModelFileError(spath, "the file is empty")
+        try:
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as e:
+            raise ModelFileError(spath, f"the file cannot be read ({e})") from None
+        try:
+            return _parse(spath, buf, len(buf))
+        except _Malformed as e:
+            raise ModelFileError(spath, str(e)) from None
+        except OSError as e:  # e.g. an I/O error while paging in
+            raise ModelFileError(spath, f"the file cannot be read ({e.strerror or e})") from None
+        finally:
+            buf.close()
+
+
+def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
+    # -- header ----------------------------------------------------------
+    if size < 4 or buf[:4] != GGUF_MAGIC:
+        raise _Malformed(_not_gguf_reason(buf, size))
+    if size < _HEADER.size:
+        raise _Malformed(
+            f"the file is truncated: it ends inside the GGUF header ({size} of {_HEADER.size} bytes)"
+        )
+    _, version, n_tensors, n_kv = _HEADER.unpack_from(buf, 0)
+    if version & 0xFFFF == 0 and version != 0:
+        raise _Malformed(
+            f"GGUF version {version} looks byte-swapped: this is a big-endian file, "
+            "which llama.cpp cannot load on this machine"
+        )
+    if version == 1:
+        raise _Malformed("GGUF version 1 is no longer supported by llama.cpp; convert the model again")
+    if not GGUF_MIN_VERSION <= version <= GGUF_MAX_VERSION:
+        raise _Malformed(
+            f"GGUF version {version} is not supported (this llama.cpp reads versions 2 and 3)"
+        )
+    room = size - _HEADER.size
+    if n_tensors < 0 or n_tensors * _MIN_TENSOR_INFO_BYTES > room:
+        raise _Malformed(
+            f"the header declares {n_tensors} tensors, which cannot fit in a file of {_fmt_bytes(size)} "
+            "(corrupt or truncated header)"
+        )
+    if n_kv < 0 or n_kv * _MIN_KV_BYTES > room:
+        raise _Malformed(
+            f"the header declares {n_kv} metadata keys, which cannot fit in a file of {_fmt_bytes(size)} "
+            "(corrupt or truncated header)"
+        )
+
+    pos = _HEADER.size
+    u32 = _U32.unpack_from
+    u64 = _U64.unpack_from
+
+    def need(n: int, what: str) -> None:
+        if pos + n > size:
+            raise _Malformed(
+                f"the file is truncated: {what} needs {_fmt_bytes(n)} at offset {pos:,} "
+                f"but the file ends at {size:,}"
+            )
+
+    def read_string(what: str) -> bytes:
+        nonlocal pos
+        need(8, f"the length of {what}")
+        (n,) = u64(buf, pos)
+        pos += 8
+        if n > GGUF_MAX_STRING_LENGTH:
+            raise _Malformed(f"{what} claims a length of {n:,} bytes, over GGUF's limit of 1 GiB")
+        need(n, what)
+        s = buf[pos : pos + n]
+        pos += n
+        return s
+
+    metadata: dict[str, Any] = {}
+    array_lengths: dict[str, int] = {}
+    array_types: dict[str, str] = {}
+    long_strings: dict[str, int] = {}
+    token_offsets: array | None = None
+
+    # -- key/value pairs -------------------------------------------------
+    for i in range(n_kv):
+        raw_key = read_string(f"the name of metadata key {i}")
+        if not raw_key:
+            raise _Malformed(f"metadata key {i} has an empty name")
+        try:
+            key = raw_key.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Malformed(f"the name of metadata key {i} is not valid UTF-8 "
+                             f"({quote_text(raw_key)})") from None
+        shown = quote_text(key)
+        if key in metadata or key in array_lengths or key in long_strings:
+            raise _Malformed(f"metadata key {shown} appears twice")
+        need(4, f"the type of metadata key {shown}")
+        (vtype,) = u32(buf, pos)
+        pos += 4
+        if vtype not in _GGUF_TYPES:
+            raise _Malformed(f"metadata key {shown} has an invalid value type {vtype}")
+        if vtype == _T_ARRAY:
+            need(12, f"the array header of {shown}")
+            (etype,) = u32(buf, pos)
+            (n,) = u64(buf, pos + 4)
+            pos += 12
+            if etype not in _GGUF_TYPES or etype == _T_ARRAY:
+                raise _Malformed(f"metadata array {shown} has an invalid element type {etype}")
+            if n > GGUF_MAX_ARRAY_ELEMENTS:
+                raise _Malformed(f"metadata array {shown} claims {n:,} elements, over GGUF's limit")
+            if etype == _T_STRING:
+                if n * 8 > size - pos:
+                    raise _Malformed(
+                        f"the file is truncated or corrupt: metadata array {shown} claims {n:,} strings, "
+                        f"more than the {_fmt_bytes(size - pos)} left can hold"
+                    )
+                if n > 2**31 - 1:
+                    raise _Malformed(f"metadata array {shown} claims {n:,} strings, more than llama.cpp reads")
+                if key == "tokenizer.ggml.tokens":
+                    token_offsets = array("Q")
+                    pos = _walk_tokens(buf, pos, n, size, key, token_offsets)
+                else:
+                    pos = _walk_strings(buf, pos, n, size, key)
+            else:
+                esize = _GGUF_TYPES[etype][1]
+                need(n * esize, f"metadata array {shown} ({n:,} × {_GGUF_TYPES[etype][0]})")
+                pos += n * esize
+            array_lengths[key] = n
+            array_types[key] = _GGUF_TYPES[etype][0]
+        elif vtype == _T_STRING:
+            start = pos
+            need(8, f"the length of the value of {shown}")
+            (n,) = u64(buf, pos)
+            if n > MAX_KEPT_STRING_BYTES:
+                if n > GGUF_MAX_STRING_LENGTH:
+                    raise _Malformed(f"the value of {shown} claims a length of {n:,} bytes, over GGUF's limit")
+                pos += 8
+                need(n, f"the value of {shown}")
+                pos += n
+                long_strings[key] = n
+            else:
+                pos = start
+                raw = read_string(f"the value of {shown}")
+                metadata[key] = raw.decode("utf-8", errors="replace")
+        else:
+            _, esize, fmt = _GGUF_TYPES[vtype]
+            need(esize, f"the value of {shown}")
+            (value,) = struct.unpack_from(fmt, buf, pos)
+            if vtype == 7 and buf[pos] > 1:
+                raise _Malformed(f"the boolean {shown} holds {buf[pos]}, not 0 or 1")
+            pos += esize
+            metadata[key] = value
+
+    # -- tokenizer arrays llama.cpp indexes without its own bounds check --
+    _check_tokenizer_arrays(metadata, array_lengths, array_types)
+
+    alignment = GGUF_DEFAULT_ALIGNMENT
+    if "general.alignment" in metadata or "general.alignment" in array_lengths:
+        alignment = metadata.get("general.alignment")
+        if not isinstance(alignment, int) or isinstance(alignment, bool):
+            raise _Malformed("'general.alignment' is not an integer")
+        if alignment <= 0 or alignment & (alignment - 1):
+            raise _Malformed(f"'general.alignment' is {alignment}, not a power of 2")
+
+    # -- tensor infos ----------------------------------------------------
+    seen_names: set[bytes] = set()
+    stats: dict[int, list[int]] = {}
+    infos: list[tuple[str, int, int]] = []  # name, offset, nbytes
+    for i in range(n_tensors):
+        raw_name = read_string(f"the name of tensor {i}")
+        name = raw_name.decode("utf-8", errors="replace")
+        shown = quote_text(raw_name)
+        if len(raw_name) >= GGML_MAX_NAME:
+            raise _Malformed(f"tensor {i} has a name of {len(raw_name)} bytes; ggml allows at most {GGML_MAX_NAME - 1}")
+        if raw_name in seen_names:
+            raise _Malformed(f"tensor {shown} appears twice")
+        seen_names.add(raw_name)
+        need(4, f"the shape of tensor {shown}")
+        (n_dims,) = u32(buf, pos)
+        pos += 4
+        if n_dims > GGML_MAX_DIMS:
+            raise _Malformed(f"tensor {shown} has {n_dims} dimensions; ggml allows at most {GGML_MAX_DIMS}")
+        need(8 * n_dims + 4 + 8, f"the shape, type and offset of tensor {shown}")
+        ne = [_I64.unpack_from(buf, pos + 8 * j)[0] for j in range(n_dims)]
+        pos += 8 * n_dims
+        if any(d < 0 for d in ne):
+            raise _Malformed(f"tensor {shown} has a negative dimension {tuple(ne)}")
+        n_el = 1
+        for d in ne:
+            n_el *= d
+        if n_el > INT64_MAX:
+            raise _Malformed(f"tensor {shown} has a shape {tuple(ne)} too large to address")
+        (ttype,) = u32(buf, pos)
+        pos += 4
+        if ttype not in GGML_TYPES:
+            raise _Malformed(f"tensor {shown} has an unknown or removed ggml type {ttype}")
+        tname, blck, tsize = GGML_TYPES[ttype]
+        ne0 = ne[0] if ne else 1
+        if ne0 % blck:
+            raise _Malformed(
+                f"tensor {shown} of type {tname} has {ne0} elements per row, not a multiple of the block size {blck}"
+            )
+        nbytes = n_el // blck * tsize
+        (offset,) = u64(buf, pos)
+        pos += 8
+        infos.append((name, offset, nbytes))
+        s = stats.setdefault(ttype, [0, 0, 0])
+        s[0] += 1
+        s[1] += n_el
+        s[2] += nbytes
+
+    # -- data section ----------------------------------------------------
+    data_offset = 0
+    if n_tensors:
+        data_offset = -(-pos // alignment) * alignment
+        expected = 0
+        for name, offset, nbytes in infos:
+            if offset != expected:
+                raise _Malformed(
+                    f"tensor {shown} has data offset {offset:,}, expected {expected:,} (corrupt tensor table)"
+                )
+            end = data_offset + offset + nbytes
+            if end > size:
+                raise _Malformed(
+                    f"the file is truncated: the data of tensor {shown} ends at byte {end:,} "
+                    f"but the file has only {_fmt_bytes(size)} (an incomplete download?)"
+                )
+            expected += -(-nbytes // alignment) * alignment
+
+    return GGUFInfo(
+        path=spath,
+        file_size=size,
+        version=version,
+        n_tensors=n_tensors,
+        n_kv=n_kv,
+        alignment=alignment,
+        data_offset=data_offset,
+        metadata=metadata,
+        array_lengths=array_lengths,
+        array_types=array_types,
+        long_strings=long_strings,
+        tensor_types={
+            GGML_TYPES[t][0]: TensorTypeStats(count=c, n_elements=e, n_bytes=b)
+            for t, (c, e, b) in sorted(stats.items(), key=lambda kv: -kv[1][2])
+        },
+        token_offsets=token_offsets,
+    )
+
+
+def _walk_strings(buf: mmap.mmap, pos: int, n: int, size: int, key: str,
+                  offsets: array | None = None) -> int:
+    """Skip ``n`` length-prefixed strings starting at ``pos``; return the end.
+
+    With ``offsets``, append the position of each string (its length prefix)
+    and finally the end. Kept tight: this loop is most of the check's time.
+    """
+    u64 = _U64.unpack_from
+    j = 0
+    try:
+        if offsets is None:
+            for j in range(n):
+                pos += 8 + u64(buf, pos)[0]
+        else:
+            mark = offsets.append
+            for j in range(n):
+                mark(pos)
+                pos += 8 + u64(buf, pos)[0]
+            mark(pos)
+    except (struct.error, OverflowError, ValueError):
+        raise _Malformed(
+            f"the file is truncated or corrupt: metadata array {quote_text(key)} runs past the end of the file "
+            f"(element {j:,} of {n:,})"
+        ) from None
+    if pos > size:
+        raise _Malformed(
+            f"the file is truncated or corrupt: metadata array {quote_text(key)} runs past the end of the file "
+            f"(its last string ends at byte {pos:,}, the file at {size:,})"
+        )
+    return pos
+
+
+def _walk_tokens(buf: mmap.mmap, pos: int, n: int, size: int, key: str, offsets: array) -> int:
+    """Like _walk_strings, recording offsets, and reject duplicate token texts.
+
+    llama.cpp's vocabulary loader asserts (aborting the process) when two ids
+    have the same text, so this must be caught here.
+    """
+    end = _walk_strings(buf, pos, n, size, key, offsets)
+    texts = {buf[a + 8:b] for a, b in zip(offsets, offsets[1:])}
+    if len(texts) != n:
+        # llama.cpp renames an empty token i to "[EMPTY_i]": redo exactly if there are any
+        if b"" in texts:
+            texts = {buf[a + 8:b] if b - a > 8 else b"[EMPTY_%d]" % i
+                     for i, (a, b) in enumerate(zip(offsets, offsets[1:]))}
+        if len(texts) != n:
+            raise _Malformed(
+                f"the vocabulary '{key}' holds the same token text under two ids; llama.cpp cannot load it"
+            )
+    return end
+
+
+def _check_tokenizer_arrays(metadata: dict, lengths: dict, types: dict) -> None:
+    """Tokenizer arrays llama.cpp reads by token id must cover every id."""
+    if "tokenizer.ggml.tokens" not in lengths:
+        return
+    n = lengths["tokenizer.ggml.tokens"]
+    if types["tokenizer.ggml.tokens"] != "string":
+        raise _Malformed("'tokenizer.ggml.tokens' is not an array of strings")
+    for key, allowed in (
+        ("tokenizer.ggml.scores", ("float32", "int32")),
+        ("tokenizer.ggml.token_type", ("int32",)),
+    ):
+        if key in lengths:
+            if types[key] not in allowed:
+                raise _Malformed(f"'{key}' is an array of {types[key]}, expected {' or '.join(allowed)}")
+            if lengths[key] < n:
+                raise _Malformed(f"'{key}' has {lengths[key]:,} entries for {n:,} tokens")
+        elif key in metadata:
+            raise _Malformed(f"'{key}' is a single value, expected an array")
+    if n > 2**31 - 1:
+        raise _Malformed(f"the vocabulary has {n:,} tokens, more than llama.cpp can index")
+
+
+def _not_gguf_reason(buf: mmap.mmap, size: int) -> str:
+    head = bytes(buf[: min(size, 16)])
+    hint = ""
+    if head.startswith(b"PK\x03\x04"):
+        hint = " (it is a zip archive, e.g. a PyTorch checkpoint)"
+    elif head.startswith(b"\x80") or head.startswith(b"\x80\x02"):
+        hint = " (it looks like a Python pickle)"
+    elif size >= 10 and head[8:10] in (b'{"', b"{'"):
+        hint = " (it looks like a safetensors file; convert it with llama.cpp's convert_hf_to_gguf.py)"
+    elif head.startswith(b"ggml") or head.startswith(b"ggjt") or head.startswith(b"ggmf") or head[:4] in (
+        b"lmgg", b"tjgg", b"fmgg"
+    ):
+        hint = " (it is an old GGML/GGJT file, which llama.cpp no longer reads)"
+    elif head.lstrip()[:1] in (b"<", b"{", b"#"):
+        hint = " (it looks like a text file, e.g. an HTML error page saved instead of the model)"
+    if size < 4:
+        return f"not a GGUF file: it is only {size} byte{'s' if size != 1 else ''} long"
+    return f"not a GGUF file: it does not start with the bytes 'GGUF'{hint}"

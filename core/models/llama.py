@@ -1,0 +1,494 @@
+"""Owners of llama.cpp handles: one small class per handle kind.
+
+Every pointer llama.cpp hands out is held by exactly one object here
+(``Model``, ``Context``, ``Batch``, ``SamplerChain``) and freed by that object's
+``close()``. Contexts must be closed before the model they were made from;
+``Engine`` and the tests do that with an ``ExitStack``.
+
+llama.cpp's log goes to the Python logger ``specscope.llama`` (quiet unless
+the application configures logging); the last error line is kept so that a
+failed load can say what llama.cpp complained about.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import llama_cpp.llama_cpp as ll
+
+from specscope.core.errors import ConfigError, DecodeError, ModelFileError
+
+log = logging.getLogger("specscope.llama")
+log.addHandler(logging.NullHandler())
+
+# llama.cpp's levels: 1 DEBUG, 2 INFO, 3 WARN, 4 ERROR, 5 CONT (continues the previous line)
+_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
+_log_state = threading.local()   # per thread: the level of the line being continued, its errors
+
+
+def _errors() -> list[str]:
+    """The last few ERROR lines llama.cpp logged on this thread (for load failures)."""
+    errors = getattr(_log_state, "errors", None)
+    if errors is None:
+        errors = _log_state.errors = []
+    return errors
+
+
+@ll.llama_log_callback
+def _on_llama_log(level: int, text: bytes, _user) -> None:  # pragma: no cover - called from C
+    try:
+        message = text.decode("utf-8", "replace") if text else ""
+        if level == 5:
+            level = getattr(_log_state, "level", 2)
+        else:
+            _log_state.level = level
+        message = message.rstrip("\n")
+        if not message:
+            return
+        py_level = _LEVELS.get(level, logging.INFO)
+        if py_level >= logging.ERROR:
+            errors = _errors()
+            errors.append(message.strip())
+            del errors[:-4]
+        if log.isEnabledFor(py_level):
+            log.log(py_level, "%s", message)
+    except Exception:  # never let an exception unwind into C
+        pass
+
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+
+
+def ensure_backend() -> None:
+    """Initialise llama.cpp once per process and route its log to Python."""
+    global _backend_ready
+    with _backend_lock:
+        if _backend_ready:
+            return
+        ll.llama_log_set(_on_llama_log, ctypes.c_void_p(0))
+        ll.llama_backend_init()
+        _backend_ready = True
+
+
+def system_info() -> str:
+    """llama.cpp's ``llama_print_system_info``: the CPU features it was built for and found."""
+    ensure_backend()
+    return (ll.llama_print_system_info() or b"").decode("utf-8", "replace")
+
+
+REPACK_MODES = ("auto", "on", "off")
+
+
+def resolve_repack(mode: str) -> tuple[bool, str]:
+    """(repack?, why) for ``--repack auto|on|off``.
+
+    ``auto`` turns llama.cpp's extra buffer types off where it reports AMX: there it repacks
+    quantized weights into AMX buffers and ``ggml_backend_amx_mul_mat`` crashes on the first
+    decode (llama.cpp issue 20824). F16/F32 weights are never repacked, so nothing changes
+    for them."""
+    if mode == "on":
+        return True, "repacking on (--repack on)"
+    if mode == "off":
+        return False, "repacking off (--repack off)"
+    if mode != "auto":
+        raise ConfigError(f"--repack must be auto, on or off, not {mode!r}")
+    if "AMX_INT8 = 1" in system_info():
+        return False, ("repacking off: this CPU reports AMX, where llama.cpp's repacked "
+                       "quantized weights crash (llama.cpp issue 20824)")
+    return True, "repacking on: llama.cpp's default on this CPU (no AMX)"
+
+
+def _take_last_error() -> str:
+    errors = _errors()
+    text = "; ".join(errors[-2:])
+    errors.clear()
+    return text
+
+
+# ---------------------------------------------------------------------------- model
+
+
+
+class Model:
+    """A loaded GGUF model (or only its vocabulary, with ``vocab_only``)."""
+
+    def __init__(self, path: str | Path, *, vocab_only: bool = False, n_gpu_layers: int = 0,
+                 repack: bool = True, progress=None, check_file: bool = True, devices=None):
+        """repack: let llama.cpp repack weights into extra buffer types (AMX, AVX512 …),
+        llama.cpp's ``use_extra_bufts``; ``False`` is its ``--no-repack``. devices: a
+        NULL-terminated ggml_backend_dev_t array (``devices.device_array``), None for
+        llama.cpp's default devices."""
+        ensure_backend()
+        self.path = Path(path)
+        if check_file:
+            from specscope.core.models.gguf_file import (check_gguf)  # Python-side header check before native parsing
+            check_gguf(self.path)
+        params = ll.llama_model_default_params()
+        params.vocab_only = vocab_only
+        params.n_gpu_layers = n_gpu_layers
+        params.use_extra_bufts = repack
+        if devices is not None:
+            params.devices = ctypes.cast(devices, ctypes.c_void_p)
+        self._progress_cb = None
+        if progress is not None:
+            def _progress(fraction, _user):
+                try:
+                    return bool(progress(float(fraction)) is not False)
+                except Exception:
+                    return True
+            self._progress_cb = ll.llama_progress_callback(_progress)
+            params.progress_callback = self._progress_cb
+        _errors().clear()
+        self.ptr = ll.llama_model_load_from_file(os.fsencode(self.path), params)
+        if not self.ptr:
+            detail = _take_last_error()
+            raise ModelFileError(self.path, "llama.cpp could not load this model"
+                                 + (f" ({detail})" if detail else ""))
+        self.vocab = ll.llama_model_get_vocab(self.ptr)
+        self.vocab_only = vocab_only
+        self.n_vocab = ll.llama_vocab_n_tokens(self.vocab)
+        self._pieces: dict[int, bytes] = {}
+
+    def close(self) -> None:
+        if self.ptr:
+            ll.llama_model_free(self.ptr)
+            self.ptr = None
+
+    # -- facts ---------------------------------------------------------------
+    @property
+    def bos(self) -> int:
+        return ll.llama_vocab_bos(self.vocab)
+
+    @property
+    def eos(self) -> int:
+        return ll.llama_vocab_eos(self.vocab)
+
+    @property
+    def add_bos(self) -> bool:
+        return bool(ll.llama_vocab_get_add_bos(self.vocab))
+
+    @property
+    def add_eos(self) -> bool:
+        return bool(ll.llama_vocab_get_add_eos(self.vocab))
+
+    def is_eog(self, token: int) -> bool:
+        return bool(ll.llama_vocab_is_eog(self.vocab, token))
+
+    def meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(512)
+        n = ll.llama_model_meta_val_str(self.ptr, key.encode(), buf, len(buf))
+        if n >= len(buf):   # it returns the full length: read long values (chat templates) whole
+            buf = ctypes.create_string_buffer(n + 1)
+            n = ll.llama_model_meta_val_str(self.ptr, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    @property
+    def n_params(self) -> int:
+        return int(ll.llama_model_n_params(self.ptr))
+
+    @property
+    def size_bytes(self) -> int:
+        return int(ll.llama_model_size(self.ptr))
+
+    @property
+    def n_ctx_train(self) -> int:
+        return int(ll.llama_model_n_ctx_train(self.ptr))
+
+    @property
+    def description(self) -> str:
+        buf = ctypes.create_string_buffer(256)
+        ll.llama_model_desc(self.ptr, buf, len(buf))
+        return buf.value.decode("utf-8", "replace")
+
+    @property
+    def is_recurrent_or_hybrid(self) -> bool:
+        return bool(ll.llama_model_is_recurrent(self.ptr) or ll.llama_model_is_hybrid(self.ptr))
+
+    # -- text ----------------------------------------------------------------
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 16
+        buf = (ll.llama_token * cap)()
+        n = ll.llama_tokenize(self.vocab, data, len(data), buf, cap, add_special, parse_special)
+        if n < 0:
+            cap = -n
+            buf = (ll.llama_token * cap)()
+            n = ll.llama_tokenize(self.vocab, data, len(data), buf, cap, add_special, parse_special)
+        if n < 0:
+            raise ConfigError("the prompt could not be tokenized")
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for (special tokens rendered as their text)."""
+        cached = self._pieces.get(token)
+        if cached is None:
+            buf = ctypes.create_string_buffer(64)
+            n = ll.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = ll.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
+            cached = buf.raw[:max(n, 0)]
+            self._pieces[token] = cached
+        return cached
+
+    def detokenize(self, tokens) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", "replace")
+
+    def token_text(self, token: int) -> bytes:
+        """The token's text as stored in the vocabulary (what the vocab gate compares)."""
+        return ll.llama_vocab_get_text(self.vocab, token) or b""
+
+
+# ---------------------------------------------------------------------------- context
+
+# llama_get_logits returning a plain address (the binding's version returns a ctypes pointer)
+_get_logits_address = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("llama_get_logits", ll._lib))
+
+GGML_TYPE_F32 = 0
+GGML_TYPE_F16 = 1
+FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """Per-context settings. ``deterministic`` picks F32 KV and no flash attention, which removes
+    flash attention's single-token path; batched and single-token matrix kernels still differ
+    for some weight types and past 256 tokens (``compare.DETERMINISTIC_GUARANTEE``)."""
+    n_ctx: int = 2048
+    n_batch: int = 512
+    n_threads: int = 0          # 0: all cores
+    flash_attn: str = "auto"    # auto | on | off
+    kv_type: str = "f16"        # f16 | f32
+
+    @classmethod
+    def deterministic(cls, **kw) -> "ContextSettings":
+        return cls(flash_attn="off", kv_type="f32", **kw)
+
+
+class Context:
+    """One llama_context with a single sequence (seq 0)."""
+
+    def __init__(self, model: Model, settings: ContextSettings):
+        if model.vocab_only:
+            raise ConfigError(f"{model.path}: was loaded for its vocabulary only")
+        params = ll.llama_context_default_params()
+        params.n_ctx = settings.n_ctx
+        params.n_batch = min(settings.n_batch, settings.n_ctx)
+        params.n_ubatch = params.n_batch
+        params.n_seq_max = 1
+        threads = settings.n_threads or (os.cpu_count() or 1)
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.no_perf = True
+        try:
+            params.flash_attn_type = FLASH_ATTN[settings.flash_attn]
+        except KeyError:
+            raise ConfigError(f"flash attention must be auto, on or off, not {settings.flash_attn!r}")
+        kv = {"f16": GGML_TYPE_F16, "f32": GGML_TYPE_F32}.get(settings.kv_type)
+        if kv is None:
+            raise ConfigError(f"KV cache type must be f16 or f32, not {settings.kv_type!r}")
+        params.type_k = params.type_v = kv
+        _errors().clear()
+        self.ptr = ll.llama_init_from_model(model.ptr, params)
+        if not self.ptr:
+            detail = _take_last_error()
+            raise ConfigError(f"{model.path}: llama.cpp could not create a context of {settings.n_ctx} "
+                              "tokens" + (f" ({detail})" if detail else ""))
+        self.model = model
+        self.n_ctx = ll.llama_n_ctx(self.ptr)
+        self.n_batch = ll.llama_n_batch(self.ptr)
+        self.mem = ll.llama_get_memory(self.ptr)
+        self.n_vocab = model.n_vocab
+        self._views: dict[tuple[int, int], np.ndarray] = {}
+
+    def close(self) -> None:
+        if self.ptr:
+            ll.llama_free(self.ptr)
+            self.ptr = None
+
+    def decode(self, batch: "Batch", what: str) -> None:
+        """Decode and wait for it: on an asynchronous backend (a model on an rpc-server)
+        llama_decode returns once the graph is sent, and the computation would otherwise be
+        waited for, and timed, wherever the logits are read next."""
+        status = ll.llama_decode(self.ptr, batch.raw)
+        if status != 0:
+            raise DecodeError(what, status)
+        ll.llama_synchronize(self.ptr)
+
+    def prefill(self, tokens, batch: "Batch", what: str) -> None:
+        """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,
+        without logits (a prompt, or a prefix to measure against)."""
+        self.clear()
+        for start in range(0, len(tokens), batch.capacity):
+            batch.fill(tokens[start:start + batch.capacity], start, logits="none")
+            self.decode(batch, what)
+
+    def logits(self, n_rows: int) -> np.ndarray:
+        """The logits of the last decode's output rows, as a (n_rows, n_vocab) view.
+        Views are cached by buffer address: making one costs more than a draft step's numpy work."""
+        addr = _get_logits_address(self.ptr)
+        view = self._views.get((addr, n_rows))
+        if view is None:
+            if len(self._views) > 64:
+                self._views.clear()
+            raw = (ctypes.c_float * (n_rows * self.n_vocab)).from_address(addr)
+            view = self._views[(addr, n_rows)] = np.frombuffer(raw, np.float32).reshape(n_rows, self.n_vocab)
+        return view
+
+    def seq_rm(self, p0: int, p1: int = -1) -> bool:
+        return bool(ll.llama_memory_seq_rm(self.mem, 0, p0, p1))
+
+    def clear(self) -> None:
+        ll.llama_memory_clear(self.mem, True)
+
+    def pos_max(self) -> int:
+        return int(ll.llama_memory_seq_pos_max(self.mem, 0))
+
+    def pos_min(self) -> int:
+        return int(ll.llama_memory_seq_pos_min(self.mem, 0))
+
+    def can_remove_partial(self, probe_token: int = 0) -> bool:
+        """llama.cpp's common_context_can_seq_rm: decode two tokens, try to drop the second.
+        Clears the memory."""
+        self.clear()
+        with Batch(2) as batch:
+            batch.fill([probe_token, probe_token], 0, logits="none")
+            self.decode(batch, "the sequence-removal probe")
+        ok = self.seq_rm(1, -1)
+        self.clear()
+        return ok
+
+
+class Checkpoint:
+    """Sequence 0's state in one context, copied out to a buffer that later saves reuse.
+
+    ``partial`` is llama.cpp's ``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``, what its
+    speculative-simple passes: a hybrid memory (llama_memory_hybrid) then writes only its
+    recurrent part, whose size does not depend on the context; the KV cache of its attention
+    layers is left out, and ``restore`` trims it back to the checkpoint with ``seq_rm``. A pure
+    recurrent memory (Mamba) ignores the flag: its whole state is the recurrent one. Bytes move
+    with llama.cpp's own copy into a ctypes buffer, grown only when a save needs more room.
+    """
+
+    def __init__(self, ctx: Context, *, partial: bool = True):
+        self.ctx = ctx
+        self.flags = ll.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY if partial else ll.LLAMA_STATE_SEQ_FLAGS_NONE
+        self._buf = (ctypes.c_uint8 * 0)()
+        self.size = 0        # bytes the last save wrote
+        self.pos_max = -1    # the sequence's last position when it was saved
+
+    def save(self) -> "Checkpoint":
+        ctx = self.ctx
+        n = ll.llama_state_seq_get_size_ext(ctx.ptr, 0, self.flags)
+        if n > len(self._buf):
+            self._buf = (ctypes.c_uint8 * n)()
+        written = ll.llama_state_seq_get_data_ext(ctx.ptr, self._buf, n, 0, self.flags)
+        if written != n:
+            raise DecodeError("a state checkpoint save", -1)
+        self.size, self.pos_max = n, ctx.pos_max()
+        return self
+
+    def restore(self) -> None:
+        """Back to the saved state: the saved part read back (the recurrent state, or the whole
+        state when not partial), then every row after the saved position dropped (the attention
+        rows a partial state left in the KV cache; a no-op otherwise), as llama.cpp does."""
+        ctx = self.ctx
+        if ll.llama_state_seq_set_data_ext(ctx.ptr, self._buf, self.size, 0, self.flags) != self.size \
+                or not ctx.seq_rm(self.pos_max + 1, -1):
+            raise DecodeError("a state checkpoint restore", -1)
+
+
+# ---------------------------------------------------------------------------- batch
+
+class Batch:
+    """A llama_batch for sequence 0, filled through numpy views."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.raw = ll.llama_batch_init(capacity, 0, 1)
+        self.token = np.ctypeslib.as_array(self.raw.token, shape=(capacity,))
+        self.pos = np.ctypeslib.as_array(self.raw.pos, shape=(capacity,))
+        self.logits = np.ctypeslib.as_array(self.raw.logits, shape=(capacity,))
+        np.ctypeslib.as_array(self.raw.n_seq_id, shape=(capacity,))[:] = 1
+        for i in range(capacity):
+            self.raw.seq_id[i][0] = 0
+
+    def fill(self, tokens, pos0: int, *, logits: str = "all") -> None:
+        """tokens at positions pos0, pos0+1, ...; logits: 'all', 'last' or 'none'."""
+        n = len(tokens)
+        if n == 1:                      # the draft loop's case: skip numpy's slice machinery
+            self.token[0], self.pos[0], self.logits[0] = tokens[0], pos0, logits != "none"
+            self.raw.n_tokens = 1
+            return
+        if n > self.capacity:
+            raise ConfigError(f"a batch of {n} tokens exceeds the batch capacity {self.capacity}")
+        self.token[:n] = tokens
+        self.pos[:n] = np.arange(pos0, pos0 + n, dtype=np.int32)
+        self.logits[:n] = 1 if logits == "all" else 0
+        if logits == "last" and n:
+            self.logits[n - 1] = 1
+        self.raw.n_tokens = n
+
+    def close(self) -> None:
+        if self.raw is not None:
+            ll.llama_batch_free(self.raw)
+            self.raw = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---------------------------------------------------------------------------- sampler chain
+
+class SamplerChain:
+    """A llama_sampler chain. ``sample`` = llama_sampler_sample, which also accepts the token."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    @classmethod
+    def build(cls, samplers) -> "SamplerChain":
+        params = ll.llama_sampler_chain_default_params()
+        params.no_perf = True
+        chain = ll.llama_sampler_chain_init(params)
+        for s in samplers:
+            if not s:
+                ll.llama_sampler_free(chain)
+                raise ConfigError("llama.cpp refused a sampler setting (is the grammar valid GBNF?)")
+            ll.llama_sampler_chain_add(chain, s)  # the chain now owns s
+        return cls(chain)
+
+    def sample(self, ctx: Context, row: int) -> int:
+        return ll.llama_sampler_sample(self.ptr, ctx.ptr, row)
+
+    def accept(self, token: int) -> None:
+        ll.llama_sampler_accept(self.ptr, token)
+
+    def clone(self) -> "SamplerChain":
+        return SamplerChain(ll.llama_sampler_clone(self.ptr))
+
+    def restore(self, saved: "SamplerChain") -> None:
+        """Become ``saved`` (a clone taken earlier), which gives up its handle."""
+        self.close()
+        self.ptr, saved.ptr = saved.ptr, None
+
+    def close(self) -> None:
+        if self.ptr:
+            ll.llama_sampler_free(self.ptr)
+            self.ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,1 @@
+"""A run's record, its baseline and the run controller."""
