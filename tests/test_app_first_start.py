@@ -21,7 +21,7 @@ def start_window(**env_changes) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(env_changes)
-    return subprocess.run([sys.executable, "-m", "specscope.core.cli.main"], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "specscope.app"], env=env, capture_output=True,
                           text=True, timeout=120)
 
 

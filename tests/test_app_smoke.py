@@ -23,7 +23,7 @@ def test_specscope_starts_and_quits(tmp_path, quit_after_ms):
                XDG_STATE_HOME=str(tmp_path / "state"),
                HOME=str(tmp_path))
     exe = shutil.which("specscope")
-    cmd = [exe] if exe else [sys.executable, "-m", "specscope.core.cli.main"]
+    cmd = [exe] if exe else [sys.executable, "-m", "specscope.app"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 0, proc.stderr
