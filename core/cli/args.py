@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specscope.core.cli.devices import add_placement_args, placement_kwargs
+from specscope.core.engine.engine import EngineSettings
+from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import SpecScopeError
+from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
+from specscope.core.models.chat import render_chat
+from specscope.core.models.demo import demo_pair
 
 
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
@@ -18,7 +24,6 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
     g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default: all cores)")
     g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default: all cores)")
-    from specscope.core.cli.devices import add_placement_args
     add_placement_args(g)
     g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
     g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")
@@ -31,7 +36,6 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("--no-probe", action="store_true",
                    help="skip the crash probe (each model is first tried in a child process, "
                         "verdicts cached): a model that crashes llama.cpp then ends specscope")
-    from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
     g.add_argument("--deterministic", action="store_true", help=DETERMINISTIC_GUARANTEE.replace("%", "%%"))
 
 
@@ -65,7 +69,6 @@ def add_generation_args(p: argparse.ArgumentParser) -> None:
 def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
     """The target and, when ``draft``, the draft model: the demo pair fills in what is not
     given, except a draft for a target of the user's own (the demo draft would not fit it)."""
-    from specscope.core.models.demo import demo_pair
     target = args.model
     dft = getattr(args, "model_draft", None) if draft else None
     if draft and dft is None and target is not None:
@@ -94,13 +97,10 @@ def chat_prompt(args, model, prompt: str) -> str | None:
     """With --chat: the prompt in the target's chat template (see core/models/chat.py), else None."""
     if not args.chat:
         return None
-    from specscope.core.models.chat import render_chat
     return render_chat(model, prompt, args.system)
 
 
 def engine_settings(args):
-    from specscope.core.engine.engine import EngineSettings
-    from specscope.core.cli.devices import placement_kwargs
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
               kv_type=args.kv_type, target_threads=args.threads,
               draft_threads=args.threads_draft, repack=args.repack, **placement_kwargs(args))
@@ -110,7 +110,6 @@ def engine_settings(args):
 
 
 def sampler_settings(args, engine):
-    from specscope.core.engine.sampling import SamplerSettings
     grammar = args.grammar
     if args.grammar_file is not None:
         try:

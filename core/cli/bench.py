@@ -23,27 +23,42 @@ documented in ``specscope.core.measure.sweep``). A progress line goes to stderr.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from specscope.core.cli.args import add_model_args, engine_settings
+from specscope.core.cli.spec import add_spec_args, spec_from_args
+from specscope.core.engine.drafters import DRAFT_MODEL, parse_types, type_label
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.engine.synth import WARNING
 from specscope.core.errors import ConfigError
+from specscope.core.measure.calibrate import TIME_BUDGET_S
+from specscope.core.measure.distance import cost_lines, placement_settings
+from specscope.core.measure.lossless import DETERMINISTIC_HINT, is_deterministic
+from specscope.core.measure.sweep import (BUSY_SHARE, DEFAULT_REPEATS, HEATMAP_KEY, NGRAM_ONLY_NOTE,
+                                          SweepSettings, config_name, eog_bias, format_heatmap,
+                                          format_table, load_prompts, parse_n_values,
+                                          parse_p_values, prediction_caveat, run_sweep)
+from specscope.core.measure.synth_sweep import run_synth_sweep
+from specscope.core.models.demo import demo_pair
+from specscope.core.models.devices import add_rpc_servers, placement, rpc_device_names
+from specscope.core.models.probe import guard
 
 PROGRESS_PERIOD_S = 0.1
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from specscope.core.cli.args import add_model_args
-    from specscope.core.measure.sweep import DEFAULT_REPEATS
     p = subparsers.add_parser(
         "bench", help="measure speed-up over drafters × drafts × draft lengths × prompts",
         description="Measure speed-up over drafters (--spec-type chains) × drafts × draft lengths × "
                     "prompts against the target alone, beside seed 003's textbook prediction and the "
                     "prediction calibrated on this machine.")
     add_model_args(p, draft=False)
-    from specscope.core.cli.spec import add_spec_args
     add_spec_args(p, bench=True)
     g = p.add_argument_group("sweep")
     g.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
@@ -134,17 +149,14 @@ class ProgressLine:
 
 
 def _prompts(args) -> list[tuple[str, str]]:
-    from specscope.core.measure.sweep import load_prompts
     if args.prompt:
         return [(f"p{i}", text) for i, text in enumerate(args.prompt, 1)]
     return load_prompts(args.prompts)
 
 
 def _sampler(args, target_path: Path):
-    from specscope.core.engine.sampling import SamplerSettings
     bias = ()
     if args.ignore_eos:
-        from specscope.core.measure.sweep import eog_bias
         bias = eog_bias(target_path)
     return SamplerSettings(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
                            min_p=args.min_p, seed=args.seed, logit_bias=bias)
@@ -152,7 +164,6 @@ def _sampler(args, target_path: Path):
 
 def chains_from_args(args) -> tuple[tuple[str, ...], ...]:
     """--spec-type words to chains (each in llama.cpp's priority order), duplicates dropped."""
-    from specscope.core.engine.drafters import DRAFT_MODEL, parse_types
     chains: list[tuple[str, ...]] = []
     for word in args.spec_type or [DRAFT_MODEL]:
         chain = parse_types(word)
@@ -162,12 +173,6 @@ def chains_from_args(args) -> tuple[tuple[str, ...], ...]:
 
 
 def settings_from_args(args):
-    from specscope.core.cli.args import engine_settings
-    from specscope.core.cli.spec import spec_from_args
-    from specscope.core.models.demo import demo_pair
-    from specscope.core.engine.drafters import DRAFT_MODEL
-    from specscope.core.measure.sweep import SweepSettings, parse_n_values, parse_p_values
-    from specscope.core.measure.calibrate import TIME_BUDGET_S
     chains = chains_from_args(args)
     n_values = parse_n_values(args.spec_draft_n_max)
     uses_model = any(DRAFT_MODEL in c for c in chains)
@@ -199,11 +204,6 @@ def settings_from_args(args):
 
 def report_lines(result) -> list[str]:
     """The text report: settings, calibration, table, best n, lossless."""
-    from specscope.core.measure.lossless import DETERMINISTIC_HINT, is_deterministic
-    from specscope.core.engine.drafters import DRAFT_MODEL, type_label
-    from specscope.core.measure.sweep import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE, format_heatmap, format_table,
-                        prediction_caveat)
-    from specscope.core.engine.synth import WARNING
     s = result.settings
     rule = getattr(s.spec, "accept_rule", "match")
     lines = [f"!!! {WARNING} !!!"] if s.spec is not None and s.spec.synthetic else []
@@ -287,8 +287,6 @@ def side_by_side(result) -> list[str]:
     """With several draft models (e.g. quantized copies from ``specscope quantize``): one line
     per draft, its calibrated cost ratio f beside its pooled acceptance and measured speed-up
     at each n, so what quantizing bought (f) reads beside what it cost (acceptance)."""
-    from specscope.core.engine.drafters import DRAFT_MODEL
-    from specscope.core.measure.sweep import config_name
     pooled = {d: result.pooled(config_name(d, DRAFT_MODEL)) for d, cal in result.calibrations.items()
               if cal.has_draft}
     drafts = [d for d, rows in pooled.items() if rows]
@@ -318,9 +316,6 @@ def synth_levels_from_args(args) -> tuple[float, ...] | None:
 
 def run_synth(args, settings) -> int:
     """``bench --synth-sweep``: the measured synthetic-acceptance curve (core/measure/synth_sweep.py)."""
-    import json
-    from specscope.core.engine.synth import WARNING
-    from specscope.core.measure.synth_sweep import run_synth_sweep
     if settings.spec.synthetic:
         raise ConfigError("--synth-sweep sets the synthetic acceptance itself: drop "
                           "--spec-synth-len/--spec-synth-rates")
@@ -345,8 +340,6 @@ def run_synth(args, settings) -> int:
 
 
 def run(args) -> int:
-    from specscope.core.models.probe import guard
-    from specscope.core.measure.sweep import run_sweep
     settings = settings_from_args(args)
     for draft in () if args.no_probe else settings.drafts or (None,):
         guard(settings.engine, settings.target, draft)
@@ -376,7 +369,6 @@ def run(args) -> int:
     else:
         print("\n".join(report_lines(result)))
         if args.per_prompt:
-            from specscope.core.measure.sweep import format_table
             print("\nper prompt:\n" + format_table(result, per_prompt=True))
         if args.csv:
             print(f"\nCSV: {args.csv}")
@@ -386,10 +378,6 @@ def run(args) -> int:
 def run_placements(args, settings) -> int:
     """--placements: the sweep under each placement, each report, then side by side: the
     cost of distance per k (core/measure/distance.py) and the measured speed-up per n."""
-    from dataclasses import replace
-    from specscope.core.models.devices import add_rpc_servers, rpc_device_names
-    from specscope.core.measure.distance import cost_lines, placement_settings
-    from specscope.core.measure.sweep import run_sweep
     rpc = settings.engine.rpc
     add_rpc_servers(rpc)
     devs = rpc_device_names(rpc[0]) if rpc else ()
@@ -404,7 +392,6 @@ def run_placements(args, settings) -> int:
             if bar is not None:
                 bar.close()
     for name, result in results.items():
-        from specscope.core.models.devices import placement
         e = result.settings.engine
         print(f"=== placement {name}: target {placement(e.target_devices, e.target_gpu_layers, e.rpc)}, "
               f"draft {placement(e.draft_devices, e.draft_gpu_layers, e.rpc)}")

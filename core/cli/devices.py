@@ -14,6 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
+
+from specscope.core.models.devices import (NO_RPC_REASON, SECURITY_WARNING, add_rpc_servers,
+                                           list_devices, parse_devices, parse_endpoints,
+                                           rpc_supported)
 
 
 def _layers(text: str) -> int:
@@ -29,7 +34,6 @@ def _layers(text: str) -> int:
 
 
 def add_placement_args(g) -> None:
-    from specscope.core.models.devices import SECURITY_WARNING
     g.add_argument("-ngl", "--gpu-layers", type=_layers, default=None, metavar="N|all",
                    help="target layers offloaded to its devices (default 0; all when --device is given)")
     g.add_argument("-ngld", "--gpu-layers-draft", type=_layers, default=None, metavar="N|all",
@@ -46,7 +50,6 @@ def add_placement_args(g) -> None:
 
 def placement_kwargs(args) -> dict:
     """EngineSettings' placement fields from the flags."""
-    from specscope.core.models.devices import parse_devices, parse_endpoints
     kw = {"rpc": parse_endpoints(getattr(args, "rpc", None))}
     for role, dev_flag, ngl_flag in (("target", "device", "gpu_layers"),
                                       ("draft", "device_draft", "gpu_layers_draft")):
@@ -58,7 +61,6 @@ def placement_kwargs(args) -> dict:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from specscope.core.models.devices import SECURITY_WARNING
     p = subparsers.add_parser("devices", help="list the devices llama.cpp sees (and RPC endpoints)",
                               description="List the devices llama.cpp sees: name (what --device "
                                           "takes), type, free/total memory, description.")
@@ -69,9 +71,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from dataclasses import asdict
-    from specscope.core.models.devices import (NO_RPC_REASON, add_rpc_servers, list_devices,
-        parse_endpoints, rpc_supported)
     endpoints = parse_endpoints(args.rpc)
     supported = rpc_supported()
     if endpoints:

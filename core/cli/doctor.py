@@ -19,6 +19,9 @@ import sys
 from pathlib import Path
 
 from specscope.core.errors import SpecScopeError
+from specscope.core.measure import pairing
+from specscope.core.measure.pairing import NGRAM_SUGGESTION
+from specscope.core.models.llama import resolve_repack
 
 EXIT_COMPATIBLE = 0
 EXIT_INCOMPATIBLE = 1
@@ -48,7 +51,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def repack_note(mode: str) -> dict:
     """Which weight repacking ``mode`` gives on this CPU, and why (a doctor line)."""
-    from specscope.core.models.llama import resolve_repack
     on, why = resolve_repack(mode)
     return {"setting": mode, "on": on, "reason": why}
 
@@ -60,12 +62,9 @@ def run(args) -> int:
     if args.draft is not None and args.scan is not None:
         return _bad_input(args, "give either a DRAFT model or --scan DIR (not both, not neither)")
     if args.draft is None and args.scan is None:
-        from specscope.core.measure.pairing import NGRAM_SUGGESTION
         return _bad_input(args, "give either a DRAFT model or --scan DIR (not both, not neither); "
                                 f"no draft at hand? {NGRAM_SUGGESTION}")
     try:
-        from specscope.core.measure import pairing
-
         if args.scan is not None:
             report = pairing.scan(args.target, args.scan)
             doc = report.to_dict()
@@ -161,7 +160,6 @@ def format_pair(r) -> str:
 
 
 def _suggestion() -> str:
-    from specscope.core.measure.pairing import NGRAM_SUGGESTION
     return NGRAM_SUGGESTION
 
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 
 from specscope.core.cli.args import (chat_prompt, engine_settings, read_prompt, resolve_models,
                                      sampler_settings)
+from specscope.core.cli.spec import spec_from_args
+from specscope.core.engine.engine import Engine
+from specscope.core.engine.events import Prefill
+from specscope.core.engine.synth import WARNING, describe
 from specscope.core.errors import SpecScopeError
+from specscope.core.measure.calibrate import policy_calibration
+from specscope.core.measure.stats import TREE_WIDTHS
+from specscope.core.models.probe import guard
 from specscope.core.models.tokentext import TextStream
+from specscope.core.session.session import Run, RunSettings, Session
 
 
 def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
@@ -50,7 +59,6 @@ def tree_lines(tree) -> list[str]:
     """Tree headroom (core/measure/stats.py): the rank histogram and the width-w acceptance."""
     if not tree.n_drafted:
         return []
-    from specscope.core.measure.stats import TREE_WIDTHS
     hist = " ".join(f"{r + 1}:{c}" for r, c in enumerate(tree.rank_hist[:-1]))
     widths = ", ".join(f"w={w} {100 * tree.acceptance(w):.1f}%"
                        + (f" (measured {100 * tree.floor(w):.1f}%)" if w > 1 else "")
@@ -65,7 +73,6 @@ def policy_lines(session) -> list[str]:
     spec = session.settings.spec
     if spec is None or spec.draft_policy == "fixed" or not spec.uses_draft_model:
         return []
-    from collections import Counter
     chosen = Counter(e.draft_limit for e in session.run.events if e.draft_limit)
     return [f"draft policy {spec.draft_policy}: rounds per draft length "
             + " ".join(f"{n}:{c}" for n, c in sorted(chosen.items()))]
@@ -86,9 +93,6 @@ def drafter_lines(stats) -> list[str]:
 
 
 def cmd_generate(args) -> int:
-    from specscope.core.cli.spec import spec_from_args
-    from specscope.core.engine.engine import Engine
-    from specscope.core.session.session import RunSettings, Session
     speculative = args.command == "run"
     spec = spec_from_args(args) if speculative else None
     if spec is not None and spec.synthetic:
@@ -99,7 +103,6 @@ def cmd_generate(args) -> int:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
     settings = engine_settings(args)
     if not args.no_probe:            # the crash probe (core/models/probe.py), before this process loads
-        from specscope.core.models.probe import guard
         guard(settings, target, draft)
     with Engine(target, draft, settings) as engine:
         chat = chat_prompt(args, engine.target, prompt)
@@ -108,7 +111,6 @@ def cmd_generate(args) -> int:
         if speculative:
             calibration = None
             if spec.draft_policy == "cost" and spec.uses_draft_model:   # what the policy predicts with
-                from specscope.core.measure.calibrate import policy_calibration
                 print("calibrating the pair for the cost draft policy (cached per pair and "
                       "settings)…", file=sys.stderr)
                 calibration = policy_calibration(engine, spec, sampler)
@@ -133,7 +135,6 @@ def cmd_generate(args) -> int:
         if args.stream:
             sys.stdout.write(stream.flush())
         if getattr(args, "with_baseline", False):     # the target alone, same key: the speed-up
-            from specscope.core.session.session import Run
             base = engine.baseline(model_prompt, sampler, args.n_predict)
             session.baseline = Run("baseline")
             session.baseline.begin()
@@ -162,7 +163,6 @@ def print_session(session, args) -> None:
         sys.stdout.write(session.prompt_text + session.text() + "\n\n")
     if spec is not None and spec.synthetic:
         print(synth_banner(spec))
-    from specscope.core.engine.events import Prefill
     run = session.run
     prefill = Prefill(session.prompt_tokens, run.prefill_s)
     print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec")
@@ -174,13 +174,11 @@ def print_session(session, args) -> None:
 
 def synth_banner(spec) -> str:
     """The loud lines of a synthetic-acceptance run (core/engine/synth.py)."""
-    from specscope.core.engine.synth import WARNING, describe
     return f"!!! {WARNING} !!!\n!!! {describe(spec.synth_rates_resolved())} !!!"
 
 
 def cmd_replay(args) -> int:
     """Print a recorded session as the live run printed it; no model is loaded."""
-    from specscope.core.session.session import Session
     session = Session.load(args.session)
     print_session(session, args)
     return 0

@@ -18,24 +18,22 @@ import logging
 import sys
 from pathlib import Path
 
+from specscope.core.cli import (bench as cli_bench, devices as cli_devices, doctor as cli_doctor,
+                                quantize as cli_quantize)
 from specscope.core.cli.args import add_generation_args, add_model_args
 from specscope.core.cli.generate import cmd_generate, cmd_replay
+from specscope.core.cli.spec import add_spec_args
 from specscope.core.errors import SpecScopeError
 
 SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) -> int
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from specscope.core.cli import bench as cli_bench
-    from specscope.core.cli import devices as cli_devices
-    from specscope.core.cli import doctor as cli_doctor
-    from specscope.core.cli import quantize as cli_quantize
     SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")
     add_model_args(run)
-    from specscope.core.cli.spec import add_spec_args
     add_spec_args(run)
     add_generation_args(run)
     base = sub.add_parser("baseline", help="the target alone, same sampler and stop rules")

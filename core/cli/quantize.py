@@ -19,9 +19,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from specscope.core.models.quantize import DEFAULT_TYPES, TYPES, Quantization
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from specscope.core.models.quantize import DEFAULT_TYPES, TYPES
     p = subparsers.add_parser(
         "quantize", help="quantized copies of a draft model (llama.cpp's llama_model_quantize)",
         description="Make quantized copies of a GGUF model with llama.cpp's own quantizer, named "
@@ -43,7 +44,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from specscope.core.models.quantize import Quantization
     q = Quantization(args.model, args.type, args.out, overwrite=args.overwrite,
                      nthread=args.threads, allow_requantize=args.allow_requantize,
                      pure=args.pure)

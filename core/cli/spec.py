@@ -6,9 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specscope.core.engine.drafters import TYPES, parse_types
+from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.engine import SpecSettings
+from specscope.core.measure.sweep import parse_p_values
+
 
 def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
-    from specscope.core.engine.drafters import TYPES
     g = p.add_argument_group("speculative decoding (llama.cpp's flags)")
     if bench:
         g.add_argument("--spec-type", nargs="+", metavar="TYPE[,TYPE...]",
@@ -99,9 +103,6 @@ def _synth_rates(text: str) -> tuple[float, ...]:
 def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None = None):
     """SpecSettings from parsed flags (``types``/``n_max`` override, for the bench's sweep).
     Bad values raise ConfigError: one line, exit 2."""
-    from specscope.core.engine.drafters import parse_types
-    from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
-    from specscope.core.engine.engine import SpecSettings
     if types is None:
         names = [n for v in (args.spec_type or []) for n in v.split(",")]
         if getattr(args, "spec_default", False):
@@ -136,5 +137,4 @@ def _first_p_min(value) -> float:
     """run's --spec-draft-p-min is a number; bench's a list (the first stands for the template)."""
     if isinstance(value, (int, float)):
         return float(value)
-    from specscope.core.measure.sweep import parse_p_values
     return parse_p_values(value)[0]

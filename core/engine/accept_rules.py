@@ -64,6 +64,8 @@ from dataclasses import dataclass
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
+from specscope.core.engine.synth import SynthAcceptance
+
 ACCEPT_RULES = ("match", "ratio")
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])   # llama_token_data
@@ -204,7 +206,6 @@ class SyntheticRule:
     q = None
 
     def __init__(self, engine, spec, sampler):
-        from specscope.core.engine.synth import SynthAcceptance
         self.ctx, self.is_eog = engine.tgt, engine.target.is_eog
         self.synth = SynthAcceptance(spec.synth_probs(), sampler.seed)
 

@@ -56,16 +56,20 @@ from typing import Iterator
 import numpy as np
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
-from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
-from specscope.core.engine.events import Prefill, RoundEvent
-from specscope.core.models.llama import (Batch, Checkpoint, Context, ContextSettings, Model,
-    SamplerChain, resolve_repack)
-from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, type_label
-from specscope.core.engine.drafters.build import make_chain
+from specscope.core.engine.draft_policy import check_policy, make_policy
+from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, parse_types, type_label
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
-from specscope.core.engine.draft_policy import make_policy
+from specscope.core.engine.drafters.build import make_chain
+from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
-from specscope.core.engine.synth import check_sampler
+from specscope.core.engine.synth import (check_sampler, conditional_probs, is_synthetic,
+                                         resolve_rates)
+from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
+from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
+                                           placement, release)
+from specscope.core.models.llama import (Batch, Checkpoint, Context, ContextSettings, Model,
+                                         SamplerChain, resolve_repack)
+from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
 SYNC_MODES = ("reuse", "replay")
 
@@ -91,7 +95,6 @@ class SpecSettings:
     draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
 
     def validate(self) -> None:
-        from specscope.core.engine.drafters import parse_types
         if parse_types(self.types) != tuple(self.types):
             raise ConfigError(f"speculative types must be given in llama.cpp's priority order: "
                               f"{', '.join(parse_types(self.types))}")
@@ -101,7 +104,6 @@ class SpecSettings:
             raise ConfigError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
         if not 0.0 <= self.p_min <= 1.0:
             raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
-        from specscope.core.engine.draft_policy import check_policy
         check_policy(self.draft_policy)
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
@@ -122,17 +124,14 @@ class SpecSettings:
     @property
     def synthetic(self) -> bool:
         """Benchmark-only synthetic acceptance: the text is not valid output (core/engine/synth.py)."""
-        from specscope.core.engine.synth import is_synthetic
         return is_synthetic(self.synth_len, self.synth_rates)
 
     def synth_rates_resolved(self) -> tuple[float, ...]:
         """llama.cpp's unconditional synthetic rates for the longest possible draft (empty: off)."""
-        from specscope.core.engine.synth import resolve_rates
         return resolve_rates(self.synth_len, self.synth_rates, self.max_draft())
 
     def synth_probs(self) -> tuple[float, ...]:
         """The conditional acceptance probability of each draft position (empty: off)."""
-        from specscope.core.engine.synth import conditional_probs
         return conditional_probs(self.synth_rates_resolved())
 
     @property
@@ -261,10 +260,7 @@ class Engine:
     def _open(self, target: Path, draft: Path | None, progress) -> None:
         s = self.settings
         on = (lambda role: (lambda f: progress(role, f))) if progress else (lambda role: None)
-        from specscope.core.models.vocab_gate import (require_vocabulary, vocab_rules)  # the gate of seed 000 §4.2
         self.repack, self.repack_reason = resolve_repack(s.repack)
-        from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
-            placement, release)
         add_rpc_servers(s.rpc)
         remote = list(s.rpc) if (is_remote(s.target_devices, s.target_gpu_layers, s.rpc) or (
             draft and is_remote(s.draft_devices, s.draft_gpu_layers, s.rpc))) else []

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specscope.core.plain import from_plain
+
 
 @dataclass(frozen=True, slots=True)
 class RoundEvent:
@@ -117,7 +119,6 @@ class RoundEvent:
     def from_dict(cls, d: dict) -> "RoundEvent":
         """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored). Every field must be
         there with its type: ``plain.PlainError`` names the one that is not."""
-        from specscope.core.plain import from_plain
         return from_plain(cls, {"synthetic": False, **{k: v for k, v in d.items() if k != "t_overhead"}}
                           if isinstance(d, dict) else d, "the round")
 

@@ -140,17 +140,20 @@ import statistics
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, asdict as _asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from specscope.core.cache import cache_root, file_id, read_json, write_json
-from specscope.core.measure.cpuload import LoadMeter, LoadReading
+from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_values
+from specscope.core.engine.engine import Engine, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.errors import ConfigError
-from specscope.core.measure.pairing import (expected_accepted, textbook_from_accepted,
-    textbook_speedup)
+from specscope.core.measure.cpuload import LoadMeter, LoadReading
+from specscope.core.measure.pairing import textbook_from_accepted, textbook_speedup
 
 CALIBRATION_VERSION = 9          # a cache file of another version is measured again
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
@@ -542,8 +545,6 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     decodes and the sampling (tests/bench_calibration.py --cpu-clock: ``time.thread_time``, with
     one thread per context the CPU time a decode takes, which a busy machine inflates far less
     than wall time); the Python overheads are always wall time from the engine's rounds."""
-    from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_values
-    from specscope.core.engine.sampling import SamplerSettings, build_chain
     if k_max < 1:
         raise ConfigError(f"k_max must be >= 1, not {k_max}")
     has_draft = engine.draft is not None
@@ -826,9 +827,6 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
     n-gram, so that many rounds draft), and r, the rollback (seq_rm on both caches)
     of a round that needed no sync decode (trimmed mean: a run pays every round's
     time, so a median would leave out the occasional slower one)."""
-    import numpy as np
-    from specscope.core.engine.drafters.base import NgramMapParams
-    from specscope.core.engine.engine import SpecSettings
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
     # runs that end at an end-of-generation token would leave too few rounds to fit (at
@@ -882,7 +880,6 @@ def cache_dir() -> Path:
 def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST,
                     k_draft: int | None = None) -> tuple[str, dict]:
     """(key, description) identifying a pair, its settings and this machine."""
-    from dataclasses import asdict as _asdict
     desc = {
         "version": CALIBRATION_VERSION,
         "target": file_id(engine.target.path),
@@ -948,7 +945,6 @@ def calibrate_pair(target, draft, settings, k_max: int, *, sampler=None, n_past:
     """Load the pair with EngineSettings ``settings`` and get its calibration (cached,
     :func:`get_calibration`; ``options``: its other keywords): (calibration, from_cache, where
     each model computes). ``progress(fraction, what)`` covers the load too."""
-    from specscope.core.engine.engine import Engine
     say = progress or (lambda frac, what: None)
     say(0.0, "loading the pair")
     with Engine(target, draft, settings) as engine:

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from specscope.core.errors import ConfigError
+from specscope.core.measure.calibrate import calibrate_pair, round_cost
+from specscope.core.models.devices import add_rpc_servers
+
 PLACEMENTS = ("local", "target-remote", "draft-remote", "both-remote")
 
 
 def placement_settings(engine, name: str, rpc_devices: tuple[str, ...]):
     """EngineSettings for a named placement: the models' layers all on ``rpc_devices``
     (the devices of one endpoint) or kept on the local CPU."""
-    from specscope.core.errors import ConfigError
     if name not in PLACEMENTS:
         raise ConfigError(f"placement {name!r}: expected one of {', '.join(PLACEMENTS)}")
     remote = {"target": name in ("target-remote", "both-remote"),
@@ -95,7 +98,6 @@ def round_account(cal, n: int, acceptance, sync: str = "reuse",
                   n_draft: float | None = None) -> RoundAccount:
     """The calibrated round of draft length ``n`` (``acceptance``: a_1..a_n, unconditional;
     ``n_draft``: the mean number of draft decodes when it is not n) in seconds."""
-    from specscope.core.measure.calibrate import round_cost
     c = round_cost(cal, n, acceptance, sync, n_draft=n_draft)
     t1 = cal.t1
     return RoundAccount(draft=c.draft * t1, verify=c.verify * t1,
@@ -133,8 +135,6 @@ def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None
     cached like any calibration, core/measure/calibrate.py ``get_calibration``). ``progress(fraction,
     what)``; raises CalibrationStopped when ``stop`` is set; ``calibration``: more of
     ``get_calibration``'s keywords (reps, time_budget_s)."""
-    from specscope.core.measure.calibrate import calibrate_pair
-    from specscope.core.models.devices import add_rpc_servers
     say = progress or (lambda frac, what: None)
     add_rpc_servers(engine_settings.rpc)      # a dead endpoint fails now, not after the first half
     placements = (("this machine", replace(placement_settings(engine_settings, "local", ()), rpc=())),

@@ -49,13 +49,16 @@ Lossless check
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 from typing import Sequence
 
+import llama_cpp.llama_cpp as ll
 import numpy as np
 
 from specscope.core.engine.events import RoundEvent
+from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.measure.stats import Stats, fold
 
 TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
@@ -357,9 +360,6 @@ def execute(run) -> list[RoundEvent]:
 def candidates(engine, sampler, row: np.ndarray, history: Sequence[int]) -> Candidates:
     """``row`` after the target's sampler chain without its final dist sampler, applied by
     llama.cpp itself (logit bias, penalties and grammar having accepted ``history``)."""
-    import ctypes
-    import llama_cpp.llama_cpp as ll
-    from specscope.core.engine.sampling import build_chain
     with build_chain(engine.target, sampler) as chain:
         last = ll.llama_sampler_chain_n(chain.ptr) - 1
         ll.llama_sampler_free(ll.llama_sampler_chain_remove(chain.ptr, last))   # the dist sampler
@@ -431,7 +431,6 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
                    sampler=None) -> LosslessReport:
     """Compare the two runs' tokens through the end of generation; on a divergence, decode the
     position again both ways and let the target decide (module docs)."""
-    from specscope.core.engine.sampling import SamplerSettings
     sampler = sampler or SamplerSettings()
     deterministic = is_deterministic(engine.settings)
     pos = first_divergence(baseline_tokens, spec_tokens)
@@ -466,7 +465,6 @@ def compare(engine, prompt: str | list[int], spec, sampler=None, n_predict: int 
 
     ``spec_sampler`` (default: ``sampler``) lets a test force a divergence, e.g. with a
     logit bias on the speculative side only."""
-    from specscope.core.engine.sampling import SamplerSettings
     sampler = sampler or SamplerSettings()
     spec_sampler = spec_sampler or sampler
     base_run = engine.baseline(prompt, sampler, n_predict, stop)

@@ -27,11 +27,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from specscope.core.errors import ModelFileError, SpecScopeError
-from specscope.core.errors import printable
+import llama_cpp.llama_cpp as ll
+
+from specscope.core.errors import ModelFileError, SpecScopeError, printable
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
-from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule, VocabFacts,
-                         escape_token_text, first_text_mismatch, rules_from_facts, vocab_facts)
+from specscope.core.models.llama import Model, ensure_backend
+from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule,
+                                              VocabFacts, escape_token_text, first_text_mismatch,
+                                              rules_from_facts, vocab_facts)
 
 __all__ = [
     "ALPHAS",
@@ -386,7 +389,6 @@ class _Loaded:
             raise ModelFileError(str(path), NO_TOKENIZER)
         if self.info.architecture is None:
             raise ModelFileError(str(path), "this GGUF file names no architecture (general.architecture)")
-        from specscope.core.models.llama import (Model)  # noqa: PLC0415 - the native library loads on first use
 
         try:
             self.model = Model(path, vocab_only=True, check_file=False)
@@ -394,7 +396,6 @@ class _Loaded:
             e.native = True  # llama.cpp refused a file that passed the Python check
             raise
         try:
-            import llama_cpp.llama_cpp as ll  # noqa: PLC0415 - loaded with the model above
             self.facts = vocab_facts(self.model.vocab)
             self.summary = _summary(self.info, self.facts,
                                     recurrent=bool(ll.llama_model_is_recurrent(self.model.ptr)),
@@ -474,7 +475,6 @@ def _load_both(target_path, draft_path) -> tuple[_Loaded, _Loaded]:
     On failure, the target's error wins; a native load error is reproduced
     alone so that the llama.cpp log line it quotes is that file's.
     """
-    from specscope.core.models.llama import ensure_backend  # noqa: PLC0415
 
     ensure_backend()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="specscope-doctor") as pool:

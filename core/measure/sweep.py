@@ -95,15 +95,21 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from specscope.core.measure.cpuload import LoadMeter
-from specscope.core.measure.calibrate import (TIME_BUDGET_S, Calibration, calibrated_speedup, chain_round_cost,
-                        get_calibration)
-from specscope.core.measure.lossless import (LosslessReport, RunResult, check_lossless, execute,
-                      run_result)
 from specscope.core.engine.drafters import DRAFT_MODEL, parse_types, type_label
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
+from specscope.core.measure.calibrate import (TIME_BUDGET_S, Calibration, CalibrationStopped,
+                                              calibrated_speedup, chain_round_cost, get_calibration,
+                                              round_cost)
+from specscope.core.measure.cpuload import LoadMeter
+from specscope.core.measure.lossless import (LosslessReport, RunResult, check_lossless, execute,
+                                             run_result)
 from specscope.core.measure.pairing import textbook_from_accepted
 from specscope.core.measure.stats import DrafterStats
+from specscope.core.models.chat import render_chat
+from specscope.core.models.demo import prompts_dir
+from specscope.core.models.llama import Model
 
 ALL = "ALL"
 DEFAULT_REPEATS = 3          # `specscope bench` and the Compare view: a spread needs several
@@ -126,7 +132,6 @@ Progress = Callable[[int, int, str], None]    # (steps done, steps in all, what 
 # ============================================================================ prompt sets
 
 def default_prompt_file() -> Path:
-    from specscope.core.models.demo import prompts_dir
     return prompts_dir() / "bench_prompts.json"
 
 
@@ -141,7 +146,6 @@ def load_prompts(path: str | Path | None = None) -> list[tuple[str, str]]:
     (named p1, p2, ...)."""
     path = Path(path) if path is not None else default_prompt_file()
     if not path.exists() and len(path.parts) == 1:     # a shipped set by name: drafter_prompts.json
-        from specscope.core.models.demo import prompts_dir
         shipped = prompts_dir() / path
         path = shipped if shipped.exists() else path
     try:
@@ -700,7 +704,6 @@ def model_speedup(cal: Calibration, n: int, per_round_acceptance: Sequence[float
     the mean draft length, the share of full acceptances), the rounds that verified none (one target token:
     a p_min stop at the first token, or the budget), and the draft decodes that proposed no
     token (the row p_min stopped at, drafts n_min dropped), each one draft token f."""
-    from specscope.core.measure.calibrate import round_cost
     if not draft_rounds:
         cost = empty_rounds * (cal.cost(1) + cal.s + cal.r + cal.o0) + extra_decodes * cal.f
         return empty_rounds * cal.baseline_token / cost if cost > 0 else 1.0
@@ -750,7 +753,6 @@ def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
 def spec_for(s: SweepSettings, config: Config):
     """The SpecSettings of one configuration: the template's n-gram parameters and n_min
     (capped at n), the configuration's types and n."""
-    from specscope.core.engine.engine import SpecSettings
     base = s.spec if s.spec is not None else SpecSettings()
     n = config.n or base.n_max
     return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n),
@@ -775,7 +777,6 @@ def model_prompts(s: SweepSettings, engine) -> list[tuple[str, str]]:
     target's own template (core/models/chat.py; ChatTemplateError names the file)."""
     if not s.chat:
         return list(s.prompts)
-    from specscope.core.models.chat import render_chat
     return [(name, render_chat(engine.target, text, s.system)) for name, text in s.prompts]
 
 
@@ -789,8 +790,6 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
     Callbacks run on the calling thread: ``on_calibrated(draft, calibration, from_cache)``
     (draft "" for the n-gram-only group), ``on_cell(cell)`` after every speculative run,
     ``on_rows(rows)`` with the table so far."""
-    from specscope.core.engine.engine import Engine, EngineSettings
-    from specscope.core.engine.sampling import SamplerSettings
     s.validate()
     sampler = s.sampler or SamplerSettings()
     if s.ignore_eos:
@@ -827,7 +826,6 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
 
                 def cal_progress(frac, w, _done=done, _what=what):
                     say(_done, total, f"{_what}: {w} ({100 * frac:.0f}%)")
-                from specscope.core.measure.calibrate import CalibrationStopped
                 k_max = max(longest_draft(s, c) for c in configs) + 1
                 why = uncalibratable(engine)
                 k_draft = max((c.n for c in configs if DRAFT_MODEL in c.types), default=0) + 1
@@ -923,7 +921,6 @@ def run_sweep(s: SweepSettings, *, progress: Progress | None = None,
 def eog_bias(target: str | Path) -> tuple[tuple[int, float], ...]:
     """A logit bias of −inf on every end-of-generation token of ``target``'s vocabulary (reads
     the vocabulary only)."""
-    from specscope.core.models.llama import Model
     model = Model(Path(target), vocab_only=True)
     try:
         return tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))

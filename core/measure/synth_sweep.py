@@ -27,15 +27,21 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from specscope.core.measure.calibrate import Calibration, calibrated_speedup, get_calibration
-from specscope.core.measure.lossless import execute, run_result
+from specscope.core.engine.engine import Engine, EngineSettings
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.engine.synth import WARNING, check_sampler, resolve_rates
 from specscope.core.errors import ConfigError
+from specscope.core.measure.calibrate import (Calibration, CalibrationStopped, calibrated_speedup,
+                                              get_calibration)
+from specscope.core.measure.lossless import execute, run_result
 from specscope.core.measure.pairing import textbook_speedup
-from specscope.core.measure.sweep import (ALL, DRAFT_SIMPLE, Cell, Config, LoadMeter, Row, SweepSettings, eog_bias,
-                    make_row, model_prompts, spec_for, typical_position)
+from specscope.core.measure.sweep import (ALL, DRAFT_SIMPLE, Cell, Config, LoadMeter, Row,
+                                          SweepSettings, eog_bias, make_row, model_prompts,
+                                          spec_for, typical_position)
 
 DEFAULT_LEVELS = 6
 Progress = Callable[[int, int, str], None]
@@ -81,7 +87,6 @@ class SynthCurve:
 
     def lines(self) -> list[str]:
         """The table: one row per level."""
-        from specscope.core.engine.synth import WARNING
         head = (f"{'L':>5} {'α':>6} {'α meas':>7} {'accept':>7} {'mean len':>9} {'measured':>9} "
                 f"{'calibrated':>11} {'textbook':>9}")
         out = [f"synthetic acceptance sweep, n = {self.n} ({WARNING})",
@@ -116,10 +121,6 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
     """Measure the curve (module docs) for the first draft and the largest n of ``s``, in
     ``engine`` when given (the pair already loaded, left open; the window's), else in an
     engine of its own."""
-    from contextlib import nullcontext
-    from specscope.core.engine.engine import Engine, EngineSettings
-    from specscope.core.engine.sampling import SamplerSettings
-    from specscope.core.engine.synth import check_sampler
     s.validate()
     if not s.drafts:
         raise ConfigError("the synthetic sweep needs a draft model (-md)")
@@ -147,7 +148,6 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
     try:
         say(done, total, f"{name}: loading")
         with nullcontext(engine) if engine is not None else Engine(s.target, s.drafts[0], settings) as engine:
-            from specscope.core.measure.calibrate import CalibrationStopped
             say(done, total, f"{name}: calibrating")
             try:
                 curve.calibration, curve.from_cache = get_calibration(
@@ -176,7 +176,6 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
         curve.seconds = time.perf_counter() - t0
         curve.others_cpu = meter.others_share()
     if curve.calibration is not None:
-        from specscope.core.engine.synth import resolve_rates
         for level in levels:
             done_cells = [c for (lv, _), c in cells.items() if lv == level and c.spec]
             if not done_cells:

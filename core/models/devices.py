@@ -22,6 +22,7 @@ Two things llama.cpp does not do gently, done here first:
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import logging
 import socket
 import struct
@@ -32,6 +33,7 @@ from pathlib import Path
 import llama_cpp.llama_cpp as ll
 
 from specscope.core.errors import ConfigError
+from specscope.core.models.llama import ensure_backend
 
 log = logging.getLogger("specscope.devices")
 
@@ -56,7 +58,6 @@ DEVICE_TYPES = {0: "CPU", 1: "GPU", 2: "iGPU", 3: "accelerator", 4: "meta"}
 
 def rpc_supported() -> bool:
     """Whether the loaded llama.cpp was built with its RPC backend (``llama_supports_rpc``)."""
-    from specscope.core.models.llama import ensure_backend
     ensure_backend()
     return bool(ll.llama_supports_rpc())
 
@@ -90,7 +91,6 @@ _held: dict[str, int] = {}        # endpoint -> models computing there now (hold
 def ggml() -> ctypes.CDLL:
     global _ggml
     if _ggml is None:
-        from specscope.core.models.llama import ensure_backend
         ensure_backend()
         _ggml = _Ggml()
     return _ggml.lib
@@ -193,7 +193,6 @@ def add_rpc_servers(endpoints) -> None:
 
 
 def is_loopback(endpoint: str) -> bool:
-    import ipaddress
     host = endpoint.rpartition(":")[0].strip("[]")
     try:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback

@@ -16,10 +16,10 @@ in about the time it takes to walk its vocabulary (~0.1 s for 150k tokens).
 from __future__ import annotations
 
 import mmap
-from array import array
 import os
 import stat
 import struct
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

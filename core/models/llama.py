@@ -19,10 +19,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import llama_cpp.llama_cpp as ll
+import numpy as np
 
 from specscope.core.errors import ConfigError, DecodeError, ModelFileError
+from specscope.core.models.gguf_file import check_gguf
 
 log = logging.getLogger("specscope.llama")
 log.addHandler(logging.NullHandler())
@@ -128,7 +129,6 @@ class Model:
         ensure_backend()
         self.path = Path(path)
         if check_file:
-            from specscope.core.models.gguf_file import (check_gguf)  # Python-side header check before native parsing
             check_gguf(self.path)
         params = ll.llama_model_default_params()
         params.vocab_only = vocab_only

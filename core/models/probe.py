@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -32,8 +33,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import llama_cpp
+
 from specscope.core.cache import cache_root, file_id, read_json, write_json
-from specscope.core.errors import ModelCrashError
+from specscope.core.errors import ModelCrashError, SpecScopeError
+from specscope.core.models.devices import is_remote
+from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.llama import (Batch, Context, ContextSettings, Model, resolve_repack,
+                                         system_info)
+from specscope.core.models.vocab_gate import require_vocabulary
 
 PROBE_VERSION = 2            # 2: the tokenizer is tried too
 TIMEOUT_S = 120.0
@@ -107,8 +115,6 @@ class Verdict:
 
 def _build_id() -> str:
     """Which llama.cpp this process runs: the binding's version, its library file, the CPU it found."""
-    import llama_cpp
-    from specscope.core.models.llama import system_info
     lib = Path(llama_cpp.llama_cpp._lib._name)
     try:
         lib_id = f"{lib}:{lib.stat().st_size}:{lib.stat().st_mtime_ns}"
@@ -157,8 +163,6 @@ def cxx_exception(log_tail) -> str:
 
 def tokenizer_key(path) -> str:
     """tokenizer.ggml.model = 'llama' (as the file's header says)."""
-    from specscope.core.models.gguf_file import check_gguf
-    from specscope.core.errors import SpecScopeError
     try:
         model = check_gguf(path).tokenizer_model if path is not None else None
     except SpecScopeError:
@@ -234,7 +238,6 @@ def first_crash(engine_settings, target, draft=None) -> Verdict | None:
     process with these EngineSettings; None when both run. A model placed on an rpc-server
     is not probed: its kernels run there (a crash ends that server, and llama.cpp here stops
     with "Remote RPC server crashed"), and a child would load it whole on this machine."""
-    from specscope.core.models.devices import is_remote
     s = engine_settings
     for role, path in (("target", target), ("draft", draft)):
         if path is not None and not is_remote(getattr(s, f"{role}_devices", None),
@@ -255,11 +258,6 @@ def guard(engine_settings, target, draft=None) -> None:
 # ---------------------------------------------------------------------------- the child
 
 def _child(spec: dict) -> int:
-    import logging
-    from specscope.core.errors import SpecScopeError
-    from specscope.core.models.llama import (Batch, Context, ContextSettings, Model,
-        resolve_repack, system_info)
-    from specscope.core.models.vocab_gate import require_vocabulary
     # llama.cpp's log lines go to stderr, where the parent keeps the last few
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))

@@ -25,6 +25,7 @@ everywhere. Each result therefore reports the tensor types the file really holds
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -38,7 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import llama_cpp.llama_cpp as ll
+
 from specscope.core.errors import ConfigError, ModelFileError, SpecScopeError
+from specscope.core.models.gguf_file import check_gguf
 
 # the types offered (llama.h enum llama_ftype), and their nominal bits per weight
 TYPES: dict[str, tuple[int, float]] = {
@@ -109,7 +113,6 @@ def has_f32_weights(info) -> bool:
 
 def offered_types(source: str | Path) -> list[str]:
     """The types worth offering for this source (F16 only where it has F32 weights)."""
-    from specscope.core.models.gguf_file import check_gguf
     info = check_gguf(source)
     return [t for t in TYPES if t != "F16" or has_f32_weights(info)]
 
@@ -121,7 +124,6 @@ class Quantization:
     def __init__(self, source: str | Path, types: Sequence[str], out_dir: str | Path, *,
                  overwrite: bool = False, nthread: int = 0, allow_requantize: bool = False,
                  pure: bool = False):
-        from specscope.core.models.gguf_file import check_gguf
         self.source = Path(source)
         self.info = check_gguf(self.source)          # missing, unreadable, not GGUF: one line
         self.types = parse_types(types)
@@ -199,7 +201,6 @@ class Quantization:
             self._child(r, part, on_fraction)
             if self._stop.is_set():
                 raise _Stopped()
-            from specscope.core.models.gguf_file import check_gguf
             info = check_gguf(part)     # a short write (disk full) shows here as a truncated file
             if r.path.exists() and not self.overwrite:
                 raise ModelFileError(r.path, "appeared while quantizing; not overwritten")
@@ -279,9 +280,6 @@ _TENSOR_LINE = re.compile(r"^\[\s*(\d+)/\s*(\d+)\]\s+\S+\s+-\s+\[([\d,\s]+)\]")
 
 
 def _child(spec: dict) -> int:
-    import ctypes
-    import llama_cpp.llama_cpp as ll
-    from specscope.core.models.gguf_file import check_gguf
 
     total = max(1, check_gguf(spec["source"]).n_params)
     state = {"done": 0, "current": 0, "fallbacks": 0, "errors": []}

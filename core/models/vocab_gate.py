@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import llama_cpp.llama_cpp as ll
+
 from specscope.core.errors import ModelFileError
 from specscope.core.models.gguf_file import quote_text
 
@@ -47,7 +49,6 @@ class VocabFacts:
 
 
 def _ll():
-    import llama_cpp.llama_cpp as ll  # noqa: PLC0415 - deferred: the native library is heavy
 
     return ll
 

@@ -10,8 +10,10 @@ there and what each emits next). Qt-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from specscope.core.models.tokentext import text_of
 
 SHOWN_CONTEXT_CHARS = 40      # shared text quoted before a divergence
 
@@ -104,7 +106,6 @@ def _differences(a, b) -> tuple[str, ...]:
 
 def _params(p) -> str:
     """An n-gram type's parameters in a few words (the flags' names, shortened)."""
-    from dataclasses import asdict
     words = {"size_n": "n", "size_m": "m", "min_hits": "min-hits", "n_match": "match",
              "n_min": "min", "n_max": "max", "lookup_cache_static": "static",
              "lookup_cache_dynamic": "dynamic"}
@@ -132,7 +133,6 @@ def compare_sessions(a, b) -> SessionComparison:
         at = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), None)
     shared = next_a = next_b = ""
     if at is not None:
-        from specscope.core.models.tokentext import text_of
         shared = text_of(a.vocab, ta[:at])[-SHOWN_CONTEXT_CHARS:]
         next_a = text_of(a.vocab, ta[at:at + 1])
         next_b = text_of(b.vocab, tb[at:at + 1])

@@ -59,9 +59,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from specscope.core.errors import SessionFileError, SpecScopeError
+from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.engine.events import RoundEvent
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.engine.synth import WARNING
+from specscope.core.errors import SessionFileError, SpecScopeError
+from specscope.core.measure.cpuload import LoadMeter, LoadReading
 from specscope.core.measure.stats import Stats, fold
+from specscope.core.models.devices import placement
+from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.tokentext import text_of
+from specscope.core.plain import PlainError, from_plain, to_plain
+from specscope.core.session.baseline_check import check_baseline
 
 FORMAT = "specscope-session"
 VERSION = 1
@@ -90,7 +99,6 @@ class RunSettings:
                 self.n_predict, self.engine)
 
     def to_plain(self) -> dict:
-        from specscope.core.plain import to_plain
         return {"target": str(self.target), "draft": str(self.draft) if self.draft else None,
                 "engine": to_plain(self.engine), "spec": to_plain(self.spec),
                 "sampler": to_plain(self.sampler), "n_predict": self.n_predict,
@@ -98,9 +106,6 @@ class RunSettings:
 
     @classmethod
     def from_plain(cls, d: dict) -> "RunSettings":
-        from specscope.core.engine.engine import EngineSettings, SpecSettings
-        from specscope.core.plain import PlainError, from_plain
-        from specscope.core.engine.sampling import SamplerSettings
 
         if not isinstance(d, dict):
             raise PlainError("settings is not a JSON object")
@@ -134,11 +139,9 @@ class RunSettings:
                      p_min=self.spec.p_min, sync=self.spec.sync, ngram=self.spec.ngram_params(),
                      draft_policy=self.spec.draft_policy)
             if self.spec.synthetic:
-                from specscope.core.engine.synth import WARNING
                 d.update(synthetic_rates=list(self.spec.synth_rates_resolved()), warning=WARNING)
         e = self.engine
         if e.rpc or e.target_devices is not None or e.draft_devices is not None:
-            from specscope.core.models.devices import (placement)        # where the models ran (core/models/devices.py)
             d["placement"] = {"rpc": list(e.rpc),
                               "target": placement(e.target_devices, e.target_gpu_layers, e.rpc),
                               "draft": placement(e.draft_devices, e.draft_gpu_layers, e.rpc)}
@@ -166,7 +169,6 @@ class ModelIdentity:
             stamp = None
         if stamp is not None and stamp in _IDENTITIES:
             return _IDENTITIES[stamp]
-        from specscope.core.models.gguf_file import check_gguf
         info = check_gguf(path)
         ident = cls(str(path), info.name or Path(path).stem, info.architecture or "",
                     info.file_size, info.n_params, header_sha256(path, info.data_offset or info.file_size))
@@ -242,7 +244,6 @@ class TokenTable:
 
     @classmethod
     def from_plain(cls, rows) -> "TokenTable":
-        from specscope.core.plain import PlainError
         if not isinstance(rows, list):
             raise PlainError("tokens is not a list")
         entries = {}
@@ -262,7 +263,6 @@ def _bytes_out(b: bytes):
 
 
 def _bytes_in(v) -> bytes:
-    from specscope.core.plain import PlainError
     if isinstance(v, str):
         return v.encode("utf-8")
     if isinstance(v, dict) and set(v) == {"hex"} and isinstance(v["hex"], str):
@@ -292,7 +292,6 @@ class Run:
 
     def begin(self) -> None:
         """A live run starts: note the time and read other processes' CPU use until ``end``."""
-        from specscope.core.measure.cpuload import LoadMeter
         self.started_at, self._meter = time.time(), LoadMeter()
 
     def end(self, finish: str) -> None:
@@ -358,7 +357,6 @@ class Session:
     def baseline_check(self, baseline: Run | None = None):
         """How the baseline (``baseline``, else this session's) stands to the speculative run:
         its age and load, and whether it is stale (core/session/baseline_check.py); None without both."""
-        from specscope.core.session.baseline_check import check_baseline
         return check_baseline(self.spec, baseline or self.baseline)
 
     @property
@@ -400,7 +398,6 @@ class Session:
 
     def text(self, run: Run | None = None) -> str:
         """The generated text (end-of-generation tokens left out), from the token pieces."""
-        from specscope.core.models.tokentext import text_of
         return text_of(self.vocab, (run or self.run).tokens)
 
     def document(self) -> dict:
@@ -460,7 +457,6 @@ class Session:
                 raise SpecScopeError("the session has no token pieces to save")
             tokens = TokenTable.collect(self.vocab, self.token_ids())
         runs = [r for r in (self.spec, self.baseline) if r is not None]
-        from specscope.core.plain import to_plain
         header = {"format": FORMAT, "version": VERSION, "settings": self.settings.to_plain(),
                   "models": {role: to_plain(self.models.get(role)) for role in ("target", "draft")},
                   "prompt": {"text": self.prompt_text, "tokens": list(self.prompt_tokens)},
@@ -502,8 +498,6 @@ def _run_header(run: Run) -> dict:
 
 def _timing_in(run: Run, info: dict) -> None:
     """A run header's optional timing (started_at, ended_at, load) onto ``run``."""
-    from specscope.core.measure.cpuload import LoadReading
-    from specscope.core.plain import PlainError
     times = [info.get(k) for k in ("started_at", "ended_at")]
     if times == [None, None]:
         return
@@ -518,7 +512,6 @@ def _timing_in(run: Run, info: dict) -> None:
 
 
 def _load(path: Path) -> Session:
-    from specscope.core.plain import PlainError, from_plain
 
     def bad(line: int, problem: str):
         return SessionFileError(path, line, problem)

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from specscope.core.errors import ConfigError
 from specscope.core.engine.drafters.base import (Drafter, NgramCacheParams, NgramMapParams,
-    NgramModParams, Proposal)
+                                                 NgramModParams, Proposal)
+from specscope.core.errors import ConfigError
 
 # llama.cpp's priority order (common_speculative_init); draft-simple is the draft model
 TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",

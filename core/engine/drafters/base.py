@@ -15,6 +15,7 @@ afresh.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -141,7 +142,6 @@ class NgramCacheParams:
     lookup_cache_dynamic: str = ""
 
     def validate(self, type_name: str = "ngram-cache") -> None:
-        from pathlib import Path
         for flag, path in (("--lookup-cache-static", self.lookup_cache_static),
                            ("--lookup-cache-dynamic", self.lookup_cache_dynamic)):
             if path and not Path(path).is_file():

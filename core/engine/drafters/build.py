@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from specscope.core.engine.drafters import Chain
-from specscope.core.engine.drafters import Drafter
+from specscope.core.engine.drafters import Chain, Drafter
+from specscope.core.engine.drafters.model import DraftModel
+from specscope.core.engine.drafters.ngram_cache import NgramCache
+from specscope.core.engine.drafters.ngram_map import NgramMap
+from specscope.core.engine.drafters.ngram_mod import NgramMod
+from specscope.core.engine.drafters.ngram_simple import NgramSimple
 
 
 def make_drafter(type_name: str, spec, engine=None, policy=None, q=None) -> Drafter:
     if type_name == "ngram-simple":
-        from specscope.core.engine.drafters.ngram_simple import NgramSimple
         return NgramSimple(spec.params(type_name))
     if type_name in ("ngram-map-k", "ngram-map-k4v"):
-        from specscope.core.engine.drafters.ngram_map import NgramMap
         return NgramMap(spec.params(type_name), key_only=type_name == "ngram-map-k")
     if type_name == "ngram-mod":
-        from specscope.core.engine.drafters.ngram_mod import NgramMod
         return NgramMod(spec.params(type_name))
     if type_name == "ngram-cache":
-        from specscope.core.engine.drafters.ngram_cache import NgramCache
         return NgramCache(spec.params(type_name))
     if type_name == "draft-simple":
-        from specscope.core.engine.drafters.model import DraftModel
         return DraftModel(engine, spec, policy, q)
     raise ValueError(type_name)
 

@@ -27,7 +27,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from specscope.core.engine.draft_policy import FixedLength
 from specscope.core.engine.drafters.base import Drafter, Proposal
+from specscope.core.errors import ConfigError
 
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
 
@@ -75,9 +77,7 @@ class DraftModel(Drafter):
 
     def __init__(self, engine, spec, policy=None, q=None):
         if engine is None or engine.dft is None:
-            from specscope.core.errors import ConfigError
             raise ConfigError("draft-simple needs a draft model (-md)")
-        from specscope.core.engine.draft_policy import FixedLength
         self.ctx, self.batch, self.checkpoint = engine.dft, engine.dbatch, engine.dft_checkpoint
         self.n_max, self.n_min, self.p_min = spec.n_max, spec.n_min, spec.p_min
         self.replay = spec.sync == "replay"

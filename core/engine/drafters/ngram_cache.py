@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specscope.core.errors import ConfigError
 from specscope.core.engine.drafters.base import Drafter, NgramCacheParams, Proposal
+from specscope.core.errors import ConfigError
 
 N_DRAFT = 8           # create_state_ngram_cache: n_draft fixed
 NGRAM_MAX = 4         # LLAMA_NGRAM_MAX (LLAMA_NGRAM_MIN is 1)
