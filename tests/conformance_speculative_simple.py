@@ -28,7 +28,7 @@ rounds after SpecScope's last are therefore not compared.
 round, the printed text and llama.cpp's totals (n_predict, n_drafted, n_accept):
 SmolLM2-135M-Instruct as its own draft on chat prompts (draft-simple at n_max 1,
 3, 8 and every n-gram type), the demo pair on prompts that reach <|endoftext|>,
-and a generated hybrid LFM2 pair (checkpoint rounds). ``--write-golden FILE``
+a generated hybrid LFM2 pair and a generated Mamba pair (checkpoint rounds). ``--write-golden FILE``
 records llama.cpp's side for tests/test_eog_conformance.py, which CI runs
 without the reference build:
 
@@ -223,6 +223,8 @@ CHAT_PROMPTS = [
 ]
 EOG_BIAS = ((0, 2.0),)     # the demo pair's <|endoftext|> (id 0), +2: these prompts then end
 DEMO_EOG_PROMPTS = [PROMPTS[0], "def add(a, b):\n    return a + b\n"]
+MAMBA_PROMPTS = ["import os\n", "x = 1\n"]    # a random pair: every draft rejected, every round
+# checkpointed, and the target ends the run by end of generation
 # the hybrid pair's prompts, with a logit bias on its end-of-text token (id 296) where needed
 HYBRID_PROMPTS = [("import os\n", ()), ("class A:\n", ()),
                   ("def fibonacci(n):\n    return", ((296, 1.0),))]
@@ -253,11 +255,23 @@ def eog_cases(smollm2: Path | None, hybrid: tuple[Path, Path] | None) -> list[di
                 for p in DEMO_EOG_PROMPTS]
     if hybrid is not None:
         for n in (1, 3, 8):
+            out += [dict(label=f"recurrent mamba checkpoints draft-simple n_max {n}", model="mamba",
+                         draft="mamba-draft", prompt=("text", p),
+                         flags=["--spec-type", "draft-simple", "--spec-draft-n-max", str(n)])
+                    for p in MAMBA_PROMPTS]
+        for n in (1, 3, 8):
             out += [dict(label=f"hybrid lfm2 checkpoints draft-simple n_max {n}", model="lfm2",
                          draft="lfm2-draft", prompt=("text", p), bias=bias,
                          flags=["--spec-type", "draft-simple", "--spec-draft-n-max", str(n)])
                     for p, bias in HYBRID_PROMPTS]
     return out
+
+
+def write_recurrent_pair(folder: Path) -> tuple[Path, Path]:
+    """Two generated Mamba models (pure recurrent memories; deterministic weights)."""
+    import ggufgen
+    return (ggufgen.write_mamba(folder / "mamba.gguf", seed=4),
+            ggufgen.write_mamba(folder / "mamba-draft.gguf", n_layer=1, seed=5))
 
 
 def write_hybrid_pair(folder: Path) -> tuple[Path, Path]:
@@ -358,6 +372,7 @@ def main(argv=None) -> int:
             print(f"SmolLM2 cases left out: {exc}")
         folder = Path(tempfile.mkdtemp(prefix="specscope-eog-"))
         paths["lfm2"], paths["lfm2-draft"] = write_hybrid_pair(folder)
+        paths["mamba"], paths["mamba-draft"] = write_recurrent_pair(folder)
         return run_eog_suite(args, paths)
     args.n_predict = args.n_predict or 128
     target, draft = (args.model, args.model_draft) if args.model else demo_pair()

@@ -5,8 +5,8 @@ tests/data/eog_golden.json holds what llama-speculative-simple (built from llama
 acceptance: A < D"), the text it printed and its totals (n_predict, n_drafted, n_accept).
 The cases (tests/conformance_speculative_simple.py --suite eog, which wrote the file): SmolLM2-135M-
 Instruct as its own draft on chat prompts (draft-simple at n_max 1, 3, 8 and every n-gram type),
-the demo pair on prompts that reach <|endoftext|>, and a generated hybrid LFM2 pair, whose rounds
-checkpoint and replay. SpecScope must emit nothing after the first end-of-generation token,
+the demo pair on prompts that reach <|endoftext|>, and generated hybrid LFM2 and Mamba pairs, whose
+rounds checkpoint and replay. SpecScope must emit nothing after the first end-of-generation token,
 count an accepted drafted one as llama.cpp does, and end where llama.cpp ends."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conformance_speculative_simple import (Outcome, case_prompt, differences, our_run, rounds_of,
-                                            write_hybrid_pair)
+                                            write_hybrid_pair, write_recurrent_pair)
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings
 
@@ -30,6 +30,7 @@ def model_paths(tmp_path_factory, request) -> dict:
     t, d = demo_pair()
     paths = {"demo-target": t, "demo-draft": d}
     paths["lfm2"], paths["lfm2-draft"] = write_hybrid_pair(tmp_path_factory.mktemp("eog-hybrid"))
+    paths["mamba"], paths["mamba-draft"] = write_recurrent_pair(tmp_path_factory.mktemp("eog-mamba"))
     if any(c["model"] == "smollm2" for c in GOLDEN):
         paths["smollm2"] = request.getfixturevalue("smollm2")
     return paths
@@ -61,7 +62,8 @@ def test_the_golden_cases_cover_what_issue_20_asks():
     n-gram type, the checkpoint path (the three ways a round can end there are checked on
     SmolLM2 in test_real_smollm2.py)."""
     labels = " | ".join(c["label"] for c in GOLDEN)
-    for part in ("smollm2 chat", "demo <|endoftext|>", "hybrid lfm2 checkpoints", "n_max 1 ",
+    for part in ("smollm2 chat", "demo <|endoftext|>", "hybrid lfm2 checkpoints",
+                 "recurrent mamba checkpoints", "n_max 1 ",
                  "n_max 3", "n_max 8", "ngram-simple", "ngram-map-k ", "ngram-map-k4v", "ngram-mod",
                  "ngram-cache"):
         assert part in labels + " ", part
