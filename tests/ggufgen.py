@@ -424,11 +424,14 @@ def write_eagle3_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
                       target_layers=(0, 1, 3), n_draft_vocab: int = 200,
                       d2t: np.ndarray | None = None, own_embeddings: bool = False,
                       layer_scale: float = 0.35, g_norm: float = 1.0, fc_scale: float = 0.5,
-                      prefix: str = "eagle3", **head_kw) -> tuple[Path, Path]:
+                      prefix: str = "eagle3", target_hidden_size: int | None = None,
+                      head_weights=None, **head_kw) -> tuple[Path, Path]:
     """(target, head): a tiny llama target (eagle3_target_weights) and an EAGLE-3 head for it
     (eagle3_head_weights) reading the inputs of ``target_layers``, over a reduced vocabulary of
     ``n_draft_vocab`` ids (or the given ``d2t``); ``own_embeddings``: the head carries a copy of
-    the target's token embeddings (as Llama-3.3-70B heads carry their own)."""
+    the target's token embeddings (as Llama-3.3-70B heads carry their own);
+    ``target_hidden_size``: another value for the head's ``eagle3.target_hidden_size``;
+    ``head_weights(weights)``: changes the head's weights before they are written."""
     folder = Path(folder)
     target = eagle3_target_weights(n_layer=n_layer, seed=seed, layer_scale=layer_scale)
     n_vocab, n_embd = target["token_embd.weight"].shape
@@ -439,7 +442,9 @@ def write_eagle3_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
     head["d2t"] = np.asarray(d2t, dtype=np.int64)
     if own_embeddings:
         head["token_embd.weight"] = target["token_embd.weight"].copy()
+    if head_weights is not None:
+        head_weights(head)
     return (write_llama(folder / f"{prefix}-target.gguf", target, n_layer=n_layer, n_embd=n_embd,
                         name="tiny-eagle3-target"),
             write_eagle3_head(folder / f"{prefix}-head.gguf", head, target_layers=target_layers,
-                              target_hidden_size=n_embd, **head_kw))
+                              target_hidden_size=target_hidden_size or n_embd, **head_kw))

@@ -364,6 +364,10 @@ class Engine:
         if spec.uses_draft_model and self.head is not None:
             raise ConfigError(f"{self.draft.path}: an EAGLE-3 head drafts with --spec-type "
                               "draft-eagle3, not draft-simple")
+        if DRAFT_EAGLE3 in spec.types and not self.tgt_removable:
+            raise ConfigError(f"{self.target.path}: draft-eagle3 on a recurrent or hybrid target: "
+                              "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
+                              "which SpecScope does not mirror yet")
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
                  n_predict: int = 128, stop: threading.Event | None = None) -> "Run":
