@@ -2,15 +2,16 @@
 
 ``Run._spec_rounds`` reads beside examples/speculative-simple/speculative-simple.cpp. What
 drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the draft model
-(draft-simple) and the draftless n-gram types, tried in llama.cpp's priority order, the first
-non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
+(draft-simple), an EAGLE-3 head (draft-eagle3, docs/eagle3.md) and the draftless n-gram types,
+tried in llama.cpp's priority order, the first non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
 sampled but not yet evaluated (``_RoundState``):
 
     1. draft:   the chain proposes up to the round's budget (min(n_ctx - n_past - 2, what is
                 left of n_predict - 1)); a replay round takes the tokens a checkpoint round
                 decided instead; a target that cannot drop rows is checkpointed first;
     2. verify:  the target decodes [id_last, *draft] in one batch, logits on every row;
-    3. process: the drafters see that batch (``common_speculative_process``);
+    3. process: the drafters see that batch (``common_speculative_process``; the prompt's
+                chunks too, as the target decodes them);
     4. sample:  the acceptance rule samples the rows (core/engine/accept_rules.py: llama.cpp's
                 ``match``, the default, keeps drafted tokens while the target samples them and
                 always emits its own; ``ratio`` is speculative sampling; synthetic acceptance,
