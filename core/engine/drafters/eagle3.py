@@ -130,10 +130,6 @@ class Eagle3(Drafter):
     def restore(self, n_past: int) -> None:
         self._trim(n_past)
 
-    def take_dropped(self) -> int:
-        dropped, self.dropped = self.dropped, 0
-        return dropped
-
     def _trim(self, pos: int) -> None:
         """Drop the head's rows from ``pos`` on."""
         self.dropped += max(0, self.ctx.pos_max() + 1 - pos)
