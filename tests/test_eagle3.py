@@ -18,6 +18,7 @@ from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.lossless import compare
 from specscope.core.measure.stats import fold
 from specscope.core.models import staging
+from specscope.core.models.probe import probe
 
 PROMPTS = ["def parse_args(argv=None):\n", "import os\nimport sys\n\n\ndef main():\n"]
 
@@ -77,6 +78,18 @@ def test_a_head_drafts_losslessly_and_its_tokens_are_its_own(eagle3):
     assert {e.drafter for e in events if e.drafted} == {"draft-eagle3"}
     assert 0 < stats.n_accept < stats.n_drafted
     assert all(len(e.draft_ranks) >= 1 for e in events if e.drafted)
+
+
+def test_the_command_line_probes_and_runs_a_head(eagle3):
+    """``specscope run --spec-type draft-eagle3``: the crash probe tries the head beside its
+    target in a child (and caches its verdict), then the run drafts with it."""
+    verdict = probe(eagle3["head"], target=eagle3["target"])
+    assert verdict.status == "ok", verdict          # it ran the head, it did not fail
+    proc = _cli("run", "-m", eagle3["target"], "-md", eagle3["head"], "--spec-type",
+                "draft-eagle3", "-n", "32", "-p", "def f(x):", "--ignore-eos")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "generated: 32 tokens" in proc.stdout
+    assert "draft-eagle3 " in proc.stdout        # its line among the drafters
 
 
 def test_a_head_at_temperature_keeps_the_target_sampler_s_output(eagle3):

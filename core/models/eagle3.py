@@ -22,7 +22,7 @@ from __future__ import annotations
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
-from specscope.core.errors import ModelFileError
+from specscope.core.errors import DecodeError, ModelFileError
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import Context, ExtBatch, Model
 from specscope.core.models.staging import function
@@ -150,6 +150,9 @@ class Head:
         return g
 
     def prenorm(self, i: int) -> np.ndarray:
-        """The decoder's pre-norm hidden state at output row ``i`` of its last batch (a copy):
-        the g that goes with the token drafted there."""
-        return np.ctypeslib.as_array(self._nextn_ith(self.ctx.ptr, i), shape=(self.n_embd_dec,)).copy()
+        """The decoder's pre-norm hidden state at entry ``i`` of its last batch, an output (a
+        copy): the g that goes with the token drafted there."""
+        ptr = self._nextn_ith(self.ctx.ptr, i)
+        if not ptr:
+            raise DecodeError(f"the EAGLE-3 head's pre-norm state of batch entry {i}", -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_embd_dec,)).copy()

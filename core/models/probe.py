@@ -331,7 +331,7 @@ def _try_head(head: Model, target: Model, settings: ContextSettings) -> None:
         h.dec.add(token, k, g[k], output=k == 31)
     ctx.process(h.dec, "a probe batch of 32 EAGLE-3 pairs")
     ctx.logits(1)[0].argmax()
-    h.prenorm(0)
+    h.prenorm(31)
     h.close()
     ctx.close()
     tgt.close()
