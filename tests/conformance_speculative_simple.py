@@ -106,8 +106,8 @@ def reference_run(binary: Path, target: Path, draft: Path | None, prompt: str, f
     """``prefix``: what llama.cpp prints before the generated text (two newlines and the
     prompt's tokens' pieces)."""
     bias = [a for tok, b in logit_bias for a in ("-l", f"{tok}{b:+g}")]
-    cmd = [str(binary), "-m", str(target), *(["-md", str(draft)] if draft else []), *flags,
-           "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", *bias,
+    cmd = [str(binary), "-m", str(target), *(["-md", str(draft)] if draft else []),
+           "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", *flags, *bias,
            "-c", str(n_ctx), "-n", str(n_predict), "--temp", "0", "-p", prompt, "-lv", "5",
            "-t", str(threads), "-td", str(threads), "--seed", "1"]
     for _ in range(20):
@@ -338,14 +338,98 @@ def run_eog_suite(args, paths: dict[str, Path]) -> int:
     return 0 if bad == 0 else 1
 
 
+# ------------------------------------------------------------------------- draft-eagle3
+EAGLE3_PAIRS = {   # generated target + EAGLE-3 head pairs (tests/ggufgen.py write_eagle3_pair)
+    # the decoder reads the target's token embeddings (ctx_other); its residual is g itself
+    "eagle3-a": dict(seed=0, target_layers=(0, 1, 3)),
+    # a head with token embeddings of its own and norm_before_residual (its residual is the
+    # normalised g, weighted 0.1: drafts of up to 8 tokens get accepted)
+    "eagle3-b": dict(seed=1, target_layers=(1, 2, 3), n_draft_vocab=270, own_embeddings=True,
+                     layer_scale=0.15, g_norm=0.1, norm_before_residual=True),
+}
+
+
+def eagle3_cases() -> list[dict]:
+    """draft-eagle3 alone at n_max 1, 3 and 8 (and 4 with p_min 0.3), and chained after an
+    n-gram type (ngram-simple, ngram-mod: the head then processes batches it did not draft),
+    on every generated pair and code prompt."""
+    flag_sets = [(f"draft-eagle3 n_max {n}", ["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
+                 for n in (1, 3, 8)]
+    flag_sets.append(("draft-eagle3 n_max 4 p_min 0.3", ["--spec-type", "draft-eagle3",
+                                                         "--spec-draft-n-max", "4",
+                                                         "--spec-draft-p-min", "0.3"]))
+    for t in ("ngram-simple", "ngram-mod"):
+        flag_sets.append((f"{t},draft-eagle3 n_max 3", ["--spec-type", f"{t},draft-eagle3",
+                                                        "--spec-draft-n-max", "3", *SMALL[t]]))
+    return [dict(label=label, pair=pair, prompt=prompt, flags=flags)
+            for pair in EAGLE3_PAIRS for label, flags in flag_sets for prompt in PROMPTS]
+
+
+def write_eagle3_pairs(folder: Path) -> dict[str, tuple[Path, Path]]:
+    import ggufgen
+    return {name: ggufgen.write_eagle3_pair(folder, prefix=name, **kw)
+            for name, kw in EAGLE3_PAIRS.items()}
+
+
+def compared_rounds(ours: Outcome, ref_rounds: list) -> tuple[int, int | None]:
+    """(rounds compared, the first that differs or None): the rounds while both runs are
+    inside SpecScope's budget (module docs)."""
+    n = min(len(ours.rounds), len(ref_rounds)) - 1
+    first = next((i for i in range(n) if ours.rounds[i] != ref_rounds[i]), None)
+    return n, first
+
+
+def run_eagle3_suite(args) -> int:
+    """Every draft-eagle3 case against llama.cpp, per round; with --write-golden, llama.cpp's
+    rounds as golden data for tests/test_eagle3_conformance.py."""
+    import tempfile
+    pairs = write_eagle3_pairs(Path(tempfile.mkdtemp(prefix="specscope-eagle3-")))
+    settings = EngineSettings(n_ctx=args.ctx_size, target_threads=args.threads, draft_threads=args.threads)
+    golden, total, same, summary = [], 0, 0, {}
+    for name, (target, head) in pairs.items():
+        with Engine(target, head, settings) as engine:
+            for case in (c for c in eagle3_cases() if c["pair"] == name):
+                ours, events = our_run(engine, case["prompt"], case["flags"], args.n_predict)
+                ref = reference_run(args.binary, target, head, case["prompt"], case["flags"],
+                                    args.ctx_size, args.n_predict, args.threads,
+                                    printed_prefix(engine, case["prompt"]))
+                n, first = compared_rounds(ours, ref.rounds)
+                total += n
+                same += n if first is None else first
+                drafted = sum(1 for e in events[:n] if e.drafted)
+                kept = sum(e.n_accepted for e in events[:n])
+                cell = summary.setdefault(f"{name} {case['label']}", [0, 0, 0, 0])
+                for i, v in enumerate((n if first is None else first, n, drafted, kept)):
+                    cell[i] += v
+                print(f"{name} {case['label']:<34} {case['prompt'][:20]!r:<24} {n} rounds compared "
+                      f"({drafted} drafted, {kept} tokens kept), "
+                      + ("identical" if first is None else
+                         f"first difference at round {first}: ours {ours.rounds[first]}, "
+                         f"llama.cpp {ref.rounds[first]}"))
+                golden.append({**case, "n_ctx": args.ctx_size, "n_predict": args.n_predict,
+                               "threads": args.threads, "llama_cpp": rounds_text(ref.rounds)})
+    print()
+    for label, (ok, n, drafted, kept) in summary.items():
+        print(f"{label:<46} {ok}/{n} rounds identical ({drafted} drafted, {kept} tokens kept)")
+    print(f"\n{same}/{total} rounds identical to llama.cpp's")
+    if args.write_golden:
+        args.write_golden.write_text(json.dumps({
+            "source": "llama-speculative-simple built from llama-cpp-python 0.3.36's source "
+                      "(tests/conformance_speculative_simple.py --suite eagle3 --write-golden)",
+            "pairs": {k: {**v, "target_layers": list(v["target_layers"])} for k, v in EAGLE3_PAIRS.items()},
+            "cases": golden}, indent=1) + "\n")
+    return 0 if same == total else 1
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--binary", type=Path, required=True)
-    p.add_argument("--suite", choices=("code", "eog"), default="code",
+    p.add_argument("--suite", choices=("code", "eog", "eagle3"), default="code",
                    help="code: the code prompts to n_predict (default); eog: runs that end by end of "
-                        "generation (SmolLM2 chat, the demo pair, a hybrid LFM2)")
+                        "generation (SmolLM2 chat, the demo pair, a hybrid LFM2); eagle3: "
+                        "draft-eagle3 on generated target + EAGLE-3 head pairs")
     p.add_argument("--write-golden", type=Path, metavar="JSON",
-                   help="with --suite eog: write llama.cpp's outcomes as golden data")
+                   help="with --suite eog or eagle3: write llama.cpp's outcomes as golden data")
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-c", "--ctx-size", type=int, default=1024)
@@ -359,6 +443,9 @@ def main(argv=None) -> int:
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
+    if args.suite == "eagle3":
+        args.n_predict = args.n_predict or 128
+        return run_eagle3_suite(args)
     if args.suite == "eog":
         import tempfile
 

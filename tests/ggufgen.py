@@ -315,3 +315,136 @@ def with_string(source: str | Path, path: str | Path, key: str, value: str) -> P
         data[end_now:end_now] = bytes(-grow)
     Path(path).write_bytes(bytes(data))
     return Path(path)
+
+
+# --------------------------------------------------------------------------- EAGLE-3 heads
+def eagle3_target_weights(n_embd: int = 64, n_layer: int = 4, seed: int = 0,
+                          layer_scale: float = 0.35) -> dict[str, np.ndarray]:
+    """A tiny llama target for EAGLE-3 heads: its layers' outputs scaled by ``layer_scale``, so
+    its next token depends mostly on the current one (and on the context, less): a head that
+    sees the current token can agree with it often, not always."""
+    w = llama_weights(len(bpe_vocab()[0]), n_embd, n_layer, seed=seed)
+    for i in range(n_layer):
+        for name in ("attn_output", "ffn_down"):
+            w[f"blk.{i}.{name}.weight"] = w[f"blk.{i}.{name}.weight"] * layer_scale
+    return w
+
+
+def eagle3_head_weights(target: dict[str, np.ndarray], d2t: np.ndarray, *, n_ff: int = 128,
+                        seed: int = 0, alpha: float = 2.0, mix: float = 0.15,
+                        fc_scale: float = 0.5, g_norm: float = 1.0) -> dict[str, np.ndarray]:
+    """A one-layer EAGLE-3 head (src/models/eagle3.cpp) for ``target`` (llama_weights), with no
+    token embeddings of its own (the decoder reads the target's, as Llama-3.1-8B heads do).
+
+    It is built to agree with the target often: its attention (as many KV heads as heads) has
+    Q = K = alpha * the normalised token embedding, so each position attends mostly to itself,
+    and V = that embedding: the decoder's output at position P is about the embedding of the
+    token it reads there (t_{P+1}, which the target reads at P+1). Its output head is the
+    target's output rows for the reduced vocabulary ``d2t`` (absolute target ids, as
+    convert_hf_to_gguf.py writes them). The target's features enter through ``fc`` (random,
+    ``fc_scale``) and, by ``mix``, through Q, K and V: a head whose features were wrong drafts
+    other tokens. ``g_norm``: the weight of the g rows' norm (``attn_norm_2``; with
+    ``norm_before_residual`` the residual is that normalised g: a small weight lets the token
+    read dominate at every drafted position)."""
+    rng = np.random.default_rng(seed + 1000)
+    n_embd = target["token_embd.weight"].shape[1]
+    eye = np.eye(n_embd, dtype=np.float32)
+
+    def rand(out, inp, scale):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp)).astype(np.float32)
+
+    return {
+        "fc.weight": rand(n_embd, 3 * n_embd, fc_scale),
+        "output_norm.weight": np.ones(n_embd, np.float32),
+        "output.weight": target["output.weight"][d2t].copy(),
+        "blk.0.attn_norm.weight": np.ones(n_embd, np.float32),
+        "blk.0.attn_norm_2.weight": np.full(n_embd, g_norm, np.float32),
+        "blk.0.attn_q.weight": np.hstack([alpha * eye, rand(n_embd, n_embd, mix)]),
+        "blk.0.attn_k.weight": np.hstack([alpha * eye, rand(n_embd, n_embd, mix)]),
+        "blk.0.attn_v.weight": np.hstack([eye, rand(n_embd, n_embd, mix)]),
+        "blk.0.attn_output.weight": eye.copy(),
+        "blk.0.ffn_norm.weight": np.ones(n_embd, np.float32),
+        "blk.0.ffn_gate.weight": rand(n_ff, n_embd, 1.0),
+        "blk.0.ffn_up.weight": rand(n_ff, n_embd, 1.0),
+        "blk.0.ffn_down.weight": rand(n_embd, n_ff, 0.3),
+        "d2t": np.asarray(d2t, dtype=np.int64),
+    }
+
+
+def reduced_vocab(n_vocab: int, n_draft: int, seed: int = 0) -> np.ndarray:
+    """A reduced vocabulary: ``n_draft`` target ids, sorted, end of text (the last id) included."""
+    rng = np.random.default_rng(seed + 2000)
+    ids = rng.choice(n_vocab - 1, size=n_draft - 1, replace=False)
+    return np.sort(np.append(ids, n_vocab - 1)).astype(np.int64)
+
+
+def write_eagle3_head(path: str | Path, weights: dict[str, np.ndarray], *, target_layers,
+                      target_hidden_size: int, n_head: int = 4, n_head_kv: int = 4,
+                      n_ctx_train: int = 4096, tokens: list[str] | None = None,
+                      name: str = "tiny-eagle3", norm_before_residual: bool = False,
+                      extra_kv: dict | None = None) -> Path:
+    """An EAGLE-3 head GGUF as convert_hf_to_gguf.py writes one: architecture ``eagle3``, the
+    target's tokenizer, ``eagle3.target_layers`` (the target layers whose inputs it reads),
+    ``eagle3.target_hidden_size``, and the ``d2t`` table as I64. ``extra_kv``: more uint32/bool
+    keys (e.g. a malformed value) by name."""
+    if tokens is None:
+        tokens, merges = bpe_vocab()
+    else:
+        merges = []
+    n_embd = weights["blk.0.attn_norm.weight"].shape[0]
+    n_ff = weights["blk.0.ffn_gate.weight"].shape[0]
+    w = gguf.GGUFWriter(str(path), "eagle3")
+    w.add_name(name)
+    w.add_context_length(n_ctx_train)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(1)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(n_embd // n_head)
+    w.add_rope_freq_base(10000.0)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_array("eagle3.target_layers", [int(x) for x in target_layers])
+    w.add_uint32("eagle3.target_hidden_size", target_hidden_size)
+    w.add_bool("eagle3.norm_before_residual", norm_before_residual)
+    for key, value in (extra_kv or {}).items():
+        (w.add_bool if isinstance(value, bool) else w.add_uint32)(key, value)
+    write_tokenizer(w, tokens, merges)
+    for name_, arr in weights.items():
+        w.add_tensor(name_, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return Path(path)
+
+
+def write_eagle3_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
+                      target_layers=(0, 1, 3), n_draft_vocab: int = 200,
+                      d2t: np.ndarray | None = None, own_embeddings: bool = False,
+                      layer_scale: float = 0.35, g_norm: float = 1.0, fc_scale: float = 0.5,
+                      prefix: str = "eagle3", target_hidden_size: int | None = None,
+                      head_weights=None, **head_kw) -> tuple[Path, Path]:
+    """(target, head): a tiny llama target (eagle3_target_weights) and an EAGLE-3 head for it
+    (eagle3_head_weights) reading the inputs of ``target_layers``, over a reduced vocabulary of
+    ``n_draft_vocab`` ids (or the given ``d2t``); ``own_embeddings``: the head carries a copy of
+    the target's token embeddings (as Llama-3.3-70B heads carry their own);
+    ``target_hidden_size``: another value for the head's ``eagle3.target_hidden_size``;
+    ``head_weights(weights)``: changes the head's weights before they are written."""
+    folder = Path(folder)
+    target = eagle3_target_weights(n_layer=n_layer, seed=seed, layer_scale=layer_scale)
+    n_vocab, n_embd = target["token_embd.weight"].shape
+    if d2t is None:
+        d2t = reduced_vocab(n_vocab, n_draft_vocab, seed)
+    head = eagle3_head_weights(target, np.clip(d2t, 0, n_vocab - 1), seed=seed, g_norm=g_norm,
+                               fc_scale=fc_scale)
+    head["d2t"] = np.asarray(d2t, dtype=np.int64)
+    if own_embeddings:
+        head["token_embd.weight"] = target["token_embd.weight"].copy()
+    if head_weights is not None:
+        head_weights(head)
+    return (write_llama(folder / f"{prefix}-target.gguf", target, n_layer=n_layer, n_embd=n_embd,
+                        name="tiny-eagle3-target"),
+            write_eagle3_head(folder / f"{prefix}-head.gguf", head, target_layers=target_layers,
+                              target_hidden_size=target_hidden_size or n_embd, **head_kw))

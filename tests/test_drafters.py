@@ -138,7 +138,8 @@ def test_a_chain_splits_its_rounds_and_counts_between_its_drafters(demo):
 def test_every_drafter_sees_each_verification_batch_right_after_the_target(demo, monkeypatch):
     """llama.cpp's ``process`` hook: after the target decodes a round's batch [id_last, *draft]
     at n_past, before sampling, every drafter of the chain is handed that batch (drafters that
-    read the target's own state, EAGLE-3 and MTP, need it there)."""
+    read the target's own state, EAGLE-3 and MTP, need it there); and the prompt before, as
+    speculative-simple hands it after its prompt decode."""
     from specscope.core.engine import engine as engine_module
     seen = []
 
@@ -156,6 +157,8 @@ def test_every_drafter_sees_each_verification_batch_right_after_the_target(demo,
                         lambda *a, **kw: Chain([Watcher(), *make_chain(*a, **kw).drafters]))
     run = demo.speculative(REPEATING, SpecSettings(n_max=3), SamplerSettings(), 40)
     events = list(run)
+    assert seen[0] == (tuple(run.prompt_tokens[:-1]), 0, len(run.prompt_tokens) - 2)
+    seen = seen[1:]
     assert [(ev.seed, *ev.drafted) for ev in events] == [t for t, _, _ in seen]
     assert [ev.n_past for ev in events] == [p for _, p, _ in seen]
     # the target's cache held the whole batch when the drafters saw it (nothing dropped yet)

@@ -72,8 +72,8 @@ def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
     target = args.model
     dft = getattr(args, "model_draft", None) if draft else None
     if draft and dft is None and target is not None:
-        raise SpecScopeError(f"{target}: draft-simple needs a draft model for this target: give "
-                             "-md FILE, or draft without one with an n-gram type "
+        raise SpecScopeError(f"{target}: draft-simple (or draft-eagle3) needs a draft model for "
+                             "this target: give -md FILE, or draft without one with an n-gram type "
                              "(--spec-type ngram-mod, ngram-simple, ...)")
     if target is None or (draft and dft is None):
         demo_target, demo_draft = demo_pair()

@@ -97,7 +97,7 @@ def cmd_generate(args) -> int:
     spec = spec_from_args(args) if speculative else None
     if spec is not None and spec.synthetic:
         print(synth_banner(spec), file=sys.stderr)
-    target, draft = resolve_models(args, draft=bool(spec and spec.uses_draft_model))
+    target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft))
     prompt = read_prompt(args)
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")

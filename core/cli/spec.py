@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specscope.core.engine.drafters import TYPES, parse_types
+from specscope.core.engine.drafters import SPEC_TYPES, parse_types
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.measure.sweep import parse_p_values
@@ -17,20 +17,22 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
     if bench:
         g.add_argument("--spec-type", nargs="+", metavar="TYPE[,TYPE...]",
                        help="drafters to sweep, one chain per word: types joined by commas run "
-                            f"as one chain in llama.cpp's priority order ({', '.join(TYPES)}); "
+                            f"as one chain in llama.cpp's priority order ({', '.join(SPEC_TYPES)}); "
                             "default draft-simple")
     else:
         g.add_argument("--spec-type", action="append", metavar="TYPE[,TYPE...]",
-                       help=f"what drafts ({', '.join(TYPES)}; default draft-simple). Several "
+                       help=f"what drafts ({', '.join(SPEC_TYPES)}; default draft-simple; "
+                            "draft-eagle3 drafts with an EAGLE-3 head as -md). Several "
                             "form a chain tried in llama.cpp's priority order, n-gram types "
                             "first: the first non-empty draft wins the round")
         g.add_argument("--spec-default", action="store_true",
                        help="llama.cpp's default config: ngram-mod with n-match 24, n-min 48, "
                             "n-max 64")
         g.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=3, metavar="N",
-                       help="draft-simple: tokens to draft per round (default 3, as llama.cpp)")
+                       help="draft-simple, draft-eagle3: tokens to draft per round (default 3, as "
+                            "llama.cpp)")
     g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0, metavar="N",
-                   help="draft-simple: drop drafts shorter than this (default 0)")
+                   help="draft-simple, draft-eagle3: drop drafts shorter than this (default 0)")
     g.add_argument("--spec-draft-policy", choices=("fixed", "hf", "cost"), default="fixed",
                    help="draft-simple's draft length per round: fixed n_max (llama.cpp, the "
                         "default); hf, Hugging Face's +2 after a fully accepted draft / -1 "
@@ -43,7 +45,8 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
                             "like 0,0.5,0.75 sweeps it (each value a configuration; default 0)")
     else:
         g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0, metavar="P",
-                       help="draft-simple: stop drafting below this top-10 probability (default 0.0)")
+                       help="draft-simple, draft-eagle3: stop drafting below this top-10 "
+                            "probability (default 0.0)")
     g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
                    help="draft cache sync: reuse its own rows (default, faster) or replay "
                         "the verification batch as llama.cpp does")

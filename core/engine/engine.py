@@ -2,15 +2,16 @@
 
 ``Run._spec_rounds`` reads beside examples/speculative-simple/speculative-simple.cpp. What
 drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the draft model
-(draft-simple) and the draftless n-gram types, tried in llama.cpp's priority order, the first
-non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
+(draft-simple), an EAGLE-3 head (draft-eagle3, docs/eagle3.md) and the draftless n-gram types,
+tried in llama.cpp's priority order, the first non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
 sampled but not yet evaluated (``_RoundState``):
 
     1. draft:   the chain proposes up to the round's budget (min(n_ctx - n_past - 2, what is
                 left of n_predict - 1)); a replay round takes the tokens a checkpoint round
                 decided instead; a target that cannot drop rows is checkpointed first;
     2. verify:  the target decodes [id_last, *draft] in one batch, logits on every row;
-    3. process: the drafters see that batch (``common_speculative_process``);
+    3. process: the drafters see that batch (``common_speculative_process``; the prompt's
+                chunks too, as the target decodes them);
     4. sample:  the acceptance rule samples the rows (core/engine/accept_rules.py: llama.cpp's
                 ``match``, the default, keeps drafted tokens while the target samples them and
                 always emits its own; ``ratio`` is speculative sampling; synthetic acceptance,
@@ -57,7 +58,8 @@ import numpy as np
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
 from specscope.core.engine.draft_policy import check_policy, make_policy
-from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, parse_types, type_label
+from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYPES, NGRAM_TYPES,
+                                            parse_types, type_label)
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.events import Prefill, RoundEvent
@@ -67,6 +69,7 @@ from specscope.core.engine.synth import (check_sampler, conditional_probs, is_sy
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
+from specscope.core.models.eagle3 import Head, check_head, is_eagle3
 from specscope.core.models.llama import (Batch, Checkpoint, Context, ContextSettings, Model,
                                          SamplerChain, resolve_repack)
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
@@ -78,7 +81,8 @@ SYNC_MODES = ("reuse", "replay")
 class SpecSettings:
     """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
     run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
-    and sync belong to draft-simple (the draft model), the ``ngram_*`` fields to their types."""
+    and sync belong to draft-simple (the draft model; draft-eagle3 reads n_max, n_min and p_min
+    too), the ``ngram_*`` fields to their types."""
     n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
     n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
     p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
@@ -122,6 +126,11 @@ class SpecSettings:
         return DRAFT_MODEL in self.types
 
     @property
+    def needs_draft(self) -> bool:
+        """A type that drafts with the -md model: draft-simple or draft-eagle3 (its head)."""
+        return any(t in MODEL_TYPES for t in self.types)
+
+    @property
     def synthetic(self) -> bool:
         """Benchmark-only synthetic acceptance: the text is not valid output (core/engine/synth.py)."""
         return is_synthetic(self.synth_len, self.synth_rates)
@@ -149,7 +158,7 @@ class SpecSettings:
 
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
-        lengths = {"draft-simple": self.n_max, "ngram-simple": self.ngram_simple.size_m,
+        lengths = {"draft-simple": self.n_max, "draft-eagle3": self.n_max, "ngram-simple": self.ngram_simple.size_m,
                    "ngram-map-k": self.ngram_map_k.size_m,
                    "ngram-map-k4v": self.ngram_map_k4v.size_m,
                    "ngram-mod": self.ngram_mod.n_max, "ngram-cache": 8}
@@ -271,28 +280,38 @@ class Engine:
                                       progress=on("target"),
                                       devices=device_array(s.target_devices, "target")))
         require_vocabulary(self.target)
-        self.draft = None
+        self.draft, layer_ids = None, ()
         if draft is not None:
             self.placement["draft"] = placement(s.draft_devices, s.draft_gpu_layers, s.rpc)
             self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, repack=self.repack,
                                          progress=on("draft"),
                                          devices=device_array(s.draft_devices, "draft")))
             require_vocabulary(self.draft)
-            failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
-            if failed:
-                raise IncompatiblePairError(
-                    f"{draft.name} cannot draft for {target.name}: "
-                    + "; ".join(r.message for r in failed), failed)
-        # contexts are pushed after their models, so the ExitStack frees them first
+            if is_eagle3(self.draft):       # an EAGLE-3 head: llama.cpp's eagle3 checks instead
+                layer_ids = check_head(self.target, self.draft)
+            else:
+                failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
+                if failed:
+                    raise IncompatiblePairError(
+                        f"{draft.name} cannot draft for {target.name}: "
+                        + "; ".join(r.message for r in failed), failed)
+        # contexts are pushed after their models, so the ExitStack frees them first; an EAGLE-3
+        # head's context reads the target's (llama.cpp's ctx_other) and goes first
         self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
-        self.dft = self._own(Context(self.draft, s.context(s.draft_threads))) if self.draft else None
+        self.dft = self.head = None
+        if self.draft is not None:
+            self.dft = self._own(Context(self.draft, s.context(s.draft_threads),
+                                         self.tgt if layer_ids else None))
+        if layer_ids:
+            self.head = self._own(Head(self.tgt, self.dft, layer_ids))
         self.tgt_removable = self.tgt.can_remove_partial()
-        self.dft_removable = self.dft.can_remove_partial() if self.dft else True
+        # a head's memory is a KV cache, and it decodes nothing without its embeddings
+        self.dft_removable = self.dft.can_remove_partial() if self.dft and not self.head else True
         # where a memory cannot drop part of a sequence, the rounds checkpoint it (module docs)
         self.tgt_checkpoint = None if self.tgt_removable else Checkpoint(self.tgt)
         self.dft_checkpoint = None if self.dft_removable else Checkpoint(self.dft)
         self.batch = self._own(Batch(self.tgt.n_batch))
-        self.dbatch = self._own(Batch(self.dft.n_batch)) if self.dft else None
+        self.dbatch = self._own(Batch(self.dft.n_batch)) if self.dft and not self.head else None
 
     @contextmanager
     def exclusive(self, what: str = "a generation"):
@@ -326,14 +345,30 @@ class Engine:
         (``measure.calibrate.policy_calibration``: the caller measures it, or takes it from the cache,
         before the run, so that a run never starts with seconds of timing)."""
         spec.validate()
-        if spec.uses_draft_model and self.draft is None:
-            raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
-                              "(--spec-type ngram-...) draft without one")
+        if spec.needs_draft and self.draft is None:
+            raise ConfigError(f"{' and '.join(t for t in spec.types if t in MODEL_TYPES)} needs a "
+                              "draft model (-md); the n-gram types (--spec-type ngram-...) draft "
+                              "without one")
+        self._check_draft_kind(spec)
         if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
             raise ConfigError("the cost draft policy needs the pair's calibration "
                               "(measure.calibrate.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
         return Run(self, prompt, spec, sampler, n_predict, stop, policy)
+
+    def _check_draft_kind(self, spec: SpecSettings) -> None:
+        """draft-eagle3 drafts with an EAGLE-3 head, draft-simple with any other model."""
+        if DRAFT_EAGLE3 in spec.types and self.head is None:
+            raise ConfigError(f"{self.draft.path}: draft-eagle3 needs an EAGLE-3 head as the draft "
+                              f"model; this is a {self.draft.meta('general.architecture')} model "
+                              "(--spec-type draft-simple drafts with it)")
+        if spec.uses_draft_model and self.head is not None:
+            raise ConfigError(f"{self.draft.path}: an EAGLE-3 head drafts with --spec-type "
+                              "draft-eagle3, not draft-simple")
+        if DRAFT_EAGLE3 in spec.types and not self.tgt_removable:
+            raise ConfigError(f"{self.target.path}: draft-eagle3 on a recurrent or hybrid target: "
+                              "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
+                              "which SpecScope does not mirror yet")
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
                  n_predict: int = 128, stop: threading.Event | None = None) -> "Run":
@@ -395,7 +430,8 @@ class Run:
         e = self.engine
         t0 = time.perf_counter()
         body = self.prompt_tokens[:-1]
-        e.tgt.prefill(body, e.batch, "the prompt on the target")
+        e.tgt.prefill(body, e.batch, "the prompt on the target",
+                      after=chain.process if chain is not None else None)
         if chain is not None:
             chain.begin(np.asarray(body, dtype=np.int32))
         self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
@@ -550,7 +586,7 @@ class Run:
         if proposal is None:
             return dict(draft_stop="budget" if not draft else "none")
         p = proposal
-        if p.drafter == DRAFT_MODEL:
+        if p.drafter in MODEL_TYPES:
             stop = p.stop
         else:
             stop = p.stop or ("lookup" if p.tokens else "no match")

@@ -28,6 +28,7 @@ from specscope.core.errors import ModelFileError, printable
 
 __all__ = [
     "GGUFInfo",
+    "TensorInfo",
     "TensorTypeStats",
     "check_gguf",
     "quote_text",
@@ -143,6 +144,17 @@ class TensorTypeStats:
 
 
 @dataclass(frozen=True)
+class TensorInfo:
+    """One tensor of the file: its ggml type name, its shape (ggml's ne: the row length
+    first), and where its data lies in the file."""
+
+    type: str
+    shape: tuple[int, ...]
+    file_offset: int
+    n_bytes: int
+
+
+@dataclass(frozen=True)
 class GGUFInfo:
     """What the header of a GGUF file says, checked for consistency."""
 
@@ -158,6 +170,7 @@ class GGUFInfo:
     array_types: dict[str, str]  # array keys: element type name
     long_strings: dict[str, int] = field(default_factory=dict)  # strings not kept: length
     tensor_types: dict[str, TensorTypeStats] = field(default_factory=dict)
+    tensors: dict[str, TensorInfo] = field(default_factory=dict, repr=False, compare=False)
     # file offset of each entry of tokenizer.ggml.tokens (its length prefix), plus the end:
     # token i's bytes lie in [token_offsets[i] + 8, token_offsets[i + 1])
     token_offsets: array | None = field(default=None, repr=False, compare=False)
@@ -439,7 +452,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
     # -- tensor infos ----------------------------------------------------
     seen_names: set[bytes] = set()
     stats: dict[int, list[int]] = {}
-    infos: list[tuple[str, int, int]] = []  # name, offset, nbytes
+    infos: list[tuple[str, int, int, int, tuple]] = []  # name, offset, nbytes, type, shape
     for i in range(n_tensors):
         raw_name = read_string(f"the name of tensor {i}")
         name = raw_name.decode("utf-8", errors="replace")
@@ -477,7 +490,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
         nbytes = n_el // blck * tsize
         (offset,) = u64(buf, pos)
         pos += 8
-        infos.append((name, offset, nbytes))
+        infos.append((name, offset, nbytes, ttype, tuple(ne)))
         s = stats.setdefault(ttype, [0, 0, 0])
         s[0] += 1
         s[1] += n_el
@@ -488,7 +501,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
     if n_tensors:
         data_offset = -(-pos // alignment) * alignment
         expected = 0
-        for name, offset, nbytes in infos:
+        for name, offset, nbytes, _, _ in infos:
             if offset != expected:
                 raise _Malformed(
                     f"tensor {shown} has data offset {offset:,}, expected {expected:,} (corrupt tensor table)"
@@ -518,6 +531,8 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
             for t, (c, e, b) in sorted(stats.items(), key=lambda kv: -kv[1][2])
         },
         token_offsets=token_offsets,
+        tensors={name: TensorInfo(GGML_TYPES[t][0], shape, data_offset + offset, nbytes)
+                 for name, offset, nbytes, t, shape in infos},
     )
 
 

@@ -273,9 +273,11 @@ class ContextSettings:
 
 
 class Context:
-    """One llama_context with a single sequence (seq 0)."""
+    """One llama_context with a single sequence (seq 0). ``other``: the context it reads from
+    (llama.cpp's ``ctx_other``: an EAGLE-3 head reads the target's token embeddings and output
+    head through it); it must outlive this one."""
 
-    def __init__(self, model: Model, settings: ContextSettings):
+    def __init__(self, model: Model, settings: ContextSettings, other: "Context | None" = None):
         if model.vocab_only:
             raise ConfigError(f"{model.path}: was loaded for its vocabulary only")
         params = ll.llama_context_default_params()
@@ -295,6 +297,8 @@ class Context:
         if kv is None:
             raise ConfigError(f"KV cache type must be f16 or f32, not {settings.kv_type!r}")
         params.type_k = params.type_v = kv
+        if other is not None:
+            params.ctx_other = other.ptr
         _errors().clear()
         self.ptr = ll.llama_init_from_model(model.ptr, params)
         if not self.ptr:
@@ -304,6 +308,7 @@ class Context:
         self.model = model
         self.n_ctx = ll.llama_n_ctx(self.ptr)
         self.n_batch = ll.llama_n_batch(self.ptr)
+        self.n_ubatch = ll.llama_n_ubatch(self.ptr)
         self.mem = ll.llama_get_memory(self.ptr)
         self.n_vocab = model.n_vocab
         self._views: dict[tuple[int, int], np.ndarray] = {}
@@ -322,13 +327,26 @@ class Context:
             raise DecodeError(what, status)
         ll.llama_synchronize(self.ptr)
 
-    def prefill(self, tokens, batch: "Batch", what: str) -> None:
+    def process(self, batch: "ExtBatch", what: str, *, encode: bool = False) -> None:
+        """``llama_process`` an extended batch (tokens with embeddings, or embeddings alone)
+        through the decoder, or with ``encode`` the encoder, and wait for it."""
+        kind = ll.LLAMA_PROCESS_TYPE_ENCODE if encode else ll.LLAMA_PROCESS_TYPE_DECODE
+        status = ll.llama_process(self.ptr, kind, batch.ptr)
+        if status != 0:
+            raise DecodeError(what, status)
+        ll.llama_synchronize(self.ptr)
+
+    def prefill(self, tokens, batch: "Batch", what: str, after=None) -> None:
         """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,
-        without logits (a prompt, or a prefix to measure against)."""
+        without logits (a prompt, or a prefix to measure against); ``after(chunk, pos0)`` is
+        called after each chunk's decode (the drafters' ``process``)."""
         self.clear()
         for start in range(0, len(tokens), batch.capacity):
-            batch.fill(tokens[start:start + batch.capacity], start, logits="none")
+            chunk = tokens[start:start + batch.capacity]
+            batch.fill(chunk, start, logits="none")
             self.decode(batch, what)
+            if after is not None:
+                after(chunk, start)
 
     def logits(self, n_rows: int) -> np.ndarray:
         """The logits of the last decode's output rows, as a (n_rows, n_vocab) view.
@@ -446,6 +464,50 @@ class Batch:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class ExtBatch:
+    """A ``llama_batch_ext`` of a context, for sequence 0: entries of a token with an embedding
+    row (an EAGLE-3 decoder input), or of an embedding row alone (its encoder input). llama.cpp
+    copies the rows in."""
+
+    def __init__(self, ctx: Context):
+        self.ptr = ll.llama_batch_ext_init(ctx.ptr)
+        if not self.ptr:
+            raise ConfigError(f"{ctx.model.path}: llama.cpp could not make an extended batch")
+        self._pos = ll.llama_pos(0)
+        self.size = 0
+
+    def clear(self) -> None:
+        ll.llama_batch_ext_clear(self.ptr)
+        self.size = 0
+
+    def add(self, token: int | None, pos: int, row: np.ndarray, *, output: bool = False) -> int:
+        """An entry at ``pos``: ``token`` (None: none) with the embedding ``row`` (float32,
+        contiguous); its batch index."""
+        embd = ll.llama_embd(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, row.size)
+        if token is None:
+            idx = ll.llama_batch_ext_add_embd(self.ptr, 0, embd)
+        else:
+            idx = ll.llama_batch_ext_add_token(self.ptr, 0, token)
+        if idx < 0:
+            raise ConfigError(f"an extended batch refused an entry (status {idx})")
+        self._pos.value = pos
+        ok = ll.llama_batch_ext_set_pos(self.ptr, idx, ctypes.byref(self._pos))
+        if ok and token is not None:
+            ok = ll.llama_batch_ext_set_embd_token(self.ptr, idx, embd)
+        if ok and output:
+            ok = ll.llama_batch_ext_set_output_logits(self.ptr, idx, True)
+        if not ok:
+            raise ConfigError(f"an extended batch refused an embedding row of {row.size} floats "
+                              f"at position {pos}")
+        self.size += 1
+        return idx
+
+    def close(self) -> None:
+        if self.ptr:
+            ll.llama_batch_ext_free(self.ptr)
+            self.ptr = None
 
 
 # ---------------------------------------------------------------------------- sampler chain

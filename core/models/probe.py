@@ -15,7 +15,9 @@ build and the settings, so the second open costs nothing.
 
 The probe is a guard, not a second engine: it exercises the same calls the engine will
 (the tokenizer, matrix products of one row and of many rows, prefill and verification), then
-exits.
+exits. An EAGLE-3 head (core/models/eagle3.py) runs only beside its target: it is probed as a
+pair, after the checks that refuse a head made for another target, through its encoder and its
+decoder (where a malformed head trips llama.cpp's asserts).
 
 Run as ``python -m specscope.core.models.probe JSON`` it is the child itself.
 """
@@ -38,12 +40,13 @@ import llama_cpp
 from specscope.core.cache import cache_root, file_id, read_json, write_json
 from specscope.core.errors import ModelCrashError, SpecScopeError
 from specscope.core.models.devices import is_remote
+from specscope.core.models.eagle3 import ARCH as EAGLE3, Head, check_head
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import (Batch, Context, ContextSettings, Model, resolve_repack,
                                          system_info)
 from specscope.core.models.vocab_gate import require_vocabulary
 
-PROBE_VERSION = 2            # 2: the tokenizer is tried too
+PROBE_VERSION = 3            # 2: the tokenizer is tried too; 3: EAGLE-3 heads with their target
 TIMEOUT_S = 120.0
 LOG_TAIL = 6                 # llama.cpp log lines kept from a crashed child
 SAFE = {"repack": "off"}     # the settings a crashed probe is retried with
@@ -123,9 +126,11 @@ def _build_id() -> str:
     return f"{llama_cpp.__version__}|{lib_id}|{system_info()}"
 
 
-def probe_key(path, settings: ProbeSettings) -> str:
+def probe_key(path, settings: ProbeSettings, target=None) -> str:
     desc = {"version": PROBE_VERSION, "file": file_id(path), "build": _build_id(),
             "settings": asdict(settings)}
+    if target is not None:
+        desc["target"] = file_id(target)
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -143,6 +148,9 @@ def likely_cause(settings: dict, log_tail, signal_name: str, step: str = "", pat
                          settings.get("system_info", "")):
         return ("llama.cpp's AMX kernels for repacked quantized weights crash on this CPU "
                 "(llama.cpp issue 20824); repacking off (--repack off) avoids them")
+    if "layer input tensor is null" in text:
+        return ("the target's architecture does not give its layers' inputs, which an EAGLE-3 "
+                "head reads: llama.cpp's draft-eagle3 cannot run on it")
     if signal_name == "SIGABRT" or "ggml_assert" in text:
         return "llama.cpp stopped on a failed internal check: the file may be malformed"
     if settings.get("repack_used") == "on":
@@ -171,10 +179,11 @@ def tokenizer_key(path) -> str:
 
 
 def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = True,
-          timeout_s: float = TIMEOUT_S) -> Verdict:
-    """How a child process fared with this model and these settings (cached)."""
+          timeout_s: float = TIMEOUT_S, target=None) -> Verdict:
+    """How a child process fared with this model and these settings (cached); ``target``: the
+    target an EAGLE-3 head is probed with (the head's settings are ``settings``)."""
     path = Path(path)
-    key = probe_key(path, settings)
+    key = probe_key(path, settings, target)
     if use_cache:
         doc = read_json(_cache_path(key))
         if isinstance(doc, dict):
@@ -185,7 +194,8 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
                 pass
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "specscope.core.models.probe",
-           json.dumps({"path": str(path), **asdict(settings)})]
+           json.dumps({"path": str(path), **asdict(settings),
+                       **({"target": str(target)} if target is not None else {})})]
     try:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout_s,
@@ -242,10 +252,18 @@ def first_crash(engine_settings, target, draft=None) -> Verdict | None:
     for role, path in (("target", target), ("draft", draft)):
         if path is not None and not is_remote(getattr(s, f"{role}_devices", None),
                                               getattr(s, f"{role}_gpu_layers", 0), getattr(s, "rpc", ())):
-            verdict = probe(path, ProbeSettings.of(engine_settings, role))
+            beside = target if role == "draft" and _is_eagle3_file(path) else None
+            verdict = probe(path, ProbeSettings.of(engine_settings, role), target=beside)
             if not verdict.ok:
                 return verdict
     return None
+
+
+def _is_eagle3_file(path) -> bool:
+    try:
+        return check_gguf(path).architecture == EAGLE3
+    except SpecScopeError:
+        return False          # the child reports the file's problem
 
 
 def guard(engine_settings, target, draft=None) -> None:
@@ -274,8 +292,12 @@ def _child(spec: dict) -> int:
         _step("tokenize")
         _try_tokenizer(model)
         _step("decode")
-        ctx = Context(model, ContextSettings(n_ctx=256, n_batch=64, n_threads=spec["n_threads"],
-                                             flash_attn=spec["flash_attn"], kv_type=spec["kv_type"]))
+        settings = ContextSettings(n_ctx=256, n_batch=64, n_threads=spec["n_threads"],
+                                   flash_attn=spec["flash_attn"], kv_type=spec["kv_type"])
+        if "target" in spec:
+            _try_head(model, Model(spec["target"], repack=repack), settings)
+            return 0
+        ctx = Context(model, settings)
         token = model.bos if model.bos >= 0 else 0
         with Batch(64) as batch:
             pos = 0
@@ -290,6 +312,29 @@ def _child(spec: dict) -> int:
         print(str(exc), file=sys.stderr)
         return _CHILD_ERROR
     return 0
+
+
+def _try_head(head: Model, target: Model, settings: ContextSettings) -> None:
+    """An EAGLE-3 head as draft-eagle3 runs it: a target batch's features through the head's
+    encoder, its pairs through the decoder, a draft step's logits and pre-norm state."""
+    ids = check_head(target, head)          # a head made for another target: a clean error
+    tgt = Context(target, settings)
+    ctx = Context(head, settings, other=tgt)
+    h = Head(tgt, ctx, ids)
+    token = target.bos if target.bos >= 0 else 0
+    with Batch(64) as batch:
+        batch.fill([token] * 32, 0, logits="none")
+        tgt.decode(batch, "a probe batch of 32 tokens")
+    g = h.encode(h.features(32))
+    h.dec.clear()
+    for k in range(32):
+        h.dec.add(token, k, g[k], output=k == 31)
+    ctx.process(h.dec, "a probe batch of 32 EAGLE-3 pairs")
+    ctx.logits(1)[0].argmax()
+    h.prenorm(31)
+    h.close()
+    ctx.close()
+    tgt.close()
 
 
 def _step(name: str) -> None:

@@ -439,7 +439,7 @@ class Session:
         """Read the models' identities (header hash) unless already known: the target, and
         the draft when a speculative run drafted with it."""
         spec = self.settings.spec
-        draft = self.settings.draft if self.kind == "spec" and spec.uses_draft_model else None
+        draft = self.settings.draft if self.kind == "spec" and spec.needs_draft else None
         for role, path in (("target", self.settings.target), ("draft", draft)):
             if path and role not in self.models:
                 self.models[role] = ModelIdentity.of(path)

@@ -19,11 +19,15 @@ from specscope.core.engine.drafters.base import (Drafter, NgramCacheParams, Ngra
                                                  NgramModParams, Proposal)
 from specscope.core.errors import ConfigError
 
-# llama.cpp's priority order (common_speculative_init); draft-simple is the draft model
-TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
-         "draft-simple")
-NGRAM_TYPES = TYPES[:-1]
+# llama.cpp's priority order (common_speculative_init); draft-simple is the draft model,
+# draft-eagle3 an EAGLE-3 head (both the -md model)
+SPEC_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
+              "draft-simple", "draft-eagle3")
+NGRAM_TYPES = SPEC_TYPES[:5]
 DRAFT_MODEL = "draft-simple"
+DRAFT_EAGLE3 = "draft-eagle3"
+MODEL_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)     # the types that draft with the -md model
+TYPES = SPEC_TYPES[:-1]      # the window's drafter picker: draft-eagle3 joins it with its window phase
 
 DESCRIPTIONS = {
     "ngram-simple": "copies what followed the last time the latest n tokens occurred",
@@ -36,6 +40,8 @@ DESCRIPTIONS = {
     "ngram-cache": "1- to 4-gram statistics of the context: each drafted token is the most "
                    "frequent follower (up to 8 tokens)",
     "draft-simple": "the draft model: greedy over its top-10 probabilities",
+    "draft-eagle3": "an EAGLE-3 head: one layer that drafts from three of the target's own "
+                    "hidden states, over a reduced vocabulary",
 }
 
 
@@ -45,14 +51,14 @@ def parse_types(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     names = [n for n in names if n]
     if not names:
         raise ConfigError("--spec-type: give at least one speculative type "
-                          f"(known: {', '.join(TYPES)})")
+                          f"(known: {', '.join(SPEC_TYPES)})")
     for name in names:
         if name == "none":
             raise ConfigError("--spec-type none: no speculative decoding; use `specscope "
                               "baseline` to run the target alone")
-        if name not in TYPES:
-            raise ConfigError(f"unknown speculative type: {name} (known: {', '.join(TYPES)})")
-    return tuple(t for t in TYPES if t in names)
+        if name not in SPEC_TYPES:
+            raise ConfigError(f"unknown speculative type: {name} (known: {', '.join(SPEC_TYPES)})")
+    return tuple(t for t in SPEC_TYPES if t in names)
 
 
 def type_label(types: tuple[str, ...]) -> str:
@@ -64,11 +70,11 @@ class Chain:
     """The enabled drafters, in priority order, with llama.cpp's selection and accept rules."""
 
     def __init__(self, drafters: list[Drafter]):
-        order = {t: i for i, t in enumerate(TYPES)}
+        order = {t: i for i, t in enumerate(SPEC_TYPES)}
         self.drafters = sorted(drafters, key=lambda d: order[d.name])
         self.last: Drafter | None = None      # llama.cpp's impl_last: kept across rounds
         self.t_lookup = 0.0                   # seconds in n-gram drafters in the last draft()/accept()
-        self.t_sync = 0.0                     # seconds the draft model synced in accept()/restore()
+        self.t_sync = 0.0                     # seconds the model drafters synced in accept()/restore()
 
     def begin(self, prompt: np.ndarray) -> None:
         for d in self.drafters:
@@ -83,7 +89,7 @@ class Chain:
         for d in self.drafters:
             t = clock()
             proposal = d.draft(history, id_last, budget)
-            if d.name != DRAFT_MODEL:
+            if d.name not in MODEL_TYPES:
                 self.t_lookup += clock() - t
             if proposal.tokens:
                 self.last = d
@@ -103,7 +109,7 @@ class Chain:
                 [d for d in self.drafters if d is not self.last]:
             t = clock()
             d.accept(n_accepted, d is self.last)
-            if d.name == DRAFT_MODEL:
+            if d.name in MODEL_TYPES:
                 self.t_sync += clock() - t
             else:
                 self.t_lookup += clock() - t
@@ -119,5 +125,6 @@ class Chain:
         return sum(d.take_dropped() for d in self.drafters)
 
 
-__all__ = ["TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
+__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "MODEL_TYPES",
+           "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

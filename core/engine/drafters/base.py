@@ -70,6 +70,7 @@ class Proposal:
 class Drafter:
     """Base class. Subclasses set ``name`` (llama.cpp's type name) and implement ``draft``."""
     name = ""
+    dropped = 0           # draft-cache rows dropped since take_dropped() (the model drafters')
 
     def begin(self, prompt: np.ndarray) -> None:
         """Once, before the first round, with the prompt's tokens but the last (llama.cpp's
@@ -94,8 +95,9 @@ class Drafter:
         """The round was undone (a checkpoint restore): the target is back at ``n_past``."""
 
     def take_dropped(self) -> int:
-        """Draft-cache rows dropped since the last call (the draft model's; 0 for the others)."""
-        return 0
+        """Draft-cache rows dropped since the last call (the model drafters'; 0 for the others)."""
+        dropped, self.dropped = self.dropped, 0
+        return dropped
 
 
 # --------------------------------------------------------------------------- parameters

@@ -133,10 +133,6 @@ class DraftModel(Drafter):
     def restore(self, n_past: int) -> None:
         self._drop_to(n_past)
 
-    def take_dropped(self) -> int:
-        dropped, self.dropped = self.dropped, 0
-        return dropped
-
     def _drop_to(self, n_past: int) -> None:
         """Back to the round's start: the checkpoint taken before drafting, or a trim."""
         if self.rows:

@@ -1,0 +1,158 @@
+"""EAGLE-3 heads (llama.cpp's ``eagle3`` architecture, src/models/eagle3.cpp) beside their target.
+
+A head is one decoder layer that drafts from the target's own hidden states. Its encoder (``fc``)
+turns the inputs of three target layers (``eagle3.target_layers``), concatenated, into one row
+g per token; its decoder reads, at position P, the pair (token P+1, g of P) and outputs logits
+over a reduced vocabulary, which the ``d2t`` table (I64, absolute target ids) spreads over the
+target's vocabulary (-inf elsewhere), plus its pre-norm hidden state, the g of its next step.
+A head converted without token embeddings or an output head uses the target's, through the
+context it is made with (``ctx_other``).
+
+:func:`check_head` applies the checks llama.cpp makes when it loads a head and starts
+``draft-eagle3`` (common/speculative.cpp), and those it leaves to a ``GGML_ABORT`` or
+``GGML_ASSERT`` that would end the process (a target layer beyond the target's layers, a d2t
+entry outside the vocabulary, a d2t of the wrong type or length, a target hidden size that is
+not the target's): each is one line naming the file. :class:`Head` holds the llama.cpp side of
+a head in use: the target's features, the encoder and decoder calls (``llama_process``), the
+g rows read back (the staging API, core/models/staging.py).
+"""
+
+from __future__ import annotations
+
+import llama_cpp.llama_cpp as ll
+import numpy as np
+
+from specscope.core.errors import DecodeError, ModelFileError
+from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.llama import Context, ExtBatch, Model
+from specscope.core.models.staging import function
+
+ARCH = "eagle3"
+N_TARGET_LAYERS = 3      # common_speculative_impl_draft_eagle3 requires exactly 3
+
+
+def is_eagle3(model: Model) -> bool:
+    return model.meta("general.architecture") == ARCH
+
+
+def target_layer_ids(head: Model) -> tuple[int, ...]:
+    """The target layers whose inputs the head reads (``llama_model_target_layer_ids``)."""
+    n = function("llama_model_target_layer_ids_n")(head.ptr)
+    ids = function("llama_model_target_layer_ids")(head.ptr)
+    return tuple(int(ids[i]) for i in range(n))
+
+
+def check_head(target: Model, head: Model) -> tuple[int, ...]:
+    """The head's target layer ids, once the head fits the target; ModelFileError (one line,
+    naming the head) when it does not."""
+    n_layer = int(ll.llama_model_n_layer(target.ptr))
+    n_embd = int(ll.llama_model_n_embd(target.ptr))
+    ids = target_layer_ids(head)
+    if len(ids) != N_TARGET_LAYERS:
+        raise ModelFileError(head.path, f"draft model is not eagle3 (expected {N_TARGET_LAYERS} "
+                                        f"extract layers, got {len(ids)})")
+    for lid in ids:
+        if not 0 <= lid <= n_layer:
+            raise ModelFileError(head.path, f"its target layer id {lid} (eagle3.target_layers "
+                                            f"{list(ids)}) exceeds the target's {n_layer} layers "
+                                            f"({target.path.name}): it was made for another target")
+    if head.n_vocab < target.n_vocab:       # the head reads the target's tokens: it would abort
+        raise ModelFileError(head.path, f"its vocabulary has {head.n_vocab} tokens, fewer than "
+                                        f"the target's {target.n_vocab} ({target.path.name}): "
+                                        "it was made for another target")
+    info = check_gguf(head.path)
+    hidden = info.metadata.get(f"{ARCH}.target_hidden_size")
+    if hidden != n_embd:
+        raise ModelFileError(head.path, f"its target hidden size ({ARCH}.target_hidden_size "
+                                        f"{hidden}) is not the target's {n_embd} "
+                                        f"({target.path.name}): it was made for another target")
+    _check_d2t(info, head, target)
+    return ids
+
+
+def _check_d2t(info, head: Model, target: Model) -> None:
+    """d2t, where present: I64, one entry per row of the output head (the head's own, or the
+    target's), every entry a token of both vocabularies (llama.cpp asserts in ggml_set_rows)."""
+    d2t = info.tensors.get("d2t")
+    if d2t is None:
+        return
+    rows = info.tensors.get("output.weight")
+    n_rows = rows.shape[1] if rows is not None and len(rows.shape) == 2 else target.n_vocab
+    if d2t.type != "I64" or len(d2t.shape) != 1 or d2t.shape[0] != n_rows:
+        raise ModelFileError(head.path, f"its d2t table is {d2t.type} {list(d2t.shape)}; llama.cpp "
+                                        f"needs I64 [{n_rows}], one target id per output row")
+    table = np.fromfile(head.path, dtype="<i8", count=d2t.shape[0], offset=d2t.file_offset)
+    limit = min(head.n_vocab, target.n_vocab)
+    bad = np.flatnonzero((table < 0) | (table >= limit))
+    if bad.size:
+        i = int(bad[0])
+        raise ModelFileError(head.path, f"its d2t table maps draft token {i} to {int(table[i])}, "
+                                        f"outside the vocabulary of {limit} tokens "
+                                        f"({bad.size} entries out of range)")
+
+
+class Head:
+    """A head's context beside the target's (the head's made with ``other`` = the target's):
+    turns on what ``draft-eagle3`` reads (the target layers' inputs on every decode of the
+    target, the head's pre-norm state on its output rows), and owns the head's two extended
+    batches: ``dec`` (decoder pairs) and ``enc`` (encoder rows)."""
+
+    def __init__(self, tgt: Context, ctx: Context, layer_ids: tuple[int, ...]):
+        self.tgt, self.ctx, self.layer_ids = tgt, ctx, layer_ids
+        self.n_layer_tgt = int(ll.llama_model_n_layer(tgt.model.ptr))
+        self.n_embd_tgt = int(ll.llama_model_n_embd(tgt.model.ptr))
+        self.n_embd_dec = int(ll.llama_model_n_embd(ctx.model.ptr))
+        self.dec = ExtBatch(ctx)
+        self.enc = ExtBatch(ctx)
+        self._layer_inp = function("llama_get_embeddings_layer_inp")
+        self._nextn = function("llama_get_embeddings_nextn")
+        self._nextn_ith = function("llama_get_embeddings_nextn_ith")
+        for lid in layer_ids:          # common_speculative_impl_draft_eagle3's constructor
+            if lid < self.n_layer_tgt:
+                function("llama_set_embeddings_layer_inp")(tgt.ptr, lid, True)
+            else:                      # == n_layer: the target's pre-norm output
+                function("llama_set_embeddings_nextn")(tgt.ptr, True, False)
+        function("llama_set_embeddings_nextn")(ctx.ptr, True, True)
+
+    def close(self) -> None:
+        self.dec.close()
+        self.enc.close()
+
+    def features(self, n_tokens: int) -> np.ndarray:
+        """The target's last decode, as the encoder reads it: per token, the inputs of the
+        three target layers side by side ((n_tokens, 3 * n_embd_tgt) float32)."""
+        n = self.n_embd_tgt
+        out = np.empty((n_tokens, len(self.layer_ids) * n), np.float32)
+        for k, lid in enumerate(self.layer_ids):
+            ptr = self._layer_inp(self.tgt.ptr, lid) if lid < self.n_layer_tgt \
+                else self._nextn(self.tgt.ptr)
+            if not ptr:
+                raise ModelFileError(self.ctx.model.path, f"the target's layer {lid} input was "
+                                                          "not extracted")
+            out[:, k * n:(k + 1) * n] = np.ctypeslib.as_array(ptr, shape=(n_tokens, n))
+        return out
+
+    def encode(self, features: np.ndarray) -> np.ndarray:
+        """g for each row of ``features`` ((n, n_embd_dec) float32), the encoder run in chunks
+        of the head's n_ubatch, at placeholder positions after the head's memory (it does not
+        read them), as llama.cpp does."""
+        g = np.empty((len(features), self.n_embd_dec), np.float32)
+        step = self.ctx.n_ubatch
+        for i in range(0, len(features), step):
+            chunk = features[i:i + step]
+            self.enc.clear()
+            pos = self.ctx.pos_max() + 1
+            for j, row in enumerate(chunk):
+                self.enc.add(None, pos + j, row, output=True)
+            self.ctx.process(self.enc, "the EAGLE-3 encoder", encode=True)
+            g[i:i + len(chunk)] = np.ctypeslib.as_array(self._nextn(self.ctx.ptr),
+                                                        shape=(len(chunk), self.n_embd_dec))
+        return g
+
+    def prenorm(self, i: int) -> np.ndarray:
+        """The decoder's pre-norm hidden state at entry ``i`` of its last batch, an output (a
+        copy): the g that goes with the token drafted there."""
+        ptr = self._nextn_ith(self.ctx.ptr, i)
+        if not ptr:
+            raise DecodeError(f"the EAGLE-3 head's pre-norm state of batch entry {i}", -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_embd_dec,)).copy()

@@ -1,0 +1,64 @@
+"""draft-eagle3 against llama.cpp's own llama-speculative-simple, round for round.
+
+tests/data/eagle3_golden.json holds llama-speculative-simple's rounds ("accepted A/D draft
+tokens"), built from llama-cpp-python 0.3.36's source, with ``--spec-type draft-eagle3`` on two
+generated target + EAGLE-3 head pairs (tests/ggufgen.py ``write_eagle3_pair``: one head reading
+the target's token embeddings, one with its own and ``norm_before_residual``), greedy, on the
+code prompts to 128 tokens: n_max 1, 3 and 8, n_max 4 with p_min 0.3, and the head chained after
+ngram-simple and after ngram-mod (tests/conformance_speculative_simple.py --suite eagle3, which
+wrote the file). The rounds compared are those while both runs are inside SpecScope's budget
+(llama.cpp emits one token more)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance_speculative_simple import (EAGLE3_PAIRS, compared_rounds, our_run, rounds_of,
+                                            write_eagle3_pairs)
+from specscope.core.engine.engine import Engine, EngineSettings
+
+DATA = json.loads((Path(__file__).parent / "data" / "eagle3_golden.json").read_text())
+GOLDEN = DATA["cases"]
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory) -> dict:
+    return write_eagle3_pairs(tmp_path_factory.mktemp("eagle3"))
+
+
+@pytest.mark.parametrize("pair", sorted(EAGLE3_PAIRS))
+def test_draft_eagle3_equals_llamacpp_round_for_round(pairs, pair):
+    cases = [c for c in GOLDEN if c["pair"] == pair]
+    c0 = cases[0]
+    settings = EngineSettings(n_ctx=c0["n_ctx"], target_threads=c0["threads"],
+                              draft_threads=c0["threads"])
+    failures, compared = [], 0
+    with Engine(*pairs[pair], settings) as engine:
+        for case in cases:
+            ours, _ = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
+            ref = rounds_of(case["llama_cpp"])
+            n, first = compared_rounds(ours, ref)
+            compared += n
+            if first is not None or n < len(ref) - 2:
+                failures.append(f"{case['label']}, {case['prompt'][:24]!r}: round {first} of {n}: "
+                                f"ours {ours.rounds[first] if first is not None else ours.rounds[n:]}, "
+                                f"llama.cpp {ref[first] if first is not None else ref[n:]}")
+    assert not failures, "\n".join(failures)
+    assert compared > 1000
+
+
+def test_the_golden_cases_cover_what_issue_22_asks():
+    """n_max 1, 3 and 8 on at least 3 prompts x 128 tokens, the head chained after an n-gram
+    type, on the pairs the generator writes now; drafts both accepted and rejected, up to 8."""
+    labels = {c["label"] for c in GOLDEN}
+    for n in (1, 3, 8):
+        cases = [c for c in GOLDEN if c["label"] == f"draft-eagle3 n_max {n}"]
+        assert len({c["prompt"] for c in cases}) >= 3 and all(c["n_predict"] == 128 for c in cases)
+    assert any(label.startswith("ngram-") and "draft-eagle3" in label for label in labels)
+    assert DATA["pairs"] == {k: {**v, "target_layers": list(v["target_layers"])}
+                             for k, v in EAGLE3_PAIRS.items()}
+    accepted = {a for c in GOLDEN for _, a, d in rounds_of(c["llama_cpp"]) if d}
+    assert {0, 1, 8} <= accepted
