@@ -3,7 +3,8 @@
 Both are QObjects moved to their own QThread, driven by queued signals, with a
 small past-tense signal vocabulary. No GUI update happens in them: the engine
 worker emits *batches* of round events (at most one batch per
-``BATCH_PERIOD_S``); the window applies the newest state from a timer.
+``BATCH_PERIOD_S``); the window's run controller (core/session/controller.py)
+takes them into the session at once, the views follow from a timer.
 
 The engine lives on the worker thread from load to close: every llama.cpp
 call, including the load with its progress callback, runs there, so the UI
