@@ -176,6 +176,8 @@ def _ms(seconds: float) -> str:
 class CostPanel(QtWidgets.QWidget):
     """Measured α and f, the textbook speed-up over n, and what-if sliders."""
 
+    calibrate_requested = QtCore.Signal()      # Calibrate (or, while calibrating, its Stop) pressed
+
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._measured: Measured | None = None
@@ -324,6 +326,7 @@ class CostPanel(QtWidgets.QWidget):
         self._alpha_slider.valueChanged.connect(self._alpha_moved)
         self._f_slider.valueChanged.connect(self._f_moved)
         self._use_measured.clicked.connect(self.use_measured)
+        self.calibrate_button.clicked.connect(self.calibrate_requested)
         self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
         self._redraw()
 

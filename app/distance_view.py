@@ -188,6 +188,11 @@ class DistanceView(QGroupBox):
         return True
 
     @property
+    def task(self):
+        """The BackgroundTask that measures (its started / finished / failed: the cores)."""
+        return self.row.task
+
+    @property
     def running(self) -> bool:
         return self.row.running
 

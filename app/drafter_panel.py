@@ -228,6 +228,10 @@ class DrafterPanel(QGroupBox):
         for t, c in self.checks.items():
             c.setChecked(t in types)
 
+    def focus_type(self, name: str) -> None:
+        """Give ``name``'s check box the keyboard focus."""
+        self.checks[name].setFocus()
+
     def spec_settings(self):
         """The SpecSettings the rows describe (not validated: see ``problem``)."""
         from specscope.core.engine.engine import SpecSettings

@@ -8,6 +8,7 @@ returns a result; ``progress(fraction, what)`` reports, ``stop`` is a threading.
 function checks. ``start(request)`` runs it on a fresh QThread, ``request_stop()`` sets the
 event, ``shutdown()`` ends the thread. Signals, on the UI thread:
 
+- ``started()``: the task holds the cores until it finishes or fails;
 - ``progressed(fraction, what)``;
 - ``finished(request, result)``;
 - ``failed(exception, traceback)``: the exception is None when Stop ended a calibration
@@ -58,6 +59,7 @@ class _Runner(QObject):
 
 
 class BackgroundTask(QObject):
+    started = Signal()
     progressed = Signal(float, str)
     finished = Signal(object, object)      # request, result
     failed = Signal(object, str)           # exception (None: stopped), traceback
@@ -81,6 +83,7 @@ class BackgroundTask(QObject):
         self._thread = start_thread(self._runner, self._name)
         self._thread.finished.connect(self._runner.deleteLater)
         self.running = True
+        self.started.emit()
         self._start_requested.emit(request)
 
     def request_stop(self) -> None:
@@ -123,6 +126,7 @@ class EngineTask(QObject):
     progress, stop)`` and returns it; the window routes the worker's measure_* signals to
     :meth:`on_progress`, :meth:`on_done` and :meth:`on_failed` (each task keeps its own run id)."""
 
+    started = Signal()
     progressed = Signal(float, str)
     finished = Signal(object, object)      # request, result
     failed = Signal(object, str)           # exception (None: stopped), traceback
@@ -146,6 +150,7 @@ class EngineTask(QObject):
             return
         self._request = request
         self._sent = self._submit(lambda engine, progress, stop: self._task(request, engine, progress, stop))
+        self.started.emit()
 
     def request_stop(self) -> None:
         if self._sent is not None:

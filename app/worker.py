@@ -3,7 +3,8 @@
 Both are QObjects moved to their own QThread, driven by queued signals, with a
 small past-tense signal vocabulary. No GUI update happens in them: the engine
 worker emits *batches* of round events (at most one batch per
-``BATCH_PERIOD_S``); the window applies the newest state from a timer.
+``BATCH_PERIOD_S``); the window's run controller (core/session/controller.py)
+takes them into the session at once, the views follow from a timer.
 
 The engine lives on the worker thread from load to close: every llama.cpp
 call, including the load with its progress callback, runs there, so the UI
@@ -18,34 +19,16 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+if TYPE_CHECKING:       # the controller builds the requests (core/session/controller.py)
+    from specscope.core.session.controller import RunRequest
 
 BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms
 REMEASURE_AFTER_S = 10.0   # a run starting this long after the last thread measurement measures again
 UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its cleared panels
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """Everything one generation needs; the window builds it from the controls."""
-
-    run_id: int
-    kind: str                         # "spec" | "baseline"
-    target: Path
-    draft: Path | None
-    engine_settings: object           # specscope.core.engine.engine.EngineSettings
-    prompt: str
-    spec: object | None               # SpecSettings (spec runs)
-    sampler: object                   # SamplerSettings
-    n_predict: int
-    step: bool = False                # one round per step() request
-    chat: bool = False                # give the target the prompt in its own chat template
-    system: str = ""                  # with chat: a system message ("" = none)
-    stop: threading.Event = field(default_factory=threading.Event, compare=False)
-    # set by the window once it has painted the new run's empty panels: the first rounds then
-    # do not compete with those paints for the GIL (pyqtgraph paints hold it for ms at a time)
-    ui_ready: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
 @dataclass(frozen=True)
@@ -54,7 +37,7 @@ class MeasureRequest:
     calibration, the synthetic sweep): no second copy of the models. ``task(engine,
     progress(fraction, what), stop)`` returns the result."""
 
-    run_id: int                       # from the window's run counter
+    run_id: int                       # from the controller's run ids
     target: Path
     draft: Path | None
     engine_settings: object
@@ -137,6 +120,11 @@ class EngineWorker(QObject):
         self.rounds_done = 0                    # rounds the current run has yielded (for tests)
 
     # ------------------------------------------------------------------ engine
+    @property
+    def engine(self):
+        """The loaded Engine, None before a load (read it on the worker's thread, or between runs)."""
+        return self._engine
+
     def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
         """Load the pair unless it is loaded already (a run without draft-simple reuses any
         loaded draft, or loads the target alone when ``draft`` is None)."""
@@ -421,3 +409,19 @@ def start_thread(obj: QObject, name: str) -> QThread:
     obj.moveToThread(thread)
     thread.start()
     return thread
+
+
+class _Relay(QObject):
+    def __init__(self, fn, parent: QObject):
+        super().__init__(parent)
+        self.fn = fn
+
+    def call(self, *args) -> None:
+        self.fn(*args)
+
+
+def on_ui_thread(signal, fn, parent: QObject) -> None:
+    """Connect a worker's ``signal`` to ``fn``, a plain callable (the run controller's), called
+    on ``parent``'s thread (the UI's). Connected to ``fn`` itself, it would run on the worker's
+    thread; to a QObject's method, it runs on that object's."""
+    signal.connect(_Relay(fn, parent).call)

@@ -103,8 +103,8 @@ def window_run(app, w, n_predict: int, heartbeat: bool = True) -> dict:
         loop.quit()
 
     w.run_done.connect(done)
-    refresh0 = w.refresh_count
-    w.refresh_costs.clear()
+    refresh0 = w.shown.refresh_count
+    w.shown.refresh_costs.clear()
     t0, c0 = time.perf_counter(), time.thread_time()
     if heartbeat:
         heart.start()
@@ -115,14 +115,14 @@ def window_run(app, w, n_predict: int, heartbeat: bool = True) -> dict:
     ui_cpu = time.thread_time() - c0        # this (the UI) thread's CPU during the run
     w.run_done.disconnect(done)
     stalls = [max(0.0, g) for g in gaps[1:]]
-    s = w.stats
+    s = w.shown.stats
     return {"finish": result.get("finish"), "tokens": s.n_tokens, "tps": s.tokens_per_s,
             "wall_s": wall, "stall_p50": percentile(stalls, 50), "stall_p99": percentile(stalls, 99),
             "stall_max": max(stalls or [0.0]), "ticks": len(gaps),
-            "refreshes": w.refresh_count - refresh0, "acceptance": s.acceptance_rate,
+            "refreshes": w.shown.refresh_count - refresh0, "acceptance": s.acceptance_rate,
             "ui_cpu_share": ui_cpu / wall,
-            "refresh_cpu_p99": percentile([c for _, c in w.refresh_costs], 99) * 1e3,
-            "refresh_wall_p99": percentile([t for t, _ in w.refresh_costs], 99) * 1e3}
+            "refresh_cpu_p99": percentile([c for _, c in w.shown.refresh_costs], 99) * 1e3,
+            "refresh_wall_p99": percentile([t for t, _ in w.shown.refresh_costs], 99) * 1e3}
 
 
 def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool) -> dict:

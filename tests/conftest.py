@@ -9,12 +9,13 @@ import pytest
 os.environ["QT_QPA_PLATFORM"] = os.environ.get("QT_QPA_PLATFORM") or "offscreen"
 # calibrations and crash-probe verdicts go to a cache of the test session's own, not the user's
 os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cache-")
-# the window's autosave of the last run (app/session_actions.py) too
+# the window's autosave of the last run (app/session_files.py) too
 os.environ["SPECSCOPE_DATA_DIR"] = tempfile.mkdtemp(prefix="specscope-test-data-")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import ggufgen  # noqa: E402
 import realmodel  # noqa: E402
+from window_helpers import pair, settings, window  # noqa: E402,F401 - the window's fixtures
 
 
 @pytest.fixture(scope="session")

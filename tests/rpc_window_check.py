@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from test_app_window import open_window, pair, run_and_wait, settings  # noqa: E402,F401
+from window_helpers import open_window, run_and_wait  # noqa: E402
 
 ENDPOINT = os.environ.get("SPECSCOPE_RPC_ENDPOINT")
 
@@ -23,7 +23,7 @@ def test_window_target_on_rpc_server_matches_local(qtbot, pair, settings):
         w.params.n_ctx.setValue(512)
         w.prompt.set_text("def add(a, b):\n    ")
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
-        local = [(e.drafted, e.n_accepted, e.emitted) for e in w.events]
+        local = [(e.drafted, e.n_accepted, e.emitted) for e in w.shown.events]
         box = w.pair_panel.placement
         # a dead endpoint: one clear line in the banner, the window keeps running
         box.rpc_edit.setText("127.0.0.1:1")
@@ -37,7 +37,7 @@ def test_window_target_on_rpc_server_matches_local(qtbot, pair, settings):
         box.devices["draft"].setCurrentText("none (local CPU)")
         assert w.pair_panel.gpu_layers["target"].value() == -1      # all layers go there
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
-        remote = [(e.drafted, e.n_accepted, e.emitted) for e in w.events]
+        remote = [(e.drafted, e.n_accepted, e.emitted) for e in w.shown.events]
         assert remote == local
         # the cost tab: what the distance costs per round, calibrated here and on the server
         view = w.distance_view

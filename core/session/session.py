@@ -285,6 +285,7 @@ class Run:
         self.events: list[RoundEvent] = []
         self.finish = ""              # eog | n_predict | context | stopped ("" while running)
         self._stats = Stats()
+        self._prefix = Stats()                  # stats_upto's last prefix
         self.started_at: float | None = None    # Unix time at its start and end (timed live)
         self.ended_at: float | None = None
         self.load = None                        # cpuload.LoadReading: others' CPU use meanwhile
@@ -308,6 +309,15 @@ class Run:
         if self._stats.n_rounds < len(self.events):
             self._stats = fold(self.events[self._stats.n_rounds:], self._stats)
         return self._stats
+
+    def stats_upto(self, k: int) -> Stats:
+        """The stats of the first ``k`` rounds (all of them: ``stats``): a view that shows the
+        run up to a round. Folded on from the last prefix asked for when ``k`` moved forward."""
+        if k >= len(self.events):
+            return self.stats
+        start = self._prefix if self._prefix.n_rounds <= k else Stats()
+        self._prefix = fold(self.events[start.n_rounds:k], start)
+        return self._prefix
 
     @property
     def tokens(self) -> list[int]:
