@@ -2,6 +2,7 @@ import os
 import sys
 import tempfile
 import threading
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,35 @@ os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cach
 os.environ["SPECSCOPE_DATA_DIR"] = tempfile.mkdtemp(prefix="specscope-test-data-")
 sys.path.insert(0, str(Path(__file__).parent))
 
-import ggufgen  # noqa: E402
-import realmodel  # noqa: E402
+from helpers import ggufgen  # noqa: E402
+from helpers import realmodel  # noqa: E402
 from window_helpers import pair, settings, window  # noqa: E402,F401 - the window's fixtures
+
+# The test tiers (markers, registered in pyproject.toml; docs/testing.md). A test's tiers follow
+# from the fixtures it uses and the file it is in; `unit`, the fast tier, is every test in none
+# of them and not marked slow: python -m pytest -m unit
+TIER_FIXTURES = {"gui": {"qapp"}, "real_model": {"smollm2"}, "rpc": {"rpc_build", "rpc_server"}}
+TIER_FILES = {"gui": ("test_app_*.py", "test_chat_window.py"),
+              "bundle": ("test_bundle.py", "test_wheel.py"),
+              "conformance": ("test_drafters_golden.py", "test_eog_conformance.py")}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        tiers = {t for t, names in TIER_FIXTURES.items() if names & set(item.fixturenames)}
+        tiers |= {t for t, names in TIER_FILES.items() if any(fnmatch(item.path.name, n) for n in names)}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "smollm2" in callspec.id:   # a case that fetches it itself
+            tiers.add("real_model")
+        for tier in sorted(tiers):
+            item.add_marker(tier)
+        if not tiers and item.get_closest_marker("slow") is None:
+            item.add_marker("unit")
 
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """SmolLM2-135M-Instruct Q4_1 (tests/realmodel.py). In CI the tier must run: no skip."""
+    """SmolLM2-135M-Instruct Q4_1 (tests/helpers/realmodel.py). In CI the tier must run: no skip."""
     try:
         return realmodel.smollm2_path()
     except (RuntimeError, OSError) as exc:
@@ -95,9 +117,9 @@ def no_leftover_threads():
 def rpc_build():
     """The folder of an RPC-enabled llama.cpp build (libllama.so, ggml libs, ggml-rpc-server)
     from the same source as the installed llama-cpp-python: built once, cached under
-    ~/.cache/specscope/llama-rpc (tests/rpc_build.py; minutes on 2 cores the first time).
+    ~/.cache/specscope/llama-rpc (tests/helpers/rpc_build.py; minutes on 2 cores the first time).
     Skips with the reason where it cannot be built; in CI it must build."""
-    import rpc_build as rb
+    from helpers import rpc_build as rb
     try:
         return rb.ensure()
     except rb.BuildUnavailable as exc:
@@ -109,7 +131,7 @@ def rpc_build():
 @pytest.fixture(scope="session")
 def rpc_server(rpc_build):
     """A ggml-rpc-server from that build on 127.0.0.1 (a free port): its endpoint."""
-    import rpc_build as rb
+    from helpers import rpc_build as rb
     proc, endpoint = rb.start_server(rpc_build)
     yield endpoint
     proc.terminate()

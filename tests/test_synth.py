@@ -266,7 +266,7 @@ def test_a_checkpointed_round_is_replayed_with_its_synthetic_decisions(tiny_mode
     """A recurrent target cannot drop rows: after a partial acceptance both contexts are
     restored and the next round re-verifies the decided tokens; as llama-server does on
     replay, every replayed token is kept, with no new draw."""
-    import ggufgen
+    from helpers import ggufgen
     no_eog = ((len(ggufgen.bpe_vocab()[0]) - 1, -math.inf),)
     with Engine(tiny_models["mamba"], tiny_models["mamba_draft"], EngineSettings(n_ctx=256)) as e:
         r = e.speculative("def f(x):", SpecSettings(n_max=3, synth_len=2.5),

@@ -51,7 +51,7 @@ stream of ``BASELINE_STREAM`` single-token decodes whose last ``BASELINE_TIMED``
 between other shapes: the demo pair, one thread, in one process, 1.8 ms right after a round
 with a 5-token batch, easing over ~17 decodes to about 0.9 ms (SmolLM2 about 10 % faster);
 version 8, which priced B with t1, over-predicted the demo pair's speed-ups by 20-60 %
-(``tests/bench_calibration.py``: the baseline's measured time was 0.54-0.78 of its charge).
+(``tests/bench/bench_calibration.py``: the baseline's measured time was 0.54-0.78 of its charge).
 Every k runs a block of
 ``ROUNDS_PER_BLOCK`` rounds in a row whose first round is not timed: like a
 real run, consecutive decodes of one shape reuse llama.cpp's compute graph
@@ -78,7 +78,7 @@ sync's one row *with* its logits (so that the next draft step keeps llama.cpp's 
 with a 49k vocabulary the output row is about a sixth of a decode (CPU time, one thread: 0.98
 of a draft step with it, 0.82 without), while version 7 timed that decode without logits and
 charged a graph rebuild after it that the engine does not pay (+4 % of a step on SmolLM2,
-+54 % on the demo pair's tiny draft). ``tests/bench_calibration.py`` prints the error before
++54 % on the demo pair's tiny draft). ``tests/bench/bench_calibration.py`` prints the error before
 and after, and the measured and modelled time of every phase of a round.
 
 The calibrated prediction (per round with draft length n; all in target-token units)
@@ -539,10 +539,10 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     ``under_load`` says whether it was more than the cores llama.cpp's threads left free
     (:func:`is_under_load`).
 
-    ``legacy`` measures as version 7 did (tests/bench_calibration.py's "before"): the reuse
+    ``legacy`` measures as version 7 did (tests/bench/bench_calibration.py's "before"): the reuse
     sync's one-row decode without logits (the engine decodes it with them, so that the next
     draft step keeps its graph) and so a draft graph rebuild after it. ``clock`` times the
-    decodes and the sampling (tests/bench_calibration.py --cpu-clock: ``time.thread_time``, with
+    decodes and the sampling (tests/bench/bench_calibration.py --cpu-clock: ``time.thread_time``, with
     one thread per context the CPU time a decode takes, which a busy machine inflates far less
     than wall time); the Python overheads are always wall time from the engine's rounds."""
     if k_max < 1:
@@ -966,7 +966,7 @@ def drift_of(cal: Calibration, now_s: float) -> str | None:
     2-core machine shared with five other jobs (others using 75-85 % of the CPU, one thread)
     the check deviated from its median by 6-20 % (median of 10-20 checks; SmolLM2 7 %, 90th
     percentile 11 %), so there it fires often, as it should on such a machine; on a quiet one
-    its spread should be a few per cent: ``tests/bench_calibration.py --check`` prints it (not
+    its spread should be a few per cent: ``tests/bench/bench_calibration.py --check`` prints it (not
     measured on a quiet machine yet)."""
     if cal.check_t <= 0 or now_s <= 0:
         return "the cached calibration has no drift-check timing: measured again"

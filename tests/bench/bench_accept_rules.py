@@ -1,7 +1,7 @@
 """Benchmark (not a test): llama.cpp's acceptance rule against speculative sampling's, at
 temperatures 0.3, 0.8 and 1.2, on the demo pair over the shipped benchmark prompts (issue 13).
 
-    python tests/bench_accept_rules.py [--n-max 3] [-n 128] [--seeds 3] [--temps 0.3,0.8,1.2]
+    python tests/bench/bench_accept_rules.py [--n-max 3] [-n 128] [--seeds 3] [--temps 0.3,0.8,1.2]
 
 For each temperature and rule (``--accept-rule match|ratio``), every prompt runs with
 ``--seeds`` sampler seeds (top-k 40, top-p 0.95, min-p 0.05, the CLI's defaults). The events of

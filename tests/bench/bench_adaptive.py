@@ -1,7 +1,7 @@
 """Benchmark (not a test): adaptive draft length (core/engine/draft_policy.py) against the best fixed
 n_max, on the shipped bench prompts (issue 13, item 4).
 
-    python tests/bench_adaptive.py [-m TARGET -md DRAFT] [--n-max 8] [-n 96] [--repeats 5]
+    python tests/bench/bench_adaptive.py [-m TARGET -md DRAFT] [--n-max 8] [-n 96] [--repeats 5]
                                    [--prompts FILE] [-t THREADS] [--json OUT.json]
 
 Configurations: llama.cpp's fixed policy at every n_max in 1..N (the sweep the best fixed n is

@@ -1,12 +1,12 @@
 """Calibration benchmark (not a test): how far the calibrated prediction is from the measured
 speed-up, and which part of a round the calibration misprices.
 
-    python tests/bench_calibration.py                       # the demo pair, then SmolLM2 as its own draft
-    python tests/bench_calibration.py --pair demo --n 2,4 --repeats 5
-    python tests/bench_calibration.py --pair skip --keep 26 # SmolLM2 with its first 26 of 30 layers as draft
-    python tests/bench_calibration.py --check               # the drift check: cost and spread
-    python tests/bench_calibration.py -t 0                  # all cores (on a quiet machine)
-    python tests/bench_calibration.py --cpu-clock           # a busy machine: CPU time (1 thread)
+    python tests/bench/bench_calibration.py                       # the demo pair, then SmolLM2 as its own draft
+    python tests/bench/bench_calibration.py --pair demo --n 2,4 --repeats 5
+    python tests/bench/bench_calibration.py --pair skip --keep 26 # SmolLM2 with its first 26 of 30 layers as draft
+    python tests/bench/bench_calibration.py --check               # the drift check: cost and spread
+    python tests/bench/bench_calibration.py -t 0                  # all cores (on a quiet machine)
+    python tests/bench/bench_calibration.py --cpu-clock           # a busy machine: CPU time (1 thread)
 
 For every pair: one fresh calibration (the cache is not used), then per draft length n the
 bench prompts' baseline and speculative runs, alternating, ``--repeats`` times. It prints

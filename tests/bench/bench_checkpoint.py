@@ -1,7 +1,7 @@
 """Checkpoint benchmark (not a test): the state work of one checkpoint round on a hybrid
 memory at several context lengths, three ways.
 
-    python tests/bench_checkpoint.py [-m HYBRID.gguf] [-c 256,2048] [--repeat 30]
+    python tests/bench/bench_checkpoint.py [-m HYBRID.gguf] [-c 256,2048] [--repeat 30]
 
 A checkpoint round (engine module docs) saves the target's sequence state before the
 verification batch and restores it after a partial acceptance. Each repeat here decodes a
@@ -32,8 +32,8 @@ import llama_cpp.llama_cpp as ll
 
 from specscope.core.models.llama import Batch, Checkpoint, Context, ContextSettings, Model
 
-sys.path.insert(0, str(Path(__file__).parent))
-import ggufgen  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
+from helpers import ggufgen  # noqa: E402
 
 
 class ListCopy:

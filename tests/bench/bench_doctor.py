@@ -1,6 +1,6 @@
 """Benchmark: how long the pair doctor takes on two ~150k-token vocabularies.
 
-    python tests/bench_doctor.py [--runs 5] [--n-vocab 151936] [TARGET DRAFT]
+    python tests/bench/bench_doctor.py [--runs 5] [--n-vocab 151936] [TARGET DRAFT]
 
 Generates two vocabulary-only GGUF files of ``--n-vocab`` BPE tokens (with as
 many merges, like Qwen2's 151,936 tokens / 151,387 merges) in a temporary
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
 
 
 def main() -> int:
@@ -48,7 +48,7 @@ def main() -> int:
                 ap.error("give TARGET and DRAFT, or nothing")
             target, draft = args.files
         else:
-            from vocab_gguf import write_vocab_gguf
+            from helpers.vocab_gguf import write_vocab_gguf
 
             t0 = time.perf_counter()
             n_merges = args.n_vocab - 549

@@ -1,7 +1,7 @@
 """Benchmark (not a test): the Python time of each n-gram drafter per round at a 2,048-token
 context, against the demo target's verification of one token (issue 11: at most 10 % of it).
 
-    python tests/bench_drafters.py [--file SOURCE.py] [--rounds 400] [-t THREADS]
+    python tests/bench/bench_drafters.py [--file SOURCE.py] [--rounds 400] [-t THREADS]
 
 The history is a repetitive Python source: the first ``--period`` tokens of a file (default:
 the standard library's argparse.py, the kind of code the demo models were trained on) tokenized

@@ -1,7 +1,7 @@
 """Engine benchmark (not a test): tokens/s of the baseline and of n_max 1..8 in
 both sync modes, and the Python overhead per round.
 
-    python tests/bench_engine.py [-m TARGET -md DRAFT] [-n 256] [--repeat 3]
+    python tests/bench/bench_engine.py [-m TARGET -md DRAFT] [-n 256] [--repeat 3]
 
 Uses the bundled demo pair unless models are given. Greedy, F16 KV cache,
 flash attention auto (the defaults of `specscope run`). Each figure is the

@@ -1,6 +1,6 @@
 """Benchmark (prints figures, asserts nothing): the window during a 512-token run.
 
-    python tests/bench_gui.py [-m TARGET -md DRAFT] [-n 512] [--repeat 3]
+    python tests/bench/bench_gui.py [-m TARGET -md DRAFT] [-n 512] [--repeat 3]
                               [--window-threads N] [--cli-threads N]
 
 1. Event-loop stalls: a 5 ms heartbeat timer runs on the UI thread while the

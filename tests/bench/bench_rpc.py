@@ -1,8 +1,8 @@
 """The cost of distance on loopback: the demo pair calibrated and run local, with its target on
 a ggml-rpc-server on 127.0.0.1, and with both models there (``specscope bench --placements``
-in a child running the RPC-enabled llama.cpp of tests/rpc_build.py, built first if needed).
+in a child running the RPC-enabled llama.cpp of tests/helpers/rpc_build.py, built first if needed).
 
-    python tests/bench_rpc.py [--threads 1] [--repeats 3] [-- extra bench flags]
+    python tests/bench/bench_rpc.py [--threads 1] [--repeats 3] [-- extra bench flags]
 
 Loopback has no wire latency to speak of: what it measures is the RPC protocol's own cost per
 decode (serialising the graph, copying the batch in and the logits out, one TCP round trip
@@ -15,8 +15,10 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-import rpc_build   # tests/ is the script's own folder, first on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
+from helpers import rpc_build  # noqa: E402
 
 
 def interleaved(endpoint: str, threads: int, reps: int) -> None:

@@ -1,6 +1,6 @@
 """Figures (not a test): tree headroom on the bench prompts (core/measure/stats.py, ``Stats.tree``).
 
-    python tests/bench_tree_headroom.py [-m TARGET -md DRAFT] [--n-max 8] [-n 128]
+    python tests/bench/bench_tree_headroom.py [-m TARGET -md DRAFT] [--n-max 8] [-n 128]
                                         [--temp 0,0.8] [--prompts FILE]
 
 For each temperature: one speculative run per prompt (draft-simple, end of generation

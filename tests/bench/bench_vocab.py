@@ -1,7 +1,7 @@
 """Large-vocabulary benchmark (not a test): the Python time outside llama.cpp per
 speculative round (RoundEvent.t_overhead) against the round, by vocabulary size.
 
-    python tests/bench_vocab.py [--n-vocab 4096,152064,262144] [--n-max 4] [-n 256] [--repeat 5]
+    python tests/bench/bench_vocab.py [--n-vocab 4096,152064,262144] [--n-max 4] [-n 256] [--repeat 5]
 
 Each vocabulary gets a generated pair (byte-level BPE padded with word pieces to the size;
 a 2-block llama target, F16, and a draft made of its first block). At the default n_embd 64,
@@ -26,8 +26,8 @@ from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
 
-sys.path.insert(0, str(Path(__file__).parent))
-import ggufgen  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
+from helpers import ggufgen  # noqa: E402
 
 PROMPT = "def fibonacci(n):\n    return"
 

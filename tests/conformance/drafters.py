@@ -2,19 +2,19 @@
 llama.cpp's own ``common_speculative_*`` (common/speculative.cpp), draft by draft.
 
 Both sides run llama-speculative-simple's round loop with an oracle target (see
-tests/drafter_oracle.py): the same prompt and continuation, so every round's draft must be
+tests/conformance/drafter_oracle.py): the same prompt and continuation, so every round's draft must be
 the same token for token. Sequences: random ones built to repeat (copied spans, a small
 alphabet) and, with --real, the demo target's own greedy outputs.
 
 Build the reference (llama.cpp from llama-cpp-python 0.3.36's sdist, as in
-tests/conformance_speculative_simple.py, plus the common library):
+tests/conformance/speculative_simple.py, plus the common library):
 
     cmake --build build --target llama-common -j2
     g++ -O2 -std=c++17 tests/reference/drafter_oracle.cpp -I $SRC/common -I $SRC/include \
         -I $SRC/ggml/include -I $SRC/vendor -L build/bin -lllama-common -lllama -lggml \
         -lggml-base -Wl,-rpath,$PWD/build/bin -o build/bin/drafter_oracle
 
-    python tests/conformance_drafters.py --binary build/bin/drafter_oracle
+    python tests/conformance/drafters.py --binary build/bin/drafter_oracle
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from drafter_oracle import oracle_rounds  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
+from conformance.drafter_oracle import oracle_rounds  # noqa: E402
 
 from specscope.core.engine.drafters import Chain  # noqa: E402
 
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
         import json
         args.write_golden.write_text(json.dumps(
             {"source": "llama.cpp (llama-cpp-python 0.3.36 sdist) common_speculative_* through "
-                       "tests/reference/drafter_oracle.cpp, written by tests/conformance_drafters.py",
+                       "tests/reference/drafter_oracle.cpp, written by tests/conformance/drafters.py",
              "cases": golden}, indent=0) + "\n")
         print(f"wrote {len(golden)} reference runs to {args.write_golden}")
     return 0 if same == total else 1

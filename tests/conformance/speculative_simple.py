@@ -16,7 +16,7 @@ Build the reference program from llama-cpp-python 0.3.36's source distribution
 
 then
 
-    python tests/conformance_speculative_simple.py --binary build/bin/llama-speculative-simple
+    python tests/conformance/speculative_simple.py --binary build/bin/llama-speculative-simple
 
 It parses llama.cpp's debug lines "accepted A/D draft tokens" (and "partial
 acceptance: A < D" for checkpoint rounds) and compares the per-round (accepted,
@@ -32,7 +32,7 @@ a generated hybrid LFM2 pair and a generated Mamba pair (checkpoint rounds). ``-
 records llama.cpp's side for tests/test_eog_conformance.py, which CI runs
 without the reference build:
 
-    python tests/conformance_speculative_simple.py --binary build/bin/llama-speculative-simple \
+    python tests/conformance/speculative_simple.py --binary build/bin/llama-speculative-simple \
         --suite eog --write-golden tests/data/eog_golden.json
 """
 
@@ -46,7 +46,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
 
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
@@ -269,14 +269,14 @@ def eog_cases(smollm2: Path | None, hybrid: tuple[Path, Path] | None) -> list[di
 
 def write_recurrent_pair(folder: Path) -> tuple[Path, Path]:
     """Two generated Mamba models (pure recurrent memories; deterministic weights)."""
-    import ggufgen
+    from helpers import ggufgen
     return (ggufgen.write_mamba(folder / "mamba.gguf", seed=4),
             ggufgen.write_mamba(folder / "mamba-draft.gguf", n_layer=1, seed=5))
 
 
 def write_hybrid_pair(folder: Path) -> tuple[Path, Path]:
     """The generated hybrid LFM2 pair of tests/test_hybrid.py (deterministic weights)."""
-    import ggufgen
+    from helpers import ggufgen
     weights = ggufgen.lfm2_weights(len(ggufgen.bpe_vocab()[0]), "cac", seed=1)
     for name in ("blk.2.shortconv.out_proj.weight", "blk.2.ffn_down.weight"):
         weights[name] = weights[name] * 0.3
@@ -333,7 +333,7 @@ def run_eog_suite(args, paths: dict[str, Path]) -> int:
     if args.write_golden:
         args.write_golden.write_text(json.dumps({
             "source": "llama-speculative-simple built from llama-cpp-python 0.3.36's source "
-                      "(tests/conformance_speculative_simple.py --suite eog --write-golden)",
+                      "(tests/conformance/speculative_simple.py --suite eog --write-golden)",
             "cases": golden}, indent=1) + "\n")
     return 0 if bad == 0 else 1
 
@@ -449,7 +449,7 @@ def main(argv=None) -> int:
     if args.suite == "eog":
         import tempfile
 
-        from realmodel import smollm2_path
+        from helpers.realmodel import smollm2_path
         args.n_predict = args.n_predict or 256
         t, d = demo_pair()
         paths = {"demo-target": t, "demo-draft": d}

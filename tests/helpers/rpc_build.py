@@ -12,7 +12,7 @@ package registry; it holds vendor/llama.cpp). Only the targets needed are built 
 ggml libraries, ggml-rpc-server), with llama.cpp's default CPU flags as llama-cpp-python's own
 default build uses them.
 
-    python tests/rpc_build.py        # build (or find) it and print the folder
+    python tests/helpers/rpc_build.py        # build (or find) it and print the folder
 
 The pytest fixtures (tests/conftest.py: ``rpc_build``, ``rpc_server``) use ``ensure`` and
 ``start_server``.

@@ -24,7 +24,7 @@ N_SPECIAL = 5
 
 
 def _gpt2_byte_chars() -> list[str]:
-    from ggufgen import byte_tokens  # GPT-2's bytes_to_unicode, in byte order
+    from helpers.ggufgen import byte_tokens  # GPT-2's bytes_to_unicode, in byte order
     return byte_tokens()
 
 
