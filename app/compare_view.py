@@ -1,5 +1,5 @@
 """The Compare view: drafters × drafts × draft lengths × prompts, measured against the target
-alone (issues 6 and 11).
+alone.
 
 The same sweep as ``specscope bench`` (:mod:`specscope.core.measure.sweep`), run on a
 worker thread with progress and a cooperative Stop (checked between runs and
@@ -107,7 +107,7 @@ COLUMN_TIPS = {
                          "measure, so its size is not known); never "
                          "drafted: the drafter proposed no token, the run was the target alone plus its "
                          "lookups",
-    "Textbook (err)": "seed 003: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
+    "Textbook (err)": "textbook: (E + 1) / (n·f + 1), a verification batch costing one target pass; "
                       "in brackets: prediction ÷ measured − 1",
     "Calibrated (err)": "the calibrated model: c(k), f, sync and Python costs measured on this machine; "
                         "in brackets: prediction ÷ measured − 1",

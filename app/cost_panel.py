@@ -1,6 +1,6 @@
-"""The cost panel: measured α and f, and seed 003's textbook speed-up curve (issue 5).
+"""The cost panel: measured α and f, and the textbook speed-up curve.
 
-Seed 003: a speculative step drafting n tokens costs ``n·f + 1`` target passes
+The textbook model: a speculative step drafting n tokens costs ``n·f + 1`` target passes
 and yields ``E + 1`` tokens with ``E = α + α² + … + αⁿ``, so the speed-up is
 ``(E + 1) / (n·f + 1)``. The formulas live in :mod:`specscope.core.measure.pairing`
 (``expected_accepted``, ``textbook_speedup``, ``best_n``); this module only

@@ -1,4 +1,4 @@
-"""What distance costs per round (issue 14): the pair calibrated on this machine's CPU and where
+"""What distance costs per round: the pair calibrated on this machine's CPU and where
 the placement puts it (a model on an rpc-server), side by side in the cost tab.
 
 Measure runs :func:`specscope.core.measure.distance.measure_distance` on its own thread: two

@@ -1,4 +1,4 @@
-"""Five live plots of a speculative run (issues 5 and 13).
+"""Five live plots of a speculative run.
 
 ``PlotsPanel`` shows, in a 2×2 grid and a column beside it:
 

@@ -1,4 +1,4 @@
-"""Two sessions side by side (issue 12, item 5): acceptance by position and accepted-length
+"""Two sessions side by side: acceptance by position and accepted-length
 histograms overlaid, speed-up and the rest in a table, and where the outputs first diverge.
 It shows a ``core.session_compare.SessionComparison``; the window makes one from the session
 shown and a second one the user opens (File → Compare with session…)."""

@@ -6,7 +6,7 @@ pair at several synthetic mean accepted lengths (llama.cpp's benchmark-only
 ``--spec-synth-len``: the draft model drafts and the target verifies, every timing is real,
 but draft tokens are kept at random), each against the target alone. The plot puts the
 measured speed-ups (points, at the per-token acceptance the runs showed) beside the
-calibrated model's curve (this machine's c(k), f, sampling and overheads) and seed 003's
+calibrated model's curve (this machine's c(k), f, sampling and overheads) and the textbook
 textbook curve (E + 1)/(n·f + 1) with the same f; the table lists every level.
 """
 

@@ -1,4 +1,4 @@
-"""The draft/verify timeline (issue 12, item 4): where each round's time went, round after
+"""The draft/verify timeline: where each round's time went, round after
 round, on one time axis.
 
 Four lanes, top to bottom: the draft (the draft model's decodes and the n-gram lookups), the

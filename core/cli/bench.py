@@ -14,7 +14,7 @@ chain, the rounds it won and its acceptance.
 Prints, per draft, the calibrated cost figures (c(k), f, ...; see
 ``specscope.core.measure.calibrate``), then one pooled row per draft × n: acceptance,
 mean accepted length, tokens/s, the measured speed-up against a target-only run
-of the same prompts, seed 003's textbook prediction and the calibrated
+of the same prompts, the textbook prediction and the calibrated
 prediction with their errors, and the lossless check. ``--json`` prints one
 JSON document instead; ``--csv``/``--out-json`` write files (the CSV columns are
 documented in ``specscope.core.measure.sweep``). A progress line goes to stderr.
@@ -56,7 +56,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "bench", help="measure speed-up over drafters × drafts × draft lengths × prompts",
         description="Measure speed-up over drafters (--spec-type chains) × drafts × draft lengths × "
-                    "prompts against the target alone, beside seed 003's textbook prediction and the "
+                    "prompts against the target alone, beside the textbook prediction and the "
                     "prediction calibrated on this machine.")
     add_model_args(p, draft=False)
     add_spec_args(p, bench=True)

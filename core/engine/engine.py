@@ -540,7 +540,7 @@ class Run:
     def _restore(self, st: _RoundState, chain, smpl, saved, batch: list[int], ids: list[int],
                  tm: _Timer, t0: float, about: dict) -> RoundEvent:
         """Step 5: back to the checkpoint taken before verifying (the target, its sampler and the
-        draft model's cache); the decided tokens are emitted now and verified next round (§7)."""
+        draft model's cache); the decided tokens are emitted now and verified next round."""
         ckpt, smpl_save = saved
         with tm.phase("sync"):
             ckpt.restore()

@@ -1,6 +1,6 @@
 """What the engine yields: one frozen event per round.
 
-A round (seed 000 §6.1) starts with both caches holding positions [0, n_past)
+A round (speculative-simple.cpp's loop) starts with both caches holding positions [0, n_past)
 and ``seed`` (id_last) sampled but not yet evaluated. It drafts, verifies
 ``[seed, *drafted]`` on the target, and emits ``emitted`` = the accepted
 drafted tokens followed by the target's own token (the replacement at the

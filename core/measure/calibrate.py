@@ -1,9 +1,9 @@
 """Calibration: what a verification batch and a draft token cost on *this* machine.
 
-Seed 003's textbook model prices a speculative round at ``n·f + 1`` target
+The textbook model prices a speculative round at ``n·f + 1`` target
 passes: it assumes that verifying ``n + 1`` tokens in one batch costs as much as
 one token. On a memory-bound GPU that is close to true; on a small CPU it is
-not (seed 000's postscript; on this project's 2-core machine verification cost
+not (on this project's 2-core machine verification cost
 grows almost linearly with the batch). So SpecScope measures.
 
 Measured figures (all in *target-token units*: seconds ÷ the target's median
@@ -73,7 +73,7 @@ busy machine llama.cpp's threads stall whenever one loses its core, and no predi
 survives that: ``specscope bench`` reports how much CPU other processes took.
 
 On SmolLM2-135M Q4_1 as its own draft (49,152-token vocabulary) the prediction was 4-10 %
-too high (issue 13). One cause, measured and fixed in version 8: the engine decodes the reuse
+too high. One cause, measured and fixed in version 8: the engine decodes the reuse
 sync's one row *with* its logits (so that the next draft step keeps llama.cpp's graph), and
 with a 49k vocabulary the output row is about a sixth of a decode (CPU time, one thread: 0.98
 of a draft step with it, 0.82 without), while version 7 timed that decode without logits and
@@ -108,7 +108,7 @@ drafts whose first i tokens were all accepted (``Stats.position_acceptance``)
 — or ``α^i`` for an assumed per-token acceptance α (then E is
 :func:`specscope.core.measure.pairing.expected_accepted`). a_n is therefore the
 probability of a full acceptance. The textbook prediction, for comparison, is
-seed 003's ``(E + 1) / (n·f + 1)`` with the same E and f
+the textbook ``(E + 1) / (n·f + 1)`` with the same E and f
 (:func:`specscope.core.measure.pairing.textbook_speedup` for an assumed α).
 
 Calibrations are cached per pair and settings (model files' paths, sizes and
@@ -117,7 +117,7 @@ in the user's cache directory (``$SPECSCOPE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/specscope``, else ``~/.cache/specscope``).
 
 A cache only stays true if it was measured on a quiet machine and the machine has not changed
-since (issue 13: a calibration cached while a compile ran beside it made every later
+since (a calibration cached while a compile ran beside it made every later
 prediction 10-13 % too low). So every calibration records the CPU load over its own window
 (:mod:`.cpuload`: other processes' CPU time from ``/proc/stat`` less this process's own, as a
 share of the cores, and the load average), and one taken while other processes competed for
@@ -959,7 +959,7 @@ def drift_of(cal: Calibration, now_s: float) -> str | None:
     within DRIFT_TOLERANCE; else the reason to measure again, in one line.
 
     The tolerance: the check is taken with the calibration, so a calibration taken under load
-    (issue 13: one cached during a compile made predictions 10-13 % too low) has a check slowed
+    (one cached during a compile made predictions 10-13 % too low) has a check slowed
     like its decodes, and contention slows them by far more than 15 % (core/measure/threads.py: on 2
     cores a busy core made SmolLM2's 2-thread decodes 4-7× slower); a quiet check later differs
     from it by as much. 15 % must also stay above the check's own noise: on the project's

@@ -6,9 +6,9 @@ Everything here runs before any weights are loaded:
   (:func:`~specscope.core.models.gguf_file.check_gguf`);
 - the vocabulary values come from llama.cpp itself through a vocab-only load,
   and :mod:`specscope.core.models.vocab_gate` applies the four rules of llama.cpp's
-  ``common_speculative_are_compatible`` (seed 000 §4.2, seed 003) to them, so
+  ``common_speculative_are_compatible`` (common/speculative.cpp) to them, so
   the verdict is the one llama.cpp will enforce;
-- the cost estimate is seed 003's textbook model: ``f`` ≈ the ratio of the
+- the cost estimate is the textbook model: ``f`` ≈ the ratio of the
   two files' sizes and speed-up ``(E+1)/(n·f+1)`` with
   ``E = α + α² + … + αⁿ``.
 
@@ -87,13 +87,13 @@ def expected_accepted(alpha: float, n: int) -> float:
 
 
 def textbook_from_accepted(expected: float, n: int, f: float) -> float:
-    """Seed 003's (E + 1) / (n·f + 1), a verification batch costing one target pass, for a
+    """The textbook (E + 1) / (n·f + 1), a verification batch costing one target pass, for a
     mean of accepted drafts per round E (the one place the formula is written)."""
     return (expected + 1.0) / (n * f + 1.0)
 
 
 def textbook_speedup(alpha: float, n: int, f: float) -> float:
-    """Seed 003's speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
+    """The textbook speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
     return textbook_from_accepted(expected_accepted(alpha, n), n, f)
 
 
@@ -234,7 +234,7 @@ def _model_size(info: GGUFInfo) -> int:
 
 @dataclass(frozen=True)
 class CostEstimate:
-    """Seed 003's textbook cost model for the pair."""
+    """The textbook cost model for the pair."""
 
     f: float  # draft cost / target cost ≈ draft file size / target file size
     basis: str
@@ -257,7 +257,7 @@ def _cost(target: ModelSummary, draft: ModelSummary) -> CostEstimate:
     elif f > 0.5:
         warning = "the draft costs over half a target pass: it needs very high acceptance to pay"
     basis = (f"draft file {draft.file_size:,} bytes / target file {target.file_size:,} bytes; "
-             "both models memory-bound at batch size one (seed 003)")
+             "both models memory-bound at batch size one")
     return CostEstimate(
         f=f,
         basis=basis,
@@ -321,14 +321,14 @@ def _jsonable(x):
 
 def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
     notes = []
-    # memory (seed 000 §7)
+    # memory (llama.cpp: seq_rm, or checkpoints and a replay)
     for side, m in (("target", t), ("draft", d)):
         arch = m.architecture or "unknown architecture"
         if m.can_remove_partial:
             notes.append(f"{side} ({arch}): attention KV cache; rejected drafts are removed with seq_rm")
         else:
             notes.append(f"{side} ({arch}): {m.memory} memory cannot remove part of a sequence; "
-                         "will use checkpoints (state save/restore and replay, seed 000 §7)")
+                         "will use checkpoints (state save/restore and replay, as llama.cpp does)")
     # context
     tc, dc = t.context_length, d.context_length
     if tc and dc:
@@ -351,13 +351,13 @@ def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
         notes.append(f"chat template: only the {has} has one (the {hasnt} may be a base model)")
     else:
         notes.append("chat template: neither has one")
-    # tuning lineage (seed 003)
+    # tuning lineage
     kinds = {t.tuning, d.tuning}
     lineage = f"tuning: target {t.tuning} ({t.tuning_evidence}); draft {d.tuning} ({d.tuning_evidence})"
     if "base" in kinds and kinds & {"instruct", "fine-tuned"}:
         base_side = "draft" if d.tuning == "base" else "target"
         lineage += (f" — a base {base_side} paired with a tuned model: the vocabulary check passes, "
-                    "but acceptance may disappoint (seed 003); measure it before deciding")
+                    "but acceptance may disappoint; measure it before deciding")
     elif "unknown" in kinds:
         lineage += " — lineage not recorded; measure acceptance"
     elif t.tuning == d.tuning:

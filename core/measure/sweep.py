@@ -34,7 +34,7 @@ configuration) carry the columns of :data:`CSV_COLUMNS`:
 ``measured_speedup``      per repetition, the speculative tokens per second ÷ those of the
                           baselines that bracket it in time; the median over the repetitions
                           (with one: tokens_per_s ÷ baseline_tokens_per_s)
-``textbook_speedup``      seed 003's (E + 1) / (n·f + 1), E and n from the runs, f calibrated
+``textbook_speedup``      the textbook (E + 1) / (n·f + 1), E and n from the runs, f calibrated
 ``calibrated_speedup``    the calibrated model (:mod:`.calibrate` docs) with the runs' acceptance
 ``textbook_error``        textbook ÷ measured − 1
 ``calibrated_error``      calibrated ÷ measured − 1

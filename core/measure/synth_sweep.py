@@ -7,7 +7,7 @@ batch and samples every row, so every timing is real) but keeps each draft posit
 random with a chosen probability. This module runs the pair at several mean accepted
 lengths L (``--spec-synth-len``: geometric per-position rates a_i = αⁱ, α found by
 llama.cpp's bisection), measures the speed-up against the target alone, and sets it beside
-seed 003's textbook prediction (E + 1)/(n·f + 1) and the prediction calibrated on this
+the textbook prediction (E + 1)/(n·f + 1) and the prediction calibrated on this
 machine (:mod:`.calibrate`: c(k), f, sampling, sync and Python overheads).
 
 The runs are arranged as :func:`.sweep.run_sweep` arranges its own (calibration at the
@@ -78,7 +78,7 @@ class SynthCurve:
     others_cpu: float | None = None
 
     def textbook(self, alpha: float) -> float:
-        """Seed 003's speed-up at per-token acceptance α with the calibrated f."""
+        """The textbook speed-up at per-token acceptance α with the calibrated f."""
         return textbook_speedup(alpha, self.n, self.calibration.f)
 
     def calibrated(self, alpha: float) -> float:

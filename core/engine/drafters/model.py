@@ -1,4 +1,4 @@
-"""draft-simple: the draft model (seed 000 §5.3; ``common_speculative_impl_draft_simple``).
+"""draft-simple: the draft model (``common_speculative_impl_draft_simple`` in common/speculative.cpp).
 
 Decode id_last at n_past on the draft, then take the argmax of the top-10 renormalised
 probabilities, decode it, and go on until p_min, n_max or the round's budget; a draft shorter
