@@ -2,7 +2,7 @@
 
 This llama.cpp build runs its decodes on OpenMP (libgomp), which keeps a team of threads for
 each thread that ran a parallel decode, as long as that thread lives; with more such threads
-than cores every team sleeps at its barriers instead of spinning (see the README, "Threads").
+than cores every team sleeps at its barriers instead of spinning (see docs/threads.md).
 The sweep's worker thread therefore ends after each sweep; this counts the process's OS
 threads (Linux /proc), which is exact, instead of timing anything."""
 

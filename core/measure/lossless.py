@@ -63,7 +63,7 @@ from specscope.core.measure.stats import Stats, fold
 
 TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
 # What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
-# guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (README: "When
+# guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (docs/determinism.md: "When
 # speculative output equals the baseline's"). The CLI help and the window's tooltip show it.
 DETERMINISTIC_GUARANTEE = (
     "F32 KV cache and flash attention off. Measured on x86 AVX2: one-token and batched logits of "

@@ -1,5 +1,5 @@
 """Benchmark (not a test): llama.cpp's acceptance rule against speculative sampling's, at
-temperatures 0.3, 0.8 and 1.2, on the demo pair over the shipped benchmark prompts (issue 13).
+temperatures 0.3, 0.8 and 1.2, on the demo pair over the shipped benchmark prompts.
 
     python tests/bench/bench_accept_rules.py [--n-max 3] [-n 128] [--seeds 3] [--temps 0.3,0.8,1.2]
 

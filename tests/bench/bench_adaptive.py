@@ -1,5 +1,5 @@
 """Benchmark (not a test): adaptive draft length (core/engine/draft_policy.py) against the best fixed
-n_max, on the shipped bench prompts (issue 13, item 4).
+n_max, on the shipped bench prompts.
 
     python tests/bench/bench_adaptive.py [-m TARGET -md DRAFT] [--n-max 8] [-n 96] [--repeats 5]
                                    [--prompts FILE] [-t THREADS] [--json OUT.json]

@@ -1,5 +1,5 @@
 """Benchmark (not a test): the Python time of each n-gram drafter per round at a 2,048-token
-context, against the demo target's verification of one token (issue 11: at most 10 % of it).
+context, against the demo target's verification of one token (the aim: at most 10 % of it).
 
     python tests/bench/bench_drafters.py [--file SOURCE.py] [--rounds 400] [-t THREADS]
 

@@ -231,7 +231,7 @@ HYBRID_PROMPTS = [("import os\n", ()), ("class A:\n", ()),
 
 
 def eog_cases(smollm2: Path | None, hybrid: tuple[Path, Path] | None) -> list[dict]:
-    """Runs that end by end of generation (issue 20): SmolLM2 as its own draft on chat prompts
+    """Runs that end by end of generation: SmolLM2 as its own draft on chat prompts
     in its template (draft-simple at n_max 1, 3 and 8; every n-gram type alone), the demo pair on
     prompts that reach <|endoftext|> (with a logit bias on it), and a generated hybrid LFM2 pair
     (checkpoint rounds). Each case: label, models, prompt, flags, logit bias."""
