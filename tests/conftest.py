@@ -24,7 +24,7 @@ from window_helpers import pair, settings, window  # noqa: E402,F401 - the windo
 TIER_FIXTURES = {"gui": {"qapp"}, "real_model": {"smollm2"}, "rpc": {"rpc_build", "rpc_server"}}
 TIER_FILES = {"gui": ("test_app_*.py", "test_chat_window.py"),
               "bundle": ("test_bundle.py", "test_wheel.py"),
-              "conformance": ("test_drafters_golden.py", "test_eog_conformance.py")}
+              "conformance": ("test_drafters_golden.py", "test_*_conformance.py")}
 
 
 def pytest_collection_modifyitems(items):

@@ -2,10 +2,10 @@
 
 tests/data/eagle3_golden.json holds llama-speculative-simple's rounds ("accepted A/D draft
 tokens"), built from llama-cpp-python 0.3.36's source, with ``--spec-type draft-eagle3`` on two
-generated target + EAGLE-3 head pairs (tests/ggufgen.py ``write_eagle3_pair``: one head reading
+generated target + EAGLE-3 head pairs (tests/helpers/ggufgen.py ``write_eagle3_pair``: one head reading
 the target's token embeddings, one with its own and ``norm_before_residual``), greedy, on the
 code prompts to 128 tokens: n_max 1, 3 and 8, n_max 4 with p_min 0.3, and the head chained after
-ngram-simple and after ngram-mod (tests/conformance_speculative_simple.py --suite eagle3, which
+ngram-simple and after ngram-mod (tests/conformance/speculative_simple.py --suite eagle3, which
 wrote the file). The rounds compared are those while both runs are inside SpecScope's budget
 (llama.cpp emits one token more)."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_speculative_simple import (EAGLE3_PAIRS, compared_rounds, our_run, rounds_of,
+from conformance.speculative_simple import (EAGLE3_PAIRS, compared_rounds, our_run, rounds_of,
                                             write_eagle3_pairs)
 from specscope.core.engine.engine import Engine, EngineSettings
 

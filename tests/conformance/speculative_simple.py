@@ -339,7 +339,7 @@ def run_eog_suite(args, paths: dict[str, Path]) -> int:
 
 
 # ------------------------------------------------------------------------- draft-eagle3
-EAGLE3_PAIRS = {   # generated target + EAGLE-3 head pairs (tests/ggufgen.py write_eagle3_pair)
+EAGLE3_PAIRS = {   # generated target + EAGLE-3 head pairs (tests/helpers/ggufgen.py write_eagle3_pair)
     # the decoder reads the target's token embeddings (ctx_other); its residual is g itself
     "eagle3-a": dict(seed=0, target_layers=(0, 1, 3)),
     # a head with token embeddings of its own and norm_before_residual (its residual is the
@@ -366,7 +366,7 @@ def eagle3_cases() -> list[dict]:
 
 
 def write_eagle3_pairs(folder: Path) -> dict[str, tuple[Path, Path]]:
-    import ggufgen
+    from helpers import ggufgen
     return {name: ggufgen.write_eagle3_pair(folder, prefix=name, **kw)
             for name, kw in EAGLE3_PAIRS.items()}
 
@@ -415,7 +415,7 @@ def run_eagle3_suite(args) -> int:
     if args.write_golden:
         args.write_golden.write_text(json.dumps({
             "source": "llama-speculative-simple built from llama-cpp-python 0.3.36's source "
-                      "(tests/conformance_speculative_simple.py --suite eagle3 --write-golden)",
+                      "(tests/conformance/speculative_simple.py --suite eagle3 --write-golden)",
             "pairs": {k: {**v, "target_layers": list(v["target_layers"])} for k, v in EAGLE3_PAIRS.items()},
             "cases": golden}, indent=1) + "\n")
     return 0 if same == total else 1
