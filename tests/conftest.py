@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import ggufgen  # noqa: E402
 from helpers import realmodel  # noqa: E402
-from window_helpers import pair, settings, window  # noqa: E402,F401 - the window's fixtures
+from helpers.window import pair, settings, window  # noqa: E402,F401 - the window's fixtures
 
 # The test tiers (markers, registered in pyproject.toml; docs/testing.md). A test's tiers follow
 # from the fixtures it uses and the file it is in; `unit`, the fast tier, is every test in none

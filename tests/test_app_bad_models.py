@@ -13,7 +13,7 @@ pytest.importorskip("pytestqt")
 
 from helpers import ggufgen  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
-from window_helpers import for_short_runs, open_window, run_and_wait  # noqa: E402
+from helpers.window import for_short_runs, open_window, run_and_wait  # noqa: E402
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Slot  # noqa: E402
 
 from specscope.core.session.controller import RunState  # noqa: E402
 
-from window_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 from test_calibrate import FixedLoad  # noqa: E402
 
 CALIBRATING = "Calibrating the pair for the cost policy… "

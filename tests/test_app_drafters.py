@@ -22,7 +22,7 @@ from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.engine.drafters import TYPES  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
-from window_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 # a text that repeats itself: ngram-simple (n 2, m 6) drafts from its earlier lines
 REPEATING = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n"
 

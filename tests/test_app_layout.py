@@ -16,7 +16,7 @@ from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
 
 from specscope.app.desktop import fit_rect  # noqa: E402
 
-from window_helpers import open_window, run_and_wait  # noqa: E402
+from helpers.window import open_window, run_and_wait  # noqa: E402
 
 TEXT_LINES = 8          # the generated text keeps at least this many lines (window.TEXT_MIN_LINES)
 

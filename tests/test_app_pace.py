@@ -13,7 +13,7 @@ from specscope.core.cli.main import main as cli_main  # noqa: E402
 from specscope.core.measure.stats import fold  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
-from window_helpers import make_window, run_and_wait  # noqa: E402
+from helpers.window import make_window, run_and_wait  # noqa: E402
 
 PROMPT = "def parse_args(argv=None):\n"
 

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QFileDialog  # noqa: E402
 
 from specscope.core.session.session import Session  # noqa: E402
 
-from window_helpers import run_and_wait  # noqa: E402
+from helpers.window import run_and_wait  # noqa: E402
 
 
 def shown(w) -> dict:

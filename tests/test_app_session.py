@@ -19,7 +19,7 @@ from specscope.core.engine.events import RoundEvent  # noqa: E402
 from specscope.core.session.controller import rerun_verdict  # noqa: E402
 from specscope.core.session.session import Run, Session  # noqa: E402
 
-from window_helpers import make_window, run_and_wait  # noqa: E402
+from helpers.window import make_window, run_and_wait  # noqa: E402
 
 STATS_KEYS = ("tokens", "n_drafted", "n_accept", "acceptance", "mean_len", "tps", "speedup")
 

@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
 
-from window_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 
 
 def test_the_drafter_box_offers_synthetic_acceptance_with_a_warning(qtbot):

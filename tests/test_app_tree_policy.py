@@ -9,7 +9,7 @@ pytest.importorskip("pytestqt")
 
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
 
-from window_helpers import open_window, run_and_wait  # noqa: E402
+from helpers.window import open_window, run_and_wait  # noqa: E402
 
 
 def test_the_picker_offers_the_policies_and_keeps_the_choice(qtbot):

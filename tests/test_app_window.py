@@ -20,7 +20,7 @@ from specscope.app.window import MainWindow  # noqa: E402
 from specscope.app.window_settings import recent_pairs  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
-from window_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 
 
 def test_opens_with_the_pair_and_its_verdict(qtbot, window, pair):

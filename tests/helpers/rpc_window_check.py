@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from window_helpers import open_window, run_and_wait  # noqa: E402
+from helpers.window import open_window, run_and_wait  # noqa: E402
 
 ENDPOINT = os.environ.get("SPECSCOPE_RPC_ENDPOINT")
 
