@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 os.environ["QT_QPA_PLATFORM"] = os.environ.get("QT_QPA_PLATFORM") or "offscreen"
+# llama.cpp's OpenMP threads wait at their barriers asleep, not spinning (set before llama.cpp
+# loads; children inherit it): on a machine other processes load, spinning threads made the
+# fast tier 5-10x slower (docs/threads.md). What the tests check does not depend on it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # calibrations and crash-probe verdicts go to a cache of the test session's own, not the user's
 os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cache-")
 # the window's autosave of the last run (app/session_files.py) too
