@@ -30,11 +30,9 @@ NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, bench
 
 
 def sweep(settings, progress, stop, engine=None):
-    """The task: the sweep (core/measure/synth_sweep.py) in ``engine`` or models of its own; its
-    progress as a fraction."""
+    """The task: the sweep (core/measure/synth_sweep.py) in ``engine`` or models of its own."""
     from specscope.core.measure.synth_sweep import run_synth_sweep
-    return run_synth_sweep(settings, stop=stop, engine=engine,
-                           progress=lambda done, total, what: progress(done / max(1, total), what))
+    return run_synth_sweep(settings, stop=stop, engine=engine, progress=progress)
 
 
 class SynthCurveView(QGroupBox):

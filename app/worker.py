@@ -35,7 +35,7 @@ UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its 
 class MeasureRequest:
     """A measurement in the window's own engine, on the engine's thread (the cost panel's
     calibration, the synthetic sweep): no second copy of the models. ``task(engine,
-    progress(fraction, what), stop)`` returns the result."""
+    progress(done, total, what), stop)`` returns the result (core/measure/progress.py)."""
 
     run_id: int                       # from the controller's run ids
     target: Path
@@ -274,11 +274,12 @@ class EngineWorker(QObject):
         """A measurement in the loaded engine (loaded first if need be): progress as
         measure_progressed, the result as measured, Stop or a failure as measure_failed."""
         from specscope.core.measure.calibrate import CalibrationStopped
+        from specscope.core.measure.progress import share
         self._drop_generator()
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings)
-            result = request.task(self._engine, lambda fraction, what: self.measure_progressed.emit(
-                request.run_id, float(fraction), str(what)), request.stop)
+            result = request.task(self._engine, lambda done, total, what: self.measure_progressed.emit(
+                request.run_id, share(done, total), str(what)), request.stop)
         except CalibrationStopped:
             self.measure_failed.emit(request.run_id, None, "")
         except Exception as exc:  # noqa: BLE001 - every failure goes to the window
@@ -295,11 +296,12 @@ class EngineWorker(QObject):
         if request.kind != "spec" or spec.draft_policy != "cost" or not spec.uses_draft_model:
             return None
         from specscope.core.measure.calibrate import policy_calibration
+        from specscope.core.measure.progress import share
         measured = []                 # calibrate() reports progress, a cached calibration none
 
-        def progress(fraction: float, _what: str) -> None:
-            measured.append(fraction)
-            self.calibration_progressed.emit(request.run_id, fraction)
+        def progress(done: float, total: float, _what: str) -> None:
+            measured.append(done)
+            self.calibration_progressed.emit(request.run_id, share(done, total))
 
         cal = policy_calibration(self._engine, spec, request.sampler, progress, request.stop)
         return cal, not measured

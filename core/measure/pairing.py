@@ -10,7 +10,7 @@ Everything here runs before any weights are loaded:
   the verdict is the one llama.cpp will enforce;
 - the cost estimate is seed 003's textbook model: ``f`` ≈ the ratio of the
   two files' sizes and speed-up ``(E+1)/(n·f+1)`` with
-  ``E = α + α² + … + αⁿ``.
+  ``E = α + α² + … + αⁿ`` (:mod:`.cost_model`).
 
 The engine runs the gate (``vocab_gate.vocab_rules``) on its already-loaded models; the CLI
 (``specscope doctor``) and the GUI call :func:`check_pair` and :func:`scan`.
@@ -25,11 +25,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import llama_cpp.llama_cpp as ll
 
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
+from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.llama import Model, ensure_backend
 from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule,
@@ -37,8 +38,6 @@ from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_STA
                                               rules_from_facts, vocab_facts)
 
 __all__ = [
-    "ALPHAS",
-    "N_MAX",
     "Rule",
     "VocabFacts",
     "ModelSummary",
@@ -50,19 +49,10 @@ __all__ = [
     "rules_from_facts",
     "check_pair",
     "scan",
-    "expected_accepted",
-    "textbook_speedup",
-    "textbook_from_accepted",
-    "best_n",
-    "speedup_table",
     "escape_token_text",
     "memory_kind",
     "tuning_lineage",
 ]
-
-# the cost table of the report: per-token acceptance rates and draft lengths
-ALPHAS = (0.5, 0.7, 0.9)
-N_MAX = 8
 
 # src/llama-arch.cpp: llm_arch_is_recurrent / llm_arch_is_hybrid (llama-cpp-python 0.3.36).
 # Only a fallback: the report asks llama.cpp (llama_model_is_recurrent/_hybrid),
@@ -73,39 +63,6 @@ HYBRID_ARCHS = frozenset({
     "nemotron_h_moe", "qwen3next", "kimi-linear", "bailingmoe3", "kimi-k3", "glm5-next",
     "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "minimax-01",
 })
-
-
-# ============================================================================ cost model (pure)
-
-def expected_accepted(alpha: float, n: int) -> float:
-    """E = α + α² + … + αⁿ: mean accepted drafts per round at per-token acceptance α."""
-    if n <= 0:
-        return 0.0
-    if alpha == 1.0:
-        return float(n)
-    return alpha * (1.0 - alpha ** n) / (1.0 - alpha)
-
-
-def textbook_from_accepted(expected: float, n: int, f: float) -> float:
-    """Seed 003's (E + 1) / (n·f + 1), a verification batch costing one target pass, for a
-    mean of accepted drafts per round E (the one place the formula is written)."""
-    return (expected + 1.0) / (n * f + 1.0)
-
-
-def textbook_speedup(alpha: float, n: int, f: float) -> float:
-    """Seed 003's speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
-    return textbook_from_accepted(expected_accepted(alpha, n), n, f)
-
-
-def best_n(alpha: float, f: float, n_max: int = N_MAX) -> tuple[int, float]:
-    """The draft length 1..n_max with the highest textbook speed-up, and that speed-up."""
-    best = max(range(1, n_max + 1), key=lambda n: (textbook_speedup(alpha, n, f), -n))
-    return best, textbook_speedup(alpha, best, f)
-
-
-def speedup_table(f: float, alphas: Iterable[float] = ALPHAS, n_max: int = N_MAX) -> dict[float, list[float]]:
-    """{α: [speed-up at n = 1..n_max]}."""
-    return {a: [textbook_speedup(a, n, f) for n in range(1, n_max + 1)] for a in alphas}
 
 
 # ============================================================================ beyond the vocabulary
