@@ -227,14 +227,11 @@ class _Timing:
         self.decode(e.tgt, e.batch, self.n_past, self.k_max, "all", "a calibration batch")
         out = []
         for _ in range(5):
-            chain = build_chain(e.target, sampler)
-            try:
+            with build_chain(e.target, sampler) as chain:
                 for row in range(self.k_max):
                     t = self.clock()
                     chain.sample(e.tgt, row)
                     out.append(self.clock() - t)
-            finally:
-                chain.close()
         e.tgt.seq_rm(self.n_past, -1)
         return out
 

@@ -32,7 +32,7 @@ import llama_cpp.llama_cpp as ll
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
 from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
-from specscope.core.models.llama import Model, ensure_backend
+from specscope.core.models.llama import Closing, Model, ensure_backend
 from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule,
                                               VocabFacts, escape_token_text, first_text_mismatch,
                                               rules_from_facts, vocab_facts)
@@ -337,7 +337,7 @@ def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSumma
 
 # ============================================================================ loading
 
-class _Loaded:
+class _Loaded(Closing):
     """A checked file, its vocab-only model and what llama.cpp says about it."""
 
     def __init__(self, path: str | os.PathLike):
@@ -363,12 +363,6 @@ class _Loaded:
 
     def close(self) -> None:
         self.model.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _token_region(info: GGUFInfo, start: int, stop: int) -> bytes | None:

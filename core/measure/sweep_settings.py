@@ -248,11 +248,8 @@ def model_prompts(s: SweepSettings, engine) -> list[tuple[str, str]]:
 def eog_bias(target: str | Path) -> tuple[tuple[int, float], ...]:
     """A logit bias of −inf on every end-of-generation token of ``target``'s vocabulary (reads
     the vocabulary only)."""
-    model = Model(Path(target), vocab_only=True)
-    try:
+    with Model(Path(target), vocab_only=True) as model:
         return tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
-    finally:
-        model.close()
 
 
 def typical_position(engine, s: SweepSettings) -> int:
