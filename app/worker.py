@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from specscope.core.models.tokentext import TokenTable
+
 if TYPE_CHECKING:       # the controller builds the requests (core/session/controller.py)
     from specscope.core.session.controller import RunRequest
 
@@ -51,35 +53,8 @@ class RunStarted:
     kind: str
     prompt_tokens: tuple[int, ...]
     prompt_text: str                  # what the target was given (with chat: the rendered template)
-    vocab: "Vocab"                    # the target's token pieces (plain Python, safe on any thread)
+    vocab: TokenTable                 # the target's token pieces (plain Python, safe on any thread)
     calibration: tuple | None = None  # (Calibration, from_cache): what the cost policy predicts with
-
-
-@dataclass(frozen=True)
-class Vocab:
-    """A copy of the target's token pieces, so the UI thread never calls into llama.cpp."""
-
-    pieces: tuple[bytes, ...]
-    eog: frozenset[int]
-    texts: tuple[bytes, ...] = ()     # the vocabulary's own pieces ("▁Hello", "<0x0A>"), for hovering
-
-    @classmethod
-    def of(cls, model) -> "Vocab":
-        n = model.n_vocab
-        return cls(tuple(model.piece(t) for t in range(n)),
-                   frozenset(t for t in range(n) if model.is_eog(t)),
-                   tuple(model.token_text(t) for t in range(n)))
-
-    def piece(self, token: int) -> bytes:
-        return self.pieces[token] if 0 <= token < len(self.pieces) else b""
-
-    def text(self, token: int) -> str:
-        """The token as its vocabulary writes it."""
-        raw = self.texts[token] if 0 <= token < len(self.texts) else self.piece(token)
-        return raw.decode("utf-8", "replace")
-
-    def is_eog(self, token: int) -> bool:
-        return token in self.eog
 
 
 def _error_payload(exc: BaseException) -> tuple[BaseException, str]:
@@ -140,7 +115,7 @@ class EngineWorker(QObject):
         self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
         self._measure_threads(settings)
-        self._vocab = Vocab.of(self._engine.target)
+        self._vocab = TokenTable.of(self._engine.target)   # the UI thread never calls llama.cpp
         self.engine_loaded.emit(self._facts())
 
     def _guarded(self, target: Path, draft: Path | None, settings):
