@@ -30,13 +30,14 @@ import threading
 import traceback
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QWidget
+from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from specscope.core.measure.progress import share
 
 from .worker import start_thread
 
-__all__ = ["BackgroundTask", "EngineTask", "MeasureRow"]
+__all__ = ["BackgroundTask", "EngineTask", "MeasureRow", "MeasureView"]
 
 ERROR_STYLE = "color:#b42318"
 ACK_TIMEOUT_S = 2.0         # with handoff, a report waits at most this long for the view to draw it
@@ -310,3 +311,67 @@ class MeasureRow(QWidget):
         else:
             self.refuse(exc)
         self.ended.emit()
+
+
+class MeasureView(QGroupBox):
+    """A view of the cost tab that measures one thing at a time: what a subclass lays out in
+    ``body``, then its :class:`MeasureRow`. ``source()`` gives the request (SpecScopeError when
+    there is none), :meth:`check` refuses one that cannot run, :meth:`_on_finished(request,
+    result)` shows the result."""
+
+    def __init__(self, title: str, task, tip: str, stopping: str = "stopping…", parent=None):
+        super().__init__(title, parent)
+        if task.parent() is None:
+            task.setParent(self)
+        self.source = None
+        self.body = QVBoxLayout(self)
+        self.row = MeasureRow(task, tip, stopping)
+        self.measure, self.stop, self.status = self.row.measure, self.row.stop, self.row.status
+        self.measure.clicked.connect(lambda: self.start())
+        self.row.finished.connect(self._on_finished)
+
+    def use_task(self, task) -> None:
+        """What runs the measurement: a BackgroundTask (models of its own) or the window's
+        EngineTask (its loaded pair, on the engine's thread)."""
+        self.row.use_task(task)
+
+    @property
+    def task(self):
+        """The task that measures (its started / finished / failed: the cores)."""
+        return self.row.task
+
+    @property
+    def running(self) -> bool:
+        return self.row.running
+
+    def request(self):
+        """The request the controls describe now."""
+        from specscope.core.errors import ConfigError
+        if self.source is None:
+            raise ConfigError("open a pair first")
+        return self.source()
+
+    def check(self, request) -> None:
+        """Raise SpecScopeError, in words, when ``request`` cannot run."""
+
+    def start(self, request=None) -> bool:
+        """Measure ``request`` (the controls' unless given); False, said in the status line, when
+        it cannot run."""
+        from specscope.core.errors import SpecScopeError
+        try:
+            request = request if request is not None else self.request()
+            self.check(request)
+        except SpecScopeError as exc:
+            self.row.refuse(exc)
+            return False
+        self.row.run(request)
+        return True
+
+    def request_stop(self) -> None:
+        self.row.request_stop()
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        return self.row.shutdown(timeout_ms)
+
+    def _on_finished(self, request, result) -> None:
+        raise NotImplementedError
