@@ -14,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from .compare_table import measured_tip, row_color
-from .plots import cache_static_parts, styled_plot
+from .plot_base import cache_static_parts, styled_plot
 
 __all__ = ["SpeedupHeatmap", "SpeedupChart", "DRAFT_COLORS"]
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.app.plots import cache_static_parts, styled_plot
+from specscope.app.plot_base import cache_static_parts, styled_plot
 from specscope.core.measure.cost_model import (Measured, best_n, calibrated_speedup, measure,
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats

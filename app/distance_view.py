@@ -24,7 +24,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
-from .plots import cache_static_parts, styled_plot
+from .plot_base import cache_static_parts, styled_plot
 from .task import ERROR_STYLE, BackgroundTask, MeasureView
 
 __all__ = ["DistanceView", "DistanceRequest", "RoundShape"]

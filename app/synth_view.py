@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
-from .plots import cache_static_parts, styled_plot
+from .plot_base import cache_static_parts, styled_plot
 from .task import BackgroundTask, MeasureView
 
 TEXTBOOK_COLOR = "#0072b2"
