@@ -14,20 +14,14 @@ __all__ = ["SweepTable", "TABLE_COLUMNS", "measured_text", "measured_tip", "row_
 
 # (header, Row attribute, format)
 TABLE_COLUMNS = (
-    ("Configuration", "config", "name"),
-    ("n", "n_max", "n"),
-    ("Prompt", "prompt", "{}"),
-    ("Accept", "acceptance", "pct"),
-    ("Mean len", "mean_accepted_length", "{:.2f}"),
-    ("tok/s", "tokens_per_s", "{:.1f}"),
-    ("Base tok/s", "baseline_tokens_per_s", "{:.1f}"),
+    ("Configuration", "config", "name"), ("n", "n_max", "n"), ("Prompt", "prompt", "{}"),
+    ("Accept", "acceptance", "pct"), ("Mean len", "mean_accepted_length", "{:.2f}"),
+    ("tok/s", "tokens_per_s", "{:.1f}"), ("Base tok/s", "baseline_tokens_per_s", "{:.1f}"),
     ("Measured (spread)", "measured_speedup", "measured"),
     ("Textbook (err)", "textbook_speedup", "textbook_error"),
     ("Calibrated (err)", "calibrated_speedup", "calibrated_error"),
-    ("Lossless", "lossless", "{}"),
-    ("Other rule", "cf_acceptance", "cf"),
-    ("Lookup/round", "lookup_us", "lookup"),
-    ("Rounds won", "drafters", "won"),
+    ("Lossless", "lossless", "{}"), ("Other rule", "cf_acceptance", "cf"),
+    ("Lookup/round", "lookup_us", "lookup"), ("Rounds won", "drafters", "won"),
 )
 PROMPT_COLUMN = next(j for j, (head, _, _) in enumerate(TABLE_COLUMNS) if head == "Prompt")
 FIRST_NUMBER_COLUMN = PROMPT_COLUMN + 1

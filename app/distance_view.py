@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from .plot_base import cache_static_parts, styled_plot
-from .task import ERROR_STYLE, BackgroundTask, MeasureView
+from .task import ERROR_STYLE, BackgroundTask, MeasureView, table_label
 
 __all__ = ["DistanceView", "DistanceRequest", "RoundShape"]
 
@@ -125,9 +124,7 @@ class DistanceView(MeasureView):
         cache_static_parts(p)
         self.plot.setVisible(False)
         lay.addWidget(self.plot, 1)
-        self.table = QLabel("")
-        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = table_label()
         self.table.setVisible(False)
         lay.addWidget(self.table)
         self.summary = QLabel("")

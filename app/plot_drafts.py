@@ -20,6 +20,20 @@ CF_COLOR = "#6a3d9a"          # the counterfactual curve (purple: neither kept n
 CF_LABELS = {"ratio": "ratio rule, expected (counterfactual)",
              "match": "match rule, expected (counterfactual)"}
 TREE_TICKS = [str(r) for r in range(1, 11)] + [">10"]   # the draft's 1st .. 10th choice, lower
+TIPS = {
+    "acceptance": "For each position in the draft: of the drafts that reached it, the share whose "
+                  "token the target kept (green) or not (pale red).\nThe numbers are kept / drafted.\n"
+                  "At temperature, the dashed curve is the other acceptance rule's expected share on "
+                  "the same drafts (a counterfactual: llama.cpp's match rule against speculative "
+                  "sampling's ratio rule).",
+    "accepted_length": "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without "
+                       "a draft are not counted).\nRed: the target rejected the first drafted token.",
+    "tree": "At each drafted position up to the first rejection (the positions drafted from the "
+            "target's own path): the rank of the target's token among the draft model's top-10.\n"
+            "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where a "
+            "draft tree holding the draft's top-k would have had the target's token.\n"
+            "Only draft-simple's rounds are counted.",
+}
 DRAFTER_COLUMNS = (
     ("drafter", "llama.cpp's speculative type"),
     ("drafts", "rounds this drafter's draft was verified"),
@@ -45,6 +59,19 @@ class _DraftBars(LivePlot):
     def reserve_px(self) -> float:
         return self.label_px + 4.0
 
+    NOTE_AT = (2.5, (0.4, 4.6))           # the note's x, and the x range while it shows
+
+    def show_note(self, text: str) -> None:
+        """While there is no draft: ``text`` in the middle, no ticks ("" hides it)."""
+        self.note.setText(text)
+        self.note.setVisible(bool(text))
+        if text:
+            x, (lo, hi) = self.NOTE_AT
+            self.plot.setXRange(lo, hi, padding=0)
+            self.plot.getAxis("bottom").setTicks([[]])
+            self.note.setPos(x, 0.5)
+            self.n_bars = -1                  # the axis is set again once data comes
+
 
 class AcceptancePlot(_DraftBars):
     """1. For each draft position: of the drafts that reached it, the share whose token the
@@ -53,13 +80,8 @@ class AcceptancePlot(_DraftBars):
     exact = True                          # a share: the range ends at 1 plus the labels' room
 
     def __init__(self, title: str):
-        super().__init__(styled_plot(
-            title, "Share kept by the target", "Draft position (1 = first drafted token)",
-            "For each position in the draft: of the drafts that reached it, the share whose token "
-            "the target kept (green) or not (pale red).\nThe numbers are kept / drafted.\n"
-            "At temperature, the dashed curve is the other acceptance rule's expected share on the "
-            "same drafts (a counterfactual: llama.cpp's match rule against speculative sampling's "
-            "ratio rule)."))
+        super().__init__(styled_plot(title, "Share kept by the target",
+                                     "Draft position (1 = first drafted token)", TIPS["acceptance"]))
         p = self.plot
         self.rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
                                         brush=pg.mkBrush(rgba(REJECTED_COLOR, 70)), pen=pg.mkPen(None))
@@ -183,25 +205,13 @@ class AcceptancePlot(_DraftBars):
             else:
                 label.setVisible(False)
 
-    def show_note(self, text: str) -> None:
-        """While there is no draft: ``text`` in the middle, no ticks ("" hides it)."""
-        self.note.setText(text)
-        self.note.setVisible(bool(text))
-        if text:
-            self.plot.setXRange(0.4, 4.6, padding=0)
-            self.plot.getAxis("bottom").setTicks([[]])
-            self.note.setPos(2.5, 0.5)
-            self.n_bars = -1                  # the axis is set again once data comes
-
 
 class HistogramPlot(_DraftBars):
     """2. How many rounds accepted 0, 1, 2, … of their drafted tokens; red: none."""
 
     def __init__(self, title: str):
-        super().__init__(styled_plot(
-            title, "Rounds", "Drafted tokens accepted in the round",
-            "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without a "
-            "draft are not counted).\nRed: the target rejected the first drafted token."))
+        super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted in the round",
+                                     TIPS["accepted_length"]))
         p = self.plot
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
                                     pen=pg.mkPen(None))
@@ -259,20 +269,15 @@ class HistogramPlot(_DraftBars):
             else:
                 label.setVisible(False)
 
+    NOTE_AT = (2.0, (-0.6, 4.6))
+
     def show_note(self, text: str) -> None:
-        """While there is no draft: ``text`` in the middle, no ticks ("" hides it)."""
-        self.note.setText(text)
-        self.note.setVisible(bool(text))
+        """The note, and no count axis while it shows."""
+        super().show_note(text)
         if text:
-            self.plot.setXRange(-0.6, 4.6, padding=0)
-            self.plot.getAxis("bottom").setTicks([[]])
-            self.note.setPos(2.0, 0.5)
             self.top = 1.0
             self.refit(force=True)
-            self.plot.getAxis("left").setTicks([[]])
-            self.n_bars = -1                  # the axes are set again once data comes
-        else:
-            self.plot.getAxis("left").setTicks(None)
+        self.plot.getAxis("left").setTicks([[]] if text else None)
 
 
 class TreePlot(_DraftBars):
@@ -281,13 +286,8 @@ class TreePlot(_DraftBars):
     (``numbers``; ``box`` holds both)."""
 
     def __init__(self, title: str):
-        super().__init__(styled_plot(
-            title, "Positions", "Target's token was the draft's k-th choice",
-            "At each drafted position up to the first rejection (the positions drafted from the "
-            "target's own path): the rank of the target's token among the draft model's top-10.\n"
-            "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where "
-            "a draft tree holding the draft's top-k would have had the target's token.\n"
-            "Only draft-simple's rounds are counted."))
+        super().__init__(styled_plot(title, "Positions", "Target's token was the draft's k-th choice",
+                                     TIPS["tree"]))
         p = self.plot
         self.bars = pg.BarGraphItem(
             x=np.arange(1, 12, dtype=float), height=np.zeros(11), width=0.7, pen=pg.mkPen(None),

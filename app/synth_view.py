@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from .plot_base import cache_static_parts, styled_plot
-from .task import BackgroundTask, MeasureView
+from .task import BackgroundTask, MeasureView, table_label
 
 TEXTBOOK_COLOR = "#0072b2"
 CALIBRATED_COLOR = "#009e73"
@@ -73,9 +72,7 @@ class SynthCurveView(MeasureView):
         p.setLimits(yMin=0.0)
         cache_static_parts(p)
         lay.addWidget(self.plot, 1)
-        self.table = QLabel("Press Measure to run the pair at several synthetic acceptance levels.")
-        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = table_label("Press Measure to run the pair at several synthetic acceptance levels.")
         self.table.setWordWrap(False)
         lay.addWidget(self.table)
         lay.addWidget(self.row)

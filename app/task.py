@@ -30,6 +30,7 @@ import threading
 import traceback
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
                                QVBoxLayout, QWidget)
 
@@ -311,6 +312,14 @@ class MeasureRow(QWidget):
         else:
             self.refuse(exc)
         self.ended.emit()
+
+
+def table_label(text: str = "") -> QLabel:
+    """A label for a fixed-width table of figures, selectable."""
+    label = QLabel(text)
+    label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
 
 
 class MeasureView(QGroupBox):

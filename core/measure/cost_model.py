@@ -454,19 +454,11 @@ def measure(spec: Stats, baseline: Stats | None, n_max: int) -> Measured | None:
         speedup = spec.tokens_per_s / base_tps
         verify_ratio = (spec.t_verify / spec.n_rounds) / target_tok
     return Measured(
-        acceptance_rate=spec.acceptance_rate,
-        alpha=fit_alpha(spec.drafted_at, spec.n_accept),
-        mean_accepted_length=spec.mean_accepted_length,
-        draft_s_per_token=draft_tok,
-        target_s_per_token=target_tok,
-        target_from_baseline=has_base,
-        f=f,
-        n_max=n_max,
-        speedup=speedup,
-        spec_tokens_per_s=spec.tokens_per_s,
-        baseline_tokens_per_s=base_tps,
+        acceptance_rate=spec.acceptance_rate, alpha=fit_alpha(spec.drafted_at, spec.n_accept),
+        mean_accepted_length=spec.mean_accepted_length, draft_s_per_token=draft_tok,
+        target_s_per_token=target_tok, target_from_baseline=has_base, f=f, n_max=n_max,
+        speedup=speedup, spec_tokens_per_s=spec.tokens_per_s, baseline_tokens_per_s=base_tps,
         verify_ratio=verify_ratio,
         mean_batch=1.0 + spec.n_drafted / spec.n_draft_rounds if spec.n_draft_rounds else 1.0,
         overhead_share=spec.overhead_share,
-        baseline_overhead_share=baseline.overhead_share if has_base else None,
-    )
+        baseline_overhead_share=baseline.overhead_share if has_base else None)

@@ -88,21 +88,17 @@ def tuning_lineage(metadata: dict[str, Any]) -> tuple[str, str]:
     Returns (kind, evidence): kind is "instruct", "fine-tuned", "base" or
     "unknown"; evidence names the key and value the guess rests on.
     """
-    finetune = metadata.get("general.finetune")
     name = metadata.get("general.name")
-    if isinstance(finetune, str) and finetune.strip():
-        ev = f"general.finetune = {finetune!r}"
-        if _INSTRUCT_RE.search(finetune):
-            return "instruct", ev
-        if _BASE_RE.search(finetune):
-            return "base", ev
-        return "fine-tuned", ev
-    if isinstance(name, str) and name.strip():
-        ev = f"general.name = {name!r}"
-        if _INSTRUCT_RE.search(name):
-            return "instruct", ev
-        if _BASE_RE.search(name):
-            return "base", ev
+    for key in ("general.finetune", "general.name"):   # any fine-tune name is a fine-tune
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            ev = f"{key} = {value!r}"
+            if _INSTRUCT_RE.search(value):
+                return "instruct", ev
+            if _BASE_RE.search(value):
+                return "base", ev
+            if key == "general.finetune":
+                return "fine-tuned", ev
     n_base = metadata.get("general.base_model.count")
     if isinstance(n_base, int) and n_base > 0:
         base_name = metadata.get("general.base_model.0.name")
