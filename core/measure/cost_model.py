@@ -390,6 +390,13 @@ def model_speedup(cal: Calibration, n: int, per_round_acceptance: Sequence[float
 
 # ============================================================================ what a run says
 
+def alpha_from_counts(accepted: int, rejections: int) -> float:
+    """The per-token acceptance runs show, the maximum-likelihood estimate for independent
+    positions: accepted ÷ (accepted + rejections), a rejection being a round that kept less than
+    its whole draft (the synthetic-acceptance sweep's measured α)."""
+    return accepted / (accepted + rejections) if accepted + rejections else 0.0
+
+
 def fit_alpha(drafted_at: tuple[int, ...] | list[int], n_accept: int) -> float:
     """The per-token acceptance α with Σₖ drafted_at[k]·α^(k+1) = n_accept.
 

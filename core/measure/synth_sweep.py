@@ -37,7 +37,8 @@ from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING, check_sampler, resolve_rates
 from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
-from specscope.core.measure.cost_model import Calibration, calibrated_speedup, textbook_speedup
+from specscope.core.measure.cost_model import (Calibration, alpha_from_counts, calibrated_speedup,
+                                               textbook_speedup)
 from specscope.core.measure.cpuload import LoadMeter
 from specscope.core.measure.lossless import execute, run_result
 from specscope.core.measure.progress import Progress, quiet, within
@@ -110,9 +111,8 @@ class SynthCurve:
 
 def _alpha_measured(cells: Sequence[Cell]) -> float:
     runs = [r for c in cells for r in c.spec]
-    accepted = sum(r.stats.n_accept for r in runs)
-    rejections = sum(r.stats.n_draft_rounds - r.n_full for r in runs)
-    return accepted / (accepted + rejections) if accepted + rejections else 0.0
+    return alpha_from_counts(sum(r.stats.n_accept for r in runs),
+                             sum(r.stats.n_draft_rounds - r.n_full for r in runs))
 
 
 def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
