@@ -15,7 +15,7 @@ counted as a miss). A round in which the draft model proposed nothing (p_min, an
 of the chain won) leaves it as it is.
 
 ``cost``: each round, the n in 1..n_max with the best predicted speed-up of the calibrated
-model (:func:`specscope.core.measure.calibrate.round_cost`: this machine's c(k), f, sampling, sync and
+model (:func:`specscope.core.measure.cost_model.round_cost`: this machine's c(k), f, sampling, sync and
 Python costs) for the acceptance this run has shown so far. The acceptance is kept per draft
 position as a *conditional* rate q_i (of the drafts that reached position i with all before it
 accepted, the share accepted at i), so drafts of any length inform it; the unconditional
@@ -134,7 +134,7 @@ class BestPredicted(FixedLength):
 
     def predicted(self) -> list[float]:
         """The calibrated speed-up S(n) = (1 + E)·B / C(n) for n = 1..n_max with the current
-        rates (a_i = q_1·…·q_i; :func:`specscope.core.measure.calibrate.round_cost`)."""
+        rates (a_i = q_1·…·q_i; :func:`specscope.core.measure.cost_model.round_cost`)."""
         out, expected, a = [], 0.0, 1.0
         for q, (zero, first, last, base) in zip(self.rates(), self._terms):
             a *= q

@@ -70,7 +70,7 @@ from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePai
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
 from specscope.core.models.eagle3 import Head, check_head, is_eagle3
-from specscope.core.models.llama import (Batch, Checkpoint, Context, ContextSettings, Model,
+from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, ContextSettings, Model,
                                          SamplerChain, resolve_repack)
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
@@ -251,7 +251,7 @@ class _RoundState:
         self.id_last, self.replay = ids[-1], ()
 
 
-class Engine:
+class Engine(Closing):
     """Owns the target and (optionally) draft model, their contexts, batches and samplers."""
 
     def __init__(self, target: str | Path, draft: str | Path | None = None,
@@ -330,12 +330,6 @@ class Engine:
 
     def close(self) -> None:
         self._stack.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     # ------------------------------------------------------------------ public runs
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),

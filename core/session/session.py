@@ -68,7 +68,7 @@ from specscope.core.measure.cpuload import LoadMeter, LoadReading
 from specscope.core.measure.stats import Stats, fold
 from specscope.core.models.devices import placement
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.tokentext import text_of
+from specscope.core.models.tokentext import TokenTable, text_of
 from specscope.core.plain import PlainError, from_plain, to_plain
 from specscope.core.session.baseline_check import check_baseline
 
@@ -203,76 +203,6 @@ def header_sha256(path: str | Path, n_bytes: int) -> str:
     return h.hexdigest()
 
 
-# ----------------------------------------------------------------------------- tokens
-class TokenTable:
-    """The pieces of the tokens a session uses: the vocabulary interface the views and text
-    streams need (``piece``, ``text``, ``is_eog``) without the model."""
-
-    def __init__(self, entries: dict[int, tuple[bytes, bytes, bool]] | None = None):
-        self.entries = dict(entries or {})       # id -> (piece, vocabulary text, is_eog)
-
-    @classmethod
-    def collect(cls, vocab, ids: Iterable[int]) -> "TokenTable":
-        """The entries of ``ids`` from a model (``llama.Model``) or the window's ``Vocab``."""
-        if isinstance(vocab, TokenTable):
-            return cls({t: vocab.entries[t] for t in set(ids) if t in vocab.entries})
-        entries = {}
-        for t in sorted(set(ids)):
-            piece = vocab.piece(t)
-            if hasattr(vocab, "token_text"):
-                text = vocab.token_text(t)
-            else:
-                texts = getattr(vocab, "texts", ())
-                text = texts[t] if 0 <= t < len(texts) else piece
-            entries[t] = (piece, text, bool(vocab.is_eog(t)))
-        return cls(entries)
-
-    def piece(self, token: int) -> bytes:
-        e = self.entries.get(token)
-        return e[0] if e else b""
-
-    def text(self, token: int) -> str:
-        e = self.entries.get(token)
-        return (e[1] if e else b"").decode("utf-8", "replace")
-
-    def is_eog(self, token: int) -> bool:
-        e = self.entries.get(token)
-        return bool(e and e[2])
-
-    def to_plain(self) -> list:
-        return [[t, _bytes_out(p), _bytes_out(x), eog] for t, (p, x, eog) in sorted(self.entries.items())]
-
-    @classmethod
-    def from_plain(cls, rows) -> "TokenTable":
-        if not isinstance(rows, list):
-            raise PlainError("tokens is not a list")
-        entries = {}
-        for row in rows:
-            if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], int)
-                    and not isinstance(row[0], bool) and isinstance(row[3], bool)):
-                raise PlainError(f"tokens has a malformed entry {json.dumps(row)[:60]}")
-            entries[row[0]] = (_bytes_in(row[1]), _bytes_in(row[2]), row[3])
-        return cls(entries)
-
-
-def _bytes_out(b: bytes):
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"hex": b.hex()}
-
-
-def _bytes_in(v) -> bytes:
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    if isinstance(v, dict) and set(v) == {"hex"} and isinstance(v["hex"], str):
-        try:
-            return bytes.fromhex(v["hex"])
-        except ValueError:
-            pass
-    raise PlainError(f"tokens has a malformed piece {json.dumps(v)[:60]}")
-
-
 # ----------------------------------------------------------------------------- runs
 class Run:
     """The ordered round events of one generation and their stats fold (folded lazily,
@@ -333,7 +263,7 @@ class Session:
     prompt_text: str = ""                     # what the target was given
     prompt_tokens: tuple[int, ...] = ()
     models: dict = field(default_factory=dict)    # "target" | "draft" -> ModelIdentity
-    vocab: object = None                      # the live model's Vocab, or a TokenTable
+    vocab: object = None                      # a TokenTable (the model's, live), or a model
     spec: Run | None = None
     baseline: Run | None = None
     path: str = ""                            # the file it was loaded from ("" when live)
@@ -382,7 +312,7 @@ class Session:
     def freeze_tokens(self) -> None:
         """Keep only the pieces of the tokens the session uses (a TokenTable): the live
         model or vocabulary copy is no longer needed to show or save it."""
-        if self.vocab is not None and not isinstance(self.vocab, TokenTable):
+        if self.vocab is not None:
             self.vocab = TokenTable.collect(self.vocab, self.token_ids())
 
     def takes_baseline(self, other: "Session") -> bool:
@@ -461,11 +391,9 @@ class Session:
     def lines(self) -> list[str]:
         """The session file's lines (see the module docs)."""
         self.identify_models()
-        tokens = self.vocab if isinstance(self.vocab, TokenTable) else None
-        if tokens is None or not self.token_ids() <= set(tokens.entries):
-            if self.vocab is None:
-                raise SpecScopeError("the session has no token pieces to save")
-            tokens = TokenTable.collect(self.vocab, self.token_ids())
+        if self.vocab is None:
+            raise SpecScopeError("the session has no token pieces to save")
+        tokens = TokenTable.collect(self.vocab, self.token_ids())
         runs = [r for r in (self.spec, self.baseline) if r is not None]
         header = {"format": FORMAT, "version": VERSION, "settings": self.settings.to_plain(),
                   "models": {role: to_plain(self.models.get(role)) for role in ("target", "draft")},
