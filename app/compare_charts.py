@@ -14,12 +14,11 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from .compare_table import measured_tip, row_color
-from .plot_base import cache_static_parts, styled_plot
+from .plot_base import TEXT_COLOR, cache_static_parts, styled_plot
 
 __all__ = ["SpeedupHeatmap", "SpeedupChart", "DRAFT_COLORS"]
 
 DRAFT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
-TEXT_COLOR = "#222222"
 LEGEND_CHARS = 44           # longer configuration names are cut in the chart's legend
 
 

@@ -33,11 +33,11 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QPro
 from .compare_charts import SpeedupChart, SpeedupHeatmap
 from .compare_form import SweepForm
 from .compare_table import SweepTable, measured_text
+from .plot_base import AXIS_COLOR
 from .task import BackgroundTask
 
 __all__ = ["CompareView"]
 
-AXIS_COLOR = "#555555"
 CHART_MIN_WIDTH = 350      # the heatmap and the speed-up chart beside the table
 
 

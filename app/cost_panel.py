@@ -15,7 +15,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.app.plot_base import cache_static_parts, styled_plot
+from specscope.app.plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts,
+                                     styled_plot)
 from specscope.core.measure.cost_model import (Measured, best_n, calibrated_speedup, measure,
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats
@@ -37,9 +38,7 @@ VERIFY_RATIO_NOTABLE = 1.25   # a verify batch costing > 1.25 target tokens is w
 OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
 
 CURVE_COLOR = "#0072b2"
-CALIBRATED_COLOR = "#009e73"      # as in the synthetic sweep's plot below
 BEST_COLOR = "#e69f00"
-MEASURED_COLOR = "#d64545"
 
 TARGET_TIME_TIP_BASELINE = (
     "Target time per token = baseline run's target time ÷ its tokens "

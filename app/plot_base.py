@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
 __all__ = ["cache_static_parts", "styled_plot", "LivePlot", "ACCEPTED_COLOR", "TARGET_COLOR",
-           "REJECTED_COLOR", "TEXT_COLOR"]
+           "REJECTED_COLOR", "TEXT_COLOR", "AXIS_COLOR", "CALIBRATED_COLOR", "MEASURED_COLOR"]
 
 # token colours shared with the window's token view
 ACCEPTED_COLOR = "#2e9d4b"   # a drafted token the target kept
@@ -19,6 +19,8 @@ TARGET_COLOR = "#3b6fd8"     # the target's own token
 REJECTED_COLOR = "#d64545"   # a drafted token the target did not keep
 
 TEXT_COLOR = "#222222"
+CALIBRATED_COLOR = "#009e73"    # the calibrated prediction, in the cost tab and the synthetic sweep
+MEASURED_COLOR = "#d64545"      # a measured point beside predictions
 AXIS_COLOR = "#555555"
 LABEL_COLOR = "#333333"
 LABEL_POINT_SIZE = 8.0

@@ -96,7 +96,6 @@ class PlotsPanel(QtWidgets.QWidget):
             policy.setVerticalPolicy(QtWidgets.QSizePolicy.Policy.Ignored)   # the page would scroll)
             w.setSizePolicy(policy)
             cache_static_parts(w.getPlotItem())
-        self.tree_numbers = self.tree.numbers
         self.drafter_table = DrafterTable()      # per drafter: drafts, accepted/drafted, mean length
         grid.addWidget(self.drafter_table, 2, 0, 1, 2)
         for plot in self._live.values():         # the y range adds room for labels or the legend

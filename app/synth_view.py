@@ -17,12 +17,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
-from .plot_base import cache_static_parts, styled_plot
+from .plot_base import CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts, styled_plot
 from .task import BackgroundTask, MeasureView, table_label
 
 TEXTBOOK_COLOR = "#0072b2"
-CALIBRATED_COLOR = "#009e73"
-MEASURED_COLOR = "#d64545"
 NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, benchmark only): the "
         "pair really drafts and verifies, so the timings are real, but draft tokens are kept at "
         "random — the text of these runs is NOT valid output and is not shown.")

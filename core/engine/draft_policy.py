@@ -35,7 +35,7 @@ from __future__ import annotations
 from specscope.core.errors import ConfigError
 
 POLICIES = ("fixed", "hf", "cost")
-DESCRIPTIONS = {
+POLICY_DESCRIPTIONS = {
     "fixed": "n_max every round (llama.cpp)",
     "hf": "+2 after a fully accepted draft, −1 otherwise (Hugging Face assisted generation)",
     "cost": "the n with the best predicted speed-up for this machine's costs and the run's "

@@ -62,6 +62,7 @@ from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYP
                                             parse_types, type_label)
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
+from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.engine.synth import (check_sampler, conditional_probs, is_synthetic,
@@ -74,7 +75,6 @@ from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, Co
                                          SamplerChain, resolve_repack)
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
-SYNC_MODES = ("reuse", "replay")
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cpuload import LoadReading
 from specscope.core.measure.stats import Stats
 
-SYNC_MODES = ("reuse", "replay")
 ALPHAS = (0.5, 0.7, 0.9)      # the pair doctor's cost table: per-token acceptance rates ...
 N_MAX = 8                     # ... and draft lengths 1..N_MAX
 

@@ -4,7 +4,7 @@ A ``Session`` owns the run's settings (``RunSettings``: models, engine, drafters
 parameters, sampler, n_predict, prompt, chat/system), the identities of its models, the
 prompt text and tokens, the token pieces of every token the run used (``TokenTable``: the
 text can be rebuilt without the model), the ordered round events of the speculative run
-and of its matching baseline (``Run``, each with its incremental stats fold), and the
+and of its matching baseline (``RunRecord``, each with its incremental stats fold), and the
 measured speed-up. A live run appends events to it (the window's worker, the CLI); a
 replay loads it from a file; the views read it. ``Workbench`` keeps the baselines of one
 window or process by run key and pairs each speculative session with its baseline.
@@ -74,7 +74,6 @@ from specscope.core.session.baseline_check import check_baseline
 
 FORMAT = "specscope-session"
 VERSION = 1
-SUFFIX = ".jsonl"
 RUN_KINDS = ("spec", "baseline")
 
 
@@ -204,7 +203,7 @@ def header_sha256(path: str | Path, n_bytes: int) -> str:
 
 
 # ----------------------------------------------------------------------------- runs
-class Run:
+class RunRecord:
     """The ordered round events of one generation and their stats fold (folded lazily,
     incrementally: reading ``stats`` folds only the events appended since)."""
 
@@ -264,15 +263,15 @@ class Session:
     prompt_tokens: tuple[int, ...] = ()
     models: dict = field(default_factory=dict)    # "target" | "draft" -> ModelIdentity
     vocab: object = None                      # a TokenTable (the model's, live), or a model
-    spec: Run | None = None
-    baseline: Run | None = None
+    spec: RunRecord | None = None
+    baseline: RunRecord | None = None
     path: str = ""                            # the file it was loaded from ("" when live)
 
     @classmethod
     def start(cls, settings: RunSettings, kind: str, prompt_text: str = "",
               prompt_tokens=(), vocab=None, prefill_s: float = 0.0) -> "Session":
         s = cls(settings, prompt_text, tuple(prompt_tokens), vocab=vocab)
-        setattr(s, kind, Run(kind, prefill_s))
+        setattr(s, kind, RunRecord(kind, prefill_s))
         s.run.begin()
         return s
 
@@ -282,7 +281,7 @@ class Session:
         return "spec" if self.spec is not None else "baseline"
 
     @property
-    def run(self) -> Run:
+    def run(self) -> RunRecord:
         """The run the session is about: the speculative one, else the baseline."""
         return self.spec if self.spec is not None else self.baseline
 
@@ -294,7 +293,7 @@ class Session:
     def is_recording(self) -> bool:
         return bool(self.path)
 
-    def baseline_check(self, baseline: Run | None = None):
+    def baseline_check(self, baseline: RunRecord | None = None):
         """How the baseline (``baseline``, else this session's) stands to the speculative run:
         its age and load, and whether it is stale (core/session/baseline_check.py); None without both."""
         return check_baseline(self.spec, baseline or self.baseline)
@@ -336,7 +335,7 @@ class Session:
                 ids.update(ev.drafted, ev.emitted, ev.replayed)
         return ids
 
-    def text(self, run: Run | None = None) -> str:
+    def text(self, run: RunRecord | None = None) -> str:
         """The generated text (end-of-generation tokens left out), from the token pieces."""
         return text_of(self.vocab, (run or self.run).tokens)
 
@@ -426,7 +425,7 @@ class Session:
         return _load(Path(path))
 
 
-def _run_header(run: Run) -> dict:
+def _run_header(run: RunRecord) -> dict:
     info = {"rounds": len(run.events), "finish": run.finish, "prefill_s": run.prefill_s}
     if run.started_at is not None and run.ended_at is not None:
         info.update(started_at=run.started_at, ended_at=run.ended_at,
@@ -434,7 +433,7 @@ def _run_header(run: Run) -> dict:
     return info
 
 
-def _timing_in(run: Run, info: dict) -> None:
+def _timing_in(run: RunRecord, info: dict) -> None:
     """A run header's optional timing (started_at, ended_at, load) onto ``run``."""
     times = [info.get(k) for k in ("started_at", "ended_at")]
     if times == [None, None]:
@@ -512,7 +511,7 @@ def _load(path: Path) -> Session:
                     and isinstance(info.get("prefill_s"), (int, float))):
                 raise PlainError(f"runs.{kind} must be {{\"rounds\": int, \"finish\": str, "
                                  "\"prefill_s\": float}")
-            runs[kind] = Run(kind, float(info["prefill_s"]))
+            runs[kind] = RunRecord(kind, float(info["prefill_s"]))
             runs[kind].finish = info["finish"]
             _timing_in(runs[kind], info)
         if "spec" in runs and settings.spec is None:
@@ -584,6 +583,6 @@ class Workbench:
         if session.spec is not None:
             self.last_spec = session
 
-    def baseline_for(self, settings: RunSettings) -> Run | None:
+    def baseline_for(self, settings: RunSettings) -> RunRecord | None:
         s = self.baselines.get(settings.key)
         return s.baseline if s is not None else None
