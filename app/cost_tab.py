@@ -194,7 +194,7 @@ class CostTab(QScrollArea):
         ran under this placement, its rounds), else the drafter box's n_max at the cost panel's
         α (core/measure/distance.py)."""
         from specscope.core.errors import ConfigError
-        from specscope.core.measure.calibrate import alpha_acceptance
+        from specscope.core.measure.cost_model import alpha_acceptance
         w = self.w
         t, d = w.pair_panel.pair()
         if t is None:

@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from .plots import styled_plot
+from .plot_base import styled_plot
 
 COLORS = ("#0072b2", "#e69f00")          # A, B
 BAR_WIDTH = 0.38

@@ -19,7 +19,8 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.core.engine.events import RoundEvent
 
-from .plots import SPLIT_COLORS, styled_plot
+from .plot_base import styled_plot
+from .plot_rounds import SPLIT_COLORS
 
 LANES = ("draft", "verify", "sync", "overhead")      # top to bottom
 LANE_NAMES = {"draft": "draft", "verify": "verify", "sync": "sync", "overhead": "Python"}

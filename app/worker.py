@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from specscope.core.models.tokentext import TokenTable
+
 if TYPE_CHECKING:       # the controller builds the requests (core/session/controller.py)
     from specscope.core.session.controller import RunRequest
 
@@ -35,7 +37,7 @@ UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its 
 class MeasureRequest:
     """A measurement in the window's own engine, on the engine's thread (the cost panel's
     calibration, the synthetic sweep): no second copy of the models. ``task(engine,
-    progress(fraction, what), stop)`` returns the result."""
+    progress(done, total, what), stop)`` returns the result (core/measure/progress.py)."""
 
     run_id: int                       # from the controller's run ids
     target: Path
@@ -51,35 +53,8 @@ class RunStarted:
     kind: str
     prompt_tokens: tuple[int, ...]
     prompt_text: str                  # what the target was given (with chat: the rendered template)
-    vocab: "Vocab"                    # the target's token pieces (plain Python, safe on any thread)
+    vocab: TokenTable                 # the target's token pieces (plain Python, safe on any thread)
     calibration: tuple | None = None  # (Calibration, from_cache): what the cost policy predicts with
-
-
-@dataclass(frozen=True)
-class Vocab:
-    """A copy of the target's token pieces, so the UI thread never calls into llama.cpp."""
-
-    pieces: tuple[bytes, ...]
-    eog: frozenset[int]
-    texts: tuple[bytes, ...] = ()     # the vocabulary's own pieces ("▁Hello", "<0x0A>"), for hovering
-
-    @classmethod
-    def of(cls, model) -> "Vocab":
-        n = model.n_vocab
-        return cls(tuple(model.piece(t) for t in range(n)),
-                   frozenset(t for t in range(n) if model.is_eog(t)),
-                   tuple(model.token_text(t) for t in range(n)))
-
-    def piece(self, token: int) -> bytes:
-        return self.pieces[token] if 0 <= token < len(self.pieces) else b""
-
-    def text(self, token: int) -> str:
-        """The token as its vocabulary writes it."""
-        raw = self.texts[token] if 0 <= token < len(self.texts) else self.piece(token)
-        return raw.decode("utf-8", "replace")
-
-    def is_eog(self, token: int) -> bool:
-        return token in self.eog
 
 
 def _error_payload(exc: BaseException) -> tuple[BaseException, str]:
@@ -140,7 +115,7 @@ class EngineWorker(QObject):
         self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
         self._measure_threads(settings)
-        self._vocab = Vocab.of(self._engine.target)
+        self._vocab = TokenTable.of(self._engine.target)   # the UI thread never calls llama.cpp
         self.engine_loaded.emit(self._facts())
 
     def _guarded(self, target: Path, draft: Path | None, settings):
@@ -274,11 +249,12 @@ class EngineWorker(QObject):
         """A measurement in the loaded engine (loaded first if need be): progress as
         measure_progressed, the result as measured, Stop or a failure as measure_failed."""
         from specscope.core.measure.calibrate import CalibrationStopped
+        from specscope.core.measure.progress import share
         self._drop_generator()
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings)
-            result = request.task(self._engine, lambda fraction, what: self.measure_progressed.emit(
-                request.run_id, float(fraction), str(what)), request.stop)
+            result = request.task(self._engine, lambda done, total, what: self.measure_progressed.emit(
+                request.run_id, share(done, total), str(what)), request.stop)
         except CalibrationStopped:
             self.measure_failed.emit(request.run_id, None, "")
         except Exception as exc:  # noqa: BLE001 - every failure goes to the window
@@ -295,11 +271,12 @@ class EngineWorker(QObject):
         if request.kind != "spec" or spec.draft_policy != "cost" or not spec.uses_draft_model:
             return None
         from specscope.core.measure.calibrate import policy_calibration
+        from specscope.core.measure.progress import share
         measured = []                 # calibrate() reports progress, a cached calibration none
 
-        def progress(fraction: float, _what: str) -> None:
-            measured.append(fraction)
-            self.calibration_progressed.emit(request.run_id, fraction)
+        def progress(done: float, total: float, _what: str) -> None:
+            measured.append(done)
+            self.calibration_progressed.emit(request.run_id, share(done, total))
 
         cal = policy_calibration(self._engine, spec, request.sampler, progress, request.stop)
         return cal, not measured

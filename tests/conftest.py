@@ -97,8 +97,9 @@ def quiet_machine(monkeypatch):
     (test_calibrate tests the load reading and the drift check themselves)."""
     from test_calibrate import FixedLoad
     from specscope.core.measure import calibrate as cb
+    from specscope.core.measure import calibration_cache as cc
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
-    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
+    monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))
 
 
 @pytest.fixture(autouse=True)

@@ -44,9 +44,9 @@ class Seen(QObject):
 @pytest.fixture
 def cost_window(qtbot, pair, settings, tmp_path, monkeypatch):
     """A window set for short cost-policy runs, with an empty calibration cache of its own."""
-    from specscope.core.measure import calibrate as cb
-    monkeypatch.setattr(cb, "cache_dir", lambda: tmp_path / "calibration")
-    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
+    from specscope.core.measure import calibration_cache as cc
+    monkeypatch.setattr(cc, "cache_dir", lambda: tmp_path / "calibration")
+    monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
     w = open_window(qtbot, pair, settings)
     w.params.n_predict.setValue(8)
     w.params.n_ctx.setValue(512)

@@ -296,9 +296,9 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
     """Hand-made: history 'abcab' + seed 'c' repeats 'abc' at 0; ngram-simple (n 2) matched
     'bc' at 1-2 and copied 'ab' from 3-4; the target kept 1 of them."""
     from specscope.app.round_view import explain
-    from specscope.app.worker import Vocab
+    from specscope.core.models.tokentext import TokenTable
     from specscope.core.engine.events import RoundEvent
-    vocab = Vocab(tuple(bytes([97 + i]) for i in range(26)), frozenset())
+    vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])
     history = [0, 1, 2, 0, 1, 2]                          # a b c a b c (the seed c at 5)
     ev = RoundEvent(3, 5, 2, (0, 1), (), 1, (0, 7), "spec", draft_stop="lookup",
                     drafter="ngram-simple", draft_key=1, draft_key_len=2, draft_source=3)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFileDialog  # noqa: E402
 from specscope.core.models.demo import demo_pair  # noqa: E402
 from specscope.core.engine.events import RoundEvent  # noqa: E402
 from specscope.core.session.controller import rerun_verdict  # noqa: E402
-from specscope.core.session.session import Run, Session  # noqa: E402
+from specscope.core.session.session import RunRecord, Session  # noqa: E402
 
 from helpers.window import make_window, run_and_wait  # noqa: E402
 
@@ -140,8 +140,8 @@ def ev(i, drafted, n_acc, emitted):
     return RoundEvent(i, 10 + i, 1, tuple(drafted), (0.5,) * len(drafted), n_acc, tuple(emitted), "spec")
 
 
-def run_of(*events) -> Run:
-    r = Run("spec")
+def run_of(*events) -> RunRecord:
+    r = RunRecord("spec")
     r.append(events)
     return r
 

@@ -476,7 +476,7 @@ def test_compare_has_the_windows_height_and_the_layout_is_remembered(qtbot, pair
 def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_path):
     """(The window preloads the pair: a sweep waits for that too.)"""
     from dataclasses import replace as dc_replace
-    from specscope.app.compare_view import TABLE_COLUMNS
+    from specscope.app.compare_table import TABLE_COLUMNS
     from specscope.core.engine.engine import EngineSettings
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     prompts = tmp_path / "prompts.json"

@@ -304,8 +304,8 @@ def test_showing_nothing_forgets_the_run_and_a_recording_is_adopted(c, tmp_path)
 
 
 def test_the_stats_of_a_prefix_fold_on_and_start_over_going_back():
-    from specscope.core.session.session import Run
-    run = Run("spec")
+    from specscope.core.session.session import RunRecord
+    run = RunRecord("spec")
     events = [ev(i, drafted=(5, 6, 7)[:1 + i % 3], n_acc=i % 2) for i in range(9)]
     run.append(events)
     for k in (0, 3, 4, 8, 2, 9, 5):

@@ -145,7 +145,7 @@ def test_a_dead_endpoint_gets_one_clear_line(rpc_build):
 
 
 def test_placements_and_the_cost_of_distance_in_ms():
-    from specscope.core.measure.calibrate import Calibration
+    from specscope.core.measure.cost_model import Calibration
     from specscope.core.measure.distance import cost_lines, placement_settings
     from specscope.core.engine.engine import EngineSettings
     both = placement_settings(EngineSettings(rpc=("h:1",)), "both-remote", ("RPC0",))

@@ -242,7 +242,7 @@ def test_a_synthetic_value_llama_cpp_cannot_parse_is_refused(capsys):
 
 def test_the_sweep_measures_each_level_beside_both_predictions(tmp_path, monkeypatch):
     """Two levels at the extremes: L = 1 keeps nothing, L = n + 1 keeps every draft token."""
-    from specscope.core.measure.sweep import SweepSettings
+    from specscope.core.measure.sweep_settings import SweepSettings
     from specscope.core.measure.synth_sweep import run_synth_sweep, synth_levels
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     target, draft = demo_pair()

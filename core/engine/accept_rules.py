@@ -269,15 +269,12 @@ class Verifier:
 
     def _p_rows(self, smpl, draft, logits) -> list:
         """p at each drafted row, the chain (a clone) having accepted the drafted tokens before."""
-        clone = smpl.clone()
-        try:
+        with smpl.clone() as clone:
             ps = []
             for i, token in enumerate(draft):
                 ps.append(self.p(clone, logits[i]))
                 clone.accept(token)
             return ps
-        finally:
-            clone.close()
 
     def _other(self, ps, draft, dists) -> tuple[float, ...]:
         """The other rule's chance to keep each drafted position (module docs)."""

@@ -88,10 +88,6 @@ class RoundEvent:
         return self.n_past + len(self.replayed) + len(self.emitted)
 
     @property
-    def next_seed(self) -> int:
-        return self.seed if self.mode == "checkpoint" else self.emitted[-1]
-
-    @property
     def eog_ends_draft(self) -> bool:
         """The first drafted token not accepted is the token the target sampled there: an
         end-of-generation token with more drafted tokens after it. llama.cpp stops the round

@@ -48,7 +48,8 @@ from specscope.core.measure.cpuload import LoadMeter
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.sweep import Cell, load_prompts, make_row
+from specscope.core.measure.sweep_rows import Cell, make_row
+from specscope.core.measure.sweep_settings import load_prompts
 
 PHASES = ("draft", "verify", "sync", "python")
 

@@ -31,6 +31,7 @@ from specscope.core.engine.draft_policy import FixedLength
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.errors import ConfigError
 
+SYNC_MODES = ("reuse", "replay")   # how the draft cache follows the target's (module docs)
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
 
 
