@@ -34,6 +34,10 @@ without the reference build:
 
     python tests/conformance/speculative_simple.py --binary build/bin/llama-speculative-simple \
         --suite eog --write-golden tests/data/eog_golden.json
+
+``--suite eagle3`` and ``--suite mtp`` compare draft-eagle3 and draft-mtp round for round on
+generated models (tests/test_eagle3_conformance.py, tests/test_mtp_conformance.py check their
+golden data).
 """
 
 from __future__ import annotations
