@@ -383,6 +383,26 @@ def compared_rounds(ours: Outcome, ref_rounds: list) -> tuple[int, int | None]:
     return n, first
 
 
+def golden_failures(paths: tuple, cases: list[dict]) -> tuple[list[str], int]:
+    """SpecScope's runs of golden ``cases`` (one model: ``paths`` is its target and -md model or
+    None) against llama.cpp's recorded rounds: (what differs, rounds compared)."""
+    c0 = cases[0]
+    settings = EngineSettings(n_ctx=c0["n_ctx"], target_threads=c0["threads"],
+                              draft_threads=c0["threads"])
+    failures, compared = [], 0
+    with Engine(*paths, settings) as engine:
+        for case in cases:
+            ours, _ = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
+            ref = rounds_of(case["llama_cpp"])
+            n, first = compared_rounds(ours, ref)
+            compared += n
+            if first is not None or n < len(ref) - 2:
+                failures.append(f"{case['label']}, {case['prompt'][:24]!r}: round {first} of {n}: "
+                                f"ours {ours.rounds[first] if first is not None else ours.rounds[n:]}, "
+                                f"llama.cpp {ref[first] if first is not None else ref[n:]}")
+    return failures, compared
+
+
 def run_rounds_suite(args, suite: str, models: dict, cases: list[dict], pairs: dict) -> int:
     """Every case against llama.cpp, per round (``models``: name -> (target, -md model or
     None)); with --write-golden, llama.cpp's rounds as golden data (``pairs``: how each model
