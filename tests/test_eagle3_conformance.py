@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.speculative_simple import (EAGLE3_PAIRS, compared_rounds, our_run, rounds_of,
+from conformance.speculative_simple import (EAGLE3_PAIRS, golden_failures, rounds_of,
                                             write_eagle3_pairs)
-from specscope.core.engine.engine import Engine, EngineSettings
 
 DATA = json.loads((Path(__file__).parent / "data" / "eagle3_golden.json").read_text())
 GOLDEN = DATA["cases"]
@@ -31,21 +30,7 @@ def pairs(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("pair", sorted(EAGLE3_PAIRS))
 def test_draft_eagle3_equals_llamacpp_round_for_round(pairs, pair):
-    cases = [c for c in GOLDEN if c["pair"] == pair]
-    c0 = cases[0]
-    settings = EngineSettings(n_ctx=c0["n_ctx"], target_threads=c0["threads"],
-                              draft_threads=c0["threads"])
-    failures, compared = [], 0
-    with Engine(*pairs[pair], settings) as engine:
-        for case in cases:
-            ours, _ = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
-            ref = rounds_of(case["llama_cpp"])
-            n, first = compared_rounds(ours, ref)
-            compared += n
-            if first is not None or n < len(ref) - 2:
-                failures.append(f"{case['label']}, {case['prompt'][:24]!r}: round {first} of {n}: "
-                                f"ours {ours.rounds[first] if first is not None else ours.rounds[n:]}, "
-                                f"llama.cpp {ref[first] if first is not None else ref[n:]}")
+    failures, compared = golden_failures(pairs[pair], [c for c in GOLDEN if c["pair"] == pair])
     assert not failures, "\n".join(failures)
     assert compared > 1000
 

@@ -22,17 +22,18 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
     else:
         g.add_argument("--spec-type", action="append", metavar="TYPE[,TYPE...]",
                        help=f"what drafts ({', '.join(SPEC_TYPES)}; default draft-simple; "
-                            "draft-eagle3 drafts with an EAGLE-3 head as -md). Several "
+                            "draft-eagle3 drafts with an EAGLE-3 head as -md, draft-mtp with the "
+                            "target's own MTP blocks). Several "
                             "form a chain tried in llama.cpp's priority order, n-gram types "
                             "first: the first non-empty draft wins the round")
         g.add_argument("--spec-default", action="store_true",
                        help="llama.cpp's default config: ngram-mod with n-match 24, n-min 48, "
                             "n-max 64")
         g.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=3, metavar="N",
-                       help="draft-simple, draft-eagle3: tokens to draft per round (default 3, as "
+                       help="draft-simple, draft-eagle3, draft-mtp: tokens to draft per round (default 3, as "
                             "llama.cpp)")
     g.add_argument("--spec-draft-n-min", "--draft-min", type=int, default=0, metavar="N",
-                   help="draft-simple, draft-eagle3: drop drafts shorter than this (default 0)")
+                   help="draft-simple, draft-eagle3, draft-mtp: drop drafts shorter than this (default 0)")
     g.add_argument("--spec-draft-policy", choices=("fixed", "hf", "cost"), default="fixed",
                    help="draft-simple's draft length per round: fixed n_max (llama.cpp, the "
                         "default); hf, Hugging Face's +2 after a fully accepted draft / -1 "
@@ -45,7 +46,7 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
                             "like 0,0.5,0.75 sweeps it (each value a configuration; default 0)")
     else:
         g.add_argument("--spec-draft-p-min", "--draft-p-min", type=float, default=0.0, metavar="P",
-                       help="draft-simple, draft-eagle3: stop drafting below this top-10 "
+                       help="draft-simple, draft-eagle3, draft-mtp: stop drafting below this top-10 "
                             "probability (default 0.0)")
     g.add_argument("--sync", choices=("reuse", "replay"), default="reuse",
                    help="draft cache sync: reuse its own rows (default, faster) or replay "

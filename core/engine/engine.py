@@ -2,7 +2,8 @@
 
 ``Run._spec_rounds`` reads beside examples/speculative-simple/speculative-simple.cpp. What
 drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the draft model
-(draft-simple), an EAGLE-3 head (draft-eagle3, docs/eagle3.md) and the draftless n-gram types,
+(draft-simple), an EAGLE-3 head (draft-eagle3, docs/eagle3.md), the target's own MTP blocks
+(draft-mtp, docs/mtp.md) and the draftless n-gram types,
 tried in llama.cpp's priority order, the first non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
 sampled but not yet evaluated (``_RoundState``):
 
@@ -58,8 +59,8 @@ import numpy as np
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
 from specscope.core.engine.draft_policy import check_policy, make_policy
-from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYPES, NGRAM_TYPES,
-                                            parse_types, type_label)
+from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, MD_TYPES,
+                                            MODEL_TYPES, NGRAM_TYPES, parse_types, type_label)
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.drafters.model import SYNC_MODES
@@ -71,8 +72,10 @@ from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePai
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
 from specscope.core.models.eagle3 import Head, check_head, is_eagle3
+from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, ContextSettings, Model,
                                          SamplerChain, resolve_repack)
+from specscope.core.models.mtp import MtpHead, nextn_layers, require_nextn
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
 
@@ -81,8 +84,8 @@ from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 class SpecSettings:
     """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
     run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
-    and sync belong to draft-simple (the draft model; draft-eagle3 reads n_max, n_min and p_min
-    too), the ``ngram_*`` fields to their types."""
+    and sync belong to draft-simple (the draft model; draft-eagle3 and draft-mtp read n_max,
+    n_min and p_min too), the ``ngram_*`` fields to their types."""
     n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
     n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
     p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
@@ -127,8 +130,9 @@ class SpecSettings:
 
     @property
     def needs_draft(self) -> bool:
-        """A type that drafts with the -md model: draft-simple or draft-eagle3 (its head)."""
-        return any(t in MODEL_TYPES for t in self.types)
+        """A type that drafts with the -md model: draft-simple or draft-eagle3 (its head);
+        draft-mtp drafts with the target's own MTP blocks."""
+        return any(t in MD_TYPES for t in self.types)
 
     @property
     def synthetic(self) -> bool:
@@ -158,7 +162,8 @@ class SpecSettings:
 
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
-        lengths = {"draft-simple": self.n_max, "draft-eagle3": self.n_max, "ngram-simple": self.ngram_simple.size_m,
+        lengths = {"draft-simple": self.n_max, "draft-eagle3": self.n_max, "draft-mtp": self.n_max,
+                   "ngram-simple": self.ngram_simple.size_m,
                    "ngram-map-k": self.ngram_map_k.size_m,
                    "ngram-map-k4v": self.ngram_map_k4v.size_m,
                    "ngram-mod": self.ngram_mod.n_max, "ngram-cache": 8}
@@ -276,9 +281,12 @@ class Engine(Closing):
         hold(remote)                      # llama.cpp stays connected while the models live
         self._stack.callback(release, remote)
         self.placement = {"target": placement(s.target_devices, s.target_gpu_layers, s.rpc)}
+        # a target with MTP blocks loads them (llama.cpp's load_mtp) for draft-mtp's context
+        self.target_info = check_gguf(target)
         self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
-                                      progress=on("target"),
-                                      devices=device_array(s.target_devices, "target")))
+                                      progress=on("target"), check_file=False,
+                                      devices=device_array(s.target_devices, "target"),
+                                      load_mtp=nextn_layers(self.target_info) > 0))
         require_vocabulary(self.target)
         self.draft, layer_ids = None, ()
         if draft is not None:
@@ -298,7 +306,7 @@ class Engine(Closing):
         # contexts are pushed after their models, so the ExitStack frees them first; an EAGLE-3
         # head's context reads the target's (llama.cpp's ctx_other) and goes first
         self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
-        self.dft = self.head = None
+        self.dft = self.head = self.mtp = None
         if self.draft is not None:
             self.dft = self._own(Context(self.draft, s.context(s.draft_threads),
                                          self.tgt if layer_ids else None))
@@ -324,6 +332,17 @@ class Engine(Closing):
         finally:
             self._lock.release()
 
+    def mtp_head(self) -> MtpHead:
+        """draft-mtp's context on the target's own weights (``LLAMA_CONTEXT_TYPE_MTP``, reading
+        the target's context as ``ctx_other``, as many tokens, the draft threads), made at its
+        first use and kept; freed before the target's context."""
+        if self.mtp is None:
+            require_nextn(self.target_info, self.target.path)
+            s = self.settings
+            ctx = self._own(Context(self.target, s.context(s.draft_threads), self.tgt, mtp=True))
+            self.mtp = self._own(MtpHead(self.tgt, ctx))
+        return self.mtp
+
     def _own(self, handle):
         self._stack.callback(handle.close)
         return handle
@@ -340,7 +359,7 @@ class Engine(Closing):
         before the run, so that a run never starts with seconds of timing)."""
         spec.validate()
         if spec.needs_draft and self.draft is None:
-            raise ConfigError(f"{' and '.join(t for t in spec.types if t in MODEL_TYPES)} needs a "
+            raise ConfigError(f"{' and '.join(t for t in spec.types if t in MD_TYPES)} needs a "
                               "draft model (-md); the n-gram types (--spec-type ngram-...) draft "
                               "without one")
         self._check_draft_kind(spec)
@@ -351,7 +370,8 @@ class Engine(Closing):
         return Run(self, prompt, spec, sampler, n_predict, stop, policy)
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
-        """draft-eagle3 drafts with an EAGLE-3 head, draft-simple with any other model."""
+        """draft-eagle3 drafts with an EAGLE-3 head, draft-simple with any other model, draft-mtp
+        with the target's own MTP blocks."""
         if DRAFT_EAGLE3 in spec.types and self.head is None:
             raise ConfigError(f"{self.draft.path}: draft-eagle3 needs an EAGLE-3 head as the draft "
                               f"model; this is a {self.draft.meta('general.architecture')} model "
@@ -359,8 +379,10 @@ class Engine(Closing):
         if spec.uses_draft_model and self.head is not None:
             raise ConfigError(f"{self.draft.path}: an EAGLE-3 head drafts with --spec-type "
                               "draft-eagle3, not draft-simple")
-        if DRAFT_EAGLE3 in spec.types and not self.tgt_removable:
-            raise ConfigError(f"{self.target.path}: draft-eagle3 on a recurrent or hybrid target: "
+        if DRAFT_MTP in spec.types:
+            require_nextn(self.target_info, self.target.path)
+        for t in (t for t in (DRAFT_EAGLE3, DRAFT_MTP) if t in spec.types and not self.tgt_removable):
+            raise ConfigError(f"{self.target.path}: {t} on a recurrent or hybrid target: "
                               "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
                               "which SpecScope does not mirror yet")
 

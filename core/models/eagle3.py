@@ -22,10 +22,10 @@ from __future__ import annotations
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
-from specscope.core.errors import DecodeError, ModelFileError
+from specscope.core.errors import ModelFileError
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.llama import Closing, Context, ExtBatch, Model
-from specscope.core.models.staging import function
+from specscope.core.models.llama import Context, ExtBatch, Model
+from specscope.core.models.staging import StagedHead, function
 
 ARCH = "eagle3"
 N_TARGET_LAYERS = 3      # common_speculative_impl_draft_eagle3 requires exactly 3
@@ -91,31 +91,27 @@ def _check_d2t(info, head: Model, target: Model) -> None:
                                         f"({bad.size} entries out of range)")
 
 
-class Head(Closing):
+class Head(StagedHead):
     """A head's context beside the target's (the head's made with ``other`` = the target's):
     turns on what ``draft-eagle3`` reads (the target layers' inputs on every decode of the
     target, the head's pre-norm state on its output rows), and owns the head's two extended
     batches: ``dec`` (decoder pairs) and ``enc`` (encoder rows)."""
 
     def __init__(self, tgt: Context, ctx: Context, layer_ids: tuple[int, ...]):
-        self.tgt, self.ctx, self.layer_ids = tgt, ctx, layer_ids
+        super().__init__(tgt, ctx)
+        self.layer_ids = layer_ids
         self.n_layer_tgt = int(ll.llama_model_n_layer(tgt.model.ptr))
         self.n_embd_tgt = int(ll.llama_model_n_embd(tgt.model.ptr))
-        self.n_embd_dec = int(ll.llama_model_n_embd(ctx.model.ptr))
-        self.dec = ExtBatch(ctx)
         self.enc = ExtBatch(ctx)
         self._layer_inp = function("llama_get_embeddings_layer_inp")
-        self._nextn = function("llama_get_embeddings_nextn")
-        self._nextn_ith = function("llama_get_embeddings_nextn_ith")
         for lid in layer_ids:          # common_speculative_impl_draft_eagle3's constructor
             if lid < self.n_layer_tgt:
                 function("llama_set_embeddings_layer_inp")(tgt.ptr, lid, True)
             else:                      # == n_layer: the target's pre-norm output
                 function("llama_set_embeddings_nextn")(tgt.ptr, True, False)
-        function("llama_set_embeddings_nextn")(ctx.ptr, True, True)
 
     def close(self) -> None:
-        self.dec.close()
+        super().close()
         self.enc.close()
 
     def features(self, n_tokens: int) -> np.ndarray:
@@ -148,11 +144,3 @@ class Head(Closing):
             g[i:i + len(chunk)] = np.ctypeslib.as_array(self._nextn(self.ctx.ptr),
                                                         shape=(len(chunk), self.n_embd_dec))
         return g
-
-    def prenorm(self, i: int) -> np.ndarray:
-        """The decoder's pre-norm hidden state at entry ``i`` of its last batch, an output (a
-        copy): the g that goes with the token drafted there."""
-        ptr = self._nextn_ith(self.ctx.ptr, i)
-        if not ptr:
-            raise DecodeError(f"the EAGLE-3 head's pre-norm state of batch entry {i}", -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_embd_dec,)).copy()

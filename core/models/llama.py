@@ -155,11 +155,13 @@ class Model(Handle):
     """A loaded GGUF model (or only its vocabulary, with ``vocab_only``)."""
 
     def __init__(self, path: str | Path, *, vocab_only: bool = False, n_gpu_layers: int = 0,
-                 repack: bool = True, progress=None, check_file: bool = True, devices=None):
+                 repack: bool = True, progress=None, check_file: bool = True, devices=None,
+                 load_mtp: bool = False):
         """repack: let llama.cpp repack weights into extra buffer types (AMX, AVX512 …),
         llama.cpp's ``use_extra_bufts``; ``False`` is its ``--no-repack``. devices: a
         NULL-terminated ggml_backend_dev_t array (``devices.device_array``), None for
-        llama.cpp's default devices."""
+        llama.cpp's default devices. load_mtp: load the model's MTP (nextn) blocks too, which
+        llama.cpp otherwise skips (``draft-mtp`` drafts with them: core/models/mtp.py)."""
         ensure_backend()
         self.path = Path(path)
         if check_file:
@@ -168,6 +170,7 @@ class Model(Handle):
         params.vocab_only = vocab_only
         params.n_gpu_layers = n_gpu_layers
         params.use_extra_bufts = repack
+        params.load_mtp = load_mtp
         if devices is not None:
             params.devices = ctypes.cast(devices, ctypes.c_void_p)
         self._progress_cb = None
@@ -288,9 +291,11 @@ class ContextSettings:
 class Context(Handle):
     """One llama_context with a single sequence (seq 0). ``other``: the context it reads from
     (llama.cpp's ``ctx_other``: an EAGLE-3 head reads the target's token embeddings and output
-    head through it); it must outlive this one."""
+    head through it); it must outlive this one. ``mtp``: an MTP context (``LLAMA_CONTEXT_TYPE_MTP``):
+    it runs the model's nextn blocks instead of its layers (core/models/mtp.py)."""
 
-    def __init__(self, model: Model, settings: ContextSettings, other: "Context | None" = None):
+    def __init__(self, model: Model, settings: ContextSettings, other: "Context | None" = None,
+                 *, mtp: bool = False):
         if model.vocab_only:
             raise ConfigError(f"{model.path}: was loaded for its vocabulary only")
         params = ll.llama_context_default_params()
@@ -312,6 +317,8 @@ class Context(Handle):
         params.type_k = params.type_v = kv
         if other is not None:
             params.ctx_other = other.ptr
+        if mtp:
+            params.ctx_type = ll.LLAMA_CONTEXT_TYPE_MTP
         _errors().clear()
         self.ptr = ll.llama_init_from_model(model.ptr, params)
         if not self.ptr:

@@ -1,4 +1,5 @@
-"""llama.cpp's staging API (src/llama-ext.h), which EAGLE-3 reads the target's features with.
+"""llama.cpp's staging API (src/llama-ext.h), which EAGLE-3 and MTP read the target's hidden
+states with, and :class:`StagedHead`, what their drafting contexts share.
 
 llama.cpp declares these functions in a C++ header, so llama-cpp-python's ``libllama.so``
 exports them with C++ linkage, under mangled names (``_Z26llama_set_embeddings_nextnP13
@@ -15,8 +16,10 @@ from functools import cache
 
 import llama_cpp
 import llama_cpp.llama_cpp as ll
+import numpy as np
 
-from specscope.core.errors import SpecScopeError
+from specscope.core.errors import DecodeError, SpecScopeError
+from specscope.core.models.llama import Closing, Context, ExtBatch
 
 _ctx, _model = ctypes.c_void_p, ctypes.c_void_p
 _floats = ctypes.POINTER(ctypes.c_float)
@@ -64,10 +67,36 @@ def resolve(name: str, mangled: str, argtypes, restype, lib=None):
         return fn
     raise StagingSymbolError(
         f"llama-cpp-python {llama_cpp.__version__}'s libllama does not export {name} "
-        f"({mangled}), which EAGLE-3 needs (llama.cpp's staging API, src/llama-ext.h)")
+        f"({mangled}), which EAGLE-3 and MTP need (llama.cpp's staging API, src/llama-ext.h)")
 
 
 @cache
 def function(name: str):
     """A staging function by its name in src/llama-ext.h (``SIGNATURES``), resolved once."""
     return resolve(name, *SIGNATURES[name])
+
+
+class StagedHead(Closing):
+    """A drafting context beside the target's that reads the target's hidden states (an EAGLE-3
+    head, core/models/eagle3.py; an MTP context, core/models/mtp.py): the target's context
+    ``tgt``, the drafting context ``ctx`` with its pre-norm state turned on for its output rows
+    (``llama_set_embeddings_nextn(ctx, true, masked)``), and its extended batch ``dec``."""
+
+    def __init__(self, tgt: Context, ctx: Context):
+        self.tgt, self.ctx = tgt, ctx
+        self.n_embd_dec = int(ll.llama_model_n_embd(ctx.model.ptr))
+        self.dec = ExtBatch(ctx)
+        self._nextn = function("llama_get_embeddings_nextn")
+        self._nextn_ith = function("llama_get_embeddings_nextn_ith")
+        function("llama_set_embeddings_nextn")(ctx.ptr, True, True)
+
+    def close(self) -> None:
+        self.dec.close()
+
+    def prenorm(self, i: int) -> np.ndarray:
+        """The drafting context's pre-norm hidden state at entry ``i`` of its last batch, an
+        output (a copy): the row that goes with the token drafted there."""
+        ptr = self._nextn_ith(self.ctx.ptr, i)
+        if not ptr:
+            raise DecodeError(f"the drafting head's pre-norm state of batch entry {i}", -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_embd_dec,)).copy()

@@ -34,6 +34,10 @@ without the reference build:
 
     python tests/conformance/speculative_simple.py --binary build/bin/llama-speculative-simple \
         --suite eog --write-golden tests/data/eog_golden.json
+
+``--suite eagle3`` and ``--suite mtp`` compare draft-eagle3 and draft-mtp round for round on
+generated models (tests/test_eagle3_conformance.py, tests/test_mtp_conformance.py check their
+golden data).
 """
 
 from __future__ import annotations
@@ -379,18 +383,37 @@ def compared_rounds(ours: Outcome, ref_rounds: list) -> tuple[int, int | None]:
     return n, first
 
 
-def run_eagle3_suite(args) -> int:
-    """Every draft-eagle3 case against llama.cpp, per round; with --write-golden, llama.cpp's
-    rounds as golden data for tests/test_eagle3_conformance.py."""
-    import tempfile
-    pairs = write_eagle3_pairs(Path(tempfile.mkdtemp(prefix="specscope-eagle3-")))
+def golden_failures(paths: tuple, cases: list[dict]) -> tuple[list[str], int]:
+    """SpecScope's runs of golden ``cases`` (one model: ``paths`` is its target and -md model or
+    None) against llama.cpp's recorded rounds: (what differs, rounds compared)."""
+    c0 = cases[0]
+    settings = EngineSettings(n_ctx=c0["n_ctx"], target_threads=c0["threads"],
+                              draft_threads=c0["threads"])
+    failures, compared = [], 0
+    with Engine(*paths, settings) as engine:
+        for case in cases:
+            ours, _ = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
+            ref = rounds_of(case["llama_cpp"])
+            n, first = compared_rounds(ours, ref)
+            compared += n
+            if first is not None or n < len(ref) - 2:
+                failures.append(f"{case['label']}, {case['prompt'][:24]!r}: round {first} of {n}: "
+                                f"ours {ours.rounds[first] if first is not None else ours.rounds[n:]}, "
+                                f"llama.cpp {ref[first] if first is not None else ref[n:]}")
+    return failures, compared
+
+
+def run_rounds_suite(args, suite: str, models: dict, cases: list[dict], pairs: dict) -> int:
+    """Every case against llama.cpp, per round (``models``: name -> (target, -md model or
+    None)); with --write-golden, llama.cpp's rounds as golden data (``pairs``: how each model
+    was generated) for tests/test_{suite}_conformance.py."""
     settings = EngineSettings(n_ctx=args.ctx_size, target_threads=args.threads, draft_threads=args.threads)
     golden, total, same, summary = [], 0, 0, {}
-    for name, (target, head) in pairs.items():
-        with Engine(target, head, settings) as engine:
-            for case in (c for c in eagle3_cases() if c["pair"] == name):
+    for name, (target, draft) in models.items():
+        with Engine(target, draft, settings) as engine:
+            for case in (c for c in cases if c["pair"] == name):
                 ours, events = our_run(engine, case["prompt"], case["flags"], args.n_predict)
-                ref = reference_run(args.binary, target, head, case["prompt"], case["flags"],
+                ref = reference_run(args.binary, target, draft, case["prompt"], case["flags"],
                                     args.ctx_size, args.n_predict, args.threads,
                                     printed_prefix(engine, case["prompt"]))
                 n, first = compared_rounds(ours, ref.rounds)
@@ -415,21 +438,64 @@ def run_eagle3_suite(args) -> int:
     if args.write_golden:
         args.write_golden.write_text(json.dumps({
             "source": "llama-speculative-simple built from llama-cpp-python 0.3.36's source "
-                      "(tests/conformance/speculative_simple.py --suite eagle3 --write-golden)",
-            "pairs": {k: {**v, "target_layers": list(v["target_layers"])} for k, v in EAGLE3_PAIRS.items()},
-            "cases": golden}, indent=1) + "\n")
+                      f"(tests/conformance/speculative_simple.py --suite {suite} --write-golden)",
+            "pairs": pairs, "cases": golden}, indent=1) + "\n")
     return 0 if same == total else 1
+
+
+def run_eagle3_suite(args) -> int:
+    import tempfile
+    pairs = write_eagle3_pairs(Path(tempfile.mkdtemp(prefix="specscope-eagle3-")))
+    return run_rounds_suite(args, "eagle3", pairs, eagle3_cases(),
+                            {k: {**v, "target_layers": list(v["target_layers"])}
+                             for k, v in EAGLE3_PAIRS.items()})
+
+
+# ------------------------------------------------------------------------- draft-mtp
+MTP_MODELS = {     # generated targets with MTP blocks (tests/helpers/ggufgen.py write_mtp)
+    "mtp-a": dict(seed=0),                    # one MTP block
+    "mtp-b": dict(seed=1, n_nextn=2),         # two: llama.cpp chains them, one per draft step
+}
+
+
+def mtp_cases() -> list[dict]:
+    """draft-mtp alone at n_max 1, 3 and 8 (and 4 with p_min 0.3), and chained after an n-gram
+    type (ngram-simple, ngram-mod: the MTP context then processes batches it did not draft),
+    on every generated model and code prompt."""
+    flag_sets = [(f"draft-mtp n_max {n}", ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n)])
+                 for n in (1, 3, 8)]
+    flag_sets.append(("draft-mtp n_max 4 p_min 0.3", ["--spec-type", "draft-mtp",
+                                                      "--spec-draft-n-max", "4",
+                                                      "--spec-draft-p-min", "0.3"]))
+    for t in ("ngram-simple", "ngram-mod"):
+        flag_sets.append((f"{t},draft-mtp n_max 3", ["--spec-type", f"{t},draft-mtp",
+                                                     "--spec-draft-n-max", "3", *SMALL[t]]))
+    return [dict(label=label, pair=name, prompt=prompt, flags=flags)
+            for name in MTP_MODELS for label, flags in flag_sets for prompt in PROMPTS]
+
+
+def write_mtp_models(folder: Path) -> dict[str, tuple[Path, None]]:
+    from helpers import ggufgen
+    return {name: (ggufgen.write_mtp(folder / f"{name}.gguf", **kw), None)
+            for name, kw in MTP_MODELS.items()}
+
+
+def run_mtp_suite(args) -> int:
+    import tempfile
+    models = write_mtp_models(Path(tempfile.mkdtemp(prefix="specscope-mtp-")))
+    return run_rounds_suite(args, "mtp", models, mtp_cases(), MTP_MODELS)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--binary", type=Path, required=True)
-    p.add_argument("--suite", choices=("code", "eog", "eagle3"), default="code",
+    p.add_argument("--suite", choices=("code", "eog", "eagle3", "mtp"), default="code",
                    help="code: the code prompts to n_predict (default); eog: runs that end by end of "
                         "generation (SmolLM2 chat, the demo pair, a hybrid LFM2); eagle3: "
-                        "draft-eagle3 on generated target + EAGLE-3 head pairs")
+                        "draft-eagle3 on generated target + EAGLE-3 head pairs; mtp: draft-mtp on "
+                        "generated targets with MTP blocks")
     p.add_argument("--write-golden", type=Path, metavar="JSON",
-                   help="with --suite eog or eagle3: write llama.cpp's outcomes as golden data")
+                   help="with --suite eog, eagle3 or mtp: write llama.cpp's outcomes as golden data")
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-c", "--ctx-size", type=int, default=1024)
@@ -443,9 +509,9 @@ def main(argv=None) -> int:
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
-    if args.suite == "eagle3":
+    if args.suite in ("eagle3", "mtp"):
         args.n_predict = args.n_predict or 128
-        return run_eagle3_suite(args)
+        return run_eagle3_suite(args) if args.suite == "eagle3" else run_mtp_suite(args)
     if args.suite == "eog":
         import tempfile
 

@@ -448,3 +448,81 @@ def write_eagle3_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
                         name="tiny-eagle3-target"),
             write_eagle3_head(folder / f"{prefix}-head.gguf", head, target_layers=target_layers,
                               target_hidden_size=target_hidden_size or n_embd, **head_kw))
+
+
+# --------------------------------------------------------------------------- MTP (nextn) models
+def mtp_weights(n_embd: int = 64, n_layer: int = 2, n_nextn: int = 1, n_ff: int = 128,
+                n_head: int = 4, n_head_kv: int = 2, seed: int = 0, layer_scale: float = 0.35,
+                h_mix: float = 0.15, noise: float = 0.1) -> dict[str, np.ndarray]:
+    """A tiny dense target with ``n_nextn`` MTP (nextn) blocks after its ``n_layer`` layers.
+
+    The target is eagle3_target_weights' kind (its layers' outputs scaled by ``layer_scale``:
+    its next token depends mostly on the current one). Each nextn block is built to agree with
+    it often: ``eh_proj`` passes the normalised token embedding through, plus ``h_mix`` of the
+    target's hidden state; its attention and FFN add ``noise``-scaled random terms. Its output
+    is then about the target's output for the token it reads, i.e. the target's next token
+    one step ahead. The nextn blocks' attention is fused (``attn_qkv``), as mimo2's MTP graph
+    requires."""
+    w = eagle3_target_weights(n_embd, n_layer, seed, layer_scale)
+    rng = np.random.default_rng(seed + 3000)
+    head_dim = n_embd // n_head
+    eye = np.eye(n_embd, dtype=np.float32)
+
+    def rand(out, inp, scale):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp)).astype(np.float32)
+
+    for i in range(n_layer, n_layer + n_nextn):
+        w.update({
+            f"blk.{i}.nextn.eh_proj.weight": np.hstack([eye, h_mix * rand(n_embd, n_embd, 1.0)]),
+            f"blk.{i}.nextn.enorm.weight": np.ones(n_embd, np.float32),
+            f"blk.{i}.nextn.hnorm.weight": np.ones(n_embd, np.float32),
+            f"blk.{i}.attn_norm.weight": np.ones(n_embd, np.float32),
+            f"blk.{i}.attn_qkv.weight": rand((n_head + 2 * n_head_kv) * head_dim, n_embd, 1.0),
+            f"blk.{i}.attn_output.weight": rand(n_embd, n_embd, noise),
+            f"blk.{i}.ffn_norm.weight": np.ones(n_embd, np.float32),
+            f"blk.{i}.ffn_gate.weight": rand(n_ff, n_embd, 1.0),
+            f"blk.{i}.ffn_up.weight": rand(n_ff, n_embd, 1.0),
+            f"blk.{i}.ffn_down.weight": rand(n_embd, n_ff, noise),
+        })
+    return w
+
+
+def write_mtp(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
+              n_embd: int = 64, n_layer: int = 2, n_nextn: int = 1, n_ff: int = 128,
+              n_head: int = 4, n_head_kv: int = 2, n_swa: int = 8192, seed: int = 0,
+              name: str = "tiny-mtp", **weight_kw) -> Path:
+    """A tiny dense model whose MTP block llama.cpp runs (architecture ``mimo2``: dense FFN,
+    no experts): ``n_layer`` layers plus ``n_nextn`` nextn blocks (``block_count`` counts
+    both, ``nextn_predict_layers`` the latter). mimo2 always uses a sliding-window cache: its
+    first layer slides over ``n_swa`` tokens (more than the tests' contexts, so it attends to
+    all of them), the others attend to everything."""
+    tokens, merges = bpe_vocab()
+    if weights is None:
+        weights = mtp_weights(n_embd, n_layer, n_nextn, n_ff, n_head, n_head_kv, seed,
+                              **weight_kw)
+    n_all = n_layer + n_nextn
+    arch = "mimo2"
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(name)
+    w.add_context_length(4096)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_all)
+    w.add_uint32(f"{arch}.nextn_predict_layers", n_nextn)
+    w.add_feed_forward_length(n_ff)
+    w.add_expert_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(n_embd // n_head)
+    w.add_rope_freq_base(10000.0)
+    w.add_sliding_window(n_swa)
+    w.add_array(f"{arch}.attention.sliding_window_pattern", [i == 0 for i in range(n_all)])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    write_tokenizer(w, tokens, merges)
+    for name_, arr in weights.items():
+        w.add_tensor(name_, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return Path(path)

@@ -20,14 +20,17 @@ from specscope.core.engine.drafters.base import (Drafter, NgramCacheParams, Ngra
 from specscope.core.errors import ConfigError
 
 # llama.cpp's priority order (common_speculative_init); draft-simple is the draft model,
-# draft-eagle3 an EAGLE-3 head (both the -md model)
+# draft-eagle3 an EAGLE-3 head (both the -md model), draft-mtp the target's own MTP blocks
 SPEC_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
-              "draft-simple", "draft-eagle3")
+              "draft-simple", "draft-eagle3", "draft-mtp")
 NGRAM_TYPES = SPEC_TYPES[:5]
 DRAFT_MODEL = "draft-simple"
 DRAFT_EAGLE3 = "draft-eagle3"
-MODEL_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)     # the types that draft with the -md model
-TYPES = SPEC_TYPES[:-1]      # the window's drafter picker: draft-eagle3 joins it with its window phase
+DRAFT_MTP = "draft-mtp"
+MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)        # the types that draft with the -md model
+MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
+# the window's drafter picker: draft-eagle3 and draft-mtp join it with their window phase
+TYPES = tuple(t for t in SPEC_TYPES if t not in (DRAFT_EAGLE3, DRAFT_MTP))
 
 DESCRIPTIONS = {
     "ngram-simple": "copies what followed the last time the latest n tokens occurred",
@@ -42,6 +45,8 @@ DESCRIPTIONS = {
     "draft-simple": "the draft model: greedy over its top-10 probabilities",
     "draft-eagle3": "an EAGLE-3 head: one layer that drafts from three of the target's own "
                     "hidden states, over a reduced vocabulary",
+    "draft-mtp": "the target's own MTP (nextn) blocks: each drafts the token after next from "
+                 "a token and the target's last hidden state before it",
 }
 
 
@@ -125,6 +130,7 @@ class Chain:
         return sum(d.take_dropped() for d in self.drafters)
 
 
-__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "MODEL_TYPES",
+__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
+           "MD_TYPES", "MODEL_TYPES",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

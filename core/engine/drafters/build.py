@@ -5,6 +5,7 @@ from __future__ import annotations
 from specscope.core.engine.drafters import Chain, Drafter
 from specscope.core.engine.drafters.eagle3 import Eagle3
 from specscope.core.engine.drafters.model import DraftModel
+from specscope.core.engine.drafters.mtp import Mtp
 from specscope.core.engine.drafters.ngram_cache import NgramCache
 from specscope.core.engine.drafters.ngram_map import NgramMap
 from specscope.core.engine.drafters.ngram_mod import NgramMod
@@ -24,6 +25,8 @@ def make_drafter(type_name: str, spec, engine=None, policy=None, q=None) -> Draf
         return DraftModel(engine, spec, policy, q)
     if type_name == "draft-eagle3":
         return Eagle3(engine, spec)
+    if type_name == "draft-mtp":
+        return Mtp(engine, spec)
     raise ValueError(type_name)
 
 
