@@ -11,7 +11,7 @@ from specscope.core.engine.engine import Engine
 from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import get_calibration
 from specscope.core.measure.sweep import uncalibratable
-from specscope.core.measure.whatif import configurations, longest_draft, whatifs
+from specscope.core.measure.whatif import longest_drafted, priced, ranked, whatifs
 from specscope.core.session.session import Session
 
 HEADER = f"{'configuration':44} {'rounds':>6} {'accept':>7} {'tokens/round':>12} " \
@@ -54,10 +54,9 @@ def run(args) -> int:
     cont = session.run.tokens
     if not cont:
         raise ConfigError(f"{args.session}: the run emitted no tokens")
-    specs = configurations()
-    cal = _calibration(session, longest_draft(specs) + 1) if args.calibrate else None
-    ws = whatifs(list(session.prompt_tokens), cont, n_ctx=s.engine.n_ctx, n_predict=s.n_predict,
-                 cal=cal, specs=specs)
+    ws = whatifs(list(session.prompt_tokens), cont, n_ctx=s.engine.n_ctx, n_predict=s.n_predict)
+    cal = _calibration(session, longest_drafted(ws) + 1) if args.calibrate else None
+    ws = ranked(priced(w, cal) for w in ws)
     shown = ws[:args.top] if args.top > 0 else ws
     if args.json:
         print(json.dumps({"session": str(args.session), "tokens": len(cont),

@@ -29,7 +29,8 @@ from specscope.core.engine.events import RoundEvent
 from specscope.core.measure.cost_model import Calibration, chain_round_cost
 from specscope.core.measure.stats import Stats, fold
 
-__all__ = ["Replayed", "WhatIf", "replay", "configurations", "config_label", "whatifs"]
+__all__ = ["Replayed", "WhatIf", "replay", "configurations", "config_label", "whatif", "whatifs",
+           "priced", "ranked", "longest_drafted"]
 
 # the parameters tried per type: llama.cpp's defaults first, then shorter keys and drafts
 MAP_SIZES = ((12, 48), (2, 8), (3, 16), (4, 16), (6, 32))
@@ -157,23 +158,32 @@ def whatif(spec: SpecSettings, prompt: Sequence[int], cont: Sequence[int], *, n_
     rounds = replay(make_chain(spec), prompt, cont, n_ctx=n_ctx, n_predict=n_predict)
     stats = fold(_events(rounds, len(prompt) - 1))
     lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
-    predicted = None
-    if cal is not None and stats.n_rounds:
-        predicted = chain_round_cost(cal, [stats.drafter(t) for t in spec.types], stats.n_rounds,
-                                     n_max=0, lookup=lookup / cal.t1).speedup
-    return WhatIf(config_label(spec), spec, stats, lookup, predicted)
+    return priced(WhatIf(config_label(spec), spec, stats, lookup, None), cal)
 
 
-def longest_draft(specs: Iterable[SpecSettings]) -> int:
-    """The longest draft any of these configurations can make (a calibration must reach it + 1)."""
-    return max((spec.max_draft() for spec in specs), default=0)
+def priced(w: WhatIf, cal: Calibration | None) -> WhatIf:
+    """``w`` with the speed-up the calibrated cost model predicts for its rounds (unchanged
+    without a calibration). The calibration must reach the longest draft + 1 (:func:`longest_drafted`)."""
+    if cal is None or not w.stats.n_rounds:
+        return w
+    cost = chain_round_cost(cal, [w.stats.drafter(t) for t in w.spec.types], w.stats.n_rounds,
+                            n_max=0, lookup=w.lookup_s / cal.t1)
+    return replace(w, predicted=cost.speedup)
+
+
+def longest_drafted(ws: Iterable[WhatIf]) -> int:
+    """The longest draft these replays made: a calibration to price them must reach it + 1."""
+    return max((len(w.stats.drafted_at) for w in ws), default=0)
+
+
+def ranked(ws: Iterable[WhatIf]) -> list[WhatIf]:
+    """Best first: by predicted speed-up where priced, else by tokens per round."""
+    return sorted(ws, key=lambda w: -(w.predicted if w.predicted is not None else w.tokens_per_round))
 
 
 def whatifs(prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int,
             n_predict: int | None = None, cal: Calibration | None = None,
             specs: Sequence[SpecSettings] | None = None) -> list[WhatIf]:
-    """Every configuration replayed, best first: by predicted speed-up with a calibration, by
-    tokens per round without one."""
-    out = [whatif(s, prompt, cont, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
-           for s in (configurations() if specs is None else specs)]
-    return sorted(out, key=lambda w: -(w.predicted if w.predicted is not None else w.tokens_per_round))
+    """Every configuration replayed (and priced with ``cal``), best first."""
+    return ranked(whatif(s, prompt, cont, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
+                  for s in (configurations() if specs is None else specs))
