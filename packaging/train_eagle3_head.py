@@ -51,8 +51,8 @@ export and checks 1 min, evaluation 6 min.
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -66,6 +66,7 @@ sys.path.insert(0, str(HERE))
 
 import demo_corpus  # noqa: E402
 import gguf_export  # noqa: E402
+from build_demo_models import DRAFT_CFG, TARGET_CFG, load_json, log, save_json  # noqa: E402
 
 MODELS_DIR = REPO / "resources" / "models"
 TARGET = MODELS_DIR / "demo-target.gguf"
@@ -80,7 +81,7 @@ SEQ = 256                  # window length (tokens)
 SELFGEN_PROMPT = 64
 TTT_STEPS = 3
 STEP_WEIGHTS = (1.0, 0.9, 0.8)
-STAGES = ["data", "train", "export", "eval"]
+STAGES = ["data", "train", "tune", "export", "eval"]
 
 
 @dataclass
@@ -98,19 +99,6 @@ class HeadConfig:
     @property
     def head_dim(self) -> int:
         return self.n_embd // self.n_head
-
-
-def log(msg: str):
-    print(time.strftime("%H:%M:%S"), msg, flush=True)
-
-
-def save_json(path: Path, obj):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
-
-
-def load_json(path: Path):
-    return json.loads(Path(path).read_text())
 
 
 # ------------------------------------------------------------------ the GGUF files in torch
@@ -147,10 +135,6 @@ def load_llama(path: Path, cfg: dict):
     for p in model.parameters():
         p.requires_grad_(False)
     return model
-
-
-TARGET_CFG = dict(vocab_size=4096, dim=256, n_layers=4, n_heads=4, ffn_dim=688)
-DRAFT_CFG = dict(vocab_size=4096, dim=128, n_layers=1, n_heads=2, ffn_dim=352, tie_embeddings=True)
 
 
 def target_states(target, idx, layers=TARGET_LAYERS):
@@ -342,15 +326,8 @@ def stage_data(work: Path, args):
         stream = np.concatenate([np.array([0] + m.tokenize(text), dtype=np.uint16) for _, text in train])
     np.save(work / "train.npy", stream)
     log(f"data: {len(train)} training files, {len(stream):,} tokens ({time.time() - t0:.0f}s)")
-    target = load_llama(TARGET, TARGET_CFG)
-    rng = np.random.default_rng(SEED)
-    seqs, t1 = [], time.time()
-    while len(seqs) < args.selfgen and time.time() - t1 < args.selfgen_minutes * 60:
-        starts = rng.integers(0, len(stream) - SELFGEN_PROMPT, size=args.selfgen_batch)
-        prompts = torch.from_numpy(np.stack([stream[s:s + SELFGEN_PROMPT] for s in starts]).astype(np.int64))
-        seqs.extend(greedy_continue(target, prompts, SEQ).numpy().astype(np.uint16))
-        log(f"  {len(seqs)} continuations ({time.time() - t1:.0f}s)")
-    selfgen = np.stack(seqs)
+    t1 = time.time()
+    selfgen = continuations(load_llama(TARGET, TARGET_CFG), stream, args, SEED)
     np.save(work / "selfgen.npy", selfgen)
     generated = selfgen[:, SELFGEN_PROMPT:].ravel()
     counts = np.bincount(stream, minlength=TARGET_CFG["vocab_size"]) + \
@@ -371,15 +348,31 @@ def stage_data(work: Path, args):
         f"target's continuations")
 
 
-def windows(stream: np.ndarray, selfgen: np.ndarray, batch: int, rng):
-    """Endless batches: half random windows of the training stream, half continuations."""
+def continuations(target, stream: np.ndarray, args, seed: int) -> np.ndarray:
+    """The target's greedy continuations of random 64-token windows of ``stream`` to SEQ tokens
+    (at most ``args.selfgen``, within ``args.selfgen_minutes``), seeded."""
     import torch
 
-    half = batch // 2
+    rng = np.random.default_rng(seed)
+    seqs, t0 = [], time.time()
+    while len(seqs) < args.selfgen and time.time() - t0 < args.selfgen_minutes * 60:
+        starts = rng.integers(0, len(stream) - SELFGEN_PROMPT, size=args.selfgen_batch)
+        prompts = torch.from_numpy(np.stack([stream[s:s + SELFGEN_PROMPT] for s in starts]).astype(np.int64))
+        seqs.extend(greedy_continue(target, prompts, SEQ).numpy().astype(np.uint16))
+        log(f"  {len(seqs)} continuations ({time.time() - t0:.0f}s)")
+    return np.stack(seqs)
+
+
+def windows(stream: np.ndarray, selfgen: np.ndarray, batch: int, rng, corpus_share: float = 0.5):
+    """Endless batches: random windows of the training stream (``corpus_share`` of each batch),
+    the rest continuations."""
+    import torch
+
+    n_corpus = round(batch * corpus_share)
     while True:
-        starts = rng.integers(0, len(stream) - SEQ, size=batch - half)
-        rows = rng.integers(0, len(selfgen), size=half)
-        w = np.concatenate([np.stack([stream[s:s + SEQ] for s in starts]), selfgen[rows]])
+        starts = rng.integers(0, len(stream) - SEQ, size=n_corpus)
+        rows = rng.integers(0, len(selfgen), size=batch - n_corpus)
+        w = np.concatenate([stream[starts[:, None] + np.arange(SEQ)], selfgen[rows]])
         yield torch.from_numpy(w.astype(np.int64))
 
 
@@ -405,39 +398,29 @@ def ttt_loss(head, target, tokens, d2t_t, n_steps: int = TTT_STEPS):
     return loss / sum(STEP_WEIGHTS[:n_steps]), acc
 
 
-def stage_train(work: Path, args):
-    torch = _torch(args.threads)
+def train_loop(head, target, batches, d2t_t, held, *, steps: int, minutes: float, lr: float,
+               warmup: int, bf16: bool, save) -> dict:
+    """AdamW, warm-up then cosine on progress = max(step / steps, elapsed / budget) (the machine
+    is shared: the budget decides); held-out accuracy every 200 steps, when ``save``-ing."""
+    import torch
     import demo_train
 
-    cfg = HeadConfig()
-    d2t = np.load(work / "d2t.npy")
-    d2t_t = torch.from_numpy(d2t)
-    stream, selfgen = np.load(work / "train.npy"), np.load(work / "selfgen.npy")
-    target = load_llama(TARGET, TARGET_CFG)
-    head = make_head(cfg, d2t, SEED)
-    n_params = sum(p.numel() for p in head.parameters())
     decay = [p for p in head.parameters() if p.dim() >= 2]
     rest = [p for p in head.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95))
-    rng = np.random.default_rng(SEED + 1)
-    batches = windows(stream, selfgen, args.batch, rng)
-    held = torch.from_numpy(_held_windows(work))
-    log(f"train: {n_params:,} parameters, at most {args.steps} steps of {args.batch}x{SEQ}, "
-        f"budget {args.minutes} min, {TTT_STEPS} training-time-test steps")
+                            lr=lr, betas=(0.9, 0.95))
     t0, step, ema, history = time.time(), 0, None, []
 
     def progress():
-        return max(step / args.steps, (time.time() - t0) / (args.minutes * 60))
+        return max(step / steps, (time.time() - t0) / (minutes * 60))
 
     head.train()
     while progress() < 1.0:
-        lr = demo_train.lr_at(progress(), step, args.lr, 30)
+        cur = demo_train.lr_at(progress(), step, lr, warmup)
         for g in opt.param_groups:
-            g["lr"] = lr
-        tokens = next(batches)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not args.fp32):
-            loss, acc = ttt_loss(head, target, tokens, d2t_t)
+            g["lr"] = cur
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss, acc = ttt_loss(head, target, next(batches), d2t_t)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
@@ -445,22 +428,70 @@ def stage_train(work: Path, args):
         step += 1
         ema = acc if ema is None else [0.95 * e + 0.05 * a for e, a in zip(ema, acc)]
         if step % 25 == 0:
-            el = time.time() - t0
             log(f"  step {step}  loss {loss.item():.3f}  accuracy by step "
-                + " ".join(f"{a:.3f}" for a in ema) + f"  lr {lr:.2e}  {el:.0f}s")
+                + " ".join(f"{a:.3f}" for a in ema) + f"  lr {cur:.2e}  {time.time() - t0:.0f}s")
         if step % 200 == 0:
-            history.append({"step": step, "seconds": time.time() - t0, "held_out": _evaluate(head, target, held, d2t_t)})
+            history.append({"step": step, "seconds": time.time() - t0,
+                            "held_out": _evaluate(head, target, held, d2t_t)})
             log(f"  held-out accuracy by step {history[-1]['held_out']}")
-            torch.save(head.state_dict(), work / "head.pt")
+            save()
     head.eval()
-    final = _evaluate(head, target, held, d2t_t)
-    stats = {"steps": step, "max_steps": args.steps, "seconds": time.time() - t0, "batch": args.batch,
-             "seq": SEQ, "lr": args.lr, "seed": SEED, "tokens": step * args.batch * SEQ,
-             "bf16_autocast": not args.fp32, "threads": args.threads, "params": n_params,
-             "held_out_accuracy_by_step": final, "history": history, "config": asdict(cfg)}
-    torch.save(head.state_dict(), work / "head.pt")
+    save()
+    return {"steps": step, "max_steps": steps, "seconds": time.time() - t0, "lr": lr,
+            "held_out_accuracy_by_step": _evaluate(head, target, held, d2t_t), "history": history}
+
+
+def stage_train(work: Path, args):
+    """Phase 1: half corpus windows, half continuations."""
+    torch = _torch(args.threads)
+    cfg = HeadConfig()
+    d2t = np.load(work / "d2t.npy")
+    stream, selfgen = np.load(work / "train.npy"), np.load(work / "selfgen.npy")
+    target = load_llama(TARGET, TARGET_CFG)
+    head = make_head(cfg, d2t, SEED)
+    n_params = sum(p.numel() for p in head.parameters())
+    log(f"train: {n_params:,} parameters, at most {args.steps} steps of {args.batch}x{SEQ}, "
+        f"budget {args.minutes} min, {TTT_STEPS} training-time-test steps")
+    stats = train_loop(head, target, windows(stream, selfgen, args.batch, np.random.default_rng(SEED + 1)),
+                       torch.from_numpy(d2t), torch.from_numpy(_held_windows(work)), steps=args.steps,
+                       minutes=args.minutes, lr=args.lr, warmup=30, bf16=not args.fp32,
+                       save=lambda: torch.save(head.state_dict(), work / "head.pt"))
+    stats.update({"batch": args.batch, "seq": SEQ, "seed": SEED, "tokens": stats["steps"] * args.batch * SEQ,
+                  "bf16_autocast": not args.fp32, "threads": args.threads, "params": n_params,
+                  "config": asdict(cfg), "corpus_share": 0.5})
     save_json(work / "train.json", stats)
-    log(f"train: {step} steps in {stats['seconds']:.0f}s; held-out accuracy by step {final}")
+    shutil.copy(work / "head.pt", work / "head1.pt")      # phase 1's head, where tune starts
+    log(f"train: {stats['steps']} steps in {stats['seconds']:.0f}s; held-out accuracy by step "
+        f"{stats['held_out_accuracy_by_step']}")
+
+
+def stage_tune(work: Path, args):
+    """Phase 2 (as the demo draft's): fresh continuations by the target (another seed), then
+    training on continuations only, at a lower learning rate: what the head drafts against."""
+    torch = _torch(args.threads)
+    stream = np.load(work / "train.npy")
+    target = load_llama(TARGET, TARGET_CFG)
+    path = work / "selfgen2.npy"
+    if not path.exists():
+        t0 = time.time()
+        np.save(path, continuations(target, stream, args, SEED + 7))
+        save_json(work / "selfgen2.json", {"seconds": time.time() - t0})
+    fresh = np.load(path)
+    selfgen = np.concatenate([np.load(work / "selfgen.npy"), fresh])
+    gen_s = load_json(work / "selfgen2.json")["seconds"]
+    head, cfg, d2t = load_head(work, "head1.pt")
+    log(f"tune: {len(fresh)} fresh continuations ({gen_s:.0f}s), {len(selfgen)} in all; at most "
+        f"{args.tune_steps} steps, budget {args.tune_minutes} min")
+    stats = train_loop(head, target, windows(stream, selfgen, args.batch, np.random.default_rng(SEED + 2), 0.0),
+                       torch.from_numpy(d2t), torch.from_numpy(_held_windows(work)), steps=args.tune_steps,
+                       minutes=args.tune_minutes, lr=args.tune_lr, warmup=10, bf16=not args.fp32,
+                       save=lambda: torch.save(head.state_dict(), work / "head.pt"))
+    stats.update({"fresh_continuations": len(fresh), "continuations": len(selfgen),
+                  "generation_seconds": gen_s, "tokens": stats["steps"] * args.batch * SEQ,
+                  "batch": args.batch, "corpus_share": 0.0})
+    save_json(work / "tune.json", stats)
+    log(f"tune: {stats['steps']} steps in {stats['seconds']:.0f}s; held-out accuracy by step "
+        f"{stats['held_out_accuracy_by_step']}")
 
 
 def _held_windows(work: Path, n: int = 16) -> np.ndarray:
@@ -484,13 +515,13 @@ def _evaluate(head, target, held, d2t_t) -> list[float]:
 
 
 # ------------------------------------------------------------------------------ export
-def load_head(work: Path):
+def load_head(work: Path, name: str = "head.pt"):
     import torch
 
     cfg = HeadConfig()
     d2t = np.load(work / "d2t.npy")
     head = _head_module(cfg)
-    head.load_state_dict(torch.load(work / "head.pt", map_location="cpu"))
+    head.load_state_dict(torch.load(work / name, map_location="cpu"))
     head.eval()
     return head, cfg, d2t
 
@@ -736,6 +767,9 @@ def main(argv=None):
     ap.add_argument("--minutes", type=float, default=35)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--tune-steps", type=int, default=2000)
+    ap.add_argument("--tune-minutes", type=float, default=20)
+    ap.add_argument("--tune-lr", type=float, default=1e-3)
     ap.add_argument("--fp32", action="store_true", help="train without bf16 autocast")
     ap.add_argument("--eval-prompts", type=int, default=None, help="only the first N prompts (a quick check)")
     args = ap.parse_args(argv)
