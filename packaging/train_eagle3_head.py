@@ -1,19 +1,23 @@
 """Train the demo target's EAGLE-3 head and export it in llama.cpp's ``eagle3`` format.
 
     pip install -e '.[train]'
-    python packaging/train_eagle3_head.py              # all stages, ~45 min on the 2-core machine
+    python packaging/train_eagle3_head.py          # all stages, about 90 min on the 2-core machine
+    python packaging/write_model_card.py --eagle3-only
 
-Writes resources/models/demo-eagle3-head.gguf and build/eagle3-head/head.json (the figures the
-model card quotes: packaging/write_model_card.py puts them in resources/models/README.md).
+Writes resources/models/demo-eagle3-head.gguf, and the figures the model card quotes to
+build/eagle3-head/ (data.json, train.json, tune.json, export.json, eval.json).
 
 Stages (``--stages``, in this order):
 
-  data    the training files tokenized with llama.cpp (the target's own vocabulary), and the
+  data    the training files tokenized with llama.cpp (the target's own vocabulary), the
           target's greedy continuations of 64-token training windows (torch, the shipped F16
-          weights in F32, a KV cache, batched)
-  train   the head, with training-time test (below)
+          weights in F32, a KV cache, batched), the reduced vocabulary
+  train   phase 1: the head, with training-time test (below), on half corpus windows, half
+          continuations
+  tune    phase 2: fresh continuations (another seed), then continuations only, lower lr
   export  the GGUF; checked: the target's layer inputs as llama.cpp gives them (SpecScope's
-          staging module) against torch's, and the head's logits in llama.cpp against torch's
+          staging module) against torch's, the head's logits in llama.cpp against torch's,
+          on the pairs and on draft steps fed the previous step's pre-norm state
   eval    SpecScope's engine on held-out text: acceptance by position at n = 3, the head beside
           the demo draft; the lossless check; tokens/s; the cost of a draft token
 
@@ -44,8 +48,9 @@ pre-norm state is the g of the next draft step.
   continuations (what it drafts against at run time).
 
 Seeds are fixed; the step count a time budget allows depends on the machine (logged and
-recorded). Here (Intel Xeon, 2 cores shared with other work): data 3 min, training 35 min,
-export and checks 1 min, evaluation 6 min.
+recorded). Here (Intel Xeon, 2 cores shared with other work, one torch thread): data 5 min
+(3,200 continuations), phase 1 45 min (3,301 steps), phase 2 5 min of continuations and 22 min of
+training, export and checks under a minute, evaluation EVAL_MIN min.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from specscope.core.models.demo import demo_pair
+from specscope.core.models.demo import demo_eagle3_head, demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 
@@ -365,6 +365,18 @@ def eagle3_cases() -> list[dict]:
             for pair in EAGLE3_PAIRS for label, flags in flag_sets for prompt in PROMPTS]
 
 
+def demo_eagle3_cases() -> list[dict]:
+    """The demo target with the shipped demo head (resources/models/demo-eagle3-head.gguf):
+    draft-eagle3 alone at n_max 1, 3 and 8 on every code prompt."""
+    return [dict(label=f"draft-eagle3 n_max {n}", pair="demo", prompt=prompt,
+                 flags=["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
+            for n in (1, 3, 8) for prompt in PROMPTS]
+
+
+def demo_eagle3_pairs() -> dict[str, tuple[Path, Path]]:
+    return {"demo": (demo_pair()[0], demo_eagle3_head())}
+
+
 def write_eagle3_pairs(folder: Path) -> dict[str, tuple[Path, Path]]:
     import ggufgen
     return {name: ggufgen.write_eagle3_pair(folder, prefix=name, **kw)
@@ -379,16 +391,24 @@ def compared_rounds(ours: Outcome, ref_rounds: list) -> tuple[int, int | None]:
     return n, first
 
 
-def run_eagle3_suite(args) -> int:
-    """Every draft-eagle3 case against llama.cpp, per round; with --write-golden, llama.cpp's
+def run_eagle3_suite(args, demo: bool = False) -> int:
+    """Every draft-eagle3 case against llama.cpp, per round: on the generated pairs, or
+    (``demo``) on the demo target with its shipped head; with --write-golden, llama.cpp's
     rounds as golden data for tests/test_eagle3_conformance.py."""
     import tempfile
-    pairs = write_eagle3_pairs(Path(tempfile.mkdtemp(prefix="specscope-eagle3-")))
+    if demo:
+        pairs, all_cases = demo_eagle3_pairs(), demo_eagle3_cases()
+        about = {"pairs": {"demo": {"target": pairs["demo"][0].name, "head": pairs["demo"][1].name}}}
+    else:
+        pairs = write_eagle3_pairs(Path(tempfile.mkdtemp(prefix="specscope-eagle3-")))
+        all_cases = eagle3_cases()
+        about = {"pairs": {k: {**v, "target_layers": list(v["target_layers"])}
+                           for k, v in EAGLE3_PAIRS.items()}}
     settings = EngineSettings(n_ctx=args.ctx_size, target_threads=args.threads, draft_threads=args.threads)
     golden, total, same, summary = [], 0, 0, {}
     for name, (target, head) in pairs.items():
         with Engine(target, head, settings) as engine:
-            for case in (c for c in eagle3_cases() if c["pair"] == name):
+            for case in (c for c in all_cases if c["pair"] == name):
                 ours, events = our_run(engine, case["prompt"], case["flags"], args.n_predict)
                 ref = reference_run(args.binary, target, head, case["prompt"], case["flags"],
                                     args.ctx_size, args.n_predict, args.threads,
@@ -415,21 +435,22 @@ def run_eagle3_suite(args) -> int:
     if args.write_golden:
         args.write_golden.write_text(json.dumps({
             "source": "llama-speculative-simple built from llama-cpp-python 0.3.36's source "
-                      "(tests/conformance_speculative_simple.py --suite eagle3 --write-golden)",
-            "pairs": {k: {**v, "target_layers": list(v["target_layers"])} for k, v in EAGLE3_PAIRS.items()},
-            "cases": golden}, indent=1) + "\n")
+                      f"(tests/conformance_speculative_simple.py --suite {args.suite} --write-golden)",
+            **about, "cases": golden}, indent=1) + "\n")
     return 0 if same == total else 1
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--binary", type=Path, required=True)
-    p.add_argument("--suite", choices=("code", "eog", "eagle3"), default="code",
+    p.add_argument("--suite", choices=("code", "eog", "eagle3", "eagle3-demo"), default="code",
                    help="code: the code prompts to n_predict (default); eog: runs that end by end of "
                         "generation (SmolLM2 chat, the demo pair, a hybrid LFM2); eagle3: "
-                        "draft-eagle3 on generated target + EAGLE-3 head pairs")
+                        "draft-eagle3 on generated target + EAGLE-3 head pairs; eagle3-demo: "
+                        "draft-eagle3 on the demo target with the shipped demo head")
     p.add_argument("--write-golden", type=Path, metavar="JSON",
-                   help="with --suite eog or eagle3: write llama.cpp's outcomes as golden data")
+                   help="with --suite eog, eagle3 or eagle3-demo: write llama.cpp's outcomes as "
+                        "golden data")
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-c", "--ctx-size", type=int, default=1024)
@@ -443,9 +464,9 @@ def main(argv=None) -> int:
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
-    if args.suite == "eagle3":
+    if args.suite in ("eagle3", "eagle3-demo"):
         args.n_predict = args.n_predict or 128
-        return run_eagle3_suite(args)
+        return run_eagle3_suite(args, demo=args.suite == "eagle3-demo")
     if args.suite == "eog":
         import tempfile
 

@@ -6,7 +6,9 @@ generated target + EAGLE-3 head pairs (tests/ggufgen.py ``write_eagle3_pair``: o
 the target's token embeddings, one with its own and ``norm_before_residual``), greedy, on the
 code prompts to 128 tokens: n_max 1, 3 and 8, n_max 4 with p_min 0.3, and the head chained after
 ngram-simple and after ngram-mod (tests/conformance_speculative_simple.py --suite eagle3, which
-wrote the file). The rounds compared are those while both runs are inside SpecScope's budget
+wrote the file). tests/data/eagle3_demo_golden.json holds the same for the demo target with the
+shipped demo head (resources/models/demo-eagle3-head.gguf) at n_max 1, 3 and 8 (``--suite
+eagle3-demo``). The rounds compared are those while both runs are inside SpecScope's budget
 (llama.cpp emits one token more)."""
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance_speculative_simple import (EAGLE3_PAIRS, compared_rounds, our_run, rounds_of,
-                                            write_eagle3_pairs)
+from conformance_speculative_simple import (EAGLE3_PAIRS, compared_rounds, demo_eagle3_pairs, our_run,
+                                            rounds_of, write_eagle3_pairs)
 from specscope.core.engine.engine import Engine, EngineSettings
 
 DATA = json.loads((Path(__file__).parent / "data" / "eagle3_golden.json").read_text())
@@ -62,3 +64,35 @@ def test_the_golden_cases_cover_what_issue_22_asks():
                              for k, v in EAGLE3_PAIRS.items()}
     accepted = {a for c in GOLDEN for _, a, d in rounds_of(c["llama_cpp"]) if d}
     assert {0, 1, 8} <= accepted
+
+
+# ------------------------------------------------------------------ the shipped demo head
+DEMO = json.loads((Path(__file__).parent / "data" / "eagle3_demo_golden.json").read_text())
+
+
+def test_the_demo_head_equals_llamacpp_round_for_round():
+    """The demo target with resources/models/demo-eagle3-head.gguf (a trained head: most of its
+    drafts are kept), n_max 1, 3 and 8 on the code prompts to 128 tokens (written by
+    tests/conformance_speculative_simple.py --suite eagle3-demo)."""
+    (target, head), = demo_eagle3_pairs().values()
+    assert DEMO["pairs"]["demo"] == {"target": target.name, "head": head.name}
+    c0 = DEMO["cases"][0]
+    settings = EngineSettings(n_ctx=c0["n_ctx"], target_threads=c0["threads"], draft_threads=c0["threads"])
+    failures, compared, kept = [], 0, 0
+    with Engine(target, head, settings) as engine:
+        for case in DEMO["cases"]:
+            ours, events = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
+            ref = rounds_of(case["llama_cpp"])
+            n, first = compared_rounds(ours, ref)
+            compared += n
+            kept += sum(e.n_accepted for e in events[:n])
+            if first is not None or n < len(ref) - 2:
+                failures.append(f"{case['label']}, {case['prompt'][:24]!r}: round {first} of {n}: "
+                                f"ours {ours.rounds[first] if first is not None else ours.rounds[n:]}, "
+                                f"llama.cpp {ref[first] if first is not None else ref[n:]}")
+    assert not failures, "\n".join(failures)
+    for n in (1, 3, 8):
+        cases = [c for c in DEMO["cases"] if c["label"] == f"draft-eagle3 n_max {n}"]
+        assert len({c["prompt"] for c in cases}) >= 3 and all(c["n_predict"] == 128 for c in cases)
+    assert compared > 300 and kept > 500
+
