@@ -1,41 +1,27 @@
-"""The cost panel: measured α and f, and seed 003's textbook speed-up curve (issue 5).
+"""The cost panel: measured α and f, the textbook speed-up curve and what-if sliders,
+and this machine's calibrated curve beside it.
 
-Seed 003: a speculative step drafting n tokens costs ``n·f + 1`` target passes
-and yields ``E + 1`` tokens with ``E = α + α² + … + αⁿ``, so the speed-up is
-``(E + 1) / (n·f + 1)``. The formulas live in :mod:`specscope.core.measure.pairing`
-(``expected_accepted``, ``textbook_speedup``, ``best_n``); this module only
-measures α and f from a run and draws the curve.
-
-What is measured, from :class:`~specscope.core.measure.stats.Stats`:
-
-- **acceptance rate** = accepted ÷ drafted (llama.cpp's ``accept%``);
-- **α** (per-token acceptance, the model's parameter) is *fitted*: the α for
-  which the model's expected number of accepted tokens over the run's drafts,
-  Σₖ drafted_at[k] · αᵏ⁺¹, equals the accepted count (:func:`fit_alpha`).
-  The acceptance rate is not α: with n = 4 and α = 0.7 it is about 0.45,
-  because a rejection discards the rest of the draft;
-- **f** = draft time per drafted token ÷ target time per token. Draft time per
-  drafted token is ``t_draft / n_drafted`` (draft decodes ≈ drafted tokens).
-  The target time per token comes from a baseline run when there is one
-  (``t_verify / n_tokens`` of target-only rounds), else from the speculative
-  run itself as verify time per round (``t_verify / n_rounds``), which is what
-  the textbook model assumes a verification batch costs.
+The textbook model: a speculative step drafting n tokens costs ``n·f + 1`` target passes and yields
+``E + 1`` tokens with ``E = α + α² + … + αⁿ``, so the speed-up is ``(E + 1) / (n·f + 1)``.
+The formulas, and how α (fitted to the run's drafts: not the acceptance rate) and f (draft
+time per drafted token ÷ target time per token) are read from a run, live in
+:mod:`specscope.core.measure.cost_model` (``textbook_speedup``, ``best_n``, ``fit_alpha``,
+``measure``); this module draws them.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.app.plots import cache_static_parts, styled_plot
-from specscope.core.measure.pairing import best_n, textbook_speedup
+from specscope.app.plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts,
+                                     styled_plot)
+from specscope.core.measure.cost_model import (Measured, best_n, calibrated_speedup, measure,
+                                               textbook_speedup)
 from specscope.core.measure.stats import Stats
 
-__all__ = ["CostPanel", "Measured", "measure", "fit_alpha", "N_PLOT_MAX",
-           "ALPHA_DEFAULT", "F_DEFAULT"]
+__all__ = ["CostPanel", "N_PLOT_MAX", "ALPHA_DEFAULT", "F_DEFAULT"]
 
 N_PLOT_MAX = 8                # the curve covers n = 1..max(N_PLOT_MAX, n_max)
 ALPHA_DEFAULT = 0.7           # slider values before anything is measured
@@ -52,9 +38,7 @@ VERIFY_RATIO_NOTABLE = 1.25   # a verify batch costing > 1.25 target tokens is w
 OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
 
 CURVE_COLOR = "#0072b2"
-CALIBRATED_COLOR = "#009e73"      # as in the synthetic sweep's plot below
 BEST_COLOR = "#e69f00"
-MEASURED_COLOR = "#d64545"
 
 TARGET_TIME_TIP_BASELINE = (
     "Target time per token = baseline run's target time ÷ its tokens "
@@ -82,90 +66,6 @@ ALPHA_TIP = (
     "(accepted ÷ drafted) because a rejection discards the rest of the draft.")
 
 
-# ============================================================================ measuring (pure)
-
-def fit_alpha(drafted_at: tuple[int, ...] | list[int], n_accept: int) -> float:
-    """The per-token acceptance α with Σₖ drafted_at[k]·α^(k+1) = n_accept.
-
-    ``drafted_at[k]`` counts the drafts that reached position k (0-based); under
-    the textbook model such a draft's k-th token is accepted with probability
-    α^(k+1). The left side increases with α, so bisection finds it.
-    """
-    weights = np.asarray(drafted_at, dtype=float)
-    total = float(weights.sum())
-    if total <= 0 or n_accept <= 0:
-        return 0.0
-    if n_accept >= total:
-        return 1.0
-    powers = np.arange(1, len(weights) + 1)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if float(weights @ mid ** powers) < n_accept:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
-@dataclass(frozen=True)
-class Measured:
-    """What a speculative run (and, if any, a baseline run) says about α and f."""
-
-    acceptance_rate: float
-    alpha: float
-    mean_accepted_length: float
-    draft_s_per_token: float
-    target_s_per_token: float
-    target_from_baseline: bool
-    f: float
-    n_max: int
-    speedup: float | None          # spec tokens/s ÷ baseline tokens/s
-    spec_tokens_per_s: float
-    baseline_tokens_per_s: float | None
-    verify_ratio: float | None     # verify time per round ÷ target time per token (baseline only)
-    mean_batch: float              # tokens per verification batch (1 + mean draft length)
-    overhead_share: float
-    baseline_overhead_share: float | None = None
-
-
-def measure(spec: Stats, baseline: Stats | None, n_max: int) -> Measured | None:
-    """α, f and the measured speed-up; None while the run has no verified draft."""
-    if spec.n_drafted == 0 or spec.n_rounds == 0:
-        return None
-    has_base = baseline is not None and baseline.n_tokens > 0 and baseline.t_verify > 0
-    if has_base:
-        target_tok = baseline.t_verify / baseline.n_tokens
-    else:
-        target_tok = spec.t_verify / spec.n_rounds
-    draft_tok = spec.t_draft / spec.n_drafted
-    f = draft_tok / target_tok if target_tok > 0 else float("nan")
-    speedup = None
-    base_tps = None
-    verify_ratio = None
-    if has_base and baseline.tokens_per_s > 0 and spec.tokens_per_s > 0:
-        base_tps = baseline.tokens_per_s
-        speedup = spec.tokens_per_s / base_tps
-        verify_ratio = (spec.t_verify / spec.n_rounds) / target_tok
-    return Measured(
-        acceptance_rate=spec.acceptance_rate,
-        alpha=fit_alpha(spec.drafted_at, spec.n_accept),
-        mean_accepted_length=spec.mean_accepted_length,
-        draft_s_per_token=draft_tok,
-        target_s_per_token=target_tok,
-        target_from_baseline=has_base,
-        f=f,
-        n_max=n_max,
-        speedup=speedup,
-        spec_tokens_per_s=spec.tokens_per_s,
-        baseline_tokens_per_s=base_tps,
-        verify_ratio=verify_ratio,
-        mean_batch=1.0 + spec.n_drafted / spec.n_draft_rounds if spec.n_draft_rounds else 1.0,
-        overhead_share=spec.overhead_share,
-        baseline_overhead_share=baseline.overhead_share if has_base else None,
-    )
-
-
 def _ms(seconds: float) -> str:
     ms = seconds * 1e3
     return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
@@ -175,6 +75,8 @@ def _ms(seconds: float) -> str:
 
 class CostPanel(QtWidgets.QWidget):
     """Measured α and f, the textbook speed-up over n, and what-if sliders."""
+
+    calibrate_requested = QtCore.Signal()      # Calibrate (or, while calibrating, its Stop) pressed
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -324,6 +226,7 @@ class CostPanel(QtWidgets.QWidget):
         self._alpha_slider.valueChanged.connect(self._alpha_moved)
         self._f_slider.valueChanged.connect(self._f_moved)
         self._use_measured.clicked.connect(self.use_measured)
+        self.calibrate_button.clicked.connect(self.calibrate_requested)
         self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
         self._redraw()
 
@@ -613,7 +516,6 @@ class CostPanel(QtWidgets.QWidget):
         """n -> the calibrated speed-up at the slider's α, for the n the calibration covers."""
         if self._cal is None:
             return {}
-        from specscope.core.measure.calibrate import calibrated_speedup
         return {k: calibrated_speedup(self._cal, k, alpha=self._alpha, sync=self._cal_sync)
                 for k in range(1, min(n_top, self._cal.k_max - 1) + 1)}
 

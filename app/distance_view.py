@@ -1,4 +1,4 @@
-"""What distance costs per round (issue 14): the pair calibrated on this machine's CPU and where
+"""What distance costs per round: the pair calibrated on this machine's CPU and where
 the placement puts it (a model on an rpc-server), side by side in the cost tab.
 
 Measure runs :func:`specscope.core.measure.distance.measure_distance` on its own thread: two
@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
-from .plots import cache_static_parts, styled_plot
-from .task import ERROR_STYLE, BackgroundTask, MeasureRow
+from .plot_base import cache_static_parts, styled_plot
+from .task import ERROR_STYLE, BackgroundTask, MeasureView, table_label
 
 __all__ = ["DistanceView", "DistanceRequest", "RoundShape"]
 
@@ -90,14 +89,17 @@ def measure(req: DistanceRequest, progress, stop):
                             n_past=req.n_past, stop=stop, progress=progress)
 
 
-class DistanceView(QGroupBox):
+class DistanceView(MeasureView):
     """Verify cost over k here and as placed, one round's parts, Measure / Stop."""
 
     def __init__(self, parent=None):
-        super().__init__("What distance costs per round (rpc-server)", parent)
-        self.source = None           # () -> DistanceRequest; raises SpecScopeError when it cannot
+        super().__init__("What distance costs per round (rpc-server)",
+                         BackgroundTask(measure, "specscope-distance"),
+                         "Calibrate the pair on this machine's CPU and where Models ▸ "
+                         "Advanced places it (each cached afterwards; the first time takes "
+                         "about ten seconds per placement on the demo pair)", parent=parent)
         self.result = None           # (DistanceRequest, Distance) of the last Measure
-        lay = QVBoxLayout(self)
+        lay = self.body
         self.where = QLabel(ALL_LOCAL)
         self.where.setWordWrap(True)
         self.where.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -122,9 +124,7 @@ class DistanceView(QGroupBox):
         cache_static_parts(p)
         self.plot.setVisible(False)
         lay.addWidget(self.plot, 1)
-        self.table = QLabel("")
-        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = table_label()
         self.table.setVisible(False)
         lay.addWidget(self.table)
         self.summary = QLabel("")
@@ -133,23 +133,10 @@ class DistanceView(QGroupBox):
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.summary.setVisible(False)
         lay.addWidget(self.summary)
-        self.row = MeasureRow(BackgroundTask(measure, "specscope-distance", self),
-                              "Calibrate the pair on this machine's CPU and where Models ▸ "
-                              "Advanced places it (each cached afterwards; the first time takes "
-                              "about ten seconds per placement on the demo pair)")
-        self.measure, self.stop, self.status = self.row.measure, self.row.stop, self.row.status
         lay.addWidget(self.row)
-        self.measure.clicked.connect(self.start)
-        self.row.finished.connect(self._on_finished)
         self.row.ended.connect(self.refresh)        # Measure enabled as the placement allows
 
     # ------------------------------------------------------------------ the placement
-    def _request(self) -> DistanceRequest:
-        from specscope.core.errors import ConfigError
-        if self.source is None:
-            raise ConfigError("open a pair first")
-        return self.source()
-
     def refresh(self) -> None:
         """Say where the controls place the pair now; the last result stays until replaced, and
         its sentence follows the latest run when that ran under the measured placement."""
@@ -157,7 +144,7 @@ class DistanceView(QGroupBox):
         if self.running:
             return
         try:
-            req = self._request()
+            req = self.request()
         except SpecScopeError as exc:
             self.where.setText(str(exc))
             self.measure.setEnabled(False)
@@ -175,27 +162,10 @@ class DistanceView(QGroupBox):
         super().showEvent(event)
 
     # ------------------------------------------------------------------ running
-    def start(self, req: DistanceRequest | None = None) -> bool:
-        from specscope.core.errors import ConfigError, SpecScopeError
-        try:
-            req = req or self._request()
-            if not req.remote:
-                raise ConfigError("both models run on this machine: there is no distance to measure")
-        except SpecScopeError as exc:
-            self.row.refuse(exc)
-            return False
-        self.row.run(req)
-        return True
-
-    @property
-    def running(self) -> bool:
-        return self.row.running
-
-    def request_stop(self) -> None:
-        self.row.request_stop()
-
-    def shutdown(self, timeout_ms: int = 10000) -> bool:
-        return self.row.shutdown(timeout_ms)
+    def check(self, req: DistanceRequest) -> None:
+        from specscope.core.errors import ConfigError
+        if not req.remote:
+            raise ConfigError("both models run on this machine: there is no distance to measure")
 
     def _on_finished(self, req: DistanceRequest, distance) -> None:
         self.result = (req, distance)

@@ -111,7 +111,7 @@ class DrafterPanel(QGroupBox):
                              "own rows, or replay the verification batch as llama.cpp does (--sync)")
 
         self.policy = QComboBox()
-        from specscope.core.engine.draft_policy import DESCRIPTIONS as POLICY_TIPS, POLICIES
+        from specscope.core.engine.draft_policy import POLICIES, POLICY_DESCRIPTIONS as POLICY_TIPS
         for i, name in enumerate(POLICIES):
             self.policy.addItem(name, name)
             self.policy.setItemData(i, POLICY_TIPS[name], Qt.ItemDataRole.ToolTipRole)
@@ -227,6 +227,10 @@ class DrafterPanel(QGroupBox):
     def set_types(self, types) -> None:
         for t, c in self.checks.items():
             c.setChecked(t in types)
+
+    def focus_type(self, name: str) -> None:
+        """Give ``name``'s check box the keyboard focus."""
+        self.checks[name].setFocus()
 
     def spec_settings(self):
         """The SpecSettings the rows describe (not validated: see ``problem``)."""

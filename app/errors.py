@@ -86,6 +86,14 @@ def describe(exc: BaseException) -> str:
     return f"Unexpected error: {type(exc).__name__}: {exc}"
 
 
+def run_failure_hint(exc: BaseException) -> str:
+    """What to do when a run failed with ``exc`` ("" when there is nothing to add)."""
+    from specscope.core.errors import IncompatiblePairError
+    if isinstance(exc, IncompatiblePairError):
+        return "Choose another draft, or press Baseline to run the target alone"
+    return ""
+
+
 class DetailsDialog(QDialog):
     def __init__(self, title: str, message: str, details: str, log_path: Path | None, parent=None):
         super().__init__(parent)

@@ -3,8 +3,11 @@ step mode). Short on purpose; the tooltips say the rest."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
+from pathlib import Path
+
+from PySide6.QtCore import QSize, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMessageBox, QTextBrowser, QVBoxLayout, QWidget
 
 from .token_view import legend_html
 
@@ -107,3 +110,21 @@ def show_guide(parent: QWidget) -> GuideDialog:
     dialog.raise_()
     dialog.activateWindow()
     return dialog
+
+
+def show_about(parent: QWidget, log_path: Path) -> None:
+    """Help ▸ About SpecScope (modeless)."""
+    box = QMessageBox(parent)
+    box.setWindowTitle("About SpecScope")
+    box.setText("<b>SpecScope</b><br>A playground for llama.cpp's speculative decoding: a "
+                "drafter (a small draft model, or an n-gram lookup in the text so far) proposes "
+                "tokens, the target verifies them in one batch."
+                f"<br><br>Log file: {log_path}")
+    box.setModal(False)
+    box.open()
+
+
+def open_log_folder(log_path: Path) -> None:
+    """Help ▸ Open the log folder, in the desktop's file manager."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    QDesktopServices.openUrl(QUrl.fromLocalFile(str(log_path.parent)))

@@ -171,7 +171,7 @@ def main(model: Path | None = None, draft: Path | None = None, session: Path | N
 
     window = MainWindow(model=Path(model) if model else None, draft=Path(draft) if draft else None)
     if session is not None:
-        window.open_session(Path(session))      # a bad file: one banner line, the window opens
+        window.files.open_session(Path(session))      # a bad file: one banner line, the window opens
     hook = report_uncaught(window.banner)
     window.show()
     t0 = os.environ.get(STARTUP_T0_ENV)

@@ -138,6 +138,7 @@ class PairPanel(QGroupBox):
     pair_changed = Signal()               # the user picked another target or draft
     demo_requested = Signal()
     drafter_suggested = Signal(str)       # a link in the verdict: draft with this n-gram type
+    placement_changed = Signal()          # a device, GPU layer count or rpc endpoint changed
 
     def __init__(self, parent=None):
         super().__init__("Models", parent)
@@ -260,13 +261,16 @@ class PairPanel(QGroupBox):
             self.gpu_layers[role].setSpecialValueText("all")
             self.placement.devices[role].currentTextChanged.connect(
                 lambda text, r=role: self._device_chosen(r, text))
+            self.placement.devices[role].currentTextChanged.connect(self.placement_changed)
+            self.gpu_layers[role].valueChanged.connect(self.placement_changed)
+        self.placement.rpc_edit.textChanged.connect(self.placement_changed)
         self.advanced_toggle.toggled.connect(self._toggle_advanced)
         self._toggle_advanced(False)
         lay.addWidget(self.advanced_toggle)
         lay.addWidget(self.advanced)
 
-        self.target_browse.clicked.connect(lambda: self._browse(self.target_edit, "Choose the target model"))
-        self.draft_browse.clicked.connect(lambda: self._browse(self.draft_edit, "Choose the draft model"))
+        self.target_browse.clicked.connect(self.browse_target)
+        self.draft_browse.clicked.connect(self.browse_draft)
         for edit in (self.target_edit, self.draft_edit):
             edit.editingFinished.connect(self._edited)
             edit.dropped.connect(lambda _p: self._edited(force=True))
@@ -290,6 +294,13 @@ class PairPanel(QGroupBox):
             self._last = now
             if notify:
                 self.pair_changed.emit()
+
+    def browse_target(self) -> None:
+        """Choose the target model in a file dialog."""
+        self._browse(self.target_edit, "Choose the target model")
+
+    def browse_draft(self) -> None:
+        self._browse(self.draft_edit, "Choose the draft model")
 
     def _browse(self, edit: QLineEdit, title: str) -> None:
         start = edit.text() or str(Path.home())

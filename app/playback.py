@@ -1,4 +1,4 @@
-"""Human-speed playback (issue 12, item 3): the views follow the recorded round events at a
+"""Human-speed playback: the views follow the recorded round events at a
 chosen pace while the engine runs at full speed, and a scrubber jumps to any round.
 
 ``Playback`` sits between whatever produces events (the worker's batches during a live run,

@@ -1,4 +1,4 @@
-"""Quantized copies of the draft, made from the window (issue 13, item 5).
+"""Quantized copies of the draft, made from the window.
 
 The dialog offers llama.cpp's quantization types as checkboxes and a folder; Start makes one
 copy per type with :class:`specscope.core.models.quantize.Quantization` (llama.cpp's own
@@ -54,7 +54,7 @@ class QuantizeDialog(QDialog):
 
         intro = QLabel(
             f"<b>{self.source.name}</b><br>A draft quantized harder than the target is wrong a "
-            "little more often but costs less per token (seed 003). Make copies with llama.cpp's "
+            "little more often but costs less per token. Make copies with llama.cpp's "
             "own quantizer, then sweep them against the original in Compare.")
         intro.setWordWrap(True)
 

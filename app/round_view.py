@@ -411,6 +411,6 @@ def explain(ev, vocab, history=(), types=()) -> str:
     if ev.finish:
         lines.append(f"<b>The run ended</b> ({ev.finish}).")
     else:
-        nxt = seed if ev.mode == "checkpoint" else own      # ev.next_seed
+        nxt = seed if ev.mode == "checkpoint" else own      # the next round's seed
         lines.append(f"<b>Next:</b> id_last = {nxt} at n_past = {ev.n_past_after}.")
     return "".join(f"<p style='margin:2px 0 6px 0'>{ln}</p>" for ln in lines)

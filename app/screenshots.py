@@ -68,13 +68,13 @@ def main(argv=None) -> int:
         return cond()
 
     def shot(name):
-        wait(lambda: w.plots_painted, 2)     # plots repaint one per tick after an update
+        wait(lambda: w.shown.plots_painted, 2)     # plots repaint one per tick after an update
         app.processEvents()
         path = args.out / f"{name}.png"
         w.grab().save(str(path))
         print(path)
 
-    wait(lambda: w.panels_ready and (w.report is not None or w.banner.isVisible()), 30)
+    wait(lambda: w.panels_ready and (w.pairs.report is not None or w.banner.isVisible()), 30)
     try:
         from specscope.core.models.demo import prompts_dir
         w.prompt.set_text((prompts_dir() / PROMPT_FILE).read_text(encoding="utf-8"))
@@ -95,28 +95,28 @@ def main(argv=None) -> int:
     shot("01_fresh")
     w.params.n_predict.setValue(args.n_predict)
     w.run_clicked()
-    wait(lambda: len(w.events) >= 12 or w.mode == "idle")
+    wait(lambda: len(w.shown.events) >= 12 or not w.controller.busy)
     shot("02_mid_run")
-    wait(lambda: w.mode == "idle", 600)
+    wait(lambda: not w.controller.busy, 600)
     w.tabs.setCurrentIndex(0)
     shot("03_finished_with_plots")
     w.baseline_clicked()                # measured beside the run: the views keep the run
-    wait(lambda: w.mode == "idle", 600)
+    wait(lambda: not w.controller.busy, 600)
     shot("03b_run_after_baseline")
     w.run_clicked()
-    wait(lambda: w.mode == "idle", 600)
+    wait(lambda: not w.controller.busy, 600)
     w.tabs.setCurrentIndex(1)
     shot("04_cost_model")
     w.step_clicked()
     for _ in range(12):
-        wait(lambda: w.mode in ("paused", "idle"))
+        wait(lambda: w.controller.paused or not w.controller.busy)
         ev = w.round_view.shown_event
-        if w.mode != "paused" or (ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted)):
+        if not w.controller.paused or (ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted)):
             break
         w.step_clicked()
     shot("05_step_mode")
     w.stop_clicked()
-    wait(lambda: w.mode == "idle")
+    wait(lambda: not w.controller.busy)
     bad = tmp / "not-a-model.gguf"
     bad.write_bytes(b"hello, I am not a GGUF file")
     t, d = w.pair_panel.pair()
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
 
 
 def session_shots(w, wait, shot, path: Path, tmp: Path) -> None:
-    if not w.open_session(path):
+    if not w.files.open_session(path):
         shot("20_session_refused")
         return
     w.tabs.setCurrentIndex(0)
@@ -140,14 +140,14 @@ def session_shots(w, wait, shot, path: Path, tmp: Path) -> None:
     bad = tmp / "cut-short.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     bad.write_text("".join(lines[:3]) + lines[3][:40], encoding="utf-8")
-    w.open_session(bad)
+    w.files.open_session(bad)
     w.tabs.setCurrentIndex(0)
     shot("24_session_bad_file")
 
 
 def compare_shots(w, wait, shot, tmp: Path) -> None:
     import json
-    from specscope.core.measure.sweep import load_prompts
+    from specscope.core.measure.sweep_settings import load_prompts
     c = w.compare
     w.show_workspace("compare")
     c.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")
@@ -168,7 +168,7 @@ def compare_shots(w, wait, shot, tmp: Path) -> None:
     c.per_prompt.setChecked(False)
     w.show_workspace("run")
     w.run_clicked()
-    wait(lambda: w.mode == "idle", 600)
+    wait(lambda: not w.controller.busy, 600)
     w.tabs.setCurrentIndex(0)
     w.set_tabs_expanded(True)
     shot("24_run_tabs_expanded")
@@ -208,7 +208,7 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
 
     d.set_types(["ngram-simple"])
     w.run_clicked()
-    wait(lambda: w.mode == "idle", 600)
+    wait(lambda: not w.controller.busy, 600)
     tv = w.token_view
     spans = [s for s in tv.spans if s.kind == ACCEPTED and s.event is not None and s.event.n_accepted > 1]
     spans = spans or [s for s in tv.spans if s.kind == ACCEPTED]
@@ -224,27 +224,27 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
 
     d.set_types(["ngram-simple", "draft-simple"])
     w.run_clicked()
-    wait(lambda: w.mode == "idle", 600)
+    wait(lambda: not w.controller.busy, 600)
     w.tabs.setCurrentIndex(0)
     shot("13_chain_plots")
 
     w.step_clicked()                         # the same chain, one round at a time
     for _ in range(80):
-        wait(lambda: w.mode in ("paused", "idle"))
+        wait(lambda: w.controller.paused or not w.controller.busy)
         ev = w.round_view.shown_event
-        if w.mode != "paused" or (ev is not None and ev.drafter == "ngram-simple" and ev.n_accepted):
+        if not w.controller.paused or (ev is not None and ev.drafter == "ngram-simple" and ev.n_accepted):
             break
         w.step_clicked()
     shot("14_step_mode_ngram")
     w.stop_clicked()
-    wait(lambda: w.mode == "idle")
+    wait(lambda: not w.controller.busy)
 
     t, _ = w.pair_panel.pair()
     try:
         from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, models_dir
-        w.report = None
+        w.pairs.report = None
         w.pair_panel.set_pair(t, models_dir() / DEMO_FOREIGN_DRAFT)
-        wait(lambda: w.report is not None, 30)
+        wait(lambda: w.pairs.report is not None, 30)
         d.set_types(["draft-simple"])
         from PySide6.QtWidgets import QScrollArea
         scroll = d.parentWidget()

@@ -1,4 +1,4 @@
-"""Two sessions side by side (issue 12, item 5): acceptance by position and accepted-length
+"""Two sessions side by side: acceptance by position and accepted-length
 histograms overlaid, speed-up and the rest in a table, and where the outputs first diverge.
 It shows a ``core.session_compare.SessionComparison``; the window makes one from the session
 shown and a second one the user opens (File → Compare with session…)."""
@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from .plots import styled_plot
+from .plot_base import styled_plot
 
 COLORS = ("#0072b2", "#e69f00")          # A, B
 BAR_WIDTH = 0.38

@@ -6,7 +6,7 @@ pair at several synthetic mean accepted lengths (llama.cpp's benchmark-only
 ``--spec-synth-len``: the draft model drafts and the target verifies, every timing is real,
 but draft tokens are kept at random), each against the target alone. The plot puts the
 measured speed-ups (points, at the per-token acceptance the runs showed) beside the
-calibrated model's curve (this machine's c(k), f, sampling and overheads) and seed 003's
+calibrated model's curve (this machine's c(k), f, sampling and overheads) and the textbook
 textbook curve (E + 1)/(n·f + 1) with the same f; the table lists every level.
 """
 
@@ -15,38 +15,37 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
-from .plots import cache_static_parts, styled_plot
-from .task import BackgroundTask, MeasureRow
+from .plot_base import CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts, styled_plot
+from .task import BackgroundTask, MeasureView, table_label
 
 TEXTBOOK_COLOR = "#0072b2"
-CALIBRATED_COLOR = "#009e73"
-MEASURED_COLOR = "#d64545"
 NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, benchmark only): the "
         "pair really drafts and verifies, so the timings are real, but draft tokens are kept at "
         "random — the text of these runs is NOT valid output and is not shown.")
 
 
 def sweep(settings, progress, stop, engine=None):
-    """The task: the sweep (core/measure/synth_sweep.py) in ``engine`` or models of its own; its
-    progress as a fraction."""
+    """The task: the sweep (core/measure/synth_sweep.py) in ``engine`` or models of its own."""
     from specscope.core.measure.synth_sweep import run_synth_sweep
-    return run_synth_sweep(settings, stop=stop, engine=engine,
-                           progress=lambda done, total, what: progress(done / max(1, total), what))
+    return run_synth_sweep(settings, stop=stop, engine=engine, progress=progress)
 
 
-class SynthCurveView(QGroupBox):
+class SynthCurveView(MeasureView):
     """The measured curve, its two predictions, the table, and Measure / Stop."""
 
     measured = Signal(object)            # SynthCurve (also after Stop)
 
     def __init__(self, parent=None):
-        super().__init__("Speed-up against acceptance, measured on this machine", parent)
-        self.source = None               # () -> SweepSettings; raises ConfigError when it cannot
+        # the window gives it its EngineTask (use_task): the sweep then runs in its loaded pair
+        super().__init__("Speed-up against acceptance, measured on this machine",
+                         BackgroundTask(sweep, "specscope-synth-sweep"),
+                         "Run the pair (draft-simple, your n_max, sync and prompt; at most 64 "
+                         "tokens) at 6 synthetic mean accepted lengths from 1 to n_max + 1, "
+                         "each against the target alone", "stopping after the current run…", parent)
         self.curve = None
-        lay = QVBoxLayout(self)
+        lay = self.body
         note = QLabel(NOTE)
         note.setWordWrap(True)
         note.setStyleSheet("color:#b42318")
@@ -71,56 +70,15 @@ class SynthCurveView(QGroupBox):
         p.setLimits(yMin=0.0)
         cache_static_parts(p)
         lay.addWidget(self.plot, 1)
-        self.table = QLabel("Press Measure to run the pair at several synthetic acceptance levels.")
-        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = table_label("Press Measure to run the pair at several synthetic acceptance levels.")
         self.table.setWordWrap(False)
         lay.addWidget(self.table)
-        # the window gives it its EngineTask (use_task): the sweep then runs in its loaded pair
-        self.row = MeasureRow(BackgroundTask(sweep, "specscope-synth-sweep", self),
-                              "Run the pair (draft-simple, your n_max, sync and prompt; at most 64 "
-                              "tokens) at 6 synthetic mean accepted lengths from 1 to n_max + 1, "
-                              "each against the target alone", stopping="stopping after the current run…")
-        self.measure, self.stop, self.status = self.row.measure, self.row.stop, self.row.status
         lay.addWidget(self.row)
-        self.measure.clicked.connect(self.start)
-        self.row.finished.connect(lambda _settings, curve: self._on_finished(curve))
 
-    # ------------------------------------------------------------------ running
-    def use_task(self, task) -> None:
-        """What runs the sweep: a BackgroundTask (models of its own) or the window's EngineTask
-        (its loaded pair, on the engine's thread; the task then takes an engine first)."""
-        self.row.use_task(task)
+    def check(self, settings) -> None:
+        settings.validate()
 
-    @property
-    def task(self):
-        return self.row.task
-
-    def start(self, settings=None) -> bool:
-        from specscope.core.errors import SpecScopeError
-        try:
-            if settings is None:
-                if self.source is None:
-                    raise SpecScopeError("open a pair first")
-                settings = self.source()
-            settings.validate()
-        except SpecScopeError as exc:
-            self.row.refuse(exc)
-            return False
-        self.row.run(settings)
-        return True
-
-    @property
-    def running(self) -> bool:
-        return self.row.running
-
-    def request_stop(self) -> None:
-        self.row.request_stop()
-
-    def shutdown(self, timeout_ms: int = 10000) -> bool:
-        return self.row.shutdown(timeout_ms)
-
-    def _on_finished(self, curve) -> None:
+    def _on_finished(self, _settings, curve) -> None:
         self.show_curve(curve)
         self.measured.emit(curve)
 

@@ -1,4 +1,4 @@
-"""The draft/verify timeline (issue 12, item 4): where each round's time went, round after
+"""The draft/verify timeline: where each round's time went, round after
 round, on one time axis.
 
 Four lanes, top to bottom: the draft (the draft model's decodes and the n-gram lookups), the
@@ -19,7 +19,8 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.core.engine.events import RoundEvent
 
-from .plots import SPLIT_COLORS, styled_plot
+from .plot_base import styled_plot
+from .plot_rounds import SPLIT_COLORS
 
 LANES = ("draft", "verify", "sync", "overhead")      # top to bottom
 LANE_NAMES = {"draft": "draft", "verify": "verify", "sync": "sync", "overhead": "Python"}

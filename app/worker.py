@@ -3,7 +3,8 @@
 Both are QObjects moved to their own QThread, driven by queued signals, with a
 small past-tense signal vocabulary. No GUI update happens in them: the engine
 worker emits *batches* of round events (at most one batch per
-``BATCH_PERIOD_S``); the window applies the newest state from a timer.
+``BATCH_PERIOD_S``); the window's run controller (core/session/controller.py)
+takes them into the session at once, the views follow from a timer.
 
 The engine lives on the worker thread from load to close: every llama.cpp
 call, including the load with its progress callback, runs there, so the UI
@@ -18,8 +19,14 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from specscope.core.models.tokentext import TokenTable
+
+if TYPE_CHECKING:       # the controller builds the requests (core/session/controller.py)
+    from specscope.core.session.controller import RunRequest
 
 BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms
 REMEASURE_AFTER_S = 10.0   # a run starting this long after the last thread measurement measures again
@@ -27,34 +34,12 @@ UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its 
 
 
 @dataclass(frozen=True)
-class RunRequest:
-    """Everything one generation needs; the window builds it from the controls."""
-
-    run_id: int
-    kind: str                         # "spec" | "baseline"
-    target: Path
-    draft: Path | None
-    engine_settings: object           # specscope.core.engine.engine.EngineSettings
-    prompt: str
-    spec: object | None               # SpecSettings (spec runs)
-    sampler: object                   # SamplerSettings
-    n_predict: int
-    step: bool = False                # one round per step() request
-    chat: bool = False                # give the target the prompt in its own chat template
-    system: str = ""                  # with chat: a system message ("" = none)
-    stop: threading.Event = field(default_factory=threading.Event, compare=False)
-    # set by the window once it has painted the new run's empty panels: the first rounds then
-    # do not compete with those paints for the GIL (pyqtgraph paints hold it for ms at a time)
-    ui_ready: threading.Event = field(default_factory=threading.Event, compare=False)
-
-
-@dataclass(frozen=True)
 class MeasureRequest:
     """A measurement in the window's own engine, on the engine's thread (the cost panel's
     calibration, the synthetic sweep): no second copy of the models. ``task(engine,
-    progress(fraction, what), stop)`` returns the result."""
+    progress(done, total, what), stop)`` returns the result (core/measure/progress.py)."""
 
-    run_id: int                       # from the window's run counter
+    run_id: int                       # from the controller's run ids
     target: Path
     draft: Path | None
     engine_settings: object
@@ -68,35 +53,8 @@ class RunStarted:
     kind: str
     prompt_tokens: tuple[int, ...]
     prompt_text: str                  # what the target was given (with chat: the rendered template)
-    vocab: "Vocab"                    # the target's token pieces (plain Python, safe on any thread)
+    vocab: TokenTable                 # the target's token pieces (plain Python, safe on any thread)
     calibration: tuple | None = None  # (Calibration, from_cache): what the cost policy predicts with
-
-
-@dataclass(frozen=True)
-class Vocab:
-    """A copy of the target's token pieces, so the UI thread never calls into llama.cpp."""
-
-    pieces: tuple[bytes, ...]
-    eog: frozenset[int]
-    texts: tuple[bytes, ...] = ()     # the vocabulary's own pieces ("▁Hello", "<0x0A>"), for hovering
-
-    @classmethod
-    def of(cls, model) -> "Vocab":
-        n = model.n_vocab
-        return cls(tuple(model.piece(t) for t in range(n)),
-                   frozenset(t for t in range(n) if model.is_eog(t)),
-                   tuple(model.token_text(t) for t in range(n)))
-
-    def piece(self, token: int) -> bytes:
-        return self.pieces[token] if 0 <= token < len(self.pieces) else b""
-
-    def text(self, token: int) -> str:
-        """The token as its vocabulary writes it."""
-        raw = self.texts[token] if 0 <= token < len(self.texts) else self.piece(token)
-        return raw.decode("utf-8", "replace")
-
-    def is_eog(self, token: int) -> bool:
-        return token in self.eog
 
 
 def _error_payload(exc: BaseException) -> tuple[BaseException, str]:
@@ -137,6 +95,11 @@ class EngineWorker(QObject):
         self.rounds_done = 0                    # rounds the current run has yielded (for tests)
 
     # ------------------------------------------------------------------ engine
+    @property
+    def engine(self):
+        """The loaded Engine, None before a load (read it on the worker's thread, or between runs)."""
+        return self._engine
+
     def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
         """Load the pair unless it is loaded already (a run without draft-simple reuses any
         loaded draft, or loads the target alone when ``draft`` is None)."""
@@ -152,7 +115,7 @@ class EngineWorker(QObject):
         self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
         self._measure_threads(settings)
-        self._vocab = Vocab.of(self._engine.target)
+        self._vocab = TokenTable.of(self._engine.target)   # the UI thread never calls llama.cpp
         self.engine_loaded.emit(self._facts())
 
     def _guarded(self, target: Path, draft: Path | None, settings):
@@ -286,11 +249,12 @@ class EngineWorker(QObject):
         """A measurement in the loaded engine (loaded first if need be): progress as
         measure_progressed, the result as measured, Stop or a failure as measure_failed."""
         from specscope.core.measure.calibrate import CalibrationStopped
+        from specscope.core.measure.progress import share
         self._drop_generator()
         try:
             self._ensure_engine(request.target, request.draft, request.engine_settings)
-            result = request.task(self._engine, lambda fraction, what: self.measure_progressed.emit(
-                request.run_id, float(fraction), str(what)), request.stop)
+            result = request.task(self._engine, lambda done, total, what: self.measure_progressed.emit(
+                request.run_id, share(done, total), str(what)), request.stop)
         except CalibrationStopped:
             self.measure_failed.emit(request.run_id, None, "")
         except Exception as exc:  # noqa: BLE001 - every failure goes to the window
@@ -307,11 +271,12 @@ class EngineWorker(QObject):
         if request.kind != "spec" or spec.draft_policy != "cost" or not spec.uses_draft_model:
             return None
         from specscope.core.measure.calibrate import policy_calibration
+        from specscope.core.measure.progress import share
         measured = []                 # calibrate() reports progress, a cached calibration none
 
-        def progress(fraction: float, _what: str) -> None:
-            measured.append(fraction)
-            self.calibration_progressed.emit(request.run_id, fraction)
+        def progress(done: float, total: float, _what: str) -> None:
+            measured.append(done)
+            self.calibration_progressed.emit(request.run_id, share(done, total))
 
         cal = policy_calibration(self._engine, spec, request.sampler, progress, request.stop)
         return cal, not measured
@@ -421,3 +386,19 @@ def start_thread(obj: QObject, name: str) -> QThread:
     obj.moveToThread(thread)
     thread.start()
     return thread
+
+
+class _Relay(QObject):
+    def __init__(self, fn, parent: QObject):
+        super().__init__(parent)
+        self.fn = fn
+
+    def call(self, *args) -> None:
+        self.fn(*args)
+
+
+def on_ui_thread(signal, fn, parent: QObject) -> None:
+    """Connect a worker's ``signal`` to ``fn``, a plain callable (the run controller's), called
+    on ``parent``'s thread (the UI's). Connected to ``fn`` itself, it would run on the worker's
+    thread; to a QObject's method, it runs on that object's."""
+    signal.connect(_Relay(fn, parent).call)

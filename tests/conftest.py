@@ -2,24 +2,51 @@ import os
 import sys
 import tempfile
 import threading
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
 os.environ["QT_QPA_PLATFORM"] = os.environ.get("QT_QPA_PLATFORM") or "offscreen"
+# llama.cpp's OpenMP threads wait at their barriers asleep, not spinning (set before llama.cpp
+# loads; children inherit it): on a machine other processes load, spinning threads made the
+# fast tier 5-10x slower (docs/threads.md). What the tests check does not depend on it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # calibrations and crash-probe verdicts go to a cache of the test session's own, not the user's
 os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-test-cache-")
-# the window's autosave of the last run (app/session_actions.py) too
+# the window's autosave of the last run (app/session_files.py) too
 os.environ["SPECSCOPE_DATA_DIR"] = tempfile.mkdtemp(prefix="specscope-test-data-")
 sys.path.insert(0, str(Path(__file__).parent))
 
-import ggufgen  # noqa: E402
-import realmodel  # noqa: E402
+from helpers import ggufgen  # noqa: E402
+from helpers import realmodel  # noqa: E402
+from helpers.window import pair, settings, window  # noqa: E402,F401 - the window's fixtures
+
+# The test tiers (markers, registered in pyproject.toml; docs/testing.md). A test's tiers follow
+# from the fixtures it uses and the file it is in; `unit`, the fast tier, is every test in none
+# of them and not marked slow: python -m pytest -m unit
+TIER_FIXTURES = {"gui": {"qapp"}, "real_model": {"smollm2"}, "rpc": {"rpc_build", "rpc_server"}}
+TIER_FILES = {"gui": ("test_app_*.py", "test_chat_window.py"),
+              "bundle": ("test_bundle.py", "test_wheel.py"),
+              "conformance": ("test_drafters_golden.py", "test_*_conformance.py")}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        tiers = {t for t, names in TIER_FIXTURES.items() if names & set(item.fixturenames)}
+        tiers |= {t for t, names in TIER_FILES.items() if any(fnmatch(item.path.name, n) for n in names)}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "smollm2" in callspec.id:   # a case that fetches it itself
+            tiers.add("real_model")
+        for tier in sorted(tiers):
+            item.add_marker(tier)
+        if not tiers and item.get_closest_marker("slow") is None:
+            item.add_marker("unit")
 
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """SmolLM2-135M-Instruct Q4_1 (tests/realmodel.py). In CI the tier must run: no skip."""
+    """SmolLM2-135M-Instruct Q4_1 (tests/helpers/realmodel.py). In CI the tier must run: no skip."""
     try:
         return realmodel.smollm2_path()
     except (RuntimeError, OSError) as exc:
@@ -70,8 +97,9 @@ def quiet_machine(monkeypatch):
     (test_calibrate tests the load reading and the drift check themselves)."""
     from test_calibrate import FixedLoad
     from specscope.core.measure import calibrate as cb
+    from specscope.core.measure import calibration_cache as cc
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
-    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
+    monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))
 
 
 @pytest.fixture(autouse=True)
@@ -94,9 +122,9 @@ def no_leftover_threads():
 def rpc_build():
     """The folder of an RPC-enabled llama.cpp build (libllama.so, ggml libs, ggml-rpc-server)
     from the same source as the installed llama-cpp-python: built once, cached under
-    ~/.cache/specscope/llama-rpc (tests/rpc_build.py; minutes on 2 cores the first time).
+    ~/.cache/specscope/llama-rpc (tests/helpers/rpc_build.py; minutes on 2 cores the first time).
     Skips with the reason where it cannot be built; in CI it must build."""
-    import rpc_build as rb
+    from helpers import rpc_build as rb
     try:
         return rb.ensure()
     except rb.BuildUnavailable as exc:
@@ -108,7 +136,7 @@ def rpc_build():
 @pytest.fixture(scope="session")
 def rpc_server(rpc_build):
     """A ggml-rpc-server from that build on 127.0.0.1 (a free port): its endpoint."""
-    import rpc_build as rb
+    from helpers import rpc_build as rb
     proc, endpoint = rb.start_server(rpc_build)
     yield endpoint
     proc.terminate()

@@ -257,7 +257,9 @@ def test_a_sweep_at_temperature_reports_the_other_rules_acceptance(quiet_machine
     table shows it; at temperature 0 there is none and no column."""
     from pathlib import Path
 
-    from specscope.core.measure.sweep import SweepSettings, format_table, run_sweep
+    from specscope.core.measure.sweep import run_sweep
+    from specscope.core.measure.sweep_report import format_table
+    from specscope.core.measure.sweep_settings import SweepSettings
     target, draft = demo_pair()
 
     def sweep(temp):

@@ -11,16 +11,14 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import ggufgen  # noqa: E402
-from test_app_window import open_window, pair, run_and_wait, settings  # noqa: E402,F401 - fixtures
+from helpers import ggufgen  # noqa: E402
+from specscope.core.session.controller import RunState  # noqa: E402
+from helpers.window import for_short_runs, open_window, run_and_wait  # noqa: E402
 
 
 @pytest.fixture
 def window(qtbot, pair, settings):  # noqa: F811
-    w = open_window(qtbot, pair, settings)
-    w.params.n_predict.setValue(8)
-    w.params.n_ctx.setValue(256)
-    w.prompt.set_text("x = ")
+    w = for_short_runs(open_window(qtbot, pair, settings), n_predict=8, n_ctx=256, prompt="x = ")
     yield w
     w.close()
 
@@ -48,11 +46,11 @@ def test_bad_models_get_one_clean_line_and_the_window_keeps_working(qtbot, windo
                                  (no_vocab, Path(pair[1]), "has no tokenizer"),
                                  (Path(pair[0]), bad_key, r"metadata key 'gen\0ra\n.\x1bame'"),
                                  (wrong_tokenizer, wrong_tokenizer, "tokenizer.ggml.model = 'llama'")):
-        with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+        with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
             window.pair_panel.set_pair(target, draft)
         assert run_and_wait(qtbot, window, window.run_clicked) == "error"
         message = window.banner.message
         assert words in message and one_clean_line(message), message
-        assert window.mode == "idle"
+        assert window.controller.state is RunState.IDLE
     window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")

@@ -10,7 +10,9 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QObject, Slot  # noqa: E402
 
-from test_app_window import (RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings)  # noqa: E402,F401
+from specscope.core.session.controller import RunState  # noqa: E402
+
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 from test_calibrate import FixedLoad  # noqa: E402
 
 CALIBRATING = "Calibrating the pair for the cost policy… "
@@ -42,9 +44,9 @@ class Seen(QObject):
 @pytest.fixture
 def cost_window(qtbot, pair, settings, tmp_path, monkeypatch):
     """A window set for short cost-policy runs, with an empty calibration cache of its own."""
-    from specscope.core.measure import calibrate as cb
-    monkeypatch.setattr(cb, "cache_dir", lambda: tmp_path / "calibration")
-    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
+    from specscope.core.measure import calibration_cache as cc
+    monkeypatch.setattr(cc, "cache_dir", lambda: tmp_path / "calibration")
+    monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
     w = open_window(qtbot, pair, settings)
     w.params.n_predict.setValue(8)
     w.params.n_ctx.setValue(512)
@@ -64,7 +66,7 @@ def test_stop_while_calibrating_leaves_the_window_idle(qtbot, cost_window, tmp_p
         assert w.stats_bar.text("state").endswith("%")
         w.stop_clicked()
     assert done.args[1] == "stopped"
-    assert w.mode == "idle" and w.active is None and w.session is None
+    assert w.controller.state is RunState.IDLE and w.controller.active is None and w.controller.session is None
     assert w.act_run.isEnabled() and not w.act_stop.isEnabled() and w.params.isEnabled()
     assert w.banner.level != "error" and w.stats_bar.text("state").startswith("Stopped while calibrating")
     assert w.params.drafter.spec_settings().draft_policy == "cost"
@@ -83,7 +85,7 @@ def test_a_cost_run_shows_its_calibration_then_uses_the_cached_one(qtbot, cost_w
     progress = [e for e in log[:first_round] if e[0] == "progress"]
     assert progress and progress[-1][1] == 1.0
     assert all(state == f"{CALIBRATING}{100 * f:.0f}%" for _, f, state in progress)
-    assert w.session.settings.spec.draft_policy == "cost" and w.session.run.events
+    assert w.controller.session.settings.spec.draft_policy == "cost" and w.controller.session.run.events
     assert "TAKEN UNDER LOAD" in w.cost_panel.calibration_text()
     # 2. not cached (taken under load): measured again, on a quiet machine now, and cached
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))

@@ -13,11 +13,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import ggufgen  # noqa: E402
-from specscope.app.compare_view import CompareView, TABLE_COLUMNS, speedup_color  # noqa: E402
+from helpers import ggufgen  # noqa: E402
+from specscope.app.compare_table import TABLE_COLUMNS, speedup_color  # noqa: E402
+from specscope.app.compare_view import CompareView  # noqa: E402
 from specscope.core.engine.engine import EngineSettings  # noqa: E402
 from specscope.core.engine.sampling import SamplerSettings  # noqa: E402
-from specscope.core.measure.sweep import CSV_COLUMNS  # noqa: E402
+from specscope.core.measure.sweep_rows import CSV_COLUMNS  # noqa: E402
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 QUICK = dict(engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1), n_predict=8,
@@ -87,7 +88,7 @@ def test_settings_from_the_controls(view, tiny_models):
 
 
 def test_the_other_rules_column_shows_at_temperature(view, qtbot):
-    from specscope.app.compare_view import CF_COLUMN
+    from specscope.app.compare_table import CF_COLUMN
     run(view, qtbot)
     assert view.table.isColumnHidden(CF_COLUMN)                      # greedy: no other rule
     run(view, qtbot, n_values=(2,), sampler=replace(QUICK["sampler"], temperature=0.8))
@@ -117,7 +118,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
     assert all(float(view.heatmap.item(i, j).text()) > 0 for i in range(2) for j in range(2))
     assert sum(view.heatmap.item(i, j).font().bold() for i in range(2) for j in range(2)) == 2
     # plot: measured, calibrated and textbook per draft
-    assert len(view._curves) == 6
+    assert len(view.chart.curves) == 6
     assert "draft.gguf" in view.best_label.text() and "calibrated" in view.best_label.text()
     assert "Lossless" in view.lossless_label.text()
     assert "draft.gguf" in view.calibration_label.text() and "c(k)" in view.calibration_label.text()
@@ -144,15 +145,14 @@ def test_a_calibration_under_load_is_flagged_in_the_view(view, qtbot, monkeypatc
 
 
 def test_stop_ends_the_sweep_between_runs(view, qtbot):
+    from specscope.core.measure.sweep_settings import sweep_steps
     settings = replace(view.settings(), **{**QUICK, "n_values": (1, 2, 3, 4), "n_predict": 24})
-    seen = []
+    total = sweep_steps(settings)
 
-    def on_progress(done, total, what):
-        seen.append(done)
-        if done >= 3:
+    def on_progress(fraction, what):
+        if round(fraction * total) >= 3:
             view.request_stop()
-    view._ensure_thread()
-    view._worker.progressed.connect(on_progress)
+    view.task.progressed.connect(on_progress)
     with qtbot.waitSignal(view.sweep_finished, timeout=120_000) as blocker:
         view.start(settings)
     result = blocker.args[0]
@@ -227,10 +227,10 @@ def test_drafters_checklist_and_chains_make_the_configurations(view):
 
 def test_the_shipped_drafter_prompts_are_offered(view):
     from specscope.core.models.demo import prompts_dir
-    view._prompts_chosen(1)
+    view.form._prompts_chosen(1)
     assert view.prompt_file == prompts_dir() / "drafter_prompts.json"
     assert [name for name, _ in view.settings().prompts][:2] == ["repeat_quote", "repeat_copy"]
-    view._prompts_chosen(0)
+    view.form._prompts_chosen(0)
     assert view.prompt_file is None and view.prompts.currentIndex() == 0
 
 
@@ -257,7 +257,7 @@ def test_sweep_of_ngram_drafters_and_a_chain_shows_them(view, qtbot):
     assert labels == ["ngram-simple", "ngram-simple>draft-simple"]     # one draft file: not repeated
     assert view.heatmap.horizontalHeaderItem(0).text() == "no n"
     assert view.heatmap.item(0, 0) is not None and view.heatmap.item(1, 0) is None
-    assert len(view._curves) == 6                    # measured, calibrated, textbook × 2
+    assert len(view.chart.curves) == 6               # measured, calibrated, textbook × 2
     assert "no draft model" in view.calibration_label.text()
     assert "ngram-simple</b> (n-gram drafters, no n)" in view.best_label.text()
 

@@ -20,8 +20,9 @@ from specscope.app.token_view import (ACCEPTED, COPIED_COLORS, MATCH_COLORS,  # 
                                       SOURCE_COLORS)
 from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.engine.drafters import TYPES  # noqa: E402
+from specscope.core.session.controller import RunState  # noqa: E402
 
-from test_app_window import (RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings)  # noqa: E402,F401 - fixtures
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 # a text that repeats itself: ngram-simple (n 2, m 6) drafts from its earlier lines
 REPEATING = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n"
 
@@ -116,7 +117,7 @@ def test_the_picker_settings_round_trip(picker, qtbot):
 @pytest.fixture
 def window(qtbot, pair, settings):  # noqa: F811 - the fixtures of test_app_window
     w = open_window(qtbot, pair, settings, preload=False)
-    qtbot.waitUntil(lambda: w.report is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: w.pairs.report is not None, timeout=30_000)
     w.params.n_predict.setValue(64)
     w.params.n_ctx.setValue(512)
     w.prompt.chat.setChecked(False)
@@ -130,16 +131,16 @@ def window(qtbot, pair, settings):  # noqa: F811 - the fixtures of test_app_wind
 
 
 def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, pair):
-    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
         window.pair_panel.set_pair(pair[0], None)           # a target alone
     assert "ngram-mod" in window.pair_panel.verdict.text()  # not a dead end
-    assert window.report is None                            # no pair verdict for a lone target
+    assert window.pairs.report is None                            # no pair verdict for a lone target
     assert window.pair_panel.facts.item(0, 0).text() == "llama"          # but its facts
     assert window.pair_panel.facts.item(0, 1).text() == "–"
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert not window.banner.isVisible() or window.banner.level != "error"
-    assert window.worker._engine.draft is None              # no draft model was loaded
-    drafted = [e for e in window.events if e.drafted]
+    assert window.worker.engine.draft is None               # no draft model was loaded
+    drafted = [e for e in window.shown.events if e.drafted]
     assert drafted and {e.drafter for e in drafted} == {"ngram-simple"}
     tv = window.token_view
     accepted = [s for s in tv.spans if s.kind == ACCEPTED]
@@ -179,16 +180,15 @@ def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, p
     QApplication.sendEvent(tv.viewport(), QEvent(QEvent.Type.Leave))
     assert tv.highlighted is None and not tv.extraSelections()
 
-    run = window.stats_document()["run"]                    # the export says what drafted
+    run = window.controller.stats_document()["run"]                    # the export says what drafted
     assert run["spec_type"] == ["ngram-simple"] and run["ngram"]["ngram-simple"]["size_n"] == 2
     assert run["draft"] is None
 
     # the plots' per-drafter table reads the fold
     window.tabs.setCurrentWidget(window.tabs.widget(0))
-    window._panels_dirty = True
-    window._update_panels()
+    window.shown.refresh_panels()
     table = window.plots.shown()["by_drafter"]["table"]
-    ds = window.stats.drafter("ngram-simple")
+    ds = window.shown.stats.drafter("ngram-simple")
     assert table == [["ngram-simple", str(ds.n_draft_rounds), f"{ds.n_accept} / {ds.n_drafted}",
                       f"{ds.n_accept / ds.n_drafted:.0%}", f"{ds.mean_accepted_length:.2f}"]]
 
@@ -202,9 +202,9 @@ def _cursor_at(tv, pos):
 def test_step_mode_names_the_matched_ngram(qtbot, window):
     window.step_clicked()
     for _ in range(40):
-        qtbot.waitUntil(lambda: window.mode in ("paused", "idle"), timeout=RUN_TIMEOUT_MS)
+        qtbot.waitUntil(lambda: window.controller.state in (RunState.PAUSED, RunState.IDLE), timeout=RUN_TIMEOUT_MS)
         ev = window.round_view.shown_event
-        if window.mode != "paused" or (ev is not None and ev.drafted):
+        if window.controller.state is not RunState.PAUSED or (ev is not None and ev.drafted):
             break
         with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
             window.step_clicked()
@@ -218,26 +218,26 @@ def test_step_mode_names_the_matched_ngram(qtbot, window):
     # the matched n-gram quoted as text: the tokens at those positions
     from specscope.app.round_view import labels
     hist = window.token_view.history
-    quoted = "".join(labels(hist[ev.draft_key:ev.draft_key + n], window.vocab))
+    quoted = "".join(labels(hist[ev.draft_key:ev.draft_key + n], window.controller.session.vocab))
     import html
     from specscope.app.token_view import visible
     assert html.escape(visible(quoted)) in text
     assert f"agreed with {ev.n_accepted} of the {len(ev.drafted)}" in text or ev.n_accepted == len(ev.drafted)
     window.stop_clicked()
-    qtbot.waitUntil(lambda: window.mode == "idle", timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.state is RunState.IDLE, timeout=RUN_TIMEOUT_MS)
 
 
 def test_no_fitting_draft_offers_the_ngram_types(qtbot, window, pair):
-    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
         window.pair_panel.set_pair(pair[0], pair[2])        # another vocabulary
-    assert not window.report.compatible
+    assert not window.pairs.report.compatible
     verdict = window.pair_panel.verdict.text()
     assert "INCOMPATIBLE" in verdict and "needs no draft model" in verdict and "ngram-mod" in verdict
     d = window.params.drafter
     d.set_types(["ngram-simple", "draft-simple"])           # a chain with the refused draft
     assert d.message.isVisible() and "cannot draft for this target" in d.message.text()
     window.run_clicked()                                    # an inline message, no run
-    assert window.mode == "idle" and window.banner.level == "error"
+    assert window.controller.state is RunState.IDLE and window.banner.level == "error"
     assert "cannot draft for this target" in window.banner.message
     window.pair_panel.verdict.linkActivated.emit("ngram-mod")   # the suggestion's link
     assert d.types() == ("ngram-mod",) and not d.message.isVisible()
@@ -296,9 +296,9 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
     """Hand-made: history 'abcab' + seed 'c' repeats 'abc' at 0; ngram-simple (n 2) matched
     'bc' at 1-2 and copied 'ab' from 3-4; the target kept 1 of them."""
     from specscope.app.round_view import explain
-    from specscope.app.worker import Vocab
+    from specscope.core.models.tokentext import TokenTable
     from specscope.core.engine.events import RoundEvent
-    vocab = Vocab(tuple(bytes([97 + i]) for i in range(26)), frozenset())
+    vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])
     history = [0, 1, 2, 0, 1, 2]                          # a b c a b c (the seed c at 5)
     ev = RoundEvent(3, 5, 2, (0, 1), (), 1, (0, 7), "spec", draft_stop="lookup",
                     drafter="ngram-simple", draft_key=1, draft_key_len=2, draft_source=3)
@@ -332,7 +332,7 @@ def test_every_ngram_type_runs_in_the_window_and_marks_its_tokens(qtbot, window,
     assert spec.types == (type_name, "draft-simple")
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert not window.banner.isVisible() or window.banner.level != "error"
-    won = {e.drafter for e in window.events if e.drafted}
+    won = {e.drafter for e in window.shown.events if e.drafted}
     assert won == {type_name, "draft-simple"}, won              # both drafted some rounds
     spans = [s for s in window.token_view.spans if s.kind == ACCEPTED]
-    assert {s.drafter for s in spans} == {e.drafter for e in window.events if e.n_accepted}
+    assert {s.drafter for s in spans} == {e.drafter for e in window.shown.events if e.n_accepted}

@@ -16,7 +16,7 @@ from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
 
 from specscope.app.desktop import fit_rect  # noqa: E402
 
-from test_app_window import open_window, pair, run_and_wait, settings  # noqa: E402,F401
+from helpers.window import open_window, run_and_wait  # noqa: E402
 
 TEXT_LINES = 8          # the generated text keeps at least this many lines (window.TEXT_MIN_LINES)
 
@@ -202,7 +202,7 @@ def test_a_chat_example_goes_through_smollm2s_chat_template(qtbot, smollm2, sett
     w = MainWindow(smollm2, smollm2, settings=settings, preload=False)
     w.show()
     try:
-        qtbot.waitUntil(lambda: w.panels_ready and w.report is not None, timeout=60_000)
+        qtbot.waitUntil(lambda: w.panels_ready and w.pairs.report is not None, timeout=60_000)
         assert w.prompt.has_template is True
         examples = w.prompt.examples
         assert examples.itemText(1).startswith("Chat: ")            # chat first for a chat model
@@ -215,7 +215,7 @@ def test_a_chat_example_goes_through_smollm2s_chat_template(qtbot, smollm2, sett
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
         m = Model(smollm2, vocab_only=True)
         try:
-            assert w.session.prompt_text == render_chat(m, message, None)
+            assert w.controller.session.prompt_text == render_chat(m, message, None)
         finally:
             m.close()
         code = next(i for i, x in enumerate(example_labels(w.prompt), 1) if x.startswith("Code: "))
@@ -256,7 +256,7 @@ def test_a_chat_turn_ends_at_end_of_turn_in_the_window(qtbot, smollm2, settings,
     w = MainWindow(smollm2, smollm2, settings=settings, preload=False)
     w.show()
     try:
-        qtbot.waitUntil(lambda: w.panels_ready and w.report is not None, timeout=60_000)
+        qtbot.waitUntil(lambda: w.panels_ready and w.pairs.report is not None, timeout=60_000)
         w.prompt.set_text("Explain in three sentences why the sky is blue.")
         w.prompt.chat.setChecked(True)
         w.params.drafter.n_max.setValue(n_max)
@@ -264,10 +264,10 @@ def test_a_chat_turn_ends_at_end_of_turn_in_the_window(qtbot, smollm2, settings,
         w.params.n_ctx.setValue(512)
         assert run_and_wait(qtbot, w, w.run_clicked) == "eog"
         assert run_and_wait(qtbot, w, w.baseline_clicked) == "eog"
-        spec, base = w.session.spec, w.session.baseline
+        spec, base = w.controller.session.spec, w.controller.session.baseline
         assert spec is not None and base is not None               # the baseline ran beside it
         assert spec.tokens == base.tokens and len(spec.tokens) < 100
-        assert w.session.run.stats.acceptance_rate == 1.0          # llama.cpp: 100% here too
+        assert w.controller.session.run.stats.acceptance_rate == 1.0          # llama.cpp: 100% here too
         assert w.token_view.generated_text().endswith("natural world.")
     finally:
         w.close()

@@ -13,6 +13,7 @@ from PySide6.QtCore import QSettings  # noqa: E402
 
 from specscope.app.pair_panel import PairPanel  # noqa: E402
 from specscope.core.engine.engine import EngineSettings  # noqa: E402
+from specscope.core.session.controller import RunState  # noqa: E402
 
 LONG_DIR = "/home/someone/" + "/".join(["a-folder-with-a-rather-long-name-for-models"] * 4)
 LONG_NAME = "SmolLM2-135M-Instruct-with-an-extremely-long-descriptive-file-name-Q4_1-imatrix.gguf"
@@ -68,7 +69,7 @@ def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path,
         with qtbot.waitSignal(w.worker.engine_loaded, timeout=60_000) as loaded:
             w.run_clicked()
         assert loaded.args[0]["repack"] is False
-        qtbot.waitUntil(lambda: w.mode == "idle", timeout=60_000)
+        qtbot.waitUntil(lambda: w.controller.state is RunState.IDLE, timeout=60_000)
         assert w.pair_panel.engine_label.isVisible()
         assert "repacking off" in w.pair_panel.engine_label.text()
         assert w.pair_panel.engine_label.text().startswith("Threads: target ")   # measured: auto

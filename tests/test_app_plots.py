@@ -12,7 +12,8 @@ pytest.importorskip("pytestqt")
 
 from PySide6 import QtCore, QtGui, QtSvg  # noqa: E402
 
-from specscope.app.plots import SPLIT_PARTS, TIME_SPLIT_ROUNDS, PlotsPanel  # noqa: E402
+from specscope.app.plot_rounds import SPLIT_PARTS, TIME_SPLIT_ROUNDS  # noqa: E402
+from specscope.app.plots import PlotsPanel  # noqa: E402
 from specscope.core.engine.events import RoundEvent  # noqa: E402
 from specscope.core.measure.stats import fold  # noqa: E402
 
@@ -227,26 +228,26 @@ def test_count_labels_turn_upright_when_bars_are_narrow(panel, qtbot):
     qtbot.waitExposed(panel)
     few = random_run(60, n_max=4, seed=6)
     panel.update_stats(fold(few), few)
-    visible = [t for t in panel._pos_labels if t.isVisible()]
+    visible = [t for t in panel.acceptance.labels if t.isVisible()]
     assert len(visible) == 4 and all(t.angle == 0 for t in visible)
     panel.clear()
     many = random_run(3000, n_max=16, alpha=0.9, seed=7)
     panel.update_stats(fold(many), many)
-    visible = [t for t in panel._pos_labels if t.isVisible()]
+    visible = [t for t in panel.acceptance.labels if t.isVisible()]
     assert len(visible) == 16 and all(t.angle == 90 for t in visible)
 
 
 def test_notes_while_there_is_no_draft(panel):
-    assert panel._pos_empty.isVisible() and panel._pos_empty.toPlainText() == "No run yet"
+    assert panel.acceptance.note.isVisible() and panel.acceptance.note.toPlainText() == "No run yet"
     baseline = [RoundEvent(i, 10 + i, 1, (), (), 0, (5,), "baseline", t_verify=0.01, t_round=0.01)
                 for i in range(20)]
     panel.update_stats(fold(baseline), baseline)
-    assert panel._hist_empty.toPlainText() == "A target-only run drafts nothing"
+    assert panel.histogram.note.toPlainText() == "A target-only run drafts nothing"
     assert len(panel.shown()["speed"]["x"]) == 20   # the time series still show the run
     panel.clear()
     events = random_run(20)
     panel.update_stats(fold(events), events)
-    assert not panel._pos_empty.isVisible() and not panel._hist_empty.isVisible()
+    assert not panel.acceptance.note.isVisible() and not panel.histogram.note.isVisible()
 
 
 def test_the_counterfactual_is_a_labelled_dashed_curve_until_a_run_without_one(panel):

@@ -10,16 +10,17 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
+from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
-from specscope.app.session_actions import rerun_verdict  # noqa: E402
-from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.models.demo import demo_pair  # noqa: E402
 from specscope.core.engine.events import RoundEvent  # noqa: E402
-from specscope.core.session.session import Run, Session  # noqa: E402
+from specscope.core.session.controller import rerun_verdict  # noqa: E402
+from specscope.core.session.session import RunRecord, Session  # noqa: E402
 
-from test_app_window import run_and_wait  # noqa: E402,F401 - also for test_app_pace
+from helpers.window import make_window, run_and_wait  # noqa: E402
+
 STATS_KEYS = ("tokens", "n_drafted", "n_accept", "acceptance", "mean_len", "tps", "speedup")
 
 
@@ -31,15 +32,6 @@ def models(tmp_path):
     return d, tuple(Path(shutil.copy(p, d / p.name)) for p in demo_pair())
 
 
-def make_window(qtbot, tmp_path, pair=(None, None), name="a", **kw) -> MainWindow:
-    settings = QSettings(str(tmp_path / f"settings-{name}.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(*pair, settings=settings, **kw)
-    w.resize(1440, 900)
-    w.show()
-    qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
-    return w
-
-
 def views(w) -> dict:
     """What the window shows of the run: stats bar, text, token kinds, plots, cost panel."""
     w.tabs.setCurrentWidget(w.round_view)
@@ -49,7 +41,7 @@ def views(w) -> dict:
     w.tabs.setCurrentWidget(w.plots)
     plots = w.plots.shown()
     return {"stats": {k: w.stats_bar.text(k) for k in STATS_KEYS},
-            "tokens_per_s": w.stats.tokens_per_s, "text": w.token_view.full_text(),
+            "tokens_per_s": w.shown.stats.tokens_per_s, "text": w.token_view.full_text(),
             "spans": [(s.kind, s.token, s.round) for s in w.token_view.spans],
             "explained": explained, "measured": measured,
             "accepted_length": plots["accepted_length"]["height"].tolist(),
@@ -63,7 +55,7 @@ def drop(w, path: Path) -> None:
                            Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier))
 
 
-def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_path, models):
+def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_path, models, monkeypatch):
     folder, pair = models
     w = make_window(qtbot, tmp_path, pair)
     w.params.n_predict.setValue(40)
@@ -75,11 +67,11 @@ def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_
         live = views(w)
         assert live["stats"]["speedup"].endswith("×")          # the baseline was paired
         saved = tmp_path / "saved.jsonl"
-        w._save_path = lambda *a: saved                          # the file dialog's answer
-        w.save_session_dialog()
+        monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **kw: (str(saved), ""))
+        w.files.save_session_dialog()
         assert saved.is_file()
-        auto = Session.load(w.autosave_path)                     # the autosave of the last run
-        assert auto.spec.stats == w.stats and auto.baseline is not None
+        auto = Session.load(w.files.autosave_path)                     # the autosave of the last run
+        assert auto.spec.stats == w.shown.stats and auto.baseline is not None
     finally:
         w.close()
     folder.rename(tmp_path / "moved")                            # no model where it was recorded
@@ -93,22 +85,22 @@ def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["stats"] == json.loads(json.dumps(Session.load(saved).spec.stats.to_dict()))
-    assert doc["stats"]["n_tokens"] == w.stats.n_tokens and doc["speedup"] == auto.speedup
+    assert doc["stats"]["n_tokens"] == w.shown.stats.n_tokens and doc["speedup"] == auto.speedup
 
     f = make_window(qtbot, tmp_path, name="b", preload=False)
     try:
-        assert f.open_session(saved)
+        assert f.files.open_session(saved)
         shown = views(f)
         assert shown == live
-        assert f.stats == Session.load(saved).spec.stats
+        assert f.shown.stats == Session.load(saved).spec.stats
         assert "not present" in f.pair_panel.load_label.text()
         assert not f.act_rerun.isEnabled()
-        assert f.stats_document()["speedup"] == auto.speedup
+        assert f.controller.stats_document()["speedup"] == auto.speedup
 
         # a bad file: one banner line naming it and the line; what was shown stays
         bad = tmp_path / "bad.jsonl"
         bad.write_text(saved.read_text().splitlines()[0] + "\n{\"run\": \"spec\", \"ev\n")
-        assert not f.open_session(bad)
+        assert not f.files.open_session(bad)
         assert f.banner.level == "error"
         assert f"{bad}, line 2" in f.banner.message and "\n" not in f.banner.message
         assert views(f) == live
@@ -130,16 +122,16 @@ def test_a_recording_whose_models_are_back_reruns_and_says_it_matched(qtbot, tmp
     w.pair_panel.set_engine_kwargs({"target_threads": 1, "draft_threads": 1})
     try:
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
-        recorded = Session.load(w.autosave_path)
+        recorded = Session.load(w.files.autosave_path)
         w.reset_clicked()
-        assert w.open_session(w.autosave_path)
+        assert w.files.open_session(w.files.autosave_path)
         assert "models are present" in w.pair_panel.load_label.text()
         assert w.act_rerun.isEnabled()
         assert run_and_wait(qtbot, w, w.rerun_clicked) in ("n_predict", "eog")
-        ok, sentence = w.rerun_result
+        ok, sentence = w.controller.rerun_result
         assert ok, sentence
         assert "matched" in w.banner.message
-        assert w.session.run.tokens == recorded.run.tokens
+        assert w.controller.session.run.tokens == recorded.run.tokens
     finally:
         w.close()
 
@@ -148,8 +140,8 @@ def ev(i, drafted, n_acc, emitted):
     return RoundEvent(i, 10 + i, 1, tuple(drafted), (0.5,) * len(drafted), n_acc, tuple(emitted), "spec")
 
 
-def run_of(*events) -> Run:
-    r = Run("spec")
+def run_of(*events) -> RunRecord:
+    r = RunRecord("spec")
     r.append(events)
     return r
 

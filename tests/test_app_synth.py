@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
 
-from test_app_window import (RUN_TIMEOUT_MS, open_window, pair, run_and_wait, settings)  # noqa: E402,F401 - fixtures
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 
 
 def test_the_drafter_box_offers_synthetic_acceptance_with_a_warning(qtbot):
@@ -48,20 +48,20 @@ def test_a_synthetic_run_is_marked_and_the_cost_panel_measures_the_curve(qtbot, 
         w.params.drafter.synth.setChecked(True)
         finish = run_and_wait(qtbot, w, w.run_clicked)
         assert finish == "n_predict"
-        assert all(ev.synthetic for ev in w.events)
+        assert all(ev.synthetic for ev in w.shown.events)
         assert w.synth_warning.isVisible() and w.stats_bar.synthetic.isVisible()
         w.params.drafter.synth.setChecked(False)
         run_and_wait(qtbot, w, w.run_clicked)
         assert not w.synth_warning.isVisible() and not w.stats_bar.synthetic.isVisible()
 
         view = w.synth_view
-        s = w._synth_sweep_settings()
+        s = w.synth_view.source()
         assert s.n_values == (3,) and s.drafts == (pair[1],)
         from dataclasses import replace
         s = replace(s, n_predict=8, calibration_s=0.2, use_cache=False)
         from specscope.app.task import EngineTask
         assert isinstance(view.task, EngineTask)       # in the window's engine: no second copy
-        engine = w.worker._engine
+        engine = w.worker.engine
         with qtbot.waitSignal(view.measured, timeout=4 * RUN_TIMEOUT_MS) as blocker:
             view.start(s)
             assert view.running and not view.measure.isEnabled()
@@ -75,6 +75,6 @@ def test_a_synthetic_run_is_marked_and_the_cost_panel_measures_the_curve(qtbot, 
         cx, cy = view.calibrated_line.getData()
         assert cy[-1] == pytest.approx(curve.calibrated(1.0))
         assert "measured" in view.table.text() and view.measure.isEnabled() and not view.running
-        assert w.worker._engine is engine and run_and_wait(qtbot, w, w.run_clicked) == "n_predict"
+        assert w.worker.engine is engine and run_and_wait(qtbot, w, w.run_clicked) == "n_predict"
     finally:
         w.close()

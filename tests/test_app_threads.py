@@ -2,7 +2,7 @@
 
 This llama.cpp build runs its decodes on OpenMP (libgomp), which keeps a team of threads for
 each thread that ran a parallel decode, as long as that thread lives; with more such threads
-than cores every team sleeps at its barriers instead of spinning (see the README, "Threads").
+than cores every team sleeps at its barriers instead of spinning (see docs/threads.md).
 The sweep's worker thread therefore ends after each sweep; this counts the process's OS
 threads (Linux /proc), which is exact, instead of timing anything."""
 
@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import ggufgen  # noqa: E402
+from helpers import ggufgen  # noqa: E402
 from specscope.app.compare_view import CompareView  # noqa: E402
 from specscope.core.engine.engine import EngineSettings  # noqa: E402
 from specscope.core.engine.sampling import SamplerSettings  # noqa: E402
@@ -50,7 +50,7 @@ def test_a_sweep_leaves_no_thread_team_behind(qtbot, tiny_models, tmp_path, monk
     # libgomp's threads leave after their master: a thread (and its OpenMP team) outliving the
     # sweep fails this
     qtbot.waitUntil(lambda: os_threads() <= before, timeout=5_000)
-    assert view._thread is None
+    assert view.task._thread is None            # the sweep's thread ended with it
     assert view.shutdown()
 
 

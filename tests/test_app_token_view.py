@@ -9,12 +9,12 @@ pytest.importorskip("pytestqt")
 from specscope.app.round_view import RoundExplainer, explain  # noqa: E402
 from specscope.app.token_view import (ACCEPTED, PROMPT, REJECTED, TARGET, UNCHECKED,  # noqa: E402
                                       TokenView, expected_kinds)
-from specscope.app.worker import Vocab  # noqa: E402
+from specscope.core.models.tokentext import TokenTable  # noqa: E402
 from specscope.core.engine.events import RoundEvent  # noqa: E402
 
 # a toy vocabulary: token i is the letter chr(97 + i % 26); 99 is end-of-text; 50 is "\n"
-VOCAB = Vocab(tuple(b"\n" if i == 50 else (b"" if i == 99 else bytes([97 + i % 26]))
-                    for i in range(100)), frozenset({99}))
+VOCAB = TokenTable.from_pieces([b"\n" if i == 50 else (b"" if i == 99 else bytes([97 + i % 26]))
+                                 for i in range(100)], eog={99})
 
 
 def ev(index, n_past, seed, drafted, n_accepted, emitted, mode="spec", **kw):
@@ -138,7 +138,7 @@ def test_the_words_show_whitespace_tokens_as_the_picture_does(qtbot):
     """Issue 20 item 9: a drafted space read "proposed <code> </code>" (nothing to see) where
     the picture shows ␣; both write ␣ for spaces, ↵ for a line break, ⇥ for a tab."""
     from specscope.app.round_view import round_labels, short
-    vocab = Vocab((b"x", b" ", b"    ", b"\n", b"\t", b" \n"), frozenset())
+    vocab = TokenTable.from_pieces((b"x", b" ", b"    ", b"\n", b"\t", b" \n"))
     round_ = ev(0, 3, 0, (1, 2, 4), 0, (3,))           # drafted " ", "    ", "\t"; sampled "\n"
     text = explain(round_, vocab)
     assert "proposed <code>␣</code>, the target sampled <code>↵</code>" in text
@@ -157,7 +157,7 @@ TEXT = "hello world\n中文 😀 the end"
 
 @pytest.fixture(scope="module")
 def real_vocabs(tmp_path_factory):
-    import ggufgen
+    from helpers import ggufgen
     from specscope.core.models.llama import Model
     d = tmp_path_factory.mktemp("vocabs")
     files = {"spm": ggufgen.write_llama(d / "spm.gguf", model="llama", tokens=ggufgen.spm_vocab(),
@@ -167,7 +167,7 @@ def real_vocabs(tmp_path_factory):
     for name, path in files.items():
         m = Model(path, vocab_only=True)
         try:
-            out[name] = (Vocab.of(m), m.tokenize(TEXT, add_special=False))
+            out[name] = (TokenTable.of(m), m.tokenize(TEXT, add_special=False))
         finally:
             m.close()
     return out
@@ -179,7 +179,7 @@ def baseline_rounds(tokens, n_past=0):
 
 
 def ids_of(vocab, raw: bytes) -> int:
-    return vocab.texts.index(raw)
+    return min(t for t, (_, text, _) in vocab.entries.items() if text == raw)
 
 
 def span_text(view, span) -> str:

@@ -9,7 +9,7 @@ pytest.importorskip("pytestqt")
 
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
 
-from test_app_window import open_window, pair, run_and_wait, settings  # noqa: E402,F401 - fixtures
+from helpers.window import open_window, run_and_wait  # noqa: E402
 
 
 def test_the_picker_offers_the_policies_and_keeps_the_choice(qtbot):
@@ -37,11 +37,11 @@ def test_an_hf_run_records_the_policy_and_fills_the_tree_plot(qtbot, pair, setti
         d = w.params.drafter
         d.policy.setCurrentIndex(d.policy.findData("hf"))
         assert run_and_wait(qtbot, w, w.run_clicked) == "n_predict"
-        assert w.session.settings.spec.draft_policy == "hf"
-        drafts = [e for e in w.session.run.events if e.drafted]
+        assert w.controller.session.settings.spec.draft_policy == "hf"
+        drafts = [e for e in w.controller.session.run.events if e.drafted]
         assert drafts[0].draft_limit == 5 and all(len(e.drafted) <= e.draft_limit for e in drafts)
         qtbot.waitUntil(lambda: "w=1</b>" in w.plots.shown()["tree"]["numbers"], timeout=10_000)
-        stats = w.session.run.stats
+        stats = w.controller.session.run.stats
         assert w.plots.shown()["tree"]["height"].sum() == sum(stats.tree.rank_hist) > 0
     finally:
         w.close()

@@ -12,84 +12,39 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 
 from specscope.app.token_view import PROMPT, expected_kinds  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
-from specscope.core.errors import ConfigError  # noqa: E402
+from specscope.app.window_settings import recent_pairs  # noqa: E402
+from specscope.core.session.controller import RunState  # noqa: E402
 
-RUN_TIMEOUT_MS = 120_000
-
-
-@pytest.fixture(scope="module")
-def pair(request):
-    """(target, draft, incompatible draft)."""
-    from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, demo_pair, models_dir
-    try:
-        target, draft = demo_pair()
-        foreign = models_dir() / DEMO_FOREIGN_DRAFT
-        if foreign.is_file():
-            return target, draft, foreign
-        return target, draft, request.getfixturevalue("tiny_models")["foreign"]
-    except ConfigError:
-        m = request.getfixturevalue("tiny_models")
-        return m["target"], m["draft"], m["foreign"]
-
-
-@pytest.fixture
-def settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECSCOPE_LOG_DIR", str(tmp_path / "log"))
-    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-
-
-def open_window(qtbot, pair, settings, **kw) -> MainWindow:
-    w = MainWindow(Path(pair[0]), Path(pair[1]), settings=settings, **kw)
-    w.resize(1440, 900)
-    w.show()
-    qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
-    return w
-
-
-@pytest.fixture
-def window(qtbot, pair, settings):
-    w = open_window(qtbot, pair, settings)
-    w.params.n_predict.setValue(24)
-    w.params.n_ctx.setValue(512)
-    w.prompt.set_text("def add(a, b):\n    ")
-    yield w
-    w.close()
-    assert w.worker_thread.isFinished() and w.doctor_thread.isFinished()
-
-
-def run_and_wait(qtbot, w: MainWindow, action) -> str:
-    with qtbot.waitSignal(w.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
-        action()
-    return blocker.args[1]
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
 
 
 def test_opens_with_the_pair_and_its_verdict(qtbot, window, pair):
     assert window.pair_panel.pair() == (Path(pair[0]), Path(pair[1]))
-    qtbot.waitUntil(lambda: window.report is not None, timeout=30_000)
-    assert window.report.compatible
+    qtbot.waitUntil(lambda: window.pairs.report is not None, timeout=30_000)
+    assert window.pairs.report.compatible
     assert "COMPATIBLE" in window.pair_panel.verdict.text()
-    assert window.pair_panel.facts.item(0, 0).text() == window.report.target.architecture
+    assert window.pair_panel.facts.item(0, 0).text() == window.pairs.report.target.architecture
     assert window.act_run.isEnabled() and not window.act_stop.isEnabled()
 
 
 def test_run_shows_spans_that_match_the_events(qtbot, window):
     finish = run_and_wait(qtbot, window, window.run_clicked)
     assert finish in ("n_predict", "eog")
-    events = window.events
+    events = window.shown.events
     assert [e.index for e in events] == list(range(len(events)))      # no batch lost or doubled
     assert events[-1].finish == finish
     shown = [(s.kind, s.token, s.round) for s in window.token_view.spans if s.kind != PROMPT]
     assert shown == expected_kinds(events)
     emitted = [t for e in events for t in e.emitted]
-    vocab = window.vocab
+    vocab = window.controller.session.vocab
     text = b"".join(vocab.piece(t) for t in emitted if not vocab.is_eog(t)).decode("utf-8", "replace")
     assert window.token_view.generated_text() == text
-    stats = window.stats
+    stats = window.shown.stats
     assert stats.n_tokens == len(emitted) and stats.n_rounds == len(events)
     assert window.stats_bar.text("n_drafted") == str(stats.n_drafted)
     assert window.stats_bar.text("n_accept") == str(stats.n_accept)
@@ -102,12 +57,12 @@ def test_run_shows_spans_that_match_the_events(qtbot, window):
     assert len(held["acceptance"]["height"]) == len(stats.drafted_at)
     assert len(held["time_split"]["verify"]["height"]) == min(len(events), 200)
     assert len(held["speed"]["x"]) > 0
-    assert window.mode == "idle" and window.act_run.isEnabled()
+    assert window.controller.state is RunState.IDLE and window.act_run.isEnabled()
 
 
 def test_baseline_then_speed_up(qtbot, window):
     assert run_and_wait(qtbot, window, window.baseline_clicked) in ("n_predict", "eog")
-    assert all(e.mode == "baseline" for e in window.events)
+    assert all(e.mode == "baseline" for e in window.shown.events)
     assert window.stats_bar.text("n_drafted") == "–"
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert window.stats_bar.text("speedup").endswith("×")
@@ -122,19 +77,19 @@ def test_stop_mid_run_within_one_round(qtbot, window):
     window.params.n_predict.setValue(100_000)
     window.params.n_ctx.setValue(4096)
     window.run_clicked()
-    qtbot.waitUntil(lambda: len(window.events) >= 2, timeout=RUN_TIMEOUT_MS)
-    req = window.active
+    qtbot.waitUntil(lambda: len(window.shown.events) >= 2, timeout=RUN_TIMEOUT_MS)
+    req = window.controller.active
     with qtbot.waitSignal(window.run_done, timeout=30_000) as blocker:
         window.stop_clicked()
         rounds_at_stop = window.worker.rounds_done      # read after the flag is set
     assert blocker.args[1] == "stopped"
     assert req.stop.is_set()
-    events = window.events
+    events = window.shown.events
     assert events[-1].finish == "stopped"
     # the round in flight ends the run; +1 for a round yielded but not yet counted at the read
     assert len(events) - rounds_at_stop <= 2
     assert sum(len(e.emitted) for e in events) < 100_000
-    assert window.mode == "idle"
+    assert window.controller.state is RunState.IDLE
     # and the window can run again
     window.params.n_predict.setValue(8)
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
@@ -150,7 +105,7 @@ def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, mo
     prefill = engine_mod.Run._prefill
 
     def spy(run, *args):
-        seen.setdefault("at_prefill", (window.active.ui_ready.is_set(), window.plots_painted,
+        seen.setdefault("at_prefill", (window.controller.active.ui_ready.is_set(), window.shown.plots_painted,
                                        window.plots.paints))
         prefill(run, *args)
 
@@ -162,7 +117,7 @@ def test_the_engine_starts_once_the_cleared_plots_have_painted(qtbot, window, mo
     assert ready and painted
     assert paints > paints_before          # the cleared plots painted before the first round
     # the final update's repaints are staggered, one plot per tick: none stays held
-    qtbot.waitUntil(lambda: window.plots_painted, timeout=5_000)
+    qtbot.waitUntil(lambda: window.shown.plots_painted, timeout=5_000)
     assert all(window.plots.plot_widget(n).updatesEnabled() for n in window.plots.plot_names())
 
 
@@ -170,9 +125,9 @@ def test_the_engine_goes_on_without_the_windows_go(qtbot, window, monkeypatch):
     """A window that never answers (busy, closing) delays a run by UI_READY_TIMEOUT_S at most."""
     from specscope.app import worker as worker_mod
     monkeypatch.setattr(worker_mod, "UI_READY_TIMEOUT_S", 0.05)
-    monkeypatch.setattr(window, "_ready_when_painted", lambda ready: None)
+    monkeypatch.setattr(window.shown, "ready_when_painted", lambda ready: None)
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert window.events and window.stats.n_tokens == sum(len(e.emitted) for e in window.events)
+    assert window.shown.events and window.shown.stats.n_tokens == sum(len(e.emitted) for e in window.shown.events)
 
 
 def test_step_advances_exactly_one_round(qtbot, window):
@@ -181,8 +136,8 @@ def test_step_advances_exactly_one_round(qtbot, window):
                                        Qt.ConnectionType.DirectConnection)
     with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
         window.step_clicked()
-    assert len(window.events) == 1 and window.mode == "paused"
-    assert window.round_view.shown_event is window.events[0]
+    assert len(window.shown.events) == 1 and window.controller.state is RunState.PAUSED
+    assert window.round_view.shown_event is window.shown.events[0]
     assert "Round 0" in window.round_view.text.text()
     # nothing runs while paused: the worker's thread is idle (it runs a call queued to it now)
     # and did one round; no event arrived after the step's
@@ -191,18 +146,18 @@ def test_step_advances_exactly_one_round(qtbot, window):
     QTimer.singleShot(0, window.worker, idle.set)
     qtbot.waitUntil(idle.is_set, timeout=10_000)
     assert window.worker.rounds_done == 1 and sent == [1]
-    assert len(window.events) == 1 and window.mode == "paused"
+    assert len(window.shown.events) == 1 and window.controller.state is RunState.PAUSED
     with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
         window.step_clicked()
-    assert [e.index for e in window.events] == [0, 1]
+    assert [e.index for e in window.shown.events] == [0, 1]
     assert "Round 1" in window.round_view.text.text()
     assert window.tabs.currentWidget() is window.round_view
     shown = [(s.kind, s.token, s.round) for s in window.token_view.spans if s.kind != PROMPT]
-    assert shown == expected_kinds(window.events)
+    assert shown == expected_kinds(window.shown.events)
     with qtbot.waitSignal(window.run_done, timeout=30_000) as blocker:
         window.stop_clicked()
     assert blocker.args[1] == "stopped"
-    assert len(window.events) == 2 and window.mode == "idle"
+    assert len(window.shown.events) == 2 and window.controller.state is RunState.IDLE
 
 
 def test_continue_after_steps(qtbot, window):
@@ -210,13 +165,13 @@ def test_continue_after_steps(qtbot, window):
         window.step_clicked()
     assert window.act_run.text().endswith("Continue")
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert sum(len(e.emitted) for e in window.events) <= 24
+    assert sum(len(e.emitted) for e in window.shown.events) <= 24
 
 
 def test_bad_file_shows_the_error_and_the_app_keeps_working(qtbot, window, pair, tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"this is not a model")
-    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
         window.pair_panel.set_pair(bad, Path(pair[1]))
     assert window.banner.isVisible() and window.banner.level == "error"
     assert "broken.gguf" in window.banner.message
@@ -228,20 +183,20 @@ def test_bad_file_shows_the_error_and_the_app_keeps_working(qtbot, window, pair,
     window.banner.dialog.close()
     # Run anyway: the load fails with a message naming the file, the window stays usable
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
-    assert "broken.gguf" in window.banner.message and window.mode == "idle"
+    assert "broken.gguf" in window.banner.message and window.controller.state is RunState.IDLE
     log_text = (Path(window.log_path)).read_text(encoding="utf-8")
     assert "broken.gguf" in log_text and "Traceback" in log_text
     # back to the good pair: it runs
     window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert len(window.events) > 0
+    assert len(window.shown.events) > 0
 
 
 def test_a_model_that_crashes_llama_cpp_leaves_the_window_running(qtbot, window, pair, tiny_models):
     crashed = []
     window.worker.crashed.connect(lambda verdict, retrying: crashed.append((verdict, retrying)),
                                   Qt.ConnectionType.DirectConnection)
-    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000):
+    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
         window.pair_panel.set_pair(Path(tiny_models["crashing"]), Path(tiny_models["draft"]))
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
     # probed in a child process, retried once with repacking off, crashed again: reported
@@ -251,7 +206,7 @@ def test_a_model_that_crashes_llama_cpp_leaves_the_window_running(qtbot, window,
     assert all(v.signal_name == "SIGABRT" and v.model.endswith("crashing.gguf") for v, _ in crashed)
     assert crashed[1][0].settings["repack_used"] == "off"
     assert window.banner.level == "error" and "crashing.gguf" in window.banner.message
-    assert "SIGABRT" in window.banner.message and window.mode == "idle"
+    assert "SIGABRT" in window.banner.message and window.controller.state is RunState.IDLE
     # the window goes on: the good pair runs, and its settings are what they were
     assert window.params.n_predict.value() == 24
     window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
@@ -259,12 +214,12 @@ def test_a_model_that_crashes_llama_cpp_leaves_the_window_running(qtbot, window,
 
 
 def test_incompatible_pair(qtbot, window, pair):
-    with qtbot.waitSignal(window.pair_report_shown, timeout=30_000) as blocker:
+    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000) as blocker:
         window.pair_panel.set_pair(Path(pair[0]), Path(pair[2]))
     assert not blocker.args[0].compatible
     assert "INCOMPATIBLE" in window.pair_panel.verdict.text()
     window.run_clicked()            # refused before it starts: the doctor already said why
-    assert window.mode == "idle" and window.banner.level == "error"
+    assert window.controller.state is RunState.IDLE and window.banner.level == "error"
     assert "cannot draft for" in window.banner.message
     # Baseline needs no draft: it still works with the target
     assert run_and_wait(qtbot, window, window.baseline_clicked) in ("n_predict", "eog")
@@ -293,7 +248,7 @@ def test_full_context_is_reported(qtbot, window):
 
 def test_settings_round_trip(qtbot, pair, settings, tmp_path):
     w = open_window(qtbot, pair, settings, preload=False)
-    qtbot.waitUntil(lambda: w.report is not None, timeout=30_000)   # a compatible pair is "recent"
+    qtbot.waitUntil(lambda: w.pairs.report is not None, timeout=30_000)   # a compatible pair is "recent"
     p = w.params
     p.n_max.setValue(5)
     p.n_min.setValue(1)
@@ -321,7 +276,7 @@ def test_settings_round_trip(qtbot, pair, settings, tmp_path):
         assert again.pair_panel.threads["draft"].value() == 1
         assert again.tabs.currentIndex() == 1
         assert settings.value("window/geometry") is not None   # (offscreen clamps it to its screen)
-        assert [Path(t) for t in again.recent_pairs()[0]] == [Path(pair[0]), Path(pair[1])]
+        assert [Path(t) for t in recent_pairs(settings)[0]] == [Path(pair[0]), Path(pair[1])]
         spec = again.params.spec_settings()
         assert (spec.n_max, spec.n_min, spec.sync) == (5, 1, "replay")
         sampler = again.params.sampler_settings()
@@ -332,15 +287,15 @@ def test_settings_round_trip(qtbot, pair, settings, tmp_path):
 
 def test_export(qtbot, window, tmp_path):
     run_and_wait(qtbot, window, window.run_clicked)
-    window.save_text(tmp_path / "out.txt")
+    window.files.save_text(tmp_path / "out.txt")
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == window.token_view.full_text()
-    window.save_stats(tmp_path / "stats.json")
+    window.files.save_stats(tmp_path / "stats.json")
     doc = json.loads((tmp_path / "stats.json").read_text())
-    assert doc["stats"]["n_drafted"] == window.stats.n_drafted
-    assert len(doc["rounds"]) == len(window.events) and doc["run"]["kind"] == "spec"
-    window.save_stats(tmp_path / "stats.csv")
+    assert doc["stats"]["n_drafted"] == window.shown.stats.n_drafted
+    assert len(doc["rounds"]) == len(window.shown.events) and doc["run"]["kind"] == "spec"
+    window.files.save_stats(tmp_path / "stats.csv")
     lines = (tmp_path / "stats.csv").read_text().splitlines()
-    assert lines[0].startswith("index,") and len(lines) == len(window.events) + 1
+    assert lines[0].startswith("index,") and len(lines) == len(window.shown.events) + 1
     from PySide6.QtGui import QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
 
@@ -384,9 +339,9 @@ def test_no_thread_left_after_close(qtbot, pair, settings):
     w.params.n_predict.setValue(100_000)
     w.params.n_ctx.setValue(4096)
     w.run_clicked()
-    qtbot.waitUntil(lambda: len(w.events) >= 1, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: len(w.shown.events) >= 1, timeout=RUN_TIMEOUT_MS)
     w.close()                                     # mid-run: stops, frees the engine, joins
-    assert w.worker_thread.isFinished() and w.doctor_thread.isFinished()
+    assert w.worker_thread.isFinished() and w.pairs.doctor_thread.isFinished()
     assert not [t for t in threading.enumerate() if t.name.startswith("specscope")]
 
 
@@ -421,10 +376,10 @@ def test_dropping_two_files_sets_the_pair(qtbot, window, pair):
 def test_reset_clears_the_views(qtbot, window):
     window.params.n_predict.setValue(8)
     run_and_wait(qtbot, window, window.run_clicked)
-    assert window.token_view.spans and window.stats is not None
+    assert window.token_view.spans and window.shown.stats is not None
     window.reset_clicked()
     assert window.token_view.toPlainText() == "" and not window.token_view.spans
-    assert window.events == [] and window.stats is None
+    assert window.shown.events == [] and window.shown.stats is None
     assert window.stats_bar.text("n_drafted") == "–"
     assert sum(window.plots.shown()["accepted_length"]["height"]) == 0
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")   # still works
@@ -449,7 +404,7 @@ def test_decode_failure_mid_run_is_reported(qtbot, window, monkeypatch):
     monkeypatch.setattr(engine_mod.Run, "_spec_rounds", failing)
     assert run_and_wait(qtbot, window, window.run_clicked) == "error"
     assert "decoding the verification batch" in window.banner.message
-    assert len(window.events) == 1                      # what came before the failure is kept
+    assert len(window.shown.events) == 1                      # what came before the failure is kept
     monkeypatch.setattr(engine_mod.Run, "_spec_rounds", real)
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
 
@@ -521,7 +476,7 @@ def test_compare_has_the_windows_height_and_the_layout_is_remembered(qtbot, pair
 def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_path):
     """(The window preloads the pair: a sweep waits for that too.)"""
     from dataclasses import replace as dc_replace
-    from specscope.app.compare_view import TABLE_COLUMNS
+    from specscope.app.compare_table import TABLE_COLUMNS
     from specscope.core.engine.engine import EngineSettings
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     prompts = tmp_path / "prompts.json"
@@ -541,13 +496,13 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
         assert compare.start(sweep)
         window.show_workspace("compare")
         window.run_clicked()                               # refused while the sweep measures
-        assert window.mode == "idle" and window.active is None
+        assert window.controller.state is RunState.SWEEPING and window.controller.active is None
         assert window.workspace.currentIndex() == 0        # shown where the run would be
         assert window.banner.level == "warning" and "sweep is running" in window.banner.message
         assert "\n" not in window.banner.message
         window.baseline_clicked()
         window.step_clicked()
-        assert window.mode == "idle" and window.banner.count == 3      # the same line, thrice
+        assert window.controller.state is RunState.SWEEPING and window.banner.count == 3   # the same line, thrice
         assert window.stats_bar.text("state") == "Compare sweep running"
     # at 1440×900 every column of the results can be read without scrolling sideways
     window.show_workspace("compare")
@@ -556,7 +511,7 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
     qtbot.waitUntil(lambda: compare.table.horizontalScrollBar().maximum() == 0)
     with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):
         window.run_clicked()
-        assert window.mode == "running"
+        assert window.controller.state is RunState.RUNNING
         assert not compare.start(sweep) and not compare.running    # refused while the run runs
         assert compare.banner.level == "warning" and "run is in progress" in compare.banner.message
     assert window.stats_bar.text("state").startswith("Finished")
@@ -568,22 +523,24 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
 
 def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, settings):
     """The cost panel's Calibrate times the pair in the window's engine, on the engine's thread
-    (no second copy of the models); a run asked for meanwhile is refused with one line; the
-    button stops it; the curve appears for this pair and goes when the pair changes."""
+    (no second copy of the models); a run or a sweep asked for meanwhile is refused with one
+    line; the button stops it; the curve appears for this pair and goes when the pair changes."""
     w = open_window(qtbot, pair, settings)
     try:
         qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
         w.params.n_predict.setValue(16)
-        w.calibrate_clicked()
-        assert w.calibration_task.running and w.cost_panel.calibrate_button.text().startswith("Stop")
-        w.calibrate_clicked()                               # the button stops it
-        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=60_000)
+        w.cost_tab.calibrate()
+        assert w.cost_tab.calibration_task.running and w.cost_panel.calibrate_button.text().startswith("Stop")
+        w.cost_tab.calibrate()                               # the button stops it
+        qtbot.waitUntil(lambda: not w.cost_tab.calibration_task.running, timeout=60_000)
         assert w.cost_panel.calibrated is None and w.cost_panel.calibrate_button.text() == \
             "Calibrate on this machine" and w.stats_bar.values["state"].text() == "Calibration stopped"
-        w.calibrate_clicked()
+        w.cost_tab.calibrate()
         w.run_clicked()
-        assert w.mode == "idle" and "Cost model tab" in w.banner.message
-        qtbot.waitUntil(lambda: not w.calibration_task.running, timeout=120_000)
+        assert w.controller.state is RunState.MEASURING and "Cost model tab" in w.banner.message
+        assert w.controller.holder is w.cost_tab.calibration_task
+        assert not w.compare.start() and "Cost model tab" in w.compare.banner.message   # nor a sweep
+        qtbot.waitUntil(lambda: not w.cost_tab.calibration_task.running, timeout=120_000)
         assert w.cost_panel.calibrated is not None, w.banner.message
         x, y = w.cost_panel.calibrated_curve()
         assert list(x) == list(range(1, 9)) and all(v > 0 for v in y)

@@ -11,12 +11,12 @@ from specscope.core.session.baseline_check import (MAX_GAP_S, check_baseline, du
     load_gap_limit)
 from specscope.core.measure.cpuload import LoadReading
 from specscope.core.engine.engine import SpecSettings
-from specscope.core.session.session import Run, Session
+from specscope.core.session.session import RunRecord, Session
 from test_session import live_session, pair_copy  # noqa: F401 - a fixture
 
 
-def timed(kind: str, start: float, end: float, others: float | None = 0.05, cores: int = 2) -> Run:
-    run = Run(kind)
+def timed(kind: str, start: float, end: float, others: float | None = 0.05, cores: int = 2) -> RunRecord:
+    run = RunRecord(kind)
     run.started_at, run.ended_at = start, end
     run.load = None if others is None else LoadReading(others, cores, end - start)
     return run
@@ -59,12 +59,12 @@ def test_a_run_too_short_to_read_the_load_is_judged_by_its_age_alone():
 
 def test_a_run_without_timing_cannot_be_checked():
     assert check_baseline(timed("spec", 0, 1), None) is None
-    check = check_baseline(timed("spec", 0, 1), Run("baseline"))
+    check = check_baseline(timed("spec", 0, 1), RunRecord("baseline"))
     assert check.stale == "" and "not recorded" in check.describe()
 
 
 def test_a_live_run_still_going_counts_as_ending_now():
-    spec = Run("spec")
+    spec = RunRecord("spec")
     spec.started_at = 1000.0
     assert check_baseline(spec, timed("baseline", 0, 10), now=1010.0).stale
     assert not check_baseline(spec, timed("baseline", 990, 999), now=1010.0).stale
@@ -76,7 +76,7 @@ def test_duration():
 
 
 def test_begin_and_end_note_the_time_and_the_load():
-    run = Run("baseline")
+    run = RunRecord("baseline")
     run.begin()
     run.end("n_predict")
     assert run.finish == "n_predict" and run.started_at <= run.ended_at

@@ -5,11 +5,13 @@ import json
 import pytest
 
 from specscope.core.measure import calibrate as cb
-from specscope.core.measure.calibrate import Calibration, calibrated_speedup, round_cost
+from specscope.core.measure import calibration_cache as cc
+from specscope.core.measure import cost_model as cm
+from specscope.core.measure.cost_model import Calibration, calibrated_speedup, round_cost
 from specscope.core.measure.cpuload import LoadMeter, LoadReading
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.pairing import (expected_accepted, textbook_from_accepted,
+from specscope.core.measure.cost_model import (expected_accepted, textbook_from_accepted,
     textbook_speedup)
 
 # one thread each: quick and steady even while other processes load the CPU
@@ -31,8 +33,8 @@ def test_textbook_from_accepted_is_seed_003s_formula():
         for n in (1, 4, 8):
             e = expected_accepted(alpha, n)
             assert textbook_from_accepted(e, n, 0.1) == pytest.approx(textbook_speedup(alpha, n, 0.1))
-            assert cb.textbook_prediction(n, 0.1, alpha=alpha) == pytest.approx(textbook_speedup(alpha, n, 0.1))
-            from_acceptance = cb.textbook_prediction(n, 0.1, acceptance=cb.alpha_acceptance(alpha, n))
+            assert cm.textbook_prediction(n, 0.1, alpha=alpha) == pytest.approx(textbook_speedup(alpha, n, 0.1))
+            from_acceptance = cm.textbook_prediction(n, 0.1, acceptance=cm.alpha_acceptance(alpha, n))
             assert from_acceptance == pytest.approx(textbook_speedup(alpha, n, 0.1))
     # (E + 1) / (n f + 1): E = 2, n = 4, f = 0.25 -> 3 / 2
     assert textbook_from_accepted(2.0, 4, 0.25) == pytest.approx(1.5)
@@ -94,9 +96,9 @@ def test_prediction_errors():
 
 
 def test_cost_fit_is_non_decreasing_and_at_least_one():
-    assert cb.monotone_fit([1, 3, 2, 4]) == pytest.approx((1, 2.5, 2.5, 4))
-    assert cb.cost_fit([1.0, 0.9, 1.8, 1.6, 2.5]) == pytest.approx((1.0, 1.0, 1.7, 1.7, 2.5))
-    fit = cb.cost_fit([1.0, 1.4, 1.3, 2.0, 1.9, 3.0])
+    assert cm.monotone_fit([1, 3, 2, 4]) == pytest.approx((1, 2.5, 2.5, 4))
+    assert cm.cost_fit([1.0, 0.9, 1.8, 1.6, 2.5]) == pytest.approx((1.0, 1.0, 1.7, 1.7, 2.5))
+    fit = cm.cost_fit([1.0, 1.4, 1.3, 2.0, 1.9, 3.0])
     assert fit[0] == 1.0
     assert all(b >= a for a, b in zip(fit, fit[1:]))
 
@@ -162,7 +164,7 @@ class FixedLoad:
 def steady(monkeypatch):
     """A quiet machine as far as caching goes: no drift check fails on timing noise (tests that
     are about which key or file is used); a calibration's load is injected with ``FixedLoad``."""
-    monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))
+    monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))
 
 
 def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monkeypatch, steady):
@@ -180,7 +182,7 @@ def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monk
     assert len(list((tmp_path / "calibration").glob("*.json"))) == 2
     with Engine(tiny_models["target"], tiny_models["draft"],
                 EngineSettings(n_ctx=256, kv_type="f32", **ONE_THREAD)) as engine:
-        key_f32, _ = cb.calibration_key(engine, 3)
+        key_f32, _ = cc.calibration_key(engine, 3)
     assert key_f32 != first.key
 
 
@@ -225,7 +227,7 @@ def test_chain_round_cost_on_plain_numbers():
     # 4 rounds: two drafts by ngram-simple, of 2 and 3 tokens, 1 and 2 accepted; two rounds without
     ngram = DrafterStats("ngram-simple", n_draft_rounds=2, n_drafted=5, n_accept=3,
                          drafted_at=(2, 2, 1), accepted_at=(2, 1, 0), accepted_hist=(0, 1, 1))
-    rc = cb.chain_round_cost(cal, [ngram], 4, n_max=0, lookup=0.05)
+    rc = cm.chain_round_cost(cal, [ngram], 4, n_max=0, lookup=0.05)
     assert rc.tokens == pytest.approx(0.5 * 2.5 + 0.5 * 1)
     assert rc.draft == pytest.approx(0.05)                        # the lookup, nothing else
     assert rc.verify == pytest.approx(0.5 * (3 + 4) / 2 + 0.5 * 1)  # c(L + 1) per length, c(1)
@@ -233,18 +235,18 @@ def test_chain_round_cost_on_plain_numbers():
     assert rc.sync == pytest.approx(0.02)
     assert rc.overhead == pytest.approx(0.5 * (0.03 + 0.01 * 2.5) + 0.5 * 0.03)
     assert rc.speedup == pytest.approx(1.75 * 1.03 / 2.38)
-    assert cb.chain_round_cost(cal, [ngram], 4, n_max=0, lookup=0.0).speedup > rc.speedup
+    assert cm.chain_round_cost(cal, [ngram], 4, n_max=0, lookup=0.0).speedup > rc.speedup
     # with the draft model in the chain, reuse sync decodes the 1 + accepted kept rows on the draft
-    chained = cb.chain_round_cost(cal, [ngram], 4, n_max=3, lookup=0.05, draft_model=True)
+    chained = cm.chain_round_cost(cal, [ngram], 4, n_max=3, lookup=0.05, draft_model=True)
     assert chained.sync == pytest.approx(0.02 + 0.5 * (0.1 + 0.2) / 2)
     # draft-simple winning every round: the calibrated model of round_cost, unchanged
     model = DrafterStats("draft-simple", n_draft_rounds=4, n_drafted=8, n_accept=5,
                          drafted_at=(4, 4), accepted_at=(3, 2), accepted_hist=(1, 1, 2))
     alone = round_cost(cal, 2, (0.75, 0.5), "reuse")
-    both = cb.chain_round_cost(cal, [model], 4, n_max=2, lookup=0.0, draft_model=True)
+    both = cm.chain_round_cost(cal, [model], 4, n_max=2, lookup=0.0, draft_model=True)
     assert both.speedup == pytest.approx(alone.speedup) and both.draft == pytest.approx(alone.draft)
     with pytest.raises(ConfigError):
-        cb.chain_round_cost(cal, [ngram], 0, n_max=0, lookup=0.0)
+        cm.chain_round_cost(cal, [ngram], 0, n_max=0, lookup=0.0)
 
 
 # ============================================================================ load and drift
@@ -252,23 +254,23 @@ def test_chain_round_cost_on_plain_numbers():
 def test_under_load_threshold_counts_the_cores_llama_cpp_needs():
     quiet = LoadReading(others=0.05, cores=2, seconds=1.0)          # 0.1 core elsewhere
     busy = LoadReading(others=0.5, cores=2, seconds=1.0)            # a whole core elsewhere
-    assert not cb.is_under_load(quiet, threads=2)
-    assert cb.is_under_load(busy, threads=2)
+    assert not cc.is_under_load(quiet, threads=2)
+    assert cc.is_under_load(busy, threads=2)
     # one thread on two cores: a core's worth of other work goes to the other core
-    assert not cb.is_under_load(busy, threads=1)
-    assert cb.is_under_load(LoadReading(others=0.7, cores=2, seconds=1.0), threads=1)
-    assert not cb.is_under_load(LoadReading(others=None, cores=2, seconds=1.0), threads=2)
+    assert not cc.is_under_load(busy, threads=1)
+    assert cc.is_under_load(LoadReading(others=0.7, cores=2, seconds=1.0), threads=1)
+    assert not cc.is_under_load(LoadReading(others=None, cores=2, seconds=1.0), threads=2)
 
 
 def test_load_is_measured_and_stored_with_the_calibration(tiny_models, tmp_path, monkeypatch, steady):
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
         cal = quick_calibrate(engine)                     # the real meter
-        assert cal.version == cb.CALIBRATION_VERSION and cal.check_t > 0
+        assert cal.version == cc.CALIBRATION_VERSION and cal.check_t > 0
         reading = cal.load_reading
         assert reading is not None and reading.cores >= 1 and reading.seconds > 0
         assert reading.others is None or 0.0 <= reading.others <= 1.0
-        assert cal.under_load == cb.is_under_load(reading, cb.threads_used(engine))
+        assert cal.under_load == cc.is_under_load(reading, cc.threads_used(engine))
         stored, _ = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.02))
     doc = json.loads((tmp_path / "calibration" / f"{stored.key}.json").read_text())
     assert doc["load"]["others"] == 0.02 and doc["under_load"] is False and doc["check_t"] > 0
@@ -329,7 +331,7 @@ def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models,
         # the fresh figures replaced the drifted ones in the cache, without the note
         stored = json.loads(path.read_text())
         assert stored["check_t"] == fresh.check_t and stored["note"] == ""
-        monkeypatch.setattr(cb, "DRIFT_TOLERANCE", float("inf"))   # the check passes: the cache is used
+        monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))   # the check passes: the cache is used
         again, cached = cb.get_calibration(engine, 3)
         assert cached and again.check_t == fresh.check_t
 
@@ -343,8 +345,8 @@ def test_an_old_version_cache_is_measured_again(tiny_models, tmp_path, monkeypat
                if k not in ("version", "load", "under_load", "check_t", "note")}   # version 7's fields
         path.write_text(json.dumps(old))
         fresh, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
-        assert not cached and fresh.version == cb.CALIBRATION_VERSION
-        assert json.loads(path.read_text())["version"] == cb.CALIBRATION_VERSION
+        assert not cached and fresh.version == cc.CALIBRATION_VERSION
+        assert json.loads(path.read_text())["version"] == cc.CALIBRATION_VERSION
         path.write_text('{"version": 8, "k_max": "three"}')    # garbage: measured again, no crash
         _, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
         assert not cached

@@ -1,6 +1,6 @@
 """Chat prompts: the target's own template, rendered in Jinja2's sandbox, tokenized as llama.cpp does.
 
-Real llama.cpp on generated GGUF files (tests/ggufgen.py) with chat templates:
+Real llama.cpp on generated GGUF files (tests/helpers/ggufgen.py) with chat templates:
 a ChatML template, a template that writes the BOS itself over an SPM vocabulary
 that adds one, templates that are broken, and one that reaches for ``os``.
 """
@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-import ggufgen
+from helpers import ggufgen
 from specscope.core.models.chat import ChatTemplateError, render_chat, render_template
 from specscope.core.cli.main import main
 from specscope.core.models.llama import Model

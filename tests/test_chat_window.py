@@ -10,11 +10,12 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 
-import ggufgen  # noqa: E402
+from helpers import ggufgen  # noqa: E402
 from specscope.app.token_view import PROMPT  # noqa: E402
 from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.models.chat import render_chat  # noqa: E402
 from specscope.core.models.llama import Model  # noqa: E402
+from specscope.core.session.controller import RunState  # noqa: E402
 
 from test_chat import CHAT_TOKENS, CHATML, evil_template  # noqa: E402
 
@@ -42,14 +43,14 @@ def open_on(qtbot, settings, path: Path) -> MainWindow:
     w.resize(1440, 900)
     w.show()
     qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
-    qtbot.waitUntil(lambda: w.report is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: w.pairs.report is not None, timeout=30_000)
     w.params.n_predict.setValue(4)
     w.params.n_ctx.setValue(256)
     return w
 
 
 def choose(qtbot, w: MainWindow, path: Path) -> None:
-    with qtbot.waitSignal(w.pair_report_shown, timeout=30_000):
+    with qtbot.waitSignal(w.pairs.report_shown, timeout=30_000):
         w.pair_panel.set_pair(path, path)
 
 
@@ -80,7 +81,7 @@ def test_chat_toggle_follows_the_target_and_the_run_uses_the_template(qtbot, set
             m.close()
         # this vocabulary adds a BOS (<|endoftext|>) before the template's text
         assert w.token_view.toPlainText().startswith("<|endoftext|><|im_start|>system\nBe brief.<|im_end|>")
-        assert w.stats_document()["run"]["chat"] is True
+        assert w.controller.stats_document()["run"]["chat"] is True
 
         # a target without a template: the toggle shows off and disabled, the prompt goes as typed
         choose(qtbot, w, models["plain"])
@@ -113,7 +114,7 @@ def test_a_refused_template_is_one_message_and_the_window_keeps_working(qtbot, s
         w.prompt.set_text("hi")
         assert run(qtbot, w) == "error"
         assert "evil.gguf: the chat template was refused" in w.banner.message
-        assert "\n" not in w.banner.message and w.mode == "idle"
+        assert "\n" not in w.banner.message and w.controller.state is RunState.IDLE
         assert not models["marker"].exists()
         w.prompt.chat.setChecked(False)              # the model itself is fine without chat
         assert run(qtbot, w) in ("n_predict", "eog")

@@ -108,7 +108,7 @@ def test_bad_input_in_a_real_process_has_no_traceback(tmp_path, tiny_models):
 
 @pytest.fixture(scope="module")
 def no_vocab_models(tmp_path_factory):
-    import ggufgen
+    from helpers import ggufgen
     d = tmp_path_factory.mktemp("novocab")
     return {kind: ggufgen.write_llama(d / f"{kind}.gguf", n_layer=1, model=kind)
             for kind in ("none", "no_vocab")}

@@ -10,7 +10,7 @@ import pytest
 
 from specscope.core.cli.main import main
 
-from vocab_gguf import write_vocab_gguf
+from helpers.vocab_gguf import write_vocab_gguf
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-import ggufgen
+from helpers import ggufgen
 from specscope.core.measure.lossless import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
                                     classify_sampled, compare, disagreement, dist_draw, first_divergence,
                                     mt19937_words, spec_logits_at)
@@ -17,6 +17,9 @@ from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure import sweep as sw
+from specscope.core.measure import sweep_report as sp
+from specscope.core.measure import sweep_rows as sr
+from specscope.core.measure import sweep_settings as ss
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 NO_EOG = ((EOT, -math.inf),)
@@ -221,7 +224,7 @@ def sweep_settings(tiny_models, **kw):
                 n_predict=8, sampler=GREEDY, engine=EngineSettings(n_ctx=256, **ONE_THREAD),
                 use_cache=False)
     base.update(kw)
-    return sw.SweepSettings(**base)
+    return ss.SweepSettings(**base)
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +238,7 @@ def test_sweep_table_and_csv_columns(small_sweep):
     result, steps = small_sweep
     assert not result.stopped
     total = steps[-1][1]
-    assert total == sw.sweep_steps(result.settings) == 2 * (1 + 2 * (2 + 2))
+    assert total == ss.sweep_steps(result.settings) == 2 * (1 + 2 * (2 + 2))
     assert steps[-1][0] == total
     assert all(b[0] >= a[0] for a, b in zip(steps, steps[1:]))
     # 2 drafts × 2 n × (2 prompts + ALL)
@@ -243,7 +246,7 @@ def test_sweep_table_and_csv_columns(small_sweep):
     assert len(result.pooled()) == 4
     reader = csv.reader(io.StringIO(result.to_csv()))
     header = next(reader)
-    assert tuple(header) == sw.CSV_COLUMNS == (
+    assert tuple(header) == sr.CSV_COLUMNS == (
         "draft", "drafter", "n_max", "prompt", "tokens", "rounds", "acceptance",
         "mean_accepted_length", "tokens_per_s", "baseline_tokens_per_s", "measured_speedup",
         "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
@@ -266,7 +269,7 @@ def test_sweep_table_and_csv_columns(small_sweep):
 def test_sweep_json_heatmap_and_best_n(small_sweep, tmp_path):
     result, _ = small_sweep
     doc = json.loads(result.to_json())
-    assert doc["columns"] == list(sw.CSV_COLUMNS)
+    assert doc["columns"] == list(sr.CSV_COLUMNS)
     assert doc["others_cpu"] is None or 0.0 <= doc["others_cpu"] <= 1.0
     assert set(doc["calibration"]) == {"draft.gguf", "random-draft.gguf"}
     assert all(len(c["c"]) == 3 for c in doc["calibration"].values())      # k_max = n_max + 1
@@ -276,7 +279,7 @@ def test_sweep_json_heatmap_and_best_n(small_sweep, tmp_path):
     assert all(v is not None and v > 0 for line in grid for v in line)
     assert result.save(tmp_path / "s.csv").read_text().startswith("draft,drafter,n_max,prompt")
     assert json.loads(result.save(tmp_path / "s.json").read_text())["rows"]
-    assert "calibrated" in sw.format_table(result)
+    assert "calibrated" in sp.format_table(result)
 
 
 def test_sweep_stops_between_runs(tiny_models):
@@ -292,28 +295,28 @@ def test_sweep_stops_between_runs(tiny_models):
 
 
 def test_prompt_sets(tmp_path):
-    shipped = sw.load_prompts()
+    shipped = ss.load_prompts()
     assert len(shipped) >= 3 and all(name and text.strip() for name, text in shipped)
     txt = tmp_path / "p.txt"
     txt.write_text("first prompt\n---\nsecond\nprompt\n---\n\n", encoding="utf-8")
-    assert sw.load_prompts(txt) == [("p1", "first prompt\n"), ("p2", "second\nprompt\n")]
+    assert ss.load_prompts(txt) == [("p1", "first prompt\n"), ("p2", "second\nprompt\n")]
     js = tmp_path / "p.json"
     js.write_text(json.dumps(["a", {"name": "b", "text": "bee"}]), encoding="utf-8")
-    assert sw.load_prompts(js) == [("p1", "a"), ("b", "bee")]
+    assert ss.load_prompts(js) == [("p1", "a"), ("b", "bee")]
     for bad in ("{", json.dumps({"prompts": [{"name": "x"}]}), json.dumps([])):
         js.write_text(bad, encoding="utf-8")
         with pytest.raises(ConfigError):
-            sw.load_prompts(js)
+            ss.load_prompts(js)
     with pytest.raises(ConfigError):
-        sw.load_prompts(tmp_path / "missing.json")
+        ss.load_prompts(tmp_path / "missing.json")
 
 
 def test_parse_n_values():
-    assert sw.parse_n_values("1,2,4,8") == (1, 2, 4, 8)
-    assert sw.parse_n_values("1-4,8,2") == (1, 2, 3, 4, 8)
+    assert ss.parse_n_values("1,2,4,8") == (1, 2, 4, 8)
+    assert ss.parse_n_values("1-4,8,2") == (1, 2, 3, 4, 8)
     for bad in ("0", "a", "", "3-x", "100"):
         with pytest.raises(ConfigError):
-            sw.parse_n_values(bad)
+            ss.parse_n_values(bad)
 
 
 def test_demo_pair_is_lossless_under_deterministic_numerics():
@@ -339,9 +342,9 @@ def test_robust_time_ignores_one_stalled_repeat():
 
     def run(tokens, seconds):
         return RunResult("spec", tuple(range(tokens)), Stats(n_tokens=tokens, t_total=seconds), 0.0, "n_predict")
-    assert sw.robust_time([[run(10, 1.0)], [run(20, 4.0)]]) == pytest.approx(5.0)
+    assert sr.robust_time([[run(10, 1.0)], [run(20, 4.0)]]) == pytest.approx(5.0)
     # three repeats of one prompt, one stalled 10x: the median per-token time wins
-    assert sw.robust_time([[run(10, 1.0), run(10, 10.0), run(10, 1.2)]]) == pytest.approx(30 * 0.12)
+    assert sr.robust_time([[run(10, 1.0), run(10, 10.0), run(10, 1.2)]]) == pytest.approx(30 * 0.12)
 
 
 def test_sweep_skips_a_draft_the_gate_refuses(tiny_models):
@@ -357,19 +360,19 @@ def test_sweep_skips_a_draft_the_gate_refuses(tiny_models):
 def test_sweep_groups_ngram_chains_once_without_a_draft_model(tiny_models):
     s = sweep_settings(tiny_models, chains=(("ngram-simple",), ("ngram-simple", "draft-simple"),
                                             ("draft-simple",)), n_values=(1, 2, 4))
-    groups = sw.groups(s)
+    groups = ss.groups(s)
     assert [(path, name) for path, name, _ in groups] == [
         (None, ""), (tiny_models["draft"], "draft.gguf"), (tiny_models["random_draft"], "random-draft.gguf")]
     assert [(c.drafter, c.n) for c in groups[0][2]] == [("ngram-simple", 0)]      # not × n
     assert len(groups[1][2]) == 2 * 3
-    assert sw.sweep_steps(s) == (1 + 2 * 3) + 2 * (1 + 2 * (2 + 6))
+    assert ss.sweep_steps(s) == (1 + 2 * 3) + 2 * (1 + 2 * (2 + 6))
     # n-gram drafts run to size M, at most the run's budget: the calibration covers that batch
-    assert sw.longest_draft(s, groups[0][2][0]) == s.n_predict - 1
-    assert {(c.drafter, c.n): sw.longest_draft(s, c) for c in groups[1][2] if c.n == 4} == {
+    assert ss.longest_draft(s, groups[0][2][0]) == s.n_predict - 1
+    assert {(c.drafter, c.n): ss.longest_draft(s, c) for c in groups[1][2] if c.n == 4} == {
         ("ngram-simple>draft-simple", 4): s.n_predict - 1, ("draft-simple", 4): 4}
     # an n-gram-only sweep needs no draft; draft-simple does
-    sw.SweepSettings(**{**s.__dict__, "drafts": (), "chains": (("ngram-simple",),)}).validate()
+    ss.SweepSettings(**{**s.__dict__, "drafts": (), "chains": (("ngram-simple",),)}).validate()
     with pytest.raises(ConfigError, match="draft-simple needs a draft model"):
-        sw.SweepSettings(**{**s.__dict__, "drafts": ()}).validate()
+        ss.SweepSettings(**{**s.__dict__, "drafts": ()}).validate()
     with pytest.raises(ConfigError, match="priority order"):
-        sw.SweepSettings(**{**s.__dict__, "chains": (("draft-simple", "ngram-simple"),)}).validate()
+        ss.SweepSettings(**{**s.__dict__, "chains": (("draft-simple", "ngram-simple"),)}).validate()

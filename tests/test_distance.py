@@ -1,10 +1,10 @@
 """The cost of distance in the window's terms (core/measure/distance.py, app/distance_view.py): two real
 calibrations of the demo pair, the round they account for, and the view's states. The view's
-measurement with a model on a loopback rpc-server runs in tests/rpc_window_check.py."""
+measurement with a model on a loopback rpc-server runs in tests/helpers/rpc_window_check.py."""
 
 import pytest
 
-from specscope.core.measure.calibrate import calibrated_speedup, round_cost
+from specscope.core.measure.cost_model import calibrated_speedup, round_cost
 from specscope.core.models.demo import demo_pair
 from specscope.core.measure.distance import measure_distance
 from specscope.core.engine.engine import EngineSettings
@@ -20,7 +20,8 @@ def distance(demo_paths):
     t, d = demo_paths
     seen = []
     result = measure_distance(t, d, EngineSettings(target_threads=1, draft_threads=1), k_max=4,
-                              reps=5, time_budget_s=0.5, progress=lambda f, w: seen.append((f, w)))
+                              reps=5, time_budget_s=0.5,
+                              progress=lambda done, total, w: seen.append((done / total, w)))
     return result, seen
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from specscope.core.measure.calibrate import Calibration
+from specscope.core.measure.cost_model import Calibration
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.draft_policy import BestPredicted, HfHeuristic, make_policy
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
@@ -54,7 +54,7 @@ def test_cost_policy_follows_the_acceptance_within_bounds():
 
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_cost_policy_prices_rounds_as_the_calibrated_model_does(sync):
-    from specscope.core.measure.calibrate import round_cost
+    from specscope.core.measure.cost_model import round_cost
     cal = calibration()
     p = BestPredicted(6, cal, sync)
     for drafted, accepted in ((6, 2), (6, 6), (3, 0), (5, 4), (6, 1)):

@@ -14,7 +14,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
 
-from drafter_oracle import oracle_rounds
+from conformance.drafter_oracle import oracle_rounds
 
 REPEATING = ("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
              "def mul(a, b):\n")

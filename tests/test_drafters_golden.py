@@ -2,7 +2,7 @@
 
 tests/data/drafter_golden.json holds llama.cpp's rounds (accepted, drafted, draft tokens) for
 token sequences run through llama-speculative-simple's loop with an oracle target (see
-tests/conformance_drafters.py, which wrote it from llama.cpp built from llama-cpp-python
+tests/conformance/drafters.py, which wrote it from llama.cpp built from llama-cpp-python
 0.3.36's source, and tests/reference/drafter_oracle.cpp). CI has no reference build; this
 replays those sequences through SpecScope's drafters and requires the same drafts."""
 
@@ -11,8 +11,8 @@ import pathlib
 
 import pytest
 
-from conformance_drafters import chain_from_flags
-from drafter_oracle import oracle_rounds
+from conformance.drafters import chain_from_flags
+from conformance.drafter_oracle import oracle_rounds
 
 GOLDEN = json.loads((pathlib.Path(__file__).parent / "data" / "drafter_golden.json").read_text())
 CASES = GOLDEN["cases"]

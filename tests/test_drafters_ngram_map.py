@@ -11,7 +11,7 @@ histories). Tokens of a history are written with their positions in the comments
 import numpy as np
 import pytest
 
-from drafter_oracle import oracle_rounds
+from conformance.drafter_oracle import oracle_rounds
 from specscope.core.engine.drafters import Chain
 from specscope.core.engine.drafters.base import NgramMapParams
 from specscope.core.engine.drafters.ngram_map import (KEY_MAP_SIZE, LCG_FACTOR, NgramMap,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drafter_oracle import oracle_rounds
+from conformance.drafter_oracle import oracle_rounds
 from specscope.core.engine.drafters import Chain
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramModParams
 from specscope.core.engine.drafters.ngram_cache import Followers, NgramCache

@@ -11,7 +11,7 @@ import llama_cpp
 import numpy as np
 import pytest
 
-import ggufgen
+from helpers import ggufgen
 from specscope.core.cli.main import main
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings

@@ -2,10 +2,10 @@
 
 tests/data/eagle3_golden.json holds llama-speculative-simple's rounds ("accepted A/D draft
 tokens"), built from llama-cpp-python 0.3.36's source, with ``--spec-type draft-eagle3`` on two
-generated target + EAGLE-3 head pairs (tests/ggufgen.py ``write_eagle3_pair``: one head reading
+generated target + EAGLE-3 head pairs (tests/helpers/ggufgen.py ``write_eagle3_pair``: one head reading
 the target's token embeddings, one with its own and ``norm_before_residual``), greedy, on the
 code prompts to 128 tokens: n_max 1, 3 and 8, n_max 4 with p_min 0.3, and the head chained after
-ngram-simple and after ngram-mod (tests/conformance_speculative_simple.py --suite eagle3, which
+ngram-simple and after ngram-mod (tests/conformance/speculative_simple.py --suite eagle3, which
 wrote the file). tests/data/eagle3_demo_golden.json holds the same for the demo target with the
 shipped demo head (resources/models/demo-eagle3-head.gguf) at n_max 1, 3 and 8 (``--suite
 eagle3-demo``). The rounds compared are those while both runs are inside SpecScope's budget
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_speculative_simple import (EAGLE3_PAIRS, compared_rounds, demo_eagle3_pairs, our_run,
+from conformance.speculative_simple import (EAGLE3_PAIRS, compared_rounds, demo_eagle3_pairs, our_run,
                                             rounds_of, write_eagle3_pairs)
 from specscope.core.engine.engine import Engine, EngineSettings
 
@@ -73,7 +73,7 @@ DEMO = json.loads((Path(__file__).parent / "data" / "eagle3_demo_golden.json").r
 def test_the_demo_head_equals_llamacpp_round_for_round():
     """The demo target with resources/models/demo-eagle3-head.gguf (a trained head: most of its
     drafts are kept), n_max 1, 3 and 8 on the code prompts to 128 tokens (written by
-    tests/conformance_speculative_simple.py --suite eagle3-demo)."""
+    tests/conformance/speculative_simple.py --suite eagle3-demo)."""
     (target, head), = demo_eagle3_pairs().values()
     assert DEMO["pairs"]["demo"] == {"target": target.name, "head": head.name}
     c0 = DEMO["cases"][0]

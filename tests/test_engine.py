@@ -12,7 +12,7 @@ from specscope.core.errors import (ConfigError, ContextFullError, IncompatiblePa
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
 
-import ggufgen
+from helpers import ggufgen
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 NO_EOG = ((EOT, -math.inf),)            # like --ignore-eos: random weights emit EOS early

@@ -3,7 +3,7 @@
 tests/data/eog_golden.json holds what llama-speculative-simple (built from llama-cpp-python
 0.3.36's source) did on each case: every round ("accepted A/D draft tokens", "partial
 acceptance: A < D"), the text it printed and its totals (n_predict, n_drafted, n_accept).
-The cases (tests/conformance_speculative_simple.py --suite eog, which wrote the file): SmolLM2-135M-
+The cases (tests/conformance/speculative_simple.py --suite eog, which wrote the file): SmolLM2-135M-
 Instruct as its own draft on chat prompts (draft-simple at n_max 1, 3, 8 and every n-gram type),
 the demo pair on prompts that reach <|endoftext|>, and generated hybrid LFM2 and Mamba pairs, whose
 rounds checkpoint and replay. SpecScope must emit nothing after the first end-of-generation token,
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_speculative_simple import (Outcome, case_prompt, differences, our_run, rounds_of,
+from conformance.speculative_simple import (Outcome, case_prompt, differences, our_run, rounds_of,
                                             write_hybrid_pair, write_recurrent_pair)
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings

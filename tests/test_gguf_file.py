@@ -12,7 +12,7 @@ from specscope.core.models import gguf_file
 from specscope.core.errors import ModelFileError
 from specscope.core.models.gguf_file import check_gguf
 
-from vocab_gguf import (
+from helpers.vocab_gguf import (
     gguf_string,
     kv_str,
     kv_str_array,

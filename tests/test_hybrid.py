@@ -13,7 +13,7 @@ from specscope.core.models.llama import Batch, Checkpoint, Context, ContextSetti
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
 
-import ggufgen
+from helpers import ggufgen
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 NO_EOG = ((EOT, -math.inf),)

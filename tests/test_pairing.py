@@ -11,19 +11,16 @@ import pytest
 from specscope.core.measure import pairing
 from specscope.core.models import vocab_gate
 from specscope.core.errors import ModelFileError
+from specscope.core.measure.cost_model import best_n, expected_accepted, speedup_table, textbook_speedup
 from specscope.core.measure.pairing import (
-    best_n,
     check_pair,
     escape_token_text,
-    expected_accepted,
     memory_kind,
     scan,
-    speedup_table,
-    textbook_speedup,
     tuning_lineage,
 )
 
-from vocab_gguf import write_vocab_gguf
+from helpers.vocab_gguf import write_vocab_gguf
 
 
 # ============================================================================ pure cost model

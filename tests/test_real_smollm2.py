@@ -1,6 +1,6 @@
 """The lossless check on a real quantized model: SmolLM2-135M-Instruct Q4_1 as its own draft.
 
-The file comes from the real-model tier's ``smollm2`` fixture (tests/realmodel.py). With the same
+The file comes from the real-model tier's ``smollm2`` fixture (tests/helpers/realmodel.py). With the same
 file as target and draft, speculation must emit the baseline's tokens up to numerics:
 any divergence has to be diagnosed as numerical, never as a real mismatch."""
 
@@ -46,7 +46,7 @@ def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
     from pathlib import Path
 
     from specscope.core.engine.drafters.base import NgramMapParams
-    from specscope.core.measure.sweep import SweepSettings, model_prompts
+    from specscope.core.measure.sweep_settings import SweepSettings, model_prompts
     text = ("Copy this sentence exactly: The committee met on Tuesday to review the budget for "
             "the new library and the reading room.")
     s = SweepSettings(target=Path("unused"), drafts=(), prompts=(("copy", text),), chat=True,

@@ -2,7 +2,7 @@
 
 The first tests need no RPC build: endpoint parsing, the handshake's clear errors, and how a
 llama.cpp built without GGML_RPC refuses. The loopback tests use an RPC-enabled build of the
-same llama.cpp source (tests/rpc_build.py, built once and cached) in child processes
+same llama.cpp source (tests/helpers/rpc_build.py, built once and cached) in child processes
 (LLAMA_CPP_LIB_PATH) and a ggml-rpc-server on 127.0.0.1: the demo pair with its target (and
 both models) on it must emit what the local run emits, token for token, round for round.
 """
@@ -136,7 +136,7 @@ def test_target_and_both_on_loopback_match_the_local_run(rpc_build, rpc_server):
 
 @pytest.mark.slow
 def test_a_dead_endpoint_gets_one_clear_line(rpc_build):
-    import rpc_build as rb
+    from helpers import rpc_build as rb
     port = rb.free_port()
     out = _cli(rpc_build, *RUN, "--rpc", f"127.0.0.1:{port}", "--device", "RPC0", timeout=60)
     assert out.returncode == 2
@@ -145,7 +145,7 @@ def test_a_dead_endpoint_gets_one_clear_line(rpc_build):
 
 
 def test_placements_and_the_cost_of_distance_in_ms():
-    from specscope.core.measure.calibrate import Calibration
+    from specscope.core.measure.cost_model import Calibration
     from specscope.core.measure.distance import cost_lines, placement_settings
     from specscope.core.engine.engine import EngineSettings
     both = placement_settings(EngineSettings(rpc=("h:1",)), "both-remote", ("RPC0",))
@@ -190,13 +190,13 @@ def test_the_window_greys_rpc_out_without_it(qtbot):
 
 @pytest.mark.slow
 def test_the_window_runs_its_target_on_loopback(rpc_build, rpc_server):
-    """tests/rpc_window_check.py in a child with the RPC build: same output as local; a dead
+    """tests/helpers/rpc_window_check.py in a child with the RPC build: same output as local; a dead
     endpoint is one line in the banner and the window keeps running."""
     from pathlib import Path
     env = {**os.environ, "LLAMA_CPP_LIB_PATH": str(rpc_build), "SPECSCOPE_RPC_ENDPOINT": rpc_server,
            "GGML_NO_BACKTRACE": "1"}
     here = Path(__file__).parent
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          str(here / "rpc_window_check.py")], env=env, cwd=here.parent,
+                          str(here / "helpers" / "rpc_window_check.py")], env=env, cwd=here.parent,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]

@@ -58,7 +58,7 @@ def test_sampled_runs_with_other_seeds_diverge_where_their_tokens_do(sessions):
 def test_a_divergence_part_way_names_the_token_and_quotes_what_came_before(sessions):
     """B is A with one emitted token changed in round 6: they share everything before it."""
     from dataclasses import replace as dc_replace
-    from specscope.core.session.session import Run, Session
+    from specscope.core.session.session import RunRecord, Session
     a = sessions["n3"]
     events = list(a.run.events)
     r = 6
@@ -66,7 +66,7 @@ def test_a_divergence_part_way_names_the_token_and_quotes_what_came_before(sessi
     other = next(t for t in a.prompt_tokens if t != events[r].emitted[0] and not a.vocab.is_eog(t))
     changed = dc_replace(events[r], emitted=(other,) + events[r].emitted[1:])
     b = Session(a.settings, a.prompt_text, a.prompt_tokens, dict(a.models), a.vocab,
-                spec=Run("spec"))
+                spec=RunRecord("spec"))
     b.spec.append(events[:r] + [changed] + events[r + 1:])
     c = compare_sessions(a, b)
     assert c.differences == () and c.diverge_at == len(shared)

@@ -242,7 +242,7 @@ def test_a_synthetic_value_llama_cpp_cannot_parse_is_refused(capsys):
 
 def test_the_sweep_measures_each_level_beside_both_predictions(tmp_path, monkeypatch):
     """Two levels at the extremes: L = 1 keeps nothing, L = n + 1 keeps every draft token."""
-    from specscope.core.measure.sweep import SweepSettings
+    from specscope.core.measure.sweep_settings import SweepSettings
     from specscope.core.measure.synth_sweep import run_synth_sweep, synth_levels
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     target, draft = demo_pair()
@@ -266,7 +266,7 @@ def test_a_checkpointed_round_is_replayed_with_its_synthetic_decisions(tiny_mode
     """A recurrent target cannot drop rows: after a partial acceptance both contexts are
     restored and the next round re-verifies the decided tokens; as llama-server does on
     replay, every replayed token is kept, with no new draw."""
-    import ggufgen
+    from helpers import ggufgen
     no_eog = ((len(ggufgen.bpe_vocab()[0]) - 1, -math.inf),)
     with Engine(tiny_models["mamba"], tiny_models["mamba_draft"], EngineSettings(n_ctx=256)) as e:
         r = e.speculative("def f(x):", SpecSettings(n_max=3, synth_len=2.5),

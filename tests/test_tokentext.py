@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import ggufgen
+from helpers import ggufgen
 from specscope.core.models.tokentext import TextStream
 from specscope.core.models.llama import Model
 from specscope.core.models.tokentext import TokenText, shares

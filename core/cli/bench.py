@@ -12,12 +12,12 @@ With n-gram types the table gains the Python lookup time per round and, per memb
 chain, the rounds it won and its acceptance.
 
 Prints, per draft, the calibrated cost figures (c(k), f, ...; see
-``specscope.core.measure.calibrate``), then one pooled row per draft × n: acceptance,
+docs/calibration.md), then one pooled row per draft × n: acceptance,
 mean accepted length, tokens/s, the measured speed-up against a target-only run
-of the same prompts, seed 003's textbook prediction and the calibrated
+of the same prompts, the textbook prediction and the calibrated
 prediction with their errors, and the lossless check. ``--json`` prints one
 JSON document instead; ``--csv``/``--out-json`` write files (the CSV columns are
-documented in ``specscope.core.measure.sweep``). A progress line goes to stderr.
+documented in docs/sweep.md). A progress line goes to stderr.
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import TIME_BUDGET_S
 from specscope.core.measure.distance import cost_lines, placement_settings
 from specscope.core.measure.lossless import DETERMINISTIC_HINT, is_deterministic
-from specscope.core.measure.sweep import (BUSY_SHARE, DEFAULT_REPEATS, HEATMAP_KEY, NGRAM_ONLY_NOTE,
-                                          SweepSettings, config_name, eog_bias, format_heatmap,
-                                          format_table, load_prompts, parse_n_values,
-                                          parse_p_values, prediction_caveat, run_sweep)
+from specscope.core.measure.sweep import DEFAULT_REPEATS, run_sweep
+from specscope.core.measure.sweep_report import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE,
+                                                 format_heatmap, format_table, prediction_caveat)
+from specscope.core.measure.sweep_settings import (SweepSettings, config_name, eog_bias, load_prompts,
+                                                   parse_n_values, parse_p_values)
 from specscope.core.measure.synth_sweep import run_synth_sweep
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.devices import add_rpc_servers, placement, rpc_device_names
@@ -56,7 +57,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "bench", help="measure speed-up over drafters × drafts × draft lengths × prompts",
         description="Measure speed-up over drafters (--spec-type chains) × drafts × draft lengths × "
-                    "prompts against the target alone, beside seed 003's textbook prediction and the "
+                    "prompts against the target alone, beside the textbook prediction and the "
                     "prediction calibrated on this machine.")
     add_model_args(p, draft=False)
     add_spec_args(p, bench=True)

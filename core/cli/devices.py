@@ -40,7 +40,7 @@ def add_placement_args(g) -> None:
                    help="draft layers offloaded to its devices (default 0; all when -devd is given)")
     g.add_argument("--rpc", metavar="HOST:PORT[,...]", default=None,
                    help="llama.cpp rpc-server endpoints to register as devices RPC0, RPC1 ... "
-                        "(needs llama.cpp built with GGML_RPC; see README). " + SECURITY_WARNING)
+                        "(needs llama.cpp built with GGML_RPC; see docs/rpc.md). " + SECURITY_WARNING)
     g.add_argument("-dev", "--device", metavar="DEV[,DEV...]", default=None,
                    help="devices for the target's offloaded layers, as `specscope devices` lists "
                         "them (none = keep it local; default: llama.cpp's choice)")

@@ -164,7 +164,7 @@ def _suggestion() -> str:
 
 
 def format_cost(c) -> list[str]:
-    out = [f"Cost estimate (seed 003): f ≈ {c.f:.4f}  ({c.basis})"]
+    out = [f"Cost estimate (textbook): f ≈ {c.f:.4f}  ({c.basis})"]
     if c.warning:
         out.append(f"  note: {c.warning}")
     out.append("  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")

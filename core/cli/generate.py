@@ -18,7 +18,7 @@ from specscope.core.measure.calibrate import policy_calibration
 from specscope.core.measure.stats import TREE_WIDTHS
 from specscope.core.models.probe import guard
 from specscope.core.models.tokentext import TextStream
-from specscope.core.session.session import Run, RunSettings, Session
+from specscope.core.session.session import RunRecord, RunSettings, Session
 
 
 def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
@@ -138,7 +138,7 @@ def cmd_generate(args) -> int:
             sys.stdout.write(stream.flush())
         if getattr(args, "with_baseline", False):     # the target alone, same key: the speed-up
             base = engine.baseline(model_prompt, sampler, args.n_predict)
-            session.baseline = Run("baseline")
+            session.baseline = RunRecord("baseline")
             session.baseline.begin()
             session.baseline.append(base)
             session.baseline.prefill_s = base.prefill.seconds

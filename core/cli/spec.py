@@ -9,7 +9,7 @@ from pathlib import Path
 from specscope.core.engine.drafters import SPEC_TYPES, parse_types
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.engine import SpecSettings
-from specscope.core.measure.sweep import parse_p_values
+from specscope.core.measure.sweep_settings import parse_p_values
 
 
 def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:

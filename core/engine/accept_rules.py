@@ -1,6 +1,6 @@
-"""Two acceptance rules, and the acceptance the other one would have had (issue 13, item 2).
+"""Two acceptance rules, and the acceptance the other one would have had.
 
-``match`` is llama.cpp's rule (seed 000 §6.3, :func:`sample_and_accept`): the draft model
+``match`` is llama.cpp's rule (common/sampling.cpp, :func:`sample_and_accept`): the draft model
 drafts greedily; the user's sampler chain samples each verified row and a drafted token is
 kept while the sample equals it; the target's own sample is emitted at the first mismatch.
 
@@ -187,7 +187,7 @@ class DraftSampler:
 
 
 def sample_and_accept(smpl, ctx, is_eog, draft: list[int]) -> list[int]:
-    """llama.cpp's rule (``common_sampler_sample_and_accept_n``, seed 000 §6.3): sample row by
+    """llama.cpp's rule (``common_sampler_sample_and_accept_n``, common/sampling.cpp): sample row by
     row and keep while the target samples the drafted token; always emit its own. No drafted
     token is kept after an end of generation (it would stay in the context): a drafted EOG the
     target samples too ends the verification there, unless it ends the draft."""
@@ -269,15 +269,12 @@ class Verifier:
 
     def _p_rows(self, smpl, draft, logits) -> list:
         """p at each drafted row, the chain (a clone) having accepted the drafted tokens before."""
-        clone = smpl.clone()
-        try:
+        with smpl.clone() as clone:
             ps = []
             for i, token in enumerate(draft):
                 ps.append(self.p(clone, logits[i]))
                 clone.accept(token)
             return ps
-        finally:
-            clone.close()
 
     def _other(self, ps, draft, dists) -> tuple[float, ...]:
         """The other rule's chance to keep each drafted position (module docs)."""

@@ -15,7 +15,7 @@ counted as a miss). A round in which the draft model proposed nothing (p_min, an
 of the chain won) leaves it as it is.
 
 ``cost``: each round, the n in 1..n_max with the best predicted speed-up of the calibrated
-model (:func:`specscope.core.measure.calibrate.round_cost`: this machine's c(k), f, sampling, sync and
+model (:func:`specscope.core.measure.cost_model.round_cost`: this machine's c(k), f, sampling, sync and
 Python costs) for the acceptance this run has shown so far. The acceptance is kept per draft
 position as a *conditional* rate q_i (of the drafts that reached position i with all before it
 accepted, the share accepted at i), so drafts of any length inform it; the unconditional
@@ -35,7 +35,7 @@ from __future__ import annotations
 from specscope.core.errors import ConfigError
 
 POLICIES = ("fixed", "hf", "cost")
-DESCRIPTIONS = {
+POLICY_DESCRIPTIONS = {
     "fixed": "n_max every round (llama.cpp)",
     "hf": "+2 after a fully accepted draft, −1 otherwise (Hugging Face assisted generation)",
     "cost": "the n with the best predicted speed-up for this machine's costs and the run's "
@@ -134,7 +134,7 @@ class BestPredicted(FixedLength):
 
     def predicted(self) -> list[float]:
         """The calibrated speed-up S(n) = (1 + E)·B / C(n) for n = 1..n_max with the current
-        rates (a_i = q_1·…·q_i; :func:`specscope.core.measure.calibrate.round_cost`)."""
+        rates (a_i = q_1·…·q_i; :func:`specscope.core.measure.cost_model.round_cost`)."""
         out, expected, a = [], 0.0, 1.0
         for q, (zero, first, last, base) in zip(self.rates(), self._terms):
             a *= q

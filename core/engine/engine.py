@@ -62,6 +62,7 @@ from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYP
                                             parse_types, type_label)
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
+from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.engine.synth import (check_sampler, conditional_probs, is_synthetic,
@@ -70,11 +71,10 @@ from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePai
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
 from specscope.core.models.eagle3 import Head, check_head, is_eagle3
-from specscope.core.models.llama import (Batch, Checkpoint, Context, ContextSettings, Model,
+from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, ContextSettings, Model,
                                          SamplerChain, resolve_repack)
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
-SYNC_MODES = ("reuse", "replay")
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ class _RoundState:
         self.id_last, self.replay = ids[-1], ()
 
 
-class Engine:
+class Engine(Closing):
     """Owns the target and (optionally) draft model, their contexts, batches and samplers."""
 
     def __init__(self, target: str | Path, draft: str | Path | None = None,
@@ -330,12 +330,6 @@ class Engine:
 
     def close(self) -> None:
         self._stack.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     # ------------------------------------------------------------------ public runs
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
@@ -540,7 +534,7 @@ class Run:
     def _restore(self, st: _RoundState, chain, smpl, saved, batch: list[int], ids: list[int],
                  tm: _Timer, t0: float, about: dict) -> RoundEvent:
         """Step 5: back to the checkpoint taken before verifying (the target, its sampler and the
-        draft model's cache); the decided tokens are emitted now and verified next round (§7)."""
+        draft model's cache); the decided tokens are emitted now and verified next round."""
         ckpt, smpl_save = saved
         with tm.phase("sync"):
             ckpt.restore()

@@ -1,6 +1,6 @@
 """What the engine yields: one frozen event per round.
 
-A round (seed 000 §6.1) starts with both caches holding positions [0, n_past)
+A round (speculative-simple.cpp's loop) starts with both caches holding positions [0, n_past)
 and ``seed`` (id_last) sampled but not yet evaluated. It drafts, verifies
 ``[seed, *drafted]`` on the target, and emits ``emitted`` = the accepted
 drafted tokens followed by the target's own token (the replacement at the
@@ -86,10 +86,6 @@ class RoundEvent:
         if self.mode == "checkpoint":
             return self.n_past
         return self.n_past + len(self.replayed) + len(self.emitted)
-
-    @property
-    def next_seed(self) -> int:
-        return self.seed if self.mode == "checkpoint" else self.emitted[-1]
 
     @property
     def eog_ends_draft(self) -> bool:

@@ -48,7 +48,6 @@ from specscope.core.errors import ConfigError
 LLAMA_DEFAULT_SEED = 0xFFFFFFFF     # llama.cpp: "random seed"
 WARNING = ("synthetic acceptance is enabled for benchmarking: draft tokens are accepted at "
            "random, so the generated text is NOT valid output of the target")
-SHORT_WARNING = "SYNTHETIC ACCEPTANCE: the text is not valid output"
 
 
 def is_synthetic(synth_len: float, synth_rates: Sequence[float]) -> bool:

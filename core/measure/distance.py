@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import calibrate_pair, round_cost
+from specscope.core.measure.calibrate import calibrate_pair
+from specscope.core.measure.cost_model import round_cost
+from specscope.core.measure.progress import Progress, quiet, share
 from specscope.core.models.devices import add_rpc_servers
 
 PLACEMENTS = ("local", "target-remote", "draft-remote", "both-remote")
@@ -75,7 +77,7 @@ def cost_lines(cals: dict) -> list[str]:
 
 @dataclass(frozen=True)
 class RoundAccount:
-    """One round of the calibrated model (core/measure/calibrate.py's ``round_cost``) in seconds, where
+    """One round of the calibrated model (core/measure/cost_model.py's ``round_cost``) in seconds, where
     the models run: drafting, the verification batch, and the rest (sampling, the draft's
     sync, the rollback, Python); ``token`` is what the target alone pays per token there."""
 
@@ -130,12 +132,12 @@ class Distance:
 
 def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None,
                      n_past: int | None = None, refresh: bool = False,
-                     progress=None, stop=None, **calibration) -> Distance:
+                     progress: Progress | None = None, stop=None, **calibration) -> Distance:
     """Calibrate the pair on this machine's CPU, then as ``engine_settings`` place it (each
-    cached like any calibration, core/measure/calibrate.py ``get_calibration``). ``progress(fraction,
-    what)``; raises CalibrationStopped when ``stop`` is set; ``calibration``: more of
-    ``get_calibration``'s keywords (reps, time_budget_s)."""
-    say = progress or (lambda frac, what: None)
+    cached like any calibration, core/measure/calibrate.py ``get_calibration``); raises
+    CalibrationStopped when ``stop`` is set; ``calibration``: more of ``get_calibration``'s
+    keywords (reps, time_budget_s)."""
+    say = progress or quiet
     add_rpc_servers(engine_settings.rpc)      # a dead endpoint fails now, not after the first half
     placements = (("this machine", replace(placement_settings(engine_settings, "local", ()), rpc=())),
                   ("as placed", engine_settings))
@@ -144,8 +146,8 @@ def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None
         cal, hit, where = calibrate_pair(
             target, draft, settings, k_max, sampler=sampler, n_past=n_past, refresh=refresh,
             stop=stop, **calibration,
-            progress=lambda frac, what, _i=i, _n=name: say((_i + frac) / 2, f"{_n}: {what}"))
+            progress=lambda d, t, what, _i=i, _n=name: say(_i + share(d, t), 2, f"{_n}: {what}"))
         cals.append(cal)
         cached.append(hit)
-    say(1.0, "done")
+    say(1, 1, "done")
     return Distance(placement=where, local=cals[0], placed=cals[1], from_cache=tuple(cached))

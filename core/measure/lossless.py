@@ -8,11 +8,11 @@ Measured speed-up
 
 Lossless check
     Speculative decoding with llama.cpp's acceptance rule emits exactly the
-    target sampler's tokens (seed 000 §6.3), so the two token lists should be
+    target sampler's tokens (common/sampling.cpp), so the two token lists should be
     equal. They can still differ through *numerics*: a verification batch is a
     batched decode, the baseline decodes one token at a time, and the two do not
     give bit-identical logits (flash attention, an F16 KV cache, quantized
-    weights; see LLAMA_CPP_NOTES.md). On a divergence the check reports the
+    weights; see docs/determinism.md). On a divergence the check reports the
     position, both tokens and the target's logits there, recomputed twice:
 
     * ``baseline`` side: the prompt and the agreed tokens decoded one token at a
@@ -63,7 +63,7 @@ from specscope.core.measure.stats import Stats, fold
 
 TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
 # What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
-# guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (README: "When
+# guarantees, measured with this llama.cpp build on an x86 AVX2 CPU (docs/determinism.md: "When
 # speculative output equals the baseline's"). The CLI help and the window's tooltip show it.
 DETERMINISTIC_GUARANTEE = (
     "F32 KV cache and flash attention off. Measured on x86 AVX2: one-token and batched logits of "

@@ -6,11 +6,11 @@ Everything here runs before any weights are loaded:
   (:func:`~specscope.core.models.gguf_file.check_gguf`);
 - the vocabulary values come from llama.cpp itself through a vocab-only load,
   and :mod:`specscope.core.models.vocab_gate` applies the four rules of llama.cpp's
-  ``common_speculative_are_compatible`` (seed 000 §4.2, seed 003) to them, so
+  ``common_speculative_are_compatible`` (common/speculative.cpp) to them, so
   the verdict is the one llama.cpp will enforce;
-- the cost estimate is seed 003's textbook model: ``f`` ≈ the ratio of the
+- the cost estimate is the textbook model: ``f`` ≈ the ratio of the
   two files' sizes and speed-up ``(E+1)/(n·f+1)`` with
-  ``E = α + α² + … + αⁿ``.
+  ``E = α + α² + … + αⁿ`` (:mod:`.cost_model`).
 
 The engine runs the gate (``vocab_gate.vocab_rules``) on its already-loaded models; the CLI
 (``specscope doctor``) and the GUI call :func:`check_pair` and :func:`scan`.
@@ -25,20 +25,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import llama_cpp.llama_cpp as ll
 
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
+from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
-from specscope.core.models.llama import Model, ensure_backend
+from specscope.core.models.llama import Closing, Model, ensure_backend
 from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule,
                                               VocabFacts, escape_token_text, first_text_mismatch,
                                               rules_from_facts, vocab_facts)
 
 __all__ = [
-    "ALPHAS",
-    "N_MAX",
     "Rule",
     "VocabFacts",
     "ModelSummary",
@@ -50,19 +49,10 @@ __all__ = [
     "rules_from_facts",
     "check_pair",
     "scan",
-    "expected_accepted",
-    "textbook_speedup",
-    "textbook_from_accepted",
-    "best_n",
-    "speedup_table",
     "escape_token_text",
     "memory_kind",
     "tuning_lineage",
 ]
-
-# the cost table of the report: per-token acceptance rates and draft lengths
-ALPHAS = (0.5, 0.7, 0.9)
-N_MAX = 8
 
 # src/llama-arch.cpp: llm_arch_is_recurrent / llm_arch_is_hybrid (llama-cpp-python 0.3.36).
 # Only a fallback: the report asks llama.cpp (llama_model_is_recurrent/_hybrid),
@@ -73,39 +63,6 @@ HYBRID_ARCHS = frozenset({
     "nemotron_h_moe", "qwen3next", "kimi-linear", "bailingmoe3", "kimi-k3", "glm5-next",
     "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "minimax-01",
 })
-
-
-# ============================================================================ cost model (pure)
-
-def expected_accepted(alpha: float, n: int) -> float:
-    """E = α + α² + … + αⁿ: mean accepted drafts per round at per-token acceptance α."""
-    if n <= 0:
-        return 0.0
-    if alpha == 1.0:
-        return float(n)
-    return alpha * (1.0 - alpha ** n) / (1.0 - alpha)
-
-
-def textbook_from_accepted(expected: float, n: int, f: float) -> float:
-    """Seed 003's (E + 1) / (n·f + 1), a verification batch costing one target pass, for a
-    mean of accepted drafts per round E (the one place the formula is written)."""
-    return (expected + 1.0) / (n * f + 1.0)
-
-
-def textbook_speedup(alpha: float, n: int, f: float) -> float:
-    """Seed 003's speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
-    return textbook_from_accepted(expected_accepted(alpha, n), n, f)
-
-
-def best_n(alpha: float, f: float, n_max: int = N_MAX) -> tuple[int, float]:
-    """The draft length 1..n_max with the highest textbook speed-up, and that speed-up."""
-    best = max(range(1, n_max + 1), key=lambda n: (textbook_speedup(alpha, n, f), -n))
-    return best, textbook_speedup(alpha, best, f)
-
-
-def speedup_table(f: float, alphas: Iterable[float] = ALPHAS, n_max: int = N_MAX) -> dict[float, list[float]]:
-    """{α: [speed-up at n = 1..n_max]}."""
-    return {a: [textbook_speedup(a, n, f) for n in range(1, n_max + 1)] for a in alphas}
 
 
 # ============================================================================ beyond the vocabulary
@@ -131,21 +88,17 @@ def tuning_lineage(metadata: dict[str, Any]) -> tuple[str, str]:
     Returns (kind, evidence): kind is "instruct", "fine-tuned", "base" or
     "unknown"; evidence names the key and value the guess rests on.
     """
-    finetune = metadata.get("general.finetune")
     name = metadata.get("general.name")
-    if isinstance(finetune, str) and finetune.strip():
-        ev = f"general.finetune = {finetune!r}"
-        if _INSTRUCT_RE.search(finetune):
-            return "instruct", ev
-        if _BASE_RE.search(finetune):
-            return "base", ev
-        return "fine-tuned", ev
-    if isinstance(name, str) and name.strip():
-        ev = f"general.name = {name!r}"
-        if _INSTRUCT_RE.search(name):
-            return "instruct", ev
-        if _BASE_RE.search(name):
-            return "base", ev
+    for key in ("general.finetune", "general.name"):   # any fine-tune name is a fine-tune
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            ev = f"{key} = {value!r}"
+            if _INSTRUCT_RE.search(value):
+                return "instruct", ev
+            if _BASE_RE.search(value):
+                return "base", ev
+            if key == "general.finetune":
+                return "fine-tuned", ev
     n_base = metadata.get("general.base_model.count")
     if isinstance(n_base, int) and n_base > 0:
         base_name = metadata.get("general.base_model.0.name")
@@ -234,7 +187,7 @@ def _model_size(info: GGUFInfo) -> int:
 
 @dataclass(frozen=True)
 class CostEstimate:
-    """Seed 003's textbook cost model for the pair."""
+    """The textbook cost model for the pair."""
 
     f: float  # draft cost / target cost ≈ draft file size / target file size
     basis: str
@@ -257,7 +210,7 @@ def _cost(target: ModelSummary, draft: ModelSummary) -> CostEstimate:
     elif f > 0.5:
         warning = "the draft costs over half a target pass: it needs very high acceptance to pay"
     basis = (f"draft file {draft.file_size:,} bytes / target file {target.file_size:,} bytes; "
-             "both models memory-bound at batch size one (seed 003)")
+             "both models memory-bound at batch size one")
     return CostEstimate(
         f=f,
         basis=basis,
@@ -321,14 +274,14 @@ def _jsonable(x):
 
 def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
     notes = []
-    # memory (seed 000 §7)
+    # memory (recurrent state cannot be rolled back: llama.cpp checkpoints it)
     for side, m in (("target", t), ("draft", d)):
         arch = m.architecture or "unknown architecture"
         if m.can_remove_partial:
             notes.append(f"{side} ({arch}): attention KV cache; rejected drafts are removed with seq_rm")
         else:
             notes.append(f"{side} ({arch}): {m.memory} memory cannot remove part of a sequence; "
-                         "will use checkpoints (state save/restore and replay, seed 000 §7)")
+                         "will use checkpoints (state save/restore and replay, as llama.cpp does)")
     # context
     tc, dc = t.context_length, d.context_length
     if tc and dc:
@@ -351,13 +304,13 @@ def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
         notes.append(f"chat template: only the {has} has one (the {hasnt} may be a base model)")
     else:
         notes.append("chat template: neither has one")
-    # tuning lineage (seed 003)
+    # tuning lineage
     kinds = {t.tuning, d.tuning}
     lineage = f"tuning: target {t.tuning} ({t.tuning_evidence}); draft {d.tuning} ({d.tuning_evidence})"
     if "base" in kinds and kinds & {"instruct", "fine-tuned"}:
         base_side = "draft" if d.tuning == "base" else "target"
         lineage += (f" — a base {base_side} paired with a tuned model: the vocabulary check passes, "
-                    "but acceptance may disappoint (seed 003); measure it before deciding")
+                    "but acceptance may disappoint; measure it before deciding")
     elif "unknown" in kinds:
         lineage += " — lineage not recorded; measure acceptance"
     elif t.tuning == d.tuning:
@@ -380,7 +333,7 @@ def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSumma
 
 # ============================================================================ loading
 
-class _Loaded:
+class _Loaded(Closing):
     """A checked file, its vocab-only model and what llama.cpp says about it."""
 
     def __init__(self, path: str | os.PathLike):
@@ -406,12 +359,6 @@ class _Loaded:
 
     def close(self) -> None:
         self.model.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _token_region(info: GGUFInfo, start: int, stop: int) -> bytes | None:

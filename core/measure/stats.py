@@ -4,7 +4,7 @@ Counting follows llama.cpp's speculative-simple: ``n_drafted`` adds the length
 of every draft that was verified (drafts discarded for being shorter than
 n_min are not counted), ``n_accept`` adds the drafted tokens the target kept.
 One deliberate difference: tokens re-verified by a replay round after a
-checkpoint restore (seed 000 §7) are counted once, in the round that decided
+checkpoint restore (llama.cpp's replay) are counted once, in the round that decided
 them, not again as a "draft" of the replay round.
 
 Mean accepted length is the mean number of tokens a verified draft yields,

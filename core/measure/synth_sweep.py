@@ -7,8 +7,9 @@ batch and samples every row, so every timing is real) but keeps each draft posit
 random with a chosen probability. This module runs the pair at several mean accepted
 lengths L (``--spec-synth-len``: geometric per-position rates a_i = αⁱ, α found by
 llama.cpp's bisection), measures the speed-up against the target alone, and sets it beside
-seed 003's textbook prediction (E + 1)/(n·f + 1) and the prediction calibrated on this
-machine (:mod:`.calibrate`: c(k), f, sampling, sync and Python overheads).
+the textbook prediction (E + 1)/(n·f + 1) and the prediction calibrated on this
+machine (:mod:`.cost_model`, calibrated by :mod:`.calibrate`: c(k), f, sampling, sync and Python
+overheads).
 
 The runs are arranged as :func:`.sweep.run_sweep` arranges its own (calibration at the
 position of a typical round; per prompt and repetition a baseline, one run per level in an
@@ -35,16 +36,17 @@ from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING, check_sampler, resolve_rates
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import (Calibration, CalibrationStopped, calibrated_speedup,
-                                              get_calibration)
+from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
+from specscope.core.measure.cost_model import (Calibration, alpha_from_counts, calibrated_speedup,
+                                               textbook_speedup)
+from specscope.core.measure.cpuload import LoadMeter
 from specscope.core.measure.lossless import execute, run_result
-from specscope.core.measure.pairing import textbook_speedup
-from specscope.core.measure.sweep import (ALL, DRAFT_SIMPLE, Cell, Config, LoadMeter, Row,
-                                          SweepSettings, eog_bias, make_row, model_prompts,
-                                          spec_for, typical_position)
+from specscope.core.measure.progress import Progress, quiet, within
+from specscope.core.measure.sweep_rows import ALL, Cell, Row, make_row
+from specscope.core.measure.sweep_settings import (DRAFT_SIMPLE, Config, SweepSettings, eog_bias,
+                                                   model_prompts, spec_for, typical_position)
 
 DEFAULT_LEVELS = 6
-Progress = Callable[[int, int, str], None]
 
 
 def synth_levels(n_max: int, count: int = DEFAULT_LEVELS) -> tuple[float, ...]:
@@ -78,7 +80,7 @@ class SynthCurve:
     others_cpu: float | None = None
 
     def textbook(self, alpha: float) -> float:
-        """Seed 003's speed-up at per-token acceptance α with the calibrated f."""
+        """The textbook speed-up at per-token acceptance α with the calibrated f."""
         return textbook_speedup(alpha, self.n, self.calibration.f)
 
     def calibrated(self, alpha: float) -> float:
@@ -109,9 +111,8 @@ class SynthCurve:
 
 def _alpha_measured(cells: Sequence[Cell]) -> float:
     runs = [r for c in cells for r in c.spec]
-    accepted = sum(r.stats.n_accept for r in runs)
-    rejections = sum(r.stats.n_draft_rounds - r.n_full for r in runs)
-    return accepted / (accepted + rejections) if accepted + rejections else 0.0
+    return alpha_from_counts(sum(r.stats.n_accept for r in runs),
+                             sum(r.stats.n_draft_rounds - r.n_full for r in runs))
 
 
 def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
@@ -138,7 +139,7 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
         specs[level] = replace(base_spec, synth_len=float(level), synth_rates=())
         specs[level].validate()
     stop = stop or threading.Event()
-    say = progress or (lambda done, total, what: None)
+    say = progress or quiet
     total = 1 + len(s.prompts) * s.repeats * (2 + len(levels))
     done = 0
     curve = SynthCurve(s, n)
@@ -153,7 +154,7 @@ def run_synth_sweep(s: SweepSettings, levels: Sequence[float] | None = None, *,
                 curve.calibration, curve.from_cache = get_calibration(
                     engine, n + 1, sampler=sampler, refresh=s.recalibrate, use_cache=s.use_cache,
                     time_budget_s=s.calibration_s, n_past=typical_position(engine, s), k_draft=n + 1,
-                    progress=lambda frac, w: say(done, total, f"{name}: {w} ({100 * frac:.0f}%)"),
+                    progress=within(say, done, total, name),
                     stop=stop)
             except CalibrationStopped:
                 return curve

@@ -24,7 +24,7 @@ import numpy as np
 
 from specscope.core.errors import DecodeError, ModelFileError
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.llama import Context, ExtBatch, Model
+from specscope.core.models.llama import Closing, Context, ExtBatch, Model
 from specscope.core.models.staging import function
 
 ARCH = "eagle3"
@@ -91,7 +91,7 @@ def _check_d2t(info, head: Model, target: Model) -> None:
                                         f"({bad.size} entries out of range)")
 
 
-class Head:
+class Head(Closing):
     """A head's context beside the target's (the head's made with ``other`` = the target's):
     turns on what ``draft-eagle3`` reads (the target layers' inputs on every decode of the
     target, the head's pre-norm state on its output rows), and owns the head's two extended

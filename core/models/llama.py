@@ -1,8 +1,8 @@
 """Owners of llama.cpp handles: one small class per handle kind.
 
 Every pointer llama.cpp hands out is held by exactly one object here
-(``Model``, ``Context``, ``Batch``, ``SamplerChain``) and freed by that object's
-``close()``. Contexts must be closed before the model they were made from;
+(``Model``, ``Context``, ``Batch``, ``SamplerChain``: each a :class:`Handle`) and freed by
+that object's ``close()``, once. Contexts must be closed before the model they were made from;
 ``Engine`` and the tests do that with an ``ExitStack``.
 
 llama.cpp's log goes to the Python logger ``specscope.llama`` (quiet unless
@@ -113,11 +113,39 @@ def _take_last_error() -> str:
     return text
 
 
+# ---------------------------------------------------------------------------- handles
+
+class Closing:
+    """Closed at the end of a ``with`` block."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Handle(Closing):
+    """The owner of one llama.cpp handle, ``ptr``: :meth:`close` frees it once (``_free``);
+    closing again does nothing."""
+
+    ptr = None                    # the handle; None once freed (or given away)
+
+    def _free(self, ptr) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        ptr, self.ptr = self.ptr, None
+        if ptr:
+            self._free(ptr)
+
+
 # ---------------------------------------------------------------------------- model
 
-
-
-class Model:
+class Model(Handle):
     """A loaded GGUF model (or only its vocabulary, with ``vocab_only``)."""
 
     def __init__(self, path: str | Path, *, vocab_only: bool = False, n_gpu_layers: int = 0,
@@ -156,10 +184,8 @@ class Model:
         self.n_vocab = ll.llama_vocab_n_tokens(self.vocab)
         self._pieces: dict[int, bytes] = {}
 
-    def close(self) -> None:
-        if self.ptr:
-            ll.llama_model_free(self.ptr)
-            self.ptr = None
+    def _free(self, ptr) -> None:
+        ll.llama_model_free(ptr)
 
     # -- facts ---------------------------------------------------------------
     @property
@@ -272,7 +298,7 @@ class ContextSettings:
         return cls(flash_attn="off", kv_type="f32", **kw)
 
 
-class Context:
+class Context(Handle):
     """One llama_context with a single sequence (seq 0). ``other``: the context it reads from
     (llama.cpp's ``ctx_other``: an EAGLE-3 head reads the target's token embeddings and output
     head through it); it must outlive this one."""
@@ -313,16 +339,14 @@ class Context:
         self.n_vocab = model.n_vocab
         self._views: dict[tuple[int, int], np.ndarray] = {}
 
-    def close(self) -> None:
-        if self.ptr:
-            ll.llama_free(self.ptr)
-            self.ptr = None
+    def _free(self, ptr) -> None:
+        ll.llama_free(ptr)
 
     def decode(self, batch: "Batch", what: str) -> None:
         """Decode and wait for it: on an asynchronous backend (a model on an rpc-server)
         llama_decode returns once the graph is sent, and the computation would otherwise be
         waited for, and timed, wherever the logits are read next."""
-        status = ll.llama_decode(self.ptr, batch.raw)
+        status = ll.llama_decode(self.ptr, batch.ptr)
         if status != 0:
             raise DecodeError(what, status)
         ll.llama_synchronize(self.ptr)
@@ -425,25 +449,25 @@ class Checkpoint:
 
 # ---------------------------------------------------------------------------- batch
 
-class Batch:
-    """A llama_batch for sequence 0, filled through numpy views."""
+class Batch(Handle):
+    """A llama_batch for sequence 0 (``ptr``: the struct), filled through numpy views."""
 
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self.raw = ll.llama_batch_init(capacity, 0, 1)
-        self.token = np.ctypeslib.as_array(self.raw.token, shape=(capacity,))
-        self.pos = np.ctypeslib.as_array(self.raw.pos, shape=(capacity,))
-        self.logits = np.ctypeslib.as_array(self.raw.logits, shape=(capacity,))
-        np.ctypeslib.as_array(self.raw.n_seq_id, shape=(capacity,))[:] = 1
+        self.ptr = ll.llama_batch_init(capacity, 0, 1)
+        self.token = np.ctypeslib.as_array(self.ptr.token, shape=(capacity,))
+        self.pos = np.ctypeslib.as_array(self.ptr.pos, shape=(capacity,))
+        self.logits = np.ctypeslib.as_array(self.ptr.logits, shape=(capacity,))
+        np.ctypeslib.as_array(self.ptr.n_seq_id, shape=(capacity,))[:] = 1
         for i in range(capacity):
-            self.raw.seq_id[i][0] = 0
+            self.ptr.seq_id[i][0] = 0
 
     def fill(self, tokens, pos0: int, *, logits: str = "all") -> None:
         """tokens at positions pos0, pos0+1, ...; logits: 'all', 'last' or 'none'."""
         n = len(tokens)
         if n == 1:                      # the draft loop's case: skip numpy's slice machinery
             self.token[0], self.pos[0], self.logits[0] = tokens[0], pos0, logits != "none"
-            self.raw.n_tokens = 1
+            self.ptr.n_tokens = 1
             return
         if n > self.capacity:
             raise ConfigError(f"a batch of {n} tokens exceeds the batch capacity {self.capacity}")
@@ -452,21 +476,13 @@ class Batch:
         self.logits[:n] = 1 if logits == "all" else 0
         if logits == "last" and n:
             self.logits[n - 1] = 1
-        self.raw.n_tokens = n
+        self.ptr.n_tokens = n
 
-    def close(self) -> None:
-        if self.raw is not None:
-            ll.llama_batch_free(self.raw)
-            self.raw = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _free(self, ptr) -> None:
+        ll.llama_batch_free(ptr)
 
 
-class ExtBatch:
+class ExtBatch(Handle):
     """A ``llama_batch_ext`` of a context, for sequence 0: entries of a token with an embedding
     row (an EAGLE-3 decoder input), or of an embedding row alone (its encoder input). llama.cpp
     copies the rows in."""
@@ -504,15 +520,13 @@ class ExtBatch:
         self.size += 1
         return idx
 
-    def close(self) -> None:
-        if self.ptr:
-            ll.llama_batch_ext_free(self.ptr)
-            self.ptr = None
+    def _free(self, ptr) -> None:
+        ll.llama_batch_ext_free(ptr)
 
 
 # ---------------------------------------------------------------------------- sampler chain
 
-class SamplerChain:
+class SamplerChain(Handle):
     """A llama_sampler chain. ``sample`` = llama_sampler_sample, which also accepts the token."""
 
     def __init__(self, ptr):
@@ -544,13 +558,5 @@ class SamplerChain:
         self.close()
         self.ptr, saved.ptr = saved.ptr, None
 
-    def close(self) -> None:
-        if self.ptr:
-            ll.llama_sampler_free(self.ptr)
-            self.ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _free(self, ptr) -> None:
+        ll.llama_sampler_free(ptr)

@@ -1,6 +1,6 @@
 """Quantized copies of a GGUF model, made by llama.cpp's own ``llama_model_quantize``.
 
-Seed 003: a draft quantized harder than the target is often a good trade (it is wrong a
+A draft quantized harder than the target is often a good trade (it is wrong a
 little more often but costs much less). :class:`Quantization` makes the copies so that
 ``specscope bench -md ORIG -md DIR/x.Q8_0.gguf ...`` can sweep them against the original.
 

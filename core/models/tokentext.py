@@ -15,12 +15,18 @@ that, both used here:
 
 A token's *vocabulary piece* (``llama_vocab_get_text``: ``▁Hello``,
 ``<0x0A>``, ``ĠðŁĺ``) is what hovering shows next to its id.
+
+:class:`TokenTable` holds pieces without the model (the window's copy of a vocabulary, a
+session's tokens).
 """
 
 from __future__ import annotations
 
 import codecs
-from typing import Sequence
+import json
+from typing import Iterable, Sequence
+
+from specscope.core.plain import PlainError
 
 
 def hex_bytes(data: bytes) -> str:
@@ -120,3 +126,80 @@ class TextStream:
 
     def flush(self) -> str:
         return self.text.flush()
+
+
+# ---------------------------------------------------------------------------- token tables
+
+class TokenTable:
+    """Token pieces without the model: the vocabulary interface the views and text streams need
+    (``piece``, ``text``, ``is_eog``), safe on any thread. A model's whole vocabulary (:meth:`of`,
+    the window's copy for the UI thread), or the tokens a session uses (:meth:`collect`, saved
+    with it)."""
+
+    def __init__(self, entries: dict[int, tuple[bytes, bytes, bool]] | None = None):
+        self.entries = dict(entries or {})       # id -> (piece, vocabulary text, is_eog)
+
+    @classmethod
+    def of(cls, model) -> "TokenTable":
+        """Every token of a model (``llama.Model``)."""
+        return cls.collect(model, range(model.n_vocab))
+
+    @classmethod
+    def from_pieces(cls, pieces: Sequence[bytes], eog: Iterable[int] = (),
+                    texts: Sequence[bytes] = ()) -> "TokenTable":
+        """Tokens 0, 1, ... with these pieces; their vocabulary texts are the pieces unless given."""
+        eog = set(eog)
+        return cls({t: (p, texts[t] if t < len(texts) else p, t in eog) for t, p in enumerate(pieces)})
+
+    @classmethod
+    def collect(cls, vocab, ids: Iterable[int]) -> "TokenTable":
+        """The entries of ``ids`` from a model (``llama.Model``) or another table."""
+        if isinstance(vocab, TokenTable):
+            return cls({t: vocab.entries[t] for t in set(ids) if t in vocab.entries})
+        return cls({t: (vocab.piece(t), vocab.token_text(t), bool(vocab.is_eog(t)))
+                    for t in sorted(set(ids))})
+
+    def piece(self, token: int) -> bytes:
+        e = self.entries.get(token)
+        return e[0] if e else b""
+
+    def text(self, token: int) -> str:
+        e = self.entries.get(token)
+        return (e[1] if e else b"").decode("utf-8", "replace")
+
+    def is_eog(self, token: int) -> bool:
+        e = self.entries.get(token)
+        return bool(e and e[2])
+
+    def to_plain(self) -> list:
+        return [[t, _bytes_out(p), _bytes_out(x), eog] for t, (p, x, eog) in sorted(self.entries.items())]
+
+    @classmethod
+    def from_plain(cls, rows) -> "TokenTable":
+        if not isinstance(rows, list):
+            raise PlainError("tokens is not a list")
+        entries = {}
+        for row in rows:
+            if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], int)
+                    and not isinstance(row[0], bool) and isinstance(row[3], bool)):
+                raise PlainError(f"tokens has a malformed entry {json.dumps(row)[:60]}")
+            entries[row[0]] = (_bytes_in(row[1]), _bytes_in(row[2]), row[3])
+        return cls(entries)
+
+
+def _bytes_out(b: bytes):
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": b.hex()}
+
+
+def _bytes_in(v) -> bytes:
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, dict) and set(v) == {"hex"} and isinstance(v["hex"], str):
+        try:
+            return bytes.fromhex(v["hex"])
+        except ValueError:
+            pass
+    raise PlainError(f"tokens has a malformed piece {json.dumps(v)[:60]}")

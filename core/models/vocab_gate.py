@@ -1,4 +1,4 @@
-"""llama.cpp's vocabulary gate: can a draft draft for a target (seed 000 §4.2)?
+"""llama.cpp's vocabulary gate (``common_speculative_are_compatible``): can a draft draft for a target?
 
 The four rules of ``common_speculative_are_compatible`` (common/speculative.cpp), applied to
 the values llama.cpp itself reports for two loaded vocabularies (a vocab-only load is enough).

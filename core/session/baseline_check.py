@@ -4,7 +4,7 @@ The measured speed-up is the speculative run's tokens/s over the baseline's (the
 same prompt and settings). Both must be timed on the machine in the same state: a baseline
 taken minutes earlier, or while other processes took a different share of the CPU, gives a
 wrong speed-up and a wrong f (the cost panel's draft ÷ target cost takes the target's cost per
-token from it). Every live ``core.session.Run`` notes when it ran (``started_at``, ``ended_at``)
+token from it). Every live ``core.session.session.RunRecord`` notes when it ran (``started_at``, ``ended_at``)
 and what other processes took of the CPU meanwhile (``load``, core/measure/cpuload.py);
 :func:`check_baseline` compares the two runs.
 

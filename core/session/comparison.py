@@ -1,4 +1,4 @@
-"""Two sessions side by side (issue 12, item 5): two pairs, or two settings on one pair.
+"""Two sessions side by side: two pairs, or two settings on one pair.
 
 ``compare_sessions(a, b)`` reads two sessions (core/session/session.py; live or loaded from files) and
 returns what the window's comparison view and ``specscope replay A --compare B`` show:

@@ -4,7 +4,7 @@ A ``Session`` owns the run's settings (``RunSettings``: models, engine, drafters
 parameters, sampler, n_predict, prompt, chat/system), the identities of its models, the
 prompt text and tokens, the token pieces of every token the run used (``TokenTable``: the
 text can be rebuilt without the model), the ordered round events of the speculative run
-and of its matching baseline (``Run``, each with its incremental stats fold), and the
+and of its matching baseline (``RunRecord``, each with its incremental stats fold), and the
 measured speed-up. A live run appends events to it (the window's worker, the CLI); a
 replay loads it from a file; the views read it. ``Workbench`` keeps the baselines of one
 window or process by run key and pairs each speculative session with its baseline.
@@ -68,13 +68,12 @@ from specscope.core.measure.cpuload import LoadMeter, LoadReading
 from specscope.core.measure.stats import Stats, fold
 from specscope.core.models.devices import placement
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.tokentext import text_of
+from specscope.core.models.tokentext import TokenTable, text_of
 from specscope.core.plain import PlainError, from_plain, to_plain
 from specscope.core.session.baseline_check import check_baseline
 
 FORMAT = "specscope-session"
 VERSION = 1
-SUFFIX = ".jsonl"
 RUN_KINDS = ("spec", "baseline")
 
 
@@ -203,78 +202,8 @@ def header_sha256(path: str | Path, n_bytes: int) -> str:
     return h.hexdigest()
 
 
-# ----------------------------------------------------------------------------- tokens
-class TokenTable:
-    """The pieces of the tokens a session uses: the vocabulary interface the views and text
-    streams need (``piece``, ``text``, ``is_eog``) without the model."""
-
-    def __init__(self, entries: dict[int, tuple[bytes, bytes, bool]] | None = None):
-        self.entries = dict(entries or {})       # id -> (piece, vocabulary text, is_eog)
-
-    @classmethod
-    def collect(cls, vocab, ids: Iterable[int]) -> "TokenTable":
-        """The entries of ``ids`` from a model (``llama.Model``) or the window's ``Vocab``."""
-        if isinstance(vocab, TokenTable):
-            return cls({t: vocab.entries[t] for t in set(ids) if t in vocab.entries})
-        entries = {}
-        for t in sorted(set(ids)):
-            piece = vocab.piece(t)
-            if hasattr(vocab, "token_text"):
-                text = vocab.token_text(t)
-            else:
-                texts = getattr(vocab, "texts", ())
-                text = texts[t] if 0 <= t < len(texts) else piece
-            entries[t] = (piece, text, bool(vocab.is_eog(t)))
-        return cls(entries)
-
-    def piece(self, token: int) -> bytes:
-        e = self.entries.get(token)
-        return e[0] if e else b""
-
-    def text(self, token: int) -> str:
-        e = self.entries.get(token)
-        return (e[1] if e else b"").decode("utf-8", "replace")
-
-    def is_eog(self, token: int) -> bool:
-        e = self.entries.get(token)
-        return bool(e and e[2])
-
-    def to_plain(self) -> list:
-        return [[t, _bytes_out(p), _bytes_out(x), eog] for t, (p, x, eog) in sorted(self.entries.items())]
-
-    @classmethod
-    def from_plain(cls, rows) -> "TokenTable":
-        if not isinstance(rows, list):
-            raise PlainError("tokens is not a list")
-        entries = {}
-        for row in rows:
-            if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], int)
-                    and not isinstance(row[0], bool) and isinstance(row[3], bool)):
-                raise PlainError(f"tokens has a malformed entry {json.dumps(row)[:60]}")
-            entries[row[0]] = (_bytes_in(row[1]), _bytes_in(row[2]), row[3])
-        return cls(entries)
-
-
-def _bytes_out(b: bytes):
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"hex": b.hex()}
-
-
-def _bytes_in(v) -> bytes:
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    if isinstance(v, dict) and set(v) == {"hex"} and isinstance(v["hex"], str):
-        try:
-            return bytes.fromhex(v["hex"])
-        except ValueError:
-            pass
-    raise PlainError(f"tokens has a malformed piece {json.dumps(v)[:60]}")
-
-
 # ----------------------------------------------------------------------------- runs
-class Run:
+class RunRecord:
     """The ordered round events of one generation and their stats fold (folded lazily,
     incrementally: reading ``stats`` folds only the events appended since)."""
 
@@ -285,6 +214,7 @@ class Run:
         self.events: list[RoundEvent] = []
         self.finish = ""              # eog | n_predict | context | stopped ("" while running)
         self._stats = Stats()
+        self._prefix = Stats()                  # stats_upto's last prefix
         self.started_at: float | None = None    # Unix time at its start and end (timed live)
         self.ended_at: float | None = None
         self.load = None                        # cpuload.LoadReading: others' CPU use meanwhile
@@ -309,6 +239,15 @@ class Run:
             self._stats = fold(self.events[self._stats.n_rounds:], self._stats)
         return self._stats
 
+    def stats_upto(self, k: int) -> Stats:
+        """The stats of the first ``k`` rounds (all of them: ``stats``): a view that shows the
+        run up to a round. Folded on from the last prefix asked for when ``k`` moved forward."""
+        if k >= len(self.events):
+            return self.stats
+        start = self._prefix if self._prefix.n_rounds <= k else Stats()
+        self._prefix = fold(self.events[start.n_rounds:k], start)
+        return self._prefix
+
     @property
     def tokens(self) -> list[int]:
         """The generated tokens (each round's emitted tokens, in order)."""
@@ -323,16 +262,16 @@ class Session:
     prompt_text: str = ""                     # what the target was given
     prompt_tokens: tuple[int, ...] = ()
     models: dict = field(default_factory=dict)    # "target" | "draft" -> ModelIdentity
-    vocab: object = None                      # the live model's Vocab, or a TokenTable
-    spec: Run | None = None
-    baseline: Run | None = None
+    vocab: object = None                      # a TokenTable (the model's, live), or a model
+    spec: RunRecord | None = None
+    baseline: RunRecord | None = None
     path: str = ""                            # the file it was loaded from ("" when live)
 
     @classmethod
     def start(cls, settings: RunSettings, kind: str, prompt_text: str = "",
               prompt_tokens=(), vocab=None, prefill_s: float = 0.0) -> "Session":
         s = cls(settings, prompt_text, tuple(prompt_tokens), vocab=vocab)
-        setattr(s, kind, Run(kind, prefill_s))
+        setattr(s, kind, RunRecord(kind, prefill_s))
         s.run.begin()
         return s
 
@@ -342,7 +281,7 @@ class Session:
         return "spec" if self.spec is not None else "baseline"
 
     @property
-    def run(self) -> Run:
+    def run(self) -> RunRecord:
         """The run the session is about: the speculative one, else the baseline."""
         return self.spec if self.spec is not None else self.baseline
 
@@ -354,7 +293,7 @@ class Session:
     def is_recording(self) -> bool:
         return bool(self.path)
 
-    def baseline_check(self, baseline: Run | None = None):
+    def baseline_check(self, baseline: RunRecord | None = None):
         """How the baseline (``baseline``, else this session's) stands to the speculative run:
         its age and load, and whether it is stale (core/session/baseline_check.py); None without both."""
         return check_baseline(self.spec, baseline or self.baseline)
@@ -372,7 +311,7 @@ class Session:
     def freeze_tokens(self) -> None:
         """Keep only the pieces of the tokens the session uses (a TokenTable): the live
         model or vocabulary copy is no longer needed to show or save it."""
-        if self.vocab is not None and not isinstance(self.vocab, TokenTable):
+        if self.vocab is not None:
             self.vocab = TokenTable.collect(self.vocab, self.token_ids())
 
     def takes_baseline(self, other: "Session") -> bool:
@@ -396,7 +335,7 @@ class Session:
                 ids.update(ev.drafted, ev.emitted, ev.replayed)
         return ids
 
-    def text(self, run: Run | None = None) -> str:
+    def text(self, run: RunRecord | None = None) -> str:
         """The generated text (end-of-generation tokens left out), from the token pieces."""
         return text_of(self.vocab, (run or self.run).tokens)
 
@@ -451,11 +390,9 @@ class Session:
     def lines(self) -> list[str]:
         """The session file's lines (see the module docs)."""
         self.identify_models()
-        tokens = self.vocab if isinstance(self.vocab, TokenTable) else None
-        if tokens is None or not self.token_ids() <= set(tokens.entries):
-            if self.vocab is None:
-                raise SpecScopeError("the session has no token pieces to save")
-            tokens = TokenTable.collect(self.vocab, self.token_ids())
+        if self.vocab is None:
+            raise SpecScopeError("the session has no token pieces to save")
+        tokens = TokenTable.collect(self.vocab, self.token_ids())
         runs = [r for r in (self.spec, self.baseline) if r is not None]
         header = {"format": FORMAT, "version": VERSION, "settings": self.settings.to_plain(),
                   "models": {role: to_plain(self.models.get(role)) for role in ("target", "draft")},
@@ -488,7 +425,7 @@ class Session:
         return _load(Path(path))
 
 
-def _run_header(run: Run) -> dict:
+def _run_header(run: RunRecord) -> dict:
     info = {"rounds": len(run.events), "finish": run.finish, "prefill_s": run.prefill_s}
     if run.started_at is not None and run.ended_at is not None:
         info.update(started_at=run.started_at, ended_at=run.ended_at,
@@ -496,7 +433,7 @@ def _run_header(run: Run) -> dict:
     return info
 
 
-def _timing_in(run: Run, info: dict) -> None:
+def _timing_in(run: RunRecord, info: dict) -> None:
     """A run header's optional timing (started_at, ended_at, load) onto ``run``."""
     times = [info.get(k) for k in ("started_at", "ended_at")]
     if times == [None, None]:
@@ -574,7 +511,7 @@ def _load(path: Path) -> Session:
                     and isinstance(info.get("prefill_s"), (int, float))):
                 raise PlainError(f"runs.{kind} must be {{\"rounds\": int, \"finish\": str, "
                                  "\"prefill_s\": float}")
-            runs[kind] = Run(kind, float(info["prefill_s"]))
+            runs[kind] = RunRecord(kind, float(info["prefill_s"]))
             runs[kind].finish = info["finish"]
             _timing_in(runs[kind], info)
         if "spec" in runs and settings.spec is None:
@@ -646,6 +583,6 @@ class Workbench:
         if session.spec is not None:
             self.last_spec = session
 
-    def baseline_for(self, settings: RunSettings) -> Run | None:
+    def baseline_for(self, settings: RunSettings) -> RunRecord | None:
         s = self.baselines.get(settings.key)
         return s.baseline if s is not None else None

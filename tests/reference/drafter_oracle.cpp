@@ -10,7 +10,7 @@
 // args:   n_ctx n_predict, then llama.cpp flags (--spec-type ..., --spec-ngram-...)
 // stdout: one line per round: "<accepted> <drafted> : <draft token ids>"
 //
-// Build: see tests/conformance_drafters.py (never committed as a binary).
+// Build: see tests/conformance/drafters.py (never committed as a binary).
 #include "arg.h"
 #include "common.h"
 #include "speculative.h"

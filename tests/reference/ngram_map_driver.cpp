@@ -8,7 +8,7 @@
 //   A n               accept n
 // stdout: one line per D: "L=<history length> draft: <tokens>"
 //
-// Build like drafter_oracle (tests/conformance_drafters.py), e.g.
+// Build like drafter_oracle (tests/conformance/drafters.py), e.g.
 //   g++ -O1 -std=c++17 tests/reference/ngram_map_driver.cpp -I $SRC/common -I $SRC/include \
 //       -I $SRC/ggml/include -I $SRC/vendor -L build/bin -lllama-common -lllama -lggml \
 //       -lggml-base -Wl,-rpath,$PWD/build/bin -o build/bin/ngram_map_driver

@@ -1,4 +1,4 @@
-"""draft-simple: the draft model (seed 000 §5.3; ``common_speculative_impl_draft_simple``).
+"""draft-simple: the draft model (``common_speculative_impl_draft_simple`` in common/speculative.cpp).
 
 Decode id_last at n_past on the draft, then take the argmax of the top-10 renormalised
 probabilities, decode it, and go on until p_min, n_max or the round's budget; a draft shorter
@@ -31,6 +31,7 @@ from specscope.core.engine.draft_policy import FixedLength
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.errors import ConfigError
 
+SYNC_MODES = ("reuse", "replay")   # how the draft cache follows the target's (module docs)
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
 
 

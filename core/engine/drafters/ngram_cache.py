@@ -37,7 +37,7 @@ from specscope.core.engine.drafters.base import Drafter, NgramCacheParams, Propo
 from specscope.core.errors import ConfigError
 
 N_DRAFT = 8           # create_state_ngram_cache: n_draft fixed
-NGRAM_MAX = 4         # LLAMA_NGRAM_MAX (LLAMA_NGRAM_MIN is 1)
+LLAMA_NGRAM_MAX = 4   # llama.cpp's longest cached n-gram (LLAMA_NGRAM_MIN is 1)
 NGRAM_STATIC = 2      # LLAMA_NGRAM_STATIC
 # thresholds by n-gram size - 1: (minimum sample size, minimum percentage of the winner)
 LAX = ((2, 66), (2, 50), (1, 50), (1, 50))
@@ -177,7 +177,7 @@ def update(cache: Cache, seq: list[int], first: int = 0, limits=LAX) -> None:
     way)."""
     for i in range(max(first, 1), len(seq)):
         token = seq[i]
-        for size in range(1, min(i, NGRAM_MAX) + 1):
+        for size in range(1, min(i, LLAMA_NGRAM_MAX) + 1):
             key = tuple(seq[i - size:i])
             part = cache.get(key)
             if part is None:
@@ -209,16 +209,16 @@ def load_cache(path: str, flag: str, limits) -> Cache:
     cache: Cache = {}
     i, end = 0, len(a)
     while i < end:
-        if i + NGRAM_MAX + 1 > end:
+        if i + LLAMA_NGRAM_MAX + 1 > end:
             raise bad("the file ends inside an n-gram's header", i)
-        n_tokens = a[i + NGRAM_MAX]
+        n_tokens = a[i + LLAMA_NGRAM_MAX]
         if n_tokens <= 0:
-            raise bad(f"an n-gram with {n_tokens} tokens", i + NGRAM_MAX)
-        j = i + NGRAM_MAX + 1
+            raise bad(f"an n-gram with {n_tokens} tokens", i + LLAMA_NGRAM_MAX)
+        j = i + LLAMA_NGRAM_MAX + 1
         if j + 2 * n_tokens > end:
             raise bad(f"an n-gram lists {n_tokens} tokens but the file ends after "
-                      f"{(end - j) // 2}", i + NGRAM_MAX)
-        key = a[i:i + NGRAM_MAX]
+                      f"{(end - j) // 2}", i + LLAMA_NGRAM_MAX)
+        key = a[i:i + LLAMA_NGRAM_MAX]
         while key and key[-1] == -1:
             key.pop()
         pairs = list(zip(a[j:j + 2 * n_tokens:2], a[j + 1:j + 2 * n_tokens:2]))
@@ -262,7 +262,7 @@ class NgramCache(Drafter):
         if self._prompt is not None:
             prompt, self._prompt = self._prompt, None
             if cur_len == len(prompt) and np.array_equal(history, prompt):
-                tail = [*history[max(0, cur_len - NGRAM_MAX):].tolist(), id_last]
+                tail = [*history[max(0, cur_len - LLAMA_NGRAM_MAX):].tolist(), id_last]
                 update(self.context, tail, len(tail) - 1)
                 self.cache_size = cur_len + 1
                 return
@@ -276,7 +276,7 @@ class NgramCache(Drafter):
         self._count_new(history, id_last)
         if len(history) + 1 < NGRAM_STATIC:
             return self._none
-        seq = [*history[max(0, len(history) - NGRAM_MAX + 1):].tolist(), id_last]
+        seq = [*history[max(0, len(history) - LLAMA_NGRAM_MAX + 1):].tolist(), id_last]
         keys = [tuple(seq[-size:]) for size in range(1, len(seq) + 1)]   # keys[size - 1]
         primaries = [(c.get, label) for c, label in ((self.context, "context"),
                                                      (self.dynamic, "dynamic cache")) if c]
@@ -308,7 +308,7 @@ class NgramCache(Drafter):
             drafted.append(token)
             by[how] = by.get(how, 0) + 1
             k1 = (token,)
-            keys = ([k1, keys[0] + k1, keys[1] + k1, keys[2] + k1] if len(keys) >= NGRAM_MAX - 1
+            keys = ([k1, keys[0] + k1, keys[1] + k1, keys[2] + k1] if len(keys) >= LLAMA_NGRAM_MAX - 1
                     else [k1, *(k + k1 for k in keys)])
         if not drafted:
             return self._none

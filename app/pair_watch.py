@@ -1,0 +1,181 @@
+"""The pair chosen in the window's pair panel: the doctor checks it on a thread of its own (its
+verdict, the models' facts, the target's chat template, whether draft-simple can draft for it),
+the recent pairs, preloading it into the engine, and what the engine worker says while it
+loads it (progress, the crash probe's verdicts, a failed load)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from .errors import describe
+from .window_settings import demo_pair_or_none, remember_pair
+from .worker import DoctorWorker, start_thread
+
+PRELOAD_DELAY_MS = 150           # load the pair this long after it is chosen (the window shown)
+
+
+class PairWatch(QObject):
+    """``window`` lends its pair panel, prompt, drafter box, banner, stats bar, run controller
+    and engine worker; ``preload``: load a compatible pair ahead of the first run."""
+
+    check_requested = Signal(int, str, str)
+    preload_requested = Signal(object)       # a RunRequest whose pair the engine loads now
+    report_shown = Signal(object)            # a PairReport, or an exception: the check is shown
+
+    def __init__(self, window, preload: bool = True):
+        super().__init__(window)
+        self.w, self.preload = window, preload
+        self.report = None                   # the doctor's PairReport of the pair (None: none yet)
+        self.facts: dict = {}                # the loaded pair's facts (the worker's)
+        self._check_id = 0
+        self.doctor = DoctorWorker()
+        self.doctor_thread = start_thread(self.doctor, "specscope-doctor")
+        self.check_requested.connect(self.doctor.check)
+        self.doctor.pair_checked.connect(self._checked)
+        self.doctor.check_failed.connect(self._check_failed)
+        panel, worker = window.pair_panel, window.worker
+        panel.pair_changed.connect(self.changed)
+        panel.demo_requested.connect(self.use_demo_pair)
+        self.preload_requested.connect(worker.preload)
+        worker.load_started.connect(self._load_started)
+        worker.load_progressed.connect(panel.set_progress)
+        worker.engine_loaded.connect(self._engine_loaded)
+        worker.failed.connect(self._load_failed)
+        worker.crashed.connect(self._model_crashed)
+
+    def use_demo_pair(self) -> None:
+        demo = demo_pair_or_none()
+        if demo is None:
+            from specscope.core.errors import ConfigError
+            try:
+                from specscope.core.models.demo import demo_pair
+                demo_pair()
+            except ConfigError as exc:
+                self.w.banner.show_error(exc)
+            return
+        self.w.pair_panel.set_pair(*demo)
+
+    def changed(self) -> None:
+        """Another pair: the old one's run (or recording) is not this pair's; check this one."""
+        w = self.w
+        panel = w.pair_panel
+        t, d = panel.pair()
+        if not w.controller.busy:
+            w.controller.show(None)
+        if w.cost_panel is not None:
+            w.cost_panel.show_calibrated(None)
+        if w.compare is not None and not w.compare.running and t is not None:
+            w.compare.set_pair(t, d)
+        self.report = None
+        w.prompt.set_template_available(None)
+        panel.clear_facts()
+        panel.set_load_state("idle")
+        self._update_draft_problem()
+        if not t:
+            panel.set_verdict_text("Choose a target model (and a draft model for draft-simple).")
+            return
+        self._check_id += 1
+        if not d:
+            panel.set_no_draft()
+            # the doctor reads the target alone (as its own draft) for its facts and chat template
+            self.check_requested.emit(self._check_id, str(t), str(t))
+            self._preload_later()
+            return
+        panel.set_checking()
+        self.check_requested.emit(self._check_id, str(t), str(d))
+
+    @Slot(int, object)
+    def _checked(self, req_id: int, report) -> None:
+        if req_id != self._check_id:
+            return
+        panel = self.w.pair_panel
+        self.w.prompt.set_template_available(report.target.has_chat_template)
+        if panel.pair()[1] is None:          # a target alone: its facts, no verdict
+            panel.set_model_facts(0, report.target)
+            self.report_shown.emit(report)
+            return
+        self.report = report
+        panel.set_report(report)
+        self._update_draft_problem()
+        if report.compatible:
+            panel.set_recent(remember_pair(self.w.settings, *panel.pair()))
+            self._preload_later()
+        self.report_shown.emit(report)
+
+    @Slot(int, object, str)
+    def _check_failed(self, req_id: int, exc, tb: str) -> None:
+        if req_id != self._check_id:
+            return
+        self.w.pair_panel.set_verdict_text(describe(exc), "#b42318")
+        self.w.banner.show_error(exc, tb, "The pair cannot be checked")
+        self.report_shown.emit(exc)
+
+    def _update_draft_problem(self) -> None:
+        """Tell the drafter picker whether draft-simple can run with the chosen draft."""
+        t, d = self.w.pair_panel.pair()
+        if d is None:
+            problem = ("draft-simple needs a draft model: choose one under Models, or uncheck "
+                       "draft-simple to draft with the n-gram types alone.")
+        elif self.report is not None and not self.report.compatible:
+            problem = (f"draft-simple: {d.name} cannot draft for this target ({self.report.reason}); "
+                       "choose another draft, or uncheck draft-simple.")
+        else:
+            problem = ""
+        self.w.params.drafter.set_draft_problem(problem)
+
+    # ------------------------------------------------------------------ loading
+    def _preload_later(self) -> None:
+        if self.preload and not self.w.controller.busy:
+            QTimer.singleShot(PRELOAD_DELAY_MS, self._preload)
+
+    def _preload(self) -> None:
+        c = self.w.controller
+        if c.busy or c.sweeping or self.w.closing:
+            return
+        req = self.w.request("spec", quiet=True)
+        if req is not None:
+            self.preload_requested.emit(req)
+
+    @Slot(str)
+    def _load_started(self, text: str) -> None:
+        self.w.pair_panel.set_load_state("loading", text + "…")
+        self.w.stats_bar.set_state("Loading models…")
+
+    @Slot(dict)
+    def _engine_loaded(self, facts: dict) -> None:
+        self.facts = facts
+        names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
+        self.w.pair_panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
+        self.w.pair_panel.set_load_facts(facts)
+        s = self.w.controller.session
+        if not self.w.controller.busy and not (s is not None and s.is_recording):
+            self.w.stats_bar.set_state("Ready")
+
+    @Slot(int, object, str)
+    def _load_failed(self, run_id: int, exc, tb: str) -> None:
+        """A preload failed (a run's failure is the run controller's)."""
+        if self.w.closing or run_id != 0:
+            return
+        self.w.pair_panel.set_load_state("idle", "The models could not be loaded.")
+        self.w.banner.show_error(exc, tb, "Loading the models failed")
+        if not self.w.controller.busy:
+            self.w.stats_bar.set_state("Idle")
+
+    @Slot(object, bool)
+    def _model_crashed(self, verdict, retrying: bool) -> None:
+        """A model crashed llama.cpp in the probe's child process (this window is unharmed)."""
+        name = Path(verdict.model).name
+        what = verdict.signal_name or verdict.status
+        message = f"{name} crashed llama.cpp ({what}) in a test process"
+        if verdict.cause:
+            message += f". Likely cause: {verdict.cause}"
+        message += (". Retrying once with repacking off." if retrying else
+                    ". The window is unaffected; choose another model or other settings.")
+        details = "\n".join([verdict.describe(), "", "Last llama.cpp log lines:", *verdict.log_tail])
+        self.w.banner.show_message("warning" if retrying else "error", message, details)
+
+    def shutdown(self, timeout_ms: int) -> bool:
+        self.doctor_thread.quit()
+        return self.doctor_thread.wait(timeout_ms)

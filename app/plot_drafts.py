@@ -1,0 +1,396 @@
+"""The live plots of a run's drafts: acceptance by draft position (with the other acceptance
+rule's expected share at temperature and a curve per drafter when several drafted), the accepted
+drafted tokens per round, tree headroom, and the per-drafter table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from specscope.core.measure.stats import Stats
+
+from .drafter_style import drafter_colors
+from .plot_base import (ACCEPTED_COLOR, REJECTED_COLOR, LivePlot, empty_note, grow_labels, rgba,
+                        set_text, small_legend, styled_plot)
+
+__all__ = ["AcceptancePlot", "HistogramPlot", "TreePlot", "DrafterTable"]
+
+CF_COLOR = "#6a3d9a"          # the counterfactual curve (purple: neither kept nor rejected)
+CF_LABELS = {"ratio": "ratio rule, expected (counterfactual)",
+             "match": "match rule, expected (counterfactual)"}
+TREE_TICKS = [str(r) for r in range(1, 11)] + [">10"]   # the draft's 1st .. 10th choice, lower
+TIPS = {
+    "acceptance": "For each position in the draft: of the drafts that reached it, the share whose "
+                  "token the target kept (green) or not (pale red).\nThe numbers are kept / drafted.\n"
+                  "At temperature, the dashed curve is the other acceptance rule's expected share on "
+                  "the same drafts (a counterfactual: llama.cpp's match rule against speculative "
+                  "sampling's ratio rule).",
+    "accepted_length": "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without "
+                       "a draft are not counted).\nRed: the target rejected the first drafted token.",
+    "tree": "At each drafted position up to the first rejection (the positions drafted from the "
+            "target's own path): the rank of the target's token among the draft model's top-10.\n"
+            "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where a "
+            "draft tree holding the draft's top-k would have had the target's token.\n"
+            "Only draft-simple's rounds are counted.",
+}
+DRAFTER_COLUMNS = (
+    ("drafter", "llama.cpp's speculative type"),
+    ("drafts", "rounds this drafter's draft was verified"),
+    ("accepted / drafted", "drafted tokens the target kept, of those this drafter drafted"),
+    ("acceptance", "accepted ÷ drafted"),
+    ("mean accepted length", "tokens per verified draft: 1 + accepted (llama.cpp's measure)"),
+)
+
+
+class _DraftBars(LivePlot):
+    """A bar plot of drafts with a count label per bar and a note while there is no draft."""
+
+    def __init__(self, widget: pg.PlotWidget):
+        super().__init__(widget)
+        self.labels: list[pg.TextItem] = []
+        self.n_bars = -1                  # the bars the x axis is set for (-1: none yet)
+
+    def _add_note(self) -> None:
+        """The note, over what the plot holds so far."""
+        self.note = empty_note(self.plot)
+        self.label_px = QtGui.QFontMetrics(self.note.textItem.font()).height()
+
+    def reserve_px(self) -> float:
+        return self.label_px + 4.0
+
+    NOTE_AT = (2.5, (0.4, 4.6))           # the note's x, and the x range while it shows
+
+    def show_note(self, text: str) -> None:
+        """While there is no draft: ``text`` in the middle, no ticks ("" hides it)."""
+        self.note.setText(text)
+        self.note.setVisible(bool(text))
+        if text:
+            x, (lo, hi) = self.NOTE_AT
+            self.plot.setXRange(lo, hi, padding=0)
+            self.plot.getAxis("bottom").setTicks([[]])
+            self.note.setPos(x, 0.5)
+            self.n_bars = -1                  # the axis is set again once data comes
+
+
+class AcceptancePlot(_DraftBars):
+    """1. For each draft position: of the drafts that reached it, the share whose token the
+    target kept (green) or not (pale red), the counts kept / drafted on top."""
+
+    exact = True                          # a share: the range ends at 1 plus the labels' room
+
+    def __init__(self, title: str):
+        super().__init__(styled_plot(title, "Share kept by the target",
+                                     "Draft position (1 = first drafted token)", TIPS["acceptance"]))
+        p = self.plot
+        self.rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
+                                        brush=pg.mkBrush(rgba(REJECTED_COLOR, 70)), pen=pg.mkPen(None))
+        self.accepted = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
+                                        pen=pg.mkPen(None))
+        p.addItem(self.rejected)
+        p.addItem(self.accepted)
+        p.setLimits(yMin=0.0)
+        p.getAxis("left").setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)]])
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        self._add_note()
+        self.texts: list[str] = []
+        self.rotated = False
+        self.drafter_curves: dict[str, pg.PlotDataItem] = {}   # when several drafters drafted
+        self.legend: pg.LegendItem | None = None
+        # at temperature: the other acceptance rule's expected share, dashed
+        self.cf_curve = p.plot([], [], pen=pg.mkPen(CF_COLOR, width=2, style=QtCore.Qt.PenStyle.DashLine),
+                               symbol="d", symbolSize=8, symbolBrush=CF_COLOR, symbolPen=pg.mkPen("w"))
+        self.cf_curve.setVisible(False)
+        self.cf_label = ""
+        self.top = 1.0
+
+    def clear(self) -> None:
+        self.texts = []
+        self.accepted.setOpts(x=[], height=[])
+        self.rejected.setOpts(x=[], height=[], y0=[])
+        for t in self.labels:
+            t.setVisible(False)
+        self.n_bars = -1
+        self.top = 1.0
+
+    def reserve_px(self) -> float:
+        legend = self.legend.boundingRect().height() + 4.0 \
+            if self.legend is not None and self.legend.isVisible() else 0.0
+        return (10.0 if self.rotated else self.label_px + 4.0) + legend
+
+    def show(self, stats: Stats) -> None:
+        rates = np.asarray(stats.position_acceptance, dtype=float)
+        x = np.arange(1, len(rates) + 1, dtype=float)
+        self.accepted.setOpts(x=x, height=rates)
+        self.rejected.setOpts(x=x, y0=rates, height=np.where(np.asarray(stats.drafted_at) > 0, 1.0 - rates, 0.0))
+        self.texts = [f"{a}/{d}" for a, d in zip(stats.accepted_at, stats.drafted_at)]
+        grow_labels(self.labels, len(x), self.plot)
+        if len(x) != self.n_bars:         # axis work only when a position appears
+            self.n_bars = len(x)
+            self.plot.setXRange(0.4, max(len(x), 1) + 0.6, padding=0)
+            self.plot.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, len(x) + 1)]])
+        self.layout_labels()
+
+    def _ensure_legend(self) -> pg.LegendItem:
+        if self.legend is None:
+            self.legend = small_legend(self.plot)
+        return self.legend
+
+    def show_counterfactual(self, stats: Stats) -> None:
+        """The dashed curve of the other rule's expected share (temperature runs only)."""
+        rates = np.asarray(stats.counterfactual_acceptance, dtype=float)
+        label = CF_LABELS.get(stats.cf_rule, "") if len(rates) else ""
+        self.cf_curve.setData(np.arange(1, len(rates) + 1, dtype=float), rates)
+        self.cf_curve.setVisible(bool(label))
+        if label == self.cf_label:
+            return
+        legend = self._ensure_legend()
+        if self.cf_label:
+            legend.removeItem(self.cf_curve)
+        if label:
+            legend.addItem(self.cf_curve, label)
+        self.cf_label = label
+        legend.setVisible(bool(label) or len(self.drafter_curves) > 0)
+        self.refit(force=True)
+
+    def show_drafters(self, stats: Stats) -> None:
+        """One acceptance curve per drafter when several drafted."""
+        several = len(stats.by_drafter) > 1
+        if several:
+            self._ensure_legend()
+        shown = set()
+        for d in stats.by_drafter if several else ():
+            curve = self.drafter_curves.get(d.name)
+            if curve is None:
+                strong = drafter_colors(d.name)[2]
+                curve = self.plot.plot([], [], pen=pg.mkPen(strong, width=2), symbol="o", symbolSize=7,
+                                       symbolBrush=strong, symbolPen=pg.mkPen("w"), name=d.name)
+                self.drafter_curves[d.name] = curve
+            rates = np.asarray(d.position_acceptance, dtype=float)
+            curve.setData(np.arange(1, len(rates) + 1, dtype=float), rates)
+            curve.setVisible(True)
+            shown.add(d.name)
+        for name, curve in list(self.drafter_curves.items()):
+            if name not in shown:            # another run: forget it, legend entry included
+                self.plot.removeItem(curve)
+                if self.legend is not None:
+                    self.legend.removeItem(curve)
+                del self.drafter_curves[name]
+        if self.legend is not None:
+            self.legend.setVisible(several or self.cf_curve.isVisible())
+
+    def layout_labels(self) -> None:
+        """Counts above the bars when they fit, else turned upright inside the bars' tops."""
+        texts = self.texts
+        per_bar = self.px_per_unit()
+        fm = QtGui.QFontMetrics(self.note.textItem.font())
+        widest = max((fm.horizontalAdvance(t) for t in texts), default=0)
+        rotated = per_bar is not None and widest + 6 > per_bar
+        turned = rotated != self.rotated
+        if turned:
+            self.rotated = rotated
+            self.refit(force=True)
+        for i, label in enumerate(self.labels):
+            if i < len(texts):
+                if turned or label.angle != (90 if rotated else 0):
+                    if rotated:
+                        label.setAngle(90)
+                        label.setAnchor((1.0, 0.5))   # the text ends just below the top of the bar
+                    else:
+                        label.setAngle(0)
+                        label.setAnchor((0.5, 1.0))   # centred above the bar
+                    label.setPos(i + 1.0, 0.98 if rotated else 1.0)
+                set_text(label, texts[i])
+                label.setVisible(True)
+            else:
+                label.setVisible(False)
+
+
+class HistogramPlot(_DraftBars):
+    """2. How many rounds accepted 0, 1, 2, … of their drafted tokens; red: none."""
+
+    def __init__(self, title: str):
+        super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted in the round",
+                                     TIPS["accepted_length"]))
+        p = self.plot
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
+                                    pen=pg.mkPen(None))
+        p.addItem(self.bars)
+        p.setLimits(yMin=0.0)
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        self._add_note()
+        self.texts: list[tuple[str, str]] = []   # (full, short) per bar
+        self.brushes: list[QtGui.QBrush] = []
+
+    def clear(self) -> None:
+        self.texts = []
+        for t in self.labels:
+            t.setVisible(False)
+        self.bars.setOpts(x=[], height=[])
+        self.n_bars = -1
+        self.top = None
+
+    def show(self, stats: Stats) -> None:
+        counts = np.asarray(stats.accepted_hist, dtype=float)
+        x = np.arange(len(counts), dtype=float)
+        if len(self.brushes) != len(counts):
+            self.brushes = [pg.mkBrush(REJECTED_COLOR if k == 0 else ACCEPTED_COLOR) for k in range(len(counts))]
+            self.bars.setOpts(x=x, height=counts, brushes=self.brushes)
+        else:
+            self.bars.setOpts(x=x, height=counts)
+        total = counts.sum()
+        self.texts = [(f"{int(c)} ({c / total:.0%})" if total else f"{int(c)}", f"{int(c)}") for c in counts]
+        grow_labels(self.labels, len(x), self.plot)
+        if len(x) != self.n_bars:
+            self.n_bars = len(x)
+            self.plot.setXRange(-0.6, max(len(x) - 1, 0) + 0.6, padding=0)
+            self.plot.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(len(x))]])
+        if len(counts):
+            self.top = max(float(counts.max()), 1.0)
+            self.refit()
+        self.layout_labels()
+
+    def layout_labels(self) -> None:
+        """'count (share)' above each bar if it fits, else the count, else nothing."""
+        per_bar = self.px_per_unit()
+        fm = QtGui.QFontMetrics(self.note.textItem.font())
+        tier = 0
+        if per_bar is not None:
+            for tier in (0, 1, 2):
+                if tier == 2 or max((fm.horizontalAdvance(t[tier]) for t in self.texts), default=0) + 6 <= per_bar:
+                    break
+        heights = self.bars.opts["height"]
+        for i, label in enumerate(self.labels):
+            if i < len(self.texts) and tier < 2:
+                set_text(label, self.texts[i][tier])
+                if label.pos().y() != heights[i] or label.pos().x() != i:
+                    label.setPos(float(i), float(heights[i]))
+                label.setVisible(True)
+            else:
+                label.setVisible(False)
+
+    NOTE_AT = (2.0, (-0.6, 4.6))
+
+    def show_note(self, text: str) -> None:
+        """The note, and no count axis while it shows."""
+        super().show_note(text)
+        if text:
+            self.top = 1.0
+            self.refit(force=True)
+        self.plot.getAxis("left").setTicks([[]] if text else None)
+
+
+class TreePlot(_DraftBars):
+    """5. Where the target's token ranked among the draft's top-10 (core/measure/stats.py: tree
+    headroom), with the acceptance a width-1, 2 and 4 draft tree would reach under it
+    (``numbers``; ``box`` holds both)."""
+
+    def __init__(self, title: str):
+        super().__init__(styled_plot(title, "Positions", "Target's token was the draft's k-th choice",
+                                     TIPS["tree"]))
+        p = self.plot
+        self.bars = pg.BarGraphItem(
+            x=np.arange(1, 12, dtype=float), height=np.zeros(11), width=0.7, pen=pg.mkPen(None),
+            brushes=[pg.mkBrush(ACCEPTED_COLOR)] + [pg.mkBrush(REJECTED_COLOR)] * 10)
+        p.addItem(self.bars)
+        p.setLimits(yMin=0.0)
+        p.setXRange(0.4, 11.6, padding=0)
+        p.getAxis("bottom").setTicks([[(float(i + 1), t) for i, t in enumerate(TREE_TICKS)]])
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        grow_labels(self.labels, 11, p)
+        self.texts: list[str] = []
+        self._add_note()
+        self.note.setPos(6.0, 0.5)
+        self.numbers = QtWidgets.QLabel()
+        self.numbers.setWordWrap(True)
+        self.numbers.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.numbers.setToolTip(
+            "Acceptance (accepted ÷ drafted, as llama.cpp's accept%) a draft tree of width w would "
+            "reach, expanding the draft's top-w at every level to the same depth (its extra "
+            "verification cost is not counted).\nmeasured: only the positions drafted from the "
+            "target's own path; estimated: the levels below a rejection the tree would have "
+            "caught were never drafted, so they are taken to go as this run's rounds go from "
+            "their start (as the next round does).\nw = 1 is the measured acceptance.")
+        self.box = QtWidgets.QWidget()
+        lay = QtWidgets.QVBoxLayout(self.box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addWidget(self.widget, 1)
+        lay.addWidget(self.numbers)
+
+    def show(self, tree) -> None:
+        from specscope.core.measure.stats import TREE_WIDTHS
+        counts = np.asarray(tree.rank_hist, dtype=float)
+        self.bars.setOpts(height=counts)
+        measured = counts.sum()
+        self.note.setText("" if measured else "No draft-model draft verified yet")
+        self.note.setVisible(not measured)
+        self.texts = [f"{int(c)}" if c else "" for c in counts]
+        self.top = max(float(counts.max()), 1.0)
+        self.refit()
+        self.layout_labels()
+        if not measured:
+            self.numbers.setText("")
+            return
+        lines = [f"<b>w={w}</b>: " + (f"{tree.acceptance(w):.0%} (the measured acceptance)" if w == 1
+                                      else f"{tree.floor(w):.0%} measured, {tree.acceptance(w):.0%} estimated")
+                 for w in TREE_WIDTHS]
+        self.numbers.setText("Acceptance of a width-w draft tree<br>" + "<br>".join(lines))
+
+    def layout_labels(self) -> None:
+        per_bar = self.px_per_unit()
+        fm = QtGui.QFontMetrics(self.note.textItem.font())
+        fits = per_bar is not None and max((fm.horizontalAdvance(t) for t in self.texts), default=0) + 2 <= per_bar
+        heights = self.bars.opts["height"]
+        for i, label in enumerate(self.labels):
+            show = fits and i < len(self.texts) and bool(self.texts[i])
+            if show:
+                set_text(label, self.texts[i])
+                label.setPos(float(i + 1), float(heights[i]))
+            label.setVisible(show)
+
+
+class DrafterTable(QtWidgets.QTableWidget):
+    """Per drafter: the rounds its draft won, accepted / drafted, acceptance, mean accepted
+    length (shown when a run has drafters' counts)."""
+
+    def __init__(self):
+        super().__init__(0, len(DRAFTER_COLUMNS))
+        self.setHorizontalHeaderLabels([c for c, _ in DRAFTER_COLUMNS])
+        for i, (_, tip) in enumerate(DRAFTER_COLUMNS):
+            self.horizontalHeaderItem(i).setToolTip(tip)
+        self.verticalHeader().setVisible(False)
+        header = self.horizontalHeader()      # every title whole; the name stretches
+        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Stretch)
+        self.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
+        self.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.verticalHeader().setDefaultSectionSize(22)
+        self.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setToolTip("Each drafter's share of the run: the rounds its draft won "
+                        "(llama.cpp's first non-empty draft in priority order)")
+        self.setVisible(False)
+        self._rows: tuple = ()
+
+    def show_stats(self, stats: Stats) -> None:
+        rows = tuple((d.name, d.n_draft_rounds, d.n_accept, d.n_drafted, d.mean_accepted_length)
+                     for d in stats.by_drafter)
+        if rows == self._rows:
+            return
+        self._rows = rows
+        self.setRowCount(len(rows))
+        for r, (name, rounds, acc, drafted, mean_len) in enumerate(rows):
+            cells = (name, str(rounds), f"{acc} / {drafted}",
+                     f"{acc / drafted:.0%}" if drafted else "–", f"{mean_len:.2f}")
+            for c, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if c == 0:
+                    fg, bg, _ = drafter_colors(name)
+                    item.setForeground(QtGui.QColor(fg))
+                    item.setBackground(QtGui.QColor(bg))
+                else:
+                    item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+                self.setItem(r, c, item)
+        self.setFixedHeight(self.horizontalHeader().height() + 22 * len(rows) + 4)
+        self.setVisible(bool(rows))         # (after its height: showing it lays the plots out at once)

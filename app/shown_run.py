@@ -1,0 +1,406 @@
+"""The run shown: the generated text and the views of the controller's session, up to the
+round the pace reached.
+
+``ShownRun`` is the text pane (the token view with its legend, the synthetic-run warning and the
+Round scrubber) and the one object that clears and refreshes the views of the session shown
+(``controller.session``) up to ``controller.shown_upto`` rounds: the token view, the plots, the
+round explained, the timeline, the stats bar and the cost panel's measurement. Live runs,
+replays, opened sessions, seeks and a switched pair all go through it. It listens to the run
+controller (core/session/controller.py) and owns the pace of the views (``playback``: the
+engine's rounds are in the session already; the pace only says how far the views show them).
+
+While a run is in progress the views follow on a timer (``tick``, every REFRESH_PERIOD_MS):
+the text each tick, the stats bar's numbers 4 times a second, the visible tab of the plots,
+round and timeline once a second (a hidden tab catches up when it is shown). Otherwise
+``draw`` brings them to the round at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from pathlib import Path
+
+from PySide6.QtCore import QTimer, Qt
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from specscope.core.session.run_state import RunState
+
+from .drafter_panel import SYNTH_WARNING
+from .playback import Playback, Scrubber
+from .token_view import TokenView, legend_html
+
+REFRESH_PERIOD_MS = 50           # the views take new rounds 20 times a second (the text view
+                                 # repaint is most of a tick: 30 Hz took 17 % of a core in a run)
+STATS_PERIOD_MS = 250            # the stats bar's numbers: 4 times a second
+PANEL_PERIOD_MS = 1000           # the visible plot / round / timeline tab redraws once a second in
+                                 # a run (the four plots' update and repaint cost ~10-20 ms of UI CPU)
+TEXT_MIN_LINES = 8               # the generated text never gets fewer lines than this
+FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "n_predict reached",
+                "context": "the context is full", "stopped": "stopped"}
+
+
+class ShownRun(QWidget):
+    """The text pane and the views of the session shown (module docs). ``drafter_types()``:
+    the drafters the controls have checked (the legend of an empty view)."""
+
+    def __init__(self, controller, round_view, stats_bar, tabs, drafter_types, parent=None):
+        super().__init__(parent)
+        self.controller = controller
+        self.round_view, self.stats_bar, self.tabs = round_view, stats_bar, tabs
+        self.drafter_types = drafter_types
+        self._build()
+        self.plots = self.cost_panel = self.timeline = self.distance_view = None    # see attach
+        self.session = None              # the session the views hold
+        self.drawn = 0                   # how many of its rounds they hold
+        self.stats = None                # the fold of those rounds
+        self._stats_stale = self._panels_dirty = False
+        self._dirty_tabs: set = set()
+        self._stats_shown_at = self._panels_shown_at = 0.0
+        self.refresh_count = 0
+        self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per live tick
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_PERIOD_MS)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+        tabs.currentChanged.connect(self.update_panels)
+        self.playback = Playback(self)                   # the pace of the views
+        self.playback.released.connect(self._released)
+        self.scrubber.seek.connect(self.seek)
+        controller.subscribe(self._heard)
+
+    def _build(self) -> None:
+        self.token_view = TokenView()
+        self.legend = QLabel(legend_html())
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
+        self.show_rejected = QCheckBox("show rejected drafts")
+        self.show_rejected.setChecked(True)
+        self.show_rejected.setToolTip("Show the drafted tokens the target rejected, struck through (Ctrl+H)")
+        self.show_rejected.toggled.connect(self.token_view.set_show_rejected)
+        tl = QVBoxLayout(self)
+        tl.setContentsMargins(8, 4, 8, 4)
+        title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
+                       "position, drafter and why it was drafted</span>")
+        title_row = QHBoxLayout()
+        title_row.addWidget(title, 1)
+        title_row.addWidget(self.show_rejected)
+        tl.addLayout(title_row)
+        tl.addWidget(self.legend)
+        self.synth_warning = QLabel(SYNTH_WARNING)       # shown while a synthetic run is shown
+        self.synth_warning.setWordWrap(True)
+        self.synth_warning.setStyleSheet("color:#ffffff; background:#b42318; font-weight:bold; padding:4px")
+        self.synth_warning.setVisible(False)
+        tl.addWidget(self.synth_warning)
+        tl.addWidget(self.token_view, 1)
+        # the text keeps room for a few lines whatever the tabs below it need (the drafter table)
+        self.token_view.setMinimumHeight(TEXT_MIN_LINES * self.token_view.fontMetrics().lineSpacing()
+                                         + 2 * self.token_view.frameWidth() + 8)
+        self.scrubber = Scrubber()
+        self.scrubber.setEnabled(False)
+        tl.addWidget(self.scrubber)
+
+    def attach(self, plots, cost_panel, timeline, distance_view) -> None:
+        """The pyqtgraph views, once built (after the window shows)."""
+        self.plots, self.cost_panel, self.timeline = plots, cost_panel, timeline
+        self.distance_view = distance_view
+        if self.stats is not None:
+            self.refresh_panels()
+            self.show_measured()
+
+    @property
+    def events(self) -> list:
+        """The rounds the views show."""
+        if self.session is None:
+            return []
+        events = self.session.run.events
+        return events if self.drawn >= len(events) else events[:self.drawn]
+
+    @property
+    def plots_painted(self) -> bool:
+        """No plot is waiting for its staggered repaint."""
+        return self.plots is None or self.plots.all_painted
+
+    # ------------------------------------------------------------------ clearing
+    def clear(self, running: bool = False) -> None:
+        """Empty every view: the text and its legend, the plots, timeline, round explained, cost
+        panel's measurement, stats bar and scrubber. ``running``: a run starts (the plots say
+        they will update, and hold their repaints; the cost panel keeps the what-if sliders
+        until the run measures)."""
+        self.drawn, self.stats = 0, None
+        self._panels_dirty = self._stats_stale = False
+        self._dirty_tabs = set()
+        self.token_view.clear_tokens()
+        self.legend.setText(legend_html(self.drafter_types()))
+        if self.plots is not None:
+            self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3 if running else None)
+            if running:
+                self.plots.hold_repaints()
+            else:
+                self.cost_panel.clear()
+            self.timeline.clear()
+        self.round_view.clear()
+        self.stats_bar.clear()
+        self.synth_warning.setVisible(False)
+        self.scrubber.show_at(0, 0)
+
+    def _begin(self) -> None:
+        """The text starts again with the session's prompt, the legend names its drafters."""
+        s = self.session
+        self.token_view.begin(s.prompt_text, s.vocab, s.prompt_tokens)
+        spec = s.settings.spec
+        self.legend.setText(legend_html(spec.types if spec is not None else ()))
+        self.drawn = 0
+
+    # ------------------------------------------------------------------ drawing
+    def draw(self, live: bool = False, point: bool = False) -> None:
+        """Bring the views to the controller's session and ``shown_upto`` (another session:
+        cleared first). ``live``: a run's tick (the numbers and the visible tab at their
+        periods); ``point``: the timeline shades the last round shown (a seek, a replay)."""
+        c = self.controller
+        if c.session is not self.session:
+            self.clear()
+            self.session = c.session
+            if self.session is not None:
+                self._begin()
+        if self.session is None:
+            return
+        events, k = self.session.run.events, c.shown_upto
+        if k < self.drawn:                         # back: the text and plots start over
+            self._begin()
+            if self.plots is not None:
+                self.plots.clear()
+                self.timeline.clear()
+            self.round_view.clear()
+            self.token_view.append_events(events[:k])
+        else:
+            self.token_view.append_events(events[self.drawn:k])
+        self.drawn = k
+        now = time.perf_counter()
+        self.scrubber.show_at(k, k if c.busy else len(events))
+        self._stats_stale = True
+        if not live or now - self._stats_shown_at >= STATS_PERIOD_MS / 1e3:
+            self._stats_shown_at = now
+            self._fold()
+        if k == 0:
+            self.stats_bar.clear()
+        self._panels_dirty = True
+        self._dirty_tabs = self._panel_tabs()
+        if not live or now - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
+            self.update_panels()
+        if point and self.timeline is not None and k:
+            self.timeline.highlight_round(k - 1)
+
+    def tick(self) -> None:
+        """The timer: a run's newly revealed rounds into the views; a pending panel redraw."""
+        if self.plots is not None:
+            self.plots.release_repaint()
+        c = self.controller
+        if not c.busy or self.session is None or c.session is not self.session \
+                or c.shown_upto == self.drawn:
+            if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
+                self.update_panels()
+            return
+        t_wall, t_cpu = time.perf_counter(), time.thread_time()
+        self.refresh_count += 1
+        self.draw(live=True)
+        self.refresh_costs.append((time.perf_counter() - t_wall, time.thread_time() - t_cpu))
+
+    def _fold(self) -> None:
+        if self._stats_stale and self.session is not None:
+            self.stats = self.session.run.stats_upto(self.drawn)
+            self._stats_stale = False
+            self.update_stats_bar()
+
+    def _panel_tabs(self) -> set:
+        """The tabs below the text that follow the run (each catches up when shown)."""
+        return {t for t in (self.plots, self.round_view, self.timeline) if t is not None}
+
+    def refresh_panels(self) -> None:
+        """Redraw the visible tab now."""
+        self._panels_dirty = True
+        self._dirty_tabs = self._panel_tabs()
+        self.update_panels()
+
+    def update_panels(self, *_args) -> None:
+        """Bring the visible tab up to date (a hidden tab catches up when it is shown)."""
+        if not self._panels_dirty:
+            return
+        self._panels_shown_at = time.perf_counter()
+        self._fold()
+        if self.stats is None:
+            return
+        events = self.events
+        current = self.tabs.currentWidget()
+        if isinstance(current, QScrollArea):
+            current = current.widget()
+        if current is self.plots:
+            self.plots.update_stats(self.stats, events)
+            self.plots.hold_repaints()
+        elif current is self.round_view:
+            if self.session.vocab is not None and events:
+                spec = self.session.settings.spec
+                self.round_view.show_round(events[-1], self.session.vocab, self.token_view.history,
+                                           spec.types if spec is not None else ())
+        elif current is self.timeline:
+            self.timeline.update_events(events)
+        else:
+            return
+        self._dirty_tabs.discard(current)
+        if not self._dirty_tabs:
+            self._panels_dirty = False
+
+    def update_stats_bar(self) -> None:
+        req, stats, session = self.controller.shown_request, self.stats, self.session
+        if stats is None or session is None:
+            return
+        baseline = session.kind == "baseline"
+        step = req is not None and req.step      # a stepped run's first rounds: no fair speed sample
+        self.synth_warning.setVisible(stats.synthetic)
+        speedup = None if baseline or step else session.speedup
+        self.stats_bar.update_stats(stats, speedup, baseline,
+                                    "– (step mode)" if step else "– (no baseline yet)",
+                                    session.baseline_check() if speedup else None)
+
+    def show_measured(self) -> None:
+        """After a run: the cost panel measures the latest speculative run against its baseline
+        (or the workbench's with its key): α, f, the speed-up, and the baseline's age and load."""
+        c = self.controller
+        last = c.workbench.last_spec
+        if last is None or self.cost_panel is None:
+            return
+        b = last.baseline or c.workbench.baseline_for(last.settings)
+        self.cost_panel.update_measured(last.spec.stats, b.stats if b else None,
+                                        last.settings.spec.max_draft(), last.baseline_check(b))
+        self.distance_view.refresh()
+        if self.session is not None and self.session.kind == "spec" and self.stats is not None:
+            self.update_stats_bar()
+
+    def ready_when_painted(self, ready, seen: int = -1, quiet: int = 0) -> None:
+        """Set ``ready`` once every held plot has painted. pyqtgraph settles in a cascade of
+        paints, so the plots count as painted after two checks (2 ms apart) without a paint;
+        held plots are released one at a time (each paint is an event-loop stall of several
+        ms). The worker waits at most UI_READY_TIMEOUT_S."""
+        if ready.is_set():
+            return
+        if self.plots is None:
+            ready.set()
+            return
+        n = self.plots.paints
+        quiet = quiet + 1 if n == seen else 0
+        if quiet >= 2:
+            if not self.plots.release_repaint():
+                ready.set()
+                return
+            quiet = 0
+        QTimer.singleShot(2, self, lambda: self.ready_when_painted(ready, n, quiet))
+
+    # ------------------------------------------------------------------ the pace, a replay, a seek
+    def replay(self) -> None:
+        """Play the run shown from its first round at the chosen pace (no model runs)."""
+        c = self.controller
+        if not c.replay():
+            return
+        self.draw(point=True)
+        self.stats_bar.set_state("Replaying at your pace…", "Pace, in the toolbar, sets how fast")
+        self.playback.feed(list(c.session.run.events))
+
+    def _released(self, events: list) -> None:
+        """Rounds the pace lets through: the views show them (a live run's at the next tick)."""
+        c = self.controller
+        replaying = c.replaying
+        c.reveal(len(events))
+        if replaying:
+            self.draw(point=True)
+            if not c.replaying:
+                self.stats_bar.set_state(f"Replayed {len(self.events)} rounds")
+
+    def seek(self, k: int) -> None:
+        """Show the run as it was after its first k rounds: the text, the round explained, the
+        statistics, plots and timeline (k = all of them: the run as it ended)."""
+        c = self.controller
+        if c.session is None or c.session.vocab is None or not c.seek(k):
+            return
+        self.draw(point=True)
+        k, n = c.shown_upto, len(c.session.run.events)
+        self.stats_bar.set_state(f"After round {k} of {n}" if k < n else f"All {n} rounds",
+                                 "Drag the Round slider under the text; its end shows the whole run")
+
+    def calibration_progressed(self, run_id: int, fraction: float) -> None:
+        """The worker: the cost policy measures the pair before the first round (a cached
+        calibration reports nothing): say so, with how far it is."""
+        a = self.controller.active
+        if a is None or run_id != a.run_id or a.stop.is_set():
+            return
+        self.stats_bar.set_state(f"Calibrating the pair for the cost policy… {100 * fraction:.0f}%",
+                                 "Measured once per pair and settings, then cached · Esc: stop")
+
+    # ------------------------------------------------------------------ the controller's news
+    def _heard(self, what: str, payload) -> None:
+        handler = getattr(self, f"_on_{what}", None)
+        if handler is not None:
+            handler(payload)
+
+    def _on_state(self, change) -> None:
+        old, new = change
+        if old is RunState.REPLAYING:
+            self.playback.clear()            # the views stay at the round the replay reached
+        if new is RunState.SWEEPING:
+            self.stats_bar.set_state("Compare sweep running", "Run, Step and Baseline wait until "
+                                                              "the sweep in the Compare tab ends")
+        elif old is RunState.SWEEPING:
+            self.stats_bar.set_state("Idle")
+
+    def _on_session(self, session) -> None:
+        self.draw()
+        if session is not None:                  # a recording
+            if session.kind == "spec":
+                self.show_measured()
+            self.stats_bar.set_state(f"Recording: {Path(session.path).name}")
+
+    def _on_started(self, info) -> None:
+        req = self.controller.active
+        self.clear(running=True)
+        self.session = self.controller.session
+        self._begin()
+        if info.calibration is not None and self.cost_panel is not None:
+            self.cost_panel.set_calibration(Path(req.draft).name, *info.calibration)
+            self.cost_panel.show_calibrated(info.calibration[0], req.spec.sync)
+        label = "baseline (target only)" if info.kind == "baseline" else "speculative"
+        self.stats_bar.set_state(f"Step mode ({label})" if req.step else f"Running {label}…")
+        # The engine waits (prefill included) until the cleared plots have painted, so its first
+        # rounds do not compete with those paints for the GIL; the first live plot update then
+        # waits a full panel period.
+        self._panels_shown_at = time.perf_counter()
+        self.ready_when_painted(req.ui_ready)
+
+    def _on_beside(self, _session) -> None:
+        self.stats_bar.set_state("Measuring the baseline beside the run…", "The target alone, "
+                                 "for the speed-up; the views keep the speculative run")
+        self.controller.active.ui_ready.set()
+
+    def _on_events(self, batch: list) -> None:
+        if not self.controller.active.step:      # a step's round is shown at once
+            self.playback.feed(batch)
+
+    def _on_finishing(self, _finish: str) -> None:
+        self.stats_bar.set_state("Engine done; showing the rest at your pace…")
+
+    def _on_paused(self, _run_id: int) -> None:
+        self.draw()
+        self.stats_bar.set_state(f"Paused after round {len(self.events) - 1}",
+                                 "F10: the next round · Ctrl+R: run on · Esc: stop")
+
+    def _on_finished(self, ended) -> None:
+        self.draw()
+        if ended.session is not None and self.stats is not None:
+            self.show_measured()
+        words = FINISH_WORDS.get(ended.finish, ended.finish)
+        self.stats_bar.set_state(("Baseline measured" if ended.beside else "Finished") + f": {words}"
+                                 if ended.session is not None else
+                                 "Stopped while calibrating: no round was run")
+
+    def _on_failed(self, _failure) -> None:
+        self.playback.clear()                # the controller shows every round that ran
+        self.draw()
+        self.stats_bar.set_state("Failed — see the message above")

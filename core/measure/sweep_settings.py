@@ -1,0 +1,276 @@
+"""A sweep's settings: the prompt sets, the draft lengths and p_min values as written, the
+configurations (a chain of llama.cpp's speculative types, a draft model, n, p_min) and the
+engines they are grouped in. What a sweep measures and how: docs/sweep.md."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from specscope.core.engine.drafters import DRAFT_MODEL, parse_types, type_label
+from specscope.core.engine.engine import SpecSettings
+from specscope.core.errors import ConfigError
+from specscope.core.measure.calibrate import TIME_BUDGET_S
+from specscope.core.models.chat import render_chat
+from specscope.core.models.demo import prompts_dir
+from specscope.core.models.llama import Model
+
+DRAFT_SIMPLE = (DRAFT_MODEL,)
+
+
+# ============================================================================ prompt sets
+
+def default_prompt_file() -> Path:
+    return prompts_dir() / "bench_prompts.json"
+
+
+def load_prompts(path: str | Path | None = None) -> list[tuple[str, str]]:
+    """(name, text) pairs from a prompt-set file.
+
+    A bare file name that is not a file here names a shipped set (resources/prompts:
+    ``bench_prompts.json``, ``drafter_prompts.json``).
+
+    ``.json``: ``{"prompts": [{"name": ..., "text": ...}, ...]}`` (or a bare list);
+    anything else: plain text, prompts separated by lines holding only ``---``
+    (named p1, p2, ...)."""
+    path = Path(path) if path is not None else default_prompt_file()
+    if not path.exists() and len(path.parts) == 1:     # a shipped set by name: drafter_prompts.json
+        shipped = prompts_dir() / path
+        path = shipped if shipped.exists() else path
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the prompt set ({getattr(exc, 'strerror', None) or exc})")
+    prompts: list[tuple[str, str]] = []
+    if path.suffix.lower() == ".json":
+        try:
+            doc = json.loads(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})")
+        items = doc.get("prompts") if isinstance(doc, dict) else doc
+        if not isinstance(items, list):
+            raise ConfigError(f"{path}: expected a list of prompts under \"prompts\"")
+        for i, item in enumerate(items, 1):
+            if isinstance(item, str):
+                prompts.append((f"p{i}", item))
+            elif isinstance(item, dict) and isinstance(item.get("text"), str):
+                prompts.append((str(item.get("name") or f"p{i}"), item["text"]))
+            else:
+                raise ConfigError(f"{path}: prompt {i} has no \"text\"")
+    else:
+        parts, cur = [], []
+        for line in raw.splitlines(keepends=True):
+            if line.strip() == "---":
+                parts.append("".join(cur))
+                cur = []
+            else:
+                cur.append(line)
+        parts.append("".join(cur))
+        prompts = [(f"p{i}", p) for i, p in enumerate((p for p in parts if p.strip()), 1)]
+    prompts = [(name, text) for name, text in prompts if text.strip()]
+    if not prompts:
+        raise ConfigError(f"{path}: the prompt set is empty")
+    return prompts
+
+
+def parse_n_values(text: str) -> tuple[int, ...]:
+    """'1,2,4,8' or '1-8' (or a mix) → sorted unique draft lengths ≥ 1."""
+    values: set[int] = set()
+    try:
+        for part in str(text).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                values.update(range(int(lo), int(hi) + 1))
+            else:
+                values.add(int(part))
+    except ValueError:
+        raise ConfigError(f"draft lengths must look like 1,2,4,8 or 1-8, not {text!r}")
+    if not values or min(values) < 1:
+        raise ConfigError(f"draft lengths must be >= 1, not {text!r}")
+    if max(values) > 64:
+        raise ConfigError(f"draft lengths above 64 are not supported ({max(values)})")
+    return tuple(sorted(values))
+
+
+def parse_p_values(text: str) -> tuple[float, ...]:
+    """'0,0.5,0.75' → sorted unique draft-simple p_min values in [0, 1]."""
+    try:
+        values = {float(part) for part in str(text).split(",") if part.strip()}
+    except ValueError:
+        raise ConfigError(f"p_min values must look like 0,0.5,0.75, not {text!r}")
+    if not values or min(values) < 0.0 or max(values) > 1.0:
+        raise ConfigError(f"p_min values must lie in [0, 1], not {text!r}")
+    return tuple(sorted(values))
+
+
+# ============================================================================ settings
+
+@dataclass(frozen=True)
+class SweepSettings:
+    target: Path
+    drafts: tuple[Path, ...]
+    n_values: tuple[int, ...] = (1, 2, 4, 8)
+    prompts: tuple[tuple[str, str], ...] = ()
+    n_predict: int = 64
+    sampler: object = None             # SamplerSettings (default greedy)
+    engine: object = None              # EngineSettings (default EngineSettings())
+    sync: str = "reuse"
+    p_min: float = 0.0
+    p_min_values: tuple[float, ...] = ()   # draft-simple's p_min values to sweep (empty: p_min)
+    repeats: int = 1
+    alpha: float | None = None         # also predict with an assumed per-token acceptance
+    lossless: bool = True
+    recalibrate: bool = False
+    use_cache: bool = True
+    calibration_s: float = TIME_BUDGET_S  # time budget of the repeated decode timings
+    chains: tuple[tuple[str, ...], ...] = (DRAFT_SIMPLE,)   # --spec-type chains, priority order
+    spec: object = None                # SpecSettings: the n-gram types' parameters, n_min
+    chat: bool = False                 # render each prompt in the target's chat template
+    system: str | None = None          # with chat: a system message
+    ignore_eos: bool = False           # never sample end-of-generation tokens (a logit bias
+                                       # from the target's vocabulary, read when the sweep runs)
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return any(DRAFT_MODEL in c for c in self.chains)
+
+    @property
+    def p_mins(self) -> tuple[float, ...]:
+        return tuple(self.p_min_values) or (self.p_min,)
+
+    def validate(self) -> None:
+        if not self.chains:
+            raise ConfigError("a sweep needs at least one speculative type")
+        for chain in self.chains:
+            if parse_types(chain) != tuple(chain):
+                raise ConfigError(f"{type_label(chain)}: types must be given in llama.cpp's "
+                                  f"priority order: {type_label(parse_types(chain))}")
+        if self.uses_draft_model and not self.drafts:
+            raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
+                              "(--spec-type ngram-...) draft without one")
+        if not self.n_values or min(self.n_values) < 1:
+            raise ConfigError("a sweep needs draft lengths >= 1")
+        if not self.prompts:
+            raise ConfigError("a sweep needs at least one prompt")
+        if self.n_predict < 2:
+            raise ConfigError(f"n_predict must be >= 2 for a sweep, not {self.n_predict}")
+        if self.repeats < 1:
+            raise ConfigError(f"repeats must be >= 1, not {self.repeats}")
+        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
+            raise ConfigError(f"α must be in [0, 1], not {self.alpha}")
+        if not all(0.0 <= p <= 1.0 for p in self.p_mins):
+            raise ConfigError(f"p_min must be in [0, 1], not {self.p_mins}")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a sweep: a chain of types, the draft model's name ("" when the
+    chain has no draft-simple) and its draft length n (0 when it has none)."""
+    draft: str
+    types: tuple[str, ...]
+    n: int
+    p_min: float = 0.0
+
+    @property
+    def drafter(self) -> str:
+        return type_label(self.types)
+
+    @property
+    def name(self) -> str:
+        return config_name(self.draft, self.drafter, self.p_min)
+
+
+def config_name(draft: str, drafter: str, p_min: float = 0.0, with_draft: bool = True) -> str:
+    """The one name of a configuration, in the tables, the heatmap, the chart's legend and the
+    JSON: the drafter (llama.cpp's type, or a chain) with its draft model's file in brackets
+    ("draft-simple (demo-draft.gguf)", "ngram-simple>draft-simple (demo-draft.gguf)",
+    "ngram-simple"); a p_min above 0 is part of the name (a sweep over p_min compares them as
+    configurations). Without ``with_draft`` the file is left out (the Compare view, when the
+    sweep has one draft file: its list of drafts names it)."""
+    name = f"{drafter} ({draft})" if draft and with_draft else drafter
+    return f"{name} · p_min {p_min:g}" if p_min > 0 else name
+
+
+# ============================================================================ the engines and runs
+
+def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
+    """(draft path or None, draft name or "", configurations) per engine the sweep opens: one
+    per draft file for the chains with draft-simple (× n), one without a draft model for the
+    n-gram-only chains (once each: n does not apply to them)."""
+    model_chains = [c for c in s.chains if DRAFT_MODEL in c]
+    ngram_chains = [c for c in s.chains if DRAFT_MODEL not in c]
+    out: list[tuple[Path | None, str, list[Config]]] = []
+    if ngram_chains:
+        out.append((None, "", [Config("", tuple(c), 0) for c in ngram_chains]))
+    if model_chains:
+        for path, name in zip(s.drafts, _draft_names(s.drafts)):
+            out.append((Path(path), name, [Config(name, tuple(c), n, p) for c in model_chains
+                                           for p in s.p_mins for n in s.n_values]))
+    return out
+
+
+def spec_for(s: SweepSettings, config: Config):
+    """The SpecSettings of one configuration: the template's n-gram parameters and n_min
+    (capped at n), the configuration's types and n."""
+    base = s.spec if s.spec is not None else SpecSettings()
+    n = config.n or base.n_max
+    return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n),
+                   p_min=config.p_min if DRAFT_MODEL in config.types else s.p_min, sync=s.sync)
+
+
+def longest_draft(s: SweepSettings, config: Config) -> int:
+    """The longest draft a configuration can verify in these runs (the draft model's n, an
+    n-gram type's size, at most n_predict − 1: the round's budget)."""
+    if config.types == DRAFT_SIMPLE:
+        return config.n
+    return max(1, min(spec_for(s, config).max_draft(), s.n_predict - 1))
+
+
+def sweep_steps(s: SweepSettings) -> int:
+    """Progress steps: one calibration per engine, one per baseline and speculative run."""
+    return sum(1 + len(s.prompts) * s.repeats * (2 + len(configs)) for _, _, configs in groups(s))
+
+
+def model_prompts(s: SweepSettings, engine) -> list[tuple[str, str]]:
+    """The prompts as the target is given them: with ``chat``, each as a user message in the
+    target's own template (core/models/chat.py; ChatTemplateError names the file)."""
+    if not s.chat:
+        return list(s.prompts)
+    return [(name, render_chat(engine.target, text, s.system)) for name, text in s.prompts]
+
+
+def eog_bias(target: str | Path) -> tuple[tuple[int, float], ...]:
+    """A logit bias of −inf on every end-of-generation token of ``target``'s vocabulary (reads
+    the vocabulary only)."""
+    with Model(Path(target), vocab_only=True) as model:
+        return tuple((t, -math.inf) for t in range(model.n_vocab) if model.is_eog(t))
+
+
+def typical_position(engine, s: SweepSettings) -> int:
+    """Where a typical round of the sweep sits: the mean prompt length plus half the
+    generation, rounded to 16 (attention makes a decode's cost depend on its position)."""
+    lengths = [len(engine.tokenize(text)) for _, text in model_prompts(s, engine)]
+    mid = sum(lengths) / len(lengths) + s.n_predict / 2
+    return max(16, int(round(mid / 16.0)) * 16)
+
+
+def _draft_names(paths: Sequence[Path]) -> list[str]:
+    """File names, made unique with their folder where two share a name."""
+    names = [Path(p).name for p in paths]
+    out = []
+    for p, n in zip(paths, names):
+        out.append(n if names.count(n) == 1 else f"{Path(p).parent.name}/{n}")
+    seen: dict[str, int] = {}
+    for i, n in enumerate(out):
+        if n in seen:
+            seen[n] += 1
+            out[i] = f"{n}#{seen[n]}"
+        else:
+            seen[n] = 1
+    return out
