@@ -367,10 +367,15 @@ def eagle3_cases() -> list[dict]:
 
 def demo_eagle3_cases() -> list[dict]:
     """The demo target with the shipped demo head (resources/models/demo-eagle3-head.gguf):
-    draft-eagle3 alone at n_max 1, 3 and 8 on every code prompt."""
-    return [dict(label=f"draft-eagle3 n_max {n}", pair="demo", prompt=prompt,
-                 flags=["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
-            for n in (1, 3, 8) for prompt in PROMPTS]
+    draft-eagle3 alone at n_max 1, 3 and 8, and chained after ngram-simple and after ngram-mod at
+    n_max 3, on every code prompt."""
+    flag_sets = [(f"draft-eagle3 n_max {n}", ["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
+                 for n in (1, 3, 8)]
+    for t in ("ngram-simple", "ngram-mod"):
+        flag_sets.append((f"{t},draft-eagle3 n_max 3", ["--spec-type", f"{t},draft-eagle3",
+                                                        "--spec-draft-n-max", "3", *SMALL[t]]))
+    return [dict(label=label, pair="demo", prompt=prompt, flags=flags)
+            for label, flags in flag_sets for prompt in PROMPTS]
 
 
 def demo_eagle3_pairs() -> dict[str, tuple[Path, Path]]:
