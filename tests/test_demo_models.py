@@ -140,6 +140,17 @@ def test_model_card_mentions_figures():
         assert word in card, word
 
 
+def test_model_card_has_the_eagle3_heads_section():
+    """The card's intro promises the head its own section: its size, its acceptance by position
+    on held-out files beside the demo draft's, its cost per draft token, how to retrain it."""
+    card = CARD.read_text()
+    assert "\n## EAGLE-3 head\n" in card
+    section = card.split("\n## EAGLE-3 head\n")[1].split("\n## ")[0]
+    for words in (f"{HEAD.stat().st_size:,} bytes", "held-out", "acceptance at draft position 1 · 2 · 3",
+                  "cost of a draft token", "train_eagle3_head.py", "seed"):
+        assert words in section, words
+
+
 def test_the_eagle3_head_fits_the_target():
     """The EAGLE-3 head reads the target's layers 1, 2 and 3, drafts 2048 of its tokens (d2t:
     absolute ids, distinct), carries its tokenizer, and is small: F16 matrices, F32 norms."""
