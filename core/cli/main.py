@@ -6,6 +6,7 @@
     specscope replay FILE [--json] print a recorded session (run/baseline --record FILE)
     specscope FILE.jsonl           open the window on a recorded session
     specscope doctor   ...         does a draft fit a target? (see cli_doctor)
+    specscope whatif FILE          every n-gram drafter replayed against a recorded greedy run
 
 Flag names follow llama.cpp's where one exists. Exit status: 0 success,
 2 bad input (one line on stderr, no traceback).
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 from specscope.core.cli import (bench as cli_bench, devices as cli_devices, doctor as cli_doctor,
-                                quantize as cli_quantize)
+                                quantize as cli_quantize, whatif as cli_whatif)
 from specscope.core.cli.args import add_generation_args, add_model_args
 from specscope.core.cli.generate import cmd_generate, cmd_replay
 from specscope.core.cli.spec import add_spec_args
@@ -29,7 +30,8 @@ SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices)
+    SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices,
+                       whatif=cli_whatif)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")

@@ -176,20 +176,22 @@ class GGUFInfo:
     token_offsets: array | None = field(default=None, repr=False, compare=False)
 
     # -- derived -----------------------------------------------------------
+    def text(self, key: str) -> str | None:
+        """A string value of the metadata; None when the key is missing or holds another type."""
+        v = self.metadata.get(key)
+        return v if isinstance(v, str) else None
+
     @property
     def architecture(self) -> str | None:
-        arch = self.metadata.get("general.architecture")
-        return arch if isinstance(arch, str) else None
+        return self.text("general.architecture")
 
     @property
     def name(self) -> str | None:
-        v = self.metadata.get("general.name")
-        return v if isinstance(v, str) else None
+        return self.text("general.name")
 
     @property
     def tokenizer_model(self) -> str | None:
-        v = self.metadata.get("tokenizer.ggml.model")
-        return v if isinstance(v, str) else None
+        return self.text("tokenizer.ggml.model")
 
     @property
     def n_vocab(self) -> int:
@@ -212,8 +214,7 @@ class GGUFInfo:
 
     @property
     def chat_template(self) -> str | None:
-        v = self.metadata.get("tokenizer.chat_template")
-        return v if isinstance(v, str) else None
+        return self.text("tokenizer.chat_template")
 
     @property
     def n_params(self) -> int:

@@ -145,6 +145,12 @@ class Handle(Closing):
 
 # ---------------------------------------------------------------------------- model
 
+
+def _fact(getter, kind, of: str = "ptr") -> property:
+    """A read-only fact from one of llama.cpp's getters, on the model (``of="ptr"``) or its
+    vocabulary (``of="vocab"``), as ``kind`` (int, bool)."""
+    return property(lambda self: kind(getter(getattr(self, of))))
+
 class Model(Handle):
     """A loaded GGUF model (or only its vocabulary, with ``vocab_only``)."""
 
@@ -188,21 +194,10 @@ class Model(Handle):
         ll.llama_model_free(ptr)
 
     # -- facts ---------------------------------------------------------------
-    @property
-    def bos(self) -> int:
-        return ll.llama_vocab_bos(self.vocab)
-
-    @property
-    def eos(self) -> int:
-        return ll.llama_vocab_eos(self.vocab)
-
-    @property
-    def add_bos(self) -> bool:
-        return bool(ll.llama_vocab_get_add_bos(self.vocab))
-
-    @property
-    def add_eos(self) -> bool:
-        return bool(ll.llama_vocab_get_add_eos(self.vocab))
+    bos = _fact(ll.llama_vocab_bos, int, "vocab")
+    eos = _fact(ll.llama_vocab_eos, int, "vocab")
+    add_bos = _fact(ll.llama_vocab_get_add_bos, bool, "vocab")
+    add_eos = _fact(ll.llama_vocab_get_add_eos, bool, "vocab")
 
     def is_eog(self, token: int) -> bool:
         return bool(ll.llama_vocab_is_eog(self.vocab, token))
@@ -215,17 +210,9 @@ class Model(Handle):
             n = ll.llama_model_meta_val_str(self.ptr, key.encode(), buf, len(buf))
         return buf.value.decode("utf-8", "replace") if n >= 0 else None
 
-    @property
-    def n_params(self) -> int:
-        return int(ll.llama_model_n_params(self.ptr))
-
-    @property
-    def size_bytes(self) -> int:
-        return int(ll.llama_model_size(self.ptr))
-
-    @property
-    def n_ctx_train(self) -> int:
-        return int(ll.llama_model_n_ctx_train(self.ptr))
+    n_params = _fact(ll.llama_model_n_params, int)
+    size_bytes = _fact(ll.llama_model_size, int)
+    n_ctx_train = _fact(ll.llama_model_n_ctx_train, int)
 
     @property
     def description(self) -> str:

@@ -2,44 +2,23 @@
 tests/reference/drafter_oracle.cpp (llama.cpp's own chain under the same loop).
 
 With a greedy target the emitted sequence does not depend on the drafts, so a round's
-accepted count is the common prefix of its draft and the continuation. ``oracle_rounds``
-replays llama-speculative-simple's loop (budget, draft, accept, history) on a given prompt and
-continuation and returns (accepted, drafted, draft tokens) per round, up to the round whose
-budget is 0 (where SpecScope's engine stops: a deliberate difference, engine module docs).
+accepted count is the common prefix of its draft and the continuation. The loop is the
+what-if replay's (core/measure/whatif.py ``replay``); ``oracle_rounds`` returns its
+(accepted, drafted, draft tokens) per round as llama.cpp's oracle prints them: the rounds whose
+own token lies inside the continuation, up to the round whose budget is 0 (where SpecScope's
+engine stops: a deliberate difference, engine module docs).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from itertools import takewhile
 
 from specscope.core.engine.drafters import Chain
+from specscope.core.measure.whatif import replay
 
 
 def oracle_rounds(chain: Chain, prompt: list[int], cont: list[int], n_ctx: int = 4096,
                   n_predict: int = 1 << 30) -> list[tuple[int, int, tuple[int, ...]]]:
-    hist = np.zeros(len(prompt) + len(cont) + 1, dtype=np.int32)
-    hist[:len(prompt) - 1] = prompt[:-1]
-    n_past, id_last, done, pos = len(prompt) - 1, prompt[-1], 0, 0
-    chain.begin(hist[:n_past])
-    rounds = []
-    while pos < len(cont):
-        budget = max(0, min(n_ctx - n_past - 2, n_predict - done - 1))
-        if budget <= 0:      # SpecScope's run ends here (llama.cpp drafts on, unbounded)
-            break
-        draft = chain.draft(hist[:n_past], id_last, budget).tokens
-        acc = 0
-        while acc < len(draft) and pos + acc < len(cont) and draft[acc] == cont[pos + acc]:
-            acc += 1
-        if pos + acc >= len(cont):
-            break
-        chain.accept(acc)
-        rounds.append((acc, len(draft), tuple(draft)))
-        ids = cont[pos:pos + acc + 1]
-        hist[n_past:n_past + len(ids)] = [id_last, *ids[:-1]]
-        id_last = ids[-1]
-        pos += len(ids)
-        n_past += len(ids)
-        done += len(ids)
-        if done > n_predict:
-            break
-    return rounds
+    rounds = replay(chain, prompt, cont, n_ctx=n_ctx, n_predict=n_predict)
+    return [(r.accepted, len(r.draft), r.draft)
+            for r in takewhile(lambda r: r.budget > 0, rounds) if r.complete]

@@ -1,0 +1,179 @@
+"""What-ifs from one greedy run: every n-gram drafter and chain, replayed without a model.
+
+With greedy sampling the target's output does not depend on the drafter (that is what lossless
+means), so one run fixes the continuation. A round's accepted count under any drafter is then the
+common prefix of its draft and that continuation: :func:`replay` runs llama-speculative-simple's
+loop (the budget, the chain's draft, accept, the history) against the continuation instead of the
+target. It is the same oracle the n-gram conformance checks against llama.cpp's own chain
+(tests/conformance/drafter_oracle.py). n-gram drafters need no model, so every configuration of
+:func:`configurations` replays in milliseconds; their rounds are priced by the calibrated cost
+model (:func:`.cost_model.chain_round_cost`, the replay's own Python lookup time as the draft
+cost) when a calibration of the target is at hand.
+
+Exact for greedy runs only: at temperature the continuation depends on the draft's random draws.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from specscope.core.engine.drafters import NGRAM_TYPES, Chain
+from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.build import make_chain
+from specscope.core.engine.engine import SpecSettings
+from specscope.core.engine.events import RoundEvent
+from specscope.core.measure.cost_model import Calibration, chain_round_cost
+from specscope.core.measure.stats import Stats, fold
+
+__all__ = ["Replayed", "WhatIf", "replay", "configurations", "config_label", "whatifs"]
+
+# the parameters tried per type: llama.cpp's defaults first, then shorter keys and drafts
+MAP_SIZES = ((12, 48), (2, 8), (3, 16), (4, 16), (6, 32))
+MOD_SIZES = ((24, 48, 64), (8, 8, 32), (12, 16, 64), (16, 24, 64))
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One replayed round: the chain's draft, how much of it the continuation kept and the
+    tokens it emits (the kept drafts and the target's own token; fewer where the continuation
+    ends). ``complete``: the round's own token lies inside the continuation; ``budget``: the
+    most tokens the round could draft (0: the target's token alone, at the end of the run)."""
+    drafter: str
+    draft: tuple[int, ...]
+    accepted: int
+    emitted: tuple[int, ...]
+    t_lookup: float
+    complete: bool
+    budget: int
+
+
+def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int = 4096,
+           n_predict: int | None = None) -> list[Replayed]:
+    """llama-speculative-simple's loop with an oracle target that emits ``cont``: the chain
+    drafts from the history with the round's budget, the common prefix of the draft and the
+    continuation is accepted, the next continuation token is the target's own. A round whose
+    budget is 0 (the last token of ``n_predict``, or the context's end) drafts nothing and emits
+    the target's token, as SpecScope's engine does (llama.cpp drafts on there, unbounded)."""
+    n_predict = len(cont) if n_predict is None else n_predict
+    hist = np.zeros(len(prompt) + len(cont) + 1, dtype=np.int32)
+    hist[:len(prompt) - 1] = prompt[:-1]
+    n_past, id_last, pos = len(prompt) - 1, prompt[-1], 0
+    chain.begin(hist[:n_past])
+    rounds = []
+    while pos < len(cont):
+        budget = max(0, min(n_ctx - n_past - 2, n_predict - pos - 1))
+        t0 = time.perf_counter()
+        proposal = chain.draft(hist[:n_past], id_last, budget) if budget > 0 else None
+        t_lookup = time.perf_counter() - t0
+        draft = tuple(proposal.tokens) if proposal else ()
+        acc = 0
+        while acc < len(draft) and pos + acc < len(cont) and draft[acc] == cont[pos + acc]:
+            acc += 1
+        ids = tuple(cont[pos:pos + acc + 1])
+        complete = pos + acc < len(cont)
+        rounds.append(Replayed(proposal.drafter if draft else "", draft, acc, ids, t_lookup, complete,
+                               budget))
+        if not complete:
+            break
+        t0 = time.perf_counter()
+        chain.accept(acc)
+        rounds[-1] = replace(rounds[-1], t_lookup=t_lookup + time.perf_counter() - t0)
+        hist[n_past:n_past + len(ids)] = [id_last, *ids[:-1]]
+        id_last = ids[-1]
+        pos += len(ids)
+        n_past += len(ids)
+    return rounds
+
+
+def _events(rounds: Iterable[Replayed], n_past0: int) -> list[RoundEvent]:
+    """The replayed rounds as the engine's events, for :func:`.stats.fold`."""
+    events, n_past = [], n_past0
+    for i, r in enumerate(rounds):
+        events.append(RoundEvent(index=i, n_past=n_past, seed=-1, drafted=r.draft,
+                                 draft_probs=(), n_accepted=r.accepted, emitted=r.emitted,
+                                 mode="spec", drafter=r.drafter, t_lookup=r.t_lookup,
+                                 t_draft=r.t_lookup))
+        n_past += len(r.emitted)
+    return events
+
+
+def config_label(spec: SpecSettings) -> str:
+    """A configuration's name: its chain, each n-gram type with the parameters that differ
+    from llama.cpp's defaults."""
+    parts = []
+    for t in spec.types:
+        p, default = spec.params(t), SpecSettings().params(t)
+        changed = [f"{k}={v}" for k, v in vars(p).items() if getattr(default, k) != v]
+        parts.append(f"{t}({', '.join(changed)})" if changed else t)
+    return ">".join(parts)
+
+
+def configurations() -> list[SpecSettings]:
+    """Every n-gram type alone over a few parameter sets, and every chain of two at llama.cpp's
+    defaults."""
+    out = []
+    fields = {"ngram-simple": "ngram_simple", "ngram-map-k": "ngram_map_k",
+              "ngram-map-k4v": "ngram_map_k4v"}
+    for t, field in fields.items():
+        for n, m in MAP_SIZES:
+            out.append(SpecSettings(types=(t,), **{field: NgramMapParams(n, m)}))
+    for match, lo, hi in MOD_SIZES:
+        out.append(SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(match, lo, hi)))
+    out.append(SpecSettings(types=("ngram-cache",)))
+    for i, a in enumerate(NGRAM_TYPES):
+        for b in NGRAM_TYPES[i + 1:]:
+            out.append(SpecSettings(types=(a, b)))
+    return out
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One configuration replayed over a run's continuation."""
+    name: str
+    spec: SpecSettings
+    stats: Stats
+    lookup_s: float             # the drafters' Python time per round
+    predicted: float | None     # the calibrated speed-up over the target alone (None: no calibration)
+
+    @property
+    def tokens_per_round(self) -> float:
+        return self.stats.n_tokens / self.stats.n_rounds if self.stats.n_rounds else 0.0
+
+    def to_dict(self) -> dict:
+        s = self.stats
+        return {"name": self.name, "types": list(self.spec.types), "rounds": s.n_rounds,
+                "tokens": s.n_tokens, "drafted": s.n_drafted, "accepted": s.n_accept,
+                "acceptance": s.acceptance_rate, "tokens_per_round": self.tokens_per_round,
+                "acceptance_by_position": list(s.position_acceptance),
+                "lookup_s_per_round": self.lookup_s, "predicted_speedup": self.predicted}
+
+
+def whatif(spec: SpecSettings, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int,
+           n_predict: int | None = None, cal: Calibration | None = None) -> WhatIf:
+    rounds = replay(make_chain(spec), prompt, cont, n_ctx=n_ctx, n_predict=n_predict)
+    stats = fold(_events(rounds, len(prompt) - 1))
+    lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
+    predicted = None
+    if cal is not None and stats.n_rounds:
+        predicted = chain_round_cost(cal, [stats.drafter(t) for t in spec.types], stats.n_rounds,
+                                     n_max=0, lookup=lookup / cal.t1).speedup
+    return WhatIf(config_label(spec), spec, stats, lookup, predicted)
+
+
+def longest_draft(specs: Iterable[SpecSettings]) -> int:
+    """The longest draft any of these configurations can make (a calibration must reach it + 1)."""
+    return max((spec.max_draft() for spec in specs), default=0)
+
+
+def whatifs(prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int,
+            n_predict: int | None = None, cal: Calibration | None = None,
+            specs: Sequence[SpecSettings] | None = None) -> list[WhatIf]:
+    """Every configuration replayed, best first: by predicted speed-up with a calibration, by
+    tokens per round without one."""
+    out = [whatif(s, prompt, cont, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
+           for s in (configurations() if specs is None else specs)]
+    return sorted(out, key=lambda w: -(w.predicted if w.predicted is not None else w.tokens_per_round))
