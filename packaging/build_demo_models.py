@@ -15,7 +15,11 @@ Stages (``--stages`` picks a comma-separated subset, run in this order):
   export     write the three GGUFs to resources/models, check llama.cpp against
              torch (logits, tokenization of every held-out file)
   eval       evaluate_demo.py: acceptance, perplexity, speed, samples
-  card       write resources/models/README.md from the figures
+  card       write resources/models/README.md from the figures (with the EAGLE-3 head's
+             section when build/eagle3-head/ has its figures)
+
+The demo target's EAGLE-3 head is trained after these, by train_eagle3_head.py (it reads the
+shipped target and draft).
 
 Intermediate files (tokenizers, token streams, checkpoints, JSON figures) go to
 ``--work-dir`` (default build/demo-models). Seeds are fixed; the only

@@ -99,9 +99,13 @@ def write_llama_gguf(
     weight_type: str = "f16",
     description: str = "",
     metadata: dict[str, str] | None = None,
+    arch: str = "llama",
+    arch_metadata: dict | None = None,
 ) -> Path:
     """Write a llama GGUF. 2-D tensors in ``weight_type`` ("f16" or "f32"),
-    1-D tensors (norms) always F32."""
+    1-D tensors (norms) always F32, integer tensors as they are. ``arch``: another
+    llama-style architecture (``eagle3``: an EAGLE-3 head, with one block, its ``d2t``
+    table as I64 and its keys in ``arch_metadata``: lists, booleans, unsigned integers)."""
     import gguf
 
     path = Path(path)
@@ -110,12 +114,15 @@ def write_llama_gguf(
         raise ValueError(f"vocab has {len(vocab.tokens)} tokens, config says {cfg.vocab_size}")
     if vocab.model == "gpt2" and not vocab.merges:
         raise ValueError("a gpt2 (BPE) vocabulary needs at least one merge for llama.cpp to load it")
-    w = gguf.GGUFWriter(str(path), "llama")
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_name(name)
     if description:
         w.add_description(description)
     for k, v in (metadata or {}).items():
         w.add_string(k, v)
+    for k, v in (arch_metadata or {}).items():
+        (w.add_array if isinstance(v, (list, tuple)) else w.add_bool if isinstance(v, bool)
+         else w.add_uint32)(k, list(v) if isinstance(v, tuple) else v)
     w.add_context_length(cfg.context_length)
     w.add_embedding_length(cfg.dim)
     w.add_block_count(cfg.n_layers)
@@ -138,7 +145,9 @@ def write_llama_gguf(
     w.add_add_eos_token(vocab.add_eos)
     for tname in sorted(tensors, key=_tensor_order):
         arr = np.asarray(tensors[tname])
-        if arr.ndim >= 2 and weight_type == "f16":
+        if arr.dtype.kind in "iu":
+            pass
+        elif arr.ndim >= 2 and weight_type == "f16":
             arr = arr.astype(np.float16)
         else:
             arr = arr.astype(np.float32)
@@ -148,6 +157,31 @@ def write_llama_gguf(
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def vocab_from_gguf(path: str | Path) -> GGUFVocab:
+    """The tokenizer a GGUF carries (to give a model made for it, such as an EAGLE-3 head, the
+    same one)."""
+    import gguf
+
+    f = gguf.GGUFReader(str(path)).fields
+
+    def one(key):
+        field = f[key]
+        v = field.parts[field.data[0]]
+        return bytes(v).decode() if field.types[0] == gguf.GGUFValueType.STRING else v[0].item()
+
+    def strings(key):
+        field = f[key]
+        return [bytes(field.parts[i]).decode() for i in field.data]
+
+    return GGUFVocab(tokens=strings("tokenizer.ggml.tokens"), merges=strings("tokenizer.ggml.merges"),
+                     token_types=[int(f["tokenizer.ggml.token_type"].parts[i][0])
+                                  for i in f["tokenizer.ggml.token_type"].data],
+                     bos_id=one("tokenizer.ggml.bos_token_id"), eos_id=one("tokenizer.ggml.eos_token_id"),
+                     add_bos=bool(one("tokenizer.ggml.add_bos_token")),
+                     add_eos=bool(one("tokenizer.ggml.add_eos_token")),
+                     model=one("tokenizer.ggml.model"), pre=one("tokenizer.ggml.pre"))
 
 
 def _tensor_order(name: str):

@@ -86,3 +86,51 @@ def test_tiny_export_metadata(tmp_path):
         assert m.n_vocab == 262
         text = "x = 'spam' , y ."
         assert m.detokenize(m.tokenize(text)) == text
+
+
+def test_tiny_eagle3_head_export_drafts_beside_its_target(tmp_path):
+    """An EAGLE-3 head written by write_llama_gguf(arch="eagle3") (what train_eagle3_head.py
+    ships): llama.cpp loads it beside a target whose tokenizer it copies (vocab_from_gguf), its
+    d2t stays I64, and SpecScope drafts with it, the output the target's own."""
+    from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
+    from specscope.core.measure.lossless import compare
+    from specscope.core.models.eagle3 import check_head
+    from specscope.core.models.llama import Model
+
+    cfg = ge.GGUFConfig(vocab_size=257 + 43, dim=64, n_layers=4, n_heads=4, ffn_dim=96, context_length=256)
+    target = ge.write_llama_gguf(tmp_path / "target.gguf", ge.random_tensors(cfg, seed=3), cfg,
+                                 ge.byte_level_vocab(43), name="target", weight_type="f32")
+    rng = np.random.default_rng(4)
+    E, F, n_draft = 32, 48, 100
+
+    def m(o, i):
+        return (rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32)
+
+    tensors = {"token_embd.weight": m(cfg.vocab_size, E), "fc.weight": m(E, 3 * cfg.dim),
+               "blk.0.attn_norm.weight": np.ones(E, np.float32),
+               "blk.0.attn_norm_2.weight": np.ones(E, np.float32),
+               "blk.0.attn_q.weight": m(E, 2 * E), "blk.0.attn_k.weight": m(E, 2 * E),
+               "blk.0.attn_v.weight": m(E, 2 * E), "blk.0.attn_output.weight": m(E, E),
+               "blk.0.ffn_norm.weight": np.ones(E, np.float32), "blk.0.ffn_gate.weight": m(F, E),
+               "blk.0.ffn_up.weight": m(F, E), "blk.0.ffn_down.weight": m(E, F),
+               "output_norm.weight": np.ones(E, np.float32), "output.weight": m(n_draft, E),
+               "d2t": np.sort(rng.choice(cfg.vocab_size, n_draft, replace=False)).astype(np.int64)}
+    hcfg = ge.GGUFConfig(vocab_size=cfg.vocab_size, dim=E, n_layers=1, n_heads=2, ffn_dim=F)
+    head = ge.write_llama_gguf(tmp_path / "head.gguf", tensors, hcfg, ge.vocab_from_gguf(target),
+                               name="head", weight_type="f16", arch="eagle3",
+                               arch_metadata={"eagle3.target_layers": [1, 2, 3],
+                                              "eagle3.target_hidden_size": cfg.dim,
+                                              "eagle3.norm_before_residual": False})
+    t, h = Model(target), Model(head)
+    try:
+        assert check_head(t, h) == (1, 2, 3)
+    finally:
+        h.close()
+        t.close()
+    settings = EngineSettings(n_ctx=256, target_threads=2, draft_threads=2)
+    with Engine(target, head, settings) as engine:
+        c = compare(engine, [0, 5, 17, 99, 200, 3], SpecSettings(types=("draft-eagle3",), n_max=3),
+                    SamplerSettings(), 24)
+    assert c.lossless.identical, c.lossless.describe()
+    assert c.spec.stats.n_drafted > 0

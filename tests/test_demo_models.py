@@ -22,6 +22,7 @@ MODELS = REPO / "resources" / "models"
 TARGET = MODELS / "demo-target.gguf"
 DRAFT = MODELS / "demo-draft.gguf"
 FOREIGN = MODELS / "demo-draft-foreign-vocab.gguf"
+HEAD = MODELS / "demo-eagle3-head.gguf"
 CARD = MODELS / "README.md"
 FIXTURE = REPO / "tests" / "data" / "demo_tokenizer_fixture.json"
 
@@ -53,7 +54,7 @@ def _text(m, i):
 
 
 def test_files_exist_and_fit():
-    for p in (TARGET, DRAFT, FOREIGN, CARD):
+    for p in (TARGET, DRAFT, FOREIGN, HEAD, CARD):
         assert p.is_file(), p
     total = sum(p.stat().st_size for p in MODELS.iterdir() if p.is_file())
     assert total <= 40 * 1024 * 1024, f"resources/models is {total / 1e6:.1f} MB"
@@ -137,3 +138,37 @@ def test_model_card_mentions_figures():
     for word in ("demo-target.gguf", "demo-draft.gguf", "demo-draft-foreign-vocab.gguf",
                  "PSF", "acceptance", "perplexity", "build_demo_models.py"):
         assert word in card, word
+
+
+def test_model_card_has_the_eagle3_heads_section():
+    """The card's intro promises the head its own section: its size, its acceptance by position
+    on held-out files beside the demo draft's, its cost per draft token, how to retrain it."""
+    card = CARD.read_text()
+    assert "\n## EAGLE-3 head\n" in card
+    section = card.split("\n## EAGLE-3 head\n")[1].split("\n## ")[0]
+    for words in (f"{HEAD.stat().st_size:,} bytes", "held-out", "acceptance at draft position 1 · 2 · 3",
+                  "cost of a draft token", "train_eagle3_head.py", "seed"):
+        assert words in section, words
+
+
+def test_the_eagle3_head_fits_the_target():
+    """The EAGLE-3 head reads the target's layers 1, 2 and 3, drafts 2048 of its tokens (d2t:
+    absolute ids, distinct), carries its tokenizer, and is small: F16 matrices, F32 norms."""
+    import gguf
+    from specscope.core.models.eagle3 import check_head
+    from specscope.core.models.llama import Model
+
+    target, head = Model(TARGET), Model(HEAD)
+    try:
+        assert check_head(target, head) == (1, 2, 3)
+        assert all(_text(head, i) == _text(target, i) for i in range(target.n_vocab))
+    finally:
+        head.close()
+        target.close()
+    r = gguf.GGUFReader(str(HEAD))
+    tensors = {t.name: t for t in r.tensors}
+    d2t = np.asarray(tensors["d2t"].data)
+    assert d2t.dtype == np.int64 and len(np.unique(d2t)) == len(d2t) == 2048
+    assert {t.tensor_type.name for t in r.tensors if len(t.shape) == 2} == {"F16"}
+    assert {t.tensor_type.name for t in r.tensors if len(t.shape) == 1 and t.name != "d2t"} == {"F32"}
+    assert HEAD.stat().st_size < DRAFT.stat().st_size * 2

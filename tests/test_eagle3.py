@@ -18,6 +18,7 @@ from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.lossless import compare
 from specscope.core.measure.stats import fold
 from specscope.core.models import staging
+from specscope.core.models.demo import demo_eagle3_head, demo_pair
 from specscope.core.models.probe import probe
 
 PROMPTS = ["def parse_args(argv=None):\n", "import os\nimport sys\n\n\ndef main():\n"]
@@ -197,3 +198,32 @@ def test_the_head_reads_the_layers_it_names(eagle3):
         features = engine.head.features(len(tokens))
     assert engine.head is not None and features.shape == (len(tokens), 3 * 64)
     np.testing.assert_allclose(features[:, :64], weights["token_embd.weight"][tokens], rtol=1e-6)
+
+
+# ------------------------------------------------------------------ the shipped demo head
+def test_the_demo_head_drafts_losslessly_on_the_demo_target():
+    """resources/models/demo-eagle3-head.gguf on the demo target, greedy, n_max 1, 3 and 8: the
+    output is the target's own (or the lossless check names a numerical near-tie), and the
+    head's drafts are mostly kept."""
+    settings = EngineSettings(n_ctx=512, target_threads=2, draft_threads=2)
+    kept = drafted = 0
+    with Engine(demo_pair()[0], demo_eagle3_head(), settings) as engine:
+        for n in (1, 3, 8):
+            for prompt in PROMPTS:
+                c = compare(engine, prompt, SpecSettings(types=("draft-eagle3",), n_max=n),
+                            SamplerSettings(), 96)
+                assert c.lossless.identical or c.lossless.verdict == "numerical", \
+                    (n, prompt, c.lossless.describe())
+                kept, drafted = kept + c.spec.stats.n_accept, drafted + c.spec.stats.n_drafted
+    assert kept > drafted / 2
+
+
+def test_the_command_line_drafts_with_the_demo_head():
+    """``specscope run --spec-type draft-eagle3``: given as -md, or by default with the demo
+    target (no -m, no -md)."""
+    for models in (["-md", demo_eagle3_head()], []):
+        proc = _cli("run", *models, "--spec-type", "draft-eagle3", "-n", "32", "-p", "def f(x):",
+                    "--ignore-eos", "--no-probe")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "generated: 32 tokens" in proc.stdout
+        assert "draft-eagle3 " in proc.stdout

@@ -29,7 +29,7 @@ def models(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("model", sorted(MTP_MODELS))
 def test_draft_mtp_equals_llamacpp_round_for_round(models, model):
-    failures, compared = golden_failures(models[model], [c for c in GOLDEN if c["pair"] == model])
+    failures, compared, _ = golden_failures(models[model], [c for c in GOLDEN if c["pair"] == model])
     assert not failures, "\n".join(failures)
     assert compared > 1000
 

@@ -12,7 +12,7 @@ from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
 from specscope.core.models.chat import render_chat
-from specscope.core.models.demo import demo_pair
+from specscope.core.models.demo import demo_eagle3_head, demo_pair
 
 
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
@@ -66,9 +66,10 @@ def add_generation_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
 
 
-def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
+def resolve_models(args, *, draft: bool = True, head: bool = False) -> tuple[Path, Path | None]:
     """The target and, when ``draft``, the draft model: the demo pair fills in what is not
-    given, except a draft for a target of the user's own (the demo draft would not fit it)."""
+    given (``head``, for draft-eagle3: the demo target's EAGLE-3 head), except a draft for a
+    target of the user's own (the demo draft would not fit it)."""
     target = args.model
     dft = getattr(args, "model_draft", None) if draft else None
     if draft and dft is None and target is not None:
@@ -78,7 +79,7 @@ def resolve_models(args, *, draft: bool = True) -> tuple[Path, Path | None]:
     if target is None or (draft and dft is None):
         demo_target, demo_draft = demo_pair()
         target = target or demo_target
-        dft = (dft or demo_draft) if draft else None
+        dft = (dft or (demo_eagle3_head() if head else demo_draft)) if draft else None
     return target, dft
 
 

@@ -10,6 +10,7 @@ from specscope.core.errors import ConfigError
 DEMO_TARGET = "demo-target.gguf"
 DEMO_DRAFT = "demo-draft.gguf"
 DEMO_FOREIGN_DRAFT = "demo-draft-foreign-vocab.gguf"   # another tokenizer: the gate refuses it
+DEMO_EAGLE3_HEAD = "demo-eagle3-head.gguf"     # an EAGLE-3 head for the target (draft-eagle3)
 
 
 def models_dir() -> Path:
@@ -29,3 +30,12 @@ def demo_pair() -> tuple[Path, Path]:
         raise ConfigError(f"no demo model pair is installed ({', '.join(missing)} missing in {folder}); "
                           "pass -m TARGET.gguf -md DRAFT.gguf")
     return target, draft
+
+
+def demo_eagle3_head() -> Path:
+    """The demo target's EAGLE-3 head, or a ConfigError saying it is not installed."""
+    head = models_dir() / DEMO_EAGLE3_HEAD
+    if not head.is_file():
+        raise ConfigError(f"no demo EAGLE-3 head is installed ({DEMO_EAGLE3_HEAD} missing in "
+                          f"{head.parent}); pass -md HEAD.gguf")
+    return head

@@ -52,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: its helpers
 
-from specscope.core.models.demo import demo_pair
+from specscope.core.models.demo import demo_eagle3_head, demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 
@@ -369,6 +369,23 @@ def eagle3_cases() -> list[dict]:
             for pair in EAGLE3_PAIRS for label, flags in flag_sets for prompt in PROMPTS]
 
 
+def demo_eagle3_cases() -> list[dict]:
+    """The demo target with the shipped demo head (resources/models/demo-eagle3-head.gguf):
+    draft-eagle3 alone at n_max 1, 3 and 8, and chained after ngram-simple and after ngram-mod at
+    n_max 3, on every code prompt."""
+    flag_sets = [(f"draft-eagle3 n_max {n}", ["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
+                 for n in (1, 3, 8)]
+    for t in ("ngram-simple", "ngram-mod"):
+        flag_sets.append((f"{t},draft-eagle3 n_max 3", ["--spec-type", f"{t},draft-eagle3",
+                                                        "--spec-draft-n-max", "3", *SMALL[t]]))
+    return [dict(label=label, pair="demo", prompt=prompt, flags=flags)
+            for label, flags in flag_sets for prompt in PROMPTS]
+
+
+def demo_eagle3_pairs() -> dict[str, tuple[Path, Path]]:
+    return {"demo": (demo_pair()[0], demo_eagle3_head())}
+
+
 def write_eagle3_pairs(folder: Path) -> dict[str, tuple[Path, Path]]:
     from helpers import ggufgen
     return {name: ggufgen.write_eagle3_pair(folder, prefix=name, **kw)
@@ -383,24 +400,26 @@ def compared_rounds(ours: Outcome, ref_rounds: list) -> tuple[int, int | None]:
     return n, first
 
 
-def golden_failures(paths: tuple, cases: list[dict]) -> tuple[list[str], int]:
+def golden_failures(paths: tuple, cases: list[dict]) -> tuple[list[str], int, int]:
     """SpecScope's runs of golden ``cases`` (one model: ``paths`` is its target and -md model or
-    None) against llama.cpp's recorded rounds: (what differs, rounds compared)."""
+    None) against llama.cpp's recorded rounds: (what differs, rounds compared, drafted tokens
+    kept in them)."""
     c0 = cases[0]
     settings = EngineSettings(n_ctx=c0["n_ctx"], target_threads=c0["threads"],
                               draft_threads=c0["threads"])
-    failures, compared = [], 0
+    failures, compared, kept = [], 0, 0
     with Engine(*paths, settings) as engine:
         for case in cases:
-            ours, _ = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
+            ours, events = our_run(engine, case["prompt"], case["flags"], case["n_predict"])
             ref = rounds_of(case["llama_cpp"])
             n, first = compared_rounds(ours, ref)
             compared += n
+            kept += sum(e.n_accepted for e in events[:n])
             if first is not None or n < len(ref) - 2:
                 failures.append(f"{case['label']}, {case['prompt'][:24]!r}: round {first} of {n}: "
                                 f"ours {ours.rounds[first] if first is not None else ours.rounds[n:]}, "
                                 f"llama.cpp {ref[first] if first is not None else ref[n:]}")
-    return failures, compared
+    return failures, compared, kept
 
 
 def run_rounds_suite(args, suite: str, models: dict, cases: list[dict], pairs: dict) -> int:
@@ -451,6 +470,13 @@ def run_eagle3_suite(args) -> int:
                              for k, v in EAGLE3_PAIRS.items()})
 
 
+def run_eagle3_demo_suite(args) -> int:
+    """The demo target with its shipped head (resources/models/demo-eagle3-head.gguf)."""
+    pairs = demo_eagle3_pairs()
+    return run_rounds_suite(args, "eagle3-demo", pairs, demo_eagle3_cases(),
+                            {"demo": {"target": pairs["demo"][0].name, "head": pairs["demo"][1].name}})
+
+
 # ------------------------------------------------------------------------- draft-mtp
 MTP_MODELS = {     # generated targets with MTP blocks (tests/helpers/ggufgen.py write_mtp)
     "mtp-a": dict(seed=0),                    # one MTP block
@@ -489,13 +515,15 @@ def run_mtp_suite(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--binary", type=Path, required=True)
-    p.add_argument("--suite", choices=("code", "eog", "eagle3", "mtp"), default="code",
+    p.add_argument("--suite", choices=("code", "eog", "eagle3", "eagle3-demo", "mtp"), default="code",
                    help="code: the code prompts to n_predict (default); eog: runs that end by end of "
                         "generation (SmolLM2 chat, the demo pair, a hybrid LFM2); eagle3: "
-                        "draft-eagle3 on generated target + EAGLE-3 head pairs; mtp: draft-mtp on "
-                        "generated targets with MTP blocks")
+                        "draft-eagle3 on generated target + EAGLE-3 head pairs; eagle3-demo: "
+                        "draft-eagle3 on the demo target with the shipped demo head; mtp: draft-mtp "
+                        "on generated targets with MTP blocks")
     p.add_argument("--write-golden", type=Path, metavar="JSON",
-                   help="with --suite eog, eagle3 or mtp: write llama.cpp's outcomes as golden data")
+                   help="with --suite eog, eagle3, eagle3-demo or mtp: write llama.cpp's outcomes "
+                        "as golden data")
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
     p.add_argument("-c", "--ctx-size", type=int, default=1024)
@@ -509,9 +537,10 @@ def main(argv=None) -> int:
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
-    if args.suite in ("eagle3", "mtp"):
+    if args.suite in ("eagle3", "eagle3-demo", "mtp"):
         args.n_predict = args.n_predict or 128
-        return run_eagle3_suite(args) if args.suite == "eagle3" else run_mtp_suite(args)
+        run = {"eagle3": run_eagle3_suite, "eagle3-demo": run_eagle3_demo_suite, "mtp": run_mtp_suite}
+        return run[args.suite](args)
     if args.suite == "eog":
         import tempfile
 

@@ -10,7 +10,10 @@ is its encoder's projection of the target's features at P (the inputs of three t
   token after the batch, which is not known yet: it is the *deferred boundary*
   (``pending_pos``, ``pending_g``). A batch that starts right after a boundary the head's
   memory lacks completes it first with its own first token (llama.cpp's cross-ubatch bridge:
-  a prompt decoded in chunks). The batch's g rows are kept (``verify_g``).
+  a prompt decoded in chunks, or a batch another drafter drafted after a round the head's draft
+  was kept whole). As in llama.cpp, that bridge pair's g is this batch's *last* g row, not the
+  boundary's: llama.cpp's batch holds a view of ``pending_g_last``, which process() refreshes
+  to the last row before the batch is decoded. The batch's g rows are kept (``verify_g``).
 * ``draft``: the boundary is completed with id_last, the target's latest token, and decoded
   with an output; then, as draft-simple, the argmax of the top-10 renormalised probabilities
   is drafted while it holds at least p_min of their mass, each drafted token decoded at the
@@ -57,7 +60,7 @@ class Eagle3(HeadDrafter):
         dec.clear()
         pending = self.pending_pos
         if pending >= 0 and pending + 1 == pos0 and pending > self.ctx.pos_max():
-            dec.add(tokens[0], pending, self.pending_row)        # the cross-ubatch bridge
+            dec.add(tokens[0], pending, g[n - 1])     # the cross-ubatch bridge (module docs)
         for k in range(n - 1):
             dec.add(tokens[k + 1], pos0 + k, g[k])
         self._keep(g, pos0)
