@@ -90,7 +90,7 @@ def test_bad_settings_get_one_inline_line(picker, qtbot, tmp_path):
     picker.cache_static.setText("")
     picker.cache_static.editingFinished.emit()
     assert not picker.message.isVisible()
-    picker.set_draft_problem("draft-simple needs a draft model")
+    picker.set_draft(None)                                  # no model in the draft slot
     assert "needs a draft model" in picker.message.text()
     picker.checks["draft-simple"].setChecked(False)         # the n-gram types alone: fine
     assert not picker.message.isVisible()

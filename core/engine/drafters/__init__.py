@@ -27,7 +27,8 @@ NGRAM_TYPES = SPEC_TYPES[:5]
 DRAFT_MODEL = "draft-simple"
 DRAFT_EAGLE3 = "draft-eagle3"
 MODEL_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)     # the types that draft with the -md model
-TYPES = SPEC_TYPES[:-1]      # the window's drafter picker: draft-eagle3 joins it with its window phase
+TYPES = SPEC_TYPES           # the window's drafter picker
+SWEEP_TYPES = SPEC_TYPES[:-1]   # the Compare view's sweeps: draft-eagle3 is not swept there yet
 
 DESCRIPTIONS = {
     "ngram-simple": "copies what followed the last time the latest n tokens occurred",
@@ -125,6 +126,6 @@ class Chain:
         return sum(d.take_dropped() for d in self.drafters)
 
 
-__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "MODEL_TYPES",
+__all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "MODEL_TYPES",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

@@ -39,6 +39,7 @@ import numpy as np
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 from specscope.core.errors import ConfigError
+from specscope.core.models.eagle3 import layers_words
 
 
 class Eagle3(Drafter):
@@ -56,6 +57,9 @@ class Eagle3(Drafter):
         self.verify_g = np.zeros((0, head.n_embd_dec), np.float32)
         self.verify_pos_first = -1
         self.dropped = 0
+        vocab = (f"; its reduced vocabulary of {head.n_draft_vocab:,} tokens maps to target ids "
+                 "through d2t" if head.n_draft_vocab else "; it drafts over the target's vocabulary")
+        self.note = f"fed by {layers_words(head.layer_ids, head.n_layer_tgt)}{vocab}"
 
     # ------------------------------------------------------------------ process
     def process(self, tokens: list[int], pos0: int) -> None:
@@ -114,7 +118,8 @@ class Eagle3(Drafter):
             return Proposal(self.name, stop="n_min", dropped=len(draft), rows=rows,
                             t_decode=t_decode, limit=self.n_max)
         return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
-                        t_decode=t_decode, top_ids=tuple(tops), limit=self.n_max)
+                        t_decode=t_decode, top_ids=tuple(tops), limit=self.n_max, note=self.note,
+                        draft_ids=tuple(head.draft_id(t) for t in draft))
 
     # ------------------------------------------------------------------ accept
     def accept(self, n_accepted: int, mine: bool) -> None:
