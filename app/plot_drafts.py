@@ -323,7 +323,7 @@ class TreePlot(_DraftBars):
         counts = np.asarray(tree.rank_hist, dtype=float)
         self.bars.setOpts(height=counts)
         measured = counts.sum()
-        self.note.setText("" if measured else "No draft-model or EAGLE-3 head draft verified yet")
+        self.note.setText("" if measured else "No draft model or head draft yet")
         self.note.setVisible(not measured)
         self.texts = [f"{int(c)}" if c else "" for c in counts]
         self.top = max(float(counts.max()), 1.0)

@@ -224,7 +224,8 @@ class RoundDiagram(QWidget):
                            "drafted by the EAGLE-3 head\np · head's id→target id (d2t)")
             p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                        f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
-                       f"draft dropped {ev.kv_dropped_draft} row{'s' if ev.kv_dropped_draft != 1 else ''}")
+                       f"{'head' if ev.drafter == DRAFT_EAGLE3 else 'draft'} dropped {ev.kv_dropped_draft} "
+                       f"row{'s' if ev.kv_dropped_draft != 1 else ''}")
         p.end()
 
 
@@ -335,18 +336,16 @@ def model_draft_words(ev, drafted: list[str]) -> str:
            "budget": "the per-round budget (context / n_predict) was reached",
            "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
         ev.draft_stop, ev.draft_stop or "the draft ended")
-    items = []
-    for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs)):
-        mapped = (f"; draft id {ev.draft_ids[i]} → target id {t} {text}"
-                  if i < len(ev.draft_ids) else "")
-        items.append(f"{text} (p {p:.2f}{mapped})")
-    tokens = f"{k} token{'s' if k != 1 else ''} greedily: {', '.join(items)}; it stopped because {why}."
+    items = [f"draft id {ev.draft_ids[i]} → target id {t} {text} (p {p:.2f})" if i < len(ev.draft_ids)
+             else f"{text} (p {p:.2f})"
+             for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs))]
+    tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.draft_ids else ', ').join(items)}; "
+              f"it stopped because {why}.")
     if ev.drafter == DRAFT_EAGLE3:
-        fed = f", {html.escape(ev.draft_note, quote=False)}" if ev.draft_note else ""
-        return (f"<b>1. Draft:</b> the <b>EAGLE-3 head</b> (draft-eagle3) drafts from the target's "
-                f"own hidden states, not from a model of its own: {DESCRIPTIONS[DRAFT_EAGLE3]}. "
-                f"Its features came from the target's last verification{fed}. From the seed it "
-                f"proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
+        fed = f"; {html.escape(ev.draft_note, quote=False)}" if ev.draft_note else ""
+        return (f"<b>1. Draft:</b> the <b>EAGLE-3 head</b> (draft-eagle3), one layer beside the "
+                f"target that drafts from the target's own hidden states, not a model of its own{fed}. "
+                f"From the seed it proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
     return (f"<b>1. Draft:</b> the draft model decoded the seed and proposed {tokens} "
             f"({ev.t_draft * 1e3:.1f} ms)")
 
@@ -415,7 +414,8 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token, and the run ends. Emitted {len(ev.emitted)} "
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         elif k:
-            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else html.escape(ev.drafter))
+            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else "the EAGLE-3 head"
+                   if ev.drafter == DRAFT_EAGLE3 else html.escape(ev.drafter))
             lines.append(f"<b>3. Result:</b> the target agreed with {a} of the {k} drafted "
                          f"token{'s' if k != 1 else ''}; "
                          f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
