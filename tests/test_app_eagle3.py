@@ -173,3 +173,18 @@ def test_a_head_that_does_not_fit_is_one_line_and_the_window_keeps_working(
     assert window.prompt.text() == PROMPT and window.params.drafter.types() == ("draft-eagle3",)
     window.pair_panel.set_pair(heads["target"], heads["head"])   # the window goes on
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+
+
+def test_a_chain_of_ngram_simple_and_the_head_draws_a_curve_for_each(qtbot, window):
+    d = window.params.drafter
+    d.set_types(["draft-eagle3", "ngram-simple"])
+    d.size_n["ngram-simple"].setValue(2)
+    d.size_m["ngram-simple"].setValue(6)
+    window.prompt.set_text("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n")
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert {e.drafter for e in window.shown.events if e.drafted} == {"ngram-simple", "draft-eagle3"}
+    window.tabs.setCurrentWidget(window.tabs.widget(0))
+    window.shown.refresh_panels()
+    shown = window.plots.shown()["by_drafter"]
+    assert set(shown["curves"]) == {"ngram-simple", "draft-eagle3"}
+    assert sorted(row[0] for row in shown["table"]) == ["draft-eagle3", "ngram-simple"]
