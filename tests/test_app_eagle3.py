@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from helpers import ggufgen  # noqa: E402
-from helpers.window import RUN_TIMEOUT_MS, for_short_runs, open_window, run_and_wait  # noqa: E402
+from helpers.window import RUN_TIMEOUT_MS, for_short_runs, open_window, run_and_wait, step_to_a_draft  # noqa: E402
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
 from specscope.app.drafter_style import drafter_colors  # noqa: E402
 from specscope.app.token_view import ACCEPTED  # noqa: E402
@@ -122,16 +122,7 @@ def test_a_head_run_colours_its_tokens_and_its_plots(qtbot, window):
 
 
 def test_step_mode_tells_a_head_s_draft_in_words(qtbot, window):
-    window.step_clicked()
-    for _ in range(40):
-        qtbot.waitUntil(lambda: window.controller.state in (RunState.PAUSED, RunState.IDLE),
-                        timeout=RUN_TIMEOUT_MS)
-        ev = window.round_view.shown_event
-        if window.controller.state is not RunState.PAUSED or (ev is not None and ev.drafted):
-            break
-        with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
-            window.step_clicked()
-    ev = window.round_view.shown_event
+    ev = step_to_a_draft(qtbot, window)
     assert ev is not None and ev.drafter == "draft-eagle3" and len(ev.draft_ids) == len(ev.drafted)
     text = window.round_view.text.text()
     assert "<b>EAGLE-3 head</b>" in text and "without a draft model" not in text
