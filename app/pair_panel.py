@@ -303,7 +303,7 @@ class PairPanel(QGroupBox):
         self._browse(self.target_edit, "Choose the target model")
 
     def browse_draft(self) -> None:
-        self._browse(self.draft_edit, "Choose the EAGLE-3 head" if self.head_slot else "Choose the draft model")
+        self._browse(self.draft_edit, f"Choose the {'EAGLE-3 head' if self.head_slot else 'draft model'}")
 
     def set_head_slot(self, on: bool) -> None:
         """The draft slot as draft-eagle3 reads it (an EAGLE-3 head), or as a draft model's."""

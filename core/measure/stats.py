@@ -100,11 +100,11 @@ def rank_bin(rank: int) -> int:
 
 @dataclass(frozen=True)
 class TreeHeadroom:
-    """What a draft tree of width w would have accepted (module docs), from the model
-    drafter's rounds (draft-simple or draft-eagle3): their drafted and accepted counts, the rank histogram of the target's tokens over
-    the measured positions, and ``rounds``: (draft length, accepted, rank bin of the first
-    rejected position — 0 when all were accepted, the last bin when no rank was measured —,
-    how many rounds), sorted."""
+    """What a draft tree of width w would have accepted (module docs), from the model drafter's
+    rounds (draft-simple or draft-eagle3): their drafted and accepted counts, the rank histogram
+    of the target's tokens over the measured positions, and ``rounds``: (draft length, accepted,
+    rank bin of the first rejected position — 0 when all were accepted, the last bin when no
+    rank was measured —, how many rounds), sorted."""
     n_drafted: int = 0
     n_accept: int = 0
     rank_hist: tuple[int, ...] = (0,) * RANK_BINS
