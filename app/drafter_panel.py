@@ -1,13 +1,17 @@
 """The drafter picker: what proposes each round's draft (llama.cpp's ``--spec-type``).
 
 One row per speculative type, in llama.cpp's priority order (core.drafters.TYPES): the
-draftless n-gram types, then ``draft-simple``, the draft model. Checking several makes a
-chain; llama.cpp tries the checked types in this order and the first non-empty draft wins
-the round. Each type's parameters sit under it, with llama.cpp's defaults and ranges, and
-its flag name in the tooltip; a type that is not checked has its parameters greyed out.
+draftless n-gram types, then ``draft-simple``, the draft model, and ``draft-eagle3``, an
+EAGLE-3 head; both draft with the model in the Models box's draft slot (for draft-eagle3 it is
+labelled the head slot). Checking several makes a chain; llama.cpp tries the checked types in
+this order and the first non-empty draft wins the round. Each type's parameters sit under it,
+with llama.cpp's defaults and ranges, and its flag name in the tooltip; a type that is not
+checked has its parameters greyed out (n_max, n_min and p_min, under draft-simple, serve
+draft-eagle3 too).
 
 Bad settings (a cross-field error, a missing lookup-cache file, draft-simple without a
-usable draft model) are one line under the rows, updated as the user edits.
+usable draft model or with a head, draft-eagle3 with an ordinary model) are one line under the
+rows, naming the file, updated as the user edits.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, TYPES
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYPES, TYPES
 from specscope.core.engine.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
                                           NgramModParams)
 
@@ -28,7 +32,11 @@ from .drafter_style import swatch_html
 
 MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
-              "in this order, and the draft model last; the first non-empty draft wins the round.")
+              "in this order, then the draft model or the EAGLE-3 head; the first non-empty draft "
+              "wins the round.")
+CHECK_LABELS = {DRAFT_MODEL: "draft-simple (the draft model)", DRAFT_EAGLE3: "draft-eagle3 (an EAGLE-3 head)"}
+HEAD_NOTE = ("Drafts with the EAGLE-3 head in the Models box's head slot, from the target's own "
+             "hidden states; n_max, n_min and p_min above apply to it.")
 
 
 def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
@@ -93,13 +101,15 @@ class DrafterPanel(QGroupBox):
                                              "lookup tools (-lcd, --lookup-cache-dynamic)")
 
         # draft-simple: the draft model's settings
-        self.n_max = _spin(0, 64, 3, "Tokens the draft model proposes per round at most "
-                                     "(--spec-draft-n-max; llama.cpp's default 3)")
-        self.n_min = _spin(0, 64, 0, "Draft-model drafts shorter than this are dropped and the round "
-                                     "decodes plainly (--spec-draft-n-min; default 0)")
+        self.n_max = _spin(0, 64, 3, "Tokens the draft model (or the EAGLE-3 head) proposes per round "
+                                     "at most (--spec-draft-n-max; llama.cpp's default 3)")
+        self.n_min = _spin(0, 64, 0, "Drafts of the draft model (or the EAGLE-3 head) shorter than this "
+                                     "are dropped and the round decodes plainly (--spec-draft-n-min; "
+                                     "default 0)")
         self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
-        self.p_min.setToolTip("Stop drafting when the draft model's top token holds less than this "
-                              "share of its top-10 probability mass (--spec-draft-p-min; default 0)")
+        self.p_min.setToolTip("Stop drafting when the draft model's (or the EAGLE-3 head's) top token "
+                              "holds less than this share of its top-10 probability mass "
+                              "(--spec-draft-p-min; default 0)")
         self.sync = QComboBox()
         self.sync.addItem("reuse", "reuse")
         self.sync.addItem("replay", "replay")
@@ -131,7 +141,10 @@ class DrafterPanel(QGroupBox):
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
                           [("p_min", self.p_min), ("sync", self.sync)],
                           [("n policy", self.policy)]],
+            DRAFT_EAGLE3: [],
         }
+        shared = (self.n_max, self.n_min, self.p_min)    # draft-simple's, draft-eagle3's too
+        self.model_params: list[QWidget] = []
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(2)
@@ -139,7 +152,7 @@ class DrafterPanel(QGroupBox):
         grid.setColumnStretch(2, 1)
         r = 0
         for t in TYPES:
-            check = QCheckBox(t if t != DRAFT_MODEL else "draft-simple (the draft model)")
+            check = QCheckBox(CHECK_LABELS.get(t, t))
             check.setToolTip(f"{t}: {DESCRIPTIONS[t]} (--spec-type {t})")
             self.checks[t] = check
             head = QHBoxLayout()
@@ -164,16 +177,26 @@ class DrafterPanel(QGroupBox):
                     box.addWidget(w, 1 if w.property("path") else 0)
                     box.addSpacing(8)
                     widgets += [lab, w]
+                    if w in shared:
+                        self.model_params += [lab, w]
                 if not any(w.property("path") for _, w in line):
                     box.addStretch(1)
                 grid.addLayout(box, r, 1, 1, 2)
                 r += 1
-            if t == DRAFT_MODEL:
-                self.draft_note = QLabel("These settings apply to draft-simple only.")
-                self.draft_note.setStyleSheet("color:#777; font-size:small")
-                grid.addWidget(self.draft_note, r, 1, 1, 2)
+            notes = {DRAFT_MODEL: "sync and n policy apply to draft-simple only; n_max, n_min and "
+                                  "p_min to draft-eagle3 too.",
+                     DRAFT_EAGLE3: HEAD_NOTE}
+            if t in notes:
+                note = QLabel(notes[t])
+                note.setWordWrap(True)
+                note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+                note.setStyleSheet("color:#777; font-size:small")
+                grid.addWidget(note, r, 1, 1, 2)
                 r += 1
-                widgets.append(self.draft_note)
+                widgets.append(note)
+                if t == DRAFT_MODEL:
+                    self.draft_note = note
+                    self.model_params.append(note)
             self.params[t] = widgets
         lay.addLayout(grid)
         self.synth = SynthBox()
@@ -186,7 +209,9 @@ class DrafterPanel(QGroupBox):
         self.message.setVisible(False)
         lay.addWidget(self.message)
 
-        self._draft_problem = ""     # why draft-simple cannot run (no draft model, incompatible)
+        # the draft slot's model: its path (None: none), its architecture ("" not known yet), and
+        # why the pair doctor refused it for draft-simple ("" it did not); None: not told yet
+        self._draft: tuple[Path | None, str, str] | None = None
         self.checks[DRAFT_MODEL].setChecked(True)
         for c in self.checks.values():
             c.toggled.connect(self._edited)
@@ -247,10 +272,40 @@ class DrafterPanel(QGroupBox):
             ngram_cache=NgramCacheParams(self.cache_static.text().strip(), self.cache_dynamic.text().strip()),
             **self.synth.fields())
 
-    def set_draft_problem(self, problem: str) -> None:
-        """Why draft-simple cannot run now ("" when a usable draft model is chosen)."""
-        self._draft_problem = problem
+    def set_draft(self, path: Path | None, architecture: str = "", refused: str = "") -> None:
+        """The model in the draft slot: its path (None: none), its architecture ("eagle3": an
+        EAGLE-3 head; "": not known yet) and why the pair doctor refused it ("": it did not)."""
+        self._draft = (path, architecture, refused)
         self._edited()
+
+    def draft_problem(self) -> str:
+        """Why the checked model drafter cannot draft with the draft slot's model, or ""."""
+        types = self.types()
+        if DRAFT_MODEL in types and DRAFT_EAGLE3 in types:
+            return ("draft-simple and draft-eagle3 both draft with the model in the draft slot: "
+                    "check one of them.")
+        if self._draft is None:
+            return ""
+        path, arch, refused = self._draft
+        name = path.name if path is not None else ""
+        if DRAFT_MODEL in types:
+            if path is None:
+                return ("draft-simple needs a draft model: choose one under Models, or uncheck "
+                        "draft-simple to draft with the n-gram types alone.")
+            if arch == "eagle3":
+                return (f"draft-simple: {name} is an EAGLE-3 head, which drafts with draft-eagle3: "
+                        "check draft-eagle3 instead, or choose a draft model.")
+            if refused:
+                return (f"draft-simple: {name} cannot draft for this target ({refused}); "
+                        "choose another draft, or uncheck draft-simple.")
+        if DRAFT_EAGLE3 in types:
+            if path is None:
+                return ("draft-eagle3 needs an EAGLE-3 head: choose one in the head slot under "
+                        "Models, or uncheck draft-eagle3.")
+            if arch and arch != "eagle3":
+                return (f"draft-eagle3: {name} is not an EAGLE-3 head (it is a {arch} model): "
+                        "choose a head under Models, or draft with draft-simple.")
+        return ""
 
     def problem(self) -> str:
         """One line: what is wrong with the settings, or ""."""
@@ -261,16 +316,15 @@ class DrafterPanel(QGroupBox):
             self.spec_settings().validate()
         except ConfigError as exc:
             return str(exc)
-        if DRAFT_MODEL in self.types() and self._draft_problem:
-            return self._draft_problem
-        return ""
+        return self.draft_problem()
 
     def _edited(self, *_args) -> None:
         chosen = set(self.types())
         self.synth.set_n_max(self.spec_settings().max_draft())
+        model = bool(chosen & set(MODEL_TYPES))
         for t, widgets in self.params.items():
             for w in widgets:
-                w.setEnabled(t in chosen)
+                w.setEnabled(t in chosen or (model and w in self.model_params))
         text = self.problem()
         self.message.setText(f"<span style='color:#b42318'>⚠ {html.escape(text)}</span>" if text else "")
         self.message.setVisible(bool(text))

@@ -1,8 +1,8 @@
 """One colour per drafter (llama.cpp's speculative types), shared by the picker's swatches,
 the token view's accepted tokens and the plots' per-drafter curves.
 
-draft-simple keeps the token view's original green; each n-gram type has its own hue, and
-none is the target's blue or the rejection red.
+draft-simple keeps the token view's original green, draft-eagle3 (an EAGLE-3 head) is lime;
+each n-gram type has its own hue, and none is the target's blue or the rejection red.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ DRAFTER_COLORS = {
     "ngram-mod": ("#831843", "#fbcfe8", "#db2777"),       # pink
     "ngram-cache": ("#7c2d12", "#fed7aa", "#ea580c"),     # orange
     "draft-simple": ("#14532d", "#bbf0c6", "#2e9d4b"),    # green (the draft model)
+    "draft-eagle3": ("#3f6212", "#e2f7a1", "#74a00f"),    # lime (an EAGLE-3 head)
 }
 assert set(DRAFTER_COLORS) == set(TYPES)
 
@@ -24,6 +25,12 @@ assert set(DRAFTER_COLORS) == set(TYPES)
 def drafter_colors(name: str) -> tuple[str, str, str]:
     """(text, background, strong) of a drafter; an unknown or empty name is the draft model."""
     return DRAFTER_COLORS.get(name or "draft-simple", DRAFTER_COLORS["draft-simple"])
+
+
+def drafter_html(name: str) -> str:
+    """Who drafted, in a tooltip: the type in bold, an EAGLE-3 head named as one."""
+    name = name or "draft-simple"
+    return "the <b>EAGLE-3 head</b> (draft-eagle3)" if name == "draft-eagle3" else f"<b>{name}</b>"
 
 
 def swatch_html(name: str, text: str = "abc") -> str:

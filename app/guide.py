@@ -17,18 +17,19 @@ TITLE = "SpecScope guide"
 def guide_html() -> str:
     return f"""
 <h2>What you are watching</h2>
-<p>Speculative decoding: each <b>round</b>, a <b>drafter</b> (a small draft model, or an n-gram
-lookup in the text so far) proposes a few tokens; the <b>target</b> model checks them all in one
-batch and keeps the longest prefix it agrees with, then adds one token of its own. The output is
-what the target alone would write; the hope is fewer, cheaper target passes.</p>
+<p>Speculative decoding: each <b>round</b>, a <b>drafter</b> (a small draft model, an EAGLE-3 head
+that drafts from the target's own hidden states, or an n-gram lookup in the text so far) proposes
+a few tokens; the <b>target</b> model checks them all in one batch and keeps the longest prefix it
+agrees with, then adds one token of its own. The output is what the target alone would write; the
+hope is fewer, cheaper target passes.</p>
 
 <h3>The colours of the text</h3>
 <p>{legend_html()}</p>
-<p>Grey is the prompt. Where n-gram drafters draft, each drafter's accepted tokens take its own
-colour (the legend above the text names them). The target's own token is the replacement at the
-first mismatch, or the bonus token after a draft it accepted whole. ↵ marks a line break.
-Hover a token for its round, draft position, draft probability and drafter; <i>show rejected
-drafts</i> (Ctrl+H) hides the struck-through ones.</p>
+<p>Grey is the prompt. Where n-gram drafters or an EAGLE-3 head (draft-eagle3, lime) draft, each
+drafter's accepted tokens take its own colour (the legend above the text names them). The target's
+own token is the replacement at the first mismatch, or the bonus token after a draft it accepted
+whole. ↵ marks a line break. Hover a token for its round, draft position, draft probability and
+drafter; <i>show rejected drafts</i> (Ctrl+H) hides the struck-through ones.</p>
 
 <h3>The plots</h3>
 <ul>

@@ -152,9 +152,10 @@ class PairPanel(QGroupBox):
         self.draft_browse = QToolButton(text="…")
         self.target_browse.setToolTip("Choose the target model")
         self.draft_browse.setToolTip("Choose the draft model")
-        for row, (name, edit, browse) in enumerate((("Target", self.target_edit, self.target_browse),
-                                                    ("Draft", self.draft_edit, self.draft_browse))):
-            grid.addWidget(QLabel(name), row, 0)
+        self.draft_label = QLabel("Draft")
+        for row, (label, edit, browse) in enumerate(((QLabel("Target"), self.target_edit, self.target_browse),
+                                                     (self.draft_label, self.draft_edit, self.draft_browse))):
+            grid.addWidget(label, row, 0)
             grid.addWidget(edit, row, 1)
             grid.addWidget(browse, row, 2)
         lay.addLayout(grid)
@@ -277,6 +278,8 @@ class PairPanel(QGroupBox):
         self.recent.activated.connect(self._recent_chosen)
         self.demo_button.clicked.connect(self.demo_requested)
         self._last = (None, None)
+        self.head_slot = None
+        self.set_head_slot(False)
 
     # ------------------------------------------------------------------ pair
     def pair(self) -> tuple[Path | None, Path | None]:
@@ -300,7 +303,21 @@ class PairPanel(QGroupBox):
         self._browse(self.target_edit, "Choose the target model")
 
     def browse_draft(self) -> None:
-        self._browse(self.draft_edit, "Choose the draft model")
+        self._browse(self.draft_edit, f"Choose the {'EAGLE-3 head' if self.head_slot else 'draft model'}")
+
+    def set_head_slot(self, on: bool) -> None:
+        """The draft slot as draft-eagle3 reads it (an EAGLE-3 head), or as a draft model's."""
+        if on == self.head_slot:
+            return
+        self.head_slot = on
+        what = "EAGLE-3 head" if on else "draft model"
+        self.draft_label.setText("Head" if on else "Draft")
+        self.draft_label.setToolTip(
+            "draft-eagle3 drafts with an EAGLE-3 head (a GGUF of llama.cpp's eagle3 architecture, "
+            "made for this target): choose it here" if on else "The draft model draft-simple drafts with")
+        self.draft_edit.setPlaceholderText(f"{what} (.gguf) — drop a file here")
+        self.draft_browse.setToolTip(f"Choose the {what}")
+        self.facts.setHorizontalHeaderLabels(["target", "head" if on else "draft"])
 
     def _browse(self, edit: QLineEdit, title: str) -> None:
         start = edit.text() or str(Path.home())

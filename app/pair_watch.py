@@ -113,17 +113,11 @@ class PairWatch(QObject):
         self.report_shown.emit(exc)
 
     def _update_draft_problem(self) -> None:
-        """Tell the drafter picker whether draft-simple can run with the chosen draft."""
-        t, d = self.w.pair_panel.pair()
-        if d is None:
-            problem = ("draft-simple needs a draft model: choose one under Models, or uncheck "
-                       "draft-simple to draft with the n-gram types alone.")
-        elif self.report is not None and not self.report.compatible:
-            problem = (f"draft-simple: {d.name} cannot draft for this target ({self.report.reason}); "
-                       "choose another draft, or uncheck draft-simple.")
-        else:
-            problem = ""
-        self.w.params.drafter.set_draft_problem(problem)
+        """Tell the drafter picker what the draft slot holds: a model drafter that cannot draft
+        with it says so there."""
+        d, r = self.w.pair_panel.pair()[1], self.report
+        self.w.params.drafter.set_draft(d, (r.draft.architecture or "") if r is not None and d else "",
+                                        r.reason if r is not None and d and not r.compatible else "")
 
     # ------------------------------------------------------------------ loading
     def _preload_later(self) -> None:

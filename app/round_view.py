@@ -8,6 +8,8 @@ one past the last drafted token, and four rows:
     target     -        sample0  sample1 ...      the target's sample for that slot (✓ / ✗ / bonus)
     KV cache   kept     kept     dropped ...      rows each cache holds after the round
 
+An EAGLE-3 head's drafted tokens show their probability and their id in the head's reduced
+vocabulary beside the target id its d2t table maps it to ("p 0.83 · 17→1234").
 Tokens show the text they make, read along their row (core/models/tokentext.py): a
 character split over tokens appears on each of them with its share, "中 (1/3)".
 Hovering a token cell shows its id and its piece as the vocabulary writes it.
@@ -21,7 +23,7 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYPES
 from specscope.core.models.tokentext import shares
 
 from .drafter_style import drafter_colors
@@ -166,6 +168,8 @@ class RoundDiagram(QWidget):
         for i, t in enumerate(drafted):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
                     f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else "drafted")
+            if i < len(ev.draft_ids):                     # an EAGLE-3 head: its id → the target's
+                prob += f" · {ev.draft_ids[i]}→{t}"
             if i < a:
                 fg, bg = accepted_colors
             elif i == a and ends:
@@ -214,9 +218,14 @@ class RoundDiagram(QWidget):
             y = GAP + 3 * (CELL_H + GAP)
             p.setFont(small)
             p.setPen(QColor("#444444"))
+            if ev.drafter == DRAFT_EAGLE3 and drafted:
+                p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H),
+                           Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                           "drafted by the EAGLE-3 head\np · head's id→target id (d2t)")
             p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                        f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
-                       f"draft dropped {ev.kv_dropped_draft} row{'s' if ev.kv_dropped_draft != 1 else ''}")
+                       f"{'head' if ev.drafter == DRAFT_EAGLE3 else 'draft'} dropped {ev.kv_dropped_draft} "
+                       f"row{'s' if ev.kv_dropped_draft != 1 else ''}")
         p.end()
 
 
@@ -318,6 +327,29 @@ def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
     return text
 
 
+def model_draft_words(ev, drafted: list[str]) -> str:
+    """Step 1 for the draft model or an EAGLE-3 head: the tokens it proposed (``drafted``, as
+    HTML), each with its probability (and the head's reduced-vocabulary id), and why it stopped."""
+    k = len(ev.drafted)
+    why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
+           "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round",
+           "budget": "the per-round budget (context / n_predict) was reached",
+           "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
+        ev.draft_stop, ev.draft_stop or "the draft ended")
+    items = [f"draft id {ev.draft_ids[i]} → target id {t} {text} (p {p:.2f})" if i < len(ev.draft_ids)
+             else f"{text} (p {p:.2f})"
+             for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs))]
+    tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.draft_ids else ', ').join(items)}; "
+              f"it stopped because {why}.")
+    if ev.drafter == DRAFT_EAGLE3:
+        fed = f"; {html.escape(ev.draft_note, quote=False)}" if ev.draft_note else ""
+        return (f"<b>1. Draft:</b> the <b>EAGLE-3 head</b> (draft-eagle3), one layer beside the "
+                f"target that drafts from the target's own hidden states, not a model of its own{fed}. "
+                f"From the seed it proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
+    return (f"<b>1. Draft:</b> the draft model decoded the seed and proposed {tokens} "
+            f"({ev.t_draft * 1e3:.1f} ms)")
+
+
 def explain(ev, vocab, history=(), types=()) -> str:
     """The round in words (HTML). Tokens are read along the verification batch and along
     what was emitted, so a character split over tokens shows as its shares. ``history``
@@ -346,23 +378,16 @@ def explain(ev, vocab, history=(), types=()) -> str:
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
                      f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
                      "draft.")
-    elif k and ev.drafter and ev.drafter != DRAFT_MODEL:
+    elif k and ev.drafter and ev.drafter not in MODEL_TYPES:
         drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
         lines.append(ngram_draft_words(ev, vocab, history, drafted) + chain_words(ev, types))
     elif k:
-        drafted = ", ".join(f"{tok(t, x)} (p {p:.2f})"
-                            for t, x, p in zip(ev.drafted, batch_text[r:], ev.draft_probs))
-        why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
-               "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round",
-               "budget": "the per-round budget (context / n_predict) was reached",
-               "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
-            ev.draft_stop, ev.draft_stop or "the draft ended")
-        lines.append(f"<b>1. Draft:</b> the draft model decoded the seed and proposed {k} token"
-                     f"{'s' if k != 1 else ''} greedily: {drafted}; it stopped because {why}. "
-                     f"({ev.t_draft * 1e3:.1f} ms)" + chain_words(ev, types))
+        lines.append(model_draft_words(ev, [tok(t, x) for t, x in zip(ev.drafted, batch_text[r:])])
+                     + chain_words(ev, types))
     else:
         why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
                "budget": "there was no room left to draft",
+               "p_min": "the first token's probability fell below p_min",
                "no match": "no n-gram drafter found the latest tokens earlier in the text"
                }.get(ev.draft_stop, "nothing was drafted")
         lines.append(f"<b>1. Draft:</b> none — {why}; this round is plain decoding.")
@@ -389,7 +414,8 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token, and the run ends. Emitted {len(ev.emitted)} "
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         elif k:
-            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else html.escape(ev.drafter))
+            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else "the EAGLE-3 head"
+                   if ev.drafter == DRAFT_EAGLE3 else html.escape(ev.drafter))
             lines.append(f"<b>3. Result:</b> the target agreed with {a} of the {k} drafted "
                          f"token{'s' if k != 1 else ''}; "
                          f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
@@ -399,7 +425,8 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         else:
             lines.append(f"<b>3. Result:</b> the target emitted {own}.")
-        draft_cache = (f", the draft cache {ev.kv_dropped_draft}"
+        draft_cache = (f", the EAGLE-3 head's cache {ev.kv_dropped_draft}" if DRAFT_EAGLE3 in types
+                       else f", the draft cache {ev.kv_dropped_draft}"
                        if DRAFT_MODEL in types or not types else " (no draft model runs)")
         lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
                      f"{'s' if ev.kv_dropped_target != 1 else ''}{draft_cache}. "

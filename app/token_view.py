@@ -32,7 +32,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
 from specscope.core.engine.drafters import DRAFT_MODEL, TYPES
 from specscope.core.models.tokentext import TokenText, hex_bytes, shares
 
-from .drafter_style import drafter_colors
+from .drafter_style import drafter_colors, drafter_html
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
 
@@ -251,7 +251,7 @@ class TokenView(QPlainTextEdit):
         pos = ev.n_past + len(ev.replayed) + 1 + i
         head = f"<b>round {ev.index}</b>, position {pos}<br>"
         p = ev.draft_probs[i] if kind != TARGET and i < len(ev.draft_probs) else None
-        by = f"by <b>{html.escape(ev.drafter or DRAFT_MODEL)}</b> " if ev.drafted else ""
+        by = f"by {drafter_html(ev.drafter)} " if ev.drafted else ""
         if kind == ACCEPTED:
             tok = ev.emitted[i]
             tip = head + f"drafted {by}at draft position {i + 1}, accepted" + (
@@ -287,7 +287,7 @@ class TokenView(QPlainTextEdit):
                 d = ev.drafted[a]
                 pd = f" (p {ev.draft_probs[a]:.3f})" if a < len(ev.draft_probs) else ""
                 tip = head + (f"<b>replacement</b>: the target's own token at the first mismatch<br>"
-                              f"{html.escape(ev.drafter or DRAFT_MODEL)} had proposed "
+                              f"{drafter_html(ev.drafter)} had proposed "
                               f"<code>{self._esc(d)}</code>{pd}")
             elif ev.drafted:
                 tip = head + (f"<b>bonus</b> token: the target accepted all {k} drafted tokens and "
@@ -313,6 +313,8 @@ class TokenView(QPlainTextEdit):
         def tag(colors, text):
             return f"<span style='background:{colors[1]}; color:{colors[0]}'>&nbsp;{text}&nbsp;</span>"
         lines = [html.escape(ev.draft_note)] if ev.draft_note else []
+        if i < len(ev.draft_ids):                 # an EAGLE-3 head's reduced vocabulary
+            lines.append(f"the head's draft id {ev.draft_ids[i]} → target id {ev.drafted[i]} (d2t)")
         if ev.draft_key >= 0 and ev.draft_key_len:
             lo, n = ev.draft_key, ev.draft_key_len
             now = ev.n_past - n + 1

@@ -25,6 +25,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QScrollArea, QSplitter,
                                QTabWidget, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
+from specscope.core.engine.drafters import DRAFT_EAGLE3
 from specscope.core.session.run_state import SWEEP_RUNNING, RunState
 
 from .controls import ParamsPanel, PromptEditor
@@ -388,6 +389,7 @@ class MainWindow(QMainWindow):
 
     # ================================================================== pair
     def _params_changed(self) -> None:
+        self.pair_panel.set_head_slot(DRAFT_EAGLE3 in self.params.drafter.types())
         if not self.controller.busy and not self.shown.events:
             self.legend.setText(legend_html(self.params.drafter.types()))
 

@@ -101,7 +101,7 @@ class EngineWorker(QObject):
         return self._engine
 
     def _ensure_engine(self, target: Path, draft: Path | None, settings, need_draft: bool = True) -> None:
-        """Load the pair unless it is loaded already (a run without draft-simple reuses any
+        """Load the pair unless it is loaded already (a run without a model drafter reuses any
         loaded draft, or loads the target alone when ``draft`` is None)."""
         from specscope.core.engine.engine import Engine
         key = (str(target), str(draft) if draft else None, settings)
@@ -209,9 +209,9 @@ class EngineWorker(QObject):
         from specscope.core.measure.calibrate import CalibrationStopped
         self._drop_generator()
         try:
-            # n-gram drafters need no draft model: only draft-simple does
+            # n-gram drafters need no draft model: only draft-simple and draft-eagle3 (a head) do
             self._ensure_engine(request.target, request.draft, request.engine_settings,
-                                need_draft=request.kind == "spec" and request.spec.uses_draft_model)
+                                need_draft=request.kind == "spec" and request.spec.needs_draft)
             if time.monotonic() - self._threads_measured_at > REMEASURE_AFTER_S:
                 self._measure_threads(self._engine_key[2])   # the machine's load may have changed
                 self.engine_loaded.emit(self._facts())

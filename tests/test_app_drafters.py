@@ -22,7 +22,7 @@ from specscope.app.window import MainWindow  # noqa: E402
 from specscope.core.engine.drafters import TYPES  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
-from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait, step_to_a_draft  # noqa: E402
 # a text that repeats itself: ngram-simple (n 2, m 6) drafts from its earlier lines
 REPEATING = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n"
 
@@ -90,7 +90,7 @@ def test_bad_settings_get_one_inline_line(picker, qtbot, tmp_path):
     picker.cache_static.setText("")
     picker.cache_static.editingFinished.emit()
     assert not picker.message.isVisible()
-    picker.set_draft_problem("draft-simple needs a draft model")
+    picker.set_draft(None)                                  # no model in the draft slot
     assert "needs a draft model" in picker.message.text()
     picker.checks["draft-simple"].setChecked(False)         # the n-gram types alone: fine
     assert not picker.message.isVisible()
@@ -200,15 +200,7 @@ def _cursor_at(tv, pos):
 
 
 def test_step_mode_names_the_matched_ngram(qtbot, window):
-    window.step_clicked()
-    for _ in range(40):
-        qtbot.waitUntil(lambda: window.controller.state in (RunState.PAUSED, RunState.IDLE), timeout=RUN_TIMEOUT_MS)
-        ev = window.round_view.shown_event
-        if window.controller.state is not RunState.PAUSED or (ev is not None and ev.drafted):
-            break
-        with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
-            window.step_clicked()
-    ev = window.round_view.shown_event
+    ev = step_to_a_draft(qtbot, window)
     assert ev is not None and ev.drafted and ev.drafter == "ngram-simple"
     text = window.round_view.text.text()
     n = ev.draft_key_len

@@ -608,7 +608,7 @@ class Run:
             stop = p.stop or ("lookup" if p.tokens else "no match")
         fields = dict(draft_stop=stop, dropped_draft=p.dropped, draft_limit=p.limit)
         if draft:
-            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs,
+            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs, draft_ids=p.draft_ids,
                           draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
         return fields
 

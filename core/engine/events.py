@@ -64,6 +64,8 @@ class RoundEvent:
                                      # and with the first rejection (drafters.base.Proposal.ranks)
     draft_limit: int = 0             # draft-simple: the most tokens the draft-length policy allowed
                                      # this round (n_max under llama.cpp's fixed policy; draft_policy)
+    draft_ids: tuple[int, ...] = ()  # draft-eagle3: each drafted token's id in the head's reduced
+                                     # vocabulary (its d2t table maps it to the target id drafted)
     discarded: tuple[int, ...] = ()  # tokens the target sampled after an end-of-generation token
                                      # this round: not output (the bonus token after an accepted
                                      # drafted EOG; speculative-simple.cpp stops at the first EOG)
@@ -103,7 +105,7 @@ class RoundEvent:
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks", "discarded"):
+                    "draft_ranks", "draft_ids", "discarded"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual"):

@@ -17,7 +17,8 @@ the chance that the other rule keeps the first k drafted tokens, the counterpart
 that reached k and carry one.
 
 Tree headroom (:class:`TreeHeadroom`; llama.cpp PR 28110 proposes the same statistic): what
-a draft tree of width w would have accepted, measured on the draft model's own rounds.
+a draft tree of width w would have accepted, measured on the model drafters' own rounds (the
+draft model's, draft-simple, or an EAGLE-3 head's, draft-eagle3: one draft slot, one of them a run).
 ``RoundEvent.draft_ranks`` holds, for each drafted position up to and with the first
 rejection, the rank of the target's token among the draft's top-10 there (0 = the draft's
 own choice, which is what an accepted position always has). Only those positions were drafted
@@ -47,6 +48,7 @@ from typing import Iterable
 
 import numpy as np
 
+from specscope.core.engine.drafters import MODEL_TYPES
 from specscope.core.engine.events import RoundEvent
 
 
@@ -98,11 +100,11 @@ def rank_bin(rank: int) -> int:
 
 @dataclass(frozen=True)
 class TreeHeadroom:
-    """What a draft tree of width w would have accepted (module docs), from draft-simple's
-    rounds: their drafted and accepted counts, the rank histogram of the target's tokens over
-    the measured positions, and ``rounds``: (draft length, accepted, rank bin of the first
-    rejected position — 0 when all were accepted, the last bin when no rank was measured —,
-    how many rounds), sorted."""
+    """What a draft tree of width w would have accepted (module docs), from the model drafter's
+    rounds (draft-simple or draft-eagle3): their drafted and accepted counts, the rank histogram
+    of the target's tokens over the measured positions, and ``rounds``: (draft length, accepted,
+    rank bin of the first rejected position — 0 when all were accepted, the last bin when no
+    rank was measured —, how many rounds), sorted."""
     n_drafted: int = 0
     n_accept: int = 0
     rank_hist: tuple[int, ...] = (0,) * RANK_BINS
@@ -174,7 +176,7 @@ class Stats(_DraftRates):
     cf_at: tuple[float, ...] = ()     # per draft position: summed chance the other rule keeps
                                       # the draft up to there
     cf_drafted_at: tuple[int, ...] = ()  # per draft position: drafts reaching it with a counterfactual
-    tree: TreeHeadroom = TreeHeadroom()   # draft-simple's rounds: what a wider draft could buy
+    tree: TreeHeadroom = TreeHeadroom()   # the model drafter's rounds: what a wider draft could buy
 
     @property
     def counterfactual_acceptance(self) -> tuple[float, ...]:
@@ -282,7 +284,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
             if name not in drafters:
                 drafters[name] = _Counts(DrafterStats(name))
             drafters[name].add(ev)
-            if name == "draft-simple":
+            if name in MODEL_TYPES:
                 tree.add(ev)
         if ev.drafted and ev.counterfactual:
             cf_rule = ev.counterfactual_rule

@@ -81,7 +81,7 @@ def _check_d2t(info, head: Model, target: Model) -> None:
     if d2t.type != "I64" or len(d2t.shape) != 1 or d2t.shape[0] != n_rows:
         raise ModelFileError(head.path, f"its d2t table is {d2t.type} {list(d2t.shape)}; llama.cpp "
                                         f"needs I64 [{n_rows}], one target id per output row")
-    table = np.fromfile(head.path, dtype="<i8", count=d2t.shape[0], offset=d2t.file_offset)
+    table = d2t_table(info)
     limit = min(head.n_vocab, target.n_vocab)
     bad = np.flatnonzero((table < 0) | (table >= limit))
     if bad.size:
@@ -89,6 +89,28 @@ def _check_d2t(info, head: Model, target: Model) -> None:
         raise ModelFileError(head.path, f"its d2t table maps draft token {i} to {int(table[i])}, "
                                         f"outside the vocabulary of {limit} tokens "
                                         f"({bad.size} entries out of range)")
+
+
+def d2t_table(info) -> np.ndarray | None:
+    """The d2t table of a head's ``check_gguf`` info: the target id of each draft id (None: the
+    head has none, its vocabulary is the target's)."""
+    d2t = info.tensors.get("d2t")
+    if d2t is None:
+        return None
+    return np.fromfile(info.path, dtype="<i8", count=d2t.shape[0], offset=d2t.file_offset)
+
+
+def layers_words(layer_ids, n_layer: int) -> str:
+    """Which of the target's hidden states a head reads, in words: "the inputs of the target's
+    layers 1, 2 and 3" (an id of n_layer is the target's output before its final norm)."""
+    inputs = [str(i) for i in layer_ids if i < n_layer]
+    words = []
+    if inputs:
+        listed = inputs[0] if len(inputs) == 1 else f"{', '.join(inputs[:-1])} and {inputs[-1]}"
+        words.append(f"the inputs of the target's layer{'s' if len(inputs) > 1 else ''} {listed}")
+    if len(inputs) < len(layer_ids):
+        words.append("the target's last hidden state (before its output norm)")
+    return " and ".join(words)
 
 
 class Head(StagedHead):
@@ -103,12 +125,21 @@ class Head(StagedHead):
         self.n_layer_tgt = int(ll.llama_model_n_layer(tgt.model.ptr))
         self.n_embd_tgt = int(ll.llama_model_n_embd(tgt.model.ptr))
         self.enc = ExtBatch(ctx)
+        table = d2t_table(check_gguf(ctx.model.path))
+        self.n_draft_vocab = 0 if table is None else len(table)   # 0: the target's vocabulary
+        # target id -> draft id (the first draft id that maps to it)
+        self.draft_ids = {} if table is None else {t: i for i, t in reversed(list(enumerate(table.tolist())))}
         self._layer_inp = function("llama_get_embeddings_layer_inp")
         for lid in layer_ids:          # common_speculative_impl_draft_eagle3's constructor
             if lid < self.n_layer_tgt:
                 function("llama_set_embeddings_layer_inp")(tgt.ptr, lid, True)
             else:                      # == n_layer: the target's pre-norm output
                 function("llama_set_embeddings_nextn")(tgt.ptr, True, False)
+
+    def draft_id(self, token: int) -> int:
+        """The head's own id of a target token it drafted: its row in the reduced vocabulary
+        (``d2t[draft_id] == token``); the token itself when the head has no d2t table."""
+        return self.draft_ids.get(token, -1) if self.n_draft_vocab else token
 
     def close(self) -> None:
         super().close()

@@ -252,7 +252,7 @@ class RunController:
             spec.validate()
         c.sampler.validate()
         draft = c.draft
-        if (spec is None or not spec.uses_draft_model) and c.draft_refused:
+        if (spec is None or not spec.needs_draft) and c.draft_refused:
             draft = None             # no draft model needed: do not load a draft the gate refuses
         return RunRequest(self.next_id(), kind, c.target, draft, c.engine, c.prompt, spec,
                           c.sampler, c.n_predict, step=step, chat=c.chat, system=c.system)

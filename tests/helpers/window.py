@@ -80,3 +80,17 @@ def run_and_wait(qtbot, w, action) -> str:
     with qtbot.waitSignal(w.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
         action()
     return blocker.args[1]
+
+
+def step_to_a_draft(qtbot, w, rounds: int = 40):
+    """Press Step until a round with a draft is shown (or the run ends); that round's event."""
+    from specscope.core.session.controller import RunState
+    w.step_clicked()
+    for _ in range(rounds):
+        qtbot.waitUntil(lambda: w.controller.state in (RunState.PAUSED, RunState.IDLE), timeout=RUN_TIMEOUT_MS)
+        ev = w.round_view.shown_event
+        if w.controller.state is not RunState.PAUSED or (ev is not None and ev.drafted):
+            break
+        with qtbot.waitSignal(w.step_done, timeout=RUN_TIMEOUT_MS):
+            w.step_clicked()
+    return w.round_view.shown_event

@@ -29,8 +29,8 @@ DRAFT_EAGLE3 = "draft-eagle3"
 DRAFT_MTP = "draft-mtp"
 MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)        # the types that draft with the -md model
 MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
-# the window's drafter picker: draft-eagle3 and draft-mtp join it with their window phase
-TYPES = tuple(t for t in SPEC_TYPES if t not in (DRAFT_EAGLE3, DRAFT_MTP))
+TYPES = tuple(t for t in SPEC_TYPES if t != DRAFT_MTP)    # the window's drafter picker: not draft-mtp yet
+SWEEP_TYPES = tuple(t for t in TYPES if t != DRAFT_EAGLE3)   # the Compare view's sweeps: no heads yet
 
 DESCRIPTIONS = {
     "ngram-simple": "copies what followed the last time the latest n tokens occurred",
@@ -130,7 +130,7 @@ class Chain:
         return sum(d.take_dropped() for d in self.drafters)
 
 
-__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
+__all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
            "MD_TYPES", "MODEL_TYPES",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

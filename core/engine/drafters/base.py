@@ -42,13 +42,16 @@ class Proposal:
     limit: int = 0                      # draft-simple: the most tokens its policy allowed
     top_ids: tuple[tuple[int, ...], ...] = ()   # draft-simple: the top-10 ids at each position,
                                                 # most probable first (tokens[i] == top_ids[i][0])
+    draft_ids: tuple[int, ...] = ()     # draft-eagle3: each token's id in the head's reduced
+                                        # vocabulary (its d2t table maps it to tokens[i])
 
     def truncated(self, n: int) -> "Proposal":
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
         if len(self.tokens) <= n:
             return self
         return replace(self, tokens=self.tokens[:n], probs=self.probs[:n],
-                       dists=self.dists[:n], top_ids=self.top_ids[:n], stop="budget")
+                       dists=self.dists[:n], top_ids=self.top_ids[:n],
+                       draft_ids=self.draft_ids[:n], stop="budget")
 
     def ranks(self, ids) -> tuple[int, ...]:
         """Tree headroom (draft-simple): the rank of the target's token ``ids[i]`` among the

@@ -40,6 +40,7 @@ import numpy as np
 
 from specscope.core.engine.drafters.head import HeadDrafter
 from specscope.core.errors import ConfigError
+from specscope.core.models.eagle3 import layers_words
 
 
 class Eagle3(HeadDrafter):
@@ -50,6 +51,9 @@ class Eagle3(HeadDrafter):
         if head is None:
             raise ConfigError("draft-eagle3 needs an EAGLE-3 head as the draft model (-md)")
         super().__init__(head, spec)
+        vocab = (f"; its reduced vocabulary of {head.n_draft_vocab:,} tokens maps to target ids "
+                 "through d2t" if head.n_draft_vocab else "; it drafts over the target's vocabulary")
+        self.note = f"fed by {layers_words(head.layer_ids, head.n_layer_tgt)}{vocab}"
 
     def process(self, tokens: list[int], pos0: int) -> None:
         n = len(tokens)
@@ -66,6 +70,9 @@ class Eagle3(HeadDrafter):
         self._keep(g, pos0)
         if dec.size:
             self.ctx.process(dec, f"{dec.size} EAGLE-3 pairs on the head")
+
+    def _draft_ids(self, draft: list[int]) -> tuple[int, ...]:
+        return tuple(self.head.draft_id(t) for t in draft)
 
     def _start(self, history: np.ndarray, id_last: int) -> int | None:
         """The boundary completed with id_last, at pending_pos."""

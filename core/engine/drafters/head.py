@@ -42,6 +42,7 @@ class HeadDrafter(Drafter):
         self.verify_pos_first = -1
         self.dropped = 0
         self.out = 0                             # the output entry of the last draft step's batch
+        self.note = ""                           # what fed the draft, in words (RoundEvent.draft_note)
 
     def _start(self, history: np.ndarray, id_last: int) -> int | None:
         """Fill the head's batch with the draft's first step (its one output last) and return
@@ -93,7 +94,13 @@ class HeadDrafter(Drafter):
             return Proposal(self.name, stop="n_min", dropped=len(draft), rows=rows,
                             t_decode=t_decode, limit=self.n_max)
         return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
-                        t_decode=t_decode, top_ids=tuple(tops), limit=self.n_max)
+                        t_decode=t_decode, top_ids=tuple(tops), limit=self.n_max, note=self.note,
+                        draft_ids=self._draft_ids(draft))
+
+    def _draft_ids(self, draft: list[int]) -> tuple[int, ...]:
+        """The drafting context's own ids of the drafted tokens (RoundEvent.draft_ids; empty:
+        the target's)."""
+        return ()
 
     def _done(self) -> None:
         """After the draft loop (draft-mtp's chained blocks: back to the first)."""
