@@ -27,6 +27,7 @@ import numpy as np
 from specscope.core.cache import cache_root, file_id
 
 ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_BYTE = 1, 2, 4, 8, 32
+LLAMA_VOCAB_TYPE_SPM = 1
 MAP_VERSION = 1
 
 
@@ -54,6 +55,22 @@ class VocabMap:
     def draft_mask(self) -> np.ndarray:
         """A logit bias over the draft's vocabulary: 0 on shared tokens, -inf elsewhere."""
         return np.where(self.draft_to_target >= 0, 0.0, -np.inf).astype(np.float32)
+
+
+def spelling_gap(model) -> str:
+    """Why llama.cpp cannot tokenize any text with this vocabulary ("" when it can). A
+    SentencePiece tokenizer spells what its pieces do not cover with byte tokens (``<0x0A>``,
+    or the byte alone), and where one is missing llama.cpp's tokenizer throws and the process
+    aborts (``llama_vocab::byte_to_token``); the other tokenizers skip or replace such bytes."""
+    if int(ll.llama_vocab_type(model.vocab)) != LLAMA_VOCAB_TYPE_SPM:
+        return ""
+    texts = {ll.llama_vocab_get_text(model.vocab, t) for t in range(model.n_vocab)}
+    missing = [b for b in range(256) if f"<0x{b:02X}>".encode() not in texts and bytes([b]) not in texts]
+    if not missing:
+        return ""
+    return (f"{model.path.name}: its SentencePiece vocabulary has no byte token for "
+            f"{len(missing)} of the 256 bytes (<0x{missing[0]:02X}> …), and llama.cpp's tokenizer "
+            "aborts on text it cannot spell")
 
 
 def token_keys(model) -> dict[bytes, int]:

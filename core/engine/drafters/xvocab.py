@@ -53,7 +53,8 @@ from specscope.core.engine.accept_rules import DraftDist
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.engine.drafters.model import DraftModel
 from specscope.core.errors import ConfigError
-from specscope.core.models.vocab_map import ATTR_CONTROL, ATTR_UNKNOWN, ATTR_UNUSED, vocab_map
+from specscope.core.models.vocab_map import (ATTR_CONTROL, ATTR_UNKNOWN, ATTR_UNUSED, spelling_gap,
+                                             vocab_map)
 
 VOCAB_MODES = ("auto", "translate", "intersect", "off")
 CROSS_MODES = ("translate", "intersect")
@@ -81,6 +82,12 @@ def choose_mode(spec, engine) -> str:
         raise ConfigError(f"{name}: --spec-vocab translate drafts text, not a distribution over "
                           "the target's tokens, so the ratio rule has no q to test: use "
                           "--spec-vocab intersect or --accept-rule match")
+    # the draft re-tokenizes the target's text in both modes, the target the draft's in translate
+    gaps = [spelling_gap(m) for m in ((engine.draft, engine.target) if mode == "translate"
+                                      else (engine.draft,))]
+    if any(gaps):
+        raise ConfigError(f"--spec-vocab {mode} re-tokenizes text with it: "
+                          + next(g for g in gaps if g))
     if not engine.dft_removable:
         raise ConfigError(f"{name}: drafting across vocabularies re-reads the end of the text "
                           "each round, and this draft's memory (recurrent or hybrid) cannot drop "
@@ -242,7 +249,8 @@ class CrossVocab(Drafter):
         own, why = list(p.tokens), ""
         for i, d in enumerate(own):
             if self.attrs[d] & (ATTR_CONTROL | ATTR_UNKNOWN | ATTR_UNUSED) or self.draft_vocab.is_eog(d):
-                own, why = own[:i], f"drafted text cut before a control token ({self.draft_vocab.piece(d)!r})"
+                own, why = own[:i], ("drafted text cut before a control token "
+                                   f"({self.draft_vocab.piece(d).decode('utf-8', 'replace')!r})")
                 break
         tail = b"".join(self.target.piece(t) for t in self.tail)
         while tail and 0x80 <= tail[0] < 0xC0:          # the window starts inside a character
@@ -250,14 +258,17 @@ class CrossVocab(Drafter):
         text = b"".join(self.draft_vocab.piece(d) for d in own)
         encoded = self._encode(tail + text)
         if encoded is None:
+            return self._none(p, "the drafted text is not UTF-8: no draft")
+        if not encoded:
             return self._none(p, "the target's tokenizer does not give the drafted text back: no draft")
         tokens = [t for t, start in encoded if start >= len(tail)]   # after the target's text
         if any(start < len(tail) < start + len(self.target.piece(t)) for t, start in encoded):
             alone = self._encode(text)          # a token straddles the end: the text on its own
-            if alone is not None:
+            if alone:
                 tokens = [t for t, _ in alone]
-        if len(tokens) > budget:
-            tokens, why = tokens[:budget], f"translation cut to the round's budget of {budget}"
+        cap = min(budget, p.limit or budget)      # the draft length counts target tokens
+        if len(tokens) > cap:
+            tokens, why = tokens[:cap], f"translation cut to the round's budget of {cap}"
         if len(tokens) < max(1, self.n_min):
             return self._none(p, why or "the drafted text made no whole target token")
         note = f"translate: {len(p.tokens)} draft tokens -> {len(tokens)} target tokens"
@@ -267,7 +278,8 @@ class CrossVocab(Drafter):
 
     def _encode(self, data: bytes) -> list[tuple[int, int]] | None:
         """``data`` as target tokens with the byte each starts at; an unfinished character at
-        the end is left out. None when the target's tokenizer does not give it back unchanged."""
+        the end is left out. None when it is not UTF-8, [] when the target's tokenizer does not
+        give it back unchanged."""
         decoder = codecs.getincrementaldecoder("utf-8")("strict")
         try:
             chars = decoder.decode(data)
@@ -276,7 +288,7 @@ class CrossVocab(Drafter):
         ids = self.target.tokenize(chars, add_special=False, parse_special=False) if chars else []
         pieces = [self.target.piece(t) for t in ids]
         if b"".join(pieces) != data[:len(data) - len(decoder.getstate()[0])]:
-            return None
+            return []
         starts = np.cumsum([0] + [len(x) for x in pieces[:-1]]).tolist() if ids else []
         return list(zip(ids, starts))
 
