@@ -14,10 +14,11 @@ in one of two modes (``SpecSettings.vocab``):
 In both the draft reads the target's text in its own vocabulary (:class:`Reading`): the text
 of the target's tokens, re-tokenized with the draft's tokenizer, the last ``LOOKBEHIND``
 draft tokens again each time the text grows (appending text can change how its end
-tokenizes: "de" + "f" is "def"). After verification the kept text is read that way and the
-draft's KV cache is brought to the new reading: rows past the common prefix removed, the new
-tokens decoded (:meth:`CrossVocab._sync`). :class:`DraftModel` drafts from the reading's last
-token, its cache sync left to this wrapper.
+tokenizes: "de" + "f" is "def"). After verification the kept tokens join the target's text;
+the next draft reads it that way (once per round: llama.cpp's tokenizer is most of the
+translation's time) and brings the draft's KV cache to the new reading: rows past the common
+prefix removed, the new tokens decoded (:meth:`CrossVocab._sync`). :class:`DraftModel` drafts
+from the reading's last token, its cache sync left to this wrapper.
 
 Translating the draft's text (translate): the last ``TARGET_LOOKBEHIND`` target tokens' text
 and the drafted text are tokenized together with the target's tokenizer; the target tokens
@@ -157,9 +158,11 @@ class CrossVocab(Drafter):
 
     # -------------------------------------------------------------- llama.cpp's four calls
     def begin(self, prompt: np.ndarray) -> None:
+        """The prompt's text read, and decoded on the draft but its last token."""
         self.ctx.clear()                         # an earlier run's rows
-        self._follow(prompt.tolist())
-        self.t_translate = 0.0                   # part of the prompt's time
+        self._add(prompt.tolist())
+        self.reading.read(bytes(self.text))
+        self._sync(self.reading.ids[:-1])
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         t = time.perf_counter()
@@ -190,12 +193,15 @@ class CrossVocab(Drafter):
         self.verified = (list(tokens), pos0)
 
     def accept(self, n_accepted: int, mine: bool) -> None:
-        """The kept text joins the reading; the draft's cache follows it."""
+        """The kept tokens join the target's text; the next draft reads it (one re-tokenization
+        per round: llama.cpp's tokenizer is most of the translation's time)."""
         if mine and self.n_drafted:
             self.inner.policy.update(self.n_drafted, n_accepted)
         self.n_drafted = 0
         batch, pos0 = self.verified
-        self._follow(batch[self.n_text - pos0:n_accepted + 1] if self.n_text >= pos0 else [])
+        t = time.perf_counter()
+        self._add(batch[self.n_text - pos0:n_accepted + 1] if self.n_text >= pos0 else [])
+        self.t_translate += time.perf_counter() - t
 
     def take_translate(self) -> float:
         t, self.t_translate = self.t_translate, 0.0
@@ -210,15 +216,6 @@ class CrossVocab(Drafter):
                 self.text += self.target.piece(token)
         self.tail = (self.tail + tokens)[-TARGET_LOOKBEHIND:]
         self.n_text += len(tokens)
-
-    def _follow(self, tokens: list[int]) -> None:
-        """The target's text grew by ``tokens``: read it, and bring the cache to all of the
-        reading but its last token (drafting decodes that one)."""
-        t = time.perf_counter()
-        self._add(tokens)
-        self.reading.read(bytes(self.text))
-        self.t_translate += time.perf_counter() - t
-        self._sync(self.reading.ids[:-1])
 
     def _sync(self, tokens: list[int]) -> float:
         """The draft's cache to ``tokens``: rows past the common prefix dropped, the rest
