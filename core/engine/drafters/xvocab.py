@@ -170,12 +170,11 @@ class CrossVocab(Drafter):
         whole = self.reading.read(bytes(self.text) + self.target.piece(id_last))
         ids = self.reading.ids
         self.t_translate += time.perf_counter() - t
-        room = self.ctx.n_ctx - len(ids) - 1
-        if self.off or not whole or room <= 0 or not ids:
-            return Proposal(self.name, stop="none", note=self.off or (
-                "the target's text ends inside a character: no draft" if not whole else
-                "the draft's reading fills its context"), vocab=self.mode)
-        t_sync = self._sync(ids[:-1])
+        t_sync = self._sync(ids[:-1]) if whole and ids else 0.0
+        if self.off or not whole or not ids:
+            return Proposal(self.name, stop="none", vocab=self.mode, note=self.off or
+                            "the target's text ends inside a character: no draft")
+        room = self.ctx.n_ctx - len(ids)            # the draft's rows from id_last on
         p = self.inner.draft(np.asarray(ids[:-1], np.int32), ids[-1], min(budget, room))
         seen = [ids[-1], *p.tokens][:self.inner.rows]      # the rows it decoded and kept
         if len(seen) < self.inner.rows:                     # a dropped draft's rows: not kept
@@ -221,9 +220,9 @@ class CrossVocab(Drafter):
         """The draft's cache to ``tokens``: rows past the common prefix dropped, the rest
         decoded. Seconds in llama.cpp."""
         t = time.perf_counter()
-        if len(tokens) >= self.ctx.n_ctx - 1:
-            self.off = (f"the draft's reading of the text ({len(tokens)} tokens) no longer fits "
-                        f"its context of {self.ctx.n_ctx}: drafting ended")
+        if self.off or len(tokens) >= self.ctx.n_ctx - 2:
+            self.off = self.off or (f"the draft's reading of the text ({len(tokens)} tokens) no "
+                                    f"longer fits its context of {self.ctx.n_ctx}: drafting ended")
             return 0.0
         n = min(len(tokens), len(self.cache))
         differ = np.flatnonzero(np.asarray(tokens[:n]) != np.asarray(self.cache[:n]))
