@@ -78,14 +78,15 @@ def token_keys(model) -> dict[bytes, int]:
     A control token's key is prefixed with a NUL byte, so that it meets only control tokens."""
     vocab, keys, kinds = model.vocab, {}, {}
     buf = ctypes.create_string_buffer(256)
+    get_attr, to_piece, string_at = ll.llama_vocab_get_attr, ll.llama_token_to_piece, ctypes.string_at
     for t in range(model.n_vocab):
-        attr = int(ll.llama_vocab_get_attr(vocab, t))
+        attr = get_attr(vocab, t)
         if attr & (ATTR_UNKNOWN | ATTR_UNUSED):
             continue
-        n = ll.llama_token_to_piece(vocab, t, buf, len(buf), 0, True)
+        n = to_piece(vocab, t, buf, 256, 0, True)
         if n <= 0:                 # empty, or longer than any text a model shares (256 bytes)
             continue
-        key = (b"\0" if attr & ATTR_CONTROL else b"") + buf.raw[:n]
+        key = (b"\0" if attr & ATTR_CONTROL else b"") + string_at(buf, n)
         ordinary = not attr & ATTR_BYTE
         if key not in keys or (ordinary and not kinds[key]):
             keys[key], kinds[key] = t, ordinary

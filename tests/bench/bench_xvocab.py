@@ -15,39 +15,47 @@ speed-up against the target alone (total tokens / total seconds of each side).
 from __future__ import annotations
 
 import argparse
+from itertools import zip_longest
 from pathlib import Path
 
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.lossless import compare
-from specscope.core.measure.stats import fold
 from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, models_dir, prompts_dir
 from specscope.core.models.vocab_map import vocab_map
 
 
+def _add(a: list, b) -> list:
+    """Per-position counts summed over runs."""
+    return [x + y for x, y in zip_longest(a, b, fillvalue=0)]
+
+
 def measure(engine, mode: str, prompts: list[str], n: int, n_max: int) -> list[str]:
     spec = SpecSettings(n_max=n_max, vocab=mode)
-    verdicts, events, t_base, t_spec, n_base, n_spec = [], [], 0.0, 0.0, 0, 0
+    verdicts, drafted_at, accepted_at = [], [], []
+    t = dict(base=0.0, spec=0.0, draft=0.0, translate=0.0, n_base=0, n_spec=0, rounds=0,
+             drafted=0, accepted=0)
     for prompt in prompts:
         c = compare(engine, prompt, spec, SamplerSettings(), n_predict=n)
         verdicts.append(c.lossless.verdict)
-        run = engine.speculative(prompt, spec, SamplerSettings(), n)   # its events, for the figures
-        events += list(run)
-        t_base += c.baseline.stats.t_total
-        n_base += c.baseline.stats.n_tokens
-        t_spec += c.spec.stats.t_total
-        n_spec += c.spec.stats.n_tokens
-    s = fold(events)
-    rounds = max(1, s.n_rounds)
-    drafted = max(1, s.n_drafted)
-    per_pos = " ".join(f"{p:.2f}" for p in s.position_acceptance)
-    speedup = (n_spec / t_spec) / (n_base / t_base) if t_spec and t_base else 0.0
+        b, s = c.baseline.stats, c.spec.stats
+        drafted_at, accepted_at = _add(drafted_at, s.drafted_at), _add(accepted_at, s.accepted_at)
+        for key, value in (("base", b.t_total), ("spec", s.t_total), ("draft", s.t_draft),
+                           ("translate", s.t_translate), ("n_base", b.n_tokens),
+                           ("n_spec", s.n_tokens), ("rounds", s.n_rounds),
+                           ("drafted", s.n_drafted), ("accepted", s.n_accept)):
+            t[key] += value
+    per_pos = " ".join(f"{a / d:.2f}" for a, d in zip(accepted_at, drafted_at))
+    speedup = (t["n_spec"] / t["spec"]) / (t["n_base"] / t["base"])
+    drafted = max(1, t["drafted"])
     return [f"{mode or 'same vocabulary'}: lossless {', '.join(verdicts)}",
-            f"  acceptance {100 * s.acceptance_rate:.1f}% ({s.n_accept}/{s.n_drafted} target tokens), "
-            f"by position {per_pos}",
-            f"  translation {1e6 * s.t_translate / rounds:.0f} µs per round; draft + translation "
-            f"{1e6 * (s.t_draft + s.t_translate) / drafted:.0f} µs per drafted target token",
-            f"  speed-up {speedup:.2f}x against the target alone ({n_base / t_base:.0f} tokens/s)"]
+            f"  acceptance {100 * t['accepted'] / drafted:.1f}% ({t['accepted']}/{t['drafted']} "
+            f"target tokens), by position {per_pos}",
+            f"  translation {1e6 * t['translate'] / max(1, t['rounds']):.0f} µs per round; draft + "
+            f"translation {1e6 * (t['draft'] + t['translate']) / drafted:.0f} µs per drafted "
+            "target token",
+            f"  speed-up {speedup:.2f}x against the target alone "
+            f"({t['n_base'] / t['base']:.0f} tokens/s)"]
 
 
 def main() -> None:

@@ -58,7 +58,6 @@ from specscope.core.models.vocab_map import (ATTR_CONTROL, ATTR_UNKNOWN, ATTR_UN
                                              vocab_map)
 
 VOCAB_MODES = ("auto", "translate", "intersect", "off")
-CROSS_MODES = ("translate", "intersect")
 LOOKBEHIND = 10           # draft tokens read again as the text grows (transformers' assistant_lookbehind)
 TARGET_LOOKBEHIND = 10    # target tokens re-encoded with the drafted text (its target_lookbehind)
 
@@ -153,8 +152,6 @@ class CrossVocab(Drafter):
         self.n_drafted = 0
         self.t_translate = 0.0
         self.off = ""                            # why drafting ended for the run
-        self.attrs = np.array([ll.llama_vocab_get_attr(engine.draft.vocab, t)
-                               for t in range(engine.draft.n_vocab)], np.int32)
 
     # -------------------------------------------------------------- llama.cpp's four calls
     def begin(self, prompt: np.ndarray) -> None:
@@ -165,6 +162,8 @@ class CrossVocab(Drafter):
         self._sync(self.reading.ids[:-1])
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        if self.off:
+            return Proposal(self.name, stop="none", vocab=self.mode, note=self.off)
         t = time.perf_counter()
         self._add(history[self.n_text:].tolist())
         whole = self.reading.read(bytes(self.text) + self.target.piece(id_last))
@@ -244,7 +243,8 @@ class CrossVocab(Drafter):
             return self._mapped(p, budget)
         own, why = list(p.tokens), ""
         for i, d in enumerate(own):
-            if self.attrs[d] & (ATTR_CONTROL | ATTR_UNKNOWN | ATTR_UNUSED) or self.draft_vocab.is_eog(d):
+            attr = ll.llama_vocab_get_attr(self.draft_vocab.vocab, d)
+            if attr & (ATTR_CONTROL | ATTR_UNKNOWN | ATTR_UNUSED) or self.draft_vocab.is_eog(d):
                 own, why = own[:i], ("drafted text cut before a control token "
                                    f"({self.draft_vocab.piece(d).decode('utf-8', 'replace')!r})")
                 break
