@@ -78,7 +78,7 @@ def token_keys(model) -> dict[bytes, int]:
     A control token's key is prefixed with a NUL byte, so that it meets only control tokens."""
     vocab, keys, kinds = model.vocab, {}, {}
     buf = ctypes.create_string_buffer(256)
-    get_attr, to_piece, string_at = ll.llama_vocab_get_attr, ll.llama_token_to_piece, ctypes.string_at
+    get_attr, to_piece = ll.llama_vocab_get_attr, ll.llama_token_to_piece
     for t in range(model.n_vocab):
         attr = get_attr(vocab, t)
         if attr & (ATTR_UNKNOWN | ATTR_UNUSED):
@@ -86,7 +86,7 @@ def token_keys(model) -> dict[bytes, int]:
         n = to_piece(vocab, t, buf, 256, 0, True)
         if n <= 0:                 # empty, or longer than any text a model shares (256 bytes)
             continue
-        key = (b"\0" if attr & ATTR_CONTROL else b"") + string_at(buf, n)
+        key = (b"\0" if attr & ATTR_CONTROL else b"") + buf.raw[:n]
         ordinary = not attr & ATTR_BYTE
         if key not in keys or (ordinary and not kinds[key]):
             keys[key], kinds[key] = t, ordinary

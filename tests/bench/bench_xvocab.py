@@ -31,7 +31,7 @@ def _add(a: list, b) -> list:
 
 
 def measure(engine, mode: str, prompts: list[str], n: int, n_max: int) -> list[str]:
-    spec = SpecSettings(n_max=n_max, vocab=mode)
+    spec = SpecSettings(n_max=n_max, vocab="auto" if mode == "same" else mode)
     verdicts, drafted_at, accepted_at = [], [], []
     t = dict(base=0.0, spec=0.0, draft=0.0, translate=0.0, n_base=0, n_spec=0, rounds=0,
              drafted=0, accepted=0)
@@ -48,7 +48,7 @@ def measure(engine, mode: str, prompts: list[str], n: int, n_max: int) -> list[s
     per_pos = " ".join(f"{a / d:.2f}" for a, d in zip(accepted_at, drafted_at))
     speedup = (t["n_spec"] / t["spec"]) / (t["n_base"] / t["base"])
     drafted = max(1, t["drafted"])
-    return [f"{mode or 'same vocabulary'}: lossless {', '.join(verdicts)}",
+    return [f"{mode}: lossless {', '.join(verdicts)}",
             f"  acceptance {100 * t['accepted'] / drafted:.1f}% ({t['accepted']}/{t['drafted']} "
             f"target tokens), by position {per_pos}",
             f"  translation {1e6 * t['translate'] / max(1, t['rounds']):.0f} µs per round; draft + "
@@ -79,7 +79,7 @@ def main() -> None:
               f"draft's); llama.cpp: {e.vocab_refusal() or 'compatible'}")
         print(f"{len(prompts)} prompts x {a.n} tokens, greedy, n_max {a.n_max}")
         for mode in a.modes.split(","):
-            print("\n".join(measure(e, "" if mode == "same" else mode, prompts, a.n, a.n_max)))
+            print("\n".join(measure(e, mode, prompts, a.n, a.n_max)))
 
 
 if __name__ == "__main__":
