@@ -637,5 +637,6 @@ class Run:
         are built: by keyword)."""
         fields.setdefault("draft_probs", ())
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
-                          t_lookup=tm.lookup, t_translate=tm.translate, t_round=time.perf_counter() - t0 - tm.observe,
+                          t_lookup=tm.lookup, t_translate=tm.translate,
+                          t_round=time.perf_counter() - t0 - tm.observe,
                           finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic))
