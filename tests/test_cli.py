@@ -75,7 +75,8 @@ def bad_inputs(tmp_path, tiny_models):
         "not GGUF": ["-m", str(text)],
         "truncated": ["-m", str(cut)],
         "directory": ["-m", str(tmp_path)],
-        "incompatible": ["-m", str(tiny_models["target"]), "-md", str(tiny_models["foreign"])],
+        "incompatible": ["-m", str(tiny_models["target"]), "-md", str(tiny_models["foreign"]),
+                         "--spec-vocab", "off"],
         "prompt too long": ["-m", str(tiny_models["target"]), "-c", "256", "-p", "x = 1\n" * 300],
         "missing prompt file": ["-m", str(tiny_models["target"]), "-f", str(tmp_path / "none.txt")],
     }

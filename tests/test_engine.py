@@ -176,8 +176,10 @@ def test_grammar_and_repetition_penalty_keep_output_equal(pair):
 
 
 def test_incompatible_pair_is_refused_with_the_rule(tiny_models):
-    with pytest.raises(IncompatiblePairError) as err:
-        Engine(tiny_models["target"], tiny_models["foreign"], DETERMINISTIC)
+    """llama.cpp's verdict, kept with --spec-vocab off (other modes: tests/test_xvocab.py)."""
+    with Engine(tiny_models["target"], tiny_models["foreign"], DETERMINISTIC) as e, \
+            pytest.raises(IncompatiblePairError) as err:
+        e.speculative("x", SpecSettings(vocab="off"))
     assert "foreign.gguf" in str(err.value)
     message = str(err.value)
     assert "BOS ids differ (target 296, draft 266)" in message

@@ -40,9 +40,26 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
                     if stats.t_lookup and any(d.name != "draft-simple" for d in stats.by_drafter)
                     else []),
                   f"time: draft {stats.t_draft:.3f} s, verify {stats.t_verify:.3f} s, "
-                  f"sync {stats.t_sync:.3f} s, outside llama.cpp {stats.t_overhead:.3f} s "
+                  f"sync {stats.t_sync:.3f} s, "
+                  + (f"translate {stats.t_translate:.3f} s, " if stats.t_translate else "")
+                  + f"outside llama.cpp {stats.t_overhead:.3f} s "
                   f"({100 * stats.overhead_share:.1f}%)"]
     return lines
+
+
+def vocab_lines(events) -> list[str]:
+    """Drafting across vocabularies (core/engine/drafters/xvocab.py): the mode, and what it cost
+    per round (the translation's Python time; the draft's own decodes are in "draft")."""
+    modes = Counter(e.draft_vocab for e in events if e.draft_vocab)
+    if not modes:
+        return []
+    rounds = [e for e in events if e.mode in ("spec", "plain")]
+    drafted = sum(len(e.drafted) for e in events if e.draft_vocab)
+    t = sum(e.t_translate for e in events)
+    return [f"vocabulary: drafted across vocabularies with "
+            + ", ".join(f"--spec-vocab {m} ({n} rounds)" for m, n in modes.items())
+            + f"; translation {1e6 * t / max(1, len(rounds)):.0f} µs per round, "
+            f"{1e6 * t / max(1, drafted):.0f} µs per drafted target token"]
 
 
 def counterfactual_lines(stats) -> list[str]:
@@ -118,6 +135,9 @@ def cmd_generate(args) -> int:
                 calibration = policy_calibration(engine, spec, sampler)
             run = engine.speculative(model_prompt, spec, sampler, args.n_predict,
                                      calibration=calibration)
+            if run.vocab_mode:        # llama.cpp's verdict stands; SpecScope drafts all the same
+                print(f"specscope: {engine.vocab_refusal() or 'the same vocabulary'}; drafting "
+                      f"with --spec-vocab {run.vocab_mode} (docs/cross-vocab.md)", file=sys.stderr)
         else:
             run = engine.baseline(model_prompt, sampler, args.n_predict)
         session = Session.start(
@@ -168,7 +188,8 @@ def print_session(session, args) -> None:
     run = session.run
     prefill = Prefill(session.prompt_tokens, run.prefill_s)
     print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec")
-                    + (policy_lines(session) if session.kind == "spec" else [])))
+                    + (policy_lines(session) + vocab_lines(run.events)
+                       if session.kind == "spec" else [])))
     if session.speedup is not None:
         print(f"speed-up:  {session.speedup:.2f}x against the baseline "
               f"({session.baseline.stats.tokens_per_s:.1f} tokens/s)")

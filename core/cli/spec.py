@@ -8,6 +8,7 @@ from pathlib import Path
 
 from specscope.core.engine.drafters import SPEC_TYPES, parse_types
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.xvocab import VOCAB_MODES
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.measure.sweep_settings import parse_p_values
 
@@ -58,6 +59,13 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
                         "probability min(1, p/q), else resampled from max(0, p - q)). At "
                         "temperature > 0 the output shows the other rule's expected acceptance "
                         "on the same drafts")
+    g.add_argument("--spec-vocab", choices=VOCAB_MODES, default="auto",
+                   help="draft-simple with a draft whose vocabulary is not the target's (llama.cpp "
+                        "refuses such a pair): translate re-tokenizes the draft's text with the "
+                        "target's tokenizer (universal assisted decoding), intersect drafts only "
+                        "tokens whose text both vocabularies have and maps their ids; auto (the "
+                        "default) uses translate where llama.cpp's vocabulary check fails "
+                        "(intersect with --accept-rule ratio); off keeps llama.cpp's refusal")
     for t in ("simple", "map-k", "map-k4v"):
         dest = "ngram_" + t.replace("-", "_")
         g.add_argument(f"--spec-ngram-{t}-size-n", type=int, default=12, dest=f"{dest}_size_n", metavar="N",
@@ -119,7 +127,7 @@ def spec_from_args(args, types: tuple[str, ...] | None = None, n_max: int | None
         n_max=args.spec_draft_n_max if n_max is None else n_max, n_min=args.spec_draft_n_min,
         p_min=_first_p_min(args.spec_draft_p_min), sync=args.sync, types=types,
         accept_rule=args.accept_rule,
-        draft_policy=getattr(args, "spec_draft_policy", "fixed"),
+        draft_policy=getattr(args, "spec_draft_policy", "fixed"), vocab=args.spec_vocab,
         ngram_simple=maps["simple"], ngram_map_k=maps["map_k"], ngram_map_k4v=maps["map_k4v"],
         ngram_mod=NgramModParams(args.spec_ngram_mod_n_match, args.spec_ngram_mod_n_min,
                                  args.spec_ngram_mod_n_max),

@@ -64,6 +64,7 @@ from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.drafters.model import SYNC_MODES
+from specscope.core.engine.drafters.xvocab import VOCAB_MODES, choose_mode
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.engine.synth import (check_sampler, conditional_probs, is_synthetic,
@@ -100,6 +101,7 @@ class SpecSettings:
     synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/engine/synth.py)
     synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
     draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
+    vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
 
     def validate(self) -> None:
         if parse_types(self.types) != tuple(self.types):
@@ -112,6 +114,8 @@ class SpecSettings:
         if not 0.0 <= self.p_min <= 1.0:
             raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
         check_policy(self.draft_policy)
+        if self.vocab not in VOCAB_MODES:
+            raise ConfigError(f"--spec-vocab must be one of {', '.join(VOCAB_MODES)}, not {self.vocab!r}")
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
         if self.accept_rule not in ACCEPT_RULES:
@@ -206,6 +210,7 @@ class _Timer:
     verify: float = 0.0
     sync: float = 0.0
     lookup: float = 0.0       # n-gram drafters' Python time (also counted in draft)
+    translate: float = 0.0    # translating between vocabularies (Python; in no other phase)
     observe: float = 0.0      # time spent only observing the other acceptance rule: left out
 
     @contextmanager
@@ -220,12 +225,15 @@ class _Timer:
         """The chain's draft: the draft model's llama.cpp time and the n-gram lookups."""
         self.lookup += chain.t_lookup
         self.draft += chain.t_lookup + (proposal.t_decode if proposal else 0.0)
+        self.translate += chain.take_translate()
 
     def accepting(self, chain) -> None:
         """The chain told what was kept: n-gram bookkeeping, the draft model's cache sync."""
+        translate = chain.take_translate()     # timed inside the draft model's accept
         self.lookup += chain.t_lookup
         self.draft += chain.t_lookup
-        self.sync += chain.t_sync
+        self.sync += chain.t_sync - translate
+        self.translate += translate
 
     def left_out(self, rule) -> None:
         """The counterfactual's cost leaves the round's timings (accept_rules.Verifier)."""
@@ -288,7 +296,7 @@ class Engine(Closing):
                                       devices=device_array(s.target_devices, "target"),
                                       load_mtp=nextn_layers(self.target_info) > 0))
         require_vocabulary(self.target)
-        self.draft, layer_ids = None, ()
+        self.draft, layer_ids, self.vocab_failed = None, (), ()
         if draft is not None:
             self.placement["draft"] = placement(s.draft_devices, s.draft_gpu_layers, s.rpc)
             self.draft = self._own(Model(draft, n_gpu_layers=s.draft_gpu_layers, repack=self.repack,
@@ -298,11 +306,9 @@ class Engine(Closing):
             if is_eagle3(self.draft):       # an EAGLE-3 head: llama.cpp's eagle3 checks instead
                 layer_ids = check_head(self.target, self.draft)
             else:
-                failed = [r for r in vocab_rules(self.target.vocab, self.draft.vocab) if not r.passed]
-                if failed:
-                    raise IncompatiblePairError(
-                        f"{draft.name} cannot draft for {target.name}: "
-                        + "; ".join(r.message for r in failed), failed)
+                # llama.cpp's verdict: its rules failed, draft-simple drafts across vocabularies
+                self.vocab_failed = tuple(r for r in vocab_rules(self.target.vocab, self.draft.vocab)
+                                          if not r.passed)
         # contexts are pushed after their models, so the ExitStack frees them first; an EAGLE-3
         # head's context reads the target's (llama.cpp's ctx_other) and goes first
         self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
@@ -320,6 +326,16 @@ class Engine(Closing):
         self.dft_checkpoint = None if self.dft_removable else Checkpoint(self.dft)
         self.batch = self._own(Batch(self.tgt.n_batch))
         self.dbatch = self._own(Batch(self.dft.n_batch)) if self.dft and not self.head else None
+
+    def vocab_refusal(self) -> IncompatiblePairError | None:
+        """llama.cpp's refusal of this pair ("the target and draft vocabs are not compatible"),
+        naming its failed rules; None when its gate passes."""
+        if not self.vocab_failed:
+            return None
+        return IncompatiblePairError(f"{self.draft.path.name} cannot draft for "
+                                     f"{self.target.path.name}: "
+                                     + "; ".join(r.message for r in self.vocab_failed),
+                                     self.vocab_failed)
 
     @contextmanager
     def exclusive(self, what: str = "a generation"):
@@ -363,11 +379,12 @@ class Engine(Closing):
                               "draft model (-md); the n-gram types (--spec-type ngram-...) draft "
                               "without one")
         self._check_draft_kind(spec)
+        vocab = choose_mode(spec, self)       # across vocabularies: drafters/xvocab.py
         if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
             raise ConfigError("the cost draft policy needs the pair's calibration "
                               "(measure.calibrate.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
-        return Run(self, prompt, spec, sampler, n_predict, stop, policy)
+        return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab)
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
         """draft-eagle3 drafts with an EAGLE-3 head, draft-simple with any other model, draft-mtp
@@ -407,7 +424,7 @@ class Run:
 
     def __init__(self, engine: Engine, prompt, spec: SpecSettings | None,
                  sampler: SamplerSettings, n_predict: int, stop: threading.Event | None,
-                 policy=None):
+                 policy=None, vocab: str = ""):
         if n_predict < 1:
             raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
         sampler.validate()
@@ -420,6 +437,7 @@ class Run:
         self.n_predict = n_predict
         self.stop_event = stop or threading.Event()
         self.policy = policy                 # draft-simple's draft length per round (draft_policy)
+        self.vocab_mode = vocab              # "", translate or intersect (drafters/xvocab.py)
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
@@ -435,7 +453,7 @@ class Run:
                 yield from self._baseline_rounds(smpl)
                 return
             rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
-            chain = make_chain(self.spec, e, self.policy, q=rule.q)
+            chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
             self._prefill(chain)
             yield from self._spec_rounds(smpl, chain, rule)
 
@@ -610,6 +628,8 @@ class Run:
         if draft:
             fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs, draft_ids=p.draft_ids,
                           draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
+        if p.vocab:           # across vocabularies: the mode, its note and the draft's own tokens
+            fields.update(draft_vocab=p.vocab, draft_note=p.note, draft_own=p.own)
         return fields
 
     def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:
@@ -617,5 +637,6 @@ class Run:
         are built: by keyword)."""
         fields.setdefault("draft_probs", ())
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
-                          t_lookup=tm.lookup, t_round=time.perf_counter() - t0 - tm.observe,
+                          t_lookup=tm.lookup, t_translate=tm.translate,
+                          t_round=time.perf_counter() - t0 - tm.observe,
                           finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic))

@@ -69,6 +69,11 @@ class RoundEvent:
     discarded: tuple[int, ...] = ()  # tokens the target sampled after an end-of-generation token
                                      # this round: not output (the bonus token after an accepted
                                      # drafted EOG; speculative-simple.cpp stops at the first EOG)
+    draft_vocab: str = ""            # draft-simple across vocabularies: translate | intersect
+                                     # (drafters/xvocab.py); "" when the draft reads the target's tokens
+    draft_own: tuple[int, ...] = ()  # and the tokens it drafted in its own vocabulary
+    t_translate: float = 0.0         # seconds translating between the vocabularies (Python; in no
+                                     # other phase)
 
     @property
     def own(self) -> int | None:
@@ -80,7 +85,7 @@ class RoundEvent:
     @property
     def t_overhead(self) -> float:
         """Seconds outside llama.cpp calls (Python glue) in this round."""
-        return max(0.0, self.t_round - self.t_draft - self.t_verify - self.t_sync)
+        return max(0.0, self.t_round - self.t_draft - self.t_verify - self.t_sync - self.t_translate)
 
     @property
     def n_past_after(self) -> int:
@@ -105,7 +110,7 @@ class RoundEvent:
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks", "draft_ids", "discarded"):
+                    "draft_ranks", "draft_ids", "discarded", "draft_own"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual"):

@@ -177,6 +177,7 @@ class Stats(_DraftRates):
                                       # the draft up to there
     cf_drafted_at: tuple[int, ...] = ()  # per draft position: drafts reaching it with a counterfactual
     tree: TreeHeadroom = TreeHeadroom()   # the model drafter's rounds: what a wider draft could buy
+    t_translate: float = 0.0          # seconds translating between vocabularies (RoundEvent.t_translate)
 
     @property
     def counterfactual_acceptance(self) -> tuple[float, ...]:
@@ -273,6 +274,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     tree = _Tree(start.tree)
     t_draft, t_verify, t_sync = start.t_draft, start.t_verify, start.t_sync
     t_overhead, t_total, t_lookup = start.t_overhead, start.t_total, start.t_lookup
+    t_translate = start.t_translate
     synthetic = start.synthetic
     cf_rule, cf_at, cf_drafted_at = start.cf_rule, list(start.cf_at), list(start.cf_drafted_at)
     for ev in events:
@@ -284,7 +286,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
             if name not in drafters:
                 drafters[name] = _Counts(DrafterStats(name))
             drafters[name].add(ev)
-            if name in MODEL_TYPES:
+            if name in MODEL_TYPES and ev.draft_vocab != "translate":   # translate: no ranks
                 tree.add(ev)
         if ev.drafted and ev.counterfactual:
             cf_rule = ev.counterfactual_rule
@@ -298,8 +300,9 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
         t_overhead += ev.t_overhead
         t_total += ev.t_round
         t_lookup += ev.t_lookup
+        t_translate += ev.t_translate
         synthetic = synthetic or ev.synthetic
     by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
     return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
                  t_total, by_drafter, t_lookup, synthetic, cf_rule, tuple(cf_at),
-                 tuple(cf_drafted_at), tree.done())
+                 tuple(cf_drafted_at), tree.done(), t_translate)

@@ -97,6 +97,9 @@ class _Sweep:
         self.tell(f"{what}: loading")
         try:
             engine = Engine(s.target, draft_path, s.engine)
+            if engine.vocab_failed:       # the sweep drafts in the target's vocabulary only
+                engine.close()
+                raise engine.vocab_refusal()
         except IncompatiblePairError as exc:
             if self.n_model_groups == 1:
                 raise

@@ -128,15 +128,16 @@ def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, 
                 n_vocab_merges: int = len(MERGES), n_embd: int = 64, n_layer: int = 2,
                 n_ff: int = 128, n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 4096,
                 seed: int = 0, dtype=np.float32, name: str = "tiny", tokens: list[str] | None = None,
-                specials=(), n_vocab: int | None = None, **tok_kw) -> Path:
-    """``tokens``: a whole vocabulary of one's own (e.g. ``spm_vocab()``, with ``model="llama"``);
+                specials=(), n_vocab: int | None = None, merges: list[str] = (), **tok_kw) -> Path:
+    """``tokens``: a whole vocabulary of one's own (e.g. ``spm_vocab()``, with ``model="llama"``;
+    a BPE one needs ``merges``, at least one);
     ``specials``: control tokens such as ``<|im_start|>`` added before <|endoftext|>;
     ``n_vocab``: pad the BPE vocabulary to this many tokens."""
     if tokens is None:
         tokens, merges = bpe_vocab(n_vocab_merges, n_vocab)
         tokens = tokens[:-1] + list(specials) + tokens[-1:]
     else:
-        merges = []
+        merges = list(merges)
     if weights is None:
         weights = llama_weights(len(tokens), n_embd, n_layer, n_ff, n_head, n_head_kv, seed)
     w = gguf.GGUFWriter(str(path), "llama")

@@ -129,6 +129,10 @@ class Chain:
         """KV rows the drafters dropped from the draft cache since the last call."""
         return sum(d.take_dropped() for d in self.drafters)
 
+    def take_translate(self) -> float:
+        """Seconds the drafters spent translating between vocabularies since the last call."""
+        return sum(d.take_translate() for d in self.drafters)
+
 
 __all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
            "MD_TYPES", "MODEL_TYPES",

@@ -44,6 +44,8 @@ class Proposal:
                                                 # most probable first (tokens[i] == top_ids[i][0])
     draft_ids: tuple[int, ...] = ()     # draft-eagle3: each token's id in the head's reduced
                                         # vocabulary (its d2t table maps it to tokens[i])
+    vocab: str = ""                     # draft-simple across vocabularies: translate | intersect
+    own: tuple[int, ...] = ()           # and the tokens it drafted in its own vocabulary
 
     def truncated(self, n: int) -> "Proposal":
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
@@ -101,6 +103,11 @@ class Drafter:
         """Draft-cache rows dropped since the last call (the model drafters'; 0 for the others)."""
         dropped, self.dropped = self.dropped, 0
         return dropped
+
+    def take_translate(self) -> float:
+        """Seconds spent translating between vocabularies since the last call (Python time of a
+        draft model whose vocabulary is not the target's; 0 for the others)."""
+        return 0.0
 
 
 # --------------------------------------------------------------------------- parameters

@@ -76,13 +76,14 @@ def top_entries(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, 
 class DraftModel(Drafter):
     name = "draft-simple"
 
-    def __init__(self, engine, spec, policy=None, q=None):
+    def __init__(self, engine, spec, policy=None, q=None, mask=None):
         if engine is None or engine.dft is None:
             raise ConfigError("draft-simple needs a draft model (-md)")
         self.ctx, self.batch, self.checkpoint = engine.dft, engine.dbatch, engine.dft_checkpoint
         self.n_max, self.n_min, self.p_min = spec.n_max, spec.n_min, spec.p_min
         self.replay = spec.sync == "replay"
         self.q = q      # accept_rules.DraftSampler: the run needs q (ratio rule, counterfactual)
+        self.mask = mask  # a logit bias over the draft's vocabulary (token-level intersection)
         self.policy = policy or FixedLength(spec.n_max)   # the draft length per round
         self.n_drafted = 0                    # this round's draft (0: none of mine)
         self.rows = 0                         # rows the cache holds from the round's n_past on
@@ -169,6 +170,8 @@ class DraftModel(Drafter):
             ctx.decode(batch, "a draft token")
             logits = ctx.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time
             t_decode += clock() - t
+            if self.mask is not None:
+                logits = logits + self.mask
             ids, top = top_entries(logits, DRAFT_TOP_K)                # the top-10, largest first
             best = int(ids[0])
             p = float(1.0 / np.exp(top - top[0]).sum())                # argmax's share of their mass
