@@ -368,12 +368,8 @@ class MainWindow(QMainWindow):
         self.worker = EngineWorker()
         self.worker_thread = start_thread(self.worker, "specscope-engine")
         w, c = self.worker, self.controller
-        self.start_requested.connect(w.start)
-        self.warm_up_requested.connect(w.warm_up)
-        self.step_requested.connect(w.step)
-        self.resume_requested.connect(w.resume)
-        self.cancel_requested.connect(w.cancel)
-        self.shutdown_requested.connect(w.shutdown)
+        for name in ("start", "warm_up", "step", "resume", "cancel", "shutdown"):
+            getattr(self, f"{name}_requested").connect(getattr(w, name))   # asks: to the worker
         w.closed.connect(self.worker_thread.quit, Qt.ConnectionType.DirectConnection)
         for signal, news in ((w.run_started, c.on_started), (w.events_ready, c.on_events),
                              (w.prefill_done, c.on_prefill), (w.step_paused, c.on_paused),
