@@ -6,8 +6,11 @@ target alone.
     specscope bench --spec-type draft-simple ngram-simple ngram-simple,draft-simple
 
 ``--spec-type`` takes one chain per word (commas join the types of a chain; llama.cpp's
-priority order decides who drafts first). n (``--spec-draft-n-max``) belongs to draft-simple:
-a chain of n-gram types alone runs once, whatever the list of n, and needs no draft model.
+priority order decides who drafts first). n (``--spec-draft-n-max``) belongs to draft-simple and
+draft-eagle3: a chain of n-gram types alone runs once, whatever the list of n, and needs no draft
+model. Each ``-md`` file is a draft model (draft-simple's) or an EAGLE-3 head (draft-eagle3's), as
+its GGUF header says: ``-md DRAFT -md HEAD --spec-type draft-simple draft-eagle3 ngram-mod`` puts
+the three side by side on one target.
 With n-gram types the table gains the Python lookup time per round and, per member of a
 chain, the rounds it won and its acceptance.
 
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.cli.spec import add_spec_args, spec_from_args
-from specscope.core.engine.drafters import DRAFT_MODEL, parse_types, type_label
+from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, parse_types, type_label
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
 from specscope.core.errors import ConfigError
@@ -48,6 +51,7 @@ from specscope.core.measure.sweep_settings import (SweepSettings, config_name, e
 from specscope.core.measure.synth_sweep import run_synth_sweep
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.devices import add_rpc_servers, placement, rpc_device_names
+from specscope.core.models.eagle3 import is_head_file
 from specscope.core.models.probe import guard
 
 PROGRESS_PERIOD_S = 0.1
@@ -63,8 +67,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_spec_args(p, bench=True)
     g = p.add_argument_group("sweep")
     g.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
-                   help="draft model (GGUF); repeat for several (default: the demo draft when a "
-                        "chain uses draft-simple)")
+                   help="draft model or EAGLE-3 head (GGUF); repeat for several: draft-simple "
+                        "drafts with each draft model, draft-eagle3 with each head (default: the "
+                        "demo draft when a chain uses draft-simple)")
     g.add_argument("--spec-draft-n-max", "--draft-max", default="1,2,4,8", metavar="N[,N...]",
                    help="draft-simple's draft lengths to try: a list like 1,2,4,8 or a range like 1-8 "
                         "(default 1,2,4,8; n-gram-only chains run once)")
@@ -177,11 +182,17 @@ def settings_from_args(args):
     chains = chains_from_args(args)
     n_values = parse_n_values(args.spec_draft_n_max)
     uses_model = any(DRAFT_MODEL in c for c in chains)
-    target, drafts = args.model, list(args.model_draft or []) if uses_model else []
-    if target is None or (uses_model and not drafts):
+    given = [Path(d) for d in args.model_draft or []]
+    heads = [d for d in given if is_head_file(d)]
+    # a draft model no chain drafts with is left out (unless draft-eagle3 has no head: the
+    # settings say which files are not one); a head never is (SweepSettings refuses it)
+    no_head = not heads and any(DRAFT_EAGLE3 in c for c in chains)
+    drafts = [d for d in given if d in heads or uses_model or no_head]
+    target = args.model
+    if target is None or (uses_model and len(heads) == len(drafts)):
         demo_target, demo_draft = demo_pair()
         target = target or demo_target
-        drafts = drafts or ([demo_draft] if uses_model else [])
+        drafts += [demo_draft] if uses_model and len(heads) == len(drafts) else []
     if args.n_predict < 2:
         raise ConfigError(f"-n must be >= 2 for a benchmark, not {args.n_predict}")
     spec = spec_from_args(args, types=chains[0], n_max=max(n_values))
@@ -218,7 +229,7 @@ def report_lines(result) -> list[str]:
                 if s.spec is not None and s.spec.draft_policy != "fixed" else "")
              + (", prompts in the target's chat template" if s.chat else "")
              + (f", acceptance rule {rule}" if rule != "match" else "")]
-    if any(DRAFT_MODEL not in c for c in s.chains):
+    if any(not set(c) & set(MD_TYPES) for c in s.chains):
         lines.append(NGRAM_ONLY_NOTE)
     for name, cal in result.calibrations.items():
         lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'}:",
@@ -235,7 +246,7 @@ def report_lines(result) -> list[str]:
               "that bracket it; within noise: the spread is wider than the distance from 1x")
     lines.append(f"  ({spread}" + ("; never drafted: the run was the target alone plus the drafter's "
                                    "lookups" if any(r.never_drafted for r in result.rows) else "") + ")")
-    if any(r.drafter != DRAFT_MODEL for r in result.pooled()):
+    if any(r.drafter not in MD_TYPES for r in result.pooled()):
         lines += ["  (lookup/round: Python time of the n-gram drafters per round, and in target "
                   "tokens, the draft cost of the calibrated prediction; rounds won: rounds whose "
                   "draft that member of the chain proposed)"]

@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure import pairing
 from specscope.core.measure.pairing import NGRAM_SUGGESTION
@@ -130,6 +131,12 @@ def _params(n: int) -> str:
 
 def _model_lines(role: str, m) -> list[str]:
     parts = [m.architecture or "unknown architecture"]
+    if m.head:
+        parts[0] += (f" (an EAGLE-3 head: target layers {m.head['target_layers']}, target hidden "
+                     f"size {m.head['target_hidden_size']}, draft vocabulary "
+                     f"{m.head['n_draft_vocab']:,})")
+    if m.nextn_layers:
+        parts[0] += f" ({m.nextn_layers} nextn (MTP) layers)"
     if m.n_tensors:
         parts.append(_params(m.n_params))
         types = ", ".join(f"{k} {v['bits_per_weight']:.2f} bpw" for k, v in list(m.tensor_types.items())[:3])
@@ -146,13 +153,15 @@ def format_pair(r) -> str:
     out = ["SpecScope pair doctor", ""]
     out += _model_lines("target", r.target)
     out += _model_lines("draft", r.draft)
-    out += ["", "Vocabulary: llama.cpp's rules (common_speculative_are_compatible)"]
+    head = r.draft.kind == "eagle3"
+    out += ["", "EAGLE-3 head: what llama.cpp's draft-eagle3 checks or aborts on (common/speculative.cpp)"
+            if head else "Vocabulary: llama.cpp's rules (common_speculative_are_compatible)"]
     for rule in r.rules:
         out.append(f"  {'pass' if rule.passed else 'FAIL'}  {rule.name:<16} {rule.message}")
     out += ["", r.verdict]
     if not r.compatible:
         out.append(f"This draft does not fit this target; {_suggestion()}.")
-    out += ["", "Beyond the vocabulary"]
+    out += ["", "The head" if head else "Beyond the vocabulary"]
     out += [f"  - {n}" for n in r.notes]
     out += ["", *format_cost(r.cost)]
     out.append(f"\n(checked in {r.elapsed_s:.2f} s without loading weights)")
@@ -185,6 +194,9 @@ def format_scan(s) -> str:
         for i, e in enumerate(s.compatible, 1):
             b = e.report.cost.best["0.7"]
             out.append(f"  {i}. f ≈ {e.f:.4f}  best {b['speedup']:.2f}x at α=0.7 (n={b['n']})  {e.path}")
+            if e.report.spec_type != DRAFT_MODEL:
+                out.append(f"       note: {e.report.notes[0].removeprefix('draft: ')}; it drafts with "
+                           f"--spec-type {e.report.spec_type} only")
             warn = e.report.cost.warning
             if warn:
                 out.append(f"       note: {warn}")

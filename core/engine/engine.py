@@ -550,8 +550,10 @@ class Run:
             with tm.phase("verify"):
                 e.batch.fill(batch, st.n_past, logits="all")
                 e.tgt.decode(e.batch, f"the verification batch of {len(batch)} tokens")
-            # 3. the drafters see the target's batch (common_speculative_process)
-            chain.process(batch, st.n_past)
+            # 3. the drafters see the target's batch (common_speculative_process): an EAGLE-3
+            # head (or the MTP context) runs it through its own layers: its sync with the target
+            with tm.phase("sync"):
+                chain.process(batch, st.n_past)
             # 4. the acceptance rule samples the rows: the kept draft, then the target's own token
             with tm.phase("verify"):
                 ids = rule.verify(smpl, draft, proposal, st.replay, about)

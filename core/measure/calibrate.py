@@ -21,7 +21,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL
 from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.eagle3 import Eagle3
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_values
 from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings, build_chain
@@ -100,6 +102,7 @@ class _Timing:
         self.engine, self.k_max, self.k_draft, self.n_past = engine, k_max, k_draft, n_past
         self.clock, self.legacy = clock, legacy
         self.has_draft = engine.draft is not None
+        self.head = False                    # an EAGLE-3 head (_HeadTiming)
         self.tokens = _filler_tokens(engine, n_past + k_max)
         self.greedy = None                   # the sampler chain a round samples its rows with
         self.times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in range(1, k_max + 1)}
@@ -109,9 +112,13 @@ class _Timing:
 
     def prefill(self) -> None:
         """Fill both caches with [0, n_past); ConfigError for a memory that cannot roll back."""
+        self.check_removable()
         e = self.engine
         for ctx, b in ((e.tgt, e.batch), (e.dft, e.dbatch))[:2 if self.has_draft else 1]:
             ctx.prefill(self.tokens[:self.n_past], b, "the calibration prefix")
+
+    def check_removable(self) -> None:
+        e = self.engine
         if not (e.tgt_removable and e.dft_removable):
             raise ConfigError("calibration needs models whose caches can drop part of a "
                               "sequence (attention KV caches); recurrent and hybrid memories are "
@@ -141,11 +148,7 @@ class _Timing:
         for r in range(ROUNDS_PER_BLOCK):
             record = keep and r > 0          # the first round of a block rebuilds graphs
             if 1 < k <= self.k_draft:        # 1. draft: seed + k - 2 more, one token each
-                for i in range(k - 1):
-                    dt = self.decode(e.dft, e.dbatch, pos + i, 1, "all", "a calibration draft token")
-                    if record:               # the first may follow a sync decode of another shape
-                        self.times[("d0", 1) if i == 0 and rebuilt else ("d", 1)].append(dt)
-                    self.draft_step_work(e.dft)
+                self.draft_steps(k, record, rebuilt)
             dt = self.decode(e.tgt, e.batch, pos, k, "all", "a calibration batch")   # 2. verify
             if record:
                 self.times[("t", k)].append(dt)
@@ -154,6 +157,15 @@ class _Timing:
             e.tgt.seq_rm(pos, -1)
             if k > 1 and self.has_draft:
                 rebuilt = self.sync(k, one=bool(r % 2) and k <= self.k_draft, record=record)
+
+    def draft_steps(self, k: int, record: bool, rebuilt: bool) -> None:
+        """The k - 1 draft decodes of a round that verifies k tokens, one token each."""
+        e, pos = self.engine, self.n_past
+        for i in range(k - 1):
+            dt = self.decode(e.dft, e.dbatch, pos + i, 1, "all", "a calibration draft token")
+            if record:               # the first may follow a sync decode of another shape
+                self.times[("d0", 1) if i == 0 and rebuilt else ("d", 1)].append(dt)
+            self.draft_step_work(e.dft)
 
     def sync(self, k: int, one: bool, record: bool) -> bool:
         """3. the draft's sync decode: reuse (``one`` row) or replay (k rows); past k_draft the
@@ -254,7 +266,59 @@ class _Timing:
             f_batch=monotone_fit(_fill_between(per_k("db"), first=est(times[("db", 1)]) / t1))
             if has_draft else (0.0,) * k_max,
             s=s, reps=reps, k_draft=self.k_draft, check_t=check_t, reuse_rebuilds=self.legacy,
-            b=est(times[("b", 1)]) / t1 + s if times[("b", 1)] else 0.0)
+            b=est(times[("b", 1)]) / t1 + s if times[("b", 1)] else 0.0, head=self.head)
+
+
+class _HeadTiming(_Timing):
+    """An EAGLE-3 head's rounds, replayed with the drafter itself
+    (core/engine/drafters/eagle3.py) beside the target: ``d`` is one head decode of a draft
+    step (the boundary pair, then each drafted token's pair, with logits and pre-norm state:
+    ``Eagle3.draft``'s time ÷ its decodes; no first-of-round kind); ``db`` the head's ``process``
+    of a k-token verification batch (the target's features read, the encoder over k rows, the
+    decoder over k - 1 pairs), which every round pays whoever drafted: the cost model prices
+    it as a replay sync (cost_model.draft_sync)."""
+
+    def __init__(self, engine, *args):
+        super().__init__(engine, *args)
+        self.head = True
+        self.drafter = Eagle3(engine, SpecSettings(types=(DRAFT_EAGLE3,), n_max=1))
+        self.boundary = (-1, None)
+
+    def prefill(self) -> None:
+        """The target's prefix, each chunk through the head (as a prompt is); the boundary kept."""
+        e, d = self.engine, self.drafter
+        self.check_removable()
+        e.tgt.prefill(self.tokens[:self.n_past], e.batch, "the calibration prefix", after=d.process)
+        self.boundary = (d.pending_pos, d.pending_row.copy())
+
+    def draft_steps(self, k: int, record: bool, rebuilt: bool) -> None:
+        d = self.drafter
+        d.n_max = k - 1                      # p_min 0: k - 1 decodes, one token each
+        proposal = d.draft(np.asarray(self.tokens[:self.n_past]), self.tokens[self.n_past], k - 1)
+        if record and proposal.rows:
+            self.times[("d", 1)].append(proposal.t_decode / proposal.rows)
+
+    def sync(self, k: int, one: bool, record: bool) -> bool:
+        d, pos = self.drafter, self.n_past
+        t = self.clock()
+        d.process(self.tokens[pos:pos + k], pos)
+        dt = self.clock() - t
+        if record:
+            self.times[("db", k)].append(dt)
+        self.engine.dft.seq_rm(pos, -1)
+        d.pending_pos, d.pending_row = self.boundary[0], self.boundary[1].copy()
+        return False
+
+    def draft_alone(self) -> None:
+        """A head decode and a one-token process when no round timed them (k_max ≤ 1)."""
+        e = self.engine
+        if self.times[("d", 1)] and self.times[("db", 1)]:
+            return
+        for _ in range(5):
+            self.draft_steps(2, True, False)
+            self.decode(e.tgt, e.batch, self.n_past, 1, "all", "a calibration batch")
+            e.tgt.seq_rm(self.n_past, -1)
+            self.sync(1, True, True)
 
 
 def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
@@ -284,7 +348,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     say = progress or quiet
     t_start = time.perf_counter()
     meter = meter or LoadMeter()
-    timing = _Timing(engine, k_max, k_draft, n_past, clock, legacy)
+    timing = (_HeadTiming if engine.head is not None else _Timing)(engine, k_max, k_draft, n_past,
+                                                                     clock, legacy)
     with ExitStack() as held:
         held.enter_context(engine.exclusive("a calibration"))
         timing.prefill()
@@ -299,7 +364,9 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     cal = timing.figures(sample_times, done_reps, check_t)
     if overhead_runs:
         say(0.85, 1, "timing the engine's loop")
-        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop, k_draft)
+        # a head's rounds' sync holds its process of the batch (f_batch), timed apart
+        process = (lambda k: cal.draft_batch(min(k, k_max)) * cal.t1) if cal.head else (lambda k: 0.0)
+        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop, k_draft, process)
         t1 = cal.t1
         cal = replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1, r=r / t1)
     say(1, 1, "calibrated")
@@ -376,12 +443,13 @@ def _fill_between(values: Sequence[float | None], first: float | None = None) ->
 
 # ============================================================================ the engine's own time
 
-def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
-                       ) -> tuple[float, float, float, float]:
+def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1,
+                       process=lambda k: 0.0) -> tuple[float, float, float, float]:
     """Seconds per round from short engine runs: Python time of a baseline round, o0 + o1·n of a
     speculative round (:func:`_fit_overheads`; without a draft model ngram-simple runs with a
     short n-gram, so that many rounds draft), and r, the rollback of a round that needed no sync
-    decode (trimmed mean: a run pays every round's time, a median would leave out the slower)."""
+    decode (trimmed mean: a run pays every round's time, a median would leave out the slower),
+    less ``process(k)``: what a head's process of a k-token batch adds to its round's sync."""
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
     # runs that end at an end-of-generation token would leave too few rounds to fit (at
@@ -396,7 +464,8 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
     k_spec = k_max if k_draft < 0 else k_draft or k_max
     lengths = sorted({1, max(1, (k_spec - 1) // 2), max(1, k_spec - 1)})
     for n in lengths:
-        spec = SpecSettings(n_max=n) if engine.draft is not None else SpecSettings(
+        spec = SpecSettings(n_max=n, types=(DRAFT_EAGLE3 if engine.head else DRAFT_MODEL,)) \
+            if engine.draft is not None else SpecSettings(
             types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=2, size_m=max(2, n)))
         run = engine.speculative(prompt, spec, sampler, n_tokens, stop)
         for i, ev in enumerate(run):
@@ -405,7 +474,7 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1
                 continue
             points.append((len(ev.drafted), ev.t_overhead))
             if ev.n_accepted < len(ev.drafted):        # reuse sync: seq_rm only, no decode
-                rollback.append(ev.t_sync)
+                rollback.append(max(0.0, ev.t_sync - process(len(ev.drafted) + 1)))
     if stop.is_set():
         raise CalibrationStopped()
     o0, o1 = _fit_overheads(points)

@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from specscope.core.engine.drafters import DRAFT_EAGLE3, MD_TYPES
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cpuload import LoadReading
@@ -96,6 +97,8 @@ class Calibration:
                                        # without logits, a draft graph rebuild after it
     b: float = 0.0                     # a target-only run's token, decode and sampling, timed in
                                        # streams of single-token decodes (0: unknown, then 1 + s)
+    head: bool = False                 # the draft is an EAGLE-3 head: f is a head decode of a
+                                       # draft step, f_batch(k) its process of a k-token batch
 
     @property
     def has_draft(self) -> bool:
@@ -157,7 +160,8 @@ class Calibration:
     def lines(self) -> list[str]:
         """The figures, for a terminal or a label."""
         ks = range(1, self.k_max + 1)
-        draft = (f"draft token f = {self.f:.3f} (first of a round {self.f_first:.3f}); "
+        draft = (f"head decode f = {self.f:.3f} (a draft step on the EAGLE-3 head); " if self.head
+                 else f"draft token f = {self.f:.3f} (first of a round {self.f_first:.3f}); "
                  if self.has_draft else "no draft model (n-gram drafters only); ")
         return [
             f"target token t1 = {self.t1 * 1e3:.3f} ms at position {self.n_past}; {draft}"
@@ -165,7 +169,9 @@ class Calibration:
             "c(k)       " + " ".join(f"{k}:{self.cost(k):.2f}" for k in ks),
             "c raw      " + " ".join(f"{k}:{self.c_raw[k - 1]:.2f}" for k in ks),
         ] + ([
-            "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks),
+            "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks)
+            + ("  (the head's process of a k-token batch: features, encoder, decoder pairs)"
+               if self.head else ""),
         ] if self.has_draft else []) + [
             f"target alone per token (a stream of single-token decodes, sampled) b = {self.b:.3f}",
             f"python per round: baseline {self.o_base:.3f}, speculative {self.o0:.3f} + "
@@ -280,6 +286,13 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
                      baseline=cal.baseline_token)
 
 
+def draft_sync(types: Sequence[str], sync: str) -> str:
+    """The sync a chain's model drafter is priced with: ``sync`` for a draft model; an EAGLE-3
+    head runs every verification batch through its encoder and decoder (``Eagle3.process``,
+    timed as its f_batch(k)), which is replay's account: f_batch(n + 1) every round."""
+    return "replay" if DRAFT_EAGLE3 in types else sync
+
+
 def _interp(values: Sequence[float], k: float) -> float:
     lo = int(k)
     if lo < 1:
@@ -336,7 +349,7 @@ def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_m
         w = rounds / n_rounds
         expected = d.n_accept / rounds
         mean_len = d.n_drafted / rounds
-        if d.name == "draft-simple":
+        if d.name in MD_TYPES:
             a = [x / rounds for x in d.accepted_at]
             rc = round_cost(cal, n_max, a, sync, n_draft=min(float(n_max), mean_len))
             add(w, tokens=rc.tokens, draft=rc.draft, verify=rc.verify, sampling=rc.sampling,

@@ -29,10 +29,13 @@ from typing import Any
 
 import llama_cpp.llama_cpp as ll
 
+from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, NOT_YET
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
 from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
+from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts, TargetShape, check_fit
 from specscope.core.models.llama import Closing, Model, ensure_backend
+from specscope.core.models.mtp import nextn_layers
 from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule,
                                               VocabFacts, escape_token_text, first_text_mismatch,
                                               rules_from_facts, vocab_facts)
@@ -130,6 +133,10 @@ class ModelSummary:
     tuning: str
     tuning_evidence: str
     vocab: VocabFacts | None
+    kind: str = "model"        # "model", or "eagle3": an EAGLE-3 head (draft-eagle3)
+    head: dict | None = None   # an EAGLE-3 head's needs: target_layers, target_hidden_size,
+                               # n_vocab, n_draft_vocab (the reduced vocabulary)
+    nextn_layers: int = 0      # MTP (nextn) blocks, which draft-mtp drafts with (core/models/mtp.py)
 
     @property
     def display_name(self) -> str:
@@ -141,6 +148,11 @@ def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=No
     mem = memory_kind(info.architecture, recurrent=recurrent, hybrid=hybrid)
     tmpl = info.chat_template
     kind, evidence = tuning_lineage(info.metadata)
+    head = None
+    if info.architecture == EAGLE3:
+        h = HeadFacts.of_file(info, n_vocab=facts.n_tokens if facts else None)
+        head = {"target_layers": list(h.target_layers), "target_hidden_size": h.target_hidden_size,
+                "n_vocab": h.n_vocab, "n_draft_vocab": h.n_draft_vocab}
     return ModelSummary(
         path=info.path,
         name=info.name,
@@ -163,6 +175,9 @@ def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=No
         tuning=kind,
         tuning_evidence=evidence,
         vocab=facts,
+        kind=EAGLE3 if info.architecture == EAGLE3 else "model",
+        head=head,
+        nextn_layers=nextn_layers(info),
     )
 
 
@@ -198,8 +213,10 @@ class CostEstimate:
     warning: str | None
 
 
-def _cost(target: ModelSummary, draft: ModelSummary) -> CostEstimate:
-    f = draft.file_size / target.file_size if target.file_size else float("inf")
+def _cost(target: ModelSummary, draft: ModelSummary, borrowed: int = 0) -> CostEstimate:
+    """``borrowed``: bytes of the target's weights the draft computes with (an EAGLE-3 head
+    without an output head of its own runs the target's)."""
+    f = (draft.file_size + borrowed) / target.file_size if target.file_size else float("inf")
     table = speedup_table(f)
     warning = None
     if target.n_tensors == 0 or draft.n_tensors == 0:
@@ -209,8 +226,12 @@ def _cost(target: ModelSummary, draft: ModelSummary) -> CostEstimate:
         warning = "the draft is not smaller than the target: speculation cannot pay"
     elif f > 0.5:
         warning = "the draft costs over half a target pass: it needs very high acceptance to pay"
-    basis = (f"draft file {draft.file_size:,} bytes / target file {target.file_size:,} bytes; "
-             "both models memory-bound at batch size one")
+    basis = (f"draft file {draft.file_size:,} bytes"
+             + (f" + the target's output head it uses, {borrowed:,} bytes" if borrowed else "")
+             + f" / target file {target.file_size:,} bytes; both models memory-bound at batch "
+             "size one" + ("; an EAGLE-3 head also runs its encoder over every verified token, "
+                           "which this ratio leaves out (bench calibrates it)"
+                           if draft.kind == EAGLE3 else ""))
     return CostEstimate(
         f=f,
         basis=basis,
@@ -240,6 +261,7 @@ class PairReport:
     notes: tuple[str, ...]  # beyond the vocabulary: memory, context, chat template, lineage
     cost: CostEstimate
     elapsed_s: float
+    spec_type: str = DRAFT_MODEL  # the --spec-type that drafts with this draft ("" when none can)
 
     @property
     def failed_rules(self) -> tuple[Rule, ...]:
@@ -338,6 +360,9 @@ class _Loaded(Closing):
 
     def __init__(self, path: str | os.PathLike):
         self.info = check_gguf(path)
+        if self.info.architecture == DFLASH:
+            raise ModelFileError(str(path), f"a DFlash drafter (architecture {DFLASH}): "
+                                            + NOT_YET["draft-dflash"])
         if not self.info.has_tokenizer:
             raise ModelFileError(str(path), NO_TOKENIZER)
         if self.info.architecture is None:
@@ -395,7 +420,76 @@ def _texts_identical(t: _Loaded, d: _Loaded, n: int) -> bool:
     return a is not None and a == _token_region(d.info, start, n)
 
 
+# ============================================================================ heads and other drafters
+
+HEAD_RULE = "eagle3 head"
+
+
+def _head_rules(t: _Loaded, d: _Loaded) -> list[Rule]:
+    """An EAGLE-3 head beside the target: the checks llama.cpp's draft-eagle3 needs
+    (core/models/eagle3.py's check_fit, on the two headers) and a target whose memory can drop
+    part of a sequence (the engine refuses draft-eagle3 on a recurrent or hybrid one)."""
+    head = HeadFacts.of_file(d.info, n_vocab=d.facts.n_tokens)
+    target = replace(TargetShape.of_file(t.info), n_vocab=t.facts.n_tokens)
+    values = {"target_layers": list(head.target_layers), "target_n_layer": target.n_layer,
+              "target_hidden_size": head.target_hidden_size, "target_n_embd": target.n_embd,
+              "n_draft_vocab": head.n_draft_vocab, "head_n_vocab": head.n_vocab,
+              "target_n_vocab": target.n_vocab}
+    try:
+        check_fit(target, head)
+        rules = [Rule(HEAD_RULE, True, values,
+                      f"fits: target layers {list(head.target_layers)} of {target.n_layer}, hidden "
+                      f"size {target.n_embd}, d2t within the {target.n_vocab:,} tokens")]
+    except ModelFileError as e:
+        rules = [Rule(HEAD_RULE, False, values, e.problem)]
+    mem = t.summary.memory
+    rules.append(Rule("target memory", mem == "attention", {"memory": mem},
+                      "an attention KV cache: the head's rounds roll it back with seq_rm"
+                      if mem == "attention" else
+                      f"a {mem} target: SpecScope does not run draft-eagle3 on it yet (llama.cpp "
+                      "rolls it back with n_rs_seq snapshots)"))
+    return rules
+
+
+def _head_notes(t: _Loaded, d: _Loaded) -> list[str]:
+    head = HeadFacts.of_file(d.info, n_vocab=d.facts.n_tokens)
+    base = d.info.text("general.base_model.0.name")
+    made_for = f"; made for {printable(base)}" if base else ""
+    return [f"draft: {head.describe()}",
+            f"it fits a target of hidden size {head.target_hidden_size} with at least "
+            f"{max(head.target_layers, default=0)} layers and a vocabulary of at most "
+            f"{head.n_vocab:,} tokens{made_for}",
+            f"run it with --spec-type {DRAFT_EAGLE3} (-md HEAD); {DRAFT_MODEL} refuses a head",
+            f"target ({t.summary.architecture or 'unknown architecture'}): {t.summary.memory} memory"]
+
+
+def _nextn_notes(t: ModelSummary, d: ModelSummary) -> list[str]:
+    return [f"{side} has {m.nextn_layers} nextn (MTP) layer{'s' if m.nextn_layers > 1 else ''}: "
+            f"--spec-type {DRAFT_MTP} drafts with them (on the target, no -md)"
+            for side, m in (("target", t), ("draft", d)) if m.nextn_layers]
+
+
 def _pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
+    if d.summary.kind != EAGLE3:
+        return _model_pair(t, d, t0)
+    rules = _head_rules(t, d)
+    out = t.info.tensors.get("output.weight") if "output.weight" not in d.info.tensors else None
+    cost = _cost(t.summary, d.summary, out.n_bytes if out is not None else 0)
+    compatible = all(r.passed for r in rules)
+    failed = next((r for r in rules if not r.passed), None)
+    best = cost.best["0.7"]
+    verdict = (f"COMPATIBLE: an EAGLE-3 head for this target: run it with --spec-type {DRAFT_EAGLE3}; "
+               f"f ≈ {cost.f:.3f}, textbook speed-up {best['speedup']:.2f}x at α = 0.7 with "
+               f"n = {best['n']}" if compatible else
+               f"INCOMPATIBLE: llama.cpp's draft-eagle3 would refuse or abort on this head "
+               f"({failed.name} rule failed)")
+    return PairReport(target=t.summary, draft=d.summary, rules=tuple(rules), compatible=compatible,
+                      verdict=verdict, notes=tuple(_head_notes(t, d) + _nextn_notes(t.summary, d.summary)),
+                      cost=cost, elapsed_s=time.perf_counter() - t0,
+                      spec_type=DRAFT_EAGLE3 if compatible else "")
+
+
+def _model_pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
     n = min(t.facts.n_tokens, d.facts.n_tokens)
     if _texts_identical(t, d, n):
         mismatch = None
@@ -410,9 +504,10 @@ def _pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
         rules=tuple(rules),
         compatible=compatible,
         verdict=_verdict(compatible, rules, t.summary, d.summary, cost),
-        notes=tuple(_notes(t.summary, d.summary)),
+        notes=tuple(_notes(t.summary, d.summary) + _nextn_notes(t.summary, d.summary)),
         cost=cost,
         elapsed_s=time.perf_counter() - t0,
+        spec_type=DRAFT_MODEL if compatible else "",
     )
 
 

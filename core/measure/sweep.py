@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters import MD_TYPES
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import IncompatiblePairError
@@ -131,7 +131,7 @@ class _Sweep:
             self.result.uncalibrated[name] = why
             cal = None
         else:
-            k_draft = max((c.n for c in configs if DRAFT_MODEL in c.types), default=0) + 1
+            k_draft = max((c.n for c in configs if set(c.types) & set(MD_TYPES)), default=0) + 1
             cal, cached = get_calibration(
                 engine, max(longest_draft(s, c) for c in configs) + 1, sampler=s.sampler,
                 refresh=s.recalibrate, use_cache=s.use_cache, time_budget_s=s.calibration_s,

@@ -8,9 +8,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES
 from specscope.core.measure.cost_model import (Calibration, calibrated_speedup, chain_round_cost,
-                                               model_speedup, textbook_from_accepted)
+                                               draft_sync, model_speedup, textbook_from_accepted)
 from specscope.core.measure.lossless import LosslessReport, RunResult
 from specscope.core.measure.stats import DrafterStats
 from specscope.core.measure.sweep_settings import config_name
@@ -269,6 +269,8 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
     n-gram types averaged over every round with the lookup time as their draft cost
     (:func:`.cost_model.chain_round_cost`); without a calibration f is the runs' own."""
     types = [d.name for d in members]
+    one_model = len(types) == 1 and types[0] in MD_TYPES   # draft-simple or draft-eagle3 alone
+    sync = draft_sync(types, sync)
     rounds = sum(r.stats.n_rounds for r in spec)
     n_drafted = sum(r.stats.n_drafted for r in spec)
     n_accept = sum(r.stats.n_accept for r in spec)
@@ -284,23 +286,23 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
         b_tokens = sum(r.stats.n_tokens for r in base)
         base_tok = sum(r.stats.t_verify for r in base) / b_tokens if b_tokens else 0.0
         draft_tok = sum(r.stats.t_draft for r in spec) / n_drafted if n_drafted else 0.0
-        f = draft_tok / base_tok if types == [DRAFT_MODEL] and base_tok > 0 else 0.0
-        textbook = textbook_from_accepted(expected if types == [DRAFT_MODEL] else n_accept / rounds,
-                                          mean_len if types == [DRAFT_MODEL] else n_drafted / rounds,
+        f = draft_tok / base_tok if one_model and base_tok > 0 else 0.0
+        textbook = textbook_from_accepted(expected if one_model else n_accept / rounds,
+                                          mean_len if one_model else n_drafted / rounds,
                                           f) if draft_rounds and rounds else 1.0
         return textbook, float("nan"), f
-    if types == [DRAFT_MODEL]:
+    if one_model:
         textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
         calibrated = model_speedup(cal, n, per_round, sync, mean_len, p_full, draft_rounds,
                                    sum(r.empty_rounds for r in spec),
                                    sum(r.extra_draft_decodes for r in spec)) if rounds else 1.0
         return textbook, calibrated, cal.f
     # n-gram types: averaged over every round, the lookup time as their draft cost
-    model = next((d for d in members if d.name == DRAFT_MODEL), DrafterStats(DRAFT_MODEL))
+    model = next((d for d in members if d.name in MD_TYPES), DrafterStats(DRAFT_MODEL))
     textbook = textbook_from_accepted(n_accept / rounds, model.n_drafted / rounds, cal.f) \
         if rounds else 1.0
     calibrated = chain_round_cost(cal, members, rounds, n_max=n, lookup=lookup / cal.t1,
-                                  sync=sync, draft_model=DRAFT_MODEL in types).speedup \
+                                  sync=sync, draft_model=bool(set(types) & set(MD_TYPES))).speedup \
         if rounds else 1.0
     return textbook, calibrated, cal.f
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from specscope.core.engine.drafters import DRAFT_MODEL, parse_types, type_label
+from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, parse_types, type_label
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import TIME_BUDGET_S
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import prompts_dir
+from specscope.core.models.eagle3 import is_head_file
 from specscope.core.models.llama import Model
 
 DRAFT_SIMPLE = (DRAFT_MODEL,)
@@ -141,6 +142,15 @@ class SweepSettings:
         return any(DRAFT_MODEL in c for c in self.chains)
 
     @property
+    def uses_head(self) -> bool:
+        return any(DRAFT_EAGLE3 in c for c in self.chains)
+
+    def heads(self) -> tuple[Path, ...]:
+        """The drafts that are EAGLE-3 heads (draft-eagle3 drafts with them, draft-simple with
+        the others), by their GGUF headers."""
+        return tuple(Path(d) for d in self.drafts if is_head_file(d))
+
+    @property
     def p_mins(self) -> tuple[float, ...]:
         return tuple(self.p_min_values) or (self.p_min,)
 
@@ -151,9 +161,22 @@ class SweepSettings:
             if parse_types(chain) != tuple(chain):
                 raise ConfigError(f"{type_label(chain)}: types must be given in llama.cpp's "
                                   f"priority order: {type_label(parse_types(chain))}")
-        if self.uses_draft_model and not self.drafts:
-            raise ConfigError("draft-simple needs a draft model (-md); the n-gram types "
-                              "(--spec-type ngram-...) draft without one")
+            if DRAFT_MODEL in chain and DRAFT_EAGLE3 in chain:
+                raise ConfigError(f"{type_label(chain)}: draft-simple and draft-eagle3 each draft "
+                                  "with the -md model (a draft model, an EAGLE-3 head): give them "
+                                  "as two chains (--spec-type draft-simple draft-eagle3)")
+        heads = self.heads()
+        if self.uses_draft_model and len(heads) == len(self.drafts):
+            raise ConfigError("draft-simple needs a draft model (-md) that is not an EAGLE-3 head; "
+                              "the n-gram types (--spec-type ngram-...) draft without one")
+        if self.uses_head and not heads:
+            raise ConfigError("draft-eagle3 needs an EAGLE-3 head (-md HEAD.gguf)"
+                              + (f"; {', '.join(Path(d).name for d in self.drafts)} "
+                                 f"{'is' if len(self.drafts) == 1 else 'are'} not one"
+                                 if self.drafts else ""))
+        if heads and not self.uses_head:
+            raise ConfigError(f"{heads[0]}: an EAGLE-3 head drafts with --spec-type draft-eagle3, "
+                              "not draft-simple (add draft-eagle3 to --spec-type)")
         if not self.n_values or min(self.n_values) < 1:
             raise ConfigError("a sweep needs draft lengths >= 1")
         if not self.prompts:
@@ -201,16 +224,19 @@ def config_name(draft: str, drafter: str, p_min: float = 0.0, with_draft: bool =
 
 def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
     """(draft path or None, draft name or "", configurations) per engine the sweep opens: one
-    per draft file for the chains with draft-simple (× n), one without a draft model for the
-    n-gram-only chains (once each: n does not apply to them)."""
-    model_chains = [c for c in s.chains if DRAFT_MODEL in c]
-    ngram_chains = [c for c in s.chains if DRAFT_MODEL not in c]
+    per draft file for the chains with draft-simple (a draft model) or draft-eagle3 (an EAGLE-3
+    head) (× n), one without a draft model for the n-gram-only chains (once each: n does not
+    apply to them)."""
+    ngram_chains = [c for c in s.chains if not set(c) & set(MD_TYPES)]
     out: list[tuple[Path | None, str, list[Config]]] = []
     if ngram_chains:
         out.append((None, "", [Config("", tuple(c), 0) for c in ngram_chains]))
-    if model_chains:
-        for path, name in zip(s.drafts, _draft_names(s.drafts)):
-            out.append((Path(path), name, [Config(name, tuple(c), n, p) for c in model_chains
+    heads = s.heads() if s.drafts else ()
+    for path, name in zip(s.drafts, _draft_names(s.drafts)):
+        kind = DRAFT_EAGLE3 if Path(path) in heads else DRAFT_MODEL
+        chains = [c for c in s.chains if kind in c]
+        if chains:
+            out.append((Path(path), name, [Config(name, tuple(c), n, p) for c in chains
                                            for p in s.p_mins for n in s.n_values]))
     return out
 
@@ -221,13 +247,14 @@ def spec_for(s: SweepSettings, config: Config):
     base = s.spec if s.spec is not None else SpecSettings()
     n = config.n or base.n_max
     return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n),
-                   p_min=config.p_min if DRAFT_MODEL in config.types else s.p_min, sync=s.sync)
+                   p_min=config.p_min if set(config.types) & set(MD_TYPES) else s.p_min,
+                   sync=s.sync)
 
 
 def longest_draft(s: SweepSettings, config: Config) -> int:
     """The longest draft a configuration can verify in these runs (the draft model's n, an
     n-gram type's size, at most n_predict − 1: the round's budget)."""
-    if config.types == DRAFT_SIMPLE:
+    if config.types in (DRAFT_SIMPLE, (DRAFT_EAGLE3,)):
         return config.n
     return max(1, min(spec_for(s, config).max_draft(), s.n_predict - 1))
 

@@ -19,20 +19,33 @@ g rows read back (the staging API, core/models/staging.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
 from specscope.core.errors import ModelFileError
-from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.llama import Context, ExtBatch, Model
 from specscope.core.models.staging import StagedHead, function
 
 ARCH = "eagle3"
 N_TARGET_LAYERS = 3      # common_speculative_impl_draft_eagle3 requires exactly 3
+DFLASH = "dflash"        # llama.cpp's draft-dflash drafter (src/models/dflash.cpp): not run here
 
 
 def is_eagle3(model: Model) -> bool:
     return model.meta("general.architecture") == ARCH
+
+
+def is_head_file(path) -> bool:
+    """Whether the GGUF at ``path`` is an EAGLE-3 head (its header only). A file that cannot be
+    read is not one: loading it says why, in one line."""
+    try:
+        return check_gguf(path).architecture == ARCH
+    except ModelFileError:
+        return False
 
 
 def target_layer_ids(head: Model) -> tuple[int, ...]:
@@ -42,37 +55,103 @@ def target_layer_ids(head: Model) -> tuple[int, ...]:
     return tuple(int(ids[i]) for i in range(n))
 
 
+@dataclass(frozen=True)
+class TargetShape:
+    """What a head is checked against: the target's file, its layer count, hidden size and
+    vocabulary size."""
+    path: Path
+    n_layer: int
+    n_embd: int
+    n_vocab: int
+
+    @classmethod
+    def of_file(cls, info: GGUFInfo) -> "TargetShape":
+        """From the target's GGUF header (the pair doctor: no weights loaded)."""
+        arch = info.architecture
+        return cls(Path(info.path), _int(info.metadata.get(f"{arch}.block_count")),
+                   _int(info.metadata.get(f"{arch}.embedding_length")), info.n_vocab)
+
+
+@dataclass(frozen=True)
+class HeadFacts:
+    """What a head needs of its target, as its file says: the target layers it reads, the
+    target's hidden size, a vocabulary at least its own (``n_vocab``), and its reduced draft
+    vocabulary (``n_draft_vocab``: the d2t table's length, else its output rows)."""
+    info: GGUFInfo
+    target_layers: tuple[int, ...]
+    target_hidden_size: int | None
+    n_vocab: int
+
+    @classmethod
+    def of_file(cls, info: GGUFInfo, target_layers=None, n_vocab: int | None = None) -> "HeadFacts":
+        """From the head's GGUF header; ``target_layers``/``n_vocab`` as llama.cpp loaded them
+        when it has (they are the header's)."""
+        layers = info.arrays.get(f"{ARCH}.target_layers", ()) if target_layers is None else target_layers
+        hidden = info.metadata.get(f"{ARCH}.target_hidden_size")
+        return cls(info, tuple(int(x) for x in layers), hidden if isinstance(hidden, int) else None,
+                   info.n_vocab if n_vocab is None else n_vocab)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.info.path)
+
+    @property
+    def n_draft_vocab(self) -> int:
+        d2t = self.info.tensors.get("d2t")
+        if d2t is not None and d2t.shape:
+            return d2t.shape[0]
+        rows = self.info.tensors.get("output.weight")
+        return rows.shape[1] if rows is not None and len(rows.shape) == 2 else self.n_vocab
+
+    def describe(self) -> str:
+        """One line: what the head reads and drafts over."""
+        return (f"an EAGLE-3 head: reads the inputs of target layers {list(self.target_layers)} "
+                f"of a target of hidden size {self.target_hidden_size}, drafts over "
+                f"{self.n_draft_vocab:,} of {self.n_vocab:,} tokens")
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def check_head(target: Model, head: Model) -> tuple[int, ...]:
+    """The head's target layer ids, once the head fits the loaded target (:func:`check_fit`,
+    the target's shape and the head's layers as llama.cpp loaded them)."""
+    shape = TargetShape(target.path, int(ll.llama_model_n_layer(target.ptr)),
+                        int(ll.llama_model_n_embd(target.ptr)), target.n_vocab)
+    return check_fit(shape, HeadFacts.of_file(check_gguf(head.path), target_layer_ids(head),
+                                              head.n_vocab))
+
+
+def check_fit(target: TargetShape, head: HeadFacts) -> tuple[int, ...]:
     """The head's target layer ids, once the head fits the target; ModelFileError (one line,
-    naming the head) when it does not."""
-    n_layer = int(ll.llama_model_n_layer(target.ptr))
-    n_embd = int(ll.llama_model_n_embd(target.ptr))
-    ids = target_layer_ids(head)
+    naming the head) at the first rule that fails. The engine runs it on the loaded models
+    (:func:`check_head`), the pair doctor on the two headers."""
+    ids, path, name = head.target_layers, head.path, target.path.name
     if len(ids) != N_TARGET_LAYERS:
-        raise ModelFileError(head.path, f"draft model is not eagle3 (expected {N_TARGET_LAYERS} "
-                                        f"extract layers, got {len(ids)})")
+        raise ModelFileError(path, f"draft model is not eagle3 (expected {N_TARGET_LAYERS} "
+                                   f"extract layers, got {len(ids)})")
     for lid in ids:
-        if not 0 <= lid <= n_layer:
-            raise ModelFileError(head.path, f"its target layer id {lid} (eagle3.target_layers "
-                                            f"{list(ids)}) exceeds the target's {n_layer} layers "
-                                            f"({target.path.name}): it was made for another target")
+        if not 0 <= lid <= target.n_layer:
+            raise ModelFileError(path, f"its target layer id {lid} ({ARCH}.target_layers "
+                                       f"{list(ids)}) exceeds the target's {target.n_layer} layers "
+                                       f"({name}): it was made for another target")
     if head.n_vocab < target.n_vocab:       # the head reads the target's tokens: it would abort
-        raise ModelFileError(head.path, f"its vocabulary has {head.n_vocab} tokens, fewer than "
-                                        f"the target's {target.n_vocab} ({target.path.name}): "
-                                        "it was made for another target")
-    info = check_gguf(head.path)
-    hidden = info.metadata.get(f"{ARCH}.target_hidden_size")
-    if hidden != n_embd:
-        raise ModelFileError(head.path, f"its target hidden size ({ARCH}.target_hidden_size "
-                                        f"{hidden}) is not the target's {n_embd} "
-                                        f"({target.path.name}): it was made for another target")
-    _check_d2t(info, head, target)
+        raise ModelFileError(path, f"its vocabulary has {head.n_vocab} tokens, fewer than "
+                                   f"the target's {target.n_vocab} ({name}): "
+                                   "it was made for another target")
+    if head.target_hidden_size != target.n_embd:
+        raise ModelFileError(path, f"its target hidden size ({ARCH}.target_hidden_size "
+                                   f"{head.target_hidden_size}) is not the target's {target.n_embd} "
+                                   f"({name}): it was made for another target")
+    _check_d2t(head, target)
     return ids
 
 
-def _check_d2t(info, head: Model, target: Model) -> None:
+def _check_d2t(head: HeadFacts, target: TargetShape) -> None:
     """d2t, where present: I64, one entry per row of the output head (the head's own, or the
     target's), every entry a token of both vocabularies (llama.cpp asserts in ggml_set_rows)."""
+    info = head.info
     d2t = info.tensors.get("d2t")
     if d2t is None:
         return

@@ -46,6 +46,9 @@ GGML_MAX_DIMS = 4
 GGML_MAX_NAME = 64
 INT64_MAX = (1 << 63) - 1
 
+# Numeric arrays longer than this are not kept in GGUFInfo.arrays (only their length).
+MAX_KEPT_ARRAY = 64
+
 # Strings longer than this are not kept in GGUFInfo.metadata (their length is
 # recorded in long_strings). Chat templates are a few tens of KB.
 MAX_KEPT_STRING_BYTES = 1 << 20
@@ -169,6 +172,8 @@ class GGUFInfo:
     array_lengths: dict[str, int]  # array keys: number of elements
     array_types: dict[str, str]  # array keys: element type name
     long_strings: dict[str, int] = field(default_factory=dict)  # strings not kept: length
+    # numeric arrays of at most MAX_KEPT_ARRAY elements: their values (eagle3.target_layers)
+    arrays: dict[str, tuple] = field(default_factory=dict)
     tensor_types: dict[str, TensorTypeStats] = field(default_factory=dict)
     tensors: dict[str, TensorInfo] = field(default_factory=dict, repr=False, compare=False)
     # file offset of each entry of tokenizer.ggml.tokens (its length prefix), plus the end:
@@ -367,6 +372,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
     array_lengths: dict[str, int] = {}
     array_types: dict[str, str] = {}
     long_strings: dict[str, int] = {}
+    arrays: dict[str, tuple] = {}
     token_offsets: array | None = None
 
     # -- key/value pairs -------------------------------------------------
@@ -410,8 +416,10 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
                 else:
                     pos = _walk_strings(buf, pos, n, size, key)
             else:
-                esize = _GGUF_TYPES[etype][1]
+                _, esize, efmt = _GGUF_TYPES[etype]
                 need(n * esize, f"metadata array {shown} ({n:,} × {_GGUF_TYPES[etype][0]})")
+                if n <= MAX_KEPT_ARRAY:
+                    arrays[key] = struct.unpack_from(f"<{n}{efmt[1]}", buf, pos)
                 pos += n * esize
             array_lengths[key] = n
             array_types[key] = _GGUF_TYPES[etype][0]
@@ -527,6 +535,7 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
         array_lengths=array_lengths,
         array_types=array_types,
         long_strings=long_strings,
+        arrays=arrays,
         tensor_types={
             GGML_TYPES[t][0]: TensorTypeStats(count=c, n_elements=e, n_bytes=b)
             for t, (c, e, b) in sorted(stats.items(), key=lambda kv: -kv[1][2])

@@ -31,6 +31,13 @@ MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)        # the types that draft with the -m
 MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
 TYPES = tuple(t for t in SPEC_TYPES if t != DRAFT_MTP)    # the window's drafter picker: not draft-mtp yet
 SWEEP_TYPES = tuple(t for t in TYPES if t != DRAFT_EAGLE3)   # the Compare view's sweeps: no heads yet
+# llama.cpp's types SpecScope does not run yet: why, in one line each
+NOT_YET = {
+    "draft-dflash": "llama.cpp's draft-dflash drafts with a DFlash model (architecture dflash); "
+                    "SpecScope does not run it yet",
+    "draft-dspark": "llama.cpp's draft-dspark drafts with a DFlash model and a Markov head; "
+                    "SpecScope does not run it yet",
+}
 
 DESCRIPTIONS = {
     "ngram-simple": "copies what followed the last time the latest n tokens occurred",
@@ -61,6 +68,9 @@ def parse_types(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
         if name == "none":
             raise ConfigError("--spec-type none: no speculative decoding; use `specscope "
                               "baseline` to run the target alone")
+        if name in NOT_YET:
+            raise ConfigError(f"--spec-type {name} is not supported yet: {NOT_YET[name]} "
+                              f"(supported: {', '.join(SPEC_TYPES)})")
         if name not in SPEC_TYPES:
             raise ConfigError(f"unknown speculative type: {name} (known: {', '.join(SPEC_TYPES)})")
     return tuple(t for t in SPEC_TYPES if t in names)
@@ -135,6 +145,6 @@ class Chain:
 
 
 __all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
-           "MD_TYPES", "MODEL_TYPES",
+           "MD_TYPES", "MODEL_TYPES", "NOT_YET",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]
