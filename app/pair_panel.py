@@ -368,8 +368,9 @@ class PairPanel(QGroupBox):
             if "may" in note or "differ" in note or "checkpoint" in note:
                 items.append(f"<li style='color:#555'>{breakable(html.escape(note))}</li>")
         passed = sum(r.passed for r in report.rules)
-        detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} vocabulary rules pass"
-        detail += f"; f ≈ {report.cost.f:.3f} (draft size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
+        what, model = ("head rules", "head") if report.draft.kind == "eagle3" else ("vocabulary rules", "draft")
+        detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} {what} pass"
+        detail += f"; f ≈ {report.cost.f:.3f} ({model} size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
         offer = "" if report.compatible else f"<br><span style='color:#555'>No draft fits? {NGRAM_OFFER}</span>"
         self.verdict.setText(head + detail + (f"<ul style='margin:2px 0 0 -20px'>{''.join(items)}</ul>"
                                               if items else "") + offer)

@@ -92,6 +92,9 @@ def test_the_picker_says_when_the_draft_slot_does_not_fit_the_drafter(qtbot, tmp
 def test_a_head_run_colours_its_tokens_and_its_plots(qtbot, window):
     panel = window.pair_panel
     assert panel.draft_label.text() == "Head" and "EAGLE-3 head" in panel.draft_edit.placeholderText()
+    verdict = panel.verdict.text()                    # the doctor's verdict reads as a head's
+    assert "head rules pass" in verdict and "head size ÷ target size" in verdict
+    assert "vocabulary rules" not in verdict
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert window.banner.level != "error", window.banner.message
     drafted = [e for e in window.shown.events if e.drafted]
