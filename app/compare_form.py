@@ -89,15 +89,16 @@ class SweepForm(QGroupBox):
         grid.addLayout(_row(self.add_draft_button, self.remove_draft_button), 3, 1)
 
     def _drafters_column(self, grid: QGridLayout) -> None:
-        from specscope.core.engine.drafters import DESCRIPTIONS, SWEEP_TYPES
+        from specscope.core.engine.drafters import DESCRIPTIONS, TYPES
         self.drafters = _tip(QListWidget(), "Each ticked type is one configuration (llama.cpp's --spec-type); "
-                                            "the draft model's draft-simple runs once per n, the n-gram types once")
+                                            "draft-simple runs once per n with each draft model, draft-eagle3 "
+                                            "with each EAGLE-3 head among the drafts, the n-gram types once")
         row_h = self.drafters.fontMetrics().height() + 8
         self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
         self.drafters.setFlow(QListWidget.Flow.LeftToRight)
         self.drafters.setWrapping(True)
         self.drafters.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        for name in SWEEP_TYPES:
+        for name in TYPES:
             item = QListWidgetItem(name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if name == "draft-simple" else Qt.CheckState.Unchecked)
@@ -205,9 +206,11 @@ class SweepForm(QGroupBox):
         return self.target is not None and (self.drafts.count() > 0 or not self._needs_draft())
 
     def _needs_draft(self) -> bool:
-        ticked = any(self.drafters.item(i).checkState() == Qt.CheckState.Checked
-                     and self.drafters.item(i).text() == "draft-simple" for i in range(self.drafters.count()))
-        return ticked or "draft-simple" in self.chains.text()
+        """A ticked or written type that drafts with a file: draft-simple (a draft model) or
+        draft-eagle3 (a head)."""
+        from specscope.core.engine.drafters import MD_TYPES
+        words = self._ticked() + self.chains.text().replace(",", " ").split()
+        return any(w in MD_TYPES for w in words)
 
     # ------------------------------------------------------------------ what the controls say
     def settings(self):
@@ -220,9 +223,10 @@ class SweepForm(QGroupBox):
         if self.target is None:
             raise ConfigError("choose a target model first")
         chains = self.chosen_chains()
-        drafts = self.draft_paths() if any("draft-simple" in c for c in chains) else []
-        if any("draft-simple" in c for c in chains) and not drafts:
-            raise ConfigError("draft-simple needs a draft model: add one, or pick n-gram drafters only")
+        drafts = self.draft_paths() if self._needs_draft() else []
+        if self._needs_draft() and not drafts:
+            raise ConfigError("draft-simple needs a draft model and draft-eagle3 an EAGLE-3 head: add "
+                              "one, or pick n-gram drafters only")
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
         temp = self.temperature.value()
         rule = self.accept_rule.currentText() if temp > 0 else "match"

@@ -203,8 +203,8 @@ def test_an_incompatible_draft_is_skipped_with_a_warning(view, qtbot, tiny_model
 
 
 def test_drafters_checklist_and_chains_make_the_configurations(view):
-    from specscope.core.engine.drafters import SWEEP_TYPES
-    assert [view.drafters.item(i).text() for i in range(view.drafters.count())] == list(SWEEP_TYPES)
+    from specscope.core.engine.drafters import TYPES
+    assert [view.drafters.item(i).text() for i in range(view.drafters.count())] == list(TYPES)
     assert view.settings().chains == (("draft-simple",),)          # the default: as before
     view.set_drafters("ngram-simple", "draft-simple,ngram-simple")
     assert view.chains.text() == "draft-simple,ngram-simple"
@@ -332,3 +332,31 @@ def test_a_sweep_refuses_to_start_while_something_else_runs(view):
     view.blocker = lambda: ""
     view.n_values.setText("0")          # (bad input: refused for that reason, not the blocker)
     assert not view.start() and "draft lengths" in view.banner.message
+
+
+def test_a_sweep_puts_a_draft_model_and_an_eagle3_head_side_by_side(qtbot, tmp_path):
+    """Compare sweeps draft-simple with the draft model and draft-eagle3 with the head among the
+    drafts, on one target, each with its calibrated prediction."""
+    target, head = ggufgen.write_eagle3_pair(tmp_path, prefix="cmp")
+    v = CompareView()
+    qtbot.addWidget(v)
+    v.resize(1200, 800)
+    v.set_pair(target, target, [head])                    # the target as its own draft, and a head
+    v.n_values.setText("2")
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": "code", "text": "def f(x):"}]}), encoding="utf-8")
+    v.set_prompt_file(prompts)
+    v.set_drafters("draft-simple", "draft-eagle3")
+    assert v.settings().drafts == (target, head)
+    with qtbot.waitSignal(v.sweep_finished, timeout=180_000) as blocker:
+        assert v.start(replace(v.settings(), **{**QUICK, "n_predict": 16}))
+    assert not blocker.args[0].stopped
+    rows = {v.table.item(i, COL["Configuration"]).text(): i for i in range(v.table.rowCount())}
+    assert set(rows) == {"draft-simple (cmp-target.gguf)", "draft-eagle3 (cmp-head.gguf)"}
+    for i in rows.values():
+        assert v.table.item(i, COL["Calibrated (err)"]).text()[:1].isdigit()
+    v.set_drafters("draft-eagle3")
+    v.set_pair(target, target)                            # no head among the drafts
+    assert not v.start()
+    assert "draft-eagle3 needs an EAGLE-3 head" in v.banner.message and not v.running
+    assert v.shutdown()
