@@ -1,0 +1,144 @@
+"""``specscope advise`` (core/measure/advise.py): the decision rule on constructed numbers, the
+emitted llama.cpp flags against the vendored arg.cpp, and real runs on the demo pair: a report
+with every requested category, a stop that keeps what was measured, one-line errors."""
+
+import json
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from specscope.core.cli.main import main as cli_main
+from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.engine import EngineSettings, SpecSettings
+from specscope.core.measure.advise import (AdviseSettings, Advisor, Candidate, Measured, advise,
+                                           decide)
+from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
+                                                  to_dict)
+from specscope.core.measure.whatif import configurations
+from specscope.core.models.demo import demo_pair
+
+ARG_CPP = Path("/work/ref/llama_cpp_python-0.3.36/vendor/llama.cpp/common/arg.cpp")
+CATS = ("code-editing", "translation")
+
+
+def measured(name: str, *ratios: float) -> Measured:
+    spec = SpecSettings(types=("ngram-simple",))
+    return Measured(Candidate("", spec, name, 1.2, 0.5, 2.0), list(ratios))
+
+
+def test_the_interval_is_a_t_interval_on_log_ratios():
+    m = measured("a", math.exp(0.1), math.exp(0.3))
+    est, lo, hi = m.interval()
+    half = 12.71 * math.sqrt(0.02) / math.sqrt(2)       # t(1) · sd / √n
+    assert est == pytest.approx(math.exp(0.2))
+    assert (lo, hi) == (pytest.approx(math.exp(0.2 - half)), pytest.approx(math.exp(0.2 + half)))
+    assert measured("one", 1.5).interval() is None
+
+
+def test_a_clear_gain_is_recommended():
+    d = decide([measured("clear", 1.30, 1.25, 1.35, 1.28), measured("slow", 0.8, 0.85, 0.9)])
+    assert d.best.candidate.name == "clear" and d.runner_up.candidate.name == "slow"
+
+
+def test_nothing_beyond_its_interval_means_dont_speculate():
+    d = decide([measured("noisy", 1.6, 0.7, 1.7, 0.8), measured("loses", 0.9, 0.92, 0.88)])
+    assert d.best is None and d.runner_up.candidate.name == "noisy"
+    assert "does not beat 1.0x" in d.why
+    assert decide([measured("once", 3.0)]).best is None          # one pair: no interval
+
+
+def test_a_surer_gain_beats_a_higher_but_uncertain_one():
+    d = decide([measured("high", 2.5, 0.9, 2.8, 1.0), measured("sure", 1.20, 1.22, 1.19, 1.21)])
+    assert d.best.candidate.name == "sure" and d.runner_up.candidate.name == "high"
+
+
+def _flags() -> set[str]:
+    return set(re.findall(r'"(-{1,2}[a-z0-9][a-z0-9-]*)"', ARG_CPP.read_text()))
+
+
+def test_every_emitted_flag_exists_in_the_vendored_llama_cpp():
+    target, draft = demo_pair()
+    s = AdviseSettings(target, (draft,), engine=EngineSettings(target_threads=2, draft_threads=1))
+    a = Advisor(s).result
+    model = SpecSettings(types=(DRAFT_MODEL,), n_max=6, n_min=2, p_min=0.5)
+    specs = [("", c) for c in configurations()] + [(draft.name, model),
+                                                   (draft.name, replace(model, types=("ngram-simple", DRAFT_MODEL)))]
+    known, used = _flags(), set()
+    for name, spec in specs:
+        for tool in TOOLS:
+            words = llama_command(a, Measured(Candidate(name, spec, spec.label, 1.0, 0, 0)), tool).split()
+            used |= {w for w in words if w.startswith("-")}
+            assert "--spec-type" in words and ",".join(spec.types) in words
+    assert {"-m", "-md", "--spec-draft-n-max", "--spec-draft-p-min", "--spec-draft-n-min",
+            "--spec-ngram-mod-n-match", "--spec-ngram-simple-size-n", "-t", "-td"} <= used
+    assert used <= known, used - known
+    assert llama_command(a, None).split() == ["llama-server", "-m", str(target), "-t", "2"]
+
+
+@pytest.fixture(scope="module")
+def advice():
+    target, draft = demo_pair()
+    # a budget it does not reach: the passes end it, whatever the machine's speed
+    s = AdviseSettings(target, (draft,), CATS, budget_s=900, n_predict=32, top=2, passes=1)
+    lines = []
+    return advise(s, lines.append), lines
+
+
+def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path):
+    a, lines = advice
+    assert [c.category for c in a.categories] == list(CATS) and not a.stopped
+    assert any(ln.split("] ", 1)[1].startswith("baseline") for ln in lines)
+    assert any("teacher-forced pass" in ln for ln in lines)
+    for cat in a.categories:
+        assert len(cat.prompts) == 6 and all(p.cont for p in cat.prompts)
+        assert cat.candidates[0].predicted is not None and cat.ceilings
+        assert [m.pairs for m in cat.measured] == [6, 6]          # top 2, one pass over 6 prompts
+        d = cat.decision()
+        assert d.best is None or d.best.interval()[1] > 1.0
+    doc = to_dict(a)
+    assert [c["category"] for c in doc["categories"]] == list(CATS)
+    md = markdown(a)
+    assert all(f"## {c}" in md for c in CATS) and "llama-server -m" in md
+    assert "hindsight ceiling" in md
+    assert all(c in "\n".join(summary_lines(a)) for c in CATS)
+
+
+def test_a_stop_midway_keeps_what_was_measured():
+    target, draft = demo_pair()
+    s = AdviseSettings(target, (draft,), CATS[:1], budget_s=900, n_predict=32, top=2, passes=1)
+    seen = []
+
+    def say(line):
+        seen.append(line)
+        if sum("measuring" in ln for ln in seen) == 4:
+            raise KeyboardInterrupt        # what Ctrl-C raises in the measuring loop
+    a = advise(s, say)
+    assert a.stopped and a.phase == "measure"
+    assert sum(m.pairs for c in a.categories for m in c.measured) == 3
+    assert "STOPPED" in summary_lines(a)[0] and "partial results" in markdown(a)
+
+
+def test_the_cli_writes_json_and_a_report(tmp_path, capsys):
+    target, draft = demo_pair()
+    report = tmp_path / "advice.md"
+    assert cli_main(["advise", "-m", str(target), "-md", str(draft), "--categories", "translation",
+                     "--budget", "8s", "-n", "24", "--top", "1", "--json", "-q", "--no-probe",
+                     "--report", str(report)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["category"] for c in doc["categories"]] == ["translation"]
+    assert doc["categories"][0]["commands"]["llama-server"].startswith("llama-server -m ")
+    assert "## translation" in report.read_text()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--categories", "poetry"], ["poetry", "known:"]),
+    (["-m", "/nonexistent/model.gguf"], ["/nonexistent/model.gguf", "no such model file"]),
+    (["--budget", "soon"], ["soon", "duration"]),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
+    assert cli_main(["advise", "-q", "--no-probe", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and all(w in err for w in words)
