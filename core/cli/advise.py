@@ -18,6 +18,12 @@ from specscope.core.models.demo import demo_pair
 from specscope.core.models.probe import guard
 
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
+DESCRIPTION = ("Run the target alone once per workload prompt, replay every n-gram configuration and "
+               "draft-simple setting against it (what-ifs priced with this machine's calibration), "
+               "then measure the best candidates of each category for real until the budget is "
+               "spent. Reports per category the best setup with its measured speed-up and a 95%% "
+               "interval, or \"don't speculate\", and the llama.cpp command line to copy. Ctrl-C "
+               "keeps what was measured.")
 
 
 def parse_budget(text: str) -> float:
@@ -29,14 +35,8 @@ def parse_budget(text: str) -> float:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "advise", help="which drafter and settings make the target fastest, per kind of work",
-        description="Run the target alone once per workload prompt, replay every n-gram "
-                    "configuration and draft-simple setting against it (what-ifs priced with "
-                    "this machine's calibration), then measure the best candidates of each "
-                    "category for real until the budget is spent. Reports per category the best "
-                    "setup with its measured speed-up and a 95%% interval, or \"don't speculate\", "
-                    "and the llama.cpp command line to copy. Ctrl-C keeps what was measured.")
+    p = subparsers.add_parser("advise", description=DESCRIPTION,
+                              help="which drafter and settings make the target fastest, per kind of work")
     add_model_args(p, draft=False)
     p.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
                    help="a draft model (GGUF) for draft-simple; repeat for several (default: none "
