@@ -17,6 +17,7 @@ from specscope.core.measure.advise import (AdviseSettings, Advisor, Candidate, M
                                            decide)
 from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict)
+from specscope.core.measure.cost_model import Calibration, extended
 from specscope.core.measure.whatif import configurations
 from specscope.core.models.demo import demo_pair
 
@@ -47,12 +48,22 @@ def test_nothing_beyond_its_interval_means_dont_speculate():
     d = decide([measured("noisy", 1.6, 0.7, 1.7, 0.8), measured("loses", 0.9, 0.92, 0.88)])
     assert d.best is None and d.runner_up.candidate.name == "noisy"
     assert "does not beat 1.0x" in d.why
-    assert decide([measured("once", 3.0)]).best is None          # one pair: no interval
+    assert d.judged and d.verdict == "don't speculate"
+    once = decide([measured("once", 3.0)])                       # one pair: no interval
+    assert once.best is None and not once.judged and once.verdict.startswith("no advice")
 
 
 def test_a_surer_gain_beats_a_higher_but_uncertain_one():
     d = decide([measured("high", 2.5, 0.9, 2.8, 1.0), measured("sure", 1.20, 1.22, 1.19, 1.21)])
     assert d.best.candidate.name == "sure" and d.runner_up.candidate.name == "high"
+
+
+def test_a_calibration_extended_past_its_batches_goes_on_in_a_line():
+    c = (1.0, 1.5, 2.0, 2.5, 3.0)
+    cal = Calibration(k_max=5, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.0, f_batch=())
+    assert extended(cal, 5) is cal
+    longer = extended(cal, 8)
+    assert longer.k_max == 8 and [longer.cost(k) for k in (6, 7, 8)] == [3.5, 4.0, 4.5]
 
 
 def _flags() -> set[str]:
@@ -89,7 +100,7 @@ def advice():
 
 def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path):
     a, lines = advice
-    assert [c.category for c in a.categories] == list(CATS) and not a.stopped
+    assert [c.category for c in a.categories] == list(CATS) and not a.stopped and not a.out_of_time
     assert any(ln.split("] ", 1)[1].startswith("baseline") for ln in lines)
     assert any("teacher-forced pass" in ln for ln in lines)
     for cat in a.categories:
@@ -119,6 +130,15 @@ def test_a_stop_midway_keeps_what_was_measured():
     assert a.stopped and a.phase == "measure"
     assert sum(m.pairs for c in a.categories for m in c.measured) == 3
     assert "STOPPED" in summary_lines(a)[0] and "partial results" in markdown(a)
+
+
+def test_the_budget_ends_the_measuring_without_calling_it_a_stop():
+    target, draft = demo_pair()
+    s = AdviseSettings(target, (draft,), CATS[:1], budget_s=0.001, n_predict=16, top=1, passes=1)
+    a = advise(s)
+    assert a.out_of_time and not a.stopped
+    assert "the budget ended the run" in summary_lines(a)[0]
+    assert f"## {CATS[0]}" in markdown(a)
 
 
 def test_the_cli_writes_json_and_a_report(tmp_path, capsys):

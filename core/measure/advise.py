@@ -34,8 +34,8 @@ from typing import Callable, Sequence
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import get_calibration
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
+from specscope.core.measure.cost_model import Calibration, extended
 from specscope.core.measure.lossless import execute
 from specscope.core.measure.stats import fold
 from specscope.core.measure.sweep import uncalibratable
@@ -46,6 +46,7 @@ from specscope.core.measure.workloads import CATEGORIES, Workload, load_workload
 from specscope.core.models.chat import chat_template, render_messages
 
 Say = Callable[[str], None]
+CALIBRATE_UP_TO = 17      # batches timed at most; longer n-gram drafts are priced on c(k)'s line
 T_975 = (12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14,
          2.13, 2.12, 2.11, 2.10, 2.09, 2.09)   # Student's t, 97.5 % quantile, 1..20 degrees of freedom
 
@@ -145,6 +146,12 @@ class Decision:
     best: Measured | None            # the recommendation (None: don't speculate)
     runner_up: Measured | None
     why: str
+    judged: bool = True              # False: nothing was measured twice, no advice
+
+    @property
+    def verdict(self) -> str:
+        return self.best.candidate.name if self.best else "don't speculate" if self.judged else \
+            "no advice (not measured)"
 
 
 def decide(measured: Sequence[Measured]) -> Decision:
@@ -160,7 +167,7 @@ def decide(measured: Sequence[Measured]) -> Decision:
         return Decision(best, rest[0] if rest else None,
                         f"{est:.2f}x, its 95% interval from {lo:.2f}x lies above 1.0x")
     if not with_iv:
-        return Decision(None, None, "nothing measured twice: no interval to judge by")
+        return Decision(None, None, "nothing measured twice: no interval to judge by", judged=False)
     est, lo, hi = with_iv[0].interval()
     return Decision(None, with_iv[0], f"the best measured, {with_iv[0].candidate.name} at {est:.2f}x "
                                       f"({lo:.2f}-{hi:.2f}x), does not beat 1.0x beyond its interval")
@@ -222,6 +229,7 @@ class Advice:
     stopped: bool = False
     seconds: float = 0.0
     phase: str = ""                   # where it was when it ended
+    out_of_time: bool = False         # the budget ended the measuring (not a stop)
 
 
 class Advisor:
@@ -247,19 +255,29 @@ class Advisor:
         return [p for c in self.result.categories for p in c.prompts]
 
     def run(self) -> Advice:
+        timer = threading.Timer(self.s.budget_s, self.out_of_time)
+        timer.daemon = True
+        timer.start()
         try:
             with ExitStack() as stack:
                 self.open(stack)
                 for step in (self.baselines, self.predict, self.measure):
-                    self.result.phase = step.__name__
                     if self.stop.is_set():
                         break
+                    self.result.phase = step.__name__
                     step()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, CalibrationStopped):
             self.stop.set()
-        self.result.stopped = self.stop.is_set()
+        finally:
+            timer.cancel()
+        self.result.stopped = self.stop.is_set() and not self.result.out_of_time
         self.result.seconds = time.monotonic() - self.t0
         return self.result
+
+    def out_of_time(self) -> None:
+        """The budget is spent: the run under way stops (a measuring pair is dropped)."""
+        self.result.out_of_time = True
+        self.stop.set()
 
     def open(self, stack: ExitStack) -> None:
         """An engine per draft model (the n-gram work on the first), or the target alone."""
@@ -293,7 +311,8 @@ class Advisor:
             return self.cals[name]
         engine, cal = self.engines[name], None
         if not uncalibratable(engine):
-            self.say(f"calibrating {name or self.s.target.name} up to {k_max} tokens (cached after)")
+            self.say(f"calibrating {name or self.s.target.name} up to {k_max} tokens "
+                     "(cached, unless taken under load)")
             cal, _ = get_calibration(engine, k_max, sampler=SamplerSettings(), stop=self.stop,
                                      k_draft=max(self.s.n_values) + 1 if name else None)
             self.result.calibrations[name or self.s.target.name] = cal
@@ -307,7 +326,9 @@ class Advisor:
         ngram = {id(p): whatifs(p.tokens, p.cont, n_ctx=s.engine.n_ctx, n_predict=s.n_predict)
                  for p in done}
         k_max = max((longest_drafted(ws) for ws in ngram.values()), default=1) + 1
-        cal0 = self.calibration(next(iter(self.engines)), max(k_max, max(s.n_values) + 1))
+        cal0 = self.calibration(next(iter(self.engines)),
+                                max(min(k_max, CALIBRATE_UP_TO), max(s.n_values) + 1))
+        cal0 = extended(cal0, k_max) if cal0 is not None else None
         ngram = {k: {w.name: priced(w, cal0) for w in ws} for k, ws in ngram.items()}
         drafted = {name: self.draft_whatifs(name, done) for name in self.engines if name}
         for cat in self.result.categories:
@@ -342,13 +363,12 @@ class Advisor:
         return out, ceilings
 
     def measure(self) -> None:
-        """The candidates' pairs in :func:`schedule` order until the budget or the passes run
-        out (module docs)."""
-        deadline = self.t0 + self.s.budget_s
+        """The candidates' pairs in :func:`schedule` order until the passes run out, or the
+        budget (module docs)."""
         for cat in self.result.categories:
             cat.measured = [Measured(c) for c in cat.to_measure(self.s.top)]
         for rep, cat, m, i, p in schedule(self.result.categories, self.s.passes):
-            if self.stop.is_set() or time.monotonic() > deadline:
+            if self.stop.is_set():
                 return
             self.say(f"measuring {cat.category}: {m.candidate.name} on {p.workload.name} "
                      f"(pass {rep + 1}; {m.pairs} pairs so far)")

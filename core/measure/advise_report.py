@@ -44,6 +44,14 @@ def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> 
     return shlex.join(words)
 
 
+def _ending(a: Advice) -> str:
+    if a.stopped:
+        return f"STOPPED during {a.phase}: partial results"
+    if a.out_of_time:
+        return f"the budget ended the run during {a.phase or 'loading'}"
+    return "every planned pass measured"
+
+
 def _iv(m: Measured | None) -> str:
     iv = m.interval() if m else None
     return f"{iv[0]:.2f}x ({iv[1]:.2f}-{iv[2]:.2f})" if iv else "-"
@@ -55,7 +63,7 @@ def _name(m: Measured | None) -> str:
 
 def category_row(cat: CategoryAdvice) -> tuple[str, ...]:
     d = cat.decision()
-    rec = _name(d.best) if d.best else "don't speculate"
+    rec = d.verdict
     pred = d.best.candidate.predicted if d.best else None
     return (cat.category, rec, _iv(d.best), f"{pred:.2f}x" if pred else "-",
             _name(d.runner_up), _iv(d.runner_up))
@@ -75,7 +83,7 @@ def summary_lines(a: Advice) -> list[str]:
     """The table, each category's reason and command, and how the interval is computed."""
     lines = [f"target {a.settings.target.name}; drafts: "
              f"{', '.join(Path(d).name for d in a.settings.drafts) or 'none (n-gram types)'}; "
-             f"{a.seconds:.0f} s" + (" — STOPPED, partial results" if a.stopped else ""), ""]
+             f"{a.seconds:.0f} s; {_ending(a)}", ""]
     lines += table_lines(a) + [""]
     for cat in a.categories:
         d = cat.decision()
@@ -91,7 +99,7 @@ def to_dict(a: Advice) -> dict:
         cats.append({
             "category": c.category, "prompts": len(c.prompts),
             "baselines": sum(1 for p in c.prompts if p.cont),
-            "speculate": d.best is not None, "why": d.why,
+            "speculate": d.best is not None, "judged": d.judged, "why": d.why,
             "best": d.best.to_dict() if d.best else None,
             "runner_up": d.runner_up.to_dict() if d.runner_up else None,
             "commands": {t: llama_command(a, d.best, t) for t in TOOLS},
@@ -102,7 +110,7 @@ def to_dict(a: Advice) -> dict:
                          for draft in c.ceilings}})
     return {"target": str(s.target), "drafts": [str(d) for d in s.drafts],
             "budget_s": s.budget_s, "n_predict": s.n_predict, "seconds": a.seconds,
-            "stopped": a.stopped, "phase": a.phase, "cpus": os.cpu_count(),
+            "stopped": a.stopped, "out_of_time": a.out_of_time, "phase": a.phase, "cpus": os.cpu_count(),
             "calibrations": {k: {"t1_ms": v.t1 * 1e3, "f": v.f, "k_max": v.k_max,
                                  "under_load": v.under_load} for k, v in a.calibrations.items()},
             "interval": INTERVAL_NOTE, "categories": cats}
@@ -119,7 +127,7 @@ def markdown(a: Advice) -> str:
              f"Target `{s.target.name}`, drafts: "
              f"{', '.join(f'`{Path(d).name}`' for d in s.drafts) or 'none (n-gram types only)'}; "
              f"{s.n_predict} tokens per run, budget {s.budget_s:.0f} s, took {a.seconds:.0f} s on "
-             f"{os.cpu_count()} CPUs." + (" **Stopped before the end: partial results.**" if a.stopped else ""),
+             f"{os.cpu_count()} CPUs; {_ending(a)}.",
              "", *_md_table([HEADER] + [category_row(c) for c in a.categories]), "", INTERVAL_NOTE + ".", ""]
     for cat in a.categories:
         lines += _category_md(a, cat)
@@ -128,7 +136,8 @@ def markdown(a: Advice) -> str:
 
 def _category_md(a: Advice, cat: CategoryAdvice) -> list[str]:
     d = cat.decision()
-    lines = [f"## {cat.category}", "", f"{'Speculate' if d.best else 'Do not speculate'}: {d.why}.", "",
+    verdict = "Speculate" if d.best else "Do not speculate" if d.judged else "No advice"
+    lines = [f"## {cat.category}", "", f"{verdict}: {d.why}.", "",
              "```", *(llama_command(a, d.best, t) for t in TOOLS), "```", ""]
     if cat.measured:
         lines += ["Measured:", "", *_md_table([("configuration", "predicted", "measured (95% interval)",
