@@ -3,7 +3,6 @@ emitted llama.cpp flags against the vendored arg.cpp, and real runs on the demo 
 with every requested category, a stop that keeps what was measured, one-line errors."""
 
 import json
-import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +13,7 @@ from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.measure.advise import (AdviseSettings, Advisor, Candidate, Measured, advise,
-                                           decide)
+                                           decide, order_interval)
 from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict)
 from specscope.core.measure.cost_model import Calibration, extended
@@ -30,31 +29,32 @@ def measured(name: str, *ratios: float) -> Measured:
     return Measured(Candidate("", spec, name, 1.2, 0.5, 2.0), list(ratios))
 
 
-def test_the_interval_is_a_t_interval_on_log_ratios():
-    m = measured("a", math.exp(0.1), math.exp(0.3))
-    est, lo, hi = m.interval()
-    half = 12.71 * math.sqrt(0.02) / math.sqrt(2)       # t(1) · sd / √n
-    assert est == pytest.approx(math.exp(0.2))
-    assert (lo, hi) == (pytest.approx(math.exp(0.2 - half)), pytest.approx(math.exp(0.2 + half)))
-    assert measured("one", 1.5).interval() is None
+def test_the_interval_is_the_sign_tests_order_statistics_around_the_median():
+    assert [order_interval(n) for n in (5, 6, 8, 9, 16, 18)] == [None, 1, 1, 2, 4, 5]
+    m = measured("a", *(float(x) for x in range(18, 0, -1)))
+    assert m.interval() == (9.5, 5.0, 14.0)            # the 5th smallest and 5th largest of 18
+    assert measured("five", 1.5, 1.6, 1.4, 1.5, 1.7).interval() is None
 
 
 def test_a_clear_gain_is_recommended():
-    d = decide([measured("clear", 1.30, 1.25, 1.35, 1.28), measured("slow", 0.8, 0.85, 0.9)])
+    d = decide([measured("clear", 1.30, 1.25, 1.35, 1.28, 1.31, 1.27),
+                measured("slow", 0.8, 0.85, 0.9, 0.82, 0.88, 0.86)])
     assert d.best.candidate.name == "clear" and d.runner_up.candidate.name == "slow"
 
 
 def test_nothing_beyond_its_interval_means_dont_speculate():
-    d = decide([measured("noisy", 1.6, 0.7, 1.7, 0.8), measured("loses", 0.9, 0.92, 0.88)])
+    d = decide([measured("noisy", 1.6, 0.7, 1.7, 0.8, 1.5, 1.9),
+                measured("loses", 0.9, 0.92, 0.88, 0.95, 0.91, 0.93)])
     assert d.best is None and d.runner_up.candidate.name == "noisy"
     assert "does not beat 1.0x" in d.why
     assert d.judged and d.verdict == "don't speculate"
-    once = decide([measured("once", 3.0)])                       # one pair: no interval
-    assert once.best is None and not once.judged and once.verdict.startswith("no advice")
+    few = decide([measured("few", 3.0, 2.9, 3.1)])              # too few pairs for an interval
+    assert few.best is None and not few.judged and few.verdict.startswith("no advice")
 
 
 def test_a_surer_gain_beats_a_higher_but_uncertain_one():
-    d = decide([measured("high", 2.5, 0.9, 2.8, 1.0), measured("sure", 1.20, 1.22, 1.19, 1.21)])
+    d = decide([measured("high", 2.5, 0.9, 2.8, 1.0, 2.6, 2.7),
+                measured("sure", 1.20, 1.22, 1.19, 1.21, 1.23, 1.18)])
     assert d.best.candidate.name == "sure" and d.runner_up.candidate.name == "high"
 
 
@@ -114,7 +114,8 @@ def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path
     md = markdown(a)
     assert all(f"## {c}" in md for c in CATS) and "llama-server -m" in md
     assert "hindsight ceiling" in md
-    assert all(c in "\n".join(summary_lines(a)) for c in CATS)
+    summary = "\n".join(summary_lines(a))
+    assert all(c in summary for c in CATS) and "hindsight ceiling" in summary
 
 
 def test_a_stop_midway_keeps_what_was_measured():

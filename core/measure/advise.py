@@ -47,12 +47,19 @@ from specscope.core.models.chat import chat_template, render_messages
 
 Say = Callable[[str], None]
 CALIBRATE_UP_TO = 17      # batches timed at most; longer n-gram drafts are priced on c(k)'s line
-T_975 = (12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14,
-         2.13, 2.12, 2.11, 2.10, 2.09, 2.09)   # Student's t, 97.5 % quantile, 1..20 degrees of freedom
+LEVEL = 0.95              # the intervals' confidence
 
 
-def t975(df: int) -> float:
-    return T_975[df - 1] if df <= len(T_975) else 2.0 if df <= 60 else 1.96
+def order_interval(n: int, level: float = LEVEL) -> int | None:
+    """k such that the k-th smallest and k-th largest of n values bound their median with at
+    least ``level`` confidence, whatever their distribution (the sign test: the interval misses
+    when fewer than k values lie on one side, probability 2·P(Binomial(n, ½) < k)); the largest
+    such k, or None when even the whole range is not enough (n < 6 at 95 %)."""
+    k, tail = 0, 0.0
+    while k < n // 2 and tail + math.comb(n, k) / 2 ** n <= (1 - level) / 2:
+        tail += math.comb(n, k) / 2 ** n
+        k += 1
+    return k or None
 
 
 @dataclass(frozen=True)
@@ -126,13 +133,13 @@ class Measured:
         return len(self.ratios)
 
     def interval(self) -> tuple[float, float, float] | None:
-        """(estimate, low, high): the geometric mean of the pairs' ratios and a 95 % Student-t
-        interval on their logarithms (mean ± t·sd/√n); None with fewer than two pairs."""
-        if self.pairs < 2:
+        """(estimate, low, high): the median of the pairs' ratios and its 95 % distribution-free
+        interval (:func:`order_interval`); None with fewer than six pairs."""
+        k = order_interval(self.pairs)
+        if k is None:
             return None
-        logs = [math.log(r) for r in self.ratios]
-        mean, half = statistics.fmean(logs), t975(self.pairs - 1) * statistics.stdev(logs) / math.sqrt(self.pairs)
-        return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+        xs = sorted(self.ratios)
+        return statistics.median(xs), xs[k - 1], xs[-k]
 
     def to_dict(self) -> dict:
         iv = self.interval()
@@ -157,7 +164,7 @@ class Decision:
 def decide(measured: Sequence[Measured]) -> Decision:
     """The best measured candidate whose whole interval lies above 1.0× (highest estimate among
     them); if none does, "don't speculate", with the best tried as the runner-up. Candidates
-    with fewer than two pairs have no interval and cannot be recommended."""
+    with fewer than six pairs have no interval and cannot be recommended."""
     with_iv = sorted((m for m in measured if m.interval()), key=lambda m: -m.interval()[0])
     winners = [m for m in with_iv if m.interval()[1] > 1.0]
     if winners:
@@ -167,7 +174,8 @@ def decide(measured: Sequence[Measured]) -> Decision:
         return Decision(best, rest[0] if rest else None,
                         f"{est:.2f}x, its 95% interval from {lo:.2f}x lies above 1.0x")
     if not with_iv:
-        return Decision(None, None, "nothing measured twice: no interval to judge by", judged=False)
+        return Decision(None, None, "no candidate was measured on six pairs: no interval to judge by",
+                        judged=False)
     est, lo, hi = with_iv[0].interval()
     return Decision(None, with_iv[0], f"the best measured, {with_iv[0].candidate.name} at {est:.2f}x "
                                       f"({lo:.2f}-{hi:.2f}x), does not beat 1.0x beyond its interval")
@@ -206,11 +214,11 @@ class CategoryAdvice:
 def pool(name: str, draft: str, spec: SpecSettings, ws: Sequence[WhatIf]) -> Candidate:
     """One configuration's what-ifs over several prompts: tokens over cost (module docs)."""
     tokens = sum(w.stats.n_tokens for w in ws)
-    priced_ = all(w.predicted for w in ws)
-    cost = sum(w.stats.n_tokens / w.predicted for w in ws) if priced_ else 0.0
+    all_priced = all(w.predicted for w in ws)
+    cost = sum(w.stats.n_tokens / w.predicted for w in ws) if all_priced else 0.0
     drafted = sum(w.stats.n_drafted for w in ws)
     rounds = sum(w.stats.n_rounds for w in ws)
-    return Candidate(draft, spec, name, tokens / cost if priced_ and cost else None,
+    return Candidate(draft, spec, name, tokens / cost if all_priced and cost else None,
                      sum(w.stats.n_accept for w in ws) / drafted if drafted else 0.0,
                      tokens / rounds if rounds else 0.0)
 
@@ -229,7 +237,7 @@ class Advice:
     stopped: bool = False
     seconds: float = 0.0
     phase: str = ""                   # where it was when it ended
-    out_of_time: bool = False         # the budget ended the measuring (not a stop)
+    out_of_time: bool = False         # the budget ended the run (not a stop)
 
 
 class Advisor:

@@ -14,10 +14,10 @@ from specscope.core.measure.advise import Advice, CategoryAdvice, Measured
 
 TOOLS = ("llama-server", "llama-speculative-simple")
 NO_FLAGS = ("ngram-cache",)          # its parameters are files (lookup caches), not sizes
-INTERVAL_NOTE = ("measured: the geometric mean over pairs (one prompt, the speculative run and "
-                 "the target alone back to back, in alternating order) of speculative tokens/s ÷ "
-                 "the target's; interval: 95 %, Student's t on the pairs' log-ratios "
-                 "(mean ± t·sd/√n), across prompts and passes")
+INTERVAL_NOTE = ("measured: the median over pairs (one prompt, the speculative run and the target "
+                 "alone back to back, in alternating order) of speculative tokens/s ÷ the "
+                 "target's; interval: 95 %, distribution-free (the sign test's order statistics "
+                 "around the median, six pairs at least), across prompts and passes")
 
 
 def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> str:
@@ -88,7 +88,15 @@ def summary_lines(a: Advice) -> list[str]:
     for cat in a.categories:
         d = cat.decision()
         lines += [f"{cat.category}: {d.why}", "  " + llama_command(a, d.best)]
+        lines += ["  " + ceiling_line(cat, draft) for draft in cat.ceilings]
     return lines + ["", INTERVAL_NOTE]
+
+
+def ceiling_line(cat: CategoryAdvice, draft: str) -> str:
+    """"demo-draft.gguf: hindsight ceiling 0.83x; fixed n 91%, p_min 97%, hf 90%, cost 91%"."""
+    ceiling = cat.ceilings[draft]
+    shares = [f"{k} {c.predicted / ceiling:.0%}" for k, c in cat.policies(draft).items() if c.predicted]
+    return f"{draft}: hindsight ceiling {ceiling:.2f}x predicted; " + ", ".join(shares) + " of it"
 
 
 def to_dict(a: Advice) -> dict:
