@@ -18,7 +18,10 @@ from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown
                                                   to_dict)
 from specscope.core.measure.cost_model import Calibration, extended
 from specscope.core.measure.whatif import configurations
+from specscope.core.measure.workloads import load_workloads
+from specscope.core.models.chat import render_chat, render_messages
 from specscope.core.models.demo import demo_pair
+from specscope.core.models.llama import Model
 
 ARG_CPP = Path("/work/ref/llama_cpp_python-0.3.36/vendor/llama.cpp/common/arg.cpp")
 CATS = ("code-editing", "translation")
@@ -133,7 +136,7 @@ def test_a_stop_midway_keeps_what_was_measured():
     assert "STOPPED" in summary_lines(a)[0] and "partial results" in markdown(a)
 
 
-def test_the_budget_ends_the_measuring_without_calling_it_a_stop():
+def test_the_budget_ends_the_run_without_calling_it_a_stop():
     target, draft = demo_pair()
     s = AdviseSettings(target, (draft,), CATS[:1], budget_s=0.001, n_predict=16, top=1, passes=1)
     a = advise(s)
@@ -163,3 +166,14 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
     assert cli_main(["advise", "-q", "--no-probe", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and all(w in err for w in words)
+
+
+def test_a_multi_turn_workload_is_the_whole_conversation_in_the_chat_template(smollm2):
+    conversation = next(w for w in load_workloads(["multi-turn"]) if len(w.messages) > 1)
+    with Model(smollm2, vocab_only=True) as model:
+        text = render_messages(model, list(conversation.messages))
+        assert text.count("<|im_start|>user") == sum(m["role"] == "user" for m in conversation.messages)
+        assert all(m["content"] in text for m in conversation.messages)
+        assert text.endswith("<|im_start|>assistant\n")
+        single = render_chat(model, conversation.messages[0]["content"])
+        assert render_messages(model, [dict(conversation.messages[0])]) == single
