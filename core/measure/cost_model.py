@@ -13,7 +13,7 @@ What every figure means, how it is measured and how far the predictions held: do
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -178,6 +178,19 @@ class Calibration:
             f"{self.o1:.3f}·n; rollback r = {self.r:.3f}  (target-token units; {self.reps} reps, "
             f"{self.seconds:.1f} s)",
         ]
+
+
+def extended(cal: Calibration, k_max: int) -> Calibration:
+    """``cal`` with c(k) continued in a straight line past its k_max up to ``k_max``, at the
+    slope of the upper half of its calibrated batches: an estimate, to rank drafts longer than
+    the calibration timed (verification on a CPU costs about a fixed amount per extra token once
+    batches are large). Unchanged when it already reaches ``k_max``."""
+    if k_max <= cal.k_max:
+        return cal
+    c, mid = cal.c, len(cal.c) // 2
+    slope = (c[-1] - c[mid]) / (len(c) - 1 - mid) if len(c) - 1 > mid else 1.0
+    more = tuple(c[-1] + slope * (i + 1) for i in range(k_max - cal.k_max))
+    return replace(cal, k_max=k_max, c=c + more, c_raw=cal.c_raw + more)
 
 
 def _at(values: Sequence[float], k: int, name: str) -> float:

@@ -30,7 +30,7 @@ from specscope.core.measure.cost_model import Calibration, chain_round_cost
 from specscope.core.measure.stats import Stats, fold
 
 __all__ = ["Replayed", "WhatIf", "replay", "configurations", "config_label", "whatif", "whatifs",
-           "priced", "ranked", "longest_drafted"]
+           "priced", "ranked", "longest_drafted", "events_of"]
 
 # the parameters tried per type: llama.cpp's defaults first, then shorter keys and drafts
 MAP_SIZES = ((12, 48), (2, 8), (3, 16), (4, 16), (6, 32))
@@ -90,7 +90,7 @@ def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: i
     return rounds
 
 
-def _events(rounds: Iterable[Replayed], n_past0: int) -> list[RoundEvent]:
+def events_of(rounds: Iterable[Replayed], n_past0: int) -> list[RoundEvent]:
     """The replayed rounds as the engine's events, for :func:`.stats.fold`."""
     events, n_past = [], n_past0
     for i, r in enumerate(rounds):
@@ -156,7 +156,7 @@ class WhatIf:
 def whatif(spec: SpecSettings, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int,
            n_predict: int | None = None, cal: Calibration | None = None) -> WhatIf:
     rounds = replay(make_chain(spec), prompt, cont, n_ctx=n_ctx, n_predict=n_predict)
-    stats = fold(_events(rounds, len(prompt) - 1))
+    stats = fold(events_of(rounds, len(prompt) - 1))
     lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
     return priced(WhatIf(config_label(spec), spec, stats, lookup, None), cal)
 

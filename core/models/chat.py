@@ -147,6 +147,12 @@ def render_template(source: str, messages: list[dict], *, bos_token: str = "", e
 def render_chat(model, user: str, system: str | None = None) -> str:
     """The prompt text for ``user`` (and ``system``) in ``model``'s own chat template, with the
     generation prompt added, ready for ``Engine.tokenize`` (see the module notes)."""
+    return render_messages(model, messages_for(user, system))
+
+
+def render_messages(model, messages: list[dict]) -> str:
+    """A whole conversation (role/content messages) in ``model``'s own chat template, as
+    :func:`render_chat` renders one user message."""
     source = chat_template(model)
     where = str(model.path)
     if source is None:
@@ -155,7 +161,7 @@ def render_chat(model, user: str, system: str | None = None) -> str:
                                 "prompt as it is")
     bos = model.piece(model.bos).decode("utf-8", "replace") if model.bos >= 0 else ""
     eos = model.piece(model.eos).decode("utf-8", "replace") if model.eos >= 0 else ""
-    text = render_template(source, messages_for(user, system), bos_token=bos, eos_token=eos,
+    text = render_template(source, list(messages), bos_token=bos, eos_token=eos,
                            where=where)
     # llama.cpp's common_chat_templates_apply: the tokenizer adds these itself
     if bos and model.add_bos and text.startswith(bos):

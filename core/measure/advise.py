@@ -1,0 +1,423 @@
+"""The advisor: which drafter and settings make this target fastest here, per kind of work.
+
+1. For every workload prompt of the chosen categories (core/measure/workloads.py; a chat prompt in
+   the target's own template where it has one) the target runs alone once, greedy: that fixes
+   the continuation whatever the drafter (lossless).
+2. What-ifs over the whole space: every n-gram configuration replayed against it
+   (core/measure/whatif.py), draft-simple at every n_max × p_min and the hf and cost policies from one
+   teacher-forced pass of each draft model (core/measure/whatif_draft.py), priced with this machine's
+   calibration and pooled per category (tokens over cost: a token-weighted harmonic mean of the
+   prompts' speed-ups); the hindsight ceiling of draft length beside them.
+3. The best configuration of each drafter family (a draft model's draft-simple, each n-gram
+   type or chain) is ranked by that prediction, and the top few per category are measured for
+   real: speculative run and target alone on the same prompt, back to back in alternating order,
+   pass after pass over the category's prompts, until the budget is spent.
+4. Per category: the measured speed-up of each candidate with a 95 % interval (:class:`Measured`),
+   and the decision (:func:`decide`): the best candidate whose interval lies above 1.0×, else
+   "don't speculate".
+
+Only what llama.cpp can run is measured and recommended: the hf and cost policies are SpecScope's
+(no llama.cpp flag), so they appear in the what-ifs beside the ceiling only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.errors import ConfigError
+from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
+from specscope.core.measure.cost_model import Calibration, extended
+from specscope.core.measure.lossless import execute
+from specscope.core.measure.stats import fold
+from specscope.core.measure.sweep import uncalibratable
+from specscope.core.measure.whatif import WhatIf, configurations, longest_drafted, priced, whatifs
+from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, draft_specs, draft_whatifs,
+                                                 hindsight, trace_draft)
+from specscope.core.measure.workloads import CATEGORIES, Workload, load_workloads
+from specscope.core.models.chat import chat_template, render_messages
+
+Say = Callable[[str], None]
+CALIBRATE_UP_TO = 17      # batches timed at most; longer n-gram drafts are priced on c(k)'s line
+LEVEL = 0.95              # the intervals' confidence
+
+
+def order_interval(n: int, level: float = LEVEL) -> int | None:
+    """k such that the k-th smallest and k-th largest of n values bound their median with at
+    least ``level`` confidence, whatever their distribution (the sign test: the interval misses
+    when fewer than k values lie on one side, probability 2·P(Binomial(n, ½) < k)); the largest
+    such k, or None when even the whole range is not enough (n < 6 at 95 %)."""
+    k, tail = 0, 0.0
+    while k < n // 2 and tail + math.comb(n, k) / 2 ** n <= (1 - level) / 2:
+        tail += math.comb(n, k) / 2 ** n
+        k += 1
+    return k or None
+
+
+@dataclass(frozen=True)
+class AdviseSettings:
+    target: Path
+    drafts: tuple[Path, ...] = ()
+    categories: tuple[str, ...] = CATEGORIES
+    budget_s: float = 300.0
+    n_predict: int = 64
+    top: int = 3                      # candidates measured per category
+    passes: int = 3                   # at most this many passes over a category's prompts
+    engine: EngineSettings = EngineSettings()
+    n_values: tuple[int, ...] = N_MAX_RANGE
+    p_mins: tuple[float, ...] = P_MINS
+    workloads: Path | None = None     # default: the shipped suite
+
+    def validate(self) -> None:
+        for path in (self.target, *self.drafts):
+            if not Path(path).is_file():
+                raise ConfigError(f"{path}: no such model file")
+        if self.budget_s <= 0 or self.n_predict < 2 or self.top < 1 or self.passes < 1:
+            raise ConfigError("the budget must be positive, -n at least 2, --top and --passes at least 1")
+
+
+@dataclass
+class Prompt:
+    workload: Workload
+    text: str                        # what the target is given (chat-templated where it can be)
+    tokens: list[int] = field(default_factory=list)
+    cont: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration pooled over a category's prompts. ``draft``: the draft file's name
+    ("" for n-gram types)."""
+    draft: str
+    spec: SpecSettings
+    name: str
+    predicted: float | None
+    acceptance: float
+    tokens_per_round: float
+
+    @property
+    def family(self) -> str:
+        return f"{self.spec.label} ({self.draft})" if self.draft else self.spec.label
+
+    @property
+    def runnable(self) -> bool:
+        """llama.cpp has a flag for it (the hf and cost policies are SpecScope's)."""
+        return self.spec.draft_policy == "fixed"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "draft": self.draft, "types": list(self.spec.types),
+                "n_max": self.spec.n_max if self.spec.uses_draft_model else None,
+                "p_min": self.spec.p_min if self.spec.uses_draft_model else None,
+                "predicted_speedup": self.predicted, "acceptance": self.acceptance,
+                "tokens_per_round": self.tokens_per_round}
+
+
+@dataclass
+class Measured:
+    """A candidate's real runs: per pair (one prompt, speculative and target alone back to
+    back), the speculative tokens/s ÷ the target's; ``identical``: pairs whose tokens agreed."""
+    candidate: Candidate
+    ratios: list[float] = field(default_factory=list)
+    identical: int = 0
+
+    @property
+    def pairs(self) -> int:
+        return len(self.ratios)
+
+    def interval(self) -> tuple[float, float, float] | None:
+        """(estimate, low, high): the median of the pairs' ratios and its 95 % distribution-free
+        interval (:func:`order_interval`); None with fewer than six pairs."""
+        k = order_interval(self.pairs)
+        if k is None:
+            return None
+        xs = sorted(self.ratios)
+        return statistics.median(xs), xs[k - 1], xs[-k]
+
+    def to_dict(self) -> dict:
+        iv = self.interval()
+        return {**self.candidate.to_dict(), "pairs": self.pairs, "identical_pairs": self.identical,
+                "ratios": self.ratios, "measured_speedup": iv[0] if iv else None,
+                "interval": [iv[1], iv[2]] if iv else None}
+
+
+@dataclass(frozen=True)
+class Decision:
+    best: Measured | None            # the recommendation (None: don't speculate)
+    runner_up: Measured | None
+    why: str
+    judged: bool = True              # False: nothing was measured twice, no advice
+
+    @property
+    def verdict(self) -> str:
+        return self.best.candidate.name if self.best else "don't speculate" if self.judged else \
+            "no advice (not measured)"
+
+
+def decide(measured: Sequence[Measured]) -> Decision:
+    """The best measured candidate whose whole interval lies above 1.0× (highest estimate among
+    them); if none does, "don't speculate", with the best tried as the runner-up. Candidates
+    with fewer than six pairs have no interval and cannot be recommended."""
+    with_iv = sorted((m for m in measured if m.interval()), key=lambda m: -m.interval()[0])
+    winners = [m for m in with_iv if m.interval()[1] > 1.0]
+    if winners:
+        best = winners[0]
+        rest = [m for m in with_iv if m is not best]
+        est, lo, _ = best.interval()
+        return Decision(best, rest[0] if rest else None,
+                        f"{est:.2f}x, its 95% interval from {lo:.2f}x lies above 1.0x")
+    if not with_iv:
+        return Decision(None, None, "no candidate was measured on six pairs: no interval to judge by",
+                        judged=False)
+    est, lo, hi = with_iv[0].interval()
+    return Decision(None, with_iv[0], f"the best measured, {with_iv[0].candidate.name} at {est:.2f}x "
+                                      f"({lo:.2f}-{hi:.2f}x), does not beat 1.0x beyond its interval")
+
+
+@dataclass
+class CategoryAdvice:
+    category: str
+    prompts: list[Prompt] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)   # every configuration, best first
+    ceilings: dict[str, float] = field(default_factory=dict)    # per draft: the hindsight ceiling
+    measured: list[Measured] = field(default_factory=list)
+
+    def to_measure(self, top: int) -> list[Candidate]:
+        """The best runnable configuration of each family, the ``top`` best families."""
+        best: dict[str, Candidate] = {}
+        for c in self.candidates:
+            if c.runnable and c.family not in best:
+                best[c.family] = c
+        return list(best.values())[:top]
+
+    def decision(self) -> Decision:
+        return decide(self.measured)
+
+    def policies(self, draft: str) -> dict[str, Candidate]:
+        """Per draft model: the best fixed n (p_min 0), the best with p_min, hf and cost."""
+        mine = [c for c in self.candidates if c.draft == draft and c.spec.uses_draft_model]
+        kinds = {"fixed n": lambda c: c.spec.draft_policy == "fixed" and c.spec.p_min == 0,
+                 "p_min": lambda c: c.spec.draft_policy == "fixed" and c.spec.p_min > 0,
+                 "hf": lambda c: c.spec.draft_policy == "hf",
+                 "cost": lambda c: c.spec.draft_policy == "cost"}
+        return {k: next(c for c in mine if pick(c)) for k, pick in kinds.items()
+                if any(pick(c) for c in mine)}
+
+
+def pool(name: str, draft: str, spec: SpecSettings, ws: Sequence[WhatIf]) -> Candidate:
+    """One configuration's what-ifs over several prompts: tokens over cost (module docs)."""
+    tokens = sum(w.stats.n_tokens for w in ws)
+    all_priced = all(w.predicted for w in ws)
+    cost = sum(w.stats.n_tokens / w.predicted for w in ws) if all_priced else 0.0
+    drafted = sum(w.stats.n_drafted for w in ws)
+    rounds = sum(w.stats.n_rounds for w in ws)
+    return Candidate(draft, spec, name, tokens / cost if all_priced and cost else None,
+                     sum(w.stats.n_accept for w in ws) / drafted if drafted else 0.0,
+                     tokens / rounds if rounds else 0.0)
+
+
+def pooled_speedup(pairs: Sequence[tuple[int, float]]) -> float:
+    """(tokens, speed-up) per prompt -> the category's: tokens over cost."""
+    cost = sum(t / s for t, s in pairs if s)
+    return sum(t for t, _ in pairs) / cost if cost else 0.0
+
+
+@dataclass
+class Advice:
+    settings: AdviseSettings
+    categories: list[CategoryAdvice]
+    calibrations: dict[str, Calibration] = field(default_factory=dict)
+    stopped: bool = False
+    seconds: float = 0.0
+    phase: str = ""                   # where it was when it ended
+    out_of_time: bool = False         # the budget ended the run (not a stop)
+
+
+class Advisor:
+    """One advise run (module docs). ``say`` gets a progress line at every step; ``stop`` ends
+    it between runs, as Ctrl-C (KeyboardInterrupt) does: what was measured is kept."""
+
+    def __init__(self, s: AdviseSettings, say: Say | None = None, stop: threading.Event | None = None):
+        s.validate()
+        self.s, self.say_ = s, say or (lambda line: None)
+        self.stop = stop or threading.Event()
+        workloads = load_workloads(s.categories, s.workloads)
+        self.result = Advice(s, [CategoryAdvice(c, [Prompt(w, "") for w in workloads if w.category == c])
+                                 for c in s.categories])
+        self.t0 = time.monotonic()
+        self.engines: dict[str, Engine] = {}
+        self.cals: dict[str, Calibration | None] = {}
+
+    def say(self, line: str) -> None:
+        self.say_(f"[{time.monotonic() - self.t0:5.0f}s] {line}")
+
+    @property
+    def prompts(self) -> list[Prompt]:
+        return [p for c in self.result.categories for p in c.prompts]
+
+    def run(self) -> Advice:
+        timer = threading.Timer(self.s.budget_s, self.out_of_time)
+        timer.daemon = True
+        timer.start()
+        try:
+            with ExitStack() as stack:
+                self.open(stack)
+                for step in (self.baselines, self.predict, self.measure):
+                    if self.stop.is_set():
+                        break
+                    self.result.phase = step.__name__
+                    step()
+        except (KeyboardInterrupt, CalibrationStopped):
+            self.stop.set()
+        finally:
+            timer.cancel()
+        self.result.stopped = self.stop.is_set() and not self.result.out_of_time
+        self.result.seconds = time.monotonic() - self.t0
+        return self.result
+
+    def out_of_time(self) -> None:
+        """The budget is spent: the run under way stops (a measuring pair is dropped)."""
+        self.result.out_of_time = True
+        self.stop.set()
+
+    def open(self, stack: ExitStack) -> None:
+        """An engine per draft model (the n-gram work on the first), or the target alone."""
+        for path in self.s.drafts or (None,):
+            name = Path(path).name if path else ""
+            self.say(f"loading {self.s.target.name}" + (f" with {name}" if name else ""))
+            self.engines[name] = stack.enter_context(Engine(self.s.target, path, self.s.engine))
+
+    @property
+    def first(self) -> Engine:
+        return next(iter(self.engines.values()))
+
+    def baselines(self) -> None:
+        """The target alone once per prompt, greedy: the continuation every what-if replays."""
+        engine = self.first
+        for i, p in enumerate(self.prompts, 1):
+            w = p.workload
+            p.text = render_messages(engine.target, list(w.messages)) \
+                if w.chat and chat_template(engine.target) else w.text
+            self.say(f"baseline {i}/{len(self.prompts)}: {w.name}")
+            run = engine.baseline(p.text, SamplerSettings(), self.s.n_predict, self.stop)
+            execute(run)
+            if self.stop.is_set():
+                return
+            p.tokens, p.cont = list(run.prompt_tokens), list(run.tokens)
+
+    def calibration(self, name: str, k_max: int) -> Calibration | None:
+        """The engine's calibration (cached on disk; once per engine here), None where its
+        memory cannot be calibrated (a recurrent or hybrid model)."""
+        if name in self.cals:
+            return self.cals[name]
+        engine, cal = self.engines[name], None
+        if not uncalibratable(engine):
+            self.say(f"calibrating {name or self.s.target.name} up to {k_max} tokens "
+                     "(cached, unless taken under load)")
+            cal, _ = get_calibration(engine, k_max, sampler=SamplerSettings(), stop=self.stop,
+                                     k_draft=max(self.s.n_values) + 1 if name else None)
+            self.result.calibrations[name or self.s.target.name] = cal
+        self.cals[name] = cal
+        return cal
+
+    def predict(self) -> None:
+        """Every configuration's what-if per prompt, priced and pooled per category."""
+        s, done = self.s, [p for p in self.prompts if p.cont]
+        self.say(f"n-gram what-ifs: {len(configurations())} configurations × {len(done)} prompts")
+        ngram = {id(p): whatifs(p.tokens, p.cont, n_ctx=s.engine.n_ctx, n_predict=s.n_predict)
+                 for p in done}
+        k_max = max((longest_drafted(ws) for ws in ngram.values()), default=1) + 1
+        cal0 = self.calibration(next(iter(self.engines)),
+                                max(min(k_max, CALIBRATE_UP_TO), max(s.n_values) + 1))
+        cal0 = extended(cal0, k_max) if cal0 is not None else None
+        ngram = {k: {w.name: priced(w, cal0) for w in ws} for k, ws in ngram.items()}
+        drafted = {name: self.draft_whatifs(name, done) for name in self.engines if name}
+        for cat in self.result.categories:
+            mine = [p for p in cat.prompts if id(p) in ngram]
+            cands = _pooled("", [ngram[id(p)] for p in mine])
+            for name, (per_prompt, ceilings) in drafted.items():
+                cands += _pooled(name, [per_prompt[id(p)] for p in mine if id(p) in per_prompt])
+                if any(id(p) in ceilings for p in mine):
+                    cat.ceilings[name] = pooled_speedup([(len(p.cont), ceilings[id(p)])
+                                                         for p in mine if id(p) in ceilings])
+            cat.candidates = sorted(cands, key=lambda c: -(c.predicted or c.tokens_per_round))
+
+    def draft_whatifs(self, name: str, prompts: list[Prompt]):
+        """({prompt: {setting: what-if} for every draft-simple setting}, {prompt: the hindsight
+        ceiling}); the cost policy only where the pair is calibrated."""
+        s = self.s
+        cal = self.calibration(name, max(s.n_values) + 1)
+        floor = min((p for p in s.p_mins if p > 0), default=0.0)
+        specs = draft_specs(s.n_values, s.p_mins, policies=("hf", "cost") if cal else ("hf",))
+        out, ceilings = {}, {}
+        for i, p in enumerate(prompts, 1):
+            if self.stop.is_set():
+                break
+            self.say(f"{name}: teacher-forced pass {i}/{len(prompts)} ({p.workload.name})")
+            trace = trace_draft(self.engines[name], p.tokens, p.cont,
+                                depth=max(s.n_values) - 1, p_floor=floor)
+            out[id(p)] = {w.name: w for w in draft_whatifs(
+                trace, n_ctx=s.engine.n_ctx, n_predict=s.n_predict, cal=cal, specs=specs)}
+            if cal is not None:
+                ceilings[id(p)] = hindsight(trace, cal, n_max=max(s.n_values), n_ctx=s.engine.n_ctx,
+                                            n_predict=s.n_predict).speedup
+        return out, ceilings
+
+    def measure(self) -> None:
+        """The candidates' pairs in :func:`schedule` order until the passes run out, or the
+        budget (module docs)."""
+        for cat in self.result.categories:
+            cat.measured = [Measured(c) for c in cat.to_measure(self.s.top)]
+        for rep, cat, m, i, p in schedule(self.result.categories, self.s.passes):
+            if self.stop.is_set():
+                return
+            self.say(f"measuring {cat.category}: {m.candidate.name} on {p.workload.name} "
+                     f"(pass {rep + 1}; {m.pairs} pairs so far)")
+            self.pair(m, p, spec_first=(rep + i) % 2 == 1)
+
+    def pair(self, m: Measured, p: Prompt, spec_first: bool) -> None:
+        """One prompt's speculative run and target-alone run, back to back."""
+        engine = self.engines[m.candidate.draft or next(iter(self.engines))]
+        runs = {}
+        for kind in (("spec", "base") if spec_first else ("base", "spec")):
+            run = engine.speculative(p.text, m.candidate.spec, SamplerSettings(), self.s.n_predict,
+                                     self.stop) if kind == "spec" else \
+                engine.baseline(p.text, SamplerSettings(), self.s.n_predict, self.stop)
+            stats = fold(execute(run))
+            if self.stop.is_set():
+                return
+            runs[kind] = (run.tokens, stats.tokens_per_s)
+        if runs["base"][1] > 0:
+            m.ratios.append(runs["spec"][1] / runs["base"][1])
+            m.identical += runs["spec"][0] == runs["base"][0]
+
+
+def schedule(categories: Sequence[CategoryAdvice], passes: int):
+    """(pass, category, candidate, prompt index, prompt) in the order they are measured: each
+    pass takes the best candidate of every category over its prompts, then the second best,
+    and so on; so a short budget still measures every category's best."""
+    for rep in range(passes):
+        for rank in range(max((len(c.measured) for c in categories), default=0)):
+            for cat in categories:
+                if rank < len(cat.measured):
+                    for i, p in enumerate(q for q in cat.prompts if q.cont):
+                        yield rep, cat, cat.measured[rank], i, p
+
+
+def _pooled(draft: str, per_prompt: list[dict[str, WhatIf]]) -> list[Candidate]:
+    """Each configuration of ``per_prompt`` (one {name: what-if} per prompt) pooled."""
+    if not per_prompt:
+        return []
+    return [pool(f"{name} ({draft})" if draft else name, draft, w.spec, [d[name] for d in per_prompt])
+            for name, w in per_prompt[0].items()]
+
+
+def advise(s: AdviseSettings, say: Say | None = None, stop: threading.Event | None = None) -> Advice:
+    return Advisor(s, say, stop).run()

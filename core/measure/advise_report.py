@@ -1,0 +1,169 @@
+"""The advisor's output (core/measure/advise.py): the llama.cpp command to copy, the table, the JSON
+document and the self-contained Markdown (or HTML) report."""
+
+from __future__ import annotations
+
+import html
+import os
+import shlex
+from dataclasses import asdict
+from pathlib import Path
+
+from specscope.core.engine.drafters import NGRAM_TYPES
+from specscope.core.measure.advise import Advice, CategoryAdvice, Measured
+
+TOOLS = ("llama-server", "llama-speculative-simple")
+NO_FLAGS = ("ngram-cache",)          # its parameters are files (lookup caches), not sizes
+INTERVAL_NOTE = ("measured: the median over pairs (one prompt, the speculative run and the target "
+                 "alone back to back, in alternating order) of speculative tokens/s ÷ the "
+                 "target's; interval: 95 %, distribution-free (the sign test's order statistics "
+                 "around the median, six pairs at least), across prompts and passes")
+
+
+def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> str:
+    """The command line for a recommendation (None: the target alone), spelled as the vendored
+    llama.cpp spells its flags (common/arg.cpp)."""
+    s = a.settings
+    words = [tool, "-m", str(s.target)]
+    if m is not None:
+        c, spec = m.candidate, m.candidate.spec
+        if c.draft:
+            words += ["-md", str(next(d for d in s.drafts if Path(d).name == c.draft))]
+        words += ["--spec-type", ",".join(spec.types)]
+        if spec.uses_draft_model:
+            words += ["--spec-draft-n-max", str(spec.n_max), "--spec-draft-p-min", f"{spec.p_min:g}"]
+            if spec.n_min:
+                words += ["--spec-draft-n-min", str(spec.n_min)]
+        for t in (t for t in spec.types if t in NGRAM_TYPES and t not in NO_FLAGS):
+            for key, value in asdict(spec.params(t)).items():
+                words += [f"--spec-{t}-{key.replace('_', '-')}", str(value)]
+    if s.engine.target_threads:
+        words += ["-t", str(s.engine.target_threads)]
+    if s.engine.draft_threads and m is not None and m.candidate.draft:
+        words += ["-td", str(s.engine.draft_threads)]
+    return shlex.join(words)
+
+
+def _ending(a: Advice) -> str:
+    if a.stopped:
+        return f"STOPPED during {a.phase}: partial results"
+    if a.out_of_time:
+        return f"the budget ended the run during {a.phase or 'loading'}"
+    return "every planned pass measured"
+
+
+def _iv(m: Measured | None) -> str:
+    iv = m.interval() if m else None
+    return f"{iv[0]:.2f}x ({iv[1]:.2f}-{iv[2]:.2f})" if iv else "-"
+
+
+def _name(m: Measured | None) -> str:
+    return m.candidate.name if m else "-"
+
+
+def category_row(cat: CategoryAdvice) -> tuple[str, ...]:
+    d = cat.decision()
+    rec = d.verdict
+    pred = d.best.candidate.predicted if d.best else None
+    return (cat.category, rec, _iv(d.best), f"{pred:.2f}x" if pred else "-",
+            _name(d.runner_up), _iv(d.runner_up))
+
+
+HEADER = ("category", "recommendation", "measured (95% interval)", "predicted", "runner-up",
+          "its measured")
+
+
+def table_lines(a: Advice) -> list[str]:
+    rows = [HEADER] + [category_row(c) for c in a.categories]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def summary_lines(a: Advice) -> list[str]:
+    """The table, each category's reason and command, and how the interval is computed."""
+    lines = [f"target {a.settings.target.name}; drafts: "
+             f"{', '.join(Path(d).name for d in a.settings.drafts) or 'none (n-gram types)'}; "
+             f"{a.seconds:.0f} s; {_ending(a)}", ""]
+    lines += table_lines(a) + [""]
+    for cat in a.categories:
+        d = cat.decision()
+        lines += [f"{cat.category}: {d.why}", "  " + llama_command(a, d.best)]
+        lines += ["  " + ceiling_line(cat, draft) for draft in cat.ceilings]
+    return lines + ["", INTERVAL_NOTE]
+
+
+def ceiling_line(cat: CategoryAdvice, draft: str) -> str:
+    """"demo-draft.gguf: hindsight ceiling 0.83x; fixed n 91%, p_min 97%, hf 90%, cost 91%"."""
+    ceiling = cat.ceilings[draft]
+    shares = [f"{k} {c.predicted / ceiling:.0%}" for k, c in cat.policies(draft).items() if c.predicted]
+    return f"{draft}: hindsight ceiling {ceiling:.2f}x predicted; " + ", ".join(shares) + " of it"
+
+
+def to_dict(a: Advice) -> dict:
+    s = a.settings
+    cats = []
+    for c in a.categories:
+        d = c.decision()
+        cats.append({
+            "category": c.category, "prompts": len(c.prompts),
+            "baselines": sum(1 for p in c.prompts if p.cont),
+            "speculate": d.best is not None, "judged": d.judged, "why": d.why,
+            "best": d.best.to_dict() if d.best else None,
+            "runner_up": d.runner_up.to_dict() if d.runner_up else None,
+            "commands": {t: llama_command(a, d.best, t) for t in TOOLS},
+            "measured": [m.to_dict() for m in c.measured],
+            "predicted_top": [x.to_dict() for x in c.candidates[:10]],
+            "ceilings": c.ceilings,
+            "policies": {draft: {k: v.to_dict() for k, v in c.policies(draft).items()}
+                         for draft in c.ceilings}})
+    return {"target": str(s.target), "drafts": [str(d) for d in s.drafts],
+            "budget_s": s.budget_s, "n_predict": s.n_predict, "seconds": a.seconds,
+            "stopped": a.stopped, "out_of_time": a.out_of_time, "phase": a.phase, "cpus": os.cpu_count(),
+            "calibrations": {k: {"t1_ms": v.t1 * 1e3, "f": v.f, "k_max": v.k_max,
+                                 "under_load": v.under_load} for k, v in a.calibrations.items()},
+            "interval": INTERVAL_NOTE, "categories": cats}
+
+
+def _md_table(rows: list[tuple[str, ...]]) -> list[str]:
+    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    return out + ["| " + " | ".join(v.replace("|", "\\|") for v in r) + " |" for r in rows[1:]]
+
+
+def markdown(a: Advice) -> str:
+    s = a.settings
+    lines = ["# SpecScope advice", "",
+             f"Target `{s.target.name}`, drafts: "
+             f"{', '.join(f'`{Path(d).name}`' for d in s.drafts) or 'none (n-gram types only)'}; "
+             f"{s.n_predict} tokens per run, budget {s.budget_s:.0f} s, took {a.seconds:.0f} s on "
+             f"{os.cpu_count()} CPUs; {_ending(a)}.",
+             "", *_md_table([HEADER] + [category_row(c) for c in a.categories]), "", INTERVAL_NOTE + ".", ""]
+    for cat in a.categories:
+        lines += _category_md(a, cat)
+    return "\n".join(lines) + "\n"
+
+
+def _category_md(a: Advice, cat: CategoryAdvice) -> list[str]:
+    d = cat.decision()
+    verdict = "Speculate" if d.best else "Do not speculate" if d.judged else "No advice"
+    lines = [f"## {cat.category}", "", f"{verdict}: {d.why}.", "",
+             "```", *(llama_command(a, d.best, t) for t in TOOLS), "```", ""]
+    if cat.measured:
+        lines += ["Measured:", "", *_md_table([("configuration", "predicted", "measured (95% interval)",
+                                                 "pairs", "same tokens")] + [
+            (m.candidate.name, f"{m.candidate.predicted:.2f}x" if m.candidate.predicted else "-",
+             _iv(m), str(m.pairs), f"{m.identical}/{m.pairs}") for m in cat.measured]), ""]
+    for draft, ceiling in cat.ceilings.items():
+        rows = [("draft length policy", "predicted", "share of the ceiling")]
+        rows += [(c.name, f"{c.predicted:.2f}x", f"{c.predicted / ceiling:.0%}")
+                 for c in cat.policies(draft).values() if c.predicted]
+        lines += [f"Draft length with `{draft}`: the hindsight ceiling (the best length of every "
+                  f"round, chosen knowing the text) predicts {ceiling:.2f}x.", "", *_md_table(rows), ""]
+    return lines
+
+
+def write_report(a: Advice, path: Path) -> None:
+    text = markdown(a)
+    if path.suffix.lower() in (".html", ".htm"):
+        text = ("<!doctype html><meta charset='utf-8'><title>SpecScope advice</title>"
+                f"<pre style='font: 14px monospace'>{html.escape(text)}</pre>\n")
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,267 @@
+"""draft-simple what-ifs from the draft model alone, and the hindsight ceiling of draft length.
+
+With greedy sampling a round's drafted tokens, up to and with the first one the target rejects,
+are the draft's argmax on the continuation's own prefix. One teacher-forced pass of the draft
+model over prompt + continuation (:func:`trace_draft`: batched decodes with logits on every row)
+therefore gives, at each position j, the draft's argmax and its top-10 renormalised share (as
+``DraftModel`` computes them). From that :func:`replay_draft` runs draft-simple's round loop
+(the budget, n_max or the policy's length, p_min, n_min, the policy's update) for any setting,
+without decoding again.
+
+Only the tokens drafted *after* a rejected one leave the continuation's prefix: the draft went on
+from its own wrong token. They change no accepted count, only how long the draft was; with a
+p_min above 0 that length depends on the draft's shares there, so the trace also rolls the draft
+on from each rejected token (``tails``, a few single decodes each, only as far as the smallest
+p_min could let it draft). With p_min 0 the length is the cap and no tail is decoded.
+
+A teacher-forced row comes from a batched decode, the real run's from single ones: where the
+draft's two best tokens are almost tied (``near_ties``) the two can pick different tokens.
+
+:func:`hindsight` prices the best draft length of every round chosen in hindsight (dynamic
+programming over the continuation's positions): the speed-up no draft-length policy can beat.
+Rounds are priced one by one with the calibrated model (:func:`.cost_model.round_cost`, the
+round's own draft length and accepted count; :func:`price`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from specscope.core.engine.draft_policy import make_policy
+from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
+from specscope.core.engine.engine import SpecSettings
+from specscope.core.errors import ConfigError
+from specscope.core.measure.cost_model import Calibration, round_cost
+from specscope.core.measure.stats import fold
+from specscope.core.measure.whatif import Replayed, WhatIf, events_of
+
+__all__ = ["DraftTrace", "trace_draft", "replay_draft", "draft_label", "draft_specs", "price",
+           "draft_whatif", "draft_whatifs", "Hindsight", "hindsight", "N_MAX_RANGE", "P_MINS",
+           "NEAR_TIE_LOGIT"]
+
+N_MAX_RANGE = tuple(range(1, 9))          # draft-simple's n_max values tried
+P_MINS = (0.0, 0.3, 0.5, 0.7, 0.9)        # ... and p_min values (fixed length)
+NEAR_TIE_LOGIT = 0.01     # a draft row whose best two logits are closer: batched and single
+                          # decodes may pick different tokens there
+
+
+@dataclass(frozen=True)
+class DraftTrace:
+    """The draft model's greedy view of one continuation. Row j (0 ≤ j ≤ len(cont)) is what it
+    predicts for ``cont[j]`` from ``prompt + cont[:j]``: ``top[j]``, its share ``p[j]`` of the
+    top-10 mass and the gap ``margin[j]`` to the runner-up's logit. ``tails[q]``: after drafting
+    ``top[q]`` ≠ ``cont[q]``, the draft's next (token, share) pairs, as far as decoded."""
+    prompt: tuple[int, ...]
+    cont: tuple[int, ...]
+    top: tuple[int, ...]
+    p: tuple[float, ...]
+    margin: tuple[float, ...]
+    tails: dict[int, tuple[tuple[int, float], ...]]
+
+    def near_ties(self) -> list[int]:
+        """Positions whose best two draft tokens are within NEAR_TIE_LOGIT."""
+        return [j for j, m in enumerate(self.margin) if m < NEAR_TIE_LOGIT]
+
+
+def _row(logits: np.ndarray) -> tuple[int, float, float]:
+    """(argmax, its share of the top-10 mass, the gap to the second logit), as DraftModel."""
+    ids, top = top_entries(logits, DRAFT_TOP_K)
+    return int(ids[0]), float(1.0 / np.exp(top - top[0]).sum()), float(top[0] - top[1])
+
+
+def trace_draft(engine, prompt: Sequence[int], cont: Sequence[int], *, depth: int = 0,
+                p_floor: float = 0.0) -> DraftTrace:
+    """The teacher-forced pass of ``engine``'s draft model (module docs); with ``depth`` > 0 and
+    ``p_floor`` > 0 the tails after each rejected token, up to ``depth`` tokens, each ending at
+    the first share below ``p_floor`` (a draft with p_min ≥ p_floor stops there)."""
+    ctx, batch = engine.dft, engine.dbatch
+    if ctx is None or batch is None:
+        raise ConfigError("a draft-simple what-if needs a draft model (-md), not an EAGLE-3 head")
+    prompt, cont = tuple(int(t) for t in prompt), tuple(int(t) for t in cont)
+    n0 = len(prompt) - 1
+    ctx.prefill(list(prompt[:-1]), batch, "the prompt on the draft")
+    seq, rows = [prompt[-1], *cont], []
+    for start in range(0, len(seq), batch.capacity):
+        chunk = seq[start:start + batch.capacity]
+        batch.fill(chunk, n0 + start, logits="all")
+        ctx.decode(batch, "the continuation on the draft")
+        rows += [_row(r) for r in ctx.logits(len(chunk))]
+    top, p, margin = (tuple(x) for x in zip(*rows))
+    tails = {}
+    if depth > 0 and p_floor > 0:
+        if not engine.dft_removable:
+            raise ConfigError("a draft whose memory cannot drop part of a sequence cannot roll "
+                              "its draft on for the p_min what-ifs")
+        missed = [q for q in range(len(cont) + 1)
+                  if (q == len(cont) or top[q] != cont[q]) and p[q] >= p_floor]
+        for q in reversed(missed):      # each tail needs [0, n0 + 1 + q) intact: the last first
+            tails[q] = _tail(ctx, batch, n0 + 1 + q, top[q], depth, p_floor)
+    return DraftTrace(prompt, cont, top, p, margin, tails)
+
+
+def _tail(ctx, batch, pos: int, token: int, depth: int, p_floor: float) -> tuple:
+    """The draft's greedy continuation after ``token`` at ``pos`` (the cache from ``pos`` on is
+    dropped first)."""
+    ctx.seq_rm(pos, -1)
+    out = []
+    for k in range(depth):
+        batch.fill((token,), pos + k, logits="all")
+        ctx.decode(batch, "a draft token after a rejected one")
+        token, share, _ = _row(ctx.logits(1)[0])
+        out.append((token, share))
+        if share < p_floor:
+            break
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class DraftRound(Replayed):
+    """A replayed draft-simple round; ``extra``: draft rows decoded that proposed no token (the
+    row p_min stopped at, a draft dropped for n_min)."""
+    extra: int = 0
+
+
+def _draw(trace: DraftTrace, pos: int, cap: int, p_min: float) -> tuple[list[int], int]:
+    """(the draft of a round starting at ``pos``, the rows decoded without proposing a token),
+    as DraftModel._draft: stop at the first share below p_min, or at ``cap`` tokens."""
+    draft: list[int] = []
+    miss = None                    # where the draft left the continuation
+    cont = trace.cont
+    while len(draft) < cap:
+        j = pos + len(draft)
+        if miss is None:
+            token, share = trace.top[j], trace.p[j]
+        else:
+            tail = trace.tails.get(miss, ())
+            k = j - miss - 1
+            if p_min > 0 and k >= len(tail):
+                raise ConfigError(f"the trace holds no draft after position {miss} that deep: "
+                                  "trace with a larger depth or a lower p_floor")
+            token, share = tail[k] if k < len(tail) else (-1, 1.0)
+        if share < p_min:
+            return draft, 1
+        draft.append(token)
+        if miss is None and (j >= len(cont) or token != cont[j]):
+            miss = j
+    return draft, 0
+
+
+def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
+                 n_predict: int | None = None, cal: Calibration | None = None) -> list[DraftRound]:
+    """draft-simple's rounds for ``spec`` (n_max, n_min, p_min, draft_policy; ``cal`` for the
+    cost policy) against the traced continuation, as the engine runs them."""
+    cont = trace.cont
+    n_predict = len(cont) if n_predict is None else n_predict
+    policy = make_policy(spec, cal)
+    n_past, pos, rounds = len(trace.prompt) - 1, 0, []
+    while pos < len(cont):
+        budget = max(0, min(n_ctx - n_past - 2, n_predict - pos - 1))
+        cap = min(max(policy.next_n(), spec.n_min), budget)
+        draft, extra = _draw(trace, pos, cap, spec.p_min) if cap > 0 else ([], 0)
+        if len(draft) < spec.n_min:
+            draft, extra = [], extra + len(draft)
+        acc = 0
+        while acc < len(draft) and pos + acc < len(cont) and draft[acc] == cont[pos + acc]:
+            acc += 1
+        ids = tuple(cont[pos:pos + acc + 1])
+        complete = pos + acc < len(cont)
+        rounds.append(DraftRound(DRAFT_MODEL if draft else "", tuple(draft), acc, ids, 0.0,
+                                 complete, budget, extra))
+        if not complete:
+            break
+        if draft:
+            policy.update(len(draft), acc)
+        pos += len(ids)
+        n_past += len(ids)
+    return rounds
+
+
+def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str) -> float:
+    """One round's cost in target-token units: a drafted round as :func:`round_cost` prices it
+    (its own length, its accepted positions), an empty one as the target's token; each decoded
+    row that proposed nothing costs a draft token f."""
+    if drafted == 0:
+        cost = cal.cost(1) + cal.s + cal.r + cal.o0
+    else:
+        cost = round_cost(cal, drafted, [1.0] * accepted + [0.0] * (drafted - accepted), sync).total
+    return cost + extra * cal.f
+
+
+def price(cal: Calibration, rounds: Sequence[DraftRound], sync: str = "reuse") -> float:
+    """The calibrated speed-up over the target alone of these replayed rounds."""
+    cost = sum(_round_price(cal, len(r.draft), r.accepted, r.extra, sync) for r in rounds)
+    tokens = sum(len(r.emitted) for r in rounds)
+    return tokens * cal.baseline_token / cost if cost > 0 else 1.0
+
+
+def draft_label(spec: SpecSettings) -> str:
+    """"draft-simple n=4", "draft-simple n=4 p_min=0.5", "draft-simple hf n≤8"."""
+    if spec.draft_policy != "fixed":
+        return f"{DRAFT_MODEL} {spec.draft_policy} n≤{spec.n_max}"
+    return f"{DRAFT_MODEL} n={spec.n_max}" + (f" p_min={spec.p_min:g}" if spec.p_min > 0 else "")
+
+
+def draft_specs(n_values: Sequence[int] = N_MAX_RANGE, p_mins: Sequence[float] = P_MINS, *,
+                policies: Sequence[str] = ("hf", "cost"), n_min: int = 0) -> list[SpecSettings]:
+    """Fixed lengths × p_min, then each adaptive policy at every n_max (p_min 0)."""
+    base = SpecSettings(types=(DRAFT_MODEL,))
+    out = [replace(base, n_max=n, n_min=min(n_min, n), p_min=p) for p in p_mins for n in n_values]
+    return out + [replace(base, n_max=n, n_min=min(n_min, n), draft_policy=pol)
+                  for pol in policies for n in n_values]
+
+
+def draft_whatif(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
+                 n_predict: int | None = None, cal: Calibration | None = None) -> WhatIf:
+    rounds = replay_draft(trace, spec, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
+    stats = fold(events_of(rounds, len(trace.prompt) - 1))
+    return WhatIf(draft_label(spec), spec, stats, 0.0,
+                  price(cal, rounds, spec.sync) if cal is not None else None)
+
+
+def draft_whatifs(trace: DraftTrace, *, n_ctx: int, n_predict: int | None = None,
+                  cal: Calibration | None = None,
+                  specs: Sequence[SpecSettings] | None = None) -> list[WhatIf]:
+    """Every setting of ``specs`` (default :func:`draft_specs`; the cost policy only with a
+    calibration) replayed over the trace."""
+    specs = draft_specs(policies=("hf", "cost") if cal is not None else ("hf",)) \
+        if specs is None else specs
+    return [draft_whatif(trace, s, n_ctx=n_ctx, n_predict=n_predict, cal=cal) for s in specs]
+
+
+@dataclass(frozen=True)
+class Hindsight:
+    """The best draft length of every round, chosen knowing the continuation."""
+    speedup: float
+    lengths: tuple[int, ...]       # the draft length of each round on the best path (0: none)
+
+
+def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RANGE),
+              n_ctx: int, n_predict: int | None = None, sync: str = "reuse") -> Hindsight:
+    """The ceiling: over every way to pick each round's draft length in 0..n_max (p_min 0), the
+    cheapest way through the continuation (the tokens are the same whatever the lengths), by
+    dynamic programming from its end (module docs)."""
+    cont, n_past0 = trace.cont, len(trace.prompt) - 1
+    n_predict = len(cont) if n_predict is None else n_predict
+    size = len(cont)
+    run = [0] * (size + 1)                  # run[j]: the draft's matches from j on
+    for j in range(size - 1, -1, -1):
+        run[j] = run[j + 1] + 1 if trace.top[j] == cont[j] else 0
+    best, choice = [0.0] * (size + 1), [0] * (size + 1)
+    for pos in range(size - 1, -1, -1):
+        budget = max(0, min(n_ctx - n_past0 - pos - 2, n_predict - pos - 1))
+        options = []
+        for n in range(0, min(n_max, budget) + 1):
+            acc = min(n, run[pos])
+            nxt = min(size, pos + acc + 1)
+            options.append((_round_price(cal, n, acc, 0, sync) + best[nxt], n))
+        best[pos], choice[pos] = min(options)
+    lengths, pos = [], 0
+    while pos < size:
+        n = choice[pos]
+        lengths.append(n)
+        pos = min(size, pos + min(n, run[pos]) + 1)
+    return Hindsight(size * cal.baseline_token / best[0] if best[0] > 0 else 1.0, tuple(lengths))

@@ -1,0 +1,179 @@
+"""``specscope advise`` (core/measure/advise.py): the decision rule on constructed numbers, the
+emitted llama.cpp flags against the vendored arg.cpp, and real runs on the demo pair: a report
+with every requested category, a stop that keeps what was measured, one-line errors."""
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from specscope.core.cli.main import main as cli_main
+from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.engine import EngineSettings, SpecSettings
+from specscope.core.measure.advise import (AdviseSettings, Advisor, Candidate, Measured, advise,
+                                           decide, order_interval)
+from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
+                                                  to_dict)
+from specscope.core.measure.cost_model import Calibration, extended
+from specscope.core.measure.whatif import configurations
+from specscope.core.measure.workloads import load_workloads
+from specscope.core.models.chat import render_chat, render_messages
+from specscope.core.models.demo import demo_pair
+from specscope.core.models.llama import Model
+
+ARG_CPP = Path("/work/ref/llama_cpp_python-0.3.36/vendor/llama.cpp/common/arg.cpp")
+CATS = ("code-editing", "translation")
+
+
+def measured(name: str, *ratios: float) -> Measured:
+    spec = SpecSettings(types=("ngram-simple",))
+    return Measured(Candidate("", spec, name, 1.2, 0.5, 2.0), list(ratios))
+
+
+def test_the_interval_is_the_sign_tests_order_statistics_around_the_median():
+    assert [order_interval(n) for n in (5, 6, 8, 9, 16, 18)] == [None, 1, 1, 2, 4, 5]
+    m = measured("a", *(float(x) for x in range(18, 0, -1)))
+    assert m.interval() == (9.5, 5.0, 14.0)            # the 5th smallest and 5th largest of 18
+    assert measured("five", 1.5, 1.6, 1.4, 1.5, 1.7).interval() is None
+
+
+def test_a_clear_gain_is_recommended():
+    d = decide([measured("clear", 1.30, 1.25, 1.35, 1.28, 1.31, 1.27),
+                measured("slow", 0.8, 0.85, 0.9, 0.82, 0.88, 0.86)])
+    assert d.best.candidate.name == "clear" and d.runner_up.candidate.name == "slow"
+
+
+def test_nothing_beyond_its_interval_means_dont_speculate():
+    d = decide([measured("noisy", 1.6, 0.7, 1.7, 0.8, 1.5, 1.9),
+                measured("loses", 0.9, 0.92, 0.88, 0.95, 0.91, 0.93)])
+    assert d.best is None and d.runner_up.candidate.name == "noisy"
+    assert "does not beat 1.0x" in d.why
+    assert d.judged and d.verdict == "don't speculate"
+    few = decide([measured("few", 3.0, 2.9, 3.1)])              # too few pairs for an interval
+    assert few.best is None and not few.judged and few.verdict.startswith("no advice")
+
+
+def test_a_surer_gain_beats_a_higher_but_uncertain_one():
+    d = decide([measured("high", 2.5, 0.9, 2.8, 1.0, 2.6, 2.7),
+                measured("sure", 1.20, 1.22, 1.19, 1.21, 1.23, 1.18)])
+    assert d.best.candidate.name == "sure" and d.runner_up.candidate.name == "high"
+
+
+def test_a_calibration_extended_past_its_batches_goes_on_in_a_line():
+    c = (1.0, 1.5, 2.0, 2.5, 3.0)
+    cal = Calibration(k_max=5, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.0, f_batch=())
+    assert extended(cal, 5) is cal
+    longer = extended(cal, 8)
+    assert longer.k_max == 8 and [longer.cost(k) for k in (6, 7, 8)] == [3.5, 4.0, 4.5]
+
+
+def _flags() -> set[str]:
+    return set(re.findall(r'"(-{1,2}[a-z0-9][a-z0-9-]*)"', ARG_CPP.read_text()))
+
+
+def test_every_emitted_flag_exists_in_the_vendored_llama_cpp():
+    target, draft = demo_pair()
+    s = AdviseSettings(target, (draft,), engine=EngineSettings(target_threads=2, draft_threads=1))
+    a = Advisor(s).result
+    model = SpecSettings(types=(DRAFT_MODEL,), n_max=6, n_min=2, p_min=0.5)
+    specs = [("", c) for c in configurations()] + [(draft.name, model),
+                                                   (draft.name, replace(model, types=("ngram-simple", DRAFT_MODEL)))]
+    known, used = _flags(), set()
+    for name, spec in specs:
+        for tool in TOOLS:
+            words = llama_command(a, Measured(Candidate(name, spec, spec.label, 1.0, 0, 0)), tool).split()
+            used |= {w for w in words if w.startswith("-")}
+            assert "--spec-type" in words and ",".join(spec.types) in words
+    assert {"-m", "-md", "--spec-draft-n-max", "--spec-draft-p-min", "--spec-draft-n-min",
+            "--spec-ngram-mod-n-match", "--spec-ngram-simple-size-n", "-t", "-td"} <= used
+    assert used <= known, used - known
+    assert llama_command(a, None).split() == ["llama-server", "-m", str(target), "-t", "2"]
+
+
+@pytest.fixture(scope="module")
+def advice():
+    target, draft = demo_pair()
+    # a budget it does not reach: the passes end it, whatever the machine's speed
+    s = AdviseSettings(target, (draft,), CATS, budget_s=900, n_predict=32, top=2, passes=1)
+    lines = []
+    return advise(s, lines.append), lines
+
+
+def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path):
+    a, lines = advice
+    assert [c.category for c in a.categories] == list(CATS) and not a.stopped and not a.out_of_time
+    assert any(ln.split("] ", 1)[1].startswith("baseline") for ln in lines)
+    assert any("teacher-forced pass" in ln for ln in lines)
+    for cat in a.categories:
+        assert len(cat.prompts) == 6 and all(p.cont for p in cat.prompts)
+        assert cat.candidates[0].predicted is not None and cat.ceilings
+        assert [m.pairs for m in cat.measured] == [6, 6]          # top 2, one pass over 6 prompts
+        d = cat.decision()
+        assert d.best is None or d.best.interval()[1] > 1.0
+    doc = to_dict(a)
+    assert [c["category"] for c in doc["categories"]] == list(CATS)
+    md = markdown(a)
+    assert all(f"## {c}" in md for c in CATS) and "llama-server -m" in md
+    assert "hindsight ceiling" in md
+    summary = "\n".join(summary_lines(a))
+    assert all(c in summary for c in CATS) and "hindsight ceiling" in summary
+
+
+def test_a_stop_midway_keeps_what_was_measured():
+    target, draft = demo_pair()
+    s = AdviseSettings(target, (draft,), CATS[:1], budget_s=900, n_predict=32, top=2, passes=1)
+    seen = []
+
+    def say(line):
+        seen.append(line)
+        if sum("measuring" in ln for ln in seen) == 4:
+            raise KeyboardInterrupt        # what Ctrl-C raises in the measuring loop
+    a = advise(s, say)
+    assert a.stopped and a.phase == "measure"
+    assert sum(m.pairs for c in a.categories for m in c.measured) == 3
+    assert "STOPPED" in summary_lines(a)[0] and "partial results" in markdown(a)
+
+
+def test_the_budget_ends_the_run_without_calling_it_a_stop():
+    target, draft = demo_pair()
+    s = AdviseSettings(target, (draft,), CATS[:1], budget_s=0.001, n_predict=16, top=1, passes=1)
+    a = advise(s)
+    assert a.out_of_time and not a.stopped
+    assert "the budget ended the run" in summary_lines(a)[0]
+    assert f"## {CATS[0]}" in markdown(a)
+
+
+def test_the_cli_writes_json_and_a_report(tmp_path, capsys):
+    target, draft = demo_pair()
+    report = tmp_path / "advice.md"
+    assert cli_main(["advise", "-m", str(target), "-md", str(draft), "--categories", "translation",
+                     "--budget", "8s", "-n", "24", "--top", "1", "--json", "-q", "--no-probe",
+                     "--report", str(report)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["category"] for c in doc["categories"]] == ["translation"]
+    assert doc["categories"][0]["commands"]["llama-server"].startswith("llama-server -m ")
+    assert "## translation" in report.read_text()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--categories", "poetry"], ["poetry", "known:"]),
+    (["-m", "/nonexistent/model.gguf"], ["/nonexistent/model.gguf", "no such model file"]),
+    (["--budget", "soon"], ["soon", "duration"]),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
+    assert cli_main(["advise", "-q", "--no-probe", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and all(w in err for w in words)
+
+
+def test_a_multi_turn_workload_is_the_whole_conversation_in_the_chat_template(smollm2):
+    conversation = next(w for w in load_workloads(["multi-turn"]) if len(w.messages) > 1)
+    with Model(smollm2, vocab_only=True) as model:
+        text = render_messages(model, list(conversation.messages))
+        assert text.count("<|im_start|>user") == sum(m["role"] == "user" for m in conversation.messages)
+        assert all(m["content"] in text for m in conversation.messages)
+        assert text.endswith("<|im_start|>assistant\n")
+        single = render_chat(model, conversation.messages[0]["content"])
+        assert render_messages(model, [dict(conversation.messages[0])]) == single
