@@ -524,17 +524,9 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
             expected += -(-nbytes // alignment) * alignment
 
     return GGUFInfo(
-        path=spath,
-        file_size=size,
-        version=version,
-        n_tensors=n_tensors,
-        n_kv=n_kv,
-        alignment=alignment,
-        data_offset=data_offset,
-        metadata=metadata,
-        array_lengths=array_lengths,
-        array_types=array_types,
-        long_strings=long_strings,
+        path=spath, file_size=size, version=version, n_tensors=n_tensors, n_kv=n_kv,
+        alignment=alignment, data_offset=data_offset, metadata=metadata,
+        array_lengths=array_lengths, array_types=array_types, long_strings=long_strings,
         arrays=arrays,
         tensor_types={
             GGML_TYPES[t][0]: TensorTypeStats(count=c, n_elements=e, n_bytes=b)
