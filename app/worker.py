@@ -209,7 +209,8 @@ class EngineWorker(QObject):
         from specscope.core.measure.calibrate import CalibrationStopped
         self._drop_generator()
         try:
-            # n-gram drafters need no draft model: only draft-simple and draft-eagle3 (a head) do
+            # n-gram drafters and draft-mtp (the target's own MTP blocks) need no draft model:
+            # only draft-simple and draft-eagle3 (a head) do
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec" and request.spec.needs_draft)
             if time.monotonic() - self._threads_measured_at > REMEASURE_AFTER_S:
@@ -363,20 +364,24 @@ class EngineWorker(QObject):
 
 
 class DoctorWorker(QObject):
-    """Runs the pair doctor (vocab-only loads) off the UI thread."""
+    """Runs the pair doctor (vocab-only loads) off the UI thread, and reads the target's MTP
+    (nextn) blocks from its header (draft-mtp drafts with them)."""
 
-    pair_checked = Signal(int, object)          # request id, PairReport
+    pair_checked = Signal(int, object, int)     # request id, PairReport, the target's MTP blocks
     check_failed = Signal(int, object, str)     # request id, exception, traceback
 
     @Slot(int, str, str)
     def check(self, req_id: int, target: str, draft: str) -> None:
         try:
             from specscope.core.measure.pairing import check_pair
+            from specscope.core.models.gguf_file import check_gguf
+            from specscope.core.models.mtp import nextn_layers
             report = check_pair(target, draft)
+            blocks = nextn_layers(check_gguf(target))
         except Exception as exc:  # noqa: BLE001
             self.check_failed.emit(req_id, *_error_payload(exc))
             return
-        self.pair_checked.emit(req_id, report)
+        self.pair_checked.emit(req_id, report, blocks)
 
 
 def start_thread(obj: QObject, name: str) -> QThread:
