@@ -19,7 +19,7 @@ DRAFTER_COLORS = {
     "ngram-cache": ("#7c2d12", "#fed7aa", "#ea580c"),     # orange
     "draft-simple": ("#14532d", "#bbf0c6", "#2e9d4b"),    # green (the draft model)
     "draft-eagle3": ("#3f6212", "#e2f7a1", "#74a00f"),    # lime (an EAGLE-3 head)
-    "draft-mtp": ("#134e4a", "#9fe3d6", "#0f9488"),       # teal (the target's own MTP blocks)
+    "draft-mtp": ("#0b3b36", "#82d3bf", "#0f9488"),       # teal (the target's own MTP blocks)
 }
 # who drafted, in words: (article, noun); the n-gram types are named by their type
 WHO = {"draft-simple": ("the", "draft model"), "draft-eagle3": ("the", "EAGLE-3 head"),

@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGridLayout,
                                QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget, QHeaderView, QAbstractItemView)
 
+from .drafter_style import drafter_colors
+
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 FACT_ROWS = ("architecture", "parameters", "file size", "tensor type", "bits / weight", "trained context")
 # EngineSettings.repack (core.llama.REPACK_MODES; not imported here: that loads llama.cpp on the UI thread)
@@ -357,8 +359,9 @@ class PairPanel(QGroupBox):
         """The target's MTP (nextn) blocks as its header counts them (None: not read yet); a
         target with some is offered to draft-mtp, which needs no draft model."""
         self._mtp_blocks = blocks
+        color = drafter_colors("draft-mtp")[0]
         self.mtp_line.setText(
-            f"<span style='color:#134e4a'>MTP blocks: {blocks} — draft-mtp drafts with them, no "
+            f"<span style='color:{color}'>MTP blocks: {blocks} — draft-mtp drafts with them, no "
             f"draft model needed: <a href='draft-mtp'>draft with its own MTP layers</a></span>"
             if blocks else "")
         self.mtp_line.setToolTip("The target carries MTP (multi-token prediction, nextn) blocks "

@@ -36,7 +36,7 @@ ROWS = ("position", "batch / draft", "target samples", "target KV after")
 # beside the picture's draft row: what a drafted cell's small line says, per drafter
 PICTURE_NOTES = {DRAFT_EAGLE3: "p · head's id→target id (d2t)",
                  DRAFT_MTP: "p: the block's top-10 share"}
-CACHES = {DRAFT_EAGLE3: "head", DRAFT_MTP: "MTP"}     # the drafting cache, beside the target's
+CACHES = {DRAFT_EAGLE3: "head", DRAFT_MTP: "MTP context"}   # the drafting cache, beside the target's
 
 
 def labels(tokens, vocab) -> list[str]:

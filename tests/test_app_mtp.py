@@ -42,6 +42,7 @@ def open_target(qtbot, target, settings):
     w.resize(1440, 900)
     w.show()
     qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
+    w.pair_panel.set_pair(target, None)          # (a target alone on the command line gets the demo draft)
     for_short_runs(w, n_predict=48, n_ctx=256, prompt=PROMPT)
     w.prompt.chat.setChecked(False)
     qtbot.waitUntil(lambda: w.pair_panel.target_mtp_blocks() is not None, timeout=30_000)
