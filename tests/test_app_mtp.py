@@ -14,11 +14,9 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from helpers import ggufgen  # noqa: E402
-from helpers.window import RUN_TIMEOUT_MS, for_short_runs, run_and_wait, step_to_a_draft  # noqa: E402
+from helpers.window import (RUN_TIMEOUT_MS, chain_after_ngram_simple, check_drafted_by,  # noqa: E402
+                            check_shared_lengths, for_short_runs, run_and_wait, step_to_a_draft)
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
-from specscope.app.drafter_style import drafter_colors  # noqa: E402
-from specscope.app.token_view import ACCEPTED  # noqa: E402
-from specscope.core.engine.drafters import DESCRIPTIONS  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
 PROMPT = "def parse_args(argv=None):\n"
@@ -58,23 +56,11 @@ def window(qtbot, targets, settings):
 
 # ------------------------------------------------------------------ the picker alone
 def test_the_picker_offers_draft_mtp_with_the_draft_model_s_lengths(qtbot):
-    picker = DrafterPanel()
-    qtbot.addWidget(picker)
+    picker = check_shared_lengths(qtbot, "draft-mtp")
     check = picker.checks["draft-mtp"]
-    assert check.text() == "draft-mtp (the target's own MTP layers)"
-    assert DESCRIPTIONS["draft-mtp"] in check.toolTip() and check.isEnabled()
+    assert check.text() == "draft-mtp (the target's own MTP layers)" and check.isEnabled()
     picker.set_types(["draft-mtp"])
-    assert all(w.isEnabled() for w in (picker.n_max, picker.n_min, picker.p_min))
-    assert not picker.sync.isEnabled() and not picker.policy.isEnabled()   # draft-simple's alone
-    picker.n_max.setValue(5)
-    picker.n_min.setValue(2)
-    picker.p_min.setValue(0.3)
-    spec = picker.spec_settings()
-    assert spec.types == ("draft-mtp",) and (spec.n_max, spec.n_min, spec.p_min) == (5, 2, 0.3)
-    assert not spec.needs_draft                                    # no draft model
-    picker.set_types(["draft-mtp", "ngram-mod"])                  # a chain, in llama.cpp's order
-    assert picker.spec_settings().types == ("ngram-mod", "draft-mtp")
-    assert picker.problem() == ""
+    assert not picker.spec_settings().needs_draft                 # no draft model
 
 
 def test_the_picker_says_when_the_target_has_no_mtp_blocks(qtbot, tmp_path):
@@ -108,39 +94,13 @@ def test_an_mtp_run_without_a_draft_model_colours_its_tokens_and_its_plots(qtbot
     assert window.params.drafter.types() == ("draft-mtp",)
     assert window.params.drafter.problem() == ""
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert window.banner.level != "error", window.banner.message
     assert "draft" not in window.pairs.facts                      # the target alone was loaded
-    drafted = [e for e in window.shown.events if e.drafted]
-    assert drafted and {e.drafter for e in drafted} == {"draft-mtp"}
-    accepted = [s for s in window.token_view.spans if s.kind == ACCEPTED and s.end > s.start]
-    assert accepted and {s.drafter for s in accepted} == {"draft-mtp"}
-    bg = drafter_colors("draft-mtp")[1]
-    assert bg not in {drafter_colors(t)[1] for t in DESCRIPTIONS if t != "draft-mtp"}
-    cursor = window.token_view.textCursor()
-    cursor.setPosition(accepted[0].start + 1)
-    assert cursor.charFormat().background().color().name() == bg
-    assert "drafted by the target's <b>MTP block(s)</b>" in accepted[0].tooltip
-    assert "drafted&nbsp;by&nbsp;draft\u2011mtp" in window.legend.text()
-    window.tabs.setCurrentWidget(window.tabs.widget(0))
-    window.shown.refresh_panels()
-    shown = window.plots.shown()
-    assert [row[0] for row in shown["by_drafter"]["table"]] == ["draft-mtp"]
-    assert sum(shown["tree"]["height"]) > 0 and "width-w draft tree" in shown["tree"]["numbers"]
+    span = check_drafted_by(window, "draft-mtp")
+    assert "drafted by the target's <b>MTP block(s)</b>" in span.tooltip
 
 
 def test_a_chain_of_ngram_simple_and_draft_mtp_draws_a_curve_for_each(qtbot, window):
-    d = window.params.drafter
-    d.set_types(["draft-mtp", "ngram-simple"])
-    d.size_n["ngram-simple"].setValue(2)
-    d.size_m["ngram-simple"].setValue(6)
-    window.prompt.set_text("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n")
-    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert {e.drafter for e in window.shown.events if e.drafted} == {"ngram-simple", "draft-mtp"}
-    window.tabs.setCurrentWidget(window.tabs.widget(0))
-    window.shown.refresh_panels()
-    shown = window.plots.shown()["by_drafter"]
-    assert set(shown["curves"]) == {"ngram-simple", "draft-mtp"}
-    assert sorted(row[0] for row in shown["table"]) == ["draft-mtp", "ngram-simple"]
+    chain_after_ngram_simple(qtbot, window, "draft-mtp")
 
 
 @pytest.mark.parametrize("model", ["one", "two"])
