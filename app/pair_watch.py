@@ -88,13 +88,13 @@ class PairWatch(QObject):
         panel.set_checking()
         self.check_requested.emit(self._check_id, str(t), str(d))
 
-    @Slot(int, object, int)
-    def _checked(self, req_id: int, report, mtp_blocks: int) -> None:
+    @Slot(int, object)
+    def _checked(self, req_id: int, report) -> None:
         if req_id != self._check_id:
             return
         panel = self.w.pair_panel
         self.w.prompt.set_template_available(report.target.has_chat_template)
-        self._show_mtp(mtp_blocks)
+        self._show_mtp(report.target.nextn_layers)    # the target's MTP blocks, from its header
         if panel.pair()[1] is None:          # a target alone: its facts, no verdict
             panel.set_model_facts(0, report.target)
             self.report_shown.emit(report)

@@ -364,24 +364,20 @@ class EngineWorker(QObject):
 
 
 class DoctorWorker(QObject):
-    """Runs the pair doctor (vocab-only loads) off the UI thread, and reads the target's MTP
-    (nextn) blocks from its header (draft-mtp drafts with them)."""
+    """Runs the pair doctor (vocab-only loads) off the UI thread."""
 
-    pair_checked = Signal(int, object, int)     # request id, PairReport, the target's MTP blocks
+    pair_checked = Signal(int, object)          # request id, PairReport
     check_failed = Signal(int, object, str)     # request id, exception, traceback
 
     @Slot(int, str, str)
     def check(self, req_id: int, target: str, draft: str) -> None:
         try:
             from specscope.core.measure.pairing import check_pair
-            from specscope.core.models.gguf_file import check_gguf
-            from specscope.core.models.mtp import nextn_layers
             report = check_pair(target, draft)
-            blocks = nextn_layers(check_gguf(target))
         except Exception as exc:  # noqa: BLE001
             self.check_failed.emit(req_id, *_error_payload(exc))
             return
-        self.pair_checked.emit(req_id, report, blocks)
+        self.pair_checked.emit(req_id, report)
 
 
 def start_thread(obj: QObject, name: str) -> QThread:
