@@ -89,7 +89,7 @@ class SweepForm(QGroupBox):
         grid.addLayout(_row(self.add_draft_button, self.remove_draft_button), 3, 1)
 
     def _drafters_column(self, grid: QGridLayout) -> None:
-        from specscope.core.engine.drafters import DESCRIPTIONS, TYPES
+        from specscope.core.engine.drafters import DESCRIPTIONS, SWEEP_TYPES
         self.drafters = _tip(QListWidget(), "Each ticked type is one configuration (llama.cpp's --spec-type); "
                                             "draft-simple runs once per n with each draft model, draft-eagle3 "
                                             "with each EAGLE-3 head among the drafts, the n-gram types once")
@@ -98,7 +98,7 @@ class SweepForm(QGroupBox):
         self.drafters.setFlow(QListWidget.Flow.LeftToRight)
         self.drafters.setWrapping(True)
         self.drafters.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        for name in TYPES:
+        for name in SWEEP_TYPES:
             item = QListWidgetItem(name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if name == "draft-simple" else Qt.CheckState.Unchecked)

@@ -3,15 +3,16 @@
 One row per speculative type, in llama.cpp's priority order (core.drafters.TYPES): the
 draftless n-gram types, then ``draft-simple``, the draft model, and ``draft-eagle3``, an
 EAGLE-3 head; both draft with the model in the Models box's draft slot (for draft-eagle3 it is
-labelled the head slot). Checking several makes a chain; llama.cpp tries the checked types in
-this order and the first non-empty draft wins the round. Each type's parameters sit under it,
-with llama.cpp's defaults and ranges, and its flag name in the tooltip; a type that is not
-checked has its parameters greyed out (n_max, n_min and p_min, under draft-simple, serve
-draft-eagle3 too).
+labelled the head slot); last ``draft-mtp``, the target's own MTP (nextn) blocks, with no draft
+file, offered when the target's header has them. Checking several makes a chain; llama.cpp
+tries the checked types in this order and the first non-empty draft wins the round. Each type's
+parameters sit under it, with llama.cpp's defaults and ranges, and its flag name in the tooltip;
+a type that is not checked has its parameters greyed out (n_max, n_min and p_min, under
+draft-simple, serve draft-eagle3 and draft-mtp too).
 
 Bad settings (a cross-field error, a missing lookup-cache file, draft-simple without a
-usable draft model or with a head, draft-eagle3 with an ordinary model) are one line under the
-rows, naming the file, updated as the user edits.
+usable draft model or with a head, draft-eagle3 with an ordinary model, draft-mtp on a target
+without MTP blocks) are one line under the rows, naming the file, updated as the user edits.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYPES, TYPES
+from specscope.core.engine.drafters import (DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP,
+                                            MODEL_TYPES, TYPES)
 from specscope.core.engine.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
                                           NgramModParams)
 
@@ -32,11 +34,25 @@ from .drafter_style import swatch_html
 
 MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
-              "in this order, then the draft model or the EAGLE-3 head; the first non-empty draft "
-              "wins the round.")
-CHECK_LABELS = {DRAFT_MODEL: "draft-simple (the draft model)", DRAFT_EAGLE3: "draft-eagle3 (an EAGLE-3 head)"}
+              "in this order, then the draft model or the EAGLE-3 head, then the target's MTP "
+              "layers; the first non-empty draft wins the round.")
+CHECK_LABELS = {DRAFT_MODEL: "draft-simple (the draft model)", DRAFT_EAGLE3: "draft-eagle3 (an EAGLE-3 head)",
+                DRAFT_MTP: "draft-mtp (the target's own MTP layers)"}
 HEAD_NOTE = ("Drafts with the EAGLE-3 head in the Models box's head slot, from the target's own "
              "hidden states; n_max, n_min and p_min above apply to it.")
+NO_MTP = "this target has no MTP (nextn) blocks"
+
+
+def mtp_note(blocks: int | None) -> str:
+    """draft-mtp's line under its check box, for a target with ``blocks`` MTP blocks (None: not
+    read yet)."""
+    what = ("the target's own MTP (nextn) blocks" if blocks is None else
+            f"the target's {blocks} MTP block{'s' if blocks != 1 else ''}")
+    chain = (f" (chained: one per draft step, so a draft is at most {blocks} tokens)"
+             if blocks and blocks > 1 else "")
+    return (f"Drafts with {what}{chain}, no draft model needed; n_max, n_min and p_min above "
+            "apply to it.") if blocks != 0 else (
+        f"Not offered: {NO_MTP}; a model converted with its MTP layers carries them.")
 
 
 def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
@@ -101,15 +117,16 @@ class DrafterPanel(QGroupBox):
                                              "lookup tools (-lcd, --lookup-cache-dynamic)")
 
         # draft-simple: the draft model's settings
-        self.n_max = _spin(0, 64, 3, "Tokens the draft model (or the EAGLE-3 head) proposes per round "
-                                     "at most (--spec-draft-n-max; llama.cpp's default 3)")
-        self.n_min = _spin(0, 64, 0, "Drafts of the draft model (or the EAGLE-3 head) shorter than this "
-                                     "are dropped and the round decodes plainly (--spec-draft-n-min; "
-                                     "default 0)")
+        self.n_max = _spin(0, 64, 3, "Tokens the draft model (or the EAGLE-3 head, or the MTP blocks) "
+                                     "proposes per round at most (--spec-draft-n-max; llama.cpp's "
+                                     "default 3)")
+        self.n_min = _spin(0, 64, 0, "Drafts of the draft model (or the EAGLE-3 head, or the MTP "
+                                     "blocks) shorter than this are dropped and the round decodes "
+                                     "plainly (--spec-draft-n-min; default 0)")
         self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
-        self.p_min.setToolTip("Stop drafting when the draft model's (or the EAGLE-3 head's) top token "
-                              "holds less than this share of its top-10 probability mass "
-                              "(--spec-draft-p-min; default 0)")
+        self.p_min.setToolTip("Stop drafting when the draft model's (or the EAGLE-3 head's, or the MTP "
+                              "block's) top token holds less than this share of its top-10 "
+                              "probability mass (--spec-draft-p-min; default 0)")
         self.sync = QComboBox()
         self.sync.addItem("reuse", "reuse")
         self.sync.addItem("replay", "replay")
@@ -142,8 +159,9 @@ class DrafterPanel(QGroupBox):
                           [("p_min", self.p_min), ("sync", self.sync)],
                           [("n policy", self.policy)]],
             DRAFT_EAGLE3: [],
+            DRAFT_MTP: [],
         }
-        shared = (self.n_max, self.n_min, self.p_min)    # draft-simple's, draft-eagle3's too
+        shared = (self.n_max, self.n_min, self.p_min)    # draft-simple's, draft-eagle3's and draft-mtp's
         self.model_params: list[QWidget] = []
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
@@ -184,8 +202,8 @@ class DrafterPanel(QGroupBox):
                 grid.addLayout(box, r, 1, 1, 2)
                 r += 1
             notes = {DRAFT_MODEL: "sync and n policy apply to draft-simple only; n_max, n_min and "
-                                  "p_min to draft-eagle3 too.",
-                     DRAFT_EAGLE3: HEAD_NOTE}
+                                  "p_min to draft-eagle3 and draft-mtp too.",
+                     DRAFT_EAGLE3: HEAD_NOTE, DRAFT_MTP: mtp_note(None)}
             if t in notes:
                 note = QLabel(notes[t])
                 note.setWordWrap(True)
@@ -197,6 +215,8 @@ class DrafterPanel(QGroupBox):
                 if t == DRAFT_MODEL:
                     self.draft_note = note
                     self.model_params.append(note)
+                if t == DRAFT_MTP:
+                    self.mtp_note = note
             self.params[t] = widgets
         lay.addLayout(grid)
         self.synth = SynthBox()
@@ -212,6 +232,8 @@ class DrafterPanel(QGroupBox):
         # the draft slot's model: its path (None: none), its architecture ("" not known yet), and
         # why the pair doctor refused it for draft-simple ("" it did not); None: not told yet
         self._draft: tuple[Path | None, str, str] | None = None
+        # the target's path and its MTP blocks, read from its header (None: not read yet)
+        self._mtp: tuple[Path | None, int | None] = (None, None)
         self.checks[DRAFT_MODEL].setChecked(True)
         for c in self.checks.values():
             c.toggled.connect(self._edited)
@@ -278,9 +300,25 @@ class DrafterPanel(QGroupBox):
         self._draft = (path, architecture, refused)
         self._edited()
 
+    def set_target_mtp(self, path: Path | None, blocks: int | None) -> None:
+        """The target's MTP (nextn) blocks, as its header counts them (None: not read yet):
+        draft-mtp is offered only for a target that has some."""
+        self._mtp = (path, blocks)
+        check = self.checks[DRAFT_MTP]
+        check.setToolTip(f"{DRAFT_MTP}: {DESCRIPTIONS[DRAFT_MTP]} (--spec-type {DRAFT_MTP})"
+                         + (f"\nNot offered: {NO_MTP}" if blocks == 0 else ""))
+        self.mtp_note.setText(mtp_note(blocks))
+        self._edited()
+
     def draft_problem(self) -> str:
-        """Why the checked model drafter cannot draft with the draft slot's model, or ""."""
+        """Why the checked model drafter cannot draft with the draft slot's model (or, draft-mtp,
+        with the target's own layers), or ""."""
         types = self.types()
+        path, blocks = self._mtp
+        if DRAFT_MTP in types and blocks == 0:
+            return (f"draft-mtp: {path.name if path else 'the target'} has no MTP (nextn) blocks "
+                    "to draft with: choose a target converted with its MTP layers, or uncheck "
+                    "draft-mtp.")
         if DRAFT_MODEL in types and DRAFT_EAGLE3 in types:
             return ("draft-simple and draft-eagle3 both draft with the model in the draft slot: "
                     "check one of them.")
@@ -325,6 +363,8 @@ class DrafterPanel(QGroupBox):
         for t, widgets in self.params.items():
             for w in widgets:
                 w.setEnabled(t in chosen or (model and w in self.model_params))
+        # a target without MTP blocks: draft-mtp is not offered (but can be unchecked)
+        self.checks[DRAFT_MTP].setEnabled(self._mtp[1] != 0 or DRAFT_MTP in chosen)
         text = self.problem()
         self.message.setText(f"<span style='color:#b42318'>⚠ {html.escape(text)}</span>" if text else "")
         self.message.setVisible(bool(text))

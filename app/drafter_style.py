@@ -1,8 +1,9 @@
 """One colour per drafter (llama.cpp's speculative types), shared by the picker's swatches,
 the token view's accepted tokens and the plots' per-drafter curves.
 
-draft-simple keeps the token view's original green, draft-eagle3 (an EAGLE-3 head) is lime;
-each n-gram type has its own hue, and none is the target's blue or the rejection red.
+draft-simple keeps the token view's original green, draft-eagle3 (an EAGLE-3 head) is lime,
+draft-mtp (the target's own MTP blocks) teal; each n-gram type has its own hue, and none is the
+target's blue or the rejection red.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ DRAFTER_COLORS = {
     "ngram-cache": ("#7c2d12", "#fed7aa", "#ea580c"),     # orange
     "draft-simple": ("#14532d", "#bbf0c6", "#2e9d4b"),    # green (the draft model)
     "draft-eagle3": ("#3f6212", "#e2f7a1", "#74a00f"),    # lime (an EAGLE-3 head)
+    "draft-mtp": ("#0b3b36", "#82d3bf", "#0f9488"),       # teal (the target's own MTP blocks)
 }
+# who drafted, in words: (article, noun); the n-gram types are named by their type
+WHO = {"draft-simple": ("the", "draft model"), "draft-eagle3": ("the", "EAGLE-3 head"),
+       "draft-mtp": ("the target's", "MTP block(s)")}
 assert set(DRAFTER_COLORS) == set(TYPES)
 
 
@@ -27,10 +32,20 @@ def drafter_colors(name: str) -> tuple[str, str, str]:
     return DRAFTER_COLORS.get(name or "draft-simple", DRAFTER_COLORS["draft-simple"])
 
 
+def drafter_who(name: str) -> str:
+    """Who drafted, in plain words: "the EAGLE-3 head", or an n-gram type's name."""
+    the, what = WHO.get(name or "draft-simple", ("", name))
+    return f"{the} {what}".strip()
+
+
 def drafter_html(name: str) -> str:
-    """Who drafted, in a tooltip: the type in bold, an EAGLE-3 head named as one."""
+    """Who drafted, in a tooltip: the type in bold; a head or the target's MTP blocks named as
+    such ("the <b>EAGLE-3 head</b> (draft-eagle3)")."""
     name = name or "draft-simple"
-    return "the <b>EAGLE-3 head</b> (draft-eagle3)" if name == "draft-eagle3" else f"<b>{name}</b>"
+    if name == "draft-simple" or name not in WHO:
+        return f"<b>{name}</b>"
+    the, what = WHO[name]
+    return f"{the} <b>{what}</b> ({name})"
 
 
 def swatch_html(name: str, text: str = "abc") -> str:

@@ -1,4 +1,5 @@
-"""Pick a target and a draft; see the pair doctor's verdict and each model's facts."""
+"""Pick a target and a draft; see the pair doctor's verdict and each model's facts (and, for a
+target that carries MTP blocks, the offer to draft with them: draft-mtp, no draft model)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGridLayout,
                                QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget, QHeaderView, QAbstractItemView)
+
+from .drafter_style import drafter_colors
 
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 FACT_ROWS = ("architecture", "parameters", "file size", "tensor type", "bits / weight", "trained context")
@@ -179,6 +182,14 @@ class PairPanel(QGroupBox):
                                              | Qt.TextInteractionFlag.LinksAccessibleByMouse)
         self.verdict.linkActivated.connect(self.drafter_suggested)
         lay.addWidget(self.verdict)
+        self.mtp_line = QLabel()                 # the target's MTP blocks, offered to draft-mtp
+        self.mtp_line.setWordWrap(True)
+        self.mtp_line.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.mtp_line.setTextFormat(Qt.TextFormat.RichText)
+        self.mtp_line.linkActivated.connect(self.drafter_suggested)
+        lay.addWidget(self.mtp_line)
+        self._mtp_blocks: int | None = None
+        self.set_target_mtp(None)
 
         self.facts = QTableWidget(len(FACT_ROWS), 2)
         self.facts.setHorizontalHeaderLabels(["target", "draft"])
@@ -343,6 +354,24 @@ class PairPanel(QGroupBox):
     # ------------------------------------------------------------------ verdict and facts
     def set_checking(self) -> None:
         self.verdict.setText("<span style='color:#666'>Checking the pair…</span>")
+
+    def set_target_mtp(self, blocks: int | None) -> None:
+        """The target's MTP (nextn) blocks as its header counts them (None: not read yet); a
+        target with some is offered to draft-mtp, which needs no draft model."""
+        self._mtp_blocks = blocks
+        color = drafter_colors("draft-mtp")[0]
+        self.mtp_line.setText(
+            f"<span style='color:{color}'>MTP blocks: {blocks} — draft-mtp drafts with them, no "
+            f"draft model needed: <a href='draft-mtp'>draft with its own MTP layers</a></span>"
+            if blocks else "")
+        self.mtp_line.setToolTip("The target carries MTP (multi-token prediction, nextn) blocks "
+                                 "after its layers; llama.cpp's draft-mtp drafts with them"
+                                 if blocks else "")
+        self.mtp_line.setVisible(bool(blocks))
+
+    def target_mtp_blocks(self) -> int | None:
+        """The target's MTP blocks, as last read (None: not read yet)."""
+        return self._mtp_blocks
 
     def set_verdict_text(self, text: str, color: str = "#666") -> None:
         self.verdict.setText(f"<span style='color:{color}'>{breakable(html.escape(text))}</span>")

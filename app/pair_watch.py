@@ -1,5 +1,6 @@
 """The pair chosen in the window's pair panel: the doctor checks it on a thread of its own (its
-verdict, the models' facts, the target's chat template, whether draft-simple can draft for it),
+verdict, the models' facts, the target's chat template and MTP blocks, whether draft-simple can
+draft for it),
 the recent pairs, preloading it into the engine, and what the engine worker says while it
 loads it (progress, the crash probe's verdicts, a failed load)."""
 
@@ -73,6 +74,7 @@ class PairWatch(QObject):
         panel.clear_facts()
         panel.set_load_state("idle")
         self._update_draft_problem()
+        self._show_mtp(None)
         if not t:
             panel.set_verdict_text("Choose a target model (and a draft model for draft-simple).")
             return
@@ -92,6 +94,7 @@ class PairWatch(QObject):
             return
         panel = self.w.pair_panel
         self.w.prompt.set_template_available(report.target.has_chat_template)
+        self._show_mtp(report.target.nextn_layers)    # the target's MTP blocks, from its header
         if panel.pair()[1] is None:          # a target alone: its facts, no verdict
             panel.set_model_facts(0, report.target)
             self.report_shown.emit(report)
@@ -111,6 +114,11 @@ class PairWatch(QObject):
         self.w.pair_panel.set_verdict_text(describe(exc), "#b42318")
         self.w.banner.show_error(exc, tb, "The pair cannot be checked")
         self.report_shown.emit(exc)
+
+    def _show_mtp(self, blocks: int | None) -> None:
+        """The target's MTP blocks (None: not read yet), to the pair panel and the picker."""
+        self.w.pair_panel.set_target_mtp(blocks)
+        self.w.params.drafter.set_target_mtp(self.w.pair_panel.pair()[0], blocks)
 
     def _update_draft_problem(self) -> None:
         """Tell the drafter picker what the draft slot holds: a model drafter that cannot draft

@@ -32,7 +32,8 @@ TIPS = {
             "target's own path): the rank of the target's token among the draft's top-10.\n"
             "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where a "
             "draft tree holding the draft's top-k would have had the target's token.\n"
-            "Only the draft model's rounds (draft-simple) or the EAGLE-3 head's (draft-eagle3) are counted.",
+            "Only the draft model's rounds (draft-simple), the EAGLE-3 head's (draft-eagle3) or the "
+            "target's MTP blocks' (draft-mtp) are counted.",
 }
 DRAFTER_COLUMNS = (
     ("drafter", "llama.cpp's speculative type"),
@@ -323,7 +324,7 @@ class TreePlot(_DraftBars):
         counts = np.asarray(tree.rank_hist, dtype=float)
         self.bars.setOpts(height=counts)
         measured = counts.sum()
-        self.note.setText("" if measured else "No draft model or head draft yet")
+        self.note.setText("" if measured else "No draft model, head or MTP draft yet")
         self.note.setVisible(not measured)
         self.texts = [f"{int(c)}" if c else "" for c in counts]
         self.top = max(float(counts.max()), 1.0)

@@ -9,7 +9,9 @@ one past the last drafted token, and four rows:
     KV cache   kept     kept     dropped ...      rows each cache holds after the round
 
 An EAGLE-3 head's drafted tokens show their probability and their id in the head's reduced
-vocabulary beside the target id its d2t table maps it to ("p 0.83 · 17→1234").
+vocabulary beside the target id its d2t table maps it to ("p 0.83 · 17→1234"); the words say
+what fed it, and for draft-mtp what the target's MTP block read (the token at p and the
+target's hidden state at p - 1) and which block of a chain drafted which token.
 Tokens show the text they make, read along their row (core/models/tokentext.py): a
 character split over tokens appears on each of them with its share, "中 (1/3)".
 Hovering a token cell shows its id and its piece as the vocabulary writes it.
@@ -23,14 +25,18 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, MODEL_TYPES
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES
 from specscope.core.models.tokentext import shares
 
-from .drafter_style import drafter_colors
+from .drafter_style import drafter_colors, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
+# beside the picture's draft row: what a drafted cell's small line says, per drafter
+PICTURE_NOTES = {DRAFT_EAGLE3: "p · head's id→target id (d2t)",
+                 DRAFT_MTP: "p: the block's top-10 share"}
+CACHES = {DRAFT_EAGLE3: "head", DRAFT_MTP: "MTP context"}   # the drafting cache, beside the target's
 
 
 def labels(tokens, vocab) -> list[str]:
@@ -218,13 +224,13 @@ class RoundDiagram(QWidget):
             y = GAP + 3 * (CELL_H + GAP)
             p.setFont(small)
             p.setPen(QColor("#444444"))
-            if ev.drafter == DRAFT_EAGLE3 and drafted:
+            if ev.drafter in PICTURE_NOTES and drafted:
                 p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H),
                            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                           "drafted by the EAGLE-3 head\np · head's id→target id (d2t)")
+                           f"drafted by {drafter_who(ev.drafter)}\n{PICTURE_NOTES[ev.drafter]}")
             p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                        f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
-                       f"{'head' if ev.drafter == DRAFT_EAGLE3 else 'draft'} dropped {ev.kv_dropped_draft} "
+                       f"{CACHES.get(ev.drafter, 'draft')} dropped {ev.kv_dropped_draft} "
                        f"row{'s' if ev.kv_dropped_draft != 1 else ''}")
         p.end()
 
@@ -328,8 +334,9 @@ def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
 
 
 def model_draft_words(ev, drafted: list[str]) -> str:
-    """Step 1 for the draft model or an EAGLE-3 head: the tokens it proposed (``drafted``, as
-    HTML), each with its probability (and the head's reduced-vocabulary id), and why it stopped."""
+    """Step 1 for the draft model, an EAGLE-3 head or the target's MTP blocks: the tokens it
+    proposed (``drafted``, as HTML), each with its probability (and the head's reduced-vocabulary
+    id), and why it stopped."""
     k = len(ev.drafted)
     why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
            "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round",
@@ -341,11 +348,20 @@ def model_draft_words(ev, drafted: list[str]) -> str:
              for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs))]
     tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.draft_ids else ', ').join(items)}; "
               f"it stopped because {why}.")
+    note = html.escape(ev.draft_note, quote=False)
     if ev.drafter == DRAFT_EAGLE3:
-        fed = f"; {html.escape(ev.draft_note, quote=False)}" if ev.draft_note else ""
+        fed = f"; {note}" if note else ""
         return (f"<b>1. Draft:</b> the <b>EAGLE-3 head</b> (draft-eagle3), one layer beside the "
                 f"target that drafts from the target's own hidden states, not a model of its own{fed}. "
                 f"From the seed it proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
+    if ev.drafter == DRAFT_MTP:
+        p = ev.n_past
+        return (f"<b>1. Draft:</b> the target's own <b>MTP block</b> (draft-mtp), a layer the target "
+                f"carries for drafting, not a draft model{f' ({note})' if note else ''}. It read the "
+                f"seed at position {p} with the target's last hidden state at position {p - 1} and "
+                f"predicted the token at {p + 1}; each further step read the token just drafted "
+                f"with the block's own hidden state of the step before. It proposed {tokens} "
+                f"({ev.t_draft * 1e3:.1f} ms)")
     return (f"<b>1. Draft:</b> the draft model decoded the seed and proposed {tokens} "
             f"({ev.t_draft * 1e3:.1f} ms)")
 
@@ -414,8 +430,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token, and the run ends. Emitted {len(ev.emitted)} "
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         elif k:
-            who = ("the draft model" if ev.drafter in ("", DRAFT_MODEL) else "the EAGLE-3 head"
-                   if ev.drafter == DRAFT_EAGLE3 else html.escape(ev.drafter))
+            who = html.escape(drafter_who(ev.drafter))
             lines.append(f"<b>3. Result:</b> the target agreed with {a} of the {k} drafted "
                          f"token{'s' if k != 1 else ''}; "
                          f"the first mismatch was at position {n_past + len(ev.replayed) + a + 1} "
@@ -427,7 +442,9 @@ def explain(ev, vocab, history=(), types=()) -> str:
             lines.append(f"<b>3. Result:</b> the target emitted {own}.")
         draft_cache = (f", the EAGLE-3 head's cache {ev.kv_dropped_draft}" if DRAFT_EAGLE3 in types
                        else f", the draft cache {ev.kv_dropped_draft}"
-                       if DRAFT_MODEL in types or not types else " (no draft model runs)")
+                       if DRAFT_MODEL in types or not types
+                       else f", the MTP context's cache {ev.kv_dropped_draft}" if DRAFT_MTP in types
+                       else " (no draft model runs)")
         lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
                      f"{'s' if ev.kv_dropped_target != 1 else ''}{draft_cache}. "
                      f"({ev.t_sync * 1e3:.1f} ms sync)")

@@ -11,11 +11,10 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from helpers import ggufgen  # noqa: E402
-from helpers.window import RUN_TIMEOUT_MS, for_short_runs, open_window, run_and_wait, step_to_a_draft  # noqa: E402
+from helpers.window import (RUN_TIMEOUT_MS, chain_after_ngram_simple, check_drafted_by,  # noqa: E402
+                            check_shared_lengths, for_short_runs, open_window, run_and_wait,
+                            step_to_a_draft)
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
-from specscope.app.drafter_style import drafter_colors  # noqa: E402
-from specscope.app.token_view import ACCEPTED  # noqa: E402
-from specscope.core.engine.drafters import DESCRIPTIONS  # noqa: E402
 from specscope.core.engine.events import RoundEvent  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
@@ -53,21 +52,8 @@ def window(qtbot, heads, settings):
 
 # ------------------------------------------------------------------ the picker alone
 def test_the_picker_offers_draft_eagle3_with_the_draft_model_s_lengths(qtbot):
-    picker = DrafterPanel()
-    qtbot.addWidget(picker)
-    check = picker.checks["draft-eagle3"]
-    assert "EAGLE-3 head" in check.text() and DESCRIPTIONS["draft-eagle3"] in check.toolTip()
-    picker.set_types(["draft-eagle3"])
-    assert all(w.isEnabled() for w in (picker.n_max, picker.n_min, picker.p_min))
-    assert not picker.sync.isEnabled() and not picker.policy.isEnabled()   # draft-simple's alone
-    picker.n_max.setValue(5)
-    picker.n_min.setValue(2)
-    picker.p_min.setValue(0.3)
-    spec = picker.spec_settings()
-    assert spec.types == ("draft-eagle3",) and (spec.n_max, spec.n_min, spec.p_min) == (5, 2, 0.3)
-    picker.set_types(["draft-eagle3", "ngram-mod"])               # a chain, in llama.cpp's order
-    assert picker.spec_settings().types == ("ngram-mod", "draft-eagle3")
-    assert picker.problem() == ""
+    picker = check_shared_lengths(qtbot, "draft-eagle3")
+    assert "EAGLE-3 head" in picker.checks["draft-eagle3"].text()
 
 
 def test_the_picker_says_when_the_draft_slot_does_not_fit_the_drafter(qtbot, tmp_path):
@@ -96,27 +82,11 @@ def test_a_head_run_colours_its_tokens_and_its_plots(qtbot, window):
     assert "head rules pass" in verdict and "head size ÷ target size" in verdict
     assert "vocabulary rules" not in verdict
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert window.banner.level != "error", window.banner.message
-    drafted = [e for e in window.shown.events if e.drafted]
-    assert drafted and {e.drafter for e in drafted} == {"draft-eagle3"}
-    accepted = [s for s in window.token_view.spans if s.kind == ACCEPTED and s.end > s.start]
-    assert accepted and {s.drafter for s in accepted} == {"draft-eagle3"}
-    bg = drafter_colors("draft-eagle3")[1]
-    assert bg not in {drafter_colors(t)[1] for t in DESCRIPTIONS if t != "draft-eagle3"}
-    cursor = window.token_view.textCursor()
-    cursor.setPosition(accepted[0].start + 1)
-    assert cursor.charFormat().background().color().name() == bg
-    tip = accepted[0].tooltip
-    ev = accepted[0].event
-    i = accepted[0].position - (ev.n_past + 1)
+    span = check_drafted_by(window, "draft-eagle3")
+    tip, ev = span.tooltip, span.event
+    i = span.position - (ev.n_past + 1)
     assert "drafted by the <b>EAGLE-3 head</b>" in tip
     assert f"draft id {ev.draft_ids[i]} → target id {ev.drafted[i]}" in tip
-    assert "drafted&nbsp;by&nbsp;draft\u2011eagle3" in window.legend.text()
-    window.tabs.setCurrentWidget(window.tabs.widget(0))
-    window.shown.refresh_panels()
-    shown = window.plots.shown()
-    assert [row[0] for row in shown["by_drafter"]["table"]] == ["draft-eagle3"]
-    assert sum(shown["tree"]["height"]) > 0 and "width-w draft tree" in shown["tree"]["numbers"]
     window.params.drafter.set_types(["draft-simple"])            # the head for draft-simple
     assert panel.draft_label.text() == "Draft"
     window.run_clicked()
@@ -170,15 +140,4 @@ def test_a_head_that_does_not_fit_is_one_line_and_the_window_keeps_working(
 
 
 def test_a_chain_of_ngram_simple_and_the_head_draws_a_curve_for_each(qtbot, window):
-    d = window.params.drafter
-    d.set_types(["draft-eagle3", "ngram-simple"])
-    d.size_n["ngram-simple"].setValue(2)
-    d.size_m["ngram-simple"].setValue(6)
-    window.prompt.set_text("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n")
-    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
-    assert {e.drafter for e in window.shown.events if e.drafted} == {"ngram-simple", "draft-eagle3"}
-    window.tabs.setCurrentWidget(window.tabs.widget(0))
-    window.shown.refresh_panels()
-    shown = window.plots.shown()["by_drafter"]
-    assert set(shown["curves"]) == {"ngram-simple", "draft-eagle3"}
-    assert sorted(row[0] for row in shown["table"]) == ["draft-eagle3", "ngram-simple"]
+    chain_after_ngram_simple(qtbot, window, "draft-eagle3")

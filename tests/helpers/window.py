@@ -94,3 +94,67 @@ def step_to_a_draft(qtbot, w, rounds: int = 40):
         with qtbot.waitSignal(w.step_done, timeout=RUN_TIMEOUT_MS):
             w.step_clicked()
     return w.round_view.shown_event
+
+
+def chain_after_ngram_simple(qtbot, w, drafter: str) -> None:
+    """Run ngram-simple chained before ``drafter`` on a prompt that repeats itself: both draft,
+    and the acceptance curves and the drafter table have one entry each."""
+    d = w.params.drafter
+    d.set_types([drafter, "ngram-simple"])
+    d.size_n["ngram-simple"].setValue(2)
+    d.size_m["ngram-simple"].setValue(6)
+    w.prompt.set_text("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n")
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    assert {e.drafter for e in w.shown.events if e.drafted} == {"ngram-simple", drafter}
+    w.tabs.setCurrentWidget(w.tabs.widget(0))
+    w.shown.refresh_panels()
+    shown = w.plots.shown()["by_drafter"]
+    assert set(shown["curves"]) == {"ngram-simple", drafter}
+    assert sorted(row[0] for row in shown["table"]) == sorted([drafter, "ngram-simple"])
+
+
+def check_shared_lengths(qtbot, drafter: str):
+    """A fresh drafter picker with ``drafter`` checked: draft-simple's n_max, n_min and p_min
+    apply to it (its sync and n policy do not), and it chains after ngram-mod; the picker."""
+    from specscope.app.drafter_panel import DrafterPanel
+    from specscope.core.engine.drafters import DESCRIPTIONS
+    picker = DrafterPanel()
+    qtbot.addWidget(picker)
+    assert DESCRIPTIONS[drafter] in picker.checks[drafter].toolTip()
+    picker.set_types([drafter])
+    assert all(w.isEnabled() for w in (picker.n_max, picker.n_min, picker.p_min))
+    assert not picker.sync.isEnabled() and not picker.policy.isEnabled()   # draft-simple's alone
+    picker.n_max.setValue(5)
+    picker.n_min.setValue(2)
+    picker.p_min.setValue(0.3)
+    spec = picker.spec_settings()
+    assert spec.types == (drafter,) and (spec.n_max, spec.n_min, spec.p_min) == (5, 2, 0.3)
+    picker.set_types([drafter, "ngram-mod"])                      # a chain, in llama.cpp's order
+    assert picker.spec_settings().types == ("ngram-mod", drafter)
+    assert picker.problem() == ""
+    return picker
+
+
+def check_drafted_by(w, drafter: str):
+    """After a run ``drafter`` alone drafted: its tokens take its own colour (the legend names
+    it), the plots' drafter table and tree headroom count it; the first accepted span."""
+    from specscope.app.drafter_style import drafter_colors
+    from specscope.app.token_view import ACCEPTED
+    from specscope.core.engine.drafters import DESCRIPTIONS
+    assert w.banner.level != "error", w.banner.message
+    drafted = [e for e in w.shown.events if e.drafted]
+    assert drafted and {e.drafter for e in drafted} == {drafter}
+    accepted = [s for s in w.token_view.spans if s.kind == ACCEPTED and s.end > s.start]
+    assert accepted and {s.drafter for s in accepted} == {drafter}
+    bg = drafter_colors(drafter)[1]
+    assert bg not in {drafter_colors(t)[1] for t in DESCRIPTIONS if t != drafter}
+    cursor = w.token_view.textCursor()
+    cursor.setPosition(accepted[0].start + 1)
+    assert cursor.charFormat().background().color().name() == bg
+    assert "drafted&nbsp;by&nbsp;" + drafter.replace("-", "\u2011") in w.legend.text()
+    w.tabs.setCurrentWidget(w.tabs.widget(0))
+    w.shown.refresh_panels()
+    shown = w.plots.shown()
+    assert [row[0] for row in shown["by_drafter"]["table"]] == [drafter]
+    assert sum(shown["tree"]["height"]) > 0 and "width-w draft tree" in shown["tree"]["numbers"]
+    return accepted[0]

@@ -29,7 +29,8 @@ DRAFT_EAGLE3 = "draft-eagle3"
 DRAFT_MTP = "draft-mtp"
 MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3)        # the types that draft with the -md model
 MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
-TYPES = tuple(t for t in SPEC_TYPES if t != DRAFT_MTP)    # the window's drafter picker: not draft-mtp yet
+TYPES = SPEC_TYPES           # the window's drafter picker
+SWEEP_TYPES = tuple(t for t in TYPES if t != DRAFT_MTP)   # the Compare view's sweeps: not draft-mtp yet
 # llama.cpp's types SpecScope does not run yet: why, in one line each
 NOT_YET = {
     "draft-dflash": "llama.cpp's draft-dflash drafts with a DFlash model (architecture dflash); "
@@ -143,7 +144,7 @@ class Chain:
         return sum(d.take_translate() for d in self.drafters)
 
 
-__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
+__all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
            "MD_TYPES", "MODEL_TYPES", "NOT_YET",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

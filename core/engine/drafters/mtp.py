@@ -39,6 +39,9 @@ class Mtp(HeadDrafter):
         self.chained = head.n_layers > 1
         if self.chained:
             self.n_max = min(self.n_max, head.n_layers)
+        self.note = ("one MTP block drafted every token" if not self.chained else
+                     f"{head.n_layers} MTP blocks, chained: "
+                     + ", ".join(f"block {k} drafted token {k}" for k in range(1, head.n_layers + 1)))
         self.chain_rows: list[np.ndarray] = []     # chained blocks: the draft's rows so far
         self.pos0 = 0
         self.id_last = -1
