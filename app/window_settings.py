@@ -77,9 +77,12 @@ def restore_settings(w, model: Path | None, draft: Path | None) -> tuple[int | N
     w.pair_panel.set_recent(recent_pairs(s))
     if model is not None or draft is not None:
         t, d = model, draft
-        if t is None or d is None:
-            demo = demo_pair_or_none()
-            t, d = t or (demo[0] if demo else None), d or (demo[1] if demo else None)
+        demo = demo_pair_or_none()
+        if t is None and demo:                 # a draft alone: for the demo target
+            t = demo[0]
+        if d is None and demo and Path(t) == demo[0]:
+            d = demo[1]                        # another target alone stays alone: the demo draft
+                                               # would not fit it (n-gram types and MTP need none)
     else:
         t, d = s.value("pair/target"), s.value("pair/draft")
         # a target alone is a pair too (the n-gram drafters need no draft model)

@@ -40,7 +40,7 @@ def open_target(qtbot, target, settings):
     w.resize(1440, 900)
     w.show()
     qtbot.waitUntil(lambda: w.panels_ready, timeout=10_000)
-    w.pair_panel.set_pair(target, None)          # (a target alone on the command line gets the demo draft)
+    assert w.pair_panel.pair() == (Path(target), None)   # a target alone stays alone
     for_short_runs(w, n_predict=48, n_ctx=256, prompt=PROMPT)
     w.prompt.chat.setChecked(False)
     qtbot.waitUntil(lambda: w.pair_panel.target_mtp_blocks() is not None, timeout=30_000)
@@ -143,3 +143,16 @@ def test_draft_mtp_on_a_target_without_mtp_blocks_is_one_line_and_the_window_kee
     qtbot.waitUntil(lambda: window.pair_panel.target_mtp_blocks() == 1, timeout=30_000)
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert {e.drafter for e in window.shown.events if e.drafted} == {"draft-mtp"}
+
+
+def test_the_demo_draft_joins_only_the_demo_target(qtbot, settings, targets):
+    """specscope -m TARGET: the demo draft is filled in for the demo target only; another target
+    stays alone (the demo draft would not fit it: a red verdict above the MTP offer)."""
+    from specscope.app.window import MainWindow
+    from specscope.core.models.demo import demo_pair
+    demo_target, demo_draft = demo_pair()
+    for model, draft, want in ((demo_target, None, (demo_target, demo_draft)),
+                               (None, demo_draft, (demo_target, demo_draft))):
+        w = MainWindow(model, draft, settings=settings, preload=False)
+        assert w.pair_panel.pair() == want
+        w.close()
