@@ -393,25 +393,44 @@ def write_eagle3_head(path: str | Path, weights: dict[str, np.ndarray], *, targe
     else:
         merges = []
     n_embd = weights["blk.0.attn_norm.weight"].shape[0]
-    n_ff = weights["blk.0.ffn_gate.weight"].shape[0]
-    w = gguf.GGUFWriter(str(path), "eagle3")
+    w = _one_layer_head(path, "eagle3", weights, name, n_ctx_train, n_head, n_head_kv,
+                        n_embd // n_head)
+    w.add_array("eagle3.target_layers", [int(x) for x in target_layers])
+    w.add_uint32("eagle3.target_hidden_size", target_hidden_size)
+    w.add_bool("eagle3.norm_before_residual", norm_before_residual)
+    _add_kv(w, extra_kv)
+    write_tokenizer(w, tokens, merges)
+    return _finish(w, path, weights)
+
+
+def _one_layer_head(path, arch: str, weights, name: str, n_ctx_train: int, n_head: int,
+                    n_head_kv: int, rope_dims: int) -> gguf.GGUFWriter:
+    """The header of a one-layer head (EAGLE-3, DFlash) of ``weights``, F32."""
+    n_embd = weights["blk.0.attn_norm.weight"].shape[0]
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_name(name)
     w.add_context_length(n_ctx_train)
     w.add_embedding_length(n_embd)
     w.add_block_count(1)
-    w.add_feed_forward_length(n_ff)
+    w.add_feed_forward_length(weights["blk.0.ffn_gate.weight"].shape[0])
     w.add_head_count(n_head)
     w.add_head_count_kv(n_head_kv)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(n_embd // n_head)
+    w.add_rope_dimension_count(rope_dims)
     w.add_rope_freq_base(10000.0)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_array("eagle3.target_layers", [int(x) for x in target_layers])
-    w.add_uint32("eagle3.target_hidden_size", target_hidden_size)
-    w.add_bool("eagle3.norm_before_residual", norm_before_residual)
+    return w
+
+
+def _add_kv(w: gguf.GGUFWriter, extra_kv: dict | None) -> None:
+    """More keys by name: bool, str or uint32 by the value's type."""
     for key, value in (extra_kv or {}).items():
-        (w.add_bool if isinstance(value, bool) else w.add_uint32)(key, value)
-    write_tokenizer(w, tokens, merges)
+        add = w.add_bool if isinstance(value, bool) else w.add_string if isinstance(value, str) \
+            else w.add_uint32
+        add(key, value)
+
+
+def _finish(w: gguf.GGUFWriter, path, weights) -> Path:
     for name_, arr in weights.items():
         w.add_tensor(name_, arr)
     w.write_header_to_file()
@@ -616,36 +635,16 @@ def write_dflash_head(path: str | Path, weights: dict[str, np.ndarray], *, targe
     rope over half of each attention head's dimensions. ``extra_kv``: more uint32/bool/str keys."""
     tokens, merges = bpe_vocab()
     n_embd = weights["blk.0.attn_norm.weight"].shape[0]
-    n_ff = weights["blk.0.ffn_gate.weight"].shape[0]
-    w = gguf.GGUFWriter(str(path), "dflash")
-    w.add_name(name)
-    w.add_context_length(n_ctx_train)
-    w.add_embedding_length(n_embd)
-    w.add_block_count(1)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(n_embd // n_head // 2)
-    w.add_rope_freq_base(10000.0)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w = _one_layer_head(path, "dflash", weights, name, n_ctx_train, n_head, n_head,
+                        n_embd // n_head // 2)
     w.add_array("dflash.target_layers", [int(x) for x in target_layers])
     if block_size is not None:
         w.add_uint32("dflash.block_size", block_size)
-    for key, value in (extra_kv or {}).items():
-        add = w.add_bool if isinstance(value, bool) else w.add_string if isinstance(value, str) \
-            else w.add_uint32
-        add(key, value)
+    _add_kv(w, extra_kv)
     write_tokenizer(w, tokens, merges)
     if mask_token is not None:
         w.add_mask_token_id(mask_token)
-    for name_, arr in weights.items():
-        w.add_tensor(name_, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return Path(path)
+    return _finish(w, path, weights)
 
 
 def write_dflash_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
