@@ -11,7 +11,7 @@ import pytest
 
 from helpers import ggufgen
 from specscope.core.cli.main import main
-from specscope.core.engine.drafters import TYPES
+from specscope.core.engine.drafters import SPEC_TYPES, TYPES, parse_types
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.lossless import compare
@@ -61,7 +61,10 @@ def test_a_dflash_head_drafts_losslessly_and_its_drafts_are_its_own(dflash):
     assert sum(e.n_accepted for e in events) > 0
 
 
-def test_the_window_s_picker_leaves_the_dflash_types_out():
+def test_the_dflash_types_come_last_in_llama_cpp_s_order_and_not_in_the_window_s_picker():
+    assert SPEC_TYPES[-3:] == ("draft-mtp", "draft-dflash", "draft-dspark")
+    assert parse_types("draft-dspark,ngram-mod,draft-dflash") == ("ngram-mod", "draft-dflash",
+                                                                  "draft-dspark")
     assert "draft-dflash" not in TYPES and "draft-dspark" not in TYPES
 
 

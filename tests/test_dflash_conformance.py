@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conformance.speculative_simple import (DFLASH_PAIRS, DSPARK_PAIRS, golden_failures,
                                             rounds_of, write_dflash_pairs)
+from specscope.core.models.dflash import DFlashHead
 
 SUITES = {"draft-dflash": ("dflash", DFLASH_PAIRS), "draft-dspark": ("dspark", DSPARK_PAIRS)}
 DATA = {t: json.loads((Path(__file__).parent / "data" / f"{name}_golden.json").read_text())
@@ -51,3 +53,15 @@ def test_the_golden_cases_cover_n_max_1_3_8_chained_and_kept_drafts(spec_type):
     assert data["pairs"] == SUITES[spec_type][1]
     accepted = {a for c in golden for _, a, d in rounds_of(c["llama_cpp"]) if d}
     assert {0, 1} <= accepted
+
+
+def test_the_golden_rounds_tell_misplaced_features_apart(pairs, monkeypatch):
+    """The generated heads' drafts depend on the target's features: with each batch's features
+    moved one row down (every position injected with its neighbour's), SpecScope's rounds no
+    longer match llama.cpp's."""
+    features = DFlashHead.features
+    monkeypatch.setattr(DFlashHead, "features", lambda head, n: np.roll(features(head, n), 1, axis=0))
+    cases = [c for c in DATA["draft-dflash"]["cases"]
+             if c["pair"] == "dflash-b" and c["label"] == "draft-dflash n_max 3"]
+    failures, _, _ = golden_failures(pairs["dflash-b"], cases)
+    assert len(failures) >= len(cases) // 2, failures

@@ -516,8 +516,8 @@ def run_mtp_suite(args) -> int:
 # ------------------------------------------------------------------------- draft-dflash, draft-dspark
 DFLASH_PAIRS = {   # generated target + DFlash head pairs (tests/helpers/ggufgen.py write_dflash_pair)
     "dflash-a": dict(seed=0, target_layers=[0, 1, 3]),
-    # two target layers, a trained block of 8 (n_max 8 is clamped to 7), softer attention
-    "dflash-b": dict(seed=1, target_layers=[1, 2], block_size=8, sharp=2.0, enc_norm=1.0),
+    # two target layers, a trained block of 8 (n_max 8 is clamped to 7), more of the features
+    "dflash-b": dict(seed=1, target_layers=[1, 2], block_size=8, sharp=1.2, enc_norm=1.5),
 }
 DSPARK_PAIRS = {   # the same with a Markov head (DSpark), one with a confidence head
     "dspark-a": dict(seed=2, target_layers=[0, 1, 3], markov_rank=8, confidence=True,

@@ -553,7 +553,7 @@ DFLASH_REAL, DFLASH_MASK = 62, 63   # the head's flag dimensions: a real token, 
 
 
 def dflash_head_weights(target: dict[str, np.ndarray], *, mask_token: int, n_ff: int = 128,
-                        n_head: int = 4, seed: int = 0, sharp: float = 3.0, enc_norm: float = 0.5,
+                        n_head: int = 4, seed: int = 0, sharp: float = 1.5, enc_norm: float = 1.0,
                         fc_scale: float = 0.5, noise: float = 0.1, n_target_layers: int = 3,
                         markov_rank: int = 0, markov_scale: float = 0.5,
                         confidence: bool = False) -> dict[str, np.ndarray]:
@@ -567,8 +567,8 @@ def dflash_head_weights(target: dict[str, np.ndarray], *, mask_token: int, n_ff:
     real flag (``sharp``: the weight of the Q norm), so a mask position attends mostly to the
     real token of the block, and V passes the token's content. The target's features enter
     through ``fc`` into the K/V rows the head injects for the context (no flag: the mask
-    positions attend to them a little, ``enc_norm`` weighting their values): drafts depend on
-    them. The output head is the target's (flag columns zeroed): each mask position drafts
+    positions give them a part of their attention, ``enc_norm`` weighting their values): the
+    drafts depend on them. The output head is the target's (flag columns zeroed): each mask position drafts
     about the target's next token after id_last.
 
     ``markov_rank`` > 0 makes it a DSpark head: a Markov head of that rank (random, its bias
