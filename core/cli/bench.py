@@ -36,8 +36,7 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.cli.spec import add_spec_args, spec_from_args
-from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, NOT_YET, parse_types,
-                                            type_label)
+from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, parse_types, type_label
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
 from specscope.core.errors import ConfigError
@@ -174,8 +173,6 @@ def chains_from_args(args) -> tuple[tuple[str, ...], ...]:
     chains: list[tuple[str, ...]] = []
     for word in args.spec_type or [DRAFT_MODEL]:
         chain = parse_types(word)
-        for t in (t for t in chain if t in NOT_YET):
-            raise ConfigError(f"--spec-type {t}: {NOT_YET[t]}")
         if chain not in chains:
             chains.append(chain)
     return tuple(chains)
