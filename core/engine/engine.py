@@ -59,8 +59,9 @@ import numpy as np
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
 from specscope.core.engine.draft_policy import check_policy, make_policy
-from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, MD_TYPES,
-                                            MODEL_TYPES, NGRAM_TYPES, parse_types, type_label)
+from specscope.core.engine.drafters import (BLOCK_TYPES, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP,
+                                            MD_TYPES, MODEL_TYPES, NGRAM_TYPES, parse_types,
+                                            type_label)
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.drafters.model import SYNC_MODES
@@ -72,6 +73,7 @@ from specscope.core.engine.synth import (check_sampler, conditional_probs, is_sy
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
+from specscope.core.models.dflash import DFlashHead, check_dflash, is_dflash
 from specscope.core.models.eagle3 import Head, check_head, is_eagle3
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, ContextSettings, Model,
@@ -167,6 +169,7 @@ class SpecSettings:
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
         lengths = {"draft-simple": self.n_max, "draft-eagle3": self.n_max, "draft-mtp": self.n_max,
+                   "draft-dflash": self.n_max, "draft-dspark": self.n_max,
                    "ngram-simple": self.ngram_simple.size_m,
                    "ngram-map-k": self.ngram_map_k.size_m,
                    "ngram-map-k4v": self.ngram_map_k4v.size_m,
@@ -305,19 +308,22 @@ class Engine(Closing):
             require_vocabulary(self.draft)
             if is_eagle3(self.draft):       # an EAGLE-3 head: llama.cpp's eagle3 checks instead
                 layer_ids = check_head(self.target, self.draft)
+            elif is_dflash(self.draft):     # a DFlash head: its own checks
+                layer_ids = check_dflash(self.target, self.draft)
             else:
                 # llama.cpp's verdict: its rules failed, draft-simple drafts across vocabularies
                 self.vocab_failed = tuple(r for r in vocab_rules(self.target.vocab, self.draft.vocab)
                                           if not r.passed)
-        # contexts are pushed after their models, so the ExitStack frees them first; an EAGLE-3
-        # head's context reads the target's (llama.cpp's ctx_other) and goes first
+        # contexts are pushed after their models, so the ExitStack frees them first; a head's
+        # context (EAGLE-3, DFlash) reads the target's (llama.cpp's ctx_other) and goes first
         self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
         self.dft = self.head = self.mtp = None
         if self.draft is not None:
             self.dft = self._own(Context(self.draft, s.context(s.draft_threads),
                                          self.tgt if layer_ids else None))
         if layer_ids:
-            self.head = self._own(Head(self.tgt, self.dft, layer_ids))
+            kind = DFlashHead if is_dflash(self.draft) else Head
+            self.head = self._own(kind(self.tgt, self.dft, layer_ids))
         self.tgt_removable = self.tgt.can_remove_partial()
         # a head's memory is a KV cache, and it decodes nothing without its embeddings
         self.dft_removable = self.dft.can_remove_partial() if self.dft and not self.head else True
@@ -387,21 +393,33 @@ class Engine(Closing):
         return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab)
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
-        """draft-eagle3 drafts with an EAGLE-3 head, draft-simple with any other model, draft-mtp
-        with the target's own MTP blocks."""
-        if DRAFT_EAGLE3 in spec.types and self.head is None:
+        """draft-eagle3 drafts with an EAGLE-3 head, draft-dflash and draft-dspark with a DFlash
+        head, draft-simple with any other model, draft-mtp with the target's own MTP blocks."""
+        dflash = isinstance(self.head, DFlashHead)
+        if self.draft is not None:
+            arch, types = self.draft.meta("general.architecture"), self._md_types()
+        if DRAFT_EAGLE3 in spec.types and (self.head is None or dflash):
             raise ConfigError(f"{self.draft.path}: draft-eagle3 needs an EAGLE-3 head as the draft "
-                              f"model; this is a {self.draft.meta('general.architecture')} model "
-                              "(--spec-type draft-simple drafts with it)")
+                              f"model; this is a {arch} model (--spec-type {types} drafts with it)")
+        for t in (t for t in BLOCK_TYPES if t in spec.types and not dflash):
+            raise ConfigError(f"{self.draft.path}: {t} needs a DFlash head as the draft model; "
+                              f"this is a {arch} model (--spec-type {types} drafts with it)")
         if spec.uses_draft_model and self.head is not None:
-            raise ConfigError(f"{self.draft.path}: an EAGLE-3 head drafts with --spec-type "
-                              "draft-eagle3, not draft-simple")
+            raise ConfigError(f"{self.draft.path}: {'a DFlash' if dflash else 'an EAGLE-3'} head "
+                              f"drafts with --spec-type {types}, not draft-simple")
         if DRAFT_MTP in spec.types:
             require_nextn(self.target_info, self.target.path)
-        for t in (t for t in (DRAFT_EAGLE3, DRAFT_MTP) if t in spec.types and not self.tgt_removable):
+        for t in (t for t in (DRAFT_EAGLE3, DRAFT_MTP, *BLOCK_TYPES)
+                  if t in spec.types and not self.tgt_removable):
             raise ConfigError(f"{self.target.path}: {t} on a recurrent or hybrid target: "
                               "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
                               "which SpecScope does not mirror yet")
+
+    def _md_types(self) -> str:
+        """The --spec-type values the -md model drafts with, in words."""
+        if isinstance(self.head, DFlashHead):
+            return "draft-dflash or draft-dspark"
+        return "draft-simple" if self.head is None else "draft-eagle3"
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
                  n_predict: int = 128, stop: threading.Event | None = None) -> "Run":

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, parse_types, type_label
+from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, NOT_YET, parse_types,
+                                            type_label)
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import TIME_BUDGET_S
@@ -161,6 +162,8 @@ class SweepSettings:
             if parse_types(chain) != tuple(chain):
                 raise ConfigError(f"{type_label(chain)}: types must be given in llama.cpp's "
                                   f"priority order: {type_label(parse_types(chain))}")
+            for t in (t for t in chain if t in NOT_YET):     # draft-dflash, draft-dspark
+                raise ConfigError(f"--spec-type {t}: {NOT_YET[t]}")
             if DRAFT_MODEL in chain and DRAFT_EAGLE3 in chain:
                 raise ConfigError(f"{type_label(chain)}: draft-simple and draft-eagle3 each draft "
                                   "with the -md model (a draft model, an EAGLE-3 head): give them "

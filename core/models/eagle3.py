@@ -32,7 +32,7 @@ from specscope.core.models.staging import StagedHead, function
 
 ARCH = "eagle3"
 N_TARGET_LAYERS = 3      # common_speculative_impl_draft_eagle3 requires exactly 3
-DFLASH = "dflash"        # llama.cpp's draft-dflash drafter (src/models/dflash.cpp): not run here
+DFLASH = "dflash"        # llama.cpp's draft-dflash drafter (src/models/dflash.cpp): core/models/dflash.py
 
 
 def is_eagle3(model: Model) -> bool:
@@ -144,11 +144,11 @@ def check_fit(target: TargetShape, head: HeadFacts) -> tuple[int, ...]:
         raise ModelFileError(path, f"its target hidden size ({ARCH}.target_hidden_size "
                                    f"{head.target_hidden_size}) is not the target's {target.n_embd} "
                                    f"({name}): it was made for another target")
-    _check_d2t(head, target)
+    check_d2t(head, target)
     return ids
 
 
-def _check_d2t(head: HeadFacts, target: TargetShape) -> None:
+def check_d2t(head: HeadFacts, target: TargetShape) -> None:
     """d2t, where present: I64, one entry per row of the output head (the head's own, or the
     target's), every entry a token of both vocabularies (llama.cpp asserts in ggml_set_rows)."""
     info = head.info

@@ -492,10 +492,12 @@ class ExtBatch(Handle):
         ll.llama_batch_ext_clear(self.ptr)
         self.size = 0
 
-    def add(self, token: int | None, pos: int, row: np.ndarray, *, output: bool = False) -> int:
+    def add(self, token: int | None, pos: int, row: np.ndarray | None, *,
+            output: bool = False) -> int:
         """An entry at ``pos``: ``token`` (None: none) with the embedding ``row`` (float32,
-        contiguous); its batch index."""
-        embd = ll.llama_embd(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, row.size)
+        contiguous; None: the token alone); its batch index."""
+        embd = None if row is None else \
+            ll.llama_embd(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, row.size)
         if token is None:
             idx = ll.llama_batch_ext_add_embd(self.ptr, 0, embd)
         else:
@@ -504,13 +506,13 @@ class ExtBatch(Handle):
             raise ConfigError(f"an extended batch refused an entry (status {idx})")
         self._pos.value = pos
         ok = ll.llama_batch_ext_set_pos(self.ptr, idx, ctypes.byref(self._pos))
-        if ok and token is not None:
+        if ok and token is not None and embd is not None:
             ok = ll.llama_batch_ext_set_embd_token(self.ptr, idx, embd)
         if ok and output:
             ok = ll.llama_batch_ext_set_output_logits(self.ptr, idx, True)
         if not ok:
-            raise ConfigError(f"an extended batch refused an embedding row of {row.size} floats "
-                              f"at position {pos}")
+            raise ConfigError(f"an extended batch refused an entry at position {pos}"
+                              + ("" if row is None else f" (an embedding row of {row.size} floats)"))
         self.size += 1
         return idx
 

@@ -15,9 +15,10 @@ build and the settings, so the second open costs nothing.
 
 The probe is a guard, not a second engine: it exercises the same calls the engine will
 (the tokenizer, matrix products of one row and of many rows, prefill and verification), then
-exits. An EAGLE-3 head (core/models/eagle3.py) runs only beside its target: it is probed as a
-pair, after the checks that refuse a head made for another target, through its encoder and its
-decoder (where a malformed head trips llama.cpp's asserts).
+exits. An EAGLE-3 head (core/models/eagle3.py) or a DFlash head (core/models/dflash.py) runs
+only beside its target: it is probed as a pair, after the checks that refuse a head made for
+another target, through what its drafting calls (where a malformed head trips llama.cpp's
+asserts).
 
 Run as ``python -m specscope.core.models.probe JSON`` it is the child itself.
 """
@@ -40,13 +41,14 @@ import llama_cpp
 from specscope.core.cache import cache_root, file_id, read_json, write_json
 from specscope.core.errors import ModelCrashError, SpecScopeError
 from specscope.core.models.devices import is_remote
+from specscope.core.models.dflash import ARCH as DFLASH, DFlashHead, check_dflash, is_dflash
 from specscope.core.models.eagle3 import ARCH as EAGLE3, Head, check_head
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import (Batch, Context, ContextSettings, Model, resolve_repack,
                                          system_info)
 from specscope.core.models.vocab_gate import require_vocabulary
 
-PROBE_VERSION = 3            # 2: the tokenizer is tried too; 3: EAGLE-3 heads with their target
+PROBE_VERSION = 4            # 2: the tokenizer is tried too; 3: EAGLE-3 heads with their target; 4: DFlash
 TIMEOUT_S = 120.0
 LOG_TAIL = 6                 # llama.cpp log lines kept from a crashed child
 SAFE = {"repack": "off"}     # the settings a crashed probe is retried with
@@ -252,16 +254,17 @@ def first_crash(engine_settings, target, draft=None) -> Verdict | None:
     for role, path in (("target", target), ("draft", draft)):
         if path is not None and not is_remote(getattr(s, f"{role}_devices", None),
                                               getattr(s, f"{role}_gpu_layers", 0), getattr(s, "rpc", ())):
-            beside = target if role == "draft" and _is_eagle3_file(path) else None
+            beside = target if role == "draft" and _is_head_file(path) else None
             verdict = probe(path, ProbeSettings.of(engine_settings, role), target=beside)
             if not verdict.ok:
                 return verdict
     return None
 
 
-def _is_eagle3_file(path) -> bool:
+def _is_head_file(path) -> bool:
+    """An EAGLE-3 or DFlash head: it runs only beside its target."""
     try:
-        return check_gguf(path).architecture == EAGLE3
+        return check_gguf(path).architecture in (EAGLE3, DFLASH)
     except SpecScopeError:
         return False          # the child reports the file's problem
 
@@ -316,22 +319,30 @@ def _child(spec: dict) -> int:
 
 def _try_head(head: Model, target: Model, settings: ContextSettings) -> None:
     """An EAGLE-3 head as draft-eagle3 runs it: a target batch's features through the head's
-    encoder, its pairs through the decoder, a draft step's logits and pre-norm state."""
-    ids = check_head(target, head)          # a head made for another target: a clean error
+    encoder, its pairs through the decoder, a draft step's logits and pre-norm state. A DFlash
+    head as draft-dflash runs it: the features injected, a block decoded, its logits."""
+    dflash = is_dflash(head)
+    # a head made for another target: a clean error
+    ids = (check_dflash if dflash else check_head)(target, head)
     tgt = Context(target, settings)
     ctx = Context(head, settings, other=tgt)
-    h = Head(tgt, ctx, ids)
+    h = (DFlashHead if dflash else Head)(tgt, ctx, ids)
     token = target.bos if target.bos >= 0 else 0
     with Batch(64) as batch:
         batch.fill([token] * 32, 0, logits="none")
         tgt.decode(batch, "a probe batch of 32 tokens")
-    g = h.encode(h.features(32))
-    h.dec.clear()
-    for k in range(32):
-        h.dec.add(token, k, g[k], output=k == 31)
-    ctx.process(h.dec, "a probe batch of 32 EAGLE-3 pairs")
-    ctx.logits(1)[0].argmax()
-    h.prenorm(31)
+    if dflash:
+        h.inject(h.features(32), 0)
+        h.block(token, 4, 32)
+        ctx.logits(4)[-1].argmax()
+    else:
+        g = h.encode(h.features(32))
+        h.dec.clear()
+        for k in range(32):
+            h.dec.add(token, k, g[k], output=k == 31)
+        ctx.process(h.dec, "a probe batch of 32 EAGLE-3 pairs")
+        ctx.logits(1)[0].argmax()
+        h.prenorm(31)
     h.close()
     ctx.close()
     tgt.close()

@@ -35,9 +35,10 @@ without the reference build:
     python tests/conformance/speculative_simple.py --binary build/bin/llama-speculative-simple \
         --suite eog --write-golden tests/data/eog_golden.json
 
-``--suite eagle3`` and ``--suite mtp`` compare draft-eagle3 and draft-mtp round for round on
-generated models (tests/test_eagle3_conformance.py, tests/test_mtp_conformance.py check their
-golden data).
+``--suite eagle3``, ``--suite mtp``, ``--suite dflash`` and ``--suite dspark`` compare
+draft-eagle3, draft-mtp, draft-dflash and draft-dspark round for round on generated models
+(tests/test_eagle3_conformance.py, tests/test_mtp_conformance.py and
+tests/test_dflash_conformance.py check their golden data).
 """
 
 from __future__ import annotations
@@ -512,17 +513,64 @@ def run_mtp_suite(args) -> int:
     return run_rounds_suite(args, "mtp", models, mtp_cases(), MTP_MODELS)
 
 
+# ------------------------------------------------------------------------- draft-dflash, draft-dspark
+DFLASH_PAIRS = {   # generated target + DFlash head pairs (tests/helpers/ggufgen.py write_dflash_pair)
+    "dflash-a": dict(seed=0, target_layers=[0, 1, 3]),
+    # two target layers, a trained block of 8 (n_max 8 is clamped to 7), more of the features
+    "dflash-b": dict(seed=1, target_layers=[1, 2], block_size=8, sharp=1.2, enc_norm=1.5),
+}
+DSPARK_PAIRS = {   # the same with a Markov head (DSpark), one with a confidence head
+    "dspark-a": dict(seed=2, target_layers=[0, 1, 3], markov_rank=8, confidence=True,
+                     extra_kv={"dflash.has_confidence_head": "true"}),
+    "dspark-b": dict(seed=3, target_layers=[1, 3], markov_rank=4, block_size=6),
+}
+
+
+def block_cases(spec_type: str, pairs: dict) -> list[dict]:
+    """``spec_type`` alone at n_max 1, 3 and 8 (and 4 with p_min 0.3 where the head allows it:
+    draft-dspark needs a confidence head), and chained after an n-gram type (ngram-simple,
+    ngram-mod: the head then injects batches it did not draft), on every pair and code prompt."""
+    flag_sets = [(f"{spec_type} n_max {n}", ["--spec-type", spec_type, "--spec-draft-n-max", str(n)])
+                 for n in (1, 3, 8)]
+    p_min = (f"{spec_type} n_max 4 p_min 0.3", ["--spec-type", spec_type, "--spec-draft-n-max", "4",
+                                                "--spec-draft-p-min", "0.3"])
+    for t in ("ngram-simple", "ngram-mod"):
+        flag_sets.append((f"{t},{spec_type} n_max 3", ["--spec-type", f"{t},{spec_type}",
+                                                       "--spec-draft-n-max", "3", *SMALL[t]]))
+    return [dict(label=label, pair=pair, prompt=prompt, flags=flags)
+            for pair, kw in pairs.items()
+            for label, flags in flag_sets + ([p_min] if spec_type == "draft-dflash"
+                                             or kw.get("confidence") else [])
+            for prompt in PROMPTS]
+
+
+def write_dflash_pairs(folder: Path, pairs: dict) -> dict[str, tuple[Path, Path]]:
+    from helpers import ggufgen
+    return {name: ggufgen.write_dflash_pair(folder, prefix=name, **kw) for name, kw in pairs.items()}
+
+
+def run_block_suite(args, suite: str) -> int:
+    import tempfile
+    spec_type, pairs = {"dflash": ("draft-dflash", DFLASH_PAIRS),
+                        "dspark": ("draft-dspark", DSPARK_PAIRS)}[suite]
+    models = write_dflash_pairs(Path(tempfile.mkdtemp(prefix=f"specscope-{suite}-")), pairs)
+    return run_rounds_suite(args, suite, models, block_cases(spec_type, pairs), pairs)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--binary", type=Path, required=True)
-    p.add_argument("--suite", choices=("code", "eog", "eagle3", "eagle3-demo", "mtp"), default="code",
+    p.add_argument("--suite", choices=("code", "eog", "eagle3", "eagle3-demo", "mtp", "dflash", "dspark"),
+                   default="code",
                    help="code: the code prompts to n_predict (default); eog: runs that end by end of "
                         "generation (SmolLM2 chat, the demo pair, a hybrid LFM2); eagle3: "
                         "draft-eagle3 on generated target + EAGLE-3 head pairs; eagle3-demo: "
                         "draft-eagle3 on the demo target with the shipped demo head; mtp: draft-mtp "
-                        "on generated targets with MTP blocks")
+                        "on generated targets with MTP blocks; dflash, dspark: draft-dflash, draft-dspark on generated "
+                        "target + DFlash head pairs")
     p.add_argument("--write-golden", type=Path, metavar="JSON",
-                   help="with --suite eog, eagle3, eagle3-demo or mtp: write llama.cpp's outcomes "
+                   help="with --suite eog, eagle3, eagle3-demo, mtp, dflash or dspark: write "
+                        "llama.cpp's outcomes "
                         "as golden data")
     p.add_argument("-m", "--model", type=Path)
     p.add_argument("-md", "--model-draft", type=Path)
@@ -537,9 +585,11 @@ def main(argv=None) -> int:
     p.add_argument("--types", default=",".join(["draft-simple", *SMALL]),
                    help="which types to check (default all)")
     args = p.parse_args(argv)
-    if args.suite in ("eagle3", "eagle3-demo", "mtp"):
+    if args.suite in ("eagle3", "eagle3-demo", "mtp", "dflash", "dspark"):
         args.n_predict = args.n_predict or 128
-        run = {"eagle3": run_eagle3_suite, "eagle3-demo": run_eagle3_demo_suite, "mtp": run_mtp_suite}
+        run = {"eagle3": run_eagle3_suite, "eagle3-demo": run_eagle3_demo_suite, "mtp": run_mtp_suite,
+               "dflash": lambda a: run_block_suite(a, "dflash"),
+               "dspark": lambda a: run_block_suite(a, "dspark")}
         return run[args.suite](args)
     if args.suite == "eog":
         import tempfile

@@ -393,25 +393,44 @@ def write_eagle3_head(path: str | Path, weights: dict[str, np.ndarray], *, targe
     else:
         merges = []
     n_embd = weights["blk.0.attn_norm.weight"].shape[0]
-    n_ff = weights["blk.0.ffn_gate.weight"].shape[0]
-    w = gguf.GGUFWriter(str(path), "eagle3")
+    w = _one_layer_head(path, "eagle3", weights, name, n_ctx_train, n_head, n_head_kv,
+                        n_embd // n_head)
+    w.add_array("eagle3.target_layers", [int(x) for x in target_layers])
+    w.add_uint32("eagle3.target_hidden_size", target_hidden_size)
+    w.add_bool("eagle3.norm_before_residual", norm_before_residual)
+    _add_kv(w, extra_kv)
+    write_tokenizer(w, tokens, merges)
+    return _finish(w, path, weights)
+
+
+def _one_layer_head(path, arch: str, weights, name: str, n_ctx_train: int, n_head: int,
+                    n_head_kv: int, rope_dims: int) -> gguf.GGUFWriter:
+    """The header of a one-layer head (EAGLE-3, DFlash) of ``weights``, F32."""
+    n_embd = weights["blk.0.attn_norm.weight"].shape[0]
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_name(name)
     w.add_context_length(n_ctx_train)
     w.add_embedding_length(n_embd)
     w.add_block_count(1)
-    w.add_feed_forward_length(n_ff)
+    w.add_feed_forward_length(weights["blk.0.ffn_gate.weight"].shape[0])
     w.add_head_count(n_head)
     w.add_head_count_kv(n_head_kv)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(n_embd // n_head)
+    w.add_rope_dimension_count(rope_dims)
     w.add_rope_freq_base(10000.0)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_array("eagle3.target_layers", [int(x) for x in target_layers])
-    w.add_uint32("eagle3.target_hidden_size", target_hidden_size)
-    w.add_bool("eagle3.norm_before_residual", norm_before_residual)
+    return w
+
+
+def _add_kv(w: gguf.GGUFWriter, extra_kv: dict | None) -> None:
+    """More keys by name: bool, str or uint32 by the value's type."""
     for key, value in (extra_kv or {}).items():
-        (w.add_bool if isinstance(value, bool) else w.add_uint32)(key, value)
-    write_tokenizer(w, tokens, merges)
+        add = w.add_bool if isinstance(value, bool) else w.add_string if isinstance(value, str) \
+            else w.add_uint32
+        add(key, value)
+
+
+def _finish(w: gguf.GGUFWriter, path, weights) -> Path:
     for name_, arr in weights.items():
         w.add_tensor(name_, arr)
     w.write_header_to_file()
@@ -527,3 +546,125 @@ def write_mtp(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
     w.write_tensors_to_file()
     w.close()
     return Path(path)
+
+
+# --------------------------------------------------------------------------- DFlash heads
+DFLASH_REAL, DFLASH_MASK = 62, 63   # the head's flag dimensions: a real token, the mask token
+
+
+def dflash_head_weights(target: dict[str, np.ndarray], *, mask_token: int, n_ff: int = 128,
+                        n_head: int = 4, seed: int = 0, sharp: float = 1.5, enc_norm: float = 1.0,
+                        fc_scale: float = 0.5, noise: float = 0.1, n_target_layers: int = 3,
+                        markov_rank: int = 0, markov_scale: float = 0.5,
+                        confidence: bool = False) -> dict[str, np.ndarray]:
+    """A one-layer DFlash head (src/models/dflash.cpp) for ``target`` (llama_weights), with
+    token embeddings and an output head of its own.
+
+    It is built so that its block's mask positions read the block's first token (id_last), the
+    target's latest: the head's embeddings are the target's with two flag dimensions
+    (``DFLASH_REAL`` set on every token, ``DFLASH_MASK`` on ``mask_token`` alone, whose row is
+    the flag only); each attention head's unrotated half of Q reads the mask flag and of K the
+    real flag (``sharp``: the weight of the Q norm), so a mask position attends mostly to the
+    real token of the block, and V passes the token's content. The target's features enter
+    through ``fc`` into the K/V rows the head injects for the context (no flag: the mask
+    positions give them a part of their attention, ``enc_norm`` weighting their values): the
+    drafts depend on them. The output head is the target's (flag columns zeroed): each mask position drafts
+    about the target's next token after id_last.
+
+    ``markov_rank`` > 0 makes it a DSpark head: a Markov head of that rank (random, its bias
+    ``markov_scale``) and, with ``confidence``, a confidence head (random ``conf_proj``)."""
+    rng = np.random.default_rng(seed + 4000)
+    n_vocab, n_embd = target["token_embd.weight"].shape
+    head_dim = n_embd // n_head
+    half = head_dim // 2
+
+    def rand(out, inp, scale):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp)).astype(np.float32)
+
+    embd = target["token_embd.weight"].copy()
+    embd[:, DFLASH_REAL:] = 0.0
+    embd[:, DFLASH_REAL] = 3.0
+    embd[mask_token] = 0.0
+    embd[mask_token, DFLASH_MASK] = 3.0
+    wq, wk = np.zeros((n_embd, n_embd), np.float32), rand(n_embd, n_embd, 1.0)
+    for h in range(n_head):
+        flags = slice(h * head_dim + half, (h + 1) * head_dim)   # not rotated (rope dims = half)
+        wk[flags] = 0.0
+        wq[flags, DFLASH_MASK] = 1.0
+        wk[flags, DFLASH_REAL] = 1.0
+    content = np.eye(n_embd, dtype=np.float32)
+    content[DFLASH_REAL:] = 0.0
+    fc = rand(n_embd, n_target_layers * n_embd, fc_scale)
+    fc[DFLASH_REAL:] = 0.0
+    output = target["output.weight"].copy()
+    output[:, DFLASH_REAL:] = 0.0
+    dspark = {}
+    if markov_rank:
+        dspark = {"markov_w1.weight": rand(n_vocab, markov_rank, np.sqrt(markov_rank)),
+                  "markov_w2.weight": rand(n_vocab, markov_rank, markov_scale)}
+        if confidence:
+            dspark["conf_proj.weight"] = rand(1, n_embd + markov_rank, 1.0)
+            dspark["conf_proj.bias"] = np.ones(1, np.float32)
+    return dspark | {
+        "token_embd.weight": embd,
+        "fc.weight": fc,
+        "enc.output_norm.weight": np.full(n_embd, enc_norm, np.float32),
+        "output_norm.weight": np.ones(n_embd, np.float32),
+        "output.weight": output,
+        "blk.0.attn_norm.weight": np.ones(n_embd, np.float32),
+        "blk.0.attn_q.weight": wq,
+        "blk.0.attn_k.weight": wk,
+        "blk.0.attn_v.weight": content,
+        "blk.0.attn_output.weight": np.eye(n_embd, dtype=np.float32),
+        "blk.0.attn_q_norm.weight": np.full(head_dim, sharp, np.float32),
+        "blk.0.attn_k_norm.weight": np.ones(head_dim, np.float32),
+        "blk.0.ffn_norm.weight": np.ones(n_embd, np.float32),
+        "blk.0.ffn_gate.weight": rand(n_ff, n_embd, 1.0),
+        "blk.0.ffn_up.weight": rand(n_ff, n_embd, 1.0),
+        "blk.0.ffn_down.weight": rand(n_embd, n_ff, noise),
+    }
+
+
+def write_dflash_head(path: str | Path, weights: dict[str, np.ndarray], *, target_layers,
+                      mask_token: int | None, block_size: int | None = 16, n_head: int = 4,
+                      n_ctx_train: int = 4096, name: str = "tiny-dflash",
+                      extra_kv: dict | None = None) -> Path:
+    """A DFlash head GGUF as llama.cpp reads one: architecture ``dflash``, the target's
+    tokenizer with its mask token (``tokenizer.ggml.mask_token_id``; None: none),
+    ``dflash.target_layers``, ``dflash.block_size`` (None: left out, llama.cpp's 16), and the
+    rope over half of each attention head's dimensions. ``extra_kv``: more uint32/bool/str keys."""
+    tokens, merges = bpe_vocab()
+    n_embd = weights["blk.0.attn_norm.weight"].shape[0]
+    w = _one_layer_head(path, "dflash", weights, name, n_ctx_train, n_head, n_head,
+                        n_embd // n_head // 2)
+    w.add_array("dflash.target_layers", [int(x) for x in target_layers])
+    if block_size is not None:
+        w.add_uint32("dflash.block_size", block_size)
+    _add_kv(w, extra_kv)
+    write_tokenizer(w, tokens, merges)
+    if mask_token is not None:
+        w.add_mask_token_id(mask_token)
+    return _finish(w, path, weights)
+
+
+def write_dflash_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
+                      target_layers=(0, 1, 3), mask_token: int = 0, prefix: str = "dflash",
+                      layer_scale: float = 0.35, head_weights=None, **kw) -> tuple[Path, Path]:
+    """(target, head): a tiny llama target (eagle3_target_weights) and a DFlash head for it
+    (dflash_head_weights) reading the inputs of ``target_layers``; ``head_weights(weights)``
+    changes the head's weights before they are written; ``kw`` go to write_dflash_head,
+    or to dflash_head_weights where they are its (sharp, enc_norm, fc_scale, noise, and a
+    DSpark head's markov_rank, markov_scale, confidence)."""
+    folder = Path(folder)
+    target = eagle3_target_weights(n_layer=n_layer, seed=seed, layer_scale=layer_scale)
+    n_embd = target["token_embd.weight"].shape[1]
+    wkw = {k: kw.pop(k) for k in ("sharp", "enc_norm", "fc_scale", "noise", "markov_rank",
+                                  "markov_scale", "confidence") if k in kw}
+    head = dflash_head_weights(target, mask_token=mask_token, seed=seed,
+                               n_target_layers=len(target_layers), **wkw)
+    if head_weights is not None:
+        head_weights(head)
+    return (write_llama(folder / f"{prefix}-target.gguf", target, n_layer=n_layer, n_embd=n_embd,
+                        name="tiny-dflash-target"),
+            write_dflash_head(folder / f"{prefix}-head.gguf", head, target_layers=target_layers,
+                              mask_token=mask_token, **kw))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from specscope.core.engine.drafters import Chain, Drafter
+from specscope.core.engine.drafters.dflash import DFlash, DSpark
 from specscope.core.engine.drafters.eagle3 import Eagle3
 from specscope.core.engine.drafters.model import DraftModel
 from specscope.core.engine.drafters.mtp import Mtp
@@ -28,6 +29,10 @@ def make_drafter(type_name: str, spec, engine=None, policy=None, q=None, vocab: 
         return Eagle3(engine, spec)
     if type_name == "draft-mtp":
         return Mtp(engine, spec)
+    if type_name == "draft-dflash":
+        return DFlash(engine, spec)
+    if type_name == "draft-dspark":
+        return DSpark(engine, spec)
     raise ValueError(type_name)
 
 

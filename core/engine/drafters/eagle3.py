@@ -71,9 +71,6 @@ class Eagle3(HeadDrafter):
         if dec.size:
             self.ctx.process(dec, f"{dec.size} EAGLE-3 pairs on the head")
 
-    def _draft_ids(self, draft: list[int]) -> tuple[int, ...]:
-        return tuple(self.head.draft_id(t) for t in draft)
-
     def _start(self, history: np.ndarray, id_last: int) -> int | None:
         """The boundary completed with id_last, at pending_pos."""
         if self.pending_pos < 0:

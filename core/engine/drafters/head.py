@@ -63,31 +63,10 @@ class HeadDrafter(Drafter):
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         clock = time.perf_counter
         t0 = clock()
-        pos = self._start(history, id_last)
-        if pos is None:                          # nothing processed yet: llama.cpp drafts nothing
+        drafted = self._draft_tokens(history, id_last)
+        if drafted is None:                      # nothing processed yet: llama.cpp drafts nothing
             return Proposal(self.name, stop="none")
-        draft: list[int] = []
-        probs: list[float] = []
-        tops: list[tuple[int, ...]] = []
-        stop = "n_max"
-        while True:
-            self._step(len(draft))
-            logits = self.ctx.logits(1)[0]
-            row = self.head.prenorm(self.out)
-            ids, top = top_entries(logits, DRAFT_TOP_K)
-            p = float(1.0 / np.exp(top - top[0]).sum())
-            if p < self.p_min:
-                stop = "p_min"
-                break
-            draft.append(int(ids[0]))
-            probs.append(p)
-            tops.append(tuple(ids.tolist()))
-            if len(draft) >= self.n_max:
-                break
-            self._next(draft, row, pos)
-            pos += 1
-        self._done()
-        rows = len(draft) + (stop == "p_min")
+        draft, probs, tops, stop, rows = drafted
         self._trim(len(history))                 # speculative-simple: back to n_past
         t_decode = clock() - t0
         if len(draft) < self.n_min:
@@ -97,10 +76,45 @@ class HeadDrafter(Drafter):
                         t_decode=t_decode, top_ids=tuple(tops), limit=self.n_max, note=self.note,
                         draft_ids=self._draft_ids(draft))
 
+    @staticmethod
+    def _pick(logits: np.ndarray) -> tuple[int, float, tuple[int, ...]]:
+        """A draft position's token as llama.cpp's top-10 sampler picks it: the argmax, its
+        renormalised probability among the top 10, and the top 10 ids."""
+        ids, top = top_entries(logits, DRAFT_TOP_K)
+        return int(ids[0]), float(1.0 / np.exp(top - top[0]).sum()), tuple(ids.tolist())
+
+    def _draft_tokens(self, history: np.ndarray, id_last: int):
+        """(tokens, probabilities, top-10 ids, why it stopped, rows decoded), or None: no draft
+        this round. Here llama.cpp's sequential loop (module docs)."""
+        pos = self._start(history, id_last)
+        if pos is None:
+            return None
+        draft: list[int] = []
+        probs: list[float] = []
+        tops: list[tuple[int, ...]] = []
+        stop = "n_max"
+        while True:
+            self._step(len(draft))
+            token, p, top = self._pick(self.ctx.logits(1)[0])
+            row = self.head.prenorm(self.out)
+            if p < self.p_min:
+                stop = "p_min"
+                break
+            draft.append(token)
+            probs.append(p)
+            tops.append(top)
+            if len(draft) >= self.n_max:
+                break
+            self._next(draft, row, pos)
+            pos += 1
+        self._done()
+        return draft, probs, tops, stop, len(draft) + (stop == "p_min")
+
     def _draft_ids(self, draft: list[int]) -> tuple[int, ...]:
         """The drafting context's own ids of the drafted tokens (RoundEvent.draft_ids; empty:
-        the target's)."""
-        return ()
+        the target's): a head with a d2t table maps them (``draft_id``)."""
+        draft_id = getattr(self.head, "draft_id", None)
+        return () if draft_id is None else tuple(draft_id(t) for t in draft)
 
     def _done(self) -> None:
         """After the draft loop (draft-mtp's chained blocks: back to the first)."""
