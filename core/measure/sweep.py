@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from specscope.core.engine.drafters import MD_TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters.xvocab import choose_mode
@@ -132,18 +132,20 @@ class _Sweep:
         for a draft it refuses."""
         if engine.draft is None or engine.head is not None:
             return configs
-        modes, why = [], []
+        modes, why = [], {}
         for mode in vocab_modes(self.s.spec, bool(engine.vocab_failed)):
             try:
                 choose_mode(replace(spec_for(self.s, configs[0]), vocab=mode), engine)
                 modes.append(mode)
             except ConfigError as exc:
-                why.append(str(exc))
-                self.result.skipped[config_name(name, "draft-simple", vocab=mode)] = str(exc)
+                why[config_name(name, DRAFT_MODEL, vocab=mode)] = str(exc)
+        if not modes and engine.vocab_failed:
+            raise IncompatiblePairError("; ".join([str(engine.vocab_refusal()), *why.values()]),
+                                        engine.vocab_failed)
+        if not modes and why:                   # a mode named by hand that this draft cannot run
+            raise ConfigError(next(iter(why.values())))
+        self.result.skipped.update(why)
         if not modes:
-            if engine.vocab_failed:
-                raise IncompatiblePairError("; ".join([str(engine.vocab_refusal())] + why),
-                                            engine.vocab_failed)
             return configs
         out = [replace(c, vocab=mode) for mode in modes for c in configs]
         self.total += (len(out) - len(configs)) * len(self.s.prompts) * self.s.repeats
