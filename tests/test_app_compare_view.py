@@ -16,7 +16,7 @@ pytest.importorskip("pytestqt")
 from helpers import ggufgen  # noqa: E402
 from specscope.app.compare_table import TABLE_COLUMNS, speedup_color  # noqa: E402
 from specscope.app.compare_view import CompareView  # noqa: E402
-from specscope.core.engine.engine import EngineSettings  # noqa: E402
+from specscope.core.engine.engine import EngineSettings, SpecSettings  # noqa: E402
 from specscope.core.engine.sampling import SamplerSettings  # noqa: E402
 from specscope.core.measure.sweep_rows import CSV_COLUMNS  # noqa: E402
 
@@ -194,8 +194,13 @@ def test_speedup_colors():
     assert speedup_color(None).name() == "#eeeeee"
 
 
-def test_an_incompatible_draft_is_skipped_with_a_warning(view, qtbot, tiny_models):
-    result = run(view, qtbot, drafts=(tiny_models["draft"], tiny_models["foreign"]), n_values=(1,))
+def test_an_incompatible_draft_drafts_across_vocabularies_or_is_skipped_with_a_warning(view, qtbot, tiny_models):
+    drafts = (tiny_models["draft"], tiny_models["foreign"])
+    result = run(view, qtbot, drafts=drafts, n_values=(1,))
+    assert not result.skipped and view.heatmap.rowCount() == 3      # foreign: translate, intersect
+    assert [r.vocab for r in result.pooled()] == ["", "translate", "intersect"]
+    off = replace(view.settings().spec or SpecSettings(), vocab="off")    # llama.cpp's refusal stands
+    result = run(view, qtbot, drafts=drafts, n_values=(1,), spec=off)
     assert "foreign.gguf" in result.skipped
     assert not view.banner.isHidden() and view.banner.level == "warning"
     assert view.heatmap.rowCount() == 1

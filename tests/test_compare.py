@@ -252,7 +252,8 @@ def test_sweep_table_and_csv_columns(small_sweep):
         "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
         "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
         "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min",
-        "speedup_min", "speedup_max", "repeats", "prompts", "prompts_drafted", "note")
+        "speedup_min", "speedup_max", "repeats", "prompts", "prompts_drafted", "vocab",
+        "translate_us", "translate_cost", "note")
     body = list(reader)
     assert len(body) == 12
     for line in body:
@@ -347,14 +348,15 @@ def test_robust_time_ignores_one_stalled_repeat():
     assert sr.robust_time([[run(10, 1.0), run(10, 10.0), run(10, 1.2)]]) == pytest.approx(30 * 0.12)
 
 
-def test_sweep_skips_a_draft_the_gate_refuses(tiny_models):
+def test_sweep_skips_a_draft_the_gate_refuses_with_spec_vocab_off(tiny_models):
+    off = SpecSettings(vocab="off")
     settings = sweep_settings(tiny_models, drafts=(tiny_models["draft"], tiny_models["foreign"]),
-                              n_values=(1,), prompts=(("code", PROMPT),))
+                              n_values=(1,), prompts=(("code", PROMPT),), spec=off)
     result = sw.run_sweep(settings)
     assert set(result.skipped) == {"foreign.gguf"} and "cannot draft" in result.skipped["foreign.gguf"]
     assert result.drafts() == ["draft-simple (draft.gguf)"]
     with pytest.raises(IncompatiblePairError):
-        sw.run_sweep(sweep_settings(tiny_models, drafts=(tiny_models["foreign"],), n_values=(1,)))
+        sw.run_sweep(sweep_settings(tiny_models, drafts=(tiny_models["foreign"],), n_values=(1,), spec=off))
 
 
 def test_sweep_groups_ngram_chains_once_without_a_draft_model(tiny_models):

@@ -250,6 +250,10 @@ def report_lines(result) -> list[str]:
         lines += ["  (lookup/round: Python time of the n-gram drafters per round, and in target "
                   "tokens, the draft cost of the calibrated prediction; rounds won: rounds whose "
                   "draft that member of the chain proposed)"]
+    if any(r.vocab for r in result.pooled()):
+        lines += ["  (translate/round: Python time per round of drafting across vocabularies, "
+                  "re-tokenizing the text, and in target tokens: the calibrated prediction adds it "
+                  "to every round; docs/cross-vocab.md)"]
     if result.pooled():
         lines += ["", f"measured speed-up, configurations × n ({HEATMAP_KEY}):", format_heatmap(result)]
     lines += side_by_side(result)

@@ -82,10 +82,12 @@ def trimmed_mean(xs: Sequence[float], trim: float = 0.2) -> float:
 ESTIMATOR = _median        # how repeated decode timings are summarised
 
 
-def _filler_tokens(engine, n: int) -> list[int]:
-    """n plausible tokens (a code snippet, repeated) to fill the caches with."""
-    base = engine.target.tokenize(CALIBRATION_PROMPT * 4, add_special=False)
-    base = [t for t in base if not engine.target.is_eog(t)] or [0]
+def _filler_tokens(engine, n: int, model=None) -> list[int]:
+    """n plausible tokens (a code snippet, repeated) to fill the caches with, in the target's
+    vocabulary (or ``model``'s)."""
+    model = model or engine.target
+    base = model.tokenize(CALIBRATION_PROMPT * 4, add_special=False)
+    base = [t for t in base if not model.is_eog(t)] or [0]
     return [base[i % len(base)] for i in range(n)]
 
 
@@ -104,6 +106,9 @@ class _Timing:
         self.has_draft = engine.draft is not None
         self.head = False                    # an EAGLE-3 head (_HeadTiming)
         self.tokens = _filler_tokens(engine, n_past + k_max)
+        # a draft in another vocabulary (drafters/xvocab.py) decodes the snippet in its own
+        self.dtokens = _filler_tokens(engine, n_past + k_max, engine.draft) \
+            if engine.vocab_failed else self.tokens
         self.greedy = None                   # the sampler chain a round samples its rows with
         self.times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in range(1, k_max + 1)}
         self.times.update({("db", k): [] for k in range(1, k_max + 1)})
@@ -115,7 +120,7 @@ class _Timing:
         self.check_removable()
         e = self.engine
         for ctx, b in ((e.tgt, e.batch), (e.dft, e.dbatch))[:2 if self.has_draft else 1]:
-            ctx.prefill(self.tokens[:self.n_past], b, "the calibration prefix")
+            ctx.prefill(self.tokens_of(ctx)[:self.n_past], b, "the calibration prefix")
 
     def check_removable(self) -> None:
         e = self.engine
@@ -125,8 +130,11 @@ class _Timing:
                               "not supported: their rounds restore state checkpoints and replay, "
                               "which the calibrated model does not price")
 
+    def tokens_of(self, ctx) -> list[int]:
+        return self.dtokens if ctx is self.engine.dft else self.tokens
+
     def decode(self, ctx, b, pos: int, k: int, logits: str, what: str) -> float:
-        b.fill(self.tokens[pos:pos + k], pos, logits=logits)
+        b.fill(self.tokens_of(ctx)[pos:pos + k], pos, logits=logits)
         t = self.clock()
         ctx.decode(b, what)
         return self.clock() - t

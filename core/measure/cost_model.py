@@ -397,19 +397,21 @@ def _exact_counts(at_least: Sequence[int], rounds: int) -> dict[int, int]:
 
 def model_speedup(cal: Calibration, n: int, per_round_acceptance: Sequence[float], sync: str,
                   mean_len: float, p_full: float, draft_rounds: int, empty_rounds: int,
-                  extra_decodes: int) -> float:
+                  extra_decodes: int, per_round: float = 0.0) -> float:
     """draft-simple's calibrated speed-up over all of a run's rounds: the rounds that verified a
     draft (the calibrated round fed with the run's own statistics: a_i per round that drafted,
     the mean draft length, the share of full acceptances), the rounds that verified none (one target token:
     a p_min stop at the first token, or the budget), and the draft decodes that proposed no
-    token (the row p_min stopped at, drafts n_min dropped), each one draft token f."""
+    token (the row p_min stopped at, drafts n_min dropped), each one draft token f.
+    ``per_round``: a measured cost every round pays besides (target-token units: drafting across
+    vocabularies, its translation)."""
+    empty = cal.cost(1) + cal.s + cal.r + cal.o0 + per_round
     if not draft_rounds:
-        cost = empty_rounds * (cal.cost(1) + cal.s + cal.r + cal.o0) + extra_decodes * cal.f
+        cost = empty_rounds * empty + extra_decodes * cal.f
         return empty_rounds * cal.baseline_token / cost if cost > 0 else 1.0
     length = min(float(n), mean_len) if mean_len > 0 else float(n)
     rc = round_cost(cal, n, per_round_acceptance, sync, n_draft=length, p_full=p_full)
-    cost = (draft_rounds * rc.total + empty_rounds * (cal.cost(1) + cal.s + cal.r + cal.o0)
-            + extra_decodes * cal.f)
+    cost = draft_rounds * (rc.total + per_round) + empty_rounds * empty + extra_decodes * cal.f
     tokens = draft_rounds * rc.tokens + empty_rounds
     return tokens * rc.baseline / cost
 

@@ -18,10 +18,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from specscope.core.engine.drafters import MD_TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.errors import IncompatiblePairError
+from specscope.core.engine.drafters.xvocab import choose_mode
+from specscope.core.errors import ConfigError, IncompatiblePairError
 from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.measure.cpuload import LoadMeter
@@ -29,9 +30,9 @@ from specscope.core.measure.lossless import check_lossless, execute, run_result
 from specscope.core.measure.progress import Progress, quiet, within
 from specscope.core.measure.sweep_report import SweepResult
 from specscope.core.measure.sweep_rows import Cell, Row, build_rows
-from specscope.core.measure.sweep_settings import (Config, SweepSettings, eog_bias, groups,
-                                                   longest_draft, model_prompts, spec_for,
-                                                   sweep_steps, typical_position)
+from specscope.core.measure.sweep_settings import (Config, SweepSettings, config_name, eog_bias,
+                                                   groups, longest_draft, model_prompts, spec_for,
+                                                   sweep_steps, typical_position, vocab_modes)
 
 DEFAULT_REPEATS = 3          # `specscope bench` and the Compare view: a spread needs several
 
@@ -92,15 +93,17 @@ class _Sweep:
 
     def group(self, draft_path: Path | None, name: str, configs: list[Config]) -> bool:
         """One engine's configurations, every prompt and repetition; False when Stop ended its
-        calibration. A draft the target refuses is skipped while other drafts remain."""
+        calibration. A draft the target refuses runs in the vocabulary modes (:meth:`across_vocab`),
+        or is skipped (--spec-vocab off, no mode can run) while other drafts remain."""
         s, what = self.s, name or "n-gram drafters"
         self.tell(f"{what}: loading")
+        engine = None
         try:
             engine = Engine(s.target, draft_path, s.engine)
-            if engine.vocab_failed:       # the sweep drafts in the target's vocabulary only
-                engine.close()
-                raise engine.vocab_refusal()
+            configs = self.across_vocab(engine, name, configs)
         except IncompatiblePairError as exc:
+            if engine is not None:
+                engine.close()
             if self.n_model_groups == 1:
                 raise
             self.result.skipped[name] = str(exc)      # the other drafts still run
@@ -111,7 +114,8 @@ class _Sweep:
                 cal = self.calibrate(engine, draft_path is not None, name, configs)
             except CalibrationStopped:
                 return False
-            cells = {(c, p): Cell(name, c.n, p, c.drafter, c.p_min) for c in configs for p, _ in s.prompts}
+            cells = {(c, p): Cell(name, c.n, p, c.drafter, c.p_min, c.vocab)
+                     for c in configs for p, _ in s.prompts}
             self.result.cells.extend(cells.values())
             for p_name, text in model_prompts(s, engine):
                 for rep in range(s.repeats):
@@ -120,6 +124,32 @@ class _Sweep:
                             engine, what, p_name, text, configs[k:] + configs[:k], cells, cal):
                         break
         return True
+
+    def across_vocab(self, engine, name: str, configs: list[Config]) -> list[Config]:
+        """The draft's configurations once per vocabulary mode it drafts in (:func:`vocab_modes`:
+        both with a draft llama.cpp refuses), a mode this pair cannot run said in
+        ``result.skipped``; llama.cpp's refusal (IncompatiblePairError) when no mode is left
+        for a draft it refuses."""
+        if engine.draft is None or engine.head is not None:
+            return configs
+        modes, why = [], {}
+        for mode in vocab_modes(self.s.spec, bool(engine.vocab_failed)):
+            try:
+                choose_mode(replace(spec_for(self.s, configs[0]), vocab=mode), engine)
+                modes.append(mode)
+            except ConfigError as exc:
+                why[config_name(name, DRAFT_MODEL, vocab=mode)] = str(exc)
+        if not modes and engine.vocab_failed:
+            raise IncompatiblePairError("; ".join([str(engine.vocab_refusal()), *why.values()]),
+                                        engine.vocab_failed)
+        if not modes and why:                   # a mode named by hand that this draft cannot run
+            raise ConfigError(next(iter(why.values())))
+        self.result.skipped.update(why)
+        if not modes:
+            return configs
+        out = [replace(c, vocab=mode) for mode in modes for c in configs]
+        self.total += (len(out) - len(configs)) * len(self.s.prompts) * self.s.repeats
+        return out
 
     def calibrate(self, engine, has_draft: bool, name: str, configs: list[Config]) -> Calibration | None:
         """The group's calibration (cached or measured; None for a memory that cannot be

@@ -173,7 +173,8 @@ def drafter_summary(row: Row) -> str:
 def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     """The pooled rows (and per-prompt rows if asked) as a fixed-width table. With n-gram
     types in the sweep, two more columns: the lookup time per round (µs, and in target tokens)
-    and, per member of the chain, the rounds it won and its acceptance."""
+    and, per member of the chain, the rounds it won and its acceptance; with drafts across
+    vocabularies, their translation time per round (µs, and in target tokens)."""
     head = ("configuration", "n", "prompt", "accept", "mean len", "tok/s", "base tok/s", "measured",
             "spread", "textbook", "(err)", "calibrated", "(err)", "lossless")
     lines = []
@@ -181,12 +182,15 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     has_alpha = any(r.alpha_speedup is not None for r in rows)
     has_cf = any(r.cf_acceptance is not None for r in rows)
     ngram = any(r.drafter not in MD_TYPES for r in rows)
+    xvocab = any(r.vocab for r in rows)
     if has_alpha:
         head = head + ("α-model",)
     if has_cf:
         head = head + ("other rule, expected",)
     if ngram:
         head = head + ("lookup/round", "rounds won · acceptance · mean len")
+    if xvocab:
+        head = head + ("translate/round",)
     head = head + ("note",)
     data = []
     for r in rows:
@@ -204,9 +208,11 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
         if ngram:
             cells += [f"{r.lookup_us:.0f} µs ({r.lookup_cost:.3f})" if r.drafter not in MD_TYPES else "",
                       drafter_summary(r) if r.drafter not in MD_TYPES else ""]
+        if xvocab:
+            cells.append(f"{r.translate_us:.0f} µs ({r.translate_cost:.3f})" if r.vocab else "")
         data.append(cells + [r.note])
     widths = [max([len(h)] + [len(row[i]) for row in data]) for i, h in enumerate(head)]
-    left = {0, 1, 2, len(head) - 1} | ({len(head) - 2} if ngram else set())
+    left = {0, 1, 2, len(head) - 1} | ({head.index("rounds won · acceptance · mean len")} if ngram else set())
 
     def line(cells):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)

@@ -21,7 +21,8 @@ CSV_COLUMNS = ("draft", "drafter", "n_max", "prompt", "tokens", "rounds", "accep
                "textbook_speedup", "calibrated_speedup", "textbook_error", "calibrated_error",
                "alpha_speedup", "f", "prefill_ms", "baseline_prefill_ms", "lossless", "divergence_at",
                "draft_rounds", "lookup_us", "lookup_cost", "by_drafter", "cf_rule", "cf_acceptance", "p_min",
-               "speedup_min", "speedup_max", "repeats", "prompts", "prompts_drafted", "note")
+               "speedup_min", "speedup_max", "repeats", "prompts", "prompts_drafted", "vocab",
+               "translate_us", "translate_cost", "note")
 VERDICT_ORDER = ("identical", "numerical", "length", "mismatch")
 
 
@@ -33,6 +34,7 @@ class Cell:
     prompt: str
     drafter: str = DRAFT_MODEL
     p_min: float = 0.0
+    vocab: str = ""                    # draft-simple across vocabularies: translate | intersect
     spec: list[RunResult] = field(default_factory=list)
     bases: list[list[RunResult]] = field(default_factory=list)   # bases[i]: spec[i]'s repetition's
     lossless: list[LosslessReport] = field(default_factory=list)
@@ -86,13 +88,16 @@ class Row:
     repeats: int = 1
     prompts: int = 1
     prompts_drafted: int = 0           # prompts on which the drafter proposed a token
+    vocab: str = ""                    # draft-simple across vocabularies: translate | intersect
+    translate_us: float = 0.0          # their translation time per round (RoundEvent.t_translate)
+    translate_cost: float = 0.0        # the same in target tokens: priced in the calibrated figure
 
     @property
     def config(self) -> str:
         return self.name()
 
     def name(self, with_draft: bool = True) -> str:
-        return config_name(self.draft, self.drafter, self.p_min, with_draft)
+        return config_name(self.draft, self.drafter, self.p_min, with_draft, self.vocab)
 
     @property
     def spread(self) -> tuple[float, float] | None:
@@ -216,6 +221,7 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
     drafter = cells[0].drafter if cells else DRAFT_MODEL
     members = pool_drafters(drafter.split(">"), [r.stats for r in spec])
     lookup = sum(r.stats.t_lookup for r in spec) / rounds if rounds else 0.0    # seconds per round
+    translate = sum(r.stats.t_translate for r in spec) / rounds if rounds else 0.0
     accepted_at, drafted_at = _position_counts(spec)
     tps = tokens / t_spec if t_spec > 0 else 0.0
     b_tps = b_tokens / t_base if t_base > 0 else 0.0
@@ -224,7 +230,8 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
     # each repetition against the baselines that bracket it, the median of them: inside the spread
     measured = statistics.median(per_repeat) if per_repeat else tps / b_tps if b_tps > 0 else 0.0
     expected = n_accept / draft_rounds if draft_rounds else 0.0          # E per round that drafted
-    textbook, calibrated, f = _predictions(cal, n, sync, spec, base, members, accepted_at, lookup)
+    textbook, calibrated, f = _predictions(cal, n, sync, spec, base, members, accepted_at, lookup,
+                                           translate)
     div = [rep.divergence.position for rep in reports if rep.divergence is not None]
     return Row(
         draft=draft, drafter=drafter, n_max=n, prompt=prompt, tokens=tokens, rounds=rounds,
@@ -247,6 +254,8 @@ def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibr
         speedup_min=lo_hi[0] if lo_hi else None, speedup_max=lo_hi[1] if lo_hi else None,
         repeats=max(len(per_repeat), 1), prompts=len(cells),
         prompts_drafted=sum(1 for c in cells if any(r.stats.n_draft_rounds for r in c.spec)),
+        vocab=cells[0].vocab if cells else "", translate_us=1e6 * translate,
+        translate_cost=translate / cal.t1 if cal is not None else 0.0,
         **counterfactual(spec))
 
 
@@ -263,11 +272,14 @@ def _position_counts(spec: Sequence[RunResult]) -> tuple[list[int], list[int]]:
 
 def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunResult],
                  base: Sequence[RunResult], members: Sequence[DrafterStats],
-                 accepted_at: Sequence[int], lookup: float) -> tuple[float, float, float]:
+                 accepted_at: Sequence[int], lookup: float,
+                 translate: float = 0.0) -> tuple[float, float, float]:
     """(textbook, calibrated, f) for the runs ``spec`` of one configuration of draft length n:
     draft-simple's rounds priced with their own statistics (:func:`.cost_model.model_speedup`),
     n-gram types averaged over every round with the lookup time as their draft cost
-    (:func:`.cost_model.chain_round_cost`); without a calibration f is the runs' own."""
+    (:func:`.cost_model.chain_round_cost`); without a calibration f is the runs' own.
+    ``translate``, the measured seconds per round of drafting across vocabularies, is added
+    to every round's calibrated cost (the textbook prices the draft model's decodes only)."""
     types = [d.name for d in members]
     one_model = len(types) == 1 and types[0] in MD_TYPES   # draft-simple or draft-eagle3 alone
     sync = draft_sync(types, sync)
@@ -295,13 +307,14 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
         textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
         calibrated = model_speedup(cal, n, per_round, sync, mean_len, p_full, draft_rounds,
                                    sum(r.empty_rounds for r in spec),
-                                   sum(r.extra_draft_decodes for r in spec)) if rounds else 1.0
+                                   sum(r.extra_draft_decodes for r in spec),
+                                   per_round=translate / cal.t1) if rounds else 1.0
         return textbook, calibrated, cal.f
     # n-gram types: averaged over every round, the lookup time as their draft cost
     model = next((d for d in members if d.name in MD_TYPES), DrafterStats(DRAFT_MODEL))
     textbook = textbook_from_accepted(n_accept / rounds, model.n_drafted / rounds, cal.f) \
         if rounds else 1.0
-    calibrated = chain_round_cost(cal, members, rounds, n_max=n, lookup=lookup / cal.t1,
+    calibrated = chain_round_cost(cal, members, rounds, n_max=n, lookup=(lookup + translate) / cal.t1,
                                   sync=sync, draft_model=bool(set(types) & set(MD_TYPES))).speedup \
         if rounds else 1.0
     return textbook, calibrated, cal.f
@@ -339,10 +352,10 @@ def build_rows(cells: Sequence[Cell], calibrations: dict[str, Calibration], sync
     """A row per finished cell and a pooled ``ALL`` row per configuration, in the cells' order;
     a draft without a calibration (a recurrent or hybrid memory) gets NaN predictions."""
     rows: list[Row] = []
-    by_key: dict[tuple[str, str, int, float], list[Cell]] = {}
+    by_key: dict[tuple[str, str, int, float, str], list[Cell]] = {}
     for c in cells:
-        by_key.setdefault((c.draft, c.drafter, c.n, c.p_min), []).append(c)
-    for (draft, _, n, _), group in by_key.items():
+        by_key.setdefault((c.draft, c.drafter, c.n, c.p_min, c.vocab), []).append(c)
+    for (draft, _, n, _, _), group in by_key.items():
         cal = calibrations.get(draft)
         done = [c for c in group if c.spec and c.baseline]
         rows += [make_row(draft, n, c.prompt, [c], cal, sync, alpha) for c in done]

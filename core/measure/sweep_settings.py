@@ -197,11 +197,13 @@ class SweepSettings:
 @dataclass(frozen=True)
 class Config:
     """One configuration of a sweep: a chain of types, the draft model's name ("" when the
-    chain has no draft-simple) and its draft length n (0 when it has none)."""
+    chain has no draft-simple) and its draft length n (0 when it has none); ``vocab``, how
+    draft-simple drafts across vocabularies (translate, intersect; "" in the target's own)."""
     draft: str
     types: tuple[str, ...]
     n: int
     p_min: float = 0.0
+    vocab: str = ""
 
     @property
     def drafter(self) -> str:
@@ -209,18 +211,35 @@ class Config:
 
     @property
     def name(self) -> str:
-        return config_name(self.draft, self.drafter, self.p_min)
+        return config_name(self.draft, self.drafter, self.p_min, vocab=self.vocab)
 
 
-def config_name(draft: str, drafter: str, p_min: float = 0.0, with_draft: bool = True) -> str:
+def config_name(draft: str, drafter: str, p_min: float = 0.0, with_draft: bool = True,
+                vocab: str = "") -> str:
     """The one name of a configuration, in the tables, the heatmap, the chart's legend and the
     JSON: the drafter (llama.cpp's type, or a chain) with its draft model's file in brackets
     ("draft-simple (demo-draft.gguf)", "ngram-simple>draft-simple (demo-draft.gguf)",
-    "ngram-simple"); a p_min above 0 is part of the name (a sweep over p_min compares them as
-    configurations). Without ``with_draft`` the file is left out (the Compare view, when the
-    sweep has one draft file: its list of drafts names it)."""
+    "ngram-simple"); a p_min above 0 and a vocabulary mode are part of the name (a sweep over
+    p_min compares them as configurations; "draft-simple (foreign.gguf) · translate"). Without
+    ``with_draft`` the file is left out (the Compare view, when the sweep has one draft file:
+    its list of drafts names it)."""
     name = f"{drafter} ({draft})" if draft and with_draft else drafter
-    return f"{name} · p_min {p_min:g}" if p_min > 0 else name
+    name = f"{name} · p_min {p_min:g}" if p_min > 0 else name
+    return f"{name} · {vocab}" if vocab else name
+
+
+def vocab_modes(spec, refused: bool) -> tuple[str, ...]:
+    """The vocabulary modes a sweep runs draft-simple in with one draft (docs/cross-vocab.md):
+    a mode named by hand (--spec-vocab translate|intersect) with any draft; with auto, both
+    with a draft llama.cpp refuses (intersect alone under the ratio rule: translate drafts text,
+    not a distribution) and none with one it accepts (the target's own vocabulary); none with
+    off (the sweep skips a refused draft)."""
+    mode = spec.vocab if spec is not None else "auto"
+    if mode in ("translate", "intersect"):
+        return (mode,)
+    if mode == "auto" and refused:
+        return ("intersect",) if spec is not None and spec.accept_rule == "ratio" else ("translate", "intersect")
+    return ()
 
 
 # ============================================================================ the engines and runs
@@ -246,12 +265,12 @@ def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
 
 def spec_for(s: SweepSettings, config: Config):
     """The SpecSettings of one configuration: the template's n-gram parameters and n_min
-    (capped at n), the configuration's types and n."""
+    (capped at n), the configuration's types, n and vocabulary mode."""
     base = s.spec if s.spec is not None else SpecSettings()
     n = config.n or base.n_max
     return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n),
                    p_min=config.p_min if set(config.types) & set(MD_TYPES) else s.p_min,
-                   sync=s.sync)
+                   sync=s.sync, vocab=config.vocab or base.vocab)
 
 
 def longest_draft(s: SweepSettings, config: Config) -> int:
