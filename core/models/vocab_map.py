@@ -95,9 +95,14 @@ def token_keys(model) -> dict[bytes, int]:
 
 def build_map(target, draft) -> VocabMap:
     """The map of two loaded models (``llama.Model``, a vocabulary-only load is enough)."""
-    t_keys, d_keys = token_keys(target), token_keys(draft)
-    d2t = np.full(draft.n_vocab, -1, np.int32)
-    t2d = np.full(target.n_vocab, -1, np.int32)
+    return map_of_keys(token_keys(target), token_keys(draft), target.n_vocab, draft.n_vocab)
+
+
+def map_of_keys(t_keys: dict[bytes, int], d_keys: dict[bytes, int], n_target: int,
+                n_draft: int) -> VocabMap:
+    """The map from both vocabularies' :func:`token_keys`."""
+    d2t = np.full(n_draft, -1, np.int32)
+    t2d = np.full(n_target, -1, np.int32)
     for key, d in d_keys.items():
         t = t_keys.get(key)
         if t is not None:
