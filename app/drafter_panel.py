@@ -215,8 +215,8 @@ class DrafterPanel(QGroupBox):
                     box.addStretch(1)
                 grid.addLayout(box, r, 1, 1, 2)
                 r += 1
-            notes = {DRAFT_MODEL: "sync and n policy apply to draft-simple only; n_max, n_min and "
-                                  "p_min to draft-eagle3 and draft-mtp too.",
+            notes = {DRAFT_MODEL: "sync, n policy and vocab apply to draft-simple only; n_max, n_min "
+                                  "and p_min to draft-eagle3 and draft-mtp too.",
                      DRAFT_EAGLE3: HEAD_NOTE, DRAFT_MTP: mtp_note(None)}
             if t in notes:
                 note = QLabel(notes[t])
