@@ -494,3 +494,17 @@ def test_a_vocabulary_without_byte_tokens_is_refused_in_one_line(tmp_path):
     back = check_pair(draft, target)
     assert back.cross.modes == ("intersect",) and "t.gguf" not in back.cross.refusals["translate"]
     assert "spm.gguf" in back.cross.refusals["translate"]
+
+
+def test_the_doctor_builds_the_token_map_the_run_reads(tmp_path, monkeypatch):
+    """The doctor's overlap is the engine's map: it is cached for the pair, so the run (and the
+    next check) read it instead of reading every token again."""
+    from specscope.core.models.llama import Model
+    from specscope.core.models.vocab_map import vocab_map
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    target = write_vocab_gguf(tmp_path / "t.gguf")
+    draft = write_vocab_gguf(tmp_path / "d.gguf", rename={7: "seven", 9: "nine"})
+    r = check_pair(target, draft)
+    assert len(list((tmp_path / "cache" / "vocab-maps").glob("*.npz"))) == 1
+    with Model(target, vocab_only=True) as t, Model(draft, vocab_only=True) as d:
+        assert vocab_map(t, d).n_shared == r.cross.n_shared == 598

@@ -22,7 +22,7 @@ import llama_cpp.llama_cpp as ll
 
 from specscope.core.engine.drafters.xvocab import TARGET_LOOKBEHIND, Reading, mode_refusal
 from specscope.core.models.vocab_gate import escape_token_text
-from specscope.core.models.vocab_map import map_of_keys
+from specscope.core.models.vocab_map import control_keys, vocab_map
 
 # what a round reads and drafts, in bytes (English and code: about 4 bytes a token)
 SAMPLE = ("Speculative decoding lets a small draft model propose the next few tokens, and the "
@@ -72,7 +72,7 @@ def _token(model, t: int) -> str:
     return "none" if t < 0 else f"{escape_token_text(model.token_text(t))} ({t})"
 
 
-def special_differences(target, draft, t_keys: dict, d_keys: dict) -> list[str]:
+def special_differences(target, draft) -> list[str]:
     """BOS, EOS and EOT that differ in text or use, and the control tokens only one side has."""
     differ: dict[str, list[str]] = {}          # "target …, draft …" -> the names it is true of
     for name, get in (("BOS", ll.llama_vocab_bos), ("EOS", ll.llama_vocab_eos),
@@ -88,8 +88,9 @@ def special_differences(target, draft, t_keys: dict, d_keys: dict) -> list[str]:
         out.append(f"adds BOS: target {'yes' if target.add_bos else 'no'}, draft "
                    f"{'yes' if draft.add_bos else 'no'}"
                    + (" (the draft's own BOS stands for the target's)" if draft.add_bos else ""))
-    for side, mine, other in (("target", t_keys, d_keys), ("draft", d_keys, t_keys)):
-        only = sorted(k[1:] for k in mine if k[:1] == b"\0" and k not in other)
+    t_ctl, d_ctl = control_keys(target), control_keys(draft)
+    for side, mine, other in (("target", t_ctl, d_ctl), ("draft", d_ctl, t_ctl)):
+        only = sorted(k[1:] for k in mine - other)
         if only:
             shown = ", ".join(escape_token_text(k) for k in only[:4])
             out.append(f"control tokens only the {side} has: {len(only):,} ({shown}"
@@ -120,16 +121,17 @@ def retokenize_cost(target, draft, text: str = SAMPLE, modes=MODES) -> dict[str,
     return {m: read + (statistics.median(t_translate) if m == "translate" else 0.0) for m in modes}
 
 
-def cross_vocab(target, draft, t_keys: dict, d_keys: dict, removable: bool) -> CrossVocabReport:
-    """The report for two vocabulary-only loads (``llama.Model``) and their ``token_keys``;
-    ``removable``: the draft's memory can drop part of a sequence."""
+def cross_vocab(target, draft, removable: bool, keys=None) -> CrossVocabReport:
+    """The report for two vocabulary-only loads (``llama.Model``); ``removable``: the draft's
+    memory can drop part of a sequence; ``keys``: as ``vocab_map`` takes them. The map is the
+    engine's, cached per pair of files: the doctor builds it once for the run."""
     t0 = time.perf_counter()
-    m = map_of_keys(t_keys, d_keys, target.n_vocab, draft.n_vocab)
+    m = vocab_map(target, draft, keys)
     refusals = {mode: mode_refusal(mode, target, draft, removable) for mode in MODES}
     if not refusals["intersect"] and not m.n_shared:
         refusals["intersect"] = "no token has the same text in both vocabularies"
     runnable = [mode for mode in MODES if not refusals[mode]]
     cost = retokenize_cost(target, draft, modes=runnable) if runnable else {}
     return CrossVocabReport(m.n_shared, m.target_share, m.draft_share,
-                            tuple(special_differences(target, draft, t_keys, d_keys)),
+                            tuple(special_differences(target, draft)),
                             refusals, cost, time.perf_counter() - t0)

@@ -521,8 +521,8 @@ def _model_pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
     rules = rules_from_facts(t.facts, d.facts, mismatch)
     compatible = all(r.passed for r in rules)
     cost = _cost(t.summary, d.summary)
-    cross = None if compatible else cross_vocab(t.model, d.model, t.keys, d.keys,
-                                                d.summary.can_remove_partial)
+    cross = None if compatible else cross_vocab(t.model, d.model, d.summary.can_remove_partial,
+                                                lambda: (t.keys, d.keys))
     return PairReport(
         target=t.summary,
         draft=d.summary,
