@@ -38,6 +38,13 @@ CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gra
               "layers; the first non-empty draft wins the round.")
 CHECK_LABELS = {DRAFT_MODEL: "draft-simple (the draft model)", DRAFT_EAGLE3: "draft-eagle3 (an EAGLE-3 head)",
                 DRAFT_MTP: "draft-mtp (the target's own MTP layers)"}
+VOCAB_TIPS = {
+    "auto": "a draft llama.cpp accepts reads the target's own tokens; one it refuses (another "
+            "vocabulary) drafts in translate mode (intersect under the ratio rule)",
+    "translate": "the draft drafts in its own vocabulary; its text is re-tokenized with the "
+                 "target's tokenizer (Hugging Face's universal assisted decoding)",
+    "intersect": "the draft samples only tokens whose text both vocabularies have; ids map one "
+                 "for one (vLLM's token-level intersection)"}
 HEAD_NOTE = ("Drafts with the EAGLE-3 head in the Models box's head slot, from the target's own "
              "hidden states; n_max, n_min and p_min above apply to it.")
 NO_MTP = "this target has no MTP (nextn) blocks"
@@ -148,6 +155,13 @@ class DrafterPanel(QGroupBox):
                                "run's acceptance so far (the first cost run calibrates the pair: "
                                "seconds, once per pair and settings)")
 
+        self.vocab = QComboBox()             # --spec-vocab (core/engine/drafters/xvocab.py)
+        for name, tip in VOCAB_TIPS.items():
+            self.vocab.addItem(name, name)
+            self.vocab.setItemData(self.vocab.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.vocab.setToolTip("How draft-simple drafts with a draft whose vocabulary is not the "
+                              "target's, which llama.cpp refuses (--spec-vocab; docs/cross-vocab.md)")
+
         rows = {
             "ngram-simple": [[("n", self.size_n["ngram-simple"]), ("m", self.size_m["ngram-simple"])]],
             "ngram-map-k": [[("n", self.size_n["ngram-map-k"]), ("m", self.size_m["ngram-map-k"])]],
@@ -157,7 +171,7 @@ class DrafterPanel(QGroupBox):
             "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
                           [("p_min", self.p_min), ("sync", self.sync)],
-                          [("n policy", self.policy)]],
+                          [("n policy", self.policy), ("vocab", self.vocab)]],
             DRAFT_EAGLE3: [],
             DRAFT_MTP: [],
         }
@@ -201,8 +215,8 @@ class DrafterPanel(QGroupBox):
                     box.addStretch(1)
                 grid.addLayout(box, r, 1, 1, 2)
                 r += 1
-            notes = {DRAFT_MODEL: "sync and n policy apply to draft-simple only; n_max, n_min and "
-                                  "p_min to draft-eagle3 and draft-mtp too.",
+            notes = {DRAFT_MODEL: "sync, n policy and vocab apply to draft-simple only; n_max, n_min "
+                                  "and p_min to draft-eagle3 and draft-mtp too.",
                      DRAFT_EAGLE3: HEAD_NOTE, DRAFT_MTP: mtp_note(None)}
             if t in notes:
                 note = QLabel(notes[t])
@@ -242,6 +256,7 @@ class DrafterPanel(QGroupBox):
             w.valueChanged.connect(self._edited)
         self.sync.currentIndexChanged.connect(self._edited)
         self.policy.currentIndexChanged.connect(self._edited)
+        self.vocab.currentIndexChanged.connect(self._edited)
         for e in (self.cache_static, self.cache_dynamic):
             e.editingFinished.connect(self._edited)
         self.synth.changed.connect(self._edited)
@@ -288,6 +303,7 @@ class DrafterPanel(QGroupBox):
         return SpecSettings(
             n_max=self.n_max.value(), n_min=self.n_min.value(), p_min=round(self.p_min.value(), 4),
             sync=self.sync.currentData(), types=self.types(), draft_policy=self.policy.currentData(),
+            vocab=self.vocab.currentData(),
             ngram_simple=maps["ngram-simple"], ngram_map_k=maps["ngram-map-k"],
             ngram_map_k4v=maps["ngram-map-k4v"],
             ngram_mod=NgramModParams(self.mod_match.value(), self.mod_min.value(), self.mod_max.value()),
@@ -378,7 +394,7 @@ class DrafterPanel(QGroupBox):
                 "min_hits": self.min_hits.value(),
                 "mod": [self.mod_match.value(), self.mod_min.value(), self.mod_max.value()],
                 "cache": [self.cache_static.text(), self.cache_dynamic.text()],
-                "policy": self.policy.currentData()}
+                "policy": self.policy.currentData(), "vocab": self.vocab.currentData()}
 
     @staticmethod
     def dict_of(spec) -> dict:
@@ -389,7 +405,7 @@ class DrafterPanel(QGroupBox):
                 "min_hits": spec.ngram_map_k4v.min_hits,
                 "mod": [spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max],
                 "cache": [spec.ngram_cache.lookup_cache_static, spec.ngram_cache.lookup_cache_dynamic],
-                "policy": spec.draft_policy}
+                "policy": spec.draft_policy, "vocab": spec.vocab}
 
     def from_dict(self, d: dict) -> None:
         """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
@@ -416,9 +432,10 @@ class DrafterPanel(QGroupBox):
         if isinstance(cache, list) and len(cache) == 2 and all(isinstance(x, str) for x in cache):
             self.cache_static.setText(cache[0])
             self.cache_dynamic.setText(cache[1])
-        i = self.policy.findData(d.get("policy"))
-        if i >= 0:
-            self.policy.setCurrentIndex(i)
+        for combo, key in ((self.policy, "policy"), (self.vocab, "vocab")):
+            i = combo.findData(d.get(key))
+            if i >= 0:
+                combo.setCurrentIndex(i)
         self._edited()
 
 

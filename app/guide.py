@@ -43,7 +43,8 @@ drafts.</li>
 <li><b>Accepted drafted tokens per round</b>: how many rounds kept 0, 1, 2, … of their drafted
 tokens (red: the first drafted token was rejected).</li>
 <li><b>Generation speed</b>: tokens per second over the last 2 s and over the whole run.</li>
-<li><b>Time per round</b>: each round's draft, verify, sync (rolling the caches back) and
+<li><b>Time per round</b>: each round's draft, translate (a draft of another vocabulary: its
+text re-tokenized between the two vocabularies), verify, sync (rolling the caches back) and
 Python time, stacked. The <b>Timeline</b> tab lays the same times out on one time axis.</li>
 <li><b>Tree headroom</b>: where the target's token ranked among the draft model's (or the
 EAGLE-3 head's, or the MTP block's) top-10, and

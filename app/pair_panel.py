@@ -383,8 +383,15 @@ class PairPanel(QGroupBox):
         self.verdict.setToolTip("")
 
     def set_report(self, report) -> None:
+        cross = report.cross
         if report.compatible:
             head = (f"<b style='color:#15803d'>✔ {breakable(html.escape(report.verdict))}</b>")
+        elif report.cross_modes:     # llama.cpp's verdict, then what SpecScope drafts with
+            llama, _, ours = report.verdict.partition(". SpecScope")
+            head = (f"<b style='color:#b42318'>✘ {breakable(html.escape(llama))}</b><br>"
+                    f"<b style='color:#15803d'>✔ SpecScope{html.escape(ours)}</b> "
+                    f"<span style='color:#555'>(Drafter ▸ draft-simple ▸ vocab; auto: {cross.mode})"
+                    "</span>")
         else:
             head = f"<b style='color:#b42318'>✘ {breakable(html.escape(report.verdict))}</b>"
         items = []
@@ -400,10 +407,18 @@ class PairPanel(QGroupBox):
         what, model = ("head rules", "head") if report.draft.kind == "eagle3" else ("vocabulary rules", "draft")
         detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} {what} pass"
         detail += f"; f ≈ {report.cost.f:.3f} ({model} size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
-        offer = "" if report.compatible else f"<br><span style='color:#555'>No draft fits? {NGRAM_OFFER}</span>"
+        if cross is not None:
+            cost = "; ".join(f"{m} ≈ {cross.per_round_s[m] * 1e6:.0f} µs" for m in cross.modes)
+            detail += (f"<br><span style='color:#555'>Shared tokens: {cross.target_share:.1%} of the "
+                       f"target's, {cross.draft_share:.1%} of the draft's"
+                       + (f"; re-tokenization per round: {cost}" if cost else "") + "</span>")
+            items += [f"<li style='color:#555'>{breakable(html.escape(s))}</li>" for s in cross.specials[:3]]
+        offer = ("" if report.compatible or report.cross_modes else
+                 f"<br><span style='color:#555'>No draft fits? {NGRAM_OFFER}</span>")
         self.verdict.setText(head + detail + (f"<ul style='margin:2px 0 0 -20px'>{''.join(items)}</ul>"
                                               if items else "") + offer)
-        self.verdict.setToolTip("\n".join([r.message for r in report.rules] + list(report.notes)))
+        self.verdict.setToolTip("\n".join([r.message for r in report.rules] + list(report.notes)
+                                          + list(cross.specials if cross else ())))
         for col, m in enumerate((report.target, report.draft)):
             self.set_model_facts(col, m)
 

@@ -102,7 +102,7 @@ class PairWatch(QObject):
         self.report = report
         panel.set_report(report)
         self._update_draft_problem()
-        if report.compatible:
+        if report.compatible or report.cross_modes:
             panel.set_recent(remember_pair(self.w.settings, *panel.pair()))
             self._preload_later()
         self.report_shown.emit(report)
@@ -125,7 +125,8 @@ class PairWatch(QObject):
         with it says so there."""
         d, r = self.w.pair_panel.pair()[1], self.report
         self.w.params.drafter.set_draft(d, (r.draft.architecture or "") if r is not None and d else "",
-                                        r.reason if r is not None and d and not r.compatible else "")
+                                        r.reason if r is not None and d and not r.compatible
+                                        and not r.cross_modes else "")
 
     # ------------------------------------------------------------------ loading
     def _preload_later(self) -> None:

@@ -374,8 +374,11 @@ class DrafterTable(QtWidgets.QTableWidget):
         self.setVisible(False)
         self._rows: tuple = ()
 
-    def show_stats(self, stats: Stats) -> None:
-        rows = tuple((d.name, d.n_draft_rounds, d.n_accept, d.n_drafted, d.mean_accepted_length)
+    def show_stats(self, stats: Stats, modes: dict | None = None) -> None:
+        """``modes``: a drafter's vocabulary mode (RoundEvent.draft_vocab), named beside it."""
+        modes = modes or {}
+        rows = tuple((f"{d.name} ({modes[d.name]})" if modes.get(d.name) else d.name,
+                      d.n_draft_rounds, d.n_accept, d.n_drafted, d.mean_accepted_length)
                      for d in stats.by_drafter)
         if rows == self._rows:
             return
@@ -387,7 +390,7 @@ class DrafterTable(QtWidgets.QTableWidget):
             for c, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 if c == 0:
-                    fg, bg, _ = drafter_colors(name)
+                    fg, bg, _ = drafter_colors(name.split(" (")[0])
                     item.setForeground(QtGui.QColor(fg))
                     item.setBackground(QtGui.QColor(bg))
                 else:

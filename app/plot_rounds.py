@@ -19,15 +19,18 @@ __all__ = ["RoundSeries", "SpeedPlot", "TimeSplitPlot", "SPLIT_COLORS", "SPLIT_P
            "TIME_SPLIT_ROUNDS", "SPEED_WINDOW_S", "SPEED_WINDOW_MIN_ROUNDS"]
 
 # time split: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies)
-SPLIT_PARTS = ("draft", "verify", "sync", "overhead")
+SPLIT_PARTS = ("draft", "translate", "verify", "sync", "overhead")
 SPLIT_COLORS = {
     "draft": "#e69f00",      # orange
+    "translate": "#009e73",  # bluish green: between the vocabularies (Python)
     "verify": "#0072b2",     # blue: the target's work
     "sync": "#cc79a7",       # reddish purple
     "overhead": "#9a9a9a",   # grey: outside llama.cpp
 }
 SPLIT_TIPS = {
     "draft": "draft: proposing tokens (the draft model's decodes, the n-gram lookups)",
+    "translate": ("translate: re-tokenizing between the draft's and the target's vocabularies "
+                  "(a draft of another vocabulary; Python and llama.cpp's tokenizers)"),
     "verify": "verify: the target evaluating the seed and the draft in one batch, and sampling",
     "sync": "sync: removing rejected tokens from the caches (or restoring a checkpoint)",
     "overhead": "overhead: time outside llama.cpp calls (Python glue)",
@@ -76,7 +79,7 @@ class RoundSeries:
     speed: tokens over the last SPEED_WINDOW_S seconds, and at least SPEED_WINDOW_MIN_ROUNDS."""
 
     def __init__(self):
-        self.series = _Series(("t_end", "tokens", "draft", "verify", "sync", "overhead", "index"))
+        self.series = _Series(("t_end", "tokens", *SPLIT_PARTS, "index"))
         self.cum_tokens = 0.0
         self.cum_time = 0.0
         self.roll = np.zeros(_INITIAL_CAPACITY)
@@ -99,10 +102,8 @@ class RoundSeries:
         cols = {
             "tokens": self.cum_tokens + np.cumsum(tokens),
             "t_end": self.cum_time + np.cumsum(t_round),
-            "draft": np.fromiter((e.t_draft for e in new), float, m) * 1e3,
-            "verify": np.fromiter((e.t_verify for e in new), float, m) * 1e3,
-            "sync": np.fromiter((e.t_sync for e in new), float, m) * 1e3,
-            "overhead": np.fromiter((e.t_overhead for e in new), float, m) * 1e3,
+            **{part: np.fromiter((getattr(e, "t_" + part) for e in new), float, m) * 1e3
+               for part in SPLIT_PARTS},
             "index": np.fromiter((e.index for e in new), float, m),
         }
         self.cum_tokens = float(cols["tokens"][-1])
@@ -204,8 +205,8 @@ class TimeSplitPlot(_LegendPlot):
         self.refit()
 
     def resized(self) -> None:
-        """Four legend entries in a row when there is room, else two."""
-        cols = len(SPLIT_PARTS) if self.view.width() >= 340 else 2
+        """The legend's entries in a row when there is room, else three."""
+        cols = len(SPLIT_PARTS) if self.view.width() >= 420 else 3
         if self.legend.columnCount != cols:
             self.legend.setColumnCount(cols)
         super().resized()

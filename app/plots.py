@@ -102,6 +102,7 @@ class PlotsPanel(QtWidgets.QWidget):
             plot.view.sigResized.connect(lambda _vb, p=plot: p.resized())
         self._rounds = RoundSeries()             # per-round series, filled from the events not seen yet
         self._n_seen = 0
+        self._vocab_modes: dict[str, str] = {}     # drafter -> its vocabulary mode (translate, intersect)
         self._last_event: RoundEvent | None = None
         self._last_stats: Stats | None = None
         self._idle_note = "No run yet"
@@ -185,6 +186,7 @@ class PlotsPanel(QtWidgets.QWidget):
         for plot in (self.acceptance, self.histogram, self.speed, self.time_split):
             plot.clear()
         self.acceptance.show_counterfactual(Stats())
+        self._vocab_modes = {}
         self._show_drafters(Stats())
         self.tree.show(Stats().tree)
         self._show_empty(None, 0)
@@ -194,6 +196,9 @@ class PlotsPanel(QtWidgets.QWidget):
         n = len(events)
         if n < self._n_seen or (self._n_seen and events[self._n_seen - 1] is not self._last_event):
             self.clear()  # another run's events: start over
+        for ev in events[self._n_seen:n]:          # a draft of another vocabulary: its mode
+            if ev.draft_vocab:
+                self._vocab_modes[ev.drafter] = ev.draft_vocab
         if stats is not self._last_stats and stats != self._last_stats:
             self._last_stats = stats
             self.acceptance.show(stats)
@@ -213,7 +218,7 @@ class PlotsPanel(QtWidgets.QWidget):
     def _show_drafters(self, stats: Stats) -> None:
         """One acceptance curve per drafter when several drafted; the per-drafter table."""
         self.acceptance.show_drafters(stats)
-        self.drafter_table.show_stats(stats)
+        self.drafter_table.show_stats(stats, self._vocab_modes)
 
     def _show_empty(self, first: RoundEvent | None, n_draft_rounds: int) -> None:
         """A note in the two draft plots while there is no draft to show."""

@@ -29,7 +29,7 @@ from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MOD
 from specscope.core.models.tokentext import shares
 
 from .drafter_style import drafter_colors, drafter_who
-from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, visible
+from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
@@ -173,7 +173,8 @@ class RoundDiagram(QWidget):
         ends = ev.eog_ends_draft              # drafted ⟨end⟩, sampled too: the round stops there
         for i, t in enumerate(drafted):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
-                    f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else "drafted")
+                    f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else
+                    "translated" if ev.draft_vocab == "translate" else "drafted")
             if i < len(ev.draft_ids):                     # an EAGLE-3 head: its id → the target's
                 prob += f" · {ev.draft_ids[i]}→{t}"
             if i < a:
@@ -228,6 +229,12 @@ class RoundDiagram(QWidget):
                 p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H),
                            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                            f"drafted by {drafter_who(ev.drafter)}\n{PICTURE_NOTES[ev.drafter]}")
+            elif ev.draft_vocab and drafted:          # another vocabulary: how many became how many
+                own = "│".join(short(x, 6) for x in ev.draft_own_text)
+                p.drawText(QRectF(x, GAP + CELL_H + GAP, 260, CELL_H),
+                           Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                           f"{ev.draft_vocab}: the draft's {len(ev.draft_own)} → {len(drafted)} "
+                           f"target tokens\n{own}")
             p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                        f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
                        f"{CACHES.get(ev.drafter, 'draft')} dropped {ev.kv_dropped_draft} "
@@ -333,10 +340,11 @@ def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
     return text
 
 
-def model_draft_words(ev, drafted: list[str]) -> str:
+def model_draft_words(ev, drafted: list[str], texts=()) -> str:
     """Step 1 for the draft model, an EAGLE-3 head or the target's MTP blocks: the tokens it
-    proposed (``drafted``, as HTML), each with its probability (and the head's reduced-vocabulary
-    id), and why it stopped."""
+    proposed (``drafted``, as HTML; ``texts``, their texts), each with its probability (and the
+    head's reduced-vocabulary id), and why it stopped; a draft of another vocabulary, its own
+    pieces and the target's."""
     k = len(ev.drafted)
     why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
            "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round",
@@ -362,6 +370,14 @@ def model_draft_words(ev, drafted: list[str]) -> str:
                 f"predicted the token at {p + 1}; each further step read the token just drafted "
                 f"with the block's own hidden state of the step before. It proposed {tokens} "
                 f"({ev.t_draft * 1e3:.1f} ms)")
+    if ev.draft_vocab:
+        probs = "" if ev.draft_probs else f"{k} token{'s' if k != 1 else ''}: {', '.join(drafted)}. "
+        return (f"<b>1. Draft:</b> the draft model, whose vocabulary is not the target's, read the "
+                f"target's text in its own tokens and drafted in its own vocabulary "
+                f"({ev.t_draft * 1e3:.1f} ms); SpecScope turned that into target tokens "
+                f"({ev.draft_vocab} mode, {ev.t_translate * 1e3:.2f} ms translating), which the "
+                f"target verifies as usual. {probs if ev.draft_vocab == 'translate' else tokens}"
+                f"<br>{translation_html(ev, list(texts))}")
     return (f"<b>1. Draft:</b> the draft model decoded the seed and proposed {tokens} "
             f"({ev.t_draft * 1e3:.1f} ms)")
 
@@ -398,8 +414,8 @@ def explain(ev, vocab, history=(), types=()) -> str:
         drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
         lines.append(ngram_draft_words(ev, vocab, history, drafted) + chain_words(ev, types))
     elif k:
-        lines.append(model_draft_words(ev, [tok(t, x) for t, x in zip(ev.drafted, batch_text[r:])])
-                     + chain_words(ev, types))
+        lines.append(model_draft_words(ev, [tok(t, x) for t, x in zip(ev.drafted, batch_text[r:])],
+                                       batch_text[r:]) + chain_words(ev, types))
     else:
         why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
                "budget": "there was no room left to draft",

@@ -1,7 +1,8 @@
 """The draft/verify timeline: where each round's time went, round after
 round, on one time axis.
 
-Four lanes, top to bottom: the draft (the draft model's decodes and the n-gram lookups), the
+Five lanes, top to bottom: the draft (the draft model's decodes and the n-gram lookups), the
+translation between two vocabularies (a draft of another vocabulary: docs/cross-vocab.md), the
 target's verification, the sync and roll-back, and Python outside llama.cpp. A round occupies
 [start, start + t_round) on the axis, its phases one after another in that order (the order
 they run in), so a bar's length is the phase's measured time and the gaps between lanes line
@@ -22,8 +23,9 @@ from specscope.core.engine.events import RoundEvent
 from .plot_base import styled_plot
 from .plot_rounds import SPLIT_COLORS
 
-LANES = ("draft", "verify", "sync", "overhead")      # top to bottom
-LANE_NAMES = {"draft": "draft", "verify": "verify", "sync": "sync", "overhead": "Python"}
+LANES = ("draft", "translate", "verify", "sync", "overhead")      # top to bottom
+LANE_NAMES = {"draft": "draft", "translate": "translate", "verify": "verify", "sync": "sync",
+              "overhead": "Python"}
 BAR_HEIGHT = 0.7
 HIGHLIGHT = (255, 200, 0, 70)                          # a shaded round
 SELECTED = (40, 40, 40, 45)
@@ -31,11 +33,11 @@ SELECTED = (40, 40, 40, 45)
 
 def phase_spans(events: Sequence[RoundEvent], t0: float = 0.0) -> dict[str, np.ndarray]:
     """Each round's start and each phase's (start, length), in seconds from ``t0``: the phases
-    run one after another inside the round (draft, verify, sync, then the rest: Python)."""
+    run one after another inside the round (draft, translate, verify, sync, then the rest:
+    Python)."""
     t_round = np.array([e.t_round for e in events], dtype=float)
-    parts = {p: np.array([getattr(e, "t_" + p) for e in events], dtype=float)
-             for p in ("draft", "verify", "sync")}
-    parts["overhead"] = np.maximum(0.0, t_round - parts["draft"] - parts["verify"] - parts["sync"])
+    parts = {p: np.array([getattr(e, "t_" + p) for e in events], dtype=float) for p in LANES[:-1]}
+    parts["overhead"] = np.maximum(0.0, t_round - sum(parts.values()))
     start = t0 + np.concatenate(([0.0], np.cumsum(t_round)[:-1])) if len(events) else np.zeros(0)
     out = {"start": start, "end": start + t_round}
     offset = start.copy()
@@ -121,7 +123,7 @@ class TimelineView(QtWidgets.QWidget):
         totals = {lane: float(self.spans[lane + "_w"].sum()) for lane in LANES}
         whole = float(self.spans["end"][-1] - self.spans["start"][0]) or 1.0
         parts = ", ".join(f"{LANE_NAMES[lane]} {1e3 * t:.1f} ms ({100 * t / whole:.0f}%)"
-                          for lane, t in totals.items())
+                          for lane, t in totals.items() if t or lane != "translate")
         self.summary.setText(f"{n} rounds in {1e3 * whole:.1f} ms: {parts}. "
                              "Click a bar to select its round's tokens; hover a token to find "
                              "its round here.")

@@ -91,6 +91,37 @@ def visible(text: str) -> str:
     return text.replace("\n", "↵").replace("\t", "⇥").replace("\r", "␍")
 
 
+def pieces_html(texts, mark: int | None = None) -> str:
+    """Tokens' texts side by side, split by │, spaces as ␣ (token ``mark`` in bold)."""
+    cells = [html.escape(visible(t).replace(" ", "␣")) or "∅" for t in texts]
+    if mark is not None and 0 <= mark < len(cells):
+        cells[mark] = f"<b><u>{cells[mark]}</u></b>"
+    return "<code>" + "│".join(cells) + "</code>"
+
+
+def translation_html(ev, target_texts, mark: int | None = None) -> str:
+    """A round drafted across vocabularies (RoundEvent.draft_vocab): the draft's own pieces
+    against the target's pieces they became (``target_texts``: the drafted target tokens'
+    texts; ``mark``: the one to stress), and what a difference in the text means."""
+    own, mode = list(ev.draft_own_text), ev.draft_vocab
+    how = ("re-tokenized with the target's tokenizer" if mode == "translate" else
+           "mapped one for one (the tokens both vocabularies share)")
+    out = (f"<i>{html.escape(mode)}:</i> the draft's {len(own)} piece{'s' if len(own) != 1 else ''} "
+           f"{pieces_html(own)} → {how} → the target's {len(target_texts)} "
+           f"{pieces_html(target_texts, mark)}")
+    mine, theirs = "".join(own), "".join(target_texts)
+    if mine == theirs and len(own) != len(target_texts):
+        out += "<br>the same text, split at other token boundaries"
+    elif mine != theirs and mine.startswith(theirs):
+        out += (f"<br>the draft's text past the last whole target token, "
+                f"<code>{html.escape(visible(mine[len(theirs):]))}</code>, was not drafted "
+                "(cut to the round's draft length, or it made no whole target token)")
+    elif mine != theirs and mode == "translate":
+        out += ("<br>a target token straddled the end of the target's text, so it and its share "
+                "of the drafted text were dropped (a mismatch at a token boundary)")
+    return out
+
+
 def char_format(kind: str, base: QFont | None = None, drafter: str = "") -> QTextCharFormat:
     """A token's format; an accepted draft token takes its drafter's colours."""
     fmt = QTextCharFormat()
@@ -313,6 +344,8 @@ class TokenView(QPlainTextEdit):
         def tag(colors, text):
             return f"<span style='background:{colors[1]}; color:{colors[0]}'>&nbsp;{text}&nbsp;</span>"
         lines = [html.escape(ev.draft_note)] if ev.draft_note else []
+        if ev.draft_vocab:                        # another vocabulary: its pieces against ours
+            lines.append(translation_html(ev, [self._piece_text(t) for t in ev.drafted], i))
         if i < len(ev.draft_ids):                 # an EAGLE-3 head's reduced vocabulary
             lines.append(f"the head's draft id {ev.draft_ids[i]} → target id {ev.drafted[i]} (d2t)")
         if ev.draft_key >= 0 and ev.draft_key_len:

@@ -422,7 +422,8 @@ class MainWindow(QMainWindow):
                                 p.n_predict.value(), self.engine_settings(),
                                 chat=self.prompt.chat_enabled(), system=self.prompt.system_text(),
                                 drafter_problem=p.drafter.problem(),
-                                draft_refused=report is not None and not report.compatible)
+                                draft_refused=report is not None and not report.compatible
+                                and not report.cross_modes)
             return self.controller.request(kind, controls, step)
         except ConfigError as exc:
             if not quiet:

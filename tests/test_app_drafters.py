@@ -219,9 +219,10 @@ def test_step_mode_names_the_matched_ngram(qtbot, window):
     qtbot.waitUntil(lambda: window.controller.state is RunState.IDLE, timeout=RUN_TIMEOUT_MS)
 
 
-def test_no_fitting_draft_offers_the_ngram_types(qtbot, window, pair):
-    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
-        window.pair_panel.set_pair(pair[0], pair[2])        # another vocabulary
+def test_no_fitting_draft_offers_the_ngram_types(qtbot, window, pair, tmp_path):
+    from helpers.vocab_gguf import write_no_byte_tokens
+    with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):   # no mode takes it either
+        window.pair_panel.set_pair(pair[0], write_no_byte_tokens(tmp_path / "spm.gguf"))
     assert not window.pairs.report.compatible
     verdict = window.pair_panel.verdict.text()
     assert "INCOMPATIBLE" in verdict and "needs no draft model" in verdict and "ngram-mod" in verdict

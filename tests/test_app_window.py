@@ -213,9 +213,10 @@ def test_a_model_that_crashes_llama_cpp_leaves_the_window_running(qtbot, window,
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
 
 
-def test_incompatible_pair(qtbot, window, pair):
+def test_incompatible_pair(qtbot, window, pair, tmp_path):
+    from helpers.vocab_gguf import write_no_byte_tokens     # a draft no mode can take either
     with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000) as blocker:
-        window.pair_panel.set_pair(Path(pair[0]), Path(pair[2]))
+        window.pair_panel.set_pair(Path(pair[0]), write_no_byte_tokens(tmp_path / "spm.gguf"))
     assert not blocker.args[0].compatible
     assert "INCOMPATIBLE" in window.pair_panel.verdict.text()
     window.run_clicked()            # refused before it starts: the doctor already said why

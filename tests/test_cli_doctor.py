@@ -10,7 +10,7 @@ import pytest
 
 from specscope.core.cli.main import main
 
-from helpers.vocab_gguf import write_vocab_gguf
+from helpers.vocab_gguf import write_no_byte_tokens, write_vocab_gguf
 
 
 @pytest.fixture
@@ -59,7 +59,10 @@ def test_scan(files, tmp_path, capsys):
     assert main(["doctor", str(target), "--scan", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Compatible drafts (1)" in out and "draft.gguf" in out
-    assert "wrong.gguf: token 7 differs" in out
+    # llama.cpp refuses wrong.gguf; SpecScope drafts with it across vocabularies, ranked after
+    cross = out.split("SpecScope can draft with them across vocabularies (1)")[1]
+    assert "translate / intersect (auto: translate)" in cross and "wrong.gguf" in cross
+    assert "llama.cpp refuses it: token 7 differs" in cross
     assert "junk.gguf: not a GGUF file" in out
     assert main(["doctor", str(target), "--scan", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -172,12 +175,18 @@ def test_unreadable_file_exits_2(files, monkeypatch, capsys):
 
 
 def test_no_draft_fits_suggests_the_ngram_types(files, tmp_path, capsys):
-    """An incompatible pair, a folder without a fitting draft, or no draft at all: the doctor
-    points to the draftless n-gram drafters instead of a dead end."""
+    """A pair nothing can draft with, a folder without a fitting draft, or no draft at all: the
+    doctor points to the draftless n-gram drafters instead of a dead end."""
     target, _, wrong = files
-    assert main(["doctor", str(target), str(wrong)]) == 1
+    spm = write_no_byte_tokens(tmp_path / "spm.gguf")
+    assert main(["doctor", str(target), str(spm)]) == 1
     out = capsys.readouterr().out
     assert "--spec-type ngram-mod" in out and "needs no draft model" in out
+    assert "SpecScope cannot draft with it either" in out and "no byte token for 256" in out
+    assert main(["doctor", str(target), str(wrong)]) == 1          # llama.cpp's rule: refused
+    out = capsys.readouterr().out
+    assert "SpecScope can still draft with it: translate / intersect" in out
+    assert "needs no draft model" not in out
     assert main(["doctor", str(target), str(wrong), "--json"]) == 1
     assert "ngram-mod" in json.loads(capsys.readouterr().out)["suggestion"]
     folder = tmp_path / "only_wrong"
@@ -188,6 +197,25 @@ def test_no_draft_fits_suggests_the_ngram_types(files, tmp_path, capsys):
     assert main(["doctor", str(target)]) == 2
     err = capsys.readouterr().err
     assert "--spec-type ngram-mod" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_refused_pair_says_what_specscope_can_draft_with(files, capsys):
+    """llama.cpp's verdict, and beside it the overlap, the special tokens that differ, each mode
+    with its measured re-tokenization cost, and which one --spec-vocab auto takes."""
+    target, _, wrong = files
+    assert main(["doctor", str(target), str(wrong)]) == 1
+    out = capsys.readouterr().out
+    assert ("INCOMPATIBLE for llama.cpp: it will refuse this draft (token text rule failed). "
+            "SpecScope can still draft with it: translate / intersect") in out
+    assert "overlap: 599 tokens have the same text in both: 99.8% of the target's tokens" in out
+    assert "translate  applies (--spec-vocab auto drafts with it)" in out
+    assert "intersect  applies (--spec-vocab auto drafts with it under --accept-rule ratio)" in out
+    assert out.count("µs per round, measured on this pair") == 2
+    assert main(["doctor", str(target), str(wrong), "--json"]) == 1
+    cross = json.loads(capsys.readouterr().out)["cross"]
+    assert cross["n_shared"] == 599 and cross["refusals"] == {"translate": "", "intersect": ""}
+    assert set(cross["per_round_s"]) == {"translate", "intersect"}
+    assert all(v > 0 for v in cross["per_round_s"].values())
 
 
 def test_a_compatible_pair_gets_no_suggestion(files, capsys):

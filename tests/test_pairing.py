@@ -20,7 +20,7 @@ from specscope.core.measure.pairing import (
     tuning_lineage,
 )
 
-from helpers.vocab_gguf import write_vocab_gguf
+from helpers.vocab_gguf import write_no_byte_tokens, write_vocab_gguf
 
 
 # ============================================================================ pure cost model
@@ -407,8 +407,14 @@ def test_scan_ranks_and_explains(tmp_path):
     s = scan(target, folder)
     assert [e.path.rsplit("/", 1)[-1] for e in s.compatible] == ["small.gguf", "medium.gguf"]
     assert s.compatible[0].f < s.compatible[1].f
-    reasons = {e.path.rsplit("/", 1)[-1]: e.reason for e in s.incompatible}
-    assert set(reasons) == {"padded200.gguf", "spm.gguf", "renamed.gguf", "broken.gguf", "empty.gguf"}
+    # llama.cpp refuses three, but SpecScope drafts with them across vocabularies: ranked by f
+    # after the compatible ones, the mode named; the files it cannot use at all come last
+    assert {e.path.rsplit("/", 1)[-1] for e in s.cross} == {"padded200.gguf", "renamed.gguf", "spm.gguf"}
+    assert [e.f for e in s.cross] == sorted(e.f for e in s.cross)
+    assert all(e.report.cross.mode == "translate" and "translate / intersect" in e.reason
+               for e in s.cross)
+    assert {e.path.rsplit("/", 1)[-1] for e in s.incompatible} == {"broken.gguf", "empty.gguf"}
+    reasons = {e.path.rsplit("/", 1)[-1]: e.reason for e in s.incompatible + s.cross}
     assert "differ by 200 tokens" in reasons["padded200.gguf"]
     assert "SPM" in reasons["spm.gguf"]
     assert "token 7" in reasons["renamed.gguf"]
@@ -451,3 +457,54 @@ def test_texts_compared_as_llama_cpp_does(pair):
     assert _rule(r, "token text").passed
     r = pair(target={"rename": {300: "ab\x00c"}}, draft={"rename": {300: "ax\x00c"}})
     assert _rule(r, "token text").values["first_different_id"] == 300
+
+
+# ============================================================================ across vocabularies
+
+def test_a_refused_demo_draft_is_drafted_across_vocabularies():
+    """The demo target with the foreign-vocabulary demo draft: llama.cpp's verdict stays, and the
+    doctor says what SpecScope drafts with, on how much overlap, and at what cost per round."""
+    from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, demo_pair, models_dir
+    target = demo_pair()[0]
+    r = check_pair(target, models_dir() / DEMO_FOREIGN_DRAFT)
+    assert not r.compatible and r.verdict.startswith("INCOMPATIBLE for llama.cpp")
+    assert r.verdict.endswith("SpecScope can still draft with it: translate / intersect")
+    c = r.cross
+    assert (c.n_shared, c.modes, c.mode) == (2047, ("translate", "intersect"), "translate")
+    assert round(c.target_share, 3) == 0.5 and c.draft_share > 0.999
+    assert 'BOS, EOS, EOT: target "<|endoftext|>" (0), draft "<|endoftext|>" (1); the same text, ' \
+           'another id' in c.specials
+    assert 'control tokens only the draft has: 1 ("<|pad|>")' in c.specials
+    assert c.per_round_s["translate"] > c.per_round_s["intersect"] > 0
+    assert r.spec_type == "draft-simple"
+    json.dumps(r.to_dict())
+
+
+def test_a_vocabulary_without_byte_tokens_is_refused_in_one_line(tmp_path):
+    """A SentencePiece draft without byte tokens: llama.cpp's tokenizer would abort on text it
+    cannot spell, so neither mode runs (and none was timed); the one line names the file."""
+    target = write_vocab_gguf(tmp_path / "t.gguf")
+    draft = write_no_byte_tokens(tmp_path / "spm.gguf")
+    r = check_pair(target, draft)
+    assert r.cross.modes == () and r.spec_type == "" and r.cross.per_round_s == {}
+    assert "SpecScope cannot draft with it either: --spec-vocab translate" in r.verdict
+    assert "spm.gguf: its SentencePiece vocabulary has no byte token for 256" in r.cross.refusal
+    assert "\n" not in r.verdict
+    # the other way round the SentencePiece target tokenizes only in translate: intersect runs
+    back = check_pair(draft, target)
+    assert back.cross.modes == ("intersect",) and "t.gguf" not in back.cross.refusals["translate"]
+    assert "spm.gguf" in back.cross.refusals["translate"]
+
+
+def test_the_doctor_builds_the_token_map_the_run_reads(tmp_path, monkeypatch):
+    """The doctor's overlap is the engine's map: it is cached for the pair, so the run (and the
+    next check) read it instead of reading every token again."""
+    from specscope.core.models.llama import Model
+    from specscope.core.models.vocab_map import vocab_map
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    target = write_vocab_gguf(tmp_path / "t.gguf")
+    draft = write_vocab_gguf(tmp_path / "d.gguf", rename={7: "seven", 9: "nine"})
+    r = check_pair(target, draft)
+    assert len(list((tmp_path / "cache" / "vocab-maps").glob("*.npz"))) == 1
+    with Model(target, vocab_only=True) as t, Model(draft, vocab_only=True) as d:
+        assert vocab_map(t, d).n_shared == r.cross.n_shared == 598

@@ -159,7 +159,9 @@ def format_pair(r) -> str:
     for rule in r.rules:
         out.append(f"  {'pass' if rule.passed else 'FAIL'}  {rule.name:<16} {rule.message}")
     out += ["", r.verdict]
-    if not r.compatible:
+    if r.cross is not None:
+        out += ["", *format_cross(r.cross)]
+    if not r.compatible and not r.cross_modes:
         out.append(f"This draft does not fit this target; {_suggestion()}.")
     out += ["", "The head" if head else "Beyond the vocabulary"]
     out += [f"  - {n}" for n in r.notes]
@@ -170,6 +172,30 @@ def format_pair(r) -> str:
 
 def _suggestion() -> str:
     return NGRAM_SUGGESTION
+
+
+MODE_WHAT = {"translate": "the draft drafts in its own vocabulary, its text re-tokenized for the target",
+             "intersect": "the draft samples only the shared tokens, their ids mapped one for one"}
+
+
+def format_cross(c) -> list[str]:
+    """What SpecScope can do across vocabularies (docs/cross-vocab.md)."""
+    out = ["Across vocabularies: what draft-simple can still do (--spec-vocab, docs/cross-vocab.md)",
+           f"  overlap: {c.n_shared:,} tokens have the same text in both: {c.target_share:.1%} of the "
+           f"target's tokens, {c.draft_share:.1%} of the draft's"]
+    out += [f"  special: {line}" for line in c.specials]
+    for mode in ("translate", "intersect"):
+        if c.refusals[mode]:
+            out.append(f"  {mode:<9}  refused: {c.refusals[mode]}")
+            continue
+        auto = ("--spec-vocab auto drafts with it" if mode == c.mode else
+                "--spec-vocab auto drafts with it under --accept-rule ratio")
+        out.append(f"  {mode:<9}  applies ({auto}): {MODE_WHAT[mode]}; re-tokenization "
+                   f"≈ {c.per_round_s[mode] * 1e6:.0f} µs per round, measured on this pair")
+    if c.modes:
+        out.append(f"  llama.cpp's own programs refuse this draft; `specscope run` drafts with it "
+                   f"({c.mode} unless --spec-vocab says otherwise).")
+    return out
 
 
 def format_cost(c) -> list[str]:
@@ -202,6 +228,14 @@ def format_scan(s) -> str:
                 out.append(f"       note: {warn}")
     else:
         out.append(f"No compatible draft in this folder: no draft fits this target; {_suggestion()}.")
+    if s.cross:
+        out += ["", f"Incompatible for llama.cpp, but SpecScope can draft with them across "
+                    f"vocabularies ({len(s.cross)}), ranked by estimated f:"]
+        for i, e in enumerate(s.cross, 1):
+            c = e.report.cross
+            out.append(f"  {i}. f ≈ {e.f:.4f}  {c.summary()} (auto: {c.mode}), overlap "
+                       f"{c.target_share:.1%} of the target's tokens  {e.path}")
+            out.append(f"       llama.cpp refuses it: {e.report.reason}")
     if s.incompatible:
         out += ["", f"Incompatible or unusable ({len(s.incompatible)}):"]
         for e in s.incompatible:

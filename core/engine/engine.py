@@ -79,6 +79,7 @@ from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, ContextSettings, Model,
                                          SamplerChain, resolve_repack)
 from specscope.core.models.mtp import MtpHead, nextn_layers, require_nextn
+from specscope.core.models.tokentext import shares
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
 
@@ -649,7 +650,8 @@ class Run:
             fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs, draft_ids=p.draft_ids,
                           draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
         if p.vocab:           # across vocabularies: the mode, its note and the draft's own tokens
-            fields.update(draft_vocab=p.vocab, draft_note=p.note, draft_own=p.own)
+            fields.update(draft_vocab=p.vocab, draft_note=p.note, draft_own=p.own,
+                          draft_own_text=tuple(shares([self.engine.draft.piece(t) for t in p.own])))
         return fields
 
     def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:

@@ -72,6 +72,7 @@ class RoundEvent:
     draft_vocab: str = ""            # draft-simple across vocabularies: translate | intersect
                                      # (drafters/xvocab.py); "" when the draft reads the target's tokens
     draft_own: tuple[int, ...] = ()  # and the tokens it drafted in its own vocabulary
+    draft_own_text: tuple[str, ...] = ()  # their text, read along the row (tokentext.shares)
     t_translate: float = 0.0         # seconds translating between the vocabularies (Python; in no
                                      # other phase)
 
@@ -110,7 +111,7 @@ class RoundEvent:
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks", "draft_ids", "discarded", "draft_own"):
+                    "draft_ranks", "draft_ids", "discarded", "draft_own", "draft_own_text"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual"):

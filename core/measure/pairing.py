@@ -32,10 +32,12 @@ import llama_cpp.llama_cpp as ll
 from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, NOT_YET
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
 from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
+from specscope.core.measure.cross_vocab import CrossVocabReport, cross_vocab
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts, TargetShape, check_fit
 from specscope.core.models.llama import Closing, Model, ensure_backend
 from specscope.core.models.mtp import nextn_layers
+from specscope.core.models.vocab_map import token_keys
 from specscope.core.models.vocab_gate import (NO_TOKENIZER, SPEC_VOCAB_CHECK_START_TOKEN_ID, Rule,
                                               VocabFacts, escape_token_text, first_text_mismatch,
                                               rules_from_facts, vocab_facts)
@@ -262,6 +264,12 @@ class PairReport:
     cost: CostEstimate
     elapsed_s: float
     spec_type: str = DRAFT_MODEL  # the --spec-type that drafts with this draft ("" when none can)
+    cross: CrossVocabReport | None = None  # a draft llama.cpp refuses: what SpecScope can do with it
+
+    @property
+    def cross_modes(self) -> tuple[str, ...]:
+        """The modes draft-simple can draft with across vocabularies (none: compatible, or none can)."""
+        return self.cross.modes if self.cross is not None else ()
 
     @property
     def failed_rules(self) -> tuple[Rule, ...]:
@@ -341,11 +349,17 @@ def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
     return notes
 
 
-def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSummary, cost: CostEstimate) -> str:
+def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSummary, cost: CostEstimate,
+             cross: CrossVocabReport | None = None) -> str:
     if not compatible:
         failed = [r.name for r in rules if not r.passed]
-        return (f"INCOMPATIBLE: llama.cpp will refuse this draft ({', '.join(failed)} "
-                f"rule{'s' if len(failed) > 1 else ''} failed)")
+        verdict = (f"INCOMPATIBLE for llama.cpp: it will refuse this draft ({', '.join(failed)} "
+                   f"rule{'s' if len(failed) > 1 else ''} failed)")
+        if cross is None:
+            return verdict
+        if cross.modes:
+            return verdict + f". SpecScope can still draft with it: {cross.summary()}"
+        return verdict + f". SpecScope cannot draft with it either: {cross.refusal}"
     b = cost.best[str(0.7)]
     if cost.f >= 1.0:
         return "COMPATIBLE, but the draft is not smaller than the target, so it cannot speed it up"
@@ -357,6 +371,15 @@ def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSumma
 
 class _Loaded(Closing):
     """A checked file, its vocab-only model and what llama.cpp says about it."""
+
+    _keys: dict | None = None
+
+    @property
+    def keys(self) -> dict[bytes, int]:
+        """Its tokens' pieces (``vocab_map.token_keys``), read once: a scan reads the target's once."""
+        if self._keys is None:
+            self._keys = token_keys(self.model)
+        return self._keys
 
     def __init__(self, path: str | os.PathLike):
         self.info = check_gguf(path)
@@ -498,16 +521,19 @@ def _model_pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
     rules = rules_from_facts(t.facts, d.facts, mismatch)
     compatible = all(r.passed for r in rules)
     cost = _cost(t.summary, d.summary)
+    cross = None if compatible else cross_vocab(t.model, d.model, d.summary.can_remove_partial,
+                                                lambda: (t.keys, d.keys))
     return PairReport(
         target=t.summary,
         draft=d.summary,
         rules=tuple(rules),
         compatible=compatible,
-        verdict=_verdict(compatible, rules, t.summary, d.summary, cost),
+        verdict=_verdict(compatible, rules, t.summary, d.summary, cost, cross),
         notes=tuple(_notes(t.summary, d.summary) + _nextn_notes(t.summary, d.summary)),
         cost=cost,
         elapsed_s=time.perf_counter() - t0,
-        spec_type=DRAFT_MODEL if compatible else "",
+        spec_type=DRAFT_MODEL if compatible or (cross and cross.modes) else "",
+        cross=cross,
     )
 
 
@@ -577,6 +603,7 @@ class ScanReport:
     incompatible: tuple[ScanEntry, ...]  # with a one-line reason each
     skipped: tuple[str, ...]  # the target itself, if it lies in the folder
     elapsed_s: float
+    cross: tuple[ScanEntry, ...] = ()  # refused by llama.cpp, drafted across vocabularies: ranked by f
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -600,6 +627,7 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
         raise ModelFileError(str(folder), f"the folder cannot be read ({e.strerror or e})") from None
 
     good: list[ScanEntry] = []
+    cross: list[ScanEntry] = []
     bad: list[ScanEntry] = []
     skipped: list[str] = []
     with _Loaded(target_path) as t:
@@ -623,9 +651,13 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
                 continue
             if r.compatible:
                 good.append(ScanEntry(str(p), True, r.cost.f, r.verdict, r))
+            elif r.cross_modes:
+                cross.append(ScanEntry(str(p), False, r.cost.f, f"{r.reason}; SpecScope can still "
+                                       f"draft with it: {r.cross.summary()}", r))
             else:
                 bad.append(ScanEntry(str(p), False, r.cost.f, r.reason, r))
-        good.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
+        for entries in (good, cross):
+            entries.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
         return ScanReport(
             target=t.summary,
             folder=str(folder),
@@ -633,4 +665,5 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
             incompatible=tuple(bad),
             skipped=tuple(skipped),
             elapsed_s=time.perf_counter() - t0,
+            cross=tuple(cross),
         )

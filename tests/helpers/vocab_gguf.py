@@ -156,3 +156,9 @@ def kv_str_array(key: str, values: list[str]) -> bytes:
 def tensor_info(name: str, shape: tuple[int, ...], ggml_type: int = 0, offset: int = 0) -> bytes:
     return (gguf_string(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<q", d) for d in shape)
             + struct.pack("<IQ", ggml_type, offset))
+
+
+def write_no_byte_tokens(path: str | Path) -> Path:
+    """A SentencePiece vocabulary without byte tokens (its <0xNN> renamed): llama.cpp's tokenizer
+    aborts on text it cannot spell, so no mode of drafting across vocabularies takes it."""
+    return write_vocab_gguf(path, model="llama", rename={5 + b: f"\u2581x{b}" for b in range(256)})

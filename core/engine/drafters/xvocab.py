@@ -82,17 +82,25 @@ def choose_mode(spec, engine) -> str:
         raise ConfigError(f"{name}: --spec-vocab translate drafts text, not a distribution over "
                           "the target's tokens, so the ratio rule has no q to test: use "
                           "--spec-vocab intersect or --accept-rule match")
-    # the draft re-tokenizes the target's text in both modes, the target the draft's in translate
-    gaps = [spelling_gap(m) for m in ((engine.draft, engine.target) if mode == "translate"
-                                      else (engine.draft,))]
-    if any(gaps):
-        raise ConfigError(f"--spec-vocab {mode} re-tokenizes text with it: "
-                          + next(g for g in gaps if g))
-    if not engine.dft_removable:
-        raise ConfigError(f"{name}: drafting across vocabularies re-reads the end of the text "
-                          "each round, and this draft's memory (recurrent or hybrid) cannot drop "
-                          "part of a sequence")
+    why = mode_refusal(mode, engine.target, engine.draft, engine.dft_removable)
+    if why:
+        raise ConfigError(why)
     return mode
+
+
+def mode_refusal(mode: str, target, draft, removable: bool) -> str:
+    """Why ``mode`` cannot draft with these vocabularies (loaded models; a vocabulary-only load
+    is enough), in one line; "" when it can. ``removable``: the draft's memory can drop part of
+    a sequence (an attention KV cache)."""
+    # the draft re-tokenizes the target's text in both modes, the target the draft's in translate
+    gaps = [spelling_gap(m) for m in ((draft, target) if mode == "translate" else (draft,))]
+    if any(gaps):
+        return f"--spec-vocab {mode} re-tokenizes text with it: " + next(g for g in gaps if g)
+    if not removable:
+        return (f"{draft.path.name}: drafting across vocabularies re-reads the end of the text "
+                "each round, and this draft's memory (recurrent or hybrid) cannot drop part of a "
+                "sequence")
+    return ""
 
 
 class Reading:
