@@ -103,25 +103,38 @@ def llama_weights(n_vocab: int, n_embd: int = 64, n_layer: int = 2, n_ff: int = 
                   n_head: int = 4, n_head_kv: int = 2, seed: int = 0,
                   scale: float = 0.25) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    head_dim = n_embd // n_head
-
-    def mat(out, inp):
-        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp) * 4).astype(np.float32)
-
+    mat = _random_matrix(rng, scale)
     w = {"token_embd.weight": (rng.standard_normal((n_vocab, n_embd))).astype(np.float32),
          "output_norm.weight": np.ones(n_embd, np.float32),
          "output.weight": mat(n_vocab, n_embd)}
     for i in range(n_layer):
         w[f"blk.{i}.attn_norm.weight"] = np.ones(n_embd, np.float32)
-        w[f"blk.{i}.attn_q.weight"] = mat(n_embd, n_embd)
-        w[f"blk.{i}.attn_k.weight"] = mat(n_head_kv * head_dim, n_embd)
-        w[f"blk.{i}.attn_v.weight"] = mat(n_head_kv * head_dim, n_embd)
-        w[f"blk.{i}.attn_output.weight"] = mat(n_embd, n_embd)
-        w[f"blk.{i}.ffn_norm.weight"] = np.ones(n_embd, np.float32)
-        w[f"blk.{i}.ffn_gate.weight"] = mat(n_ff, n_embd)
-        w[f"blk.{i}.ffn_up.weight"] = mat(n_ff, n_embd)
-        w[f"blk.{i}.ffn_down.weight"] = mat(n_embd, n_ff)
+        _attention(w, i, mat, n_embd, n_head_kv * (n_embd // n_head))
+        _feed_forward(w, i, mat, n_embd, n_ff)
     return w
+
+
+def _random_matrix(rng, scale: float):
+    """mat(out, inp): a random float32 matrix whose rows keep the input's scale."""
+    def mat(out, inp):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp) * 4).astype(np.float32)
+    return mat
+
+
+def _attention(w: dict, i: int, mat, n_embd: int, n_kv: int) -> None:
+    """Block i's attention projections (q, k, v, output), drawn in that order."""
+    w[f"blk.{i}.attn_q.weight"] = mat(n_embd, n_embd)
+    w[f"blk.{i}.attn_k.weight"] = mat(n_kv, n_embd)
+    w[f"blk.{i}.attn_v.weight"] = mat(n_kv, n_embd)
+    w[f"blk.{i}.attn_output.weight"] = mat(n_embd, n_embd)
+
+
+def _feed_forward(w: dict, i: int, mat, n_embd: int, n_ff: int) -> None:
+    """Block i's norm and gated feed-forward (gate, up, down), drawn in that order."""
+    w[f"blk.{i}.ffn_norm.weight"] = np.ones(n_embd, np.float32)
+    w[f"blk.{i}.ffn_gate.weight"] = mat(n_ff, n_embd)
+    w[f"blk.{i}.ffn_up.weight"] = mat(n_ff, n_embd)
+    w[f"blk.{i}.ffn_down.weight"] = mat(n_embd, n_ff)
 
 
 def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
@@ -235,10 +248,7 @@ def lfm2_weights(n_vocab: int, layers: str = "cac", n_embd: int = 64, n_ff: int 
     memory), ``a`` attention (KV cache)."""
     rng = np.random.default_rng(seed)
     head_dim = n_embd // n_head
-
-    def mat(out, inp):
-        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp) * 4).astype(np.float32)
-
+    mat = _random_matrix(rng, scale)
     w = {"token_embd.weight": rng.standard_normal((n_vocab, n_embd)).astype(np.float32),
          "token_embd_norm.weight": np.ones(n_embd, np.float32),   # LFM2's output norm
          "output.weight": mat(n_vocab, n_embd)}
@@ -247,18 +257,12 @@ def lfm2_weights(n_vocab: int, layers: str = "cac", n_embd: int = 64, n_ff: int 
         if kind == "a":
             w[f"blk.{i}.attn_q_norm.weight"] = np.ones(head_dim, np.float32)
             w[f"blk.{i}.attn_k_norm.weight"] = np.ones(head_dim, np.float32)
-            w[f"blk.{i}.attn_q.weight"] = mat(n_embd, n_embd)
-            w[f"blk.{i}.attn_k.weight"] = mat(n_head_kv * head_dim, n_embd)
-            w[f"blk.{i}.attn_v.weight"] = mat(n_head_kv * head_dim, n_embd)
-            w[f"blk.{i}.attn_output.weight"] = mat(n_embd, n_embd)
+            _attention(w, i, mat, n_embd, n_head_kv * head_dim)
         else:
             w[f"blk.{i}.shortconv.conv.weight"] = mat(n_embd, l_cache)
             w[f"blk.{i}.shortconv.in_proj.weight"] = mat(3 * n_embd, n_embd)
             w[f"blk.{i}.shortconv.out_proj.weight"] = mat(n_embd, n_embd)
-        w[f"blk.{i}.ffn_norm.weight"] = np.ones(n_embd, np.float32)
-        w[f"blk.{i}.ffn_gate.weight"] = mat(n_ff, n_embd)
-        w[f"blk.{i}.ffn_up.weight"] = mat(n_ff, n_embd)
-        w[f"blk.{i}.ffn_down.weight"] = mat(n_embd, n_ff)
+        _feed_forward(w, i, mat, n_embd, n_ff)
     return w
 
 
