@@ -166,13 +166,7 @@ def write_llama(path: str | Path, weights: dict[str, np.ndarray] | None = None, 
     w.add_rope_freq_base(10000.0)
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if dtype == np.float32 else gguf.LlamaFileType.MOSTLY_F16)
     write_tokenizer(w, tokens, merges, **tok_kw)
-    for name_, arr in weights.items():
-        w.add_tensor(name_, arr if arr.ndim == 1 else arr.astype(dtype))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return Path(path)
+    return _finish(w, path, {k: a if a.ndim == 1 else a.astype(dtype) for k, a in weights.items()})
 
 
 def first_layer_only(weights: dict[str, np.ndarray]) -> tuple[dict, dict]:
@@ -227,11 +221,7 @@ def write_mamba(path: str | Path, *, n_embd: int = 64, n_layer: int = 2, d_state
         w.add_tensor(f"blk.{i}.ssm_a", a)
         w.add_tensor(f"blk.{i}.ssm_d", np.ones(d_inner, np.float32))
         w.add_tensor(f"blk.{i}.ssm_out.weight", mat(n_embd, d_inner))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return Path(path)
+    return _finish(w, path, {})
 
 
 def write_crashing_llama(path: str | Path) -> Path:
@@ -288,13 +278,7 @@ def write_lfm2(path: str | Path, weights: dict[str, np.ndarray] | None = None, *
     w.add_rope_freq_base(10000.0)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     write_tokenizer(w, tokens, merges)
-    for name_, arr in weights.items():
-        w.add_tensor(name_, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return Path(path)
+    return _finish(w, path, weights)
 
 
 def with_string(source: str | Path, path: str | Path, key: str, value: str) -> Path:
@@ -543,13 +527,7 @@ def write_mtp(path: str | Path, weights: dict[str, np.ndarray] | None = None, *,
     w.add_array(f"{arch}.attention.sliding_window_pattern", [i == 0 for i in range(n_all)])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     write_tokenizer(w, tokens, merges)
-    for name_, arr in weights.items():
-        w.add_tensor(name_, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return Path(path)
+    return _finish(w, path, weights)
 
 
 # --------------------------------------------------------------------------- DFlash heads
