@@ -354,33 +354,21 @@ EAGLE3_PAIRS = {   # generated target + EAGLE-3 head pairs (tests/helpers/ggufge
 }
 
 
-def eagle3_cases() -> list[dict]:
-    """draft-eagle3 alone at n_max 1, 3 and 8 (and 4 with p_min 0.3), and chained after an
-    n-gram type (ngram-simple, ngram-mod: the head then processes batches it did not draft),
-    on every generated pair and code prompt."""
-    flag_sets = [(f"draft-eagle3 n_max {n}", ["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
+def head_cases(spec_type: str, pairs, with_p_min=lambda pair: True) -> list[dict]:
+    """``spec_type`` alone at n_max 1, 3 and 8, chained after an n-gram type (ngram-simple,
+    ngram-mod at n_max 3: the drafter then processes batches it did not draft), and at n_max 4
+    with p_min 0.3 on the pairs ``with_p_min`` allows, on every pair and code prompt."""
+    flag_sets = [(f"{spec_type} n_max {n}", ["--spec-type", spec_type, "--spec-draft-n-max", str(n)])
                  for n in (1, 3, 8)]
-    flag_sets.append(("draft-eagle3 n_max 4 p_min 0.3", ["--spec-type", "draft-eagle3",
-                                                         "--spec-draft-n-max", "4",
-                                                         "--spec-draft-p-min", "0.3"]))
     for t in ("ngram-simple", "ngram-mod"):
-        flag_sets.append((f"{t},draft-eagle3 n_max 3", ["--spec-type", f"{t},draft-eagle3",
-                                                        "--spec-draft-n-max", "3", *SMALL[t]]))
+        flag_sets.append((f"{t},{spec_type} n_max 3", ["--spec-type", f"{t},{spec_type}",
+                                                       "--spec-draft-n-max", "3", *SMALL[t]]))
+    p_min = (f"{spec_type} n_max 4 p_min 0.3", ["--spec-type", spec_type, "--spec-draft-n-max", "4",
+                                                "--spec-draft-p-min", "0.3"])
     return [dict(label=label, pair=pair, prompt=prompt, flags=flags)
-            for pair in EAGLE3_PAIRS for label, flags in flag_sets for prompt in PROMPTS]
-
-
-def demo_eagle3_cases() -> list[dict]:
-    """The demo target with the shipped demo head (resources/models/demo-eagle3-head.gguf):
-    draft-eagle3 alone at n_max 1, 3 and 8, and chained after ngram-simple and after ngram-mod at
-    n_max 3, on every code prompt."""
-    flag_sets = [(f"draft-eagle3 n_max {n}", ["--spec-type", "draft-eagle3", "--spec-draft-n-max", str(n)])
-                 for n in (1, 3, 8)]
-    for t in ("ngram-simple", "ngram-mod"):
-        flag_sets.append((f"{t},draft-eagle3 n_max 3", ["--spec-type", f"{t},draft-eagle3",
-                                                        "--spec-draft-n-max", "3", *SMALL[t]]))
-    return [dict(label=label, pair="demo", prompt=prompt, flags=flags)
-            for label, flags in flag_sets for prompt in PROMPTS]
+            for pair in pairs
+            for label, flags in flag_sets + ([p_min] if with_p_min(pair) else [])
+            for prompt in PROMPTS]
 
 
 def demo_eagle3_pairs() -> dict[str, tuple[Path, Path]]:
@@ -466,7 +454,7 @@ def run_rounds_suite(args, suite: str, models: dict, cases: list[dict], pairs: d
 def run_eagle3_suite(args) -> int:
     import tempfile
     pairs = write_eagle3_pairs(Path(tempfile.mkdtemp(prefix="specscope-eagle3-")))
-    return run_rounds_suite(args, "eagle3", pairs, eagle3_cases(),
+    return run_rounds_suite(args, "eagle3", pairs, head_cases("draft-eagle3", EAGLE3_PAIRS),
                             {k: {**v, "target_layers": list(v["target_layers"])}
                              for k, v in EAGLE3_PAIRS.items()})
 
@@ -474,7 +462,8 @@ def run_eagle3_suite(args) -> int:
 def run_eagle3_demo_suite(args) -> int:
     """The demo target with its shipped head (resources/models/demo-eagle3-head.gguf)."""
     pairs = demo_eagle3_pairs()
-    return run_rounds_suite(args, "eagle3-demo", pairs, demo_eagle3_cases(),
+    return run_rounds_suite(args, "eagle3-demo", pairs,
+                            head_cases("draft-eagle3", ["demo"], lambda pair: False),
                             {"demo": {"target": pairs["demo"][0].name, "head": pairs["demo"][1].name}})
 
 
@@ -483,22 +472,6 @@ MTP_MODELS = {     # generated targets with MTP blocks (tests/helpers/ggufgen.py
     "mtp-a": dict(seed=0),                    # one MTP block
     "mtp-b": dict(seed=1, n_nextn=2),         # two: llama.cpp chains them, one per draft step
 }
-
-
-def mtp_cases() -> list[dict]:
-    """draft-mtp alone at n_max 1, 3 and 8 (and 4 with p_min 0.3), and chained after an n-gram
-    type (ngram-simple, ngram-mod: the MTP context then processes batches it did not draft),
-    on every generated model and code prompt."""
-    flag_sets = [(f"draft-mtp n_max {n}", ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n)])
-                 for n in (1, 3, 8)]
-    flag_sets.append(("draft-mtp n_max 4 p_min 0.3", ["--spec-type", "draft-mtp",
-                                                      "--spec-draft-n-max", "4",
-                                                      "--spec-draft-p-min", "0.3"]))
-    for t in ("ngram-simple", "ngram-mod"):
-        flag_sets.append((f"{t},draft-mtp n_max 3", ["--spec-type", f"{t},draft-mtp",
-                                                     "--spec-draft-n-max", "3", *SMALL[t]]))
-    return [dict(label=label, pair=name, prompt=prompt, flags=flags)
-            for name in MTP_MODELS for label, flags in flag_sets for prompt in PROMPTS]
 
 
 def write_mtp_models(folder: Path) -> dict[str, tuple[Path, None]]:
@@ -510,7 +483,7 @@ def write_mtp_models(folder: Path) -> dict[str, tuple[Path, None]]:
 def run_mtp_suite(args) -> int:
     import tempfile
     models = write_mtp_models(Path(tempfile.mkdtemp(prefix="specscope-mtp-")))
-    return run_rounds_suite(args, "mtp", models, mtp_cases(), MTP_MODELS)
+    return run_rounds_suite(args, "mtp", models, head_cases("draft-mtp", MTP_MODELS), MTP_MODELS)
 
 
 # ------------------------------------------------------------------------- draft-dflash, draft-dspark
@@ -526,24 +499,6 @@ DSPARK_PAIRS = {   # the same with a Markov head (DSpark), one with a confidence
 }
 
 
-def block_cases(spec_type: str, pairs: dict) -> list[dict]:
-    """``spec_type`` alone at n_max 1, 3 and 8 (and 4 with p_min 0.3 where the head allows it:
-    draft-dspark needs a confidence head), and chained after an n-gram type (ngram-simple,
-    ngram-mod: the head then injects batches it did not draft), on every pair and code prompt."""
-    flag_sets = [(f"{spec_type} n_max {n}", ["--spec-type", spec_type, "--spec-draft-n-max", str(n)])
-                 for n in (1, 3, 8)]
-    p_min = (f"{spec_type} n_max 4 p_min 0.3", ["--spec-type", spec_type, "--spec-draft-n-max", "4",
-                                                "--spec-draft-p-min", "0.3"])
-    for t in ("ngram-simple", "ngram-mod"):
-        flag_sets.append((f"{t},{spec_type} n_max 3", ["--spec-type", f"{t},{spec_type}",
-                                                       "--spec-draft-n-max", "3", *SMALL[t]]))
-    return [dict(label=label, pair=pair, prompt=prompt, flags=flags)
-            for pair, kw in pairs.items()
-            for label, flags in flag_sets + ([p_min] if spec_type == "draft-dflash"
-                                             or kw.get("confidence") else [])
-            for prompt in PROMPTS]
-
-
 def write_dflash_pairs(folder: Path, pairs: dict) -> dict[str, tuple[Path, Path]]:
     from helpers import ggufgen
     return {name: ggufgen.write_dflash_pair(folder, prefix=name, **kw) for name, kw in pairs.items()}
@@ -554,7 +509,8 @@ def run_block_suite(args, suite: str) -> int:
     spec_type, pairs = {"dflash": ("draft-dflash", DFLASH_PAIRS),
                         "dspark": ("draft-dspark", DSPARK_PAIRS)}[suite]
     models = write_dflash_pairs(Path(tempfile.mkdtemp(prefix=f"specscope-{suite}-")), pairs)
-    return run_rounds_suite(args, suite, models, block_cases(spec_type, pairs), pairs)
+    return run_rounds_suite(args, suite, models, head_cases(
+        spec_type, pairs, lambda pair: spec_type == "draft-dflash" or pairs[pair].get("confidence")), pairs)
 
 
 def main(argv=None) -> int:
