@@ -12,8 +12,9 @@ import pytest
 from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
-from specscope.core.measure.advise import (AdviseSettings, Advisor, Candidate, Measured, advise,
-                                           decide, order_interval)
+from specscope.core.measure.advise import (MIN_PASSES, AdviseSettings, Advisor, Candidate,
+                                           CategoryAdvice, Measured, Pair, Prompt, advise, decide,
+                                           order_interval, schedule)
 from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict)
 from specscope.core.measure.cost_model import Calibration, extended
@@ -27,9 +28,35 @@ ARG_CPP = Path("/work/ref/llama_cpp_python-0.3.36/vendor/llama.cpp/common/arg.cp
 CATS = ("code-editing", "translation")
 
 
+def candidate(name: str) -> Candidate:
+    return Candidate("", SpecSettings(types=("ngram-simple",)), name, 1.2, 0.5, 2.0)
+
+
 def measured(name: str, *ratios: float) -> Measured:
-    spec = SpecSettings(types=("ngram-simple",))
-    return Measured(Candidate("", spec, name, 1.2, 0.5, 2.0), list(ratios))
+    """One pass per ratio, over a category of one prompt."""
+    return Measured(candidate(name), [Pair(i, 10, 1.0 / r, 10, 1.0) for i, r in enumerate(ratios)])
+
+
+def test_a_pass_is_pooled_over_its_prompts_and_counts_once_complete():
+    # pass 0: 3 prompts, tokens over time (not the mean of the ratios); pass 1: 2 of 3 prompts
+    runs = [Pair(0, 10, 1.0, 10, 2.0), Pair(0, 30, 1.0, 30, 1.0), Pair(0, 20, 2.0, 20, 2.0),
+            Pair(1, 10, 1.0, 10, 1.0), Pair(1, 10, 1.0, 10, 1.0)]
+    m = Measured(candidate("c"), runs, prompts=3)
+    assert m.pass_speedups() == [pytest.approx((60 / 4.0) / (60 / 5.0))]      # 1.25, not 1.33
+    assert m.pairs == 5 and m.interval() is None
+
+
+def test_every_categorys_best_gets_its_interval_before_the_second_best_is_measured():
+    cats = []
+    for name in ("a", "b"):
+        cat = CategoryAdvice(name, [Prompt(None, "", [1], [2]), Prompt(None, "", [1], [2])])
+        cat.measured = [Measured(candidate(f"{name}{r}"), prompts=2) for r in (1, 2)]
+        cats.append(cat)
+    order = [(rep, m.candidate.name) for rep, _, m, i, _ in schedule(cats, 8) if i == 0]
+    firsts = [name for _, name in order[:2 * MIN_PASSES]]
+    assert MIN_PASSES == 6 and firsts == ["a1", "b1"] * MIN_PASSES
+    assert order[2 * MIN_PASSES:4 * MIN_PASSES] == [(r, n) for r in range(MIN_PASSES) for n in ("a2", "b2")]
+    assert order[4 * MIN_PASSES:] == [(r, n) for r in (6, 7) for n in ("a1", "b1", "a2", "b2")]
 
 
 def test_the_interval_is_the_sign_tests_order_statistics_around_the_median():
@@ -110,6 +137,7 @@ def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path
         assert len(cat.prompts) == 6 and all(p.cont for p in cat.prompts)
         assert cat.candidates[0].predicted is not None and cat.ceilings
         assert [m.pairs for m in cat.measured] == [6, 6]          # top 2, one pass over 6 prompts
+        assert all(len(m.pass_speedups()) == 1 and m.interval() is None for m in cat.measured)
         d = cat.decision()
         assert d.best is None or d.best.interval()[1] > 1.0
     doc = to_dict(a)

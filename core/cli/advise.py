@@ -46,8 +46,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", default="5m", help="wall time for the whole run (default 5m)")
     p.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
     p.add_argument("--top", type=int, default=3, help="candidates measured per category (default 3)")
-    p.add_argument("--passes", type=int, default=3,
-                   help="at most this many measuring passes over a category's prompts (default 3)")
+    p.add_argument("--passes", type=int, default=8,
+                   help="at most this many measuring passes over a category's prompts (default 8; "
+                        "a candidate needs 6 for an interval)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--report", type=Path, metavar="FILE.md|.html", help="write a self-contained report")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")

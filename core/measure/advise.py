@@ -27,7 +27,7 @@ import statistics
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -62,6 +62,9 @@ def order_interval(n: int, level: float = LEVEL) -> int | None:
     return k or None
 
 
+MIN_PASSES = next(n for n in range(1, 64) if order_interval(n))   # the fewest with an interval: 6
+
+
 @dataclass(frozen=True)
 class AdviseSettings:
     target: Path
@@ -70,7 +73,7 @@ class AdviseSettings:
     budget_s: float = 300.0
     n_predict: int = 64
     top: int = 3                      # candidates measured per category
-    passes: int = 3                   # at most this many passes over a category's prompts
+    passes: int = 8                   # at most this many passes over a category's prompts
     engine: EngineSettings = EngineSettings()
     n_values: tuple[int, ...] = N_MAX_RANGE
     p_mins: tuple[float, ...] = P_MINS
@@ -120,31 +123,62 @@ class Candidate:
                 "tokens_per_round": self.tokens_per_round}
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One prompt's speculative run and target-alone run, back to back, in pass ``rep``."""
+    rep: int
+    tokens: int
+    spec_s: float
+    base_tokens: int
+    base_s: float
+
+    @property
+    def ratio(self) -> float:
+        return (self.tokens / self.spec_s) / (self.base_tokens / self.base_s)
+
+
 @dataclass
 class Measured:
-    """A candidate's real runs: per pair (one prompt, speculative and target alone back to
-    back), the speculative tokens/s ÷ the target's; ``identical``: pairs whose tokens agreed."""
+    """A candidate's real runs (:class:`Pair`); ``prompts``: how many its category has (a pass
+    counts once it measured all of them); ``identical``: pairs whose tokens agreed."""
     candidate: Candidate
-    ratios: list[float] = field(default_factory=list)
+    runs: list[Pair] = field(default_factory=list)
     identical: int = 0
+    prompts: int = 1
 
     @property
     def pairs(self) -> int:
-        return len(self.ratios)
+        return len(self.runs)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [r.ratio for r in self.runs]
+
+    def pass_speedups(self) -> list[float]:
+        """Per complete pass over the category's prompts: its speculative tokens over time ÷
+        the target's, the figure one `specscope bench` run over those prompts gives."""
+        by_pass: dict[int, list[Pair]] = {}
+        for r in self.runs:
+            by_pass.setdefault(r.rep, []).append(r)
+        return [(sum(r.tokens for r in rs) / sum(r.spec_s for r in rs))
+                / (sum(r.base_tokens for r in rs) / sum(r.base_s for r in rs))
+                for _, rs in sorted(by_pass.items()) if len(rs) >= self.prompts]
 
     def interval(self) -> tuple[float, float, float] | None:
-        """(estimate, low, high): the median of the pairs' ratios and its 95 % distribution-free
-        interval (:func:`order_interval`); None with fewer than six pairs."""
-        k = order_interval(self.pairs)
+        """(estimate, low, high): the median of the passes' speed-ups and its 95 %
+        distribution-free interval (:func:`order_interval`); None before MIN_PASSES passes."""
+        xs = sorted(self.pass_speedups())
+        k = order_interval(len(xs))
         if k is None:
             return None
-        xs = sorted(self.ratios)
         return statistics.median(xs), xs[k - 1], xs[-k]
 
     def to_dict(self) -> dict:
         iv = self.interval()
         return {**self.candidate.to_dict(), "pairs": self.pairs, "identical_pairs": self.identical,
-                "ratios": self.ratios, "measured_speedup": iv[0] if iv else None,
+                "ratios": self.ratios, "pass_speedups": self.pass_speedups(),
+                "runs": [asdict(r) for r in self.runs],
+                "measured_speedup": iv[0] if iv else None,
                 "interval": [iv[1], iv[2]] if iv else None}
 
 
@@ -164,7 +198,7 @@ class Decision:
 def decide(measured: Sequence[Measured]) -> Decision:
     """The best measured candidate whose whole interval lies above 1.0× (highest estimate among
     them); if none does, "don't speculate", with the best tried as the runner-up. Candidates
-    with fewer than six pairs have no interval and cannot be recommended."""
+    measured on fewer than MIN_PASSES passes have no interval and cannot be recommended."""
     with_iv = sorted((m for m in measured if m.interval()), key=lambda m: -m.interval()[0])
     winners = [m for m in with_iv if m.interval()[1] > 1.0]
     if winners:
@@ -174,7 +208,7 @@ def decide(measured: Sequence[Measured]) -> Decision:
         return Decision(best, rest[0] if rest else None,
                         f"{est:.2f}x, its 95% interval from {lo:.2f}x lies above 1.0x")
     if not with_iv:
-        return Decision(None, None, "no candidate was measured on six pairs: no interval to judge by",
+        return Decision(None, None, f"no candidate was measured on {MIN_PASSES} passes: no interval to judge by",
                         judged=False)
     est, lo, hi = with_iv[0].interval()
     return Decision(None, with_iv[0], f"the best measured, {with_iv[0].candidate.name} at {est:.2f}x "
@@ -374,15 +408,16 @@ class Advisor:
         """The candidates' pairs in :func:`schedule` order until the passes run out, or the
         budget (module docs)."""
         for cat in self.result.categories:
-            cat.measured = [Measured(c) for c in cat.to_measure(self.s.top)]
+            n = sum(1 for p in cat.prompts if p.cont)
+            cat.measured = [Measured(c, prompts=n) for c in cat.to_measure(self.s.top)]
         for rep, cat, m, i, p in schedule(self.result.categories, self.s.passes):
             if self.stop.is_set():
                 return
             self.say(f"measuring {cat.category}: {m.candidate.name} on {p.workload.name} "
-                     f"(pass {rep + 1}; {m.pairs} pairs so far)")
-            self.pair(m, p, spec_first=(rep + i) % 2 == 1)
+                     f"(pass {rep + 1}; {len(m.pass_speedups())} passes so far)")
+            self.pair(m, p, rep, spec_first=(rep + i) % 2 == 1)
 
-    def pair(self, m: Measured, p: Prompt, spec_first: bool) -> None:
+    def pair(self, m: Measured, p: Prompt, rep: int, spec_first: bool) -> None:
         """One prompt's speculative run and target-alone run, back to back."""
         engine = self.engines[m.candidate.draft or next(iter(self.engines))]
         runs = {}
@@ -393,22 +428,28 @@ class Advisor:
             stats = fold(execute(run))
             if self.stop.is_set():
                 return
-            runs[kind] = (run.tokens, stats.tokens_per_s)
-        if runs["base"][1] > 0:
-            m.ratios.append(runs["spec"][1] / runs["base"][1])
-            m.identical += runs["spec"][0] == runs["base"][0]
+            runs[kind] = (list(run.tokens), stats)
+        (spec, a), (base, b) = runs["spec"], runs["base"]
+        if a.t_total > 0 and b.t_total > 0:
+            m.runs.append(Pair(rep, a.n_tokens, a.t_total, b.n_tokens, b.t_total))
+            m.identical += spec == base
 
 
 def schedule(categories: Sequence[CategoryAdvice], passes: int):
-    """(pass, category, candidate, prompt index, prompt) in the order they are measured: each
-    pass takes the best candidate of every category over its prompts, then the second best,
-    and so on; so a short budget still measures every category's best."""
-    for rep in range(passes):
-        for rank in range(max((len(c.measured) for c in categories), default=0)):
-            for cat in categories:
-                if rank < len(cat.measured):
-                    for i, p in enumerate(q for q in cat.prompts if q.cont):
-                        yield rep, cat, cat.measured[rank], i, p
+    """(pass, category, candidate, prompt index, prompt) in the order they are measured: every
+    category's best candidate over its prompts, pass after pass until it has an interval
+    (MIN_PASSES), then the second best the same way, and so on; then the further passes, each
+    over every candidate. So a short budget still judges every category's best, and a
+    category's passes lie apart in time (the others' between them), as separate `bench` runs do."""
+    ranks = max((len(c.measured) for c in categories), default=0)
+    first = min(passes, MIN_PASSES)
+    order = [(rep, rank) for rank in range(ranks) for rep in range(first)] + \
+            [(rep, rank) for rep in range(first, passes) for rank in range(ranks)]
+    for rep, rank in order:
+        for cat in categories:
+            if rank < len(cat.measured):
+                for i, p in enumerate(q for q in cat.prompts if q.cont):
+                    yield rep, cat, cat.measured[rank], i, p
 
 
 def _pooled(draft: str, per_prompt: list[dict[str, WhatIf]]) -> list[Candidate]:

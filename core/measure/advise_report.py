@@ -14,10 +14,11 @@ from specscope.core.measure.advise import Advice, CategoryAdvice, Measured
 
 TOOLS = ("llama-server", "llama-speculative-simple")
 NO_FLAGS = ("ngram-cache",)          # its parameters are files (lookup caches), not sizes
-INTERVAL_NOTE = ("measured: the median over pairs (one prompt, the speculative run and the target "
-                 "alone back to back, in alternating order) of speculative tokens/s ÷ the "
-                 "target's; interval: 95 %, distribution-free (the sign test's order statistics "
-                 "around the median, six pairs at least), across prompts and passes")
+INTERVAL_NOTE = ("measured: per pass over the category's prompts (each prompt's speculative run and "
+                 "target-alone run back to back, in alternating order), speculative tokens over "
+                 "time ÷ the target's, as one `specscope bench` run over them gives; the median "
+                 "over passes, with its 95 % distribution-free interval (the sign test's order "
+                 "statistics around the median, six passes at least)")
 
 
 def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> str:
@@ -149,9 +150,9 @@ def _category_md(a: Advice, cat: CategoryAdvice) -> list[str]:
              "```", *(llama_command(a, d.best, t) for t in TOOLS), "```", ""]
     if cat.measured:
         lines += ["Measured:", "", *_md_table([("configuration", "predicted", "measured (95% interval)",
-                                                 "pairs", "same tokens")] + [
+                                                 "passes", "same tokens")] + [
             (m.candidate.name, f"{m.candidate.predicted:.2f}x" if m.candidate.predicted else "-",
-             _iv(m), str(m.pairs), f"{m.identical}/{m.pairs}") for m in cat.measured]), ""]
+             _iv(m), str(len(m.pass_speedups())), f"{m.identical}/{m.pairs}") for m in cat.measured]), ""]
     for draft, ceiling in cat.ceilings.items():
         rows = [("draft length policy", "predicted", "share of the ceiling")]
         rows += [(c.name, f"{c.predicted:.2f}x", f"{c.predicted / ceiling:.0%}")

@@ -9,8 +9,8 @@ recommendation (or, for "don't speculate", the best candidate tried) and runs `s
 ``--repeats`` times on the category's prompts, as the advisor gave them to the target (chat
 prompts already in the target's template), with the command line the advice prints
 (``llama_command``'s flags are bench's flags too). Each bench run is its own process with its own
-baselines; its speed-up is bench's pooled one over the category's prompts. Prints, per category,
-the advised figure and interval, the five re-measurements, how many land inside, and whether
+baselines and its default three repetitions; its speed-up is bench's pooled one over the
+category's prompts. Prints, per category, the advised figure and interval, the five re-measurements, how many land inside, and whether
 their median does; the issue's check is the median inside for at least 7 of 8 categories.
 """
 
@@ -36,7 +36,7 @@ from specscope.core.models.demo import demo_pair
 
 def bench_once(words: list[str], prompts: Path, n_predict: int) -> float | None:
     cmd = [sys.executable, "-m", "specscope.core.cli.main", "bench", *words, "--prompts", str(prompts),
-           "-n", str(n_predict), "-r", "1", "--json", "--no-lossless", "-q"]
+           "-n", str(n_predict), "--json", "--no-lossless", "-q"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         print(f"    bench failed ({out.returncode}): {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
