@@ -10,8 +10,8 @@ recommendation (or, for "don't speculate", the best candidate tried) and runs `s
 prompts already in the target's template), with the command line the advice prints
 (``llama_command``'s flags are bench's flags too). Each bench run is its own process with its own
 baselines and its default three repetitions; its speed-up is bench's pooled one over the
-category's prompts. Prints, per category, the advised figure and interval, the five re-measurements, how many land inside, and whether
-their median does; the issue's check is the median inside for at least 7 of 8 categories.
+category's prompts. Prints, per category, the advised figure and interval, the five
+re-measurements, how many land inside, and whether their median does; the issue's check is the median inside for at least 7 of 8 categories.
 """
 
 from __future__ import annotations
