@@ -96,8 +96,21 @@ class CostPanel(QtWidgets.QWidget):
         self._layout.setContentsMargins(6, 6, 6, 6)
         self._layout.setSpacing(6)
         self._wide: bool | None = None
+        self._build_values()
+        self._build_plot()
+        self._build_sliders()
+        self._build_text()
+        self._arrange(wide=False)
 
-        # --- measured values
+        self._alpha_slider.valueChanged.connect(self._alpha_moved)
+        self._f_slider.valueChanged.connect(self._f_moved)
+        self._use_measured.clicked.connect(self.use_measured)
+        self.calibrate_button.clicked.connect(self.calibrate_requested)
+        self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
+        self._redraw()
+
+    def _build_values(self) -> None:
+        """The run's measured values, one labelled row each (their tooltips say how)."""
         box = QtWidgets.QGroupBox("Measured in this run")
         form = QtWidgets.QFormLayout(box)
         form.setLabelAlignment(QtCore.Qt.AlignmentFlag.AlignLeft)
@@ -128,7 +141,8 @@ class CostPanel(QtWidgets.QWidget):
         self._names = {key: form.labelForField(self._values[key]) for key, _, _ in rows}
         self._box = box
 
-        # --- the curve
+    def _build_plot(self) -> None:
+        """The speed-up over n: textbook and calibrated curves, the best n, the measured point."""
         self._plot = styled_plot("Predicted speed-up", "Speed-up (×)",
                                  "Drafted tokens per round, n", antialias=True)
         self._plot.setMinimumHeight(200)
@@ -170,7 +184,8 @@ class CostPanel(QtWidgets.QWidget):
         p.setLimits(yMin=0.0)
         cache_static_parts(p)
 
-        # --- what-if sliders
+    def _build_sliders(self) -> None:
+        """The α and f what-if sliders, Calibrate and Use measured."""
         self._controls = QtWidgets.QWidget()
         grid = QtWidgets.QGridLayout(self._controls)
         grid.setContentsMargins(0, 0, 0, 0)
@@ -210,25 +225,18 @@ class CostPanel(QtWidgets.QWidget):
         buttons.addWidget(self._use_measured)
         grid.addLayout(buttons, 2, 0, 1, 3)
 
-        # --- one plain-language sentence
+    def _build_text(self) -> None:
+        """One plain-language sentence, and where the calibrated figures stand (hidden until
+        set_calibration)."""
         self._summary = QtWidgets.QLabel()
         self._summary.setWordWrap(True)
         self._summary.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self._summary.setMinimumHeight(QtGui.QFontMetrics(self._summary.font()).lineSpacing() * 3)
         self._summary.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
-        # --- where the machine's calibrated figures stand (set_calibration); hidden until then
         self._calibration_note = QtWidgets.QLabel()
         self._calibration_note.setWordWrap(True)
         self._calibration_note.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self._calibration_note.setVisible(False)
-        self._arrange(wide=False)
-
-        self._alpha_slider.valueChanged.connect(self._alpha_moved)
-        self._f_slider.valueChanged.connect(self._f_moved)
-        self._use_measured.clicked.connect(self.use_measured)
-        self.calibrate_button.clicked.connect(self.calibrate_requested)
-        self._set_sliders(ALPHA_DEFAULT, F_DEFAULT)
-        self._redraw()
 
     # ------------------------------------------------------------------ layout
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
