@@ -92,7 +92,9 @@ class SweepForm(QGroupBox):
         from specscope.core.engine.drafters import DESCRIPTIONS, SWEEP_TYPES
         self.drafters = _tip(QListWidget(), "Each ticked type is one configuration (llama.cpp's --spec-type); "
                                             "draft-simple runs once per n with each draft model, draft-eagle3 "
-                                            "with each EAGLE-3 head among the drafts, the n-gram types once")
+                                            "with each EAGLE-3 head among the drafts, draft-dflash and "
+                                            "draft-dspark with each DFlash head, draft-mtp with the target's "
+                                            "own MTP blocks (no draft file), the n-gram types once")
         row_h = self.drafters.fontMetrics().height() + 8
         self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
         self.drafters.setFlow(QListWidget.Flow.LeftToRight)
@@ -206,8 +208,9 @@ class SweepForm(QGroupBox):
         return self.target is not None and (self.drafts.count() > 0 or not self._needs_draft())
 
     def _needs_draft(self) -> bool:
-        """A ticked or written type that drafts with a file: draft-simple (a draft model) or
-        draft-eagle3 (a head)."""
+        """A ticked or written type that drafts with a file: draft-simple (a draft model),
+        draft-eagle3 (an EAGLE-3 head), draft-dflash or draft-dspark (a DFlash head); draft-mtp
+        drafts with the target's own MTP blocks."""
         from specscope.core.engine.drafters import MD_TYPES
         words = self._ticked() + self.chains.text().replace(",", " ").split()
         return any(w in MD_TYPES for w in words)
@@ -225,8 +228,9 @@ class SweepForm(QGroupBox):
         chains = self.chosen_chains()
         drafts = self.draft_paths() if self._needs_draft() else []
         if self._needs_draft() and not drafts:
-            raise ConfigError("draft-simple needs a draft model and draft-eagle3 an EAGLE-3 head: add "
-                              "one, or pick n-gram drafters only")
+            raise ConfigError("draft-simple needs a draft model, draft-eagle3 an EAGLE-3 head, draft-dflash "
+                              "and draft-dspark a DFlash head: add one, or pick drafters that need no file "
+                              "(the n-gram types, draft-mtp)")
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
         temp = self.temperature.value()
         rule = self.accept_rule.currentText() if temp > 0 else "match"

@@ -365,3 +365,52 @@ def test_a_sweep_puts_a_draft_model_and_an_eagle3_head_side_by_side(qtbot, tmp_p
     assert not v.start()
     assert "draft-eagle3 needs an EAGLE-3 head" in v.banner.message and not v.running
     assert v.shutdown()
+
+
+def _head_view(qtbot, tmp_path, target, draft=None, extra=()):
+    v = CompareView()
+    qtbot.addWidget(v)
+    v.resize(1200, 800)
+    v.set_pair(target, draft, list(extra))
+    v.n_values.setText("2")
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"prompts": [{"name": "code", "text": "def f(x):"}]}), encoding="utf-8")
+    v.set_prompt_file(prompts)
+    return v
+
+
+def _calibrated_rows(v, qtbot) -> set[str]:
+    """Run the view's sweep; the configurations in its table, each with a calibrated figure."""
+    with qtbot.waitSignal(v.sweep_finished, timeout=180_000) as blocker:
+        assert v.start(replace(v.settings(), **{**QUICK, "n_predict": 16}))
+    assert not blocker.args[0].stopped and not blocker.args[0].lossless_notes
+    rows = {v.table.item(i, COL["Configuration"]).text(): i for i in range(v.table.rowCount())}
+    for i in rows.values():
+        assert v.table.item(i, COL["Calibrated (err)"]).text()[:1].isdigit()
+    return set(rows)
+
+
+def test_compare_offers_draft_mtp_without_a_draft_file(qtbot, tmp_path, tiny_models):
+    """draft-mtp drafts with the target's own MTP blocks: no draft in the list, a calibrated
+    row; a target without MTP blocks is one line before anything runs."""
+    v = _head_view(qtbot, tmp_path, ggufgen.write_mtp(tmp_path / "mtp.gguf", seed=5))
+    v.set_drafters("draft-mtp")
+    assert v.chosen_chains() == (("draft-mtp",),) and v.settings().drafts == ()
+    assert _calibrated_rows(v, qtbot) == {"draft-mtp"}
+    v.set_pair(tiny_models["target"], tiny_models["draft"])
+    assert not v.start() and not v.running
+    assert "draft-mtp drafts with the target's own MTP (nextn) blocks, and this model has none" \
+        in v.banner.message and "\n" not in v.banner.message
+    assert v.shutdown()
+
+
+def test_compare_sweeps_dflash_heads_among_the_drafts(qtbot, tmp_path):
+    """A DFlash head among the drafts drafts with draft-dflash and draft-dspark, beside
+    draft-simple with a draft model, on one target, each calibrated."""
+    target, head = ggufgen.write_dflash_pair(tmp_path, prefix="cmp")
+    v = _head_view(qtbot, tmp_path, target, target, [head])
+    v.set_drafters("draft-simple", "draft-dflash", "draft-dspark")
+    assert v.settings().drafts == (target, head)
+    assert _calibrated_rows(v, qtbot) == {"draft-simple (cmp-target.gguf)", "draft-dflash (cmp-head.gguf)",
+                                          "draft-dspark (cmp-head.gguf)"}
+    assert v.shutdown()

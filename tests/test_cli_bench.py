@@ -194,7 +194,7 @@ def test_bench_sweeps_ngram_drafters_and_chains_on_the_demo_pair(capsys, tmp_pat
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "drafters: ngram-simple, ngram-simple>draft-simple" in out
-    assert "n applies to draft-simple and draft-eagle3 only" in out
+    assert "n applies to the model drafters only (draft-simple, draft-eagle3" in out
     assert "lookup/round" in out and "rounds won" in out
     assert "ngram-simple>draft-simple (demo-draft.gguf)" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("ngram-simple ") and " ALL " in ln)

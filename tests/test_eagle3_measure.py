@@ -113,16 +113,6 @@ def test_the_doctor_names_nextn_layers_and_refuses_a_dflash_model_in_one_line(he
     assert f"{heads['dflash']}: a DFlash drafter (architecture dflash)" in err
 
 
-def test_bench_refuses_draft_dflash_in_one_line(heads, capsys):
-    """``run`` drafts with a DFlash head (tests/test_dflash.py); bench does not measure one yet."""
-    code = main(["bench", "-m", str(heads["target"]), "--spec-type", "draft-dflash", "-n", "4",
-                 "-p", "def f(x):", "--no-probe"])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1, err
-    assert "--spec-type draft-dflash: SpecScope's pair doctor, scan and bench do not measure " \
-           "DFlash heads yet" in err
-
-
 def test_the_calibration_times_the_head_as_it_drafts(heads):
     """f is a head decode of a draft step, f_batch(k) the head's process of a k-token batch
     (the target's features, the encoder, the decoder pairs): both timed on the head."""
@@ -174,6 +164,11 @@ def test_bench_puts_draft_simple_a_head_and_an_ngram_type_side_by_side(heads, ca
      "{d2t}: its d2t table maps draft token 5 to 397"),
     (("-md", "{hidden}", "--spec-type", "draft-eagle3", "--no-probe"),
      "{hidden}: its target hidden size (eagle3.target_hidden_size 32) is not the target's 64"),
+    (("--spec-type", "draft-dflash"), "draft-dflash needs a DFlash head (-md HEAD.gguf)"),
+    (("-md", "{head}", "--spec-type", "draft-dspark"),
+     "draft-dspark needs a DFlash head (-md HEAD.gguf); good-head.gguf is not one"),
+    (("-md", "{draft}", "--spec-type", "draft-simple,draft-mtp"),
+     "draft-simple>draft-mtp: draft-simple and draft-mtp each draft with a model of its own"),
 ])
 def test_bench_refuses_a_head_it_cannot_run_in_one_line(heads, capsys, extra, says):
     names = {k: str(v) for k, v in heads.items()}

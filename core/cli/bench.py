@@ -36,7 +36,7 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.cli.spec import add_spec_args, spec_from_args
-from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, parse_types, type_label
+from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, MODEL_TYPES, parse_types, type_label
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
 from specscope.core.errors import ConfigError
@@ -46,12 +46,12 @@ from specscope.core.measure.lossless import DETERMINISTIC_HINT, is_deterministic
 from specscope.core.measure.sweep import DEFAULT_REPEATS, run_sweep
 from specscope.core.measure.sweep_report import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE,
                                                  format_heatmap, format_table, prediction_caveat)
-from specscope.core.measure.sweep_settings import (SweepSettings, config_name, eog_bias, load_prompts,
-                                                   parse_n_values, parse_p_values)
+from specscope.core.measure.sweep_settings import (DRAFT_SIMPLE, SweepSettings, config_name, eog_bias,
+                                                   file_types, load_prompts, parse_n_values,
+                                                   parse_p_values)
 from specscope.core.measure.synth_sweep import run_synth_sweep
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.devices import add_rpc_servers, placement, rpc_device_names
-from specscope.core.models.eagle3 import is_head_file
 from specscope.core.models.probe import guard
 
 PROGRESS_PERIOD_S = 0.1
@@ -181,18 +181,18 @@ def chains_from_args(args) -> tuple[tuple[str, ...], ...]:
 def settings_from_args(args):
     chains = chains_from_args(args)
     n_values = parse_n_values(args.spec_draft_n_max)
-    uses_model = any(DRAFT_MODEL in c for c in chains)
-    given = [Path(d) for d in args.model_draft or []]
-    heads = [d for d in given if is_head_file(d)]
-    # a draft model no chain drafts with is left out (unless draft-eagle3 has no head: the
+    used = {t for c in chains for t in c}
+    kinds = {Path(d): file_types(d) for d in args.model_draft or []}
+    # a draft model no chain drafts with is left out (unless a head's type has no head: the
     # settings say which files are not one); a head never is (SweepSettings refuses it)
-    no_head = not heads and any(DRAFT_EAGLE3 in c for c in chains)
-    drafts = [d for d in given if d in heads or uses_model or no_head]
+    no_head = any(t in MD_TYPES and not any(t in k for k in kinds.values()) for t in used - {DRAFT_MODEL})
+    drafts = [d for d, k in kinds.items() if k != DRAFT_SIMPLE or DRAFT_MODEL in used or no_head]
+    no_model = DRAFT_MODEL in used and all(kinds[d] != DRAFT_SIMPLE for d in drafts)
     target = args.model
-    if target is None or (uses_model and len(heads) == len(drafts)):
+    if target is None or no_model:
         demo_target, demo_draft = demo_pair()
         target = target or demo_target
-        drafts += [demo_draft] if uses_model and len(heads) == len(drafts) else []
+        drafts += [demo_draft] if no_model else []
     if args.n_predict < 2:
         raise ConfigError(f"-n must be >= 2 for a benchmark, not {args.n_predict}")
     spec = spec_from_args(args, types=chains[0], n_max=max(n_values))
@@ -229,7 +229,7 @@ def report_lines(result) -> list[str]:
                 if s.spec is not None and s.spec.draft_policy != "fixed" else "")
              + (", prompts in the target's chat template" if s.chat else "")
              + (f", acceptance rule {rule}" if rule != "match" else "")]
-    if any(not set(c) & set(MD_TYPES) for c in s.chains):
+    if any(not set(c) & set(MODEL_TYPES) for c in s.chains):
         lines.append(NGRAM_ONLY_NOTE)
     for name, cal in result.calibrations.items():
         lines += ["", f"calibration of {name or 'the target alone (n-gram drafters)'}:",
@@ -246,7 +246,7 @@ def report_lines(result) -> list[str]:
               "that bracket it; within noise: the spread is wider than the distance from 1x")
     lines.append(f"  ({spread}" + ("; never drafted: the run was the target alone plus the drafter's "
                                    "lookups" if any(r.never_drafted for r in result.rows) else "") + ")")
-    if any(r.drafter not in MD_TYPES for r in result.pooled()):
+    if any(r.drafter not in MODEL_TYPES for r in result.pooled()):
         lines += ["  (lookup/round: Python time of the n-gram drafters per round, and in target "
                   "tokens, the draft cost of the calibrated prediction; rounds won: rounds whose "
                   "draft that member of the chain proposed)"]

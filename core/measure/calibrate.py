@@ -21,9 +21,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL
+from specscope.core.engine.drafters import (BLOCK_TYPES, DRAFT_DFLASH, DRAFT_EAGLE3, DRAFT_MODEL,
+                                            DRAFT_MTP)
 from specscope.core.engine.drafters.base import NgramMapParams
-from specscope.core.engine.drafters.eagle3 import Eagle3
+from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_values
 from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings, build_chain
@@ -35,6 +36,7 @@ from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.measure.cost_model import Calibration, cost_fit, monotone_fit
 from specscope.core.measure.cpuload import LoadMeter
 from specscope.core.measure.progress import Progress, quiet
+from specscope.core.models.dflash import DFlashHead
 
 __all__ = ["CalibrationStopped", "DEFAULT_N_PAST", "SYNC_MODES", "TIME_BUDGET_S", "calibrate",
            "calibrate_pair", "check_timing", "get_calibration", "policy_calibration", "timed_batches"]
@@ -98,13 +100,15 @@ class _Timing:
     caches rolled back after each round); ``times[(kind, k)]`` collects the seconds: ``t`` the
     target's k-token batch, ``d`` a draft token, ``d0`` the first of a round after a sync decode
     of another shape, ``db`` the draft's sync batch, ``b`` a token of a target-only stream. The
-    caller holds the engine."""
+    caller holds the engine. ``kind``: the type whose drafts are timed (draft-simple; None: no
+    draft model), ``dctx`` the context it drafts on."""
 
     def __init__(self, engine, k_max: int, k_draft: int, n_past: int, clock, legacy: bool):
         self.engine, self.k_max, self.k_draft, self.n_past = engine, k_max, k_draft, n_past
         self.clock, self.legacy = clock, legacy
         self.has_draft = engine.draft is not None
-        self.head = False                    # an EAGLE-3 head (_HeadTiming)
+        self.kind, self.dctx = DRAFT_MODEL if self.has_draft else None, engine.dft
+        self.head = False                    # a drafter on the target's hidden states (_HeadTiming)
         self.tokens = _filler_tokens(engine, n_past + k_max)
         # a draft in another vocabulary (drafters/xvocab.py) decodes the snippet in its own
         self.dtokens = _filler_tokens(engine, n_past + k_max, engine.draft) \
@@ -278,31 +282,44 @@ class _Timing:
 
 
 class _HeadTiming(_Timing):
-    """An EAGLE-3 head's rounds, replayed with the drafter itself
-    (core/engine/drafters/eagle3.py) beside the target: ``d`` is one head decode of a draft
-    step (the boundary pair, then each drafted token's pair, with logits and pre-norm state:
-    ``Eagle3.draft``'s time ÷ its decodes; no first-of-round kind); ``db`` the head's ``process``
-    of a k-token verification batch (the target's features read, the encoder over k rows, the
-    decoder over k - 1 pairs), which every round pays whoever drafted: the cost model prices
-    it as a replay sync (cost_model.draft_sync)."""
+    """A drafter on the target's hidden states (an EAGLE-3 head, draft-eagle3; the target's own
+    MTP blocks, draft-mtp), its rounds replayed with the drafter itself (core/engine/drafters/)
+    beside the target: ``d`` is one decode of a draft step on its context (the boundary's, then
+    each drafted token's, with logits and pre-norm state: ``HeadDrafter.draft``'s time ÷ its
+    decodes; no first-of-round kind); ``db`` its ``process`` of a k-token verification batch
+    (EAGLE-3: the target's features read, the encoder over k rows, the decoder over k - 1
+    pairs; MTP: k pairs of a token and the target's hidden state, once per MTP block), which
+    every round pays whoever drafted: the cost model prices it as a replay sync
+    (cost_model.draft_sync)."""
 
-    def __init__(self, engine, *args):
+    def __init__(self, engine, kind: str, *args):
         super().__init__(engine, *args)
-        self.head = True
-        self.drafter = Eagle3(engine, SpecSettings(types=(DRAFT_EAGLE3,), n_max=1))
+        self.head, self.has_draft, self.kind, self.most = True, True, kind, {}
+        self.drafter = self.drafter_of(kind)
+        self.dctx = self.drafter.ctx
         self.boundary = (-1, None)
 
+    def drafter_of(self, kind: str):
+        """A fresh drafter of ``kind`` made for the longest draft: its n_max is then the most it
+        drafts (chained MTP blocks: one a step; a DFlash head: its block), kept in ``most``."""
+        drafter = make_drafter(kind, SpecSettings(types=(kind,), n_max=self.k_max), self.engine)
+        self.most[kind] = drafter.n_max
+        return drafter
+
     def prefill(self) -> None:
-        """The target's prefix, each chunk through the head (as a prompt is); the boundary kept."""
+        """The target's prefix, each chunk through the drafter (as a prompt is); the boundary kept."""
         e, d = self.engine, self.drafter
         self.check_removable()
         e.tgt.prefill(self.tokens[:self.n_past], e.batch, "the calibration prefix", after=d.process)
         self.boundary = (d.pending_pos, d.pending_row.copy())
 
+    def draft(self, drafter, n: int):
+        """``drafter``'s draft at n_past with n_max = n (p_min 0: n tokens, as far as it can)."""
+        drafter.n_max = min(n, self.most[drafter.name])
+        return drafter.draft(np.asarray(self.tokens[:self.n_past]), self.tokens[self.n_past], n)
+
     def draft_steps(self, k: int, record: bool, rebuilt: bool) -> None:
-        d = self.drafter
-        d.n_max = k - 1                      # p_min 0: k - 1 decodes, one token each
-        proposal = d.draft(np.asarray(self.tokens[:self.n_past]), self.tokens[self.n_past], k - 1)
+        proposal = self.draft(self.drafter, k - 1)        # k - 1 decodes, one token each
         if record and proposal.rows:
             self.times[("d", 1)].append(proposal.t_decode / proposal.rows)
 
@@ -313,12 +330,12 @@ class _HeadTiming(_Timing):
         dt = self.clock() - t
         if record:
             self.times[("db", k)].append(dt)
-        self.engine.dft.seq_rm(pos, -1)
+        self.dctx.seq_rm(pos, -1)
         d.pending_pos, d.pending_row = self.boundary[0], self.boundary[1].copy()
         return False
 
     def draft_alone(self) -> None:
-        """A head decode and a one-token process when no round timed them (k_max ≤ 1)."""
+        """A draft and a one-token process when no round timed them (k_max ≤ 1)."""
         e = self.engine
         if self.times[("d", 1)] and self.times[("db", 1)]:
             return
@@ -329,14 +346,56 @@ class _HeadTiming(_Timing):
             self.sync(1, True, True)
 
 
+class _BlockTiming(_HeadTiming):
+    """A DFlash head's rounds (core/engine/drafters/dflash.py): its draft is one decode of a
+    block whatever it drafts, so each type's whole draft at n_max = n is timed (``(type, n)``,
+    n = 1 .. k_draft - 1: draft-dflash's block holds n + 1 rows, draft-dspark's from the anchor
+    n, both clamped to the head's block size), each round both types'; ``db`` is the head's
+    process of a k-token batch (the target's features injected into its cache). ``d`` holds
+    draft-dflash's block at n = 1: f, the textbook's draft token."""
+
+    def __init__(self, engine, *args):
+        super().__init__(engine, DRAFT_DFLASH, *args)
+        self.drafters = [self.drafter] + [self.drafter_of(t) for t in BLOCK_TYPES[1:]]
+        self.times.update({(t, n): [] for t in BLOCK_TYPES for n in range(1, self.k_max)})
+
+    def draft_steps(self, k: int, record: bool, rebuilt: bool) -> None:
+        for d in self.drafters:
+            proposal = self.draft(d, k - 1)
+            if record:
+                self.times[(d.name, k - 1)].append(proposal.t_decode)
+                if d is self.drafter and k == 2:
+                    self.times[("d", 1)].append(proposal.t_decode)
+
+    def figures(self, *args) -> Calibration:
+        cal = super().figures(*args)
+        block = {t: _fill_between([ESTIMATOR(self.times[(t, n)]) / cal.t1 if self.times[(t, n)] else None
+                                   for n in range(1, self.k_draft)]) for t in BLOCK_TYPES}
+        return replace(cal, block=block)
+
+
+def _timing(engine, mtp: bool, *args) -> _Timing:
+    """What calibrates this engine's drafts: draft-mtp's MTP blocks (``mtp``), its -md model's
+    type (an EAGLE-3 head, a DFlash head, a draft model), or none."""
+    if mtp:
+        return _HeadTiming(engine, DRAFT_MTP, *args)
+    if isinstance(engine.head, DFlashHead):
+        return _BlockTiming(engine, *args)
+    if engine.head is not None:
+        return _HeadTiming(engine, DRAFT_EAGLE3, *args)
+    return _Timing(engine, *args)
+
+
 def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
               reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
               overhead_runs: bool = True, k_draft: int | None = None,
               progress: Progress | None = None, stop: threading.Event | None = None,
               seed: int = 0, meter: LoadMeter | None = None, legacy: bool = False,
-              clock: Callable[[], float] = time.perf_counter) -> Calibration:
+              mtp: bool = False, clock: Callable[[], float] = time.perf_counter) -> Calibration:
     """Measure c(k) for k = 1..k_max, f, f_batch, s, b and the Python overheads (clears both
-    contexts).
+    contexts). ``mtp``: time draft-mtp's drafts on the target's own MTP blocks (the engine has
+    no draft model); otherwise the -md model's type's (a draft model's, an EAGLE-3 head's, a
+    DFlash head's: ``_timing``).
 
     ``sampler``: the target's SamplerSettings of the runs to predict (default greedy).
     ``k_draft``: only batches of k ≤ k_draft decode k − 1 draft tokens first (the draft model's
@@ -346,18 +405,17 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     ``clock`` times the decodes (tests/bench/bench_calibration.py: docs/calibration.md)."""
     if k_max < 1:
         raise ConfigError(f"k_max must be >= 1, not {k_max}")
-    has_draft = engine.draft is not None
+    has_draft = engine.draft is not None or mtp
     k_draft = 0 if not has_draft else k_max if k_draft is None else max(1, min(k_draft, k_max))
     sampler = sampler or SamplerSettings()
     n_past = max(1, min(n_past, engine.tgt.n_ctx - k_max - 1))
-    if k_max > min(engine.tgt.n_batch, engine.dft.n_batch if has_draft else engine.tgt.n_batch):
-        raise ConfigError(f"a batch of {k_max} tokens exceeds the batch size")
     stop = stop or threading.Event()
     say = progress or quiet
     t_start = time.perf_counter()
     meter = meter or LoadMeter()
-    timing = (_HeadTiming if engine.head is not None else _Timing)(engine, k_max, k_draft, n_past,
-                                                                     clock, legacy)
+    timing = _timing(engine, mtp, k_max, k_draft, n_past, clock, legacy)
+    if k_max > min(engine.tgt.n_batch, timing.dctx.n_batch if has_draft else engine.tgt.n_batch):
+        raise ConfigError(f"a batch of {k_max} tokens exceeds the batch size")
     with ExitStack() as held:
         held.enter_context(engine.exclusive("a calibration"))
         timing.prefill()
@@ -368,13 +426,14 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         sample_times = timing.sampling(sampler)
         check_t = _check_timing(engine, _filler_tokens(engine, CHECK_POSITION + 1))   # clears the target
         if has_draft:
-            engine.dft.clear()
+            timing.dctx.clear()
     cal = timing.figures(sample_times, done_reps, check_t)
     if overhead_runs:
         say(0.85, 1, "timing the engine's loop")
         # a head's rounds' sync holds its process of the batch (f_batch), timed apart
         process = (lambda k: cal.draft_batch(min(k, k_max)) * cal.t1) if cal.head else (lambda k: 0.0)
-        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop, k_draft, process)
+        o_base, o0, o1, r = _measure_overheads(engine, k_max, sampler, stop, k_draft, process,
+                                               timing.kind)
         t1 = cal.t1
         cal = replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1, r=r / t1)
     say(1, 1, "calibrated")
@@ -452,12 +511,14 @@ def _fill_between(values: Sequence[float | None], first: float | None = None) ->
 # ============================================================================ the engine's own time
 
 def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1,
-                       process=lambda k: 0.0) -> tuple[float, float, float, float]:
-    """Seconds per round from short engine runs: Python time of a baseline round, o0 + o1·n of a
-    speculative round (:func:`_fit_overheads`; without a draft model ngram-simple runs with a
-    short n-gram, so that many rounds draft), and r, the rollback of a round that needed no sync
-    decode (trimmed mean: a run pays every round's time, a median would leave out the slower),
-    less ``process(k)``: what a head's process of a k-token batch adds to its round's sync."""
+                       process=lambda k: 0.0, kind: str | None = DRAFT_MODEL
+                       ) -> tuple[float, float, float, float]:
+    """Seconds per round from short engine runs of type ``kind``: Python time of a baseline
+    round, o0 + o1·n of a speculative round (:func:`_fit_overheads`; without a drafting type
+    (None) ngram-simple runs with a short n-gram, so that many rounds draft), and r, the
+    rollback of a round that needed no sync decode (trimmed mean: a run pays every round's time,
+    a median would leave out the slower), less ``process(k)``: what a head's process of a
+    k-token batch adds to its round's sync."""
     prompt = CALIBRATION_PROMPT
     n_tokens = OVERHEAD_TOKENS
     # runs that end at an end-of-generation token would leave too few rounds to fit (at
@@ -472,13 +533,12 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1,
     k_spec = k_max if k_draft < 0 else k_draft or k_max
     lengths = sorted({1, max(1, (k_spec - 1) // 2), max(1, k_spec - 1)})
     for n in lengths:
-        spec = SpecSettings(n_max=n, types=(DRAFT_EAGLE3 if engine.head else DRAFT_MODEL,)) \
-            if engine.draft is not None else SpecSettings(
+        spec = SpecSettings(n_max=n, types=(kind,)) if kind is not None else SpecSettings(
             types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=2, size_m=max(2, n)))
         run = engine.speculative(prompt, spec, sampler, n_tokens, stop)
         for i, ev in enumerate(run):
             # without a draft model the rounds no n-gram drafted for count too (length 0)
-            if i == 0 or ev.mode not in ("spec", "plain") or (not ev.drafted and engine.draft is not None):
+            if i == 0 or ev.mode not in ("spec", "plain") or (not ev.drafted and kind is not None):
                 continue
             points.append((len(ev.drafted), ev.t_overhead))
             if ev.n_accepted < len(ev.drafted):        # reuse sync: seq_rm only, no decode
@@ -515,16 +575,16 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
                     reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
                     refresh: bool = False, use_cache: bool = True, k_draft: int | None = None,
                     progress: Progress | None = None, stop: threading.Event | None = None,
-                    meter: LoadMeter | None = None) -> tuple[Calibration, bool]:
+                    meter: LoadMeter | None = None, mtp: bool = False) -> tuple[Calibration, bool]:
     """(calibration, from_cache): the cached figures for this pair and settings, or fresh ones.
-    ``k_draft``: see :func:`calibrate`.
+    ``k_draft``, ``mtp``: see :func:`calibrate`.
 
     A cached calibration is trusted only after the drift check (:func:`check_timing`, a few
     single-token decodes) agrees with the timing it recorded (:func:`.calibration_cache.drift_of`);
     otherwise it is measured again and ``note`` says why. A fresh calibration is cached unless it
     was taken under load (``under_load``: it is still returned, for this run). ``meter``: see
     :func:`calibrate`."""
-    key, desc = calibration_key(engine, k_max, sampler, n_past, k_draft)
+    key, desc = calibration_key(engine, k_max, sampler, n_past, k_draft, mtp)
     note = ""
     if use_cache and not refresh:
         cal = load_cached(key, k_max=k_max)
@@ -534,7 +594,7 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
                 return cal, True
             note = drift
     cal = calibrate(engine, k_max, sampler=sampler, n_past=n_past, reps=reps, k_draft=k_draft,
-                    time_budget_s=time_budget_s, progress=progress, stop=stop, meter=meter)
+                    time_budget_s=time_budget_s, progress=progress, stop=stop, meter=meter, mtp=mtp)
     cal = replace(cal, key=key, describe=desc)
     if use_cache and not cal.under_load:
         save_cached(cal)

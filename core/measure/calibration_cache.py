@@ -34,8 +34,9 @@ def cache_dir() -> Path:
 
 
 def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST,
-                    k_draft: int | None = None) -> tuple[str, dict]:
-    """(key, description) identifying a pair, its settings and this machine."""
+                    k_draft: int | None = None, mtp: bool = False) -> tuple[str, dict]:
+    """(key, description) identifying a pair, its settings and this machine (``mtp``: the
+    target's MTP blocks drafting)."""
     desc = {
         "version": CALIBRATION_VERSION,
         "target": file_id(engine.target.path),
@@ -45,6 +46,7 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
         "sampler": sampler.describe() if sampler is not None else "greedy",
         "k_max": k_max, "n_past": n_past, "k_draft": k_draft,
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()},
+        **({"mtp": True} if mtp else {}),
     }
     blob = json.dumps(desc, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:20], json.loads(blob)   # as the cache reads it back
@@ -81,7 +83,8 @@ def threads_used(engine) -> int:
     """The most threads a decode of this engine runs on (0 in the settings: all cores)."""
     cores = os.cpu_count() or 1
     s = engine.settings
-    counts = [s.target_threads or cores] + ([s.draft_threads or cores] if engine.draft is not None else [])
+    drafts = engine.draft is not None or engine.mtp is not None      # the MTP context: draft threads
+    counts = [s.target_threads or cores] + ([s.draft_threads or cores] if drafts else [])
     return max(counts)
 
 

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from specscope.core.engine.drafters import DRAFT_EAGLE3, MD_TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cpuload import LoadReading
@@ -26,6 +26,9 @@ from specscope.core.measure.stats import Stats
 
 ALPHAS = (0.5, 0.7, 0.9)      # the pair doctor's cost table: per-token acceptance rates ...
 N_MAX = 8                     # ... and draft lengths 1..N_MAX
+# the types that draft on the target's hidden states (an EAGLE-3 head, MTP blocks, a DFlash
+# head): each runs every verified batch through its own context (``process``)
+HEAD_TYPES = tuple(t for t in MODEL_TYPES if t != DRAFT_MODEL)
 
 
 # ============================================================================ the textbook model
@@ -97,8 +100,12 @@ class Calibration:
                                        # without logits, a draft graph rebuild after it
     b: float = 0.0                     # a target-only run's token, decode and sampling, timed in
                                        # streams of single-token decodes (0: unknown, then 1 + s)
-    head: bool = False                 # the draft is an EAGLE-3 head: f is a head decode of a
-                                       # draft step, f_batch(k) its process of a k-token batch
+    head: bool = False                 # the draft reads the target's hidden states (an EAGLE-3
+                                       # head, MTP blocks, a DFlash head): f is a decode of a draft
+                                       # step on its context, f_batch(k) its process of a k-token batch
+    block: dict = field(default_factory=dict)   # a DFlash head: {type: (its whole draft at
+                                       # n_max = 1, 2, …)}, one block decode whatever it drafts
+                                       # (f: draft-dflash's at n = 1)
 
     @property
     def has_draft(self) -> bool:
@@ -121,6 +128,10 @@ class Calibration:
     def draft_batch(self, k: int) -> float:
         """f_batch(k), the draft's cost of a k-token batch without logits."""
         return _at(self.f_batch, k, "f_batch")
+
+    def block_cost(self, drafter: str, n: int) -> float:
+        """A DFlash head's draft of type ``drafter`` at n_max = n: one block decode."""
+        return _at(self.block[drafter], n, f"{drafter}'s block")
 
     @property
     def load_reading(self) -> LoadReading | None:
@@ -147,6 +158,7 @@ class Calibration:
         d = asdict(self)
         for key in ("c_raw", "c", "f_batch"):
             d[key] = list(d[key])
+        d["block"] = {t: list(v) for t, v in self.block.items()}
         return d
 
     @classmethod
@@ -154,13 +166,15 @@ class Calibration:
         d = dict(d)
         for key in ("c_raw", "c", "f_batch"):
             d[key] = tuple(d[key])
+        d["block"] = {t: tuple(v) for t, v in d.get("block", {}).items()}
         names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def lines(self) -> list[str]:
         """The figures, for a terminal or a label."""
         ks = range(1, self.k_max + 1)
-        draft = (f"head decode f = {self.f:.3f} (a draft step on the EAGLE-3 head); " if self.head
+        draft = (f"a one-token draft's block f = {self.f:.3f} (the DFlash head); " if self.block
+                 else f"head decode f = {self.f:.3f} (a draft step on the head's context); " if self.head
                  else f"draft token f = {self.f:.3f} (first of a round {self.f_first:.3f}); "
                  if self.has_draft else "no draft model (n-gram drafters only); ")
         return [
@@ -170,9 +184,11 @@ class Calibration:
             "c raw      " + " ".join(f"{k}:{self.c_raw[k - 1]:.2f}" for k in ks),
         ] + ([
             "f_batch(k) " + " ".join(f"{k}:{self.draft_batch(k):.3f}" for k in ks)
-            + ("  (the head's process of a k-token batch: features, encoder, decoder pairs)"
-               if self.head else ""),
+            + ("  (the head's process of a k-token verified batch, every round)" if self.head else ""),
         ] if self.has_draft else []) + [
+            f"{t} per draft at n_max = n (one block decode): "
+            + " ".join(f"{n}:{v:.3f}" for n, v in enumerate(costs, 1)) for t, costs in self.block.items()
+        ] + [
             f"target alone per token (a stream of single-token decodes, sampled) b = {self.b:.3f}",
             f"python per round: baseline {self.o_base:.3f}, speculative {self.o0:.3f} + "
             f"{self.o1:.3f}·n; rollback r = {self.r:.3f}  (target-token units; {self.reps} reps, "
@@ -263,7 +279,8 @@ class RoundCost:
 
 
 def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str = "reuse",
-               *, n_draft: float | None = None, p_full: float | None = None) -> RoundCost:
+               *, n_draft: float | None = None, p_full: float | None = None,
+               drafter: str = "") -> RoundCost:
     """The calibrated model for draft length n (docs/calibration.md).
 
     ``acceptance`` holds a_1..a_n (extra entries are ignored, missing ones count 0).
@@ -271,7 +288,8 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
     (drafts stopped by p_min or the budget); the verification batch is then
     priced by linear interpolation of c between its neighbours. ``p_full`` is the
     share of fully accepted drafts when it is not a_n (the same drafts of varying
-    length)."""
+    length). ``drafter``: the type that drafts; a DFlash head's (``cal.block``) draft is one
+    block decode at n_max = n, whatever it drafted, not n_draft draft steps."""
     if n < 1:
         raise ConfigError(f"a speculative round drafts at least one token, not {n}")
     if sync not in SYNC_MODES:
@@ -293,17 +311,20 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
     else:
         p_sync = (a[n - 1] if p_full is None else float(p_full)) if cal.reuse_rebuilds else 0.0
     rebuild = max(0.0, cal.f_first - cal.f) * p_sync if cal.f_first else 0.0
-    return RoundCost(tokens=1.0 + expected, draft=length * cal.f + rebuild, verify=verify,
+    draft = cal.block_cost(drafter, n) if drafter in cal.block else length * cal.f + rebuild
+    return RoundCost(tokens=1.0 + expected, draft=draft, verify=verify,
                      sampling=cal.s * (1.0 + expected), sync=sync_cost,
                      overhead=cal.o0 + cal.o1 * length,
                      baseline=cal.baseline_token)
 
 
 def draft_sync(types: Sequence[str], sync: str) -> str:
-    """The sync a chain's model drafter is priced with: ``sync`` for a draft model; an EAGLE-3
-    head runs every verification batch through its encoder and decoder (``Eagle3.process``,
-    timed as its f_batch(k)), which is replay's account: f_batch(n + 1) every round."""
-    return "replay" if DRAFT_EAGLE3 in types else sync
+    """The sync a chain's model drafter is priced with: ``sync`` for a draft model; a drafter on
+    the target's hidden states (``HEAD_TYPES``) runs every verification batch through its own
+    context (``process``: an EAGLE-3 head's encoder and decoder, the MTP blocks, a DFlash head's
+    injected features; timed as its f_batch(k)), which is replay's account: f_batch(n + 1)
+    every round."""
+    return "replay" if set(types) & set(HEAD_TYPES) else sync
 
 
 def _interp(values: Sequence[float], k: float) -> float:
@@ -362,9 +383,9 @@ def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_m
         w = rounds / n_rounds
         expected = d.n_accept / rounds
         mean_len = d.n_drafted / rounds
-        if d.name in MD_TYPES:
+        if d.name in MODEL_TYPES:
             a = [x / rounds for x in d.accepted_at]
-            rc = round_cost(cal, n_max, a, sync, n_draft=min(float(n_max), mean_len))
+            rc = round_cost(cal, n_max, a, sync, n_draft=min(float(n_max), mean_len), drafter=d.name)
             add(w, tokens=rc.tokens, draft=rc.draft, verify=rc.verify, sampling=rc.sampling,
                 sync=rc.sync, overhead=rc.overhead)
             continue
@@ -397,21 +418,24 @@ def _exact_counts(at_least: Sequence[int], rounds: int) -> dict[int, int]:
 
 def model_speedup(cal: Calibration, n: int, per_round_acceptance: Sequence[float], sync: str,
                   mean_len: float, p_full: float, draft_rounds: int, empty_rounds: int,
-                  extra_decodes: int, per_round: float = 0.0) -> float:
-    """draft-simple's calibrated speed-up over all of a run's rounds: the rounds that verified a
-    draft (the calibrated round fed with the run's own statistics: a_i per round that drafted,
-    the mean draft length, the share of full acceptances), the rounds that verified none (one target token:
-    a p_min stop at the first token, or the budget), and the draft decodes that proposed no
-    token (the row p_min stopped at, drafts n_min dropped), each one draft token f.
+                  extra_decodes: int, per_round: float = 0.0, drafter: str = "") -> float:
+    """A model drafter's calibrated speed-up over all of a run's rounds: the rounds that verified
+    a draft (the calibrated round fed with the run's own statistics: a_i per round that drafted,
+    the mean draft length, the share of full acceptances), the rounds that verified none (one
+    target token: a p_min stop at the first token, or the budget; a head's process of that
+    token too), and the draft decodes that proposed no token (the row p_min stopped at, drafts
+    n_min dropped), each one draft token f; for a DFlash head (``drafter`` in ``cal.block``)
+    ``extra_decodes`` counts its blocks that proposed no token, each its block at n.
     ``per_round``: a measured cost every round pays besides (target-token units: drafting across
     vocabularies, its translation)."""
-    empty = cal.cost(1) + cal.s + cal.r + cal.o0 + per_round
+    empty = cal.cost(1) + cal.s + cal.r + cal.o0 + per_round + (cal.draft_batch(1) if cal.head else 0.0)
+    extra = extra_decodes * (cal.block_cost(drafter, n) if drafter in cal.block else cal.f)
     if not draft_rounds:
-        cost = empty_rounds * empty + extra_decodes * cal.f
+        cost = empty_rounds * empty + extra
         return empty_rounds * cal.baseline_token / cost if cost > 0 else 1.0
     length = min(float(n), mean_len) if mean_len > 0 else float(n)
-    rc = round_cost(cal, n, per_round_acceptance, sync, n_draft=length, p_full=p_full)
-    cost = draft_rounds * (rc.total + per_round) + empty_rounds * empty + extra_decodes * cal.f
+    rc = round_cost(cal, n, per_round_acceptance, sync, n_draft=length, p_full=p_full, drafter=drafter)
+    cost = draft_rounds * (rc.total + per_round) + empty_rounds * empty + extra
     tokens = draft_rounds * rc.tokens + empty_rounds
     return tokens * rc.baseline / cost
 

@@ -95,6 +95,9 @@ class RunResult:
     # p_min, and drafts dropped for n_min (their rows were decoded all the same)
     extra_draft_decodes: int = 0
     empty_rounds: int = 0              # rounds that verified no draft (one target token)
+    idle_drafts: int = 0               # of them, those whose model drafter decoded and proposed
+                                       # nothing (p_min at its first token, n_min): a DFlash
+                                       # head paid its block
 
     @property
     def tokens_per_s(self) -> float:
@@ -347,8 +350,9 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
     n_full = sum(1 for ev in events if ev.drafted and ev.n_accepted == len(ev.drafted))
     extra = sum((ev.draft_stop == "p_min") + ev.dropped_draft for ev in events)
     empty = sum(1 for ev in events if not ev.drafted and ev.mode in ("spec", "plain"))
+    idle = sum(1 for ev in events if not ev.drafted and ev.draft_stop in ("p_min", "n_min"))
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
-                     run.finish, n_full, n_max, extra, empty)
+                     run.finish, n_full, n_max, extra, empty, idle)
 
 
 # ============================================================================ with an engine

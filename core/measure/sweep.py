@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters.xvocab import choose_mode
@@ -111,7 +111,7 @@ class _Sweep:
             return True
         with engine:
             try:
-                cal = self.calibrate(engine, draft_path is not None, name, configs)
+                cal = self.calibrate(engine, name, configs)
             except CalibrationStopped:
                 return False
             cells = {(c, p): Cell(name, c.n, p, c.drafter, c.p_min, c.vocab)
@@ -151,9 +151,10 @@ class _Sweep:
         self.total += (len(out) - len(configs)) * len(self.s.prompts) * self.s.repeats
         return out
 
-    def calibrate(self, engine, has_draft: bool, name: str, configs: list[Config]) -> Calibration | None:
+    def calibrate(self, engine, name: str, configs: list[Config]) -> Calibration | None:
         """The group's calibration (cached or measured; None for a memory that cannot be
-        calibrated, said in ``result.uncalibrated``)."""
+        calibrated, said in ``result.uncalibrated``), its model drafter's drafts timed as it
+        drafts: the -md model's type, or draft-mtp's MTP blocks."""
         s, what = self.s, name or "n-gram drafters"
         self.tell(f"{what}: calibrating")
         why = uncalibratable(engine)
@@ -161,11 +162,13 @@ class _Sweep:
             self.result.uncalibrated[name] = why
             cal = None
         else:
-            k_draft = max((c.n for c in configs if set(c.types) & set(MD_TYPES)), default=0) + 1
+            k_draft = max((c.n for c in configs if set(c.types) & set(MODEL_TYPES)), default=0) + 1
+            mtp = any(DRAFT_MTP in c.types for c in configs)
             cal, cached = get_calibration(
                 engine, max(longest_draft(s, c) for c in configs) + 1, sampler=s.sampler,
                 refresh=s.recalibrate, use_cache=s.use_cache, time_budget_s=s.calibration_s,
-                n_past=typical_position(engine, s), k_draft=k_draft if has_draft else None,
+                n_past=typical_position(engine, s),
+                k_draft=k_draft if engine.draft is not None or mtp else None, mtp=mtp,
                 progress=within(self.say, self.done, self.total, what), stop=self.stop)
             self.result.calibrations[name] = cal
             self.result.from_cache[name] = cached

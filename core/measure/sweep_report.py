@@ -11,15 +11,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from specscope.core.engine.drafters import MD_TYPES, type_label
+from specscope.core.engine.drafters import MODEL_TYPES, type_label
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.measure.sweep_rows import ALL, CSV_COLUMNS, Cell, Row
 from specscope.core.measure.sweep_settings import SweepSettings
 
 BIG_ERROR = 0.25             # a calibrated prediction off by more than this is explained
 BUSY_SHARE = 0.1             # others using more of the CPU than this: the figures are noisy
-NGRAM_ONLY_NOTE = ("n applies to draft-simple and draft-eagle3 only: chains of n-gram types are swept once "
-                   "(n_max shown as -)")
+NGRAM_ONLY_NOTE = ("n applies to the model drafters only (draft-simple, draft-eagle3, draft-mtp, draft-dflash, "
+                   "draft-dspark): chains of n-gram types are swept once (n_max shown as -)")
 
 
 @dataclass
@@ -181,7 +181,7 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
     rows = result.rows if per_prompt else result.pooled()
     has_alpha = any(r.alpha_speedup is not None for r in rows)
     has_cf = any(r.cf_acceptance is not None for r in rows)
-    ngram = any(r.drafter not in MD_TYPES for r in rows)
+    ngram = any(r.drafter not in MODEL_TYPES for r in rows)
     xvocab = any(r.vocab for r in rows)
     if has_alpha:
         head = head + ("α-model",)
@@ -206,8 +206,8 @@ def format_table(result: SweepResult, *, per_prompt: bool = False) -> str:
         if has_cf:
             cells.append(f"{r.cf_rule} {100 * r.cf_acceptance:.1f}%" if r.cf_acceptance is not None else "")
         if ngram:
-            cells += [f"{r.lookup_us:.0f} µs ({r.lookup_cost:.3f})" if r.drafter not in MD_TYPES else "",
-                      drafter_summary(r) if r.drafter not in MD_TYPES else ""]
+            cells += [f"{r.lookup_us:.0f} µs ({r.lookup_cost:.3f})" if r.drafter not in MODEL_TYPES else "",
+                      drafter_summary(r) if r.drafter not in MODEL_TYPES else ""]
         if xvocab:
             cells.append(f"{r.translate_us:.0f} µs ({r.translate_cost:.3f})" if r.vocab else "")
         data.append(cells + [r.note])

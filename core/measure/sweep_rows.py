@@ -8,7 +8,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
 from specscope.core.measure.cost_model import (Calibration, calibrated_speedup, chain_round_cost,
                                                draft_sync, model_speedup, textbook_from_accepted)
 from specscope.core.measure.lossless import LosslessReport, RunResult
@@ -275,13 +275,14 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                  accepted_at: Sequence[int], lookup: float,
                  translate: float = 0.0) -> tuple[float, float, float]:
     """(textbook, calibrated, f) for the runs ``spec`` of one configuration of draft length n:
-    draft-simple's rounds priced with their own statistics (:func:`.cost_model.model_speedup`),
+    a model drafter's rounds priced with their own statistics (:func:`.cost_model.model_speedup`),
     n-gram types averaged over every round with the lookup time as their draft cost
-    (:func:`.cost_model.chain_round_cost`); without a calibration f is the runs' own.
+    (:func:`.cost_model.chain_round_cost`); without a calibration f is the runs' own; a DFlash
+    head's f is its block at n shared by the n tokens it drafts.
     ``translate``, the measured seconds per round of drafting across vocabularies, is added
     to every round's calibrated cost (the textbook prices the draft model's decodes only)."""
     types = [d.name for d in members]
-    one_model = len(types) == 1 and types[0] in MD_TYPES   # draft-simple or draft-eagle3 alone
+    one_model = len(types) == 1 and types[0] in MODEL_TYPES   # a model drafter alone
     sync = draft_sync(types, sync)
     rounds = sum(r.stats.n_rounds for r in spec)
     n_drafted = sum(r.stats.n_drafted for r in spec)
@@ -303,21 +304,23 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                                           mean_len if one_model else n_drafted / rounds,
                                           f) if draft_rounds and rounds else 1.0
         return textbook, float("nan"), f
+    block = next((t for t in types if t in cal.block), "")      # a DFlash head's type
+    f = cal.block_cost(block, n) / n if block else cal.f
     if one_model:
-        textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
+        textbook = textbook_from_accepted(expected, mean_len, f) if draft_rounds else 1.0
         calibrated = model_speedup(cal, n, per_round, sync, mean_len, p_full, draft_rounds,
                                    sum(r.empty_rounds for r in spec),
-                                   sum(r.extra_draft_decodes for r in spec),
-                                   per_round=translate / cal.t1) if rounds else 1.0
-        return textbook, calibrated, cal.f
+                                   sum(r.idle_drafts if block else r.extra_draft_decodes for r in spec),
+                                   per_round=translate / cal.t1, drafter=types[0]) if rounds else 1.0
+        return textbook, calibrated, f
     # n-gram types: averaged over every round, the lookup time as their draft cost
-    model = next((d for d in members if d.name in MD_TYPES), DrafterStats(DRAFT_MODEL))
-    textbook = textbook_from_accepted(n_accept / rounds, model.n_drafted / rounds, cal.f) \
+    model = next((d for d in members if d.name in MODEL_TYPES), DrafterStats(DRAFT_MODEL))
+    textbook = textbook_from_accepted(n_accept / rounds, model.n_drafted / rounds, f) \
         if rounds else 1.0
     calibrated = chain_round_cost(cal, members, rounds, n_max=n, lookup=(lookup + translate) / cal.t1,
-                                  sync=sync, draft_model=bool(set(types) & set(MD_TYPES))).speedup \
+                                  sync=sync, draft_model=bool(set(types) & set(MODEL_TYPES))).speedup \
         if rounds else 1.0
-    return textbook, calibrated, cal.f
+    return textbook, calibrated, f
 
 
 def counterfactual(spec) -> dict:

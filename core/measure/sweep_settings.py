@@ -10,17 +10,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from specscope.core.engine.drafters import (DRAFT_EAGLE3, DRAFT_MODEL, MD_TYPES, NOT_YET, parse_types,
-                                            type_label)
+from specscope.core.engine.drafters import (BLOCK_TYPES, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP,
+                                            MODEL_TYPES, parse_types, type_label)
 from specscope.core.engine.engine import SpecSettings
-from specscope.core.errors import ConfigError
+from specscope.core.errors import ConfigError, ModelFileError
 from specscope.core.measure.calibrate import TIME_BUDGET_S
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import prompts_dir
-from specscope.core.models.eagle3 import is_head_file
+from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH
+from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import Model
+from specscope.core.models.mtp import require_nextn
 
 DRAFT_SIMPLE = (DRAFT_MODEL,)
+# the -md files by their GGUF architecture: the types that draft with one, and what it is
+HEADS = {EAGLE3: ((DRAFT_EAGLE3,), "an EAGLE-3 head"), DFLASH: (BLOCK_TYPES, "a DFlash head")}
+FILE_KINDS = ((DRAFT_SIMPLE, "a draft model"), *HEADS.values())
 
 
 # ============================================================================ prompt sets
@@ -138,18 +143,9 @@ class SweepSettings:
     ignore_eos: bool = False           # never sample end-of-generation tokens (a logit bias
                                        # from the target's vocabulary, read when the sweep runs)
 
-    @property
-    def uses_draft_model(self) -> bool:
-        return any(DRAFT_MODEL in c for c in self.chains)
-
-    @property
-    def uses_head(self) -> bool:
-        return any(DRAFT_EAGLE3 in c for c in self.chains)
-
-    def heads(self) -> tuple[Path, ...]:
-        """The drafts that are EAGLE-3 heads (draft-eagle3 drafts with them, draft-simple with
-        the others), by their GGUF headers."""
-        return tuple(Path(d) for d in self.drafts if is_head_file(d))
+    def draft_types(self) -> dict[Path, tuple[str, ...]]:
+        """Each draft file and the types that draft with it (:func:`file_types`)."""
+        return {Path(d): file_types(d) for d in self.drafts}
 
     @property
     def p_mins(self) -> tuple[float, ...]:
@@ -162,24 +158,31 @@ class SweepSettings:
             if parse_types(chain) != tuple(chain):
                 raise ConfigError(f"{type_label(chain)}: types must be given in llama.cpp's "
                                   f"priority order: {type_label(parse_types(chain))}")
-            for t in (t for t in chain if t in NOT_YET):     # draft-dflash, draft-dspark
-                raise ConfigError(f"--spec-type {t}: {NOT_YET[t]}")
-            if DRAFT_MODEL in chain and DRAFT_EAGLE3 in chain:
-                raise ConfigError(f"{type_label(chain)}: draft-simple and draft-eagle3 each draft "
-                                  "with the -md model (a draft model, an EAGLE-3 head): give them "
-                                  "as two chains (--spec-type draft-simple draft-eagle3)")
-        heads = self.heads()
-        if self.uses_draft_model and len(heads) == len(self.drafts):
-            raise ConfigError("draft-simple needs a draft model (-md) that is not an EAGLE-3 head; "
-                              "the n-gram types (--spec-type ngram-...) draft without one")
-        if self.uses_head and not heads:
-            raise ConfigError("draft-eagle3 needs an EAGLE-3 head (-md HEAD.gguf)"
-                              + (f"; {', '.join(Path(d).name for d in self.drafts)} "
-                                 f"{'is' if len(self.drafts) == 1 else 'are'} not one"
-                                 if self.drafts else ""))
-        if heads and not self.uses_head:
-            raise ConfigError(f"{heads[0]}: an EAGLE-3 head drafts with --spec-type draft-eagle3, "
-                              "not draft-simple (add draft-eagle3 to --spec-type)")
+            models = [t for t in chain if t in MODEL_TYPES]
+            if len(models) > 1:
+                what = ("the -md model (a draft model, an EAGLE-3 head, a DFlash head)"
+                        if DRAFT_MTP not in models else
+                        "a model of its own (the -md model, the target's MTP blocks)")
+                raise ConfigError(f"{type_label(chain)}: {' and '.join(models)} each draft with {what}: "
+                                  f"give them as separate chains (--spec-type {' '.join(models)})")
+        kinds = self.draft_types()
+        uses = {types: [t for t in types if any(t in c for c in self.chains)] for types, _ in FILE_KINDS}
+        for types, what in FILE_KINDS:             # a type without its kind of file
+            if uses[types] and types not in kinds.values() and types == DRAFT_SIMPLE:
+                raise ConfigError("draft-simple needs a draft model (-md) that is not a head; the "
+                                  "n-gram types (--spec-type ngram-...) draft without one")
+            if uses[types] and types not in kinds.values():
+                others = [d.name for d in kinds]
+                raise ConfigError(f"{' and '.join(uses[types])} needs {what} (-md HEAD.gguf)"
+                                  + (f"; {', '.join(others)} {'is' if len(others) == 1 else 'are'} "
+                                     "not one" if others else ""))
+        for types, what in FILE_KINDS[1:]:         # a head no chain drafts with
+            files = [d for d, k in kinds.items() if k == types]
+            if files and not uses[types]:
+                raise ConfigError(f"{files[0]}: {what} drafts with --spec-type {' or '.join(types)}, "
+                                  f"not draft-simple (add {types[0]} to --spec-type)")
+        if any(DRAFT_MTP in c for c in self.chains):      # the target's own MTP blocks
+            require_nextn(check_gguf(self.target), self.target)
         if not self.n_values or min(self.n_values) < 1:
             raise ConfigError("a sweep needs draft lengths >= 1")
         if not self.prompts:
@@ -246,21 +249,42 @@ def vocab_modes(spec, refused: bool) -> tuple[str, ...]:
 
 def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
     """(draft path or None, draft name or "", configurations) per engine the sweep opens: one
-    per draft file for the chains with draft-simple (a draft model) or draft-eagle3 (an EAGLE-3
-    head) (× n), one without a draft model for the n-gram-only chains (once each: n does not
-    apply to them)."""
-    ngram_chains = [c for c in s.chains if not set(c) & set(MD_TYPES)]
+    per draft file for the chains whose model drafter drafts with it (draft-simple: a draft
+    model; draft-eagle3: an EAGLE-3 head; draft-dflash, draft-dspark: a DFlash head) (× n ×
+    p_min), one for the chains with draft-mtp (the target's own MTP blocks, named
+    :func:`mtp_name`; × n × p_min), one without a draft model for the n-gram-only chains (once
+    each: n does not apply to them)."""
+    def configs(name: str, chains) -> list[Config]:
+        return [Config(name, tuple(c), n, p) for c in chains for p in s.p_mins for n in s.n_values]
+    ngram_chains = [c for c in s.chains if not set(c) & set(MODEL_TYPES)]
     out: list[tuple[Path | None, str, list[Config]]] = []
     if ngram_chains:
         out.append((None, "", [Config("", tuple(c), 0) for c in ngram_chains]))
-    heads = s.heads() if s.drafts else ()
+    kinds = s.draft_types()
     for path, name in zip(s.drafts, _draft_names(s.drafts)):
-        kind = DRAFT_EAGLE3 if Path(path) in heads else DRAFT_MODEL
-        chains = [c for c in s.chains if kind in c]
+        chains = [c for c in s.chains if set(kinds[Path(path)]) & set(c)]
         if chains:
-            out.append((Path(path), name, [Config(name, tuple(c), n, p) for c in chains
-                                           for p in s.p_mins for n in s.n_values]))
+            out.append((Path(path), name, configs(name, chains)))
+    mtp_chains = [c for c in s.chains if DRAFT_MTP in c]
+    if mtp_chains:
+        out.append((None, mtp_name(s.target), configs(mtp_name(s.target), mtp_chains)))
     return out
+
+
+def mtp_name(target: Path) -> str:
+    """draft-mtp's "draft" in the tables: the target's own MTP blocks ("mimo.gguf MTP")."""
+    return f"{Path(target).name} MTP"
+
+
+def file_types(path) -> tuple[str, ...]:
+    """The types that draft with a draft file, by its GGUF header (``HEADS``): draft-eagle3
+    with an EAGLE-3 head, draft-dflash and draft-dspark with a DFlash head, draft-simple with
+    any other model (or a file that cannot be read: loading it says why, in one line)."""
+    try:
+        arch = check_gguf(path).architecture
+    except ModelFileError:
+        arch = None
+    return HEADS.get(arch, (DRAFT_SIMPLE, ""))[0]
 
 
 def spec_for(s: SweepSettings, config: Config):
@@ -269,14 +293,14 @@ def spec_for(s: SweepSettings, config: Config):
     base = s.spec if s.spec is not None else SpecSettings()
     n = config.n or base.n_max
     return replace(base, types=config.types, n_max=n, n_min=min(base.n_min, n),
-                   p_min=config.p_min if set(config.types) & set(MD_TYPES) else s.p_min,
+                   p_min=config.p_min if set(config.types) & set(MODEL_TYPES) else s.p_min,
                    sync=s.sync, vocab=config.vocab or base.vocab)
 
 
 def longest_draft(s: SweepSettings, config: Config) -> int:
     """The longest draft a configuration can verify in these runs (the draft model's n, an
     n-gram type's size, at most n_predict − 1: the round's budget)."""
-    if config.types in (DRAFT_SIMPLE, (DRAFT_EAGLE3,)):
+    if len(config.types) == 1 and config.types[0] in MODEL_TYPES:
         return config.n
     return max(1, min(spec_for(s, config).max_draft(), s.n_predict - 1))
 

@@ -39,15 +39,6 @@ def is_eagle3(model: Model) -> bool:
     return model.meta("general.architecture") == ARCH
 
 
-def is_head_file(path) -> bool:
-    """Whether the GGUF at ``path`` is an EAGLE-3 head (its header only). A file that cannot be
-    read is not one: loading it says why, in one line."""
-    try:
-        return check_gguf(path).architecture == ARCH
-    except ModelFileError:
-        return False
-
-
 def target_layer_ids(head: Model) -> tuple[int, ...]:
     """The target layers whose inputs the head reads (``llama_model_target_layer_ids``)."""
     n = function("llama_model_target_layer_ids_n")(head.ptr)

@@ -34,7 +34,7 @@ BLOCK_TYPES = (DRAFT_DFLASH, DRAFT_DSPARK)    # a DFlash head's block, drafted i
 MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3, *BLOCK_TYPES)   # the types that draft with the -md model
 MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
 TYPES = tuple(t for t in SPEC_TYPES if t not in BLOCK_TYPES)   # the window's drafter picker: not DFlash yet
-SWEEP_TYPES = tuple(t for t in TYPES if t != DRAFT_MTP)   # the Compare view's sweeps: not draft-mtp yet
+SWEEP_TYPES = SPEC_TYPES                      # the Compare view's sweeps: every type
 # the types the pair doctor, its scan and bench do not take yet: why, in one line each
 NOT_YET = {
     "draft-dflash": "SpecScope's pair doctor, scan and bench do not measure DFlash heads yet "
