@@ -6,11 +6,13 @@ target alone.
     specscope bench --spec-type draft-simple ngram-simple ngram-simple,draft-simple
 
 ``--spec-type`` takes one chain per word (commas join the types of a chain; llama.cpp's
-priority order decides who drafts first). n (``--spec-draft-n-max``) belongs to draft-simple and
-draft-eagle3: a chain of n-gram types alone runs once, whatever the list of n, and needs no draft
-model. Each ``-md`` file is a draft model (draft-simple's) or an EAGLE-3 head (draft-eagle3's), as
-its GGUF header says: ``-md DRAFT -md HEAD --spec-type draft-simple draft-eagle3 ngram-mod`` puts
-the three side by side on one target.
+priority order decides who drafts first). n (``--spec-draft-n-max``) belongs to the model
+drafters (draft-simple, draft-eagle3, draft-mtp, draft-dflash, draft-dspark): a chain of n-gram
+types alone runs once, whatever the list of n, and needs no draft model. Each ``-md`` file is a
+draft model (draft-simple's), an EAGLE-3 head (draft-eagle3's) or a DFlash head (draft-dflash's
+and draft-dspark's), as its GGUF header says: ``-md DRAFT -md HEAD --spec-type draft-simple
+draft-eagle3 ngram-mod`` puts the three side by side on one target; draft-mtp drafts with the
+target's own MTP blocks (no file).
 With n-gram types the table gains the Python lookup time per round and, per member of a
 chain, the rounds it won and its acceptance.
 
@@ -67,8 +69,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_spec_args(p, bench=True)
     g = p.add_argument_group("sweep")
     g.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
-                   help="draft model or EAGLE-3 head (GGUF); repeat for several: draft-simple "
-                        "drafts with each draft model, draft-eagle3 with each head (default: the "
+                   help="draft model, EAGLE-3 head or DFlash head (GGUF); repeat for several: "
+                        "draft-simple drafts with each draft model, draft-eagle3 with each EAGLE-3 "
+                        "head, draft-dflash and draft-dspark with each DFlash head (default: the "
                         "demo draft when a chain uses draft-simple)")
     g.add_argument("--spec-draft-n-max", "--draft-max", default="1,2,4,8", metavar="N[,N...]",
                    help="draft-simple's draft lengths to try: a list like 1,2,4,8 or a range like 1-8 "

@@ -357,12 +357,13 @@ def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_m
     over all ``n_rounds`` rounds of the runs, in target-token units.
 
     ``drafters`` are the runs' per-drafter counts (``stats.DrafterStats``: the rounds each one
-    won). A round drafted by ``draft-simple`` costs what :func:`round_cost` says (its own
-    per-position acceptance, mean draft length, n_max). A round drafted by an n-gram drafter
-    has no draft decodes: it pays the verification of its draft, Σ_L P(L)·c(L + 1) over its
-    draft lengths L, sampling, the rollback r, Python o0 + o1·L, and, when the draft model is
-    in the chain (``draft_model``), the draft cache's catch-up: reuse decodes the 1 + accepted
-    kept rows, Σ_j P(j)·f_batch(1 + j), replay the whole batch. A round without a draft costs
+    won). A round drafted by a model drafter (draft-simple, a head, draft-mtp) costs what
+    :func:`round_cost` says (its own per-position acceptance, mean draft length, n_max). A round
+    drafted by an n-gram drafter has no draft decodes: it pays the verification of its draft,
+    Σ_L P(L)·c(L + 1) over its draft lengths L, sampling, the rollback r, Python o0 + o1·L,
+    and, when a model drafter is in the chain (``draft_model``), the draft cache's catch-up:
+    reuse decodes the 1 + accepted kept rows, Σ_j P(j)·f_batch(1 + j), replay (and a head's
+    process) the whole batch. A round without a draft costs
     c(1) + s + r + o0. Every round also pays ``lookup``, the measured Python time of the
     n-gram drafters per round (their draft and accept calls), which replaces the draft
     model's c(k) as the draft cost of draftless drafters."""

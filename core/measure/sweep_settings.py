@@ -199,8 +199,9 @@ class SweepSettings:
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration of a sweep: a chain of types, the draft model's name ("" when the
-    chain has no draft-simple) and its draft length n (0 when it has none); ``vocab``, how
+    """One configuration of a sweep: a chain of types, the name of the draft its model drafter
+    drafts with (a -md file's, or the target's MTP blocks' :func:`mtp_name`; "" when the chain
+    has no model drafter) and its draft length n (0 when it has none); ``vocab``, how
     draft-simple drafts across vocabularies (translate, intersect; "" in the target's own)."""
     draft: str
     types: tuple[str, ...]
