@@ -89,7 +89,8 @@ def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
     if fmt == "cf":
         return "" if value is None else f"{row.cf_rule} {100 * value:.1f}%"
     if fmt in ("lookup", "won"):
-        if row.drafter == "draft-simple":
+        from specscope.core.engine.drafters import MODEL_TYPES
+        if row.drafter in MODEL_TYPES:             # a model drafter alone: no lookups, no chain
             return ""
         if fmt == "lookup":
             return f"{value:.0f} µs ({row.lookup_cost:.3f})"
@@ -161,7 +162,8 @@ class SweepTable(QTableWidget):
         and of the other acceptance rule only when ``every_row`` of the sweep has them; the best
         n per configuration in bold."""
         self.setColumnHidden(PROMPT_COLUMN, not per_prompt)
-        ngram = any(r.drafter != "draft-simple" for r in every_row)
+        from specscope.core.engine.drafters import MODEL_TYPES
+        ngram = any(r.drafter not in MODEL_TYPES for r in every_row)
         for j in NGRAM_COLUMNS:                              # n-gram drafters' figures only
             self.setColumnHidden(j, not ngram)
         self.setColumnHidden(CF_COLUMN, all(r.cf_acceptance is None for r in every_row))

@@ -387,6 +387,7 @@ def _calibrated_rows(v, qtbot) -> set[str]:
     rows = {v.table.item(i, COL["Configuration"]).text(): i for i in range(v.table.rowCount())}
     for i in rows.values():
         assert v.table.item(i, COL["Calibrated (err)"]).text()[:1].isdigit()
+    assert v.table.isColumnHidden(COL["Lookup/round"])     # model drafters only: no lookups
     return set(rows)
 
 
