@@ -21,6 +21,7 @@ from pathlib import Path
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure import pairing
+from specscope.core.measure.calibrated_estimate import NO_CALIBRATION, RANK_ALPHA
 from specscope.core.measure.pairing import NGRAM_SUGGESTION
 from specscope.core.models.llama import resolve_repack
 
@@ -203,11 +204,25 @@ def format_cost(c) -> list[str]:
     if c.warning:
         out.append(f"  note: {c.warning}")
     out.append("  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")
-    out.append("           " + "".join(f"{'n=' + str(n):>7}" for n in range(1, c.n_max + 1)) + "   best")
-    for a in c.alphas:
-        row = c.speedups[str(a)]
-        b = c.best[str(a)]
-        out.append(f"    α={a:<4} " + "".join(f"{x:7.2f}" for x in row) + f"   n={b['n']} ({b['speedup']:.2f}x)")
+    out += _speedup_table(c.alphas, c.n_max, c.speedups, c.best)
+    k = c.calibrated
+    if k is None:
+        return out + ["", f"Cost estimate (calibrated on this machine): none: {NO_CALIBRATION}."]
+    needed = "; ".join(f"{s}× needs α ≥ {a:.2f}" if a is not None else f"{s}× is out of reach at any α"
+                       for s, a in k.alpha_needed.items())
+    return out + ["", f"Cost estimate (calibrated on this machine): f ≈ {k.f:.4f}  ({k.f_basis})",
+                  f"  priced with {k.source}: the calibrated round (docs/calibration.md):",
+                  *_speedup_table(c.alphas, k.n_max, k.speedups, k.best),
+                  f"  break-even here: {k.break_even}",
+                  f"  this draft: {needed}; at α = {RANK_ALPHA}: {k.verdict}"]
+
+
+def _speedup_table(alphas, n_max: int, speedups: dict, best: dict) -> list[str]:
+    out = ["           " + "".join(f"{'n=' + str(n):>7}" for n in range(1, n_max + 1)) + "   best"]
+    for a in alphas:
+        b = best[str(a)]
+        out.append(f"    α={a:<4} " + "".join(f"{x:7.2f}" for x in speedups[str(a)])
+                   + f"   n={b['n']} ({b['speedup']:.2f}x)")
     return out
 
 
@@ -215,11 +230,12 @@ def format_scan(s) -> str:
     out = ["SpecScope pair doctor: scan", ""]
     out += _model_lines("target", s.target)
     out += ["", f"Folder: {s.folder}", ""]
+    if s.calibration:
+        out += ["Calibrated on this machine:", *(f"  {line}" for line in s.calibration), ""]
     if s.compatible:
-        out.append(f"Compatible drafts ({len(s.compatible)}), ranked by estimated f (cheapest first):")
+        out.append(f"Compatible drafts ({len(s.compatible)}), {s.ranking}:")
         for i, e in enumerate(s.compatible, 1):
-            b = e.report.cost.best["0.7"]
-            out.append(f"  {i}. f ≈ {e.f:.4f}  best {b['speedup']:.2f}x at α=0.7 (n={b['n']})  {e.path}")
+            out.append(f"  {i}. {_scan_figures(e.report.cost)}  {e.path}")
             if e.report.spec_type != DRAFT_MODEL:
                 out.append(f"       note: {e.report.notes[0].removeprefix('draft: ')}; it drafts with "
                            f"--spec-type {e.report.spec_type} only")
@@ -245,6 +261,18 @@ def format_scan(s) -> str:
         out += [f"  {p}" for p in s.skipped]
     out.append(f"\n(scanned in {s.elapsed_s:.2f} s without loading weights)")
     return "\n".join(out) + "\n"
+
+
+def _scan_figures(c) -> str:
+    """"f ≈ 0.1482  textbook best 1.33x at α=0.7 (n=2)", and the calibrated figure first when
+    there is one."""
+    a = str(RANK_ALPHA)
+    text = f"textbook best {c.best[a]['speedup']:.2f}x at α={a} (n={c.best[a]['n']})"
+    k = c.calibrated
+    if k is None:
+        return f"f ≈ {c.f:.4f}  {text}"
+    return (f"calibrated best {k.best[a]['speedup']:.2f}x at α={a} (n={k.best[a]['n']}), f ≈ {k.f:.4f} "
+            f"here; {text}, f ≈ {c.f:.4f}")
 
 
 def main(argv: list[str] | None = None) -> int:

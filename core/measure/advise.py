@@ -29,13 +29,14 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError
+from specscope.core.measure.break_even import DraftPoint
 from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
-from specscope.core.measure.cost_model import Calibration, extended
+from specscope.core.measure.cost_model import Calibration, extended, fit_alpha
 from specscope.core.measure.lossless import execute
 from specscope.core.measure.stats import fold
 from specscope.core.measure.sweep import uncalibratable
@@ -105,6 +106,17 @@ class Candidate:
     predicted: float | None
     acceptance: float
     tokens_per_round: float
+    drafted_at: tuple[int, ...] = ()  # over the category's prompts: drafts reaching each position
+    accepted_at: tuple[int, ...] = ()  # ... and accepted there (the greedy replays: the real runs' counts)
+
+    @property
+    def position_acceptance(self) -> tuple[float, ...]:
+        return tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at))
+
+    @property
+    def alpha(self) -> float:
+        """The per-token acceptance α fitted to its counts (cost_model.fit_alpha)."""
+        return fit_alpha(self.drafted_at, sum(self.accepted_at))
 
     @property
     def family(self) -> str:
@@ -120,7 +132,8 @@ class Candidate:
                 "n_max": self.spec.n_max if self.spec.uses_draft_model else None,
                 "p_min": self.spec.p_min if self.spec.uses_draft_model else None,
                 "predicted_speedup": self.predicted, "acceptance": self.acceptance,
-                "tokens_per_round": self.tokens_per_round}
+                "tokens_per_round": self.tokens_per_round, "drafted_at": list(self.drafted_at),
+                "accepted_at": list(self.accepted_at)}
 
 
 @dataclass(frozen=True)
@@ -254,7 +267,18 @@ def pool(name: str, draft: str, spec: SpecSettings, ws: Sequence[WhatIf]) -> Can
     rounds = sum(w.stats.n_rounds for w in ws)
     return Candidate(draft, spec, name, tokens / cost if all_priced and cost else None,
                      sum(w.stats.n_accept for w in ws) / drafted if drafted else 0.0,
-                     tokens / rounds if rounds else 0.0)
+                     tokens / rounds if rounds else 0.0, _summed(w.stats.drafted_at for w in ws),
+                     _summed(w.stats.accepted_at for w in ws))
+
+
+def _summed(counts: Iterable[Sequence[int]]) -> tuple[int, ...]:
+    """Per-position counts added up (lists of different lengths: the missing ones count 0)."""
+    out: list[int] = []
+    for c in counts:
+        out += [0] * (len(c) - len(out))
+        for i, v in enumerate(c):
+            out[i] += v
+    return tuple(out)
 
 
 def pooled_speedup(pairs: Sequence[tuple[int, float]]) -> float:
@@ -272,6 +296,33 @@ class Advice:
     seconds: float = 0.0
     phase: str = ""                   # where it was when it ended
     out_of_time: bool = False         # the budget ended the run (not a stop)
+
+    def pair_calibration(self) -> tuple[str, Calibration] | None:
+        """(name, calibration) that break-even prices with: a draft model's pair calibration
+        where there is one (it timed a speculative round's own costs: core/measure/break_even.py),
+        else the target's."""
+        cals = sorted(self.calibrations.items(), key=lambda kv: not (kv[1].has_draft and not kv[1].head))
+        return cals[0] if cals else None
+
+    def draft_points(self) -> list[tuple[str, str, DraftPoint]]:
+        """(category, draft, point): each calibrated draft model in each category, placed at its
+        (α, f): its best fixed draft length without p_min (the break-even's round: n drafted
+        every round, each token accepted with α; a p_min stop drafts only the sure ones, which
+        would overstate α), α fitted to its rounds over the category's prompts, f its pair
+        calibration's; the speed-up measured (the median of its pairs) where it has an
+        interval, else predicted."""
+        points = []
+        for name, cal in self.calibrations.items():
+            if not cal.has_draft or cal.head:
+                continue
+            for cat in self.categories:
+                c = cat.policies(name).get("fixed n")
+                if c is None or not c.drafted_at:
+                    continue
+                m = next((m for m in cat.measured if m.candidate is c and m.interval()), None)
+                points.append((cat.category, name, DraftPoint(c.name, cal.f, c.alpha,
+                                                              m.interval()[0] if m else c.predicted)))
+        return points
 
 
 class Advisor:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shlex
 from dataclasses import asdict
 from pathlib import Path
 
 from specscope.core.engine.drafters import NGRAM_TYPES
 from specscope.core.measure.advise import Advice, CategoryAdvice, Measured
+from specscope.core.measure.advise_plots import Figure, break_even_lines, figures
+from specscope.core.measure.break_even import SPEEDUPS, SUMMARY_ALPHAS, curves, verdict
 
 TOOLS = ("llama-server", "llama-speculative-simple")
 NO_FLAGS = ("ngram-cache",)          # its parameters are files (lookup caches), not sizes
@@ -86,6 +89,7 @@ def summary_lines(a: Advice) -> list[str]:
              f"{', '.join(Path(d).name for d in a.settings.drafts) or 'none (n-gram types)'}; "
              f"{a.seconds:.0f} s; {_ending(a)}", ""]
     lines += table_lines(a) + [""]
+    lines += [*break_even_lines(a), ""] if a.calibrations else []
     for cat in a.categories:
         d = cat.decision()
         lines += [f"{cat.category}: {d.why}", "  " + llama_command(a, d.best)]
@@ -122,7 +126,63 @@ def to_dict(a: Advice) -> dict:
             "stopped": a.stopped, "out_of_time": a.out_of_time, "phase": a.phase, "cpus": os.cpu_count(),
             "calibrations": {k: {"t1_ms": v.t1 * 1e3, "f": v.f, "k_max": v.k_max,
                                  "under_load": v.under_load} for k, v in a.calibrations.items()},
-            "interval": INTERVAL_NOTE, "categories": cats}
+            "interval": INTERVAL_NOTE, "break_even": _break_even(a), "categories": cats}
+
+
+def _break_even(a: Advice) -> dict | None:
+    """The break-even curves at SUMMARY_ALPHAS and each draft's place (break_even_lines)."""
+    pair = a.pair_calibration()
+    if pair is None:
+        return None
+    name, cal = pair
+    return {"calibration": name,
+            "curves": {f"{s:g}": {f"{b.alpha:g}": b.f for b in line}
+                       for s, line in curves(cal, SPEEDUPS, SUMMARY_ALPHAS).items()},
+            "drafts": [{"category": cat, "draft": draft, "setting": p.name, "alpha": p.alpha, "f": p.f,
+                        "speedup": p.speedup, "verdict": verdict(cal, p)}
+                       for cat, draft, p in a.draft_points()]}
+
+
+Block = tuple     # ("h1" | "h2" | "p", text), ("table", rows), ("pre", lines), ("figure", Figure)
+
+
+def blocks(a: Advice) -> list[Block]:
+    """The report's content, for :func:`markdown` and :func:`html_report` alike."""
+    s, figs = a.settings, {f.name: f for f in figures(a)}
+    out: list[Block] = [
+        ("h1", "SpecScope advice"),
+        ("p", f"Target `{s.target.name}`, drafts: "
+              f"{', '.join(f'`{Path(d).name}`' for d in s.drafts) or 'none (n-gram types only)'}; "
+              f"{s.n_predict} tokens per run, budget {s.budget_s:.0f} s, took {a.seconds:.0f} s on "
+              f"{os.cpu_count()} CPUs; {_ending(a)}."),
+        ("table", [HEADER] + [category_row(c) for c in a.categories]), ("p", INTERVAL_NOTE + ".")]
+    out += [("figure", figs[name]) for name in ("speedups", "break-even") if name in figs]
+    if "break-even" not in figs:
+        out += [("p", line) for line in break_even_lines(a)]
+    for cat in a.categories:
+        out += _category_blocks(a, cat, figs.get(f"acceptance-{cat.category}"))
+    return out
+
+
+def _category_blocks(a: Advice, cat: CategoryAdvice, acceptance) -> list[Block]:
+    d = cat.decision()
+    verdict = "Speculate" if d.best else "Do not speculate" if d.judged else "No advice"
+    out: list[Block] = [("h2", cat.category), ("p", f"{verdict}: {d.why}."),
+                        ("pre", [llama_command(a, d.best, t) for t in TOOLS])]
+    if acceptance is not None:
+        out.append(("figure", acceptance))
+    if cat.measured:
+        out += [("p", "Measured:"), ("table", [("configuration", "predicted", "measured (95% interval)",
+                                                 "passes", "same tokens")] + [
+            (m.candidate.name, f"{m.candidate.predicted:.2f}x" if m.candidate.predicted else "-",
+             _iv(m), str(len(m.pass_speedups())), f"{m.identical}/{m.pairs}") for m in cat.measured])]
+    for draft, ceiling in cat.ceilings.items():
+        rows = [("draft length policy", "predicted", "share of the ceiling")]
+        rows += [(c.name, f"{c.predicted:.2f}x", f"{c.predicted / ceiling:.0%}")
+                 for c in cat.policies(draft).values() if c.predicted]
+        out += [("p", f"Draft length with `{draft}`: the hindsight ceiling (the best length of every "
+                      f"round, chosen knowing the text) predicts {ceiling:.2f}x."), ("table", rows)]
+    return out
 
 
 def _md_table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -130,41 +190,75 @@ def _md_table(rows: list[tuple[str, ...]]) -> list[str]:
     return out + ["| " + " | ".join(v.replace("|", "\\|") for v in r) + " |" for r in rows[1:]]
 
 
-def markdown(a: Advice) -> str:
-    s = a.settings
-    lines = ["# SpecScope advice", "",
-             f"Target `{s.target.name}`, drafts: "
-             f"{', '.join(f'`{Path(d).name}`' for d in s.drafts) or 'none (n-gram types only)'}; "
-             f"{s.n_predict} tokens per run, budget {s.budget_s:.0f} s, took {a.seconds:.0f} s on "
-             f"{os.cpu_count()} CPUs; {_ending(a)}.",
-             "", *_md_table([HEADER] + [category_row(c) for c in a.categories]), "", INTERVAL_NOTE + ".", ""]
-    for cat in a.categories:
-        lines += _category_md(a, cat)
-    return "\n".join(lines) + "\n"
+def figure_file(stem: str, fig: Figure) -> str:
+    """The SVG file a Markdown report links a figure to (beside the report)."""
+    return f"{stem}-{fig.name}.svg"
 
 
-def _category_md(a: Advice, cat: CategoryAdvice) -> list[str]:
-    d = cat.decision()
-    verdict = "Speculate" if d.best else "Do not speculate" if d.judged else "No advice"
-    lines = [f"## {cat.category}", "", f"{verdict}: {d.why}.", "",
-             "```", *(llama_command(a, d.best, t) for t in TOOLS), "```", ""]
-    if cat.measured:
-        lines += ["Measured:", "", *_md_table([("configuration", "predicted", "measured (95% interval)",
-                                                 "passes", "same tokens")] + [
-            (m.candidate.name, f"{m.candidate.predicted:.2f}x" if m.candidate.predicted else "-",
-             _iv(m), str(len(m.pass_speedups())), f"{m.identical}/{m.pairs}") for m in cat.measured]), ""]
-    for draft, ceiling in cat.ceilings.items():
-        rows = [("draft length policy", "predicted", "share of the ceiling")]
-        rows += [(c.name, f"{c.predicted:.2f}x", f"{c.predicted / ceiling:.0%}")
-                 for c in cat.policies(draft).values() if c.predicted]
-        lines += [f"Draft length with `{draft}`: the hindsight ceiling (the best length of every "
-                  f"round, chosen knowing the text) predicts {ceiling:.2f}x.", "", *_md_table(rows), ""]
-    return lines
+def markdown(a: Advice, figure_stem: str | None = None) -> str:
+    """The report in Markdown; with ``figure_stem`` its figures are linked as SVG files
+    (:func:`figure_file`, written beside it by :func:`write_report`), else left out (their
+    notes kept)."""
+    lines: list[str] = []
+    for kind, *body in blocks(a):
+        if kind in ("h1", "h2"):
+            lines += ["#" * int(kind[1]) + " " + body[0], ""]
+        elif kind == "p":
+            lines += [body[0], ""]
+        elif kind == "table":
+            lines += [*_md_table(body[0]), ""]
+        elif kind == "pre":
+            lines += ["```", *body[0], "```", ""]
+        else:
+            fig = body[0]
+            if figure_stem is not None:
+                lines += [f"![{fig.title}]({figure_file(figure_stem, fig)})", ""]
+            lines += [*(f"- {n}" for n in fig.notes), ""] if fig.notes else []
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write_report(a: Advice, path: Path) -> None:
-    text = markdown(a)
+def _inline(text: str) -> str:
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(text))
+
+
+def html_report(a: Advice) -> str:
+    """The report as one self-contained HTML page (well-formed XML: the plots are inline SVG)."""
+    body = []
+    for kind, *rest in blocks(a):
+        if kind in ("h1", "h2", "p"):
+            body.append(f"<{kind}>{_inline(rest[0])}</{kind}>")
+        elif kind == "table":
+            head, *rows = rest[0]
+            body.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+                        + "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>"
+                                  for r in rows) + "</table>")
+        elif kind == "pre":
+            body.append(f"<pre>{html.escape(chr(10).join(rest[0]))}</pre>")
+        else:
+            fig = rest[0]
+            notes = "".join(f"<li>{html.escape(n)}</li>" for n in fig.notes)
+            body.append(f"<figure>{fig.svg}<figcaption>{html.escape(fig.title)}"
+                        + (f"<ul>{notes}</ul>" if notes else "") + "</figcaption></figure>")
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'/><title>SpecScope advice</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+CSS = ("body{font:14px/1.45 Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+       "table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+       "text-align:left}th{background:#f2f2f2}pre{background:#f6f6f6;padding:8px;overflow-x:auto}"
+       "figure{margin:1em 0}figcaption{color:#555}svg{max-width:100%;height:auto}")
+
+
+def write_report(a: Advice, path: Path) -> list[Path]:
+    """Write the report (HTML for .html/.htm, else Markdown with its figures as SVG files beside
+    it); returns the files written."""
     if path.suffix.lower() in (".html", ".htm"):
-        text = ("<!doctype html><meta charset='utf-8'><title>SpecScope advice</title>"
-                f"<pre style='font: 14px monospace'>{html.escape(text)}</pre>\n")
-    path.write_text(text, encoding="utf-8")
+        path.write_text(html_report(a), encoding="utf-8")
+        return [path]
+    written = []
+    for fig in figures(a):
+        svg = path.with_name(figure_file(path.stem, fig))
+        svg.write_text(fig.svg + "\n", encoding="utf-8")
+        written.append(svg)
+    path.write_text(markdown(a, path.stem), encoding="utf-8")
+    return [path, *written]

@@ -105,3 +105,33 @@ def verdict(cal: Calibration, point: DraftPoint, *, n_max: int = N_MAX, sync: st
                 f"{point.alpha:.2f} (n = {line.n}): it can beat the target alone here")
     return (f"{point.name}: f {point.f:.2f} is above the break-even {line.f:.2f} at α "
             f"{point.alpha:.2f}: it must cost {line.f / point.f:.0%} of what it does to break even")
+
+
+def alpha_needed(cal: Calibration, f: float, speedup: float = 1.0, *, n_max: int = N_MAX,
+                 sync: str = "reuse") -> float | None:
+    """The least acceptance α at which a draft of cost ``f`` reaches ``speedup`` here (the
+    break-even cost grows with α: bisection), None when not even α = 0.999 does."""
+    def enough(alpha: float) -> bool:
+        line = break_even(cal, alpha, speedup, n_max=n_max, sync=sync)
+        return line.f is not None and line.f >= f
+    lo, hi = 0.0, 0.999
+    if not enough(hi):
+        return None
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
+
+
+SUMMARY_ALPHAS = (0.6, 0.7, 0.8, 0.9)
+
+
+def summary(cal: Calibration, alphas: Sequence[float] = SUMMARY_ALPHAS, *, n_max: int = N_MAX) -> str:
+    """"a draft must cost ≤ 0.08/0.14/… (1.0×) / ≤ -/0.02/… (1.5×) at α = 0.6/0.7/…" ("-": no
+    draft reaches it there, however cheap)."""
+    parts = []
+    for s, line in curves(cal, SPEEDUPS, alphas, n_max=n_max).items():
+        parts.append("≤ " + "/".join(f"{b.f:.2f}" if b.f is not None else "-" for b in line)
+                     + f" ({s:.1f}×)")
+    return ("a draft must cost " + " / ".join(parts) + " at α = "
+            + "/".join(f"{a:g}" for a in alphas) + " (target-token units per draft token)")

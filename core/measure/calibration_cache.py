@@ -34,6 +34,11 @@ def cache_dir() -> Path:
     return cache_root() / "calibration"
 
 
+def this_machine() -> dict:
+    """What a calibration's key says of the machine it was taken on."""
+    return {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()}
+
+
 def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PAST,
                     k_draft: int | None = None, mtp: bool = False) -> tuple[str, dict]:
     """(key, description) identifying a pair, its settings and this machine (``mtp``: the
@@ -46,7 +51,7 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
         "placement": getattr(engine, "placement", None),
         "sampler": sampler.describe() if sampler is not None else "greedy",
         "k_max": k_max, "n_past": n_past, "k_draft": k_draft,
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "system": platform.system()},
+        "machine": this_machine(),
         **({"mtp": True} if mtp else {}),
     }
     blob = json.dumps(desc, sort_keys=True, default=str).encode()
@@ -62,6 +67,14 @@ def load_cached(key: str, *, k_max: int | None = None) -> Calibration | None:
     if cal.version != CALIBRATION_VERSION or (k_max is not None and cal.k_max < k_max):
         return None          # an older format: measured again
     return cal
+
+
+def cached_here() -> list[Calibration]:
+    """Every cached calibration of the current version taken on this machine, newest first
+    (whatever its pair and settings: the doctor's calibrated estimate looks for its target's)."""
+    cals = (load_cached(path.stem) for path in cache_dir().glob("*.json"))
+    return sorted((c for c in cals if c is not None and c.describe.get("machine") == this_machine()),
+                  key=lambda c: -c.created)
 
 
 def save_cached(cal: Calibration) -> Path | None:

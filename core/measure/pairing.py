@@ -10,7 +10,9 @@ Everything here runs before any weights are loaded:
   the verdict is the one llama.cpp will enforce;
 - the cost estimate is the textbook model: ``f`` ≈ the ratio of the
   two files' sizes and speed-up ``(E+1)/(n·f+1)`` with
-  ``E = α + α² + … + αⁿ`` (:mod:`.cost_model`).
+  ``E = α + α² + … + αⁿ`` (:mod:`.cost_model`); beside it, when a calibration of the
+  target is cached on this machine, the calibrated estimate (:mod:`.calibrated_estimate`),
+  which then ranks the scan.
 
 The engine runs the gate (``vocab_gate.vocab_rules``) on its already-loaded models; the CLI
 (``specscope doctor``) and the GUI call :func:`check_pair` and :func:`scan`.
@@ -31,6 +33,8 @@ import llama_cpp.llama_cpp as ll
 
 from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, NOT_YET
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
+from specscope.core.measure.calibrated_estimate import (NO_CALIBRATION, RANK_ALPHA, CalibratedEstimate,
+                                                        MachineCosts, machine_costs)
 from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.measure.cross_vocab import CrossVocabReport, cross_vocab
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
@@ -213,11 +217,29 @@ class CostEstimate:
     speedups: dict[str, list[float]]  # str(α) -> speed-up at n = 1..n_max
     best: dict[str, dict[str, float]]  # str(α) -> {"n": best n, "speedup": ...}
     warning: str | None
+    calibrated: CalibratedEstimate | None = None  # this machine's figure (None: none cached)
+
+    def figures(self) -> str:
+        """"textbook speed-up 1.33x at α = 0.7 with n = 2; calibrated here 0.81x with n = 1"."""
+        a = str(RANK_ALPHA)
+        b, c = self.best[a], self.calibrated.best[a] if self.calibrated else None
+        return (f"textbook speed-up {b['speedup']:.2f}x at α = {a} with n = {b['n']}"
+                + (f"; calibrated on this machine {c['speedup']:.2f}x with n = {c['n']}" if c else ""))
+
+    @property
+    def rank_key(self) -> tuple[int, float]:
+        """What the scan ranks by: the calibrated speed-up at α = RANK_ALPHA where there is one
+        (higher first), else f (cheaper first: the textbook speed-up falls with f)."""
+        if self.calibrated:
+            return 0, -self.calibrated.best[str(RANK_ALPHA)]["speedup"]
+        return 1, self.f
 
 
-def _cost(target: ModelSummary, draft: ModelSummary, borrowed: int = 0) -> CostEstimate:
+def _cost(target: ModelSummary, draft: ModelSummary, borrowed: int = 0,
+          here: MachineCosts | None = None) -> CostEstimate:
     """``borrowed``: bytes of the target's weights the draft computes with (an EAGLE-3 head
-    without an output head of its own runs the target's)."""
+    without an output head of its own runs the target's); ``here``: the target's calibration on
+    this machine, for the calibrated estimate beside the textbook one."""
     f = (draft.file_size + borrowed) / target.file_size if target.file_size else float("inf")
     table = speedup_table(f)
     warning = None
@@ -242,6 +264,8 @@ def _cost(target: ModelSummary, draft: ModelSummary, borrowed: int = 0) -> CostE
         speedups={str(a): [round(x, 4) for x in v] for a, v in table.items()},
         best={str(a): {"n": n, "speedup": round(s, 4)} for a, (n, s) in ((a, best_n(a, f)) for a in ALPHAS)},
         warning=warning,
+        calibrated=here.estimate(draft.path, f, Path(draft.path).name)
+        if here is not None and f < float("inf") else None,
     )
 
 
@@ -360,11 +384,9 @@ def _verdict(compatible: bool, rules: list[Rule], t: ModelSummary, d: ModelSumma
         if cross.modes:
             return verdict + f". SpecScope can still draft with it: {cross.summary()}"
         return verdict + f". SpecScope cannot draft with it either: {cross.refusal}"
-    b = cost.best[str(0.7)]
     if cost.f >= 1.0:
         return "COMPATIBLE, but the draft is not smaller than the target, so it cannot speed it up"
-    return (f"COMPATIBLE: llama.cpp will accept this draft; f ≈ {cost.f:.3f}, textbook speed-up "
-            f"{b['speedup']:.2f}x at α = 0.7 with n = {b['n']}")
+    return f"COMPATIBLE: llama.cpp will accept this draft; f ≈ {cost.f:.3f}, {cost.figures()}"
 
 
 # ============================================================================ loading
@@ -492,18 +514,16 @@ def _nextn_notes(t: ModelSummary, d: ModelSummary) -> list[str]:
             for side, m in (("target", t), ("draft", d)) if m.nextn_layers]
 
 
-def _pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
+def _pair(t: _Loaded, d: _Loaded, t0: float, here: MachineCosts | None = None) -> PairReport:
     if d.summary.kind != EAGLE3:
-        return _model_pair(t, d, t0)
+        return _model_pair(t, d, t0, here)
     rules = _head_rules(t, d)
     out = t.info.tensors.get("output.weight") if "output.weight" not in d.info.tensors else None
-    cost = _cost(t.summary, d.summary, out.n_bytes if out is not None else 0)
+    cost = _cost(t.summary, d.summary, out.n_bytes if out is not None else 0, here)
     compatible = all(r.passed for r in rules)
     failed = next((r for r in rules if not r.passed), None)
-    best = cost.best["0.7"]
     verdict = (f"COMPATIBLE: an EAGLE-3 head for this target: run it with --spec-type {DRAFT_EAGLE3}; "
-               f"f ≈ {cost.f:.3f}, textbook speed-up {best['speedup']:.2f}x at α = 0.7 with "
-               f"n = {best['n']}" if compatible else
+               f"f ≈ {cost.f:.3f}, {cost.figures()}" if compatible else
                f"INCOMPATIBLE: llama.cpp's draft-eagle3 would refuse or abort on this head "
                f"({failed.name} rule failed)")
     return PairReport(target=t.summary, draft=d.summary, rules=tuple(rules), compatible=compatible,
@@ -512,7 +532,7 @@ def _pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
                       spec_type=DRAFT_EAGLE3 if compatible else "")
 
 
-def _model_pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
+def _model_pair(t: _Loaded, d: _Loaded, t0: float, here: MachineCosts | None) -> PairReport:
     n = min(t.facts.n_tokens, d.facts.n_tokens)
     if _texts_identical(t, d, n):
         mismatch = None
@@ -520,7 +540,7 @@ def _model_pair(t: _Loaded, d: _Loaded, t0: float) -> PairReport:
         mismatch = first_text_mismatch(t.model.vocab, d.model.vocab, n)
     rules = rules_from_facts(t.facts, d.facts, mismatch)
     compatible = all(r.passed for r in rules)
-    cost = _cost(t.summary, d.summary)
+    cost = _cost(t.summary, d.summary, here=here)
     cross = None if compatible else cross_vocab(t.model, d.model, d.summary.can_remove_partial,
                                                 lambda: (t.keys, d.keys))
     return PairReport(
@@ -575,7 +595,7 @@ def check_pair(target_path: str | os.PathLike, draft_path: str | os.PathLike) ->
     t0 = time.perf_counter()
     t, d = _load_both(target_path, draft_path)
     try:
-        report = _pair(t, d, t0)
+        report = _pair(t, d, t0, machine_costs(target_path))
     finally:
         # freeing a 150k-token vocabulary takes ~70 ms of native time: free both at once
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="specscope-doctor") as pool:
@@ -604,6 +624,8 @@ class ScanReport:
     skipped: tuple[str, ...]  # the target itself, if it lies in the folder
     elapsed_s: float
     cross: tuple[ScanEntry, ...] = ()  # refused by llama.cpp, drafted across vocabularies: ranked by f
+    ranking: str = ""                  # which figure ranks the compatible drafts, and why
+    calibration: tuple[str, ...] = ()  # where the calibrated figures come from (MachineCosts.lines)
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -630,6 +652,7 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
     cross: list[ScanEntry] = []
     bad: list[ScanEntry] = []
     skipped: list[str] = []
+    here = machine_costs(target_path)
     with _Loaded(target_path) as t:
         for p in files:
             try:
@@ -644,7 +667,7 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
                 continue
             try:
                 with _Loaded(p) as d:
-                    r = _pair(t, d, time.perf_counter())
+                    r = _pair(t, d, time.perf_counter(), here)
             except SpecScopeError as e:
                 problem = getattr(e, "problem", str(e))
                 bad.append(ScanEntry(str(p), False, None, problem, None))
@@ -656,8 +679,8 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
                                        f"draft with it: {r.cross.summary()}", r))
             else:
                 bad.append(ScanEntry(str(p), False, r.cost.f, r.reason, r))
-        for entries in (good, cross):
-            entries.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
+        good.sort(key=lambda e: (e.report.cost.rank_key, e.path))
+        cross.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
         return ScanReport(
             target=t.summary,
             folder=str(folder),
@@ -666,4 +689,8 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
             skipped=tuple(skipped),
             elapsed_s=time.perf_counter() - t0,
             cross=tuple(cross),
+            ranking=(f"ranked by the calibrated estimate on this machine, best speed-up at α = "
+                     f"{RANK_ALPHA} first (the textbook figure beside it)" if here else
+                     f"ranked by the textbook estimate, cheapest f first; {NO_CALIBRATION}"),
+            calibration=tuple(here.lines()) if here else (),
         )
