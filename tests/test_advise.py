@@ -4,6 +4,7 @@ with every requested category, a stop that keeps what was measured, one-line err
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,8 +17,9 @@ from specscope.core.measure.advise import (MIN_PASSES, AdviseSettings, Advisor, 
                                            CategoryAdvice, Measured, Pair, Prompt, advise, decide,
                                            order_interval, schedule)
 from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
-                                                  to_dict)
-from specscope.core.measure.cost_model import Calibration, extended
+                                                  to_dict, write_report)
+from specscope.core.measure.break_even import summary as break_even_summary, verdict
+from specscope.core.measure.cost_model import Calibration, extended, fit_alpha
 from specscope.core.measure.whatif import configurations
 from specscope.core.measure.workloads import load_workloads
 from specscope.core.models.chat import render_chat, render_messages
@@ -147,6 +149,76 @@ def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path
     assert "hindsight ceiling" in md
     summary = "\n".join(summary_lines(a))
     assert all(c in summary for c in CATS) and "hindsight ceiling" in summary
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _ticks(svg, axis: str) -> tuple[float, float]:
+    """(slope, offset) mapping data to pixels on ``axis``, read off the drawn tick labels."""
+    ticks = [(float(t.text.rstrip("×%")), float(t.get(axis))) for t in svg.iter(SVG + "text")
+             if t.get("class") == f"{axis}tick"]
+    (v0, p0), (v1, p1) = ticks[0], ticks[-1]
+    slope = (p1 - p0) / (v1 - v0)
+    return slope, p0 - slope * v0
+
+
+def test_the_html_report_has_the_table_and_one_svg_per_plot(advice, tmp_path):
+    a, _ = advice
+    path = tmp_path / "advice.html"
+    write_report(a, path)
+    root = ET.fromstring(path.read_text(encoding="utf-8"))          # well-formed: parses as XML
+    svgs = list(root.iter(SVG + "svg"))
+    drafted = [c.category for c in a.categories if any(m.candidate.drafted_at for m in c.measured)]
+    assert sorted(s.get("class") for s in svgs) == sorted(
+        ["speedups", "break-even"] + [f"acceptance-{c}" for c in drafted])
+    doc = to_dict(a)
+    rows = [[td.text for td in tr] for tr in root.find(".//table").findall("tr")[1:]]
+    for row, cat in zip(rows, doc["categories"], strict=True):
+        best, runner = cat["best"], cat["runner_up"]
+        iv = lambda m: (f"{m['measured_speedup']:.2f}x ({m['interval'][0]:.2f}-{m['interval'][1]:.2f})"
+                        if m and m["interval"] else "-")
+        assert row == [cat["category"], best["name"] if best else "don't speculate", iv(best),
+                       f"{best['predicted_speedup']:.2f}x" if best else "-",
+                       runner["name"] if runner else "-", iv(runner)]
+    plot = next(s for s in svgs if s.get("class") == "break-even")
+    (sx, ox), (sy, oy) = _ticks(plot, "x"), _ticks(plot, "y")
+    dots = {c.find(SVG + "title").text: c for c in plot.iter(SVG + "circle") if c.get("class") == "point"}
+    points = a.draft_points()
+    assert len(dots) == len(points) == len(CATS)
+    for category, draft, p in points:
+        dot = next(d for title, d in dots.items() if title.startswith(f"{category}: {p.name} (α"))
+        assert float(dot.get("cx")) == pytest.approx(sx * p.alpha + ox, abs=0.1)
+        assert float(dot.get("cy")) == pytest.approx(sy * p.f + oy, abs=0.1)
+        assert p.f == a.calibrations[draft].f and draft == Path(demo_pair()[1]).name
+    figure = next(f for f in root.iter("figure") if f.find(SVG + "svg") is plot)
+    notes = [li.text for li in figure.iter("li")]
+    assert all(f"{category}: {verdict(a.calibrations[draft], p)}" in notes for category, draft, p in points)
+
+
+def test_the_markdown_report_links_its_plots_as_svg_files_beside_it(advice, tmp_path):
+    a, _ = advice
+    path = tmp_path / "advice.md"
+    written = write_report(a, path)
+    md = path.read_text(encoding="utf-8")
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", md)
+    assert sorted(links) == sorted(p.name for p in written[1:]) and len(links) >= 3
+    for p in written[1:]:
+        assert ET.parse(p).getroot().tag == SVG + "svg"
+    assert "a draft must cost ≤ " in md
+
+
+def test_the_summary_says_what_a_draft_must_cost_and_where_the_draft_sits(advice):
+    a, _ = advice
+    name, cal = a.pair_calibration()
+    assert cal.has_draft and name == Path(demo_pair()[1]).name
+    summary = summary_lines(a)
+    assert f"break-even on this machine, priced with {name}'s pair calibration: " \
+           f"{break_even_summary(cal)}" in summary
+    for category, _, p in a.draft_points():
+        assert f"{category}: {verdict(cal, p)}" in summary
+        fixed = next(c for c in a.categories if c.category == category).policies(name)["fixed n"]
+        assert p.alpha == fit_alpha(fixed.drafted_at, sum(fixed.accepted_at)) and 0 < p.alpha < 1
 
 
 def test_a_stop_midway_keeps_what_was_measured():

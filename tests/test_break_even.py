@@ -1,9 +1,11 @@
 """Break-even draft costs from a target's calibration (core/measure/break_even.py)."""
 
+import re
+
 import pytest
 
-from specscope.core.measure.break_even import (DraftPoint, break_even, curves, draft_point,
-                                               required_f, verdict, with_draft)
+from specscope.core.measure.break_even import (DraftPoint, alpha_needed, break_even, curves,
+                                               draft_point, required_f, summary, verdict, with_draft)
 from specscope.core.measure.cost_model import Calibration, calibrated_speedup
 
 
@@ -49,3 +51,23 @@ def test_a_draft_is_placed_by_its_cost_and_fitted_acceptance():
     assert "under the break-even" in verdict(cal, point)
     dear = DraftPoint("dear.gguf", 0.9, point.alpha)
     assert "above the break-even" in verdict(cal, dear)
+
+
+def test_alpha_needed_is_where_the_break_even_reaches_the_drafts_cost():
+    cal = target(s=0.02, r=0.01, o0=0.05, o1=0.01)
+    alpha = alpha_needed(cal, 0.1)
+    assert break_even(cal, alpha, 1.0).f == pytest.approx(0.1, rel=1e-4)
+    assert break_even(cal, alpha - 0.01, 1.0).f < 0.1
+    assert alpha_needed(cal, 0.1, 1.5) > alpha
+    assert alpha_needed(cal, 100.0) is None                 # dearer than any acceptance pays for
+
+
+def test_the_summary_gives_both_curves_at_four_acceptances():
+    flat = target(c=(1.0, 2.0, 3.0, 4.0, 5.0))
+    text = summary(target())
+    assert text.startswith("a draft must cost ≤ ") and " at α = 0.6/0.7/0.8/0.9" in text
+    one, half = re.findall(r"≤ ([-\d./]+) \((1\.0|1\.5)×\)", text)
+    for values, s in (one, half):
+        fs = [break_even(target(), a, float(s)).f for a in (0.6, 0.7, 0.8, 0.9)]
+        assert values.split("/") == [f"{f:.2f}" if f is not None else "-" for f in fs]
+    assert "≤ -/-/-/- (1.0×)" in summary(flat, (0.3, 0.35, 0.4, 0.45))

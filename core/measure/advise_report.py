@@ -169,8 +169,8 @@ def _category_blocks(a: Advice, cat: CategoryAdvice, acceptance) -> list[Block]:
     verdict = "Speculate" if d.best else "Do not speculate" if d.judged else "No advice"
     out: list[Block] = [("h2", cat.category), ("p", f"{verdict}: {d.why}."),
                         ("pre", [llama_command(a, d.best, t) for t in TOOLS])]
-    if acceptance is not None:
-        out.append(("figure", acceptance))
+    out.append(("figure", acceptance) if acceptance is not None else
+               ("p", "No candidate shown here drafted a token on these prompts: no acceptance to plot."))
     if cat.measured:
         out += [("p", "Measured:"), ("table", [("configuration", "predicted", "measured (95% interval)",
                                                  "passes", "same tokens")] + [

@@ -72,7 +72,7 @@ class Chart:
             if y_grid:
                 self._add("line", x1=self.left, x2=self.right, y1=_n(self.py(v)), y2=_n(self.py(v)),
                           stroke=GRID)
-            self._add("text", label, x=self.left - 6, y=_n(self.py(v) + 4), text_anchor="end",
+            self._add("text", label, x=self.left - 6, y=_n(self.py(v)), dy="0.35em", text_anchor="end",
                       font_size=11, fill=MUTED, class_="ytick")
         self._add("rect", x=self.left, y=self.top, width=self.right - self.left,
                   height=self.bottom - self.top, fill="none", stroke=MUTED)
