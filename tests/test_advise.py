@@ -163,8 +163,17 @@ def _ticks(svg, axis: str) -> tuple[float, float]:
     return slope, p0 - slope * v0
 
 
-def test_the_html_report_has_the_table_and_one_svg_per_plot(advice, tmp_path):
-    a, _ = advice
+@pytest.fixture(scope="module")
+def judged():
+    """An advice whose candidates have intervals (MIN_PASSES passes over one category)."""
+    target, draft = demo_pair()
+    return advise(AdviseSettings(target, (draft,), ("translation",), budget_s=900, n_predict=24,
+                                 top=2, passes=MIN_PASSES))
+
+
+def test_the_html_report_has_the_table_and_one_svg_per_plot(judged, tmp_path):
+    a = judged
+    assert all(m.interval() for c in a.categories for m in c.measured)
     path = tmp_path / "advice.html"
     write_report(a, path)
     root = ET.fromstring(path.read_text(encoding="utf-8"))          # well-formed: parses as XML
@@ -185,7 +194,7 @@ def test_the_html_report_has_the_table_and_one_svg_per_plot(advice, tmp_path):
     (sx, ox), (sy, oy) = _ticks(plot, "x"), _ticks(plot, "y")
     dots = {c.find(SVG + "title").text: c for c in plot.iter(SVG + "circle") if c.get("class") == "point"}
     points = a.draft_points()
-    assert len(dots) == len(points) == len(CATS)
+    assert len(dots) == len(points) == len(a.categories)
     for category, draft, p in points:
         dot = next(d for title, d in dots.items() if title.startswith(f"{category}: {p.name} (α"))
         assert float(dot.get("cx")) == pytest.approx(sx * p.alpha + ox, abs=0.1)

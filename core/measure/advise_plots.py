@@ -30,19 +30,20 @@ def figures(a: Advice) -> list[Figure]:
 
 
 def speedup_figure(a: Advice) -> Figure | None:
-    """One row per measured candidate: the median of its pairs' speed-ups (a bar from 1.0×) and
-    its 95 % interval; the recommended one green, one without an interval (under six pairs) pale."""
-    rows = [(cat, m) for cat in a.categories for m in cat.measured if m.ratios]
+    """One row per measured candidate: the median of its passes' speed-ups (a bar from 1.0×) and
+    its 95 % interval; the recommended one green, one without an interval (under MIN_PASSES
+    passes: the median of what it has, its pairs' before a whole pass) pale."""
+    rows = [(cat, m) for cat in a.categories for m in cat.measured if m.runs]
     if not rows:
         return None
     labels = [f"{cat.category}: {m.candidate.name}" for cat, m in rows]
-    values = [(m.interval() or (statistics.median(m.ratios),) * 3) for _, m in rows]
+    values = [(m.interval() or (statistics.median(m.pass_speedups() or m.ratios),) * 3) for _, m in rows]
     lo = min(0.5, min(v[1] for v in values) * 0.9)
     hi = max(1.5, max(v[2] for v in values) * 1.05)
     left = int(CHAR_W * max(map(len, labels))) + 16
     ch = Chart((lo, hi), (0.4, len(rows) + 0.6), width=left + 560, height=80 + 26 * len(rows),
                left=left, right=160, top=44, name="speedups", x_label="speed-up over the "
-               "target alone (median of pairs, 95 % interval)", title="Measured speed-ups")
+               "target alone (median of passes, 95 % interval)", title="Measured speed-ups")
     ticks = [(len(rows) - i, label) for i, label in enumerate(labels)]
     ch.axes(nice_ticks(lo, hi, 7), ticks, x_fmt="{:g}×", y_grid=False)
     for i, ((cat, m), (est, low, high)) in enumerate(zip(rows, values)):
@@ -52,8 +53,8 @@ def speedup_figure(a: Advice) -> Figure | None:
             ch.error_bars([(y, low, high)])
             ch.text(max(high, 1.0), y, f"{est:.2f}× ({low:.2f}–{high:.2f})", dx=6, dy=4, size=11)
         else:
-            ch.text(max(est, 1.0), y, f"{est:.2f}× ({m.pairs} pairs: no interval)", dx=6, dy=4,
-                    size=11, color=MUTED)
+            ch.text(max(est, 1.0), y, f"{est:.2f}× ({len(m.pass_speedups())} passes: no interval)",
+                    dx=6, dy=4, size=11, color=MUTED)
     ch.vline(1.0, label="1.0×: the target alone")
     return Figure("speedups", "Measured speed-ups, 95 % intervals", ch.svg())
 
