@@ -51,7 +51,7 @@ def speedup_figure(a: Advice) -> Figure | None:
         ch.bars([(y, est)], WIN if d.best is m else OTHER if m.interval() else THIN, base=1.0)
         if m.interval():
             ch.error_bars([(y, low, high)])
-            ch.text(max(high, 1.0), y, f"{est:.2f}× ({low:.2f}–{high:.2f})", dx=6, dy=4, size=11)
+            ch.text(max(high, 1.0), y, f"{est:.2f}× ({low:.2f}–{high:.2f})", dx=8, dy=4, size=11)
         else:
             ch.text(max(est, 1.0), y, f"{est:.2f}× ({len(m.pass_speedups())} passes: no interval)",
                     dx=6, dy=4, size=11, color=MUTED)

@@ -64,10 +64,12 @@ def _model_pair(cal: Calibration) -> bool:
 
 
 def describe(cal: Calibration) -> str:
-    """"the calibration of target.gguf with draft.gguf (cached 12 min ago)"."""
-    desc = cal.describe
+    """"the calibration of target.gguf with draft.gguf (-t 1 -td 1, cached 12 min ago)"."""
+    desc, engine = cal.describe, cal.describe.get("engine") or {}
     what = _name(desc.get("target")) + (f" with {_name(desc.get('draft'))}" if desc.get("draft") else " alone")
-    return f"the calibration of {what} (cached {cal.cached_age_s / 60:.0f} min ago)"
+    threads = "".join(f"{flag} {engine[key]}, " for flag, key in (("-t", "target_threads"), ("-td", "draft_threads"))
+                      if engine.get(key))
+    return f"the calibration of {what} ({threads}cached {cal.cached_age_s / 60:.0f} min ago)"
 
 
 @dataclass(frozen=True)
