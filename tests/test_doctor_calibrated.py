@@ -77,7 +77,8 @@ def test_the_pairs_own_calibration_prices_the_doctor(pair_cache, cache, capsys):
     assert main(["doctor", str(target), str(draft)]) == 0
     out = capsys.readouterr().out
     best = _best(cal)
-    assert f"Cost estimate (calibrated on this machine): f ≈ {cal.f:.4f}  (measured: this pair's calibration)" in out
+    assert (f"Cost estimate (calibrated on this machine): f ≈ {cal.f:.4f}  (measured: this pair's "
+            "calibration)") in out
     assert f"textbook speed-up 1.75x at α = 0.7 with n = 3; calibrated on this machine {best:.2f}x" in out
     assert f"break-even here: {summary(cal)}" in out
     needed = alpha_needed(cal, cal.f)

@@ -79,12 +79,12 @@ def run(args) -> int:
         guard(s.engine, s.target, draft)
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     result = advise(s, say)
-    if args.report is not None:
-        write_report(result, args.report)
+    written = write_report(result, args.report) if args.report is not None else []
     if args.json:
         print(json.dumps(to_dict(result), indent=1))
     else:
         print("\n".join(summary_lines(result)))
-        if args.report is not None:
-            print(f"report: {args.report}")
+        if written:
+            plots = f" (its {len(written) - 1} plots as SVG files beside it)" if len(written) > 1 else ""
+            print(f"report: {args.report}{plots}")
     return 130 if result.stopped else 0

@@ -136,7 +136,7 @@ def _break_even(a: Advice) -> dict | None:
         return None
     name, cal = pair
     return {"calibration": name,
-            "curves": {f"{s:g}": {f"{b.alpha:g}": b.f for b in line}
+            "curves": {f"{s:.1f}": {f"{b.alpha:g}": b.f for b in line}
                        for s, line in curves(cal, SPEEDUPS, SUMMARY_ALPHAS).items()},
             "drafts": [{"category": cat, "draft": draft, "setting": p.name, "alpha": p.alpha, "f": p.f,
                         "speedup": p.speedup, "verdict": verdict(cal, p)}

@@ -32,6 +32,7 @@ NO_CALIBRATION = ("no calibration of this target is cached on this machine, so t
                   "for a calibrated estimate run `specscope bench -m TARGET -md DRAFT` (or "
                   "calibrate the pair in the window) and ask the doctor again")
 RANK_ALPHA = 0.7        # the acceptance the scan ranks at (the textbook line's too)
+THREAD_FLAGS = (("-t", "target_threads"), ("-td", "draft_threads"))
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,9 @@ def _model_pair(cal: Calibration) -> bool:
 def describe(cal: Calibration) -> str:
     """"the calibration of target.gguf with draft.gguf (-t 1 -td 1, cached 12 min ago)"."""
     desc, engine = cal.describe, cal.describe.get("engine") or {}
-    what = _name(desc.get("target")) + (f" with {_name(desc.get('draft'))}" if desc.get("draft") else " alone")
-    threads = "".join(f"{flag} {engine[key]}, " for flag, key in (("-t", "target_threads"), ("-td", "draft_threads"))
-                      if engine.get(key))
+    draft = desc.get("draft")
+    what = _name(desc.get("target")) + (f" with {_name(draft)}" if draft else " alone")
+    threads = "".join(f"{flag} {engine[key]}, " for flag, key in THREAD_FLAGS if engine.get(key))
     return f"the calibration of {what} ({threads}cached {cal.cached_age_s / 60:.0f} min ago)"
 
 
@@ -88,6 +89,7 @@ class MachineCosts:
 
     def estimate(self, draft_path: str, size_ratio: float, name: str = "this draft") -> CalibratedEstimate:
         own = next((c for c in self.pairs if c.describe["draft"] == file_id(draft_path)), None)
+        base = own or self.cal                  # what the curves and the source line come from
         if own is not None:
             cal, f, basis = own, own.f, "measured: this pair's calibration"
         else:
@@ -98,13 +100,11 @@ class MachineCosts:
         ns = range(1, min(N_MAX, cal.k_max - 1) + 1)
         table = {str(a): [round(calibrated_speedup(cal, n, alpha=a), 4) for n in ns] for a in ALPHAS}
         best = {a: max(range(len(row)), key=lambda i: (row[i], -i)) for a, row in table.items()}
-        curves_of = own or self.cal
         return CalibratedEstimate(
-            f=f, f_basis=basis, source=describe(own or self.cal), n_max=len(ns), speedups=table,
+            f=f, f_basis=basis, source=describe(base), n_max=len(ns), speedups=table,
             best={a: {"n": i + 1, "speedup": table[a][i]} for a, i in best.items()},
-            alpha_needed={f"{s:.1f}": alpha_needed(curves_of, f, s) for s in SPEEDUPS},
-            break_even=summary(curves_of),
-            verdict=verdict(curves_of, DraftPoint(name, f, RANK_ALPHA)))
+            alpha_needed={f"{s:.1f}": alpha_needed(base, f, s) for s in SPEEDUPS},
+            break_even=summary(base), verdict=verdict(base, DraftPoint(name, f, RANK_ALPHA)))
 
 
 def machine_costs(target_path) -> MachineCosts | None:

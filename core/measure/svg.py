@@ -151,8 +151,9 @@ class Chart:
                       font_size=11, fill=color)
 
     def legend(self, items: Sequence[tuple[str, str, str | None]], *, corner: str = "top-left") -> None:
-        """(label, colour, dash) per item (dash "dot": a dot, not a line), in a box in a corner of the plot area ("top-left",
-        "bottom-right", ...) or right of it ("outside": leave a wide enough right margin)."""
+        """(label, colour, dash) per item (dash "dot": a dot, not a line), in a box in a corner
+        of the plot area ("top-left", "bottom-right", ...) or right of it ("outside": leave a
+        wide enough right margin)."""
         if not items:
             return
         w = 34 + CHAR_W * max(len(label) for label, _, _ in items)
