@@ -30,7 +30,8 @@ from specscope.core.measure.cost_model import ALPHAS, N_MAX, Calibration, calibr
 NO_CALIBRATION = ("no calibration of this target is cached on this machine, so the figures are "
                   "textbook (a verification batch costing one target token, f from file sizes); "
                   "for a calibrated estimate run `specscope bench -m TARGET -md DRAFT` (or "
-                  "calibrate the pair in the window) and ask the doctor again")
+                  "calibrate the pair in the window) on a quiet machine (a calibration taken "
+                  "under load is not cached) and ask the doctor again")
 RANK_ALPHA = 0.7        # the acceptance the scan ranks at (the textbook line's too)
 THREAD_FLAGS = (("-t", "target_threads"), ("-td", "draft_threads"))
 
