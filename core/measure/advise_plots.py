@@ -95,7 +95,9 @@ def break_even_lines(a: Advice) -> list[str]:
     source = (f"{name}'s pair calibration" if cal.has_draft else
               f"the calibration of {name} alone (no draft model: optimistic, it leaves out a "
               "speculative round's own Python and rollback)")
-    return ([f"break-even on this machine, priced with {source}: {summary(cal)}"]
+    load = (" (taken under load, not cached: a loaded machine over-prices a round's own costs, "
+            "so these curves sit lower than a quiet machine's)" if cal.under_load else "")
+    return ([f"break-even on this machine, priced with {source}{load}: {summary(cal)}"]
             + [f"{category}: {verdict(cal, p)}" for category, _, p in a.draft_points()])
 
 
