@@ -78,3 +78,24 @@ def test_the_ceiling_bounds_every_policy_and_pricing_follows_the_rounds(pair):
         assert sum(1 for n in ceiling.lengths) <= len(trace.cont)
         one = replay_draft(trace, replace(BASE, n_max=1), n_ctx=N_CTX, n_predict=N)
         assert price(CAL, one) == pytest.approx(next(w.predicted for w in ws if w.name == "draft-simple n=1"))
+
+
+def test_the_pass_reports_its_progress_records_its_reach_and_stops_when_asked(pair):
+    import threading
+    from specscope.core.measure.calibrate import CalibrationStopped
+    engine, traces = pair
+    trace = traces[0]
+    assert (trace.depth, trace.p_floor) == (7, 0.3)
+    heard = []
+    again = trace_draft(engine, trace.prompt, trace.cont, depth=7, p_floor=0.3,
+                        progress=lambda done, total, what: heard.append((done, total, what)))
+    assert again.top == trace.top and again.tails == trace.tails
+    assert heard and all(0 <= done < total for done, total, _ in heard)
+    assert {what for *_, what in heard} == {"the continuation on the draft",
+                                            "the draft after its rejected tokens"}
+    untailed = trace_draft(engine, trace.prompt, trace.cont, depth=7)     # no p_floor: no tails
+    assert (untailed.depth, untailed.p_floor, untailed.tails) == (0, 0.0, {})
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(CalibrationStopped):
+        trace_draft(engine, trace.prompt, trace.cont, depth=7, p_floor=0.3, stop=stop)

@@ -16,7 +16,7 @@ Exact for greedy runs only: at temperature the continuation depends on the draft
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -133,12 +133,13 @@ def configurations() -> list[SpecSettings]:
 
 @dataclass(frozen=True)
 class WhatIf:
-    """One configuration replayed over a run's continuation."""
+    """One configuration replayed over a run's continuation (``rounds``: its replayed rounds)."""
     name: str
     spec: SpecSettings
     stats: Stats
     lookup_s: float             # the drafters' Python time per round
     predicted: float | None     # the calibrated speed-up over the target alone (None: no calibration)
+    rounds: tuple[Replayed, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def tokens_per_round(self) -> float:
@@ -158,7 +159,7 @@ def whatif(spec: SpecSettings, prompt: Sequence[int], cont: Sequence[int], *, n_
     rounds = replay(make_chain(spec), prompt, cont, n_ctx=n_ctx, n_predict=n_predict)
     stats = fold(events_of(rounds, len(prompt) - 1))
     lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
-    return priced(WhatIf(config_label(spec), spec, stats, lookup, None), cal)
+    return priced(WhatIf(config_label(spec), spec, stats, lookup, None, tuple(rounds)), cal)
 
 
 def priced(w: WhatIf, cal: Calibration | None) -> WhatIf:

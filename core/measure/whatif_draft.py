@@ -14,6 +14,9 @@ p_min above 0 that length depends on the draft's shares there, so the trace also
 on from each rejected token (``tails``, a few single decodes each, only as far as the smallest
 p_min could let it draft). With p_min 0 the length is the cap and no tail is decoded.
 
+``progress`` hears the decodes done of those to do, ``stop`` ends the pass (CalibrationStopped, as
+the window's other measurements in its engine).
+
 A teacher-forced row comes from a batched decode, the real run's from single ones: where the
 draft's two best tokens are almost tied (``near_ties``) the two can pick different tokens.
 
@@ -25,6 +28,7 @@ round's own draft length and accepted count; :func:`price`).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -35,7 +39,9 @@ from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
+from specscope.core.measure.calibrate import CalibrationStopped
 from specscope.core.measure.cost_model import Calibration, round_cost
+from specscope.core.measure.progress import Progress, quiet
 from specscope.core.measure.stats import fold
 from specscope.core.measure.whatif import Replayed, WhatIf, events_of
 
@@ -54,13 +60,17 @@ class DraftTrace:
     """The draft model's greedy view of one continuation. Row j (0 ≤ j ≤ len(cont)) is what it
     predicts for ``cont[j]`` from ``prompt + cont[:j]``: ``top[j]``, its share ``p[j]`` of the
     top-10 mass and the gap ``margin[j]`` to the runner-up's logit. ``tails[q]``: after drafting
-    ``top[q]`` ≠ ``cont[q]``, the draft's next (token, share) pairs, as far as decoded."""
+    ``top[q]`` ≠ ``cont[q]``, the draft's next (token, share) pairs, as far as decoded: ``depth``
+    tokens at most, each tail ending at the first share below ``p_floor`` (0: no tails, so p_min
+    what-ifs need none, only p_min 0 replays)."""
     prompt: tuple[int, ...]
     cont: tuple[int, ...]
     top: tuple[int, ...]
     p: tuple[float, ...]
     margin: tuple[float, ...]
     tails: dict[int, tuple[tuple[int, float], ...]]
+    depth: int = 0
+    p_floor: float = 0.0
 
     def near_ties(self) -> list[int]:
         """Positions whose best two draft tokens are within NEAR_TIE_LOGIT."""
@@ -74,18 +84,29 @@ def _row(logits: np.ndarray) -> tuple[int, float, float]:
 
 
 def trace_draft(engine, prompt: Sequence[int], cont: Sequence[int], *, depth: int = 0,
-                p_floor: float = 0.0) -> DraftTrace:
+                p_floor: float = 0.0, progress: Progress = quiet,
+                stop: threading.Event | None = None) -> DraftTrace:
     """The teacher-forced pass of ``engine``'s draft model (module docs); with ``depth`` > 0 and
     ``p_floor`` > 0 the tails after each rejected token, up to ``depth`` tokens, each ending at
     the first share below ``p_floor`` (a draft with p_min ≥ p_floor stops there)."""
     ctx, batch = engine.dft, engine.dbatch
     if ctx is None or batch is None:
         raise ConfigError("a draft-simple what-if needs a draft model (-md), not an EAGLE-3 head")
+    if depth > 0 and p_floor > 0 and not engine.dft_removable:
+        raise ConfigError("a draft whose memory cannot drop part of a sequence cannot roll "
+                          "its draft on for the p_min what-ifs")
     prompt, cont = tuple(int(t) for t in prompt), tuple(int(t) for t in cont)
     n0 = len(prompt) - 1
+
+    def step(done: int, total: int, what: str) -> None:
+        if stop is not None and stop.is_set():
+            raise CalibrationStopped()
+        progress(done, total, what)
+
     ctx.prefill(list(prompt[:-1]), batch, "the prompt on the draft")
     seq, rows = [prompt[-1], *cont], []
     for start in range(0, len(seq), batch.capacity):
+        step(start, len(seq), "the continuation on the draft")
         chunk = seq[start:start + batch.capacity]
         batch.fill(chunk, n0 + start, logits="all")
         ctx.decode(batch, "the continuation on the draft")
@@ -93,14 +114,14 @@ def trace_draft(engine, prompt: Sequence[int], cont: Sequence[int], *, depth: in
     top, p, margin = (tuple(x) for x in zip(*rows))
     tails = {}
     if depth > 0 and p_floor > 0:
-        if not engine.dft_removable:
-            raise ConfigError("a draft whose memory cannot drop part of a sequence cannot roll "
-                              "its draft on for the p_min what-ifs")
         missed = [q for q in range(len(cont) + 1)
                   if (q == len(cont) or top[q] != cont[q]) and p[q] >= p_floor]
-        for q in reversed(missed):      # each tail needs [0, n0 + 1 + q) intact: the last first
+        for i, q in enumerate(reversed(missed)):   # each tail needs [0, n0 + 1 + q) intact: the last first
+            step(i, len(missed), "the draft after its rejected tokens")
             tails[q] = _tail(ctx, batch, n0 + 1 + q, top[q], depth, p_floor)
-    return DraftTrace(prompt, cont, top, p, margin, tails)
+    else:
+        depth, p_floor = 0, 0.0
+    return DraftTrace(prompt, cont, top, p, margin, tails, depth, p_floor)
 
 
 def _tail(ctx, batch, pos: int, token: int, depth: int, p_floor: float) -> tuple:
@@ -219,7 +240,7 @@ def draft_whatif(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
     rounds = replay_draft(trace, spec, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
     stats = fold(events_of(rounds, len(trace.prompt) - 1))
     return WhatIf(draft_label(spec), spec, stats, 0.0,
-                  price(cal, rounds, spec.sync) if cal is not None else None)
+                  price(cal, rounds, spec.sync) if cal is not None else None, tuple(rounds))
 
 
 def draft_whatifs(trace: DraftTrace, *, n_ctx: int, n_predict: int | None = None,
