@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 from .cost_panel import N_PLOT_MAX, CostPanel
 from .distance_view import DistanceRequest, DistanceView, RoundShape
 from .synth_view import SynthCurveView, sweep
-from .task import EngineTask
+from .task import EngineTask, engine_task
 from .worker import MeasureRequest
 
 
@@ -69,12 +69,8 @@ class CostTab(QScrollArea):
     def _engine_task(self, task) -> EngineTask:
         """An EngineTask: ``task(request, engine, progress, stop)`` in the window's engine, on the
         engine's thread (app/task.py)."""
-        et = EngineTask(task, self._submit, self)
+        et = engine_task(task, self._submit, self.w.worker, self)
         self._hold_cores(et)
-        worker = self.w.worker
-        worker.measure_progressed.connect(et.on_progress)
-        worker.measured.connect(et.on_done)
-        worker.measure_failed.connect(et.on_failed)
         return et
 
     def _submit(self, fn) -> MeasureRequest:

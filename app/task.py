@@ -38,7 +38,7 @@ from specscope.core.measure.progress import share
 
 from .worker import start_thread
 
-__all__ = ["BackgroundTask", "EngineTask", "MeasureRow", "MeasureView"]
+__all__ = ["BackgroundTask", "EngineTask", "engine_task", "MeasureRow", "MeasureView"]
 
 ERROR_STYLE = "color:#b42318"
 ACK_TIMEOUT_S = 2.0         # with handoff, a report waits at most this long for the view to draw it
@@ -224,6 +224,16 @@ class EngineTask(QObject):
         if self._mine(run_id):
             self._sent = None
             self.failed.emit(exc, tb)
+
+
+def engine_task(task, submit, worker, parent: QObject) -> EngineTask:
+    """An EngineTask running ``task(request, engine, progress, stop)`` through ``submit`` on
+    ``worker``, the window's engine worker, whose measure_* signals it hears."""
+    et = EngineTask(task, submit, parent)
+    worker.measure_progressed.connect(et.on_progress)
+    worker.measured.connect(et.on_done)
+    worker.measure_failed.connect(et.on_failed)
+    return et
 
 
 class MeasureRow(QWidget):
