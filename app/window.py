@@ -92,6 +92,7 @@ class MainWindow(QMainWindow):
         from .plots import PlotsPanel
         from .session_compare_view import SessionCompareView
         from .timeline_view import TimelineView
+        from .whatif_panel import install as install_whatif
         current = self.tabs.currentIndex()
         self.plots, self.cost_tab = PlotsPanel(), CostTab(self)
         tab = self.cost_tab
@@ -125,6 +126,7 @@ class MainWindow(QMainWindow):
         self.timeline.round_clicked.connect(self.token_view.select_round)
         self.token_view.round_hovered.connect(
             lambda i: self.timeline.highlight_round(i if i >= 0 else None))
+        self.whatif = install_whatif(self)     # what the run would have done with other settings
         self.session_compare = SessionCompareView()
         self.workspace.addTab(self.session_compare, "Compare sessions")
         self.workspace.setTabToolTip(2, "Two recorded sessions side by side (File → Compare with "
@@ -181,7 +183,7 @@ class MainWindow(QMainWindow):
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_tab = self.cost_panel = self.compare = None     # see _build_panels
-        self.distance_view = self.synth_view = self.timeline = self.session_compare = None
+        self.distance_view = self.synth_view = self.timeline = self.session_compare = self.whatif = None
         self.panels_ready = False
         for title in ("Plots", "Cost model"):
             loading = QLabel(f"{title}: loading…")
@@ -312,7 +314,7 @@ class MainWindow(QMainWindow):
         tb.addSeparator()
         self.addToolBar(tb)
         self.run_toolbar = tb        # for the Run workspace: the Compare tabs have their own controls
-        self.workspace.currentChanged.connect(self._show_run_toolbar)
+        self.workspace.currentChanged.connect(lambda i: self.run_toolbar.setVisible(i == 0))
 
         m = self.menuBar()
         f = m.addMenu("&File")
@@ -360,9 +362,6 @@ class MainWindow(QMainWindow):
                                                                           "cost model and step mode show"))
         h.addAction(self._action("Open the log folder", lambda: open_log_folder(self.log_path)))
         h.addAction(self._action("About SpecScope", lambda: show_about(self, self.log_path)))
-
-    def _show_run_toolbar(self, *_args) -> None:
-        self.run_toolbar.setVisible(self.workspace.currentIndex() == 0)
 
     def _start_threads(self) -> None:
         self.worker = EngineWorker()
