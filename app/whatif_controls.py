@@ -87,12 +87,12 @@ class WhatIfControls(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setFixedWidth(290)
+        self.setFixedWidth(262)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(1)
         checks = QGridLayout()
-        checks.setHorizontalSpacing(8)
+        checks.setHorizontalSpacing(4)
         checks.setVerticalSpacing(0)
         self.checks: dict[str, QCheckBox] = {}
         for i, t in enumerate((*NGRAM_TYPES, DRAFT_MODEL)):
@@ -107,7 +107,7 @@ class WhatIfControls(QWidget):
         for key, label, t, lo, hi, step, tip in [(*k[:5], 1.0, k[5]) for k in KNOBS] + draft_knobs():
             knob = Knob(f"{t.removeprefix('ngram-')} {label}" if t != DRAFT_MODEL else label, lo, hi,
                         tip, step)
-            knob.label.setMinimumWidth(96)
+            knob.label.setMinimumWidth(84)
             knob.slider.valueChanged.connect(self.changed)
             self.knobs[key] = knob
             self.rows[t].append(knob)
@@ -122,7 +122,7 @@ class WhatIfControls(QWidget):
         pl = QHBoxLayout(policy_row)
         pl.setContentsMargins(0, 0, 0, 0)
         label = QLabel("n policy")
-        label.setMinimumWidth(96)
+        label.setMinimumWidth(84)
         pl.addWidget(label)
         pl.addWidget(self.policy, 1)
         self.rows[DRAFT_MODEL].append(policy_row)

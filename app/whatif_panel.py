@@ -193,7 +193,8 @@ class WhatIfPanel(QWidget):
         self.synth_button.setVisible(False)
         self.trace_progress.setVisible(False)
         why = ("A run is in progress: its what-ifs come when it ends." if self.w.controller.busy else
-               "Run (or open a recorded session): its what-ifs come here when it ends."
+               "Run with the greedy sampler (or open a recorded session): when it ends, every "
+               "n-gram type and draft-simple setting can be replayed against its tokens here."
                ) if session is None else unreplayable(session)
         if why:
             sampled = session is not None and not session.settings.sampler.greedy

@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts, empty_note,
-                        set_text, small_legend, styled_plot)
+                        set_text, styled_plot)
 
 __all__ = ["CurvesPlot", "CeilingPlot", "WHATIF_COLOR"]
 
@@ -31,15 +31,14 @@ class CurvesPlot:
     """Acceptance by draft position: the what-if's curve beside the measured run's."""
 
     def __init__(self):
-        self.widget = styled_plot("Acceptance by draft position", "Share kept",
-                                  "Draft position (1 = first drafted token)",
+        self.widget = styled_plot("Acceptance by position", "Share kept",
+                                  "Draft position (1 = first drafted)",
                                   "Of the drafts that reached each position, the share whose token "
-                                  "the target kept: the setting chosen (blue) and this run as "
-                                  "measured (red, dashed)", antialias=True)
+                                  "the target kept: the what-if (blue) and this run as measured "
+                                  "(red, dashed); the table below names both", antialias=True)
         p = _fixed_view(self.widget)
         p.setYRange(0.0, 1.05, padding=0)
         p.getAxis("left").setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)]])
-        small_legend(p)
         self.measured = p.plot([], [], name="this run, measured",
                                pen=pg.mkPen(MEASURED_COLOR, width=2, style=Qt.PenStyle.DashLine),
                                symbol="o", symbolSize=6, symbolBrush=MEASURED_COLOR,
@@ -49,22 +48,24 @@ class CurvesPlot:
                              symbolPen=pg.mkPen("w"))
         self.note = empty_note(p)
         self._longest = 0                 # the longest curve the axis is set for
+        self._measured = None             # the measured curve drawn
         cache_static_parts(p)
 
     def show(self, whatif: Sequence[float], measured: Sequence[float], note: str = "") -> None:
         """The two curves (either may be empty); ``note`` in the middle when there is no what-if.
         The axis is set again only when the longest curve changes (an axis drawn anew is most of
         a repaint)."""
-        for item, ys in ((self.whatif, whatif), (self.measured, measured)):
-            item.setData(np.arange(1, len(ys) + 1), np.asarray(ys, dtype=float))
+        self.whatif.setData(np.arange(1, len(whatif) + 1), np.asarray(whatif, dtype=float))
+        if tuple(measured) != self._measured:         # the run's own curve: set once per run
+            self._measured = tuple(measured)
+            self.measured.setData(np.arange(1, len(measured) + 1), np.asarray(measured, dtype=float))
         longest = max(len(whatif), len(measured), 1)
         if longest != self._longest:
             self._longest = longest
             p = self.widget.getPlotItem()
             p.setXRange(0.5, longest + 0.5, padding=0)
             every = 1 if longest <= 10 else 2 if longest <= 24 else 8
-            p.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, longest + 1)
-                                           if k == 1 or k % every == 0]])
+            p.getAxis("bottom").setTicks([[(k, str(k)) for k in range(every, longest + 1, every)]])
             self.note.setPos((longest + 1) / 2, 0.5)
         set_text(self.note, note)
         self.note.setVisible(bool(note))
@@ -77,8 +78,10 @@ class CurvesPlot:
 
 
 def _tick(label: str) -> str:
-    """A bar's short name under it: "4" for n=4, "hf", "cost", "p_min"."""
-    return label.removeprefix("n=").split(" ")[0].replace("best", "p_min")
+    """A bar's short name under it: "4" for n=4, "hf", "cost", "p_min" (a line lower: the bars
+    are narrow)."""
+    name = label.removeprefix("n=").split(" ")[0]
+    return {"best": "p_min", "cost": "\ncost"}.get(name, name)
 
 
 class CeilingPlot:
@@ -88,8 +91,9 @@ class CeilingPlot:
         self.widget = styled_plot("Under the hindsight ceiling", "Speed-up (×)",
                                   "draft-simple: n · policy · p_min", "Predicted speed-up of each draft-simple setting on this run "
                                   "(calibrated). The green line is the ceiling: every round's "
-                                  "best draft length, chosen knowing the text; no length policy "
-                                  "can beat it. Red, dashed: this run as measured.")
+                                  "best draft length (0 included: no draft), chosen knowing the "
+                                  "text; no length policy can beat it. Red, dashed: this run as "
+                                  "measured.")
         p = _fixed_view(self.widget)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(BAR_COLOR),
                                     pen=pg.mkPen(None))
@@ -144,7 +148,7 @@ class CeilingPlot:
             if measured is not None:
                 self.measured.setValue(measured)
                 top = max(top, measured)
-        p.setXRange(-0.6, max(len(bars), 1) - 0.4, padding=0)
+        p.setXRange(-0.7, max(len(bars), 1) - 0.1, padding=0)    # room for the last tick's name
         p.setYRange(0.0, top * 1.18, padding=0)
         self.note.setText(note if ceiling is None else "")
         self.note.setVisible(ceiling is None and bool(note))
