@@ -69,6 +69,15 @@ below the textbook's.</li>
 Press Baseline once for it.</li>
 </ul>
 
+<h3>What-if</h3>
+<p>The <b>What-if</b> tab: what the run shown would have done with other settings, exact for
+greedy runs (the target's output does not depend on the drafter, so the run's tokens are replayed
+against each setting; no model runs). Pick n-gram types or draft-simple and move the sliders: the
+blue curve is the setting, the red dashed one the run as measured, with tokens per round and, once
+the pair is calibrated, the predicted speed-up. The bars place draft-simple's fixed n, the hf and
+cost policies and the best p_min under the <i>hindsight ceiling</i>, every round's best draft
+length chosen knowing the text.</p>
+
 <h3>Step mode</h3>
 <p><b>Step</b> (F10) runs one round and pauses; the <b>Round (step mode)</b> tab explains it.
 The picture has a column per KV position from <i>n_past</i>: the batch the target decoded (the
