@@ -91,6 +91,7 @@ class WhatIfPanel(QWidget):
         self._traced_for = None          # the session whose trace was asked for
         self._no_trace = ""              # why this run has no draft-simple pass ("" : none yet, or done)
         self._tracing = ()               # the (prompt, continuation) of the pass asked for last
+        self._stale = True               # the controller changed while the tab was hidden
         self._base = None                # the setting the controls start from (the run's own)
         self._build()
         self.measure_requested.connect(window.worker.measure)
@@ -99,7 +100,7 @@ class WhatIfPanel(QWidget):
         self.trace_task.finished.connect(self._trace_done)
         self.trace_task.failed.connect(self._trace_failed)
         window.controller.subscribe(self._heard)
-        self.refresh(force=True)
+        self._take(None)
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
@@ -176,7 +177,12 @@ class WhatIfPanel(QWidget):
 
     def refresh(self, force: bool = False) -> None:
         """Follow the controller: the run shown once it is over, its measured speed-up (a
-        baseline measured beside it), nothing while a run is in progress."""
+        baseline measured beside it), nothing while a run is in progress. A hidden tab catches
+        up when it is shown."""
+        if not self.isVisible():
+            self._stale = True
+            return
+        self._stale = False
         c = self.w.controller
         session = None if c.busy else c.session
         if force or session is not self.session:
@@ -429,6 +435,8 @@ class WhatIfPanel(QWidget):
 
     def showEvent(self, event):  # noqa: N802
         super().showEvent(event)
+        if self._stale:
+            self.refresh()
         self._maybe_trace()
 
     # ------------------------------------------------------------------ elsewhere
