@@ -9,8 +9,8 @@ import pytest
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.cost_model import Calibration
-from specscope.core.measure.whatif_draft import (draft_label, draft_specs, draft_whatifs, hindsight,
-                                                 price, replay_draft, trace_draft)
+from specscope.core.measure.whatif_draft import (DraftRound, draft_label, draft_specs, draft_whatifs,
+                                                 hindsight, price, replay_draft, trace_draft)
 from specscope.core.models.demo import demo_pair
 
 PROMPTS = ["def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n",
@@ -99,3 +99,16 @@ def test_the_pass_reports_its_progress_records_its_reach_and_stops_when_asked(pa
     stop.set()
     with pytest.raises(CalibrationStopped):
         trace_draft(engine, trace.prompt, trace.cont, depth=7, p_floor=0.3, stop=stop)
+
+
+def test_a_round_without_a_draft_pays_the_drafts_decode_of_the_kept_token():
+    """The draft's cache must hold every kept token: a round that decoded no draft row decodes
+    the target's token on the draft (DraftModel.accept), and so does replay sync after a row
+    that proposed nothing; under reuse that row already holds it."""
+    def alone(extra, sync="reuse"):
+        empty = DraftRound("", (), 0, (7,), 0.0, True, 3, extra)
+        return 1.0 / price(CAL, [empty], sync)          # cost per token; c(1) = 1, B = 1
+    assert alone(0) == pytest.approx(1.0 + CAL.draft_batch(1))
+    assert alone(1) == pytest.approx(1.0 + CAL.f)
+    assert alone(1, "replay") == pytest.approx(1.0 + CAL.f + CAL.draft_batch(1))
+    assert alone(0, "replay") == pytest.approx(1.0 + CAL.draft_batch(1))

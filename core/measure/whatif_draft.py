@@ -203,10 +203,14 @@ def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
 
 def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str) -> float:
     """One round's cost in target-token units: a drafted round as :func:`round_cost` prices it
-    (its own length, its accepted positions), an empty one as the target's token; each decoded
-    row that proposed nothing costs a draft token f."""
+    (its own length, its accepted positions), an empty one as the target's token and the draft's
+    decode of it (``DraftModel.accept``: the draft's cache must hold the kept token; a row
+    decoded without proposing holds it under reuse); each decoded row that proposed nothing costs
+    a draft token f."""
     if drafted == 0:
         cost = cal.cost(1) + cal.s + cal.r + cal.o0
+        if sync == "replay" or extra == 0:
+            cost += cal.draft_batch(1)
     else:
         cost = round_cost(cal, drafted, [1.0] * accepted + [0.0] * (drafted - accepted), sync).total
     return cost + extra * cal.f
