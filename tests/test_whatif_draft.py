@@ -10,7 +10,7 @@ from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.measure.whatif_draft import (DraftRound, draft_label, draft_specs, draft_whatifs,
-                                                 hindsight, price, replay_draft, trace_draft)
+                                                 hindsight, missed, price, replay_draft, trace_draft)
 from specscope.core.models.demo import demo_pair
 
 PROMPTS = ["def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n",
@@ -112,3 +112,20 @@ def test_a_round_without_a_draft_pays_the_drafts_decode_of_the_kept_token():
     assert alone(1) == pytest.approx(1.0 + CAL.f)
     assert alone(1, "replay") == pytest.approx(1.0 + CAL.f + CAL.draft_batch(1))
     assert alone(0, "replay") == pytest.approx(1.0 + CAL.draft_batch(1))
+
+
+def test_a_replays_excess_over_the_ceiling_adds_up_over_its_rounds_too_long_or_too_short(pair):
+    _, traces = pair
+    trace = traces[1]
+    ceiling = hindsight(trace, CAL, n_ctx=N_CTX, n_predict=N)
+    cost = len(trace.cont) * CAL.baseline_token
+    for n in (1, 8):
+        rounds = replay_draft(trace, replace(BASE, n_max=n), n_ctx=N_CTX, n_predict=N)
+        m = missed(rounds, ceiling, CAL)
+        assert m.cost_long + m.cost_short == pytest.approx(cost / price(CAL, rounds) - cost / ceiling.speedup)
+        assert m.rounds == len(rounds) and m.too_long + m.too_short <= m.rounds
+        if n == 8:      # never shorter than the best, which is at most 8
+            assert (m.too_short, m.cost_short) == (0, 0.0) and m.too_long > 0
+        else:           # the ceiling drafts longer where the draft keeps matching
+            assert m.too_short > 0 and m.cost_short > 0
+    assert len(ceiling.best) == len(trace.cont) + 1 and ceiling.to_end[0] == pytest.approx(cost / ceiling.speedup)

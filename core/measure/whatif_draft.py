@@ -46,8 +46,8 @@ from specscope.core.measure.stats import fold
 from specscope.core.measure.whatif import Replayed, WhatIf, events_of
 
 __all__ = ["DraftTrace", "trace_draft", "replay_draft", "draft_label", "draft_specs", "price",
-           "draft_whatif", "draft_whatifs", "Hindsight", "hindsight", "N_MAX_RANGE", "P_MINS",
-           "NEAR_TIE_LOGIT"]
+           "draft_whatif", "draft_whatifs", "Hindsight", "hindsight", "Missed", "missed",
+           "N_MAX_RANGE", "P_MINS", "NEAR_TIE_LOGIT"]
 
 N_MAX_RANGE = tuple(range(1, 9))          # draft-simple's n_max values tried
 P_MINS = (0.0, 0.3, 0.5, 0.7, 0.9)        # ... and p_min values (fixed length)
@@ -259,9 +259,13 @@ def draft_whatifs(trace: DraftTrace, *, n_ctx: int, n_predict: int | None = None
 
 @dataclass(frozen=True)
 class Hindsight:
-    """The best draft length of every round, chosen knowing the continuation."""
+    """The best draft length of every round, chosen knowing the continuation. ``best[j]``: the
+    best length for a round starting at continuation position j, ``to_end[j]``: the cheapest
+    cost from there to the end (target-token units)."""
     speedup: float
     lengths: tuple[int, ...]       # the draft length of each round on the best path (0: none)
+    best: tuple[int, ...] = ()
+    to_end: tuple[float, ...] = ()
 
 
 def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RANGE),
@@ -289,4 +293,39 @@ def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RAN
         n = choice[pos]
         lengths.append(n)
         pos = min(size, pos + min(n, run[pos]) + 1)
-    return Hindsight(size * cal.baseline_token / best[0] if best[0] > 0 else 1.0, tuple(lengths))
+    return Hindsight(size * cal.baseline_token / best[0] if best[0] > 0 else 1.0, tuple(lengths),
+                     tuple(choice), tuple(best))
+
+
+@dataclass(frozen=True)
+class Missed:
+    """Where a replay loses against the hindsight-best: its rounds longer and shorter than the
+    best length at their start, and the cost each kind adds to the ceiling's (target-token
+    units; a round of the best length that decoded a row in vain counts as too long)."""
+    rounds: int
+    too_long: int
+    too_short: int
+    cost_long: float
+    cost_short: float
+
+
+def missed(rounds: Sequence[DraftRound], ceiling: Hindsight, cal: Calibration,
+           sync: str = "reuse") -> Missed:
+    """Each round's excess over the hindsight-best from where it starts (its price plus the
+    cheapest way on from where it ends, less the cheapest from its start): the excesses add up
+    to the replay's whole cost over the ceiling's."""
+    long = short = 0
+    cost_long = cost_short = 0.0
+    pos = 0
+    for r in rounds:
+        nxt = min(len(ceiling.to_end) - 1, pos + len(r.emitted))
+        excess = _round_price(cal, len(r.draft), r.accepted, r.extra, sync) \
+            + ceiling.to_end[nxt] - ceiling.to_end[pos]
+        if len(r.draft) < ceiling.best[pos]:
+            short += 1
+            cost_short += excess
+        else:
+            long += len(r.draft) > ceiling.best[pos] or r.extra > 0
+            cost_long += excess
+        pos = nxt
+    return Missed(len(rounds), long, short, cost_long, cost_short)
