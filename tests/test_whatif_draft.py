@@ -8,7 +8,8 @@ import pytest
 
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.measure.cost_model import Calibration, round_cost
 from specscope.core.measure.whatif_draft import (DraftRound, draft_label, draft_specs, draft_whatifs,
                                                  hindsight, missed, price, replay_draft, trace_draft)
 from specscope.core.models.demo import demo_pair
@@ -101,10 +102,11 @@ def test_the_pass_reports_its_progress_records_its_reach_and_stops_when_asked(pa
         trace_draft(engine, trace.prompt, trace.cont, depth=7, p_floor=0.3, stop=stop)
 
 
-def test_a_round_without_a_draft_pays_the_drafts_decode_of_the_kept_token():
+def test_a_round_pays_the_drafts_decode_of_the_kept_token_unless_a_row_holds_it():
     """The draft's cache must hold every kept token: a round that decoded no draft row decodes
     the target's token on the draft (DraftModel.accept), and so does replay sync after a row
-    that proposed nothing; under reuse that row already holds it."""
+    that proposed nothing; under reuse that row already holds it, also after a whole accepted
+    draft."""
     def alone(extra, sync="reuse"):
         empty = DraftRound("", (), 0, (7,), 0.0, True, 3, extra)
         return 1.0 / price(CAL, [empty], sync)          # cost per token; c(1) = 1, B = 1
@@ -112,6 +114,10 @@ def test_a_round_without_a_draft_pays_the_drafts_decode_of_the_kept_token():
     assert alone(1) == pytest.approx(1.0 + CAL.f)
     assert alone(1, "replay") == pytest.approx(1.0 + CAL.f + CAL.draft_batch(1))
     assert alone(0, "replay") == pytest.approx(1.0 + CAL.draft_batch(1))
+    # a whole accepted draft stopped by p_min: the stopping row holds its last token
+    whole = DraftRound(DRAFT_MODEL, (1, 2), 2, (1, 2, 3), 0.0, True, 3, 1)
+    assert 3.0 / price(CAL, [whole]) == pytest.approx(
+        round_cost(CAL, 2, [1.0, 1.0]).total - CAL.draft_batch(1) + CAL.f)
 
 
 def test_a_replays_excess_over_the_ceiling_adds_up_over_its_rounds_too_long_or_too_short(pair):

@@ -204,15 +204,16 @@ def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
 def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str) -> float:
     """One round's cost in target-token units: a drafted round as :func:`round_cost` prices it
     (its own length, its accepted positions), an empty one as the target's token and the draft's
-    decode of it (``DraftModel.accept``: the draft's cache must hold the kept token; a row
-    decoded without proposing holds it under reuse); each decoded row that proposed nothing costs
-    a draft token f."""
+    decode of it; each decoded row that proposed nothing costs a draft token f. The draft's cache
+    must hold every kept token (``DraftModel.accept``): under reuse a row decoded without
+    proposing already holds the last one, so neither an empty round nor a whole accepted draft
+    then decodes it again."""
+    held = extra > 0 and sync == "reuse"
     if drafted == 0:
-        cost = cal.cost(1) + cal.s + cal.r + cal.o0
-        if sync == "replay" or extra == 0:
-            cost += cal.draft_batch(1)
+        cost = cal.cost(1) + cal.s + cal.r + cal.o0 + (0.0 if held else cal.draft_batch(1))
     else:
-        cost = round_cost(cal, drafted, [1.0] * accepted + [0.0] * (drafted - accepted), sync).total
+        cost = round_cost(cal, drafted, [1.0] * accepted + [0.0] * (drafted - accepted), sync,
+                          p_full=0.0 if held else None).total
     return cost + extra * cal.f
 
 
