@@ -414,7 +414,7 @@ class WhatIfPanel(QWidget):
             self.whatifs.use(trace=trace)
             name = Path(self.session.settings.draft).name
             self.trace_line.setText(f"draft-simple: replayed from one pass of {name} over the run"
-                                    + ("." if trace.p_floor else
+                                    + ("." if trace.depth else
                                        "; p_min 0 only (this draft cannot roll on)."))
             self._new_prices()
             self.traced.emit()

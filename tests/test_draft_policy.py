@@ -8,7 +8,7 @@ import pytest
 
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.models.demo import demo_pair
-from specscope.core.engine.draft_policy import BestPredicted, HfHeuristic, make_policy
+from specscope.core.engine.draft_policy import DROP, LAST, TAKE, BestPredicted, HfHeuristic, make_policy
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings
@@ -37,34 +37,60 @@ def test_hf_starts_at_n_max_goes_up_2_after_a_full_acceptance_and_down_1_otherwi
     assert seen == [5, 5, 4, 3, 5, 4, 3, 2, 1, 1, 1, 3, 5]     # capped at n_max, floored at 1
 
 
-def test_cost_policy_follows_the_acceptance_within_bounds():
-    cal = calibration()
-    good, bad = BestPredicted(8, cal), BestPredicted(8, cal)
-    first = good.next_n()
-    assert 1 <= first <= 8                      # the prior (α 0.7) alone
-    for _ in range(30):
-        good.update(good.next_n(), good.next_n())       # everything accepted
-        bad.update(bad.next_n(), 0)                      # nothing accepted
-        assert 1 <= good.next_n() <= 8 and 1 <= bad.next_n() <= 8
-    assert good.next_n() == 8 and bad.next_n() == 1
-    assert good.next_n() > first > bad.next_n()
-    s = good.predicted()
-    assert max(s) == s[good.next_n() - 1] and len(s) == 8
+def steps(policy, shares, cap=8) -> list[str]:
+    """A round's draft steps as the engine takes them: the policy's answers until it stops."""
+    out = []
+    for i, share in enumerate(shares[:cap]):
+        out.append(policy.step(i, share, cap))
+        if out[-1] != TAKE:
+            break
+    return out
+
+
+def test_cost_policy_drafts_on_through_confident_tokens_and_stops_before_an_unsure_one():
+    """A run in which the draft's confident tokens (share 0.9) were always kept and its unsure
+    ones (0.1) never: the policy drafts confident tokens up to the cap and drops an unsure one,
+    wherever it comes; before any round it stops early (prior acceptance 0.7)."""
+    p = BestPredicted(8, calibration())
+    fresh = steps(p, [0.9] * 8)
+    assert 1 < len(fresh) < 8 and fresh[-1] == LAST
+    for _ in range(20):
+        p.update(8, 8, [0.9] * 8)
+        p.update(3, 2, [0.9, 0.9, 0.1])
+    assert steps(p, [0.9] * 8) == [TAKE] * 7 + [LAST]
+    assert steps(p, [0.9, 0.9, 0.1, 0.9]) == [TAKE, TAKE, DROP]
+    assert steps(p, [0.1]) == [DROP]
+    assert steps(p, [0.9] * 8, cap=3) == [TAKE, TAKE, LAST]
+
+
+def test_cost_policy_drafts_shorter_where_draft_tokens_and_verification_cost_more():
+    """The same run (confident tokens kept about 9 times in 10) on a machine where a draft token
+    costs 0.05 and a verified token 0.1, and on one where they cost 0.5 and 0.3: it drafts the
+    whole cap on the first, stops early on the second."""
+    lengths = []
+    for f, slope in ((0.05, 0.1), (0.5, 0.3)):
+        p = BestPredicted(8, calibration(f=f, slope=slope))
+        for _ in range(10):
+            p.update(8, 8, [0.9] * 8)
+            p.update(8, 2, [0.9] * 8)
+        lengths.append(len(steps(p, [0.9] * 8)))
+    assert lengths[0] == 8 and 1 < lengths[1] < 6
 
 
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
-def test_cost_policy_prices_rounds_as_the_calibrated_model_does(sync):
-    from specscope.core.measure.cost_model import round_cost
+def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
+    from specscope.core.engine.drafters import DRAFT_MODEL
+    from specscope.core.measure.whatif_draft import DraftRound, price
     cal = calibration()
     p = BestPredicted(6, cal, sync)
-    for drafted, accepted in ((6, 2), (6, 6), (3, 0), (5, 4), (6, 1)):
-        p.update(drafted, accepted)
-    a, prob = [], 1.0
-    for q in p.rates():
-        prob *= q
-        a.append(prob)
-    assert p.predicted() == pytest.approx([round_cost(cal, n, a, sync).speedup for n in range(1, 7)],
-                                          rel=1e-12)
+    for drafted, accepted, in_vain in ((0, 0, 0), (0, 0, 1), (3, 1, 0), (3, 3, 0), (3, 3, 1),
+                                       (6, 6, 0), (6, 2, 1)):
+        emitted = tuple(range(accepted + 1))
+        replayed = DraftRound(DRAFT_MODEL if drafted else "", tuple(range(drafted)), accepted,
+                              emitted, 0.0, True, 6, in_vain)
+        cost = len(emitted) * cal.baseline_token / price(cal, [replayed], sync)
+        assert p.round_price(drafted, accepted, float(accepted == drafted), bool(in_vain)) == \
+            pytest.approx(cost, rel=1e-12)
 
 
 def test_cost_policy_needs_a_calibration_that_covers_n_max():

@@ -38,7 +38,7 @@ def pair():
         for text in PROMPTS:
             base = engine.baseline(text, SamplerSettings(), N)
             list(base)
-            traces.append(trace_draft(engine, base.prompt_tokens, base.tokens, depth=7, p_floor=0.3))
+            traces.append(trace_draft(engine, base.prompt_tokens, base.tokens, depth=7))
         yield engine, traces
 
 
@@ -94,8 +94,10 @@ def test_the_pass_reports_its_progress_records_its_reach_and_stops_when_asked(pa
     assert heard and all(0 <= done < total for done, total, _ in heard)
     assert {what for *_, what in heard} == {"the continuation on the draft",
                                             "the draft after its rejected tokens"}
-    untailed = trace_draft(engine, trace.prompt, trace.cont, depth=7)     # no p_floor: no tails
+    untailed = trace_draft(engine, trace.prompt, trace.cont)              # no depth: no tails
     assert (untailed.depth, untailed.p_floor, untailed.tails) == (0, 0.0, {})
+    whole = trace_draft(engine, trace.prompt, trace.cont, depth=7)        # no p_floor: all 7
+    assert whole.tails.keys() >= trace.tails.keys() and {len(t) for t in whole.tails.values()} == {7}
     stop = threading.Event()
     stop.set()
     with pytest.raises(CalibrationStopped):

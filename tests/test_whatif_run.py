@@ -12,7 +12,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.measure.whatif import whatif
 from specscope.core.measure.whatif_draft import draft_whatif
-from specscope.core.measure.whatif_run import (P_STEP, RunWhatIfs, engine_draft_problem, spec_problem,
+from specscope.core.measure.whatif_run import (RunWhatIfs, engine_draft_problem, spec_problem,
                                                trace_run)
 from specscope.core.models.demo import demo_pair
 
@@ -57,7 +57,7 @@ def test_what_is_not_replayed_says_why(run):
 def test_draft_simple_and_its_ceiling_from_one_pass_and_a_calibration(run):
     engine, wi = run
     trace = trace_run(engine, wi.prompt, wi.cont)
-    assert trace.p_floor == P_STEP and trace.depth == 7
+    assert trace.p_floor == 0.0 and trace.depth == 7      # the whole depth: cost reads every share
     wi.use(trace=trace)
     spec = replace(DRAFT, n_max=5, p_min=0.35)
     assert wi.evaluate(spec).stats.position_acceptance == \
@@ -70,3 +70,8 @@ def test_draft_simple_and_its_ceiling_from_one_pass_and_a_calibration(run):
     assert wi.evaluate(spec).predicted is not None
     with pytest.raises(ConfigError, match="another continuation"):
         wi.use(trace=replace(trace, cont=trace.cont[:-1]))
+    # a draft that cannot roll on after a rejected token: cost reads the shares there too
+    unrolled = RunWhatIfs(wi.prompt, wi.cont, N_CTX, N)
+    unrolled.use(trace=replace(trace, tails={}, depth=0), cal=CAL)
+    assert "cost policy reads the draft's confidence" in unrolled.problem(replace(DRAFT, draft_policy="cost"))
+    assert unrolled.problem(replace(DRAFT, draft_policy="hf")) == ""

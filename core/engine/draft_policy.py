@@ -1,4 +1,4 @@
-"""Draft-length policies: how many tokens draft-simple may draft in the next round.
+"""Draft-length policies: how many tokens draft-simple drafts in a round.
 
 ``fixed`` (the default, llama.cpp's): ``n_max`` every round; p_min, n_min and the round's
 budget apply as always.
@@ -14,23 +14,37 @@ len(candidates)``; older versions compared with the budget, so a draft cut short
 counted as a miss). A round in which the draft model proposed nothing (p_min, another drafter
 of the chain won) leaves it as it is.
 
-``cost``: each round, the n in 1..n_max with the best predicted speed-up of the calibrated
-model (:func:`specscope.core.measure.cost_model.round_cost`: this machine's c(k), f, sampling, sync and
-Python costs) for the acceptance this run has shown so far. The acceptance is kept per draft
-position as a *conditional* rate q_i (of the drafts that reached position i with all before it
-accepted, the share accepted at i), so drafts of any length inform it; the unconditional
-a_i = q_1·…·q_i is what the model takes. Before there are observations the rates come from a
-prior: every position is shrunk towards the run's pooled rate with ``PRIOR_WEIGHT``
-pseudo-observations, and the pooled rate towards ``PRIOR_RATE`` with as many (so the first
-round drafts for α ≈ 0.7, and a position never reached yet takes the pooled rate).
+``cost``: the length with the best calibrated value, planned again at every draft step from the
+draft's confidence. When the draft model has proposed its next token with top-10 share p, the
+policy knows the chance a_i that the draft so far, this token included, is accepted whole:
+a_i = a_(i-1)·g(p), where g(p) is the acceptance this run has shown at that confidence (kept per
+fifth of p, conditional on reaching the position: of the drafts that reached a position with
+all before it accepted and had that confidence there, the share accepted). For every final
+length m from i - 1 (drop this token) to the round's cap it prices the round with the
+calibrated model (:func:`specscope.core.measure.cost_model.round_cost`: this machine's c(k), f,
+sampling, sync and Python costs), the positions past i at the run's pooled rate, and takes the
+m with the best value V·(1 + E) − cost, V being what a token has cost this run so far (its own
+rounds priced by the same model; the target's token B before any). So it stops where one more
+token would cost more than the tokens it is expected to bring, and drafts on through a run of
+confident tokens. The rates are shrunk towards the run's pooled rate with ``PRIOR_WEIGHT``
+pseudo-observations, and the pooled rate towards ``PRIOR_RATE`` with as many. A draft that
+stopped on a token it proposed has decoded that row in vain, as a p_min stop does.
+
+Before this, ``cost`` chose one n per round, before drafting: the n with the best predicted
+speed-up for per-position acceptance rates (conditional, shrunk to the pooled rate as above),
+with no look at the draft's confidence. On the workload suite it reached about the best fixed
+n's share of the hindsight ceiling, no more (docs/engine.md has the figures of both).
 
 A policy sees what llama.cpp's drafters see (``Drafter.accept``): the draft model's own
-rounds, with the number of its tokens the target kept. (On a target whose memory needs
+rounds, with the number of its tokens the target kept, and while drafting the share of each
+token it proposes. (On a target whose memory needs
 checkpoints, llama.cpp tells its drafters nothing in a checkpoint round and, in the replay round
 after it, one token more than was kept: the policy hears the same.)
 """
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 from specscope.core.errors import ConfigError
 
@@ -38,13 +52,16 @@ POLICIES = ("fixed", "hf", "cost")
 POLICY_DESCRIPTIONS = {
     "fixed": "n_max every round (llama.cpp)",
     "hf": "+2 after a fully accepted draft, −1 otherwise (Hugging Face assisted generation)",
-    "cost": "the n with the best predicted speed-up for this machine's costs and the run's "
-            "acceptance so far",
+    "cost": "at every draft step, the length with the best value for this machine's costs, "
+            "the draft's confidence and the run's acceptance at that confidence",
 }
 HF_STEP_UP = 2
 HF_STEP_DOWN = 1
 PRIOR_RATE = 0.7        # the cost policy's per-token acceptance before any observation
 PRIOR_WEIGHT = 2.0      # pseudo-observations behind each prior
+CONFIDENCE_BANDS = (0.2, 0.4, 0.6, 0.8)   # the cost policy keeps acceptance per fifth of p
+TAKE, LAST, DROP = "take", "last", "drop"  # a draft step: keep the token and draft on, keep it
+                                           # and stop, stop without it
 
 
 def check_policy(name: str) -> None:
@@ -55,6 +72,7 @@ def check_policy(name: str) -> None:
 class FixedLength:
     """llama.cpp: n_max every round."""
     name = "fixed"
+    reads_shares = False     # whether step() depends on the draft's shares (a replay needs them)
 
     def __init__(self, n_max: int):
         self.n_max = n_max
@@ -63,8 +81,14 @@ class FixedLength:
         """The most tokens the draft model may draft in the next round."""
         return self.n_max
 
-    def update(self, n_drafted: int, n_accepted: int) -> None:
-        """A round verified ``n_drafted`` tokens of the draft model's, ``n_accepted`` kept."""
+    def step(self, i: int, p: float, cap: int) -> str:
+        """The draft model proposed its token i (from 0) with top-10 share ``p``, the round may
+        draft ``cap``: TAKE, LAST or DROP it."""
+        return TAKE
+
+    def update(self, n_drafted: int, n_accepted: int, probs=()) -> None:
+        """A round verified ``n_drafted`` tokens of the draft model's, ``n_accepted`` kept;
+        ``probs``: their shares, where the draft's tokens are the target's."""
 
 
 class HfHeuristic(FixedLength):
@@ -78,7 +102,7 @@ class HfHeuristic(FixedLength):
     def next_n(self) -> int:
         return self.n
 
-    def update(self, n_drafted: int, n_accepted: int) -> None:
+    def update(self, n_drafted: int, n_accepted: int, probs=()) -> None:
         if n_drafted <= 0:
             return
         if n_accepted == n_drafted:
@@ -88,8 +112,9 @@ class HfHeuristic(FixedLength):
 
 
 class BestPredicted(FixedLength):
-    """The n in 1..n_max with the best calibrated speed-up for the acceptance seen so far."""
+    """At every draft step, the final length with the best calibrated value (module docs)."""
     name = "cost"
+    reads_shares = True
 
     def __init__(self, n_max: int, calibration, sync: str = "reuse"):
         super().__init__(n_max)
@@ -99,54 +124,82 @@ class BestPredicted(FixedLength):
             raise ConfigError(f"the calibration covers drafts up to {calibration.k_max - 1} "
                               f"tokens, not n_max = {n_max}: recalibrate")
         self.cal, self.sync = calibration, sync
-        self.reached = [0] * n_max      # drafts that reached position i with all before accepted
-        self.kept = [0] * n_max         # ... and had position i accepted
+        bands = len(CONFIDENCE_BANDS) + 1
+        self.reached = [0] * bands      # positions reached with all before accepted, per band
+        self.kept = [0] * bands         # ... and accepted
+        self.pool = [0, 0]              # the same over every position (shares known or not)
+        self.spent = [0, 0.0]           # the tokens of the run's drafted rounds, their cost
         self._terms = [self._affine(n) for n in range(1, n_max + 1)]
-        self.n = self._choose()
+        self.whole: list[float] = []    # this round: a_1..a_i, the chance the draft so far is kept
+        self.dropped = False            # this round stopped on a token it proposed
+        self._learn()
 
-    def _affine(self, n: int) -> tuple[float, float, float, float]:
+    def _affine(self, n: int) -> tuple[float, float, float]:
         """round_cost(n, a) is affine in E = Σa_i and in a_n (sampling the kept rows; the reuse
         sync and the draft's graph rebuild after a full acceptance): (cost at a = 0, per unit of
-        E before a_n, per unit of a_n, B). Taken from round_cost itself, so the policy prices a
-        round exactly as the calibrated model does, at a few µs per round instead of a call per n."""
+        E before a_n, per unit of a_n). Taken from round_cost itself, so the policy prices a
+        round exactly as the calibrated model does, at a few µs per step."""
         cost = self.cal.round_cost
-        zero = cost(n, [0.0] * n, self.sync)
-        last = cost(n, [0.0] * (n - 1) + [1.0], self.sync).total - zero.total
-        first = cost(n, [1.0] + [0.0] * (n - 1), self.sync).total - zero.total if n > 1 else last
-        return zero.total, first, last, zero.baseline
+        zero = cost(n, [0.0] * n, self.sync).total
+        last = cost(n, [0.0] * (n - 1) + [1.0], self.sync).total - zero
+        first = cost(n, [1.0] + [0.0] * (n - 1), self.sync).total - zero if n > 1 else last
+        return zero, first, last
 
-    def next_n(self) -> int:
-        return self.n
+    def round_price(self, n: int, expected: float, whole: float, held: bool) -> float:
+        """The calibrated cost of a round of n drafted tokens (0: none), E accepted on average,
+        all n with probability ``whole``; ``held``: a row decoded in vain after them (under
+        reuse it holds the last kept token, as :func:`whatif_draft._round_price` prices it)."""
+        cal = self.cal
+        held_sync = held and self.sync == "reuse"
+        if n == 0:
+            return cal.cost(1) + cal.s + cal.r + cal.o0 + (0.0 if held_sync else cal.draft_batch(1)) \
+                + held * cal.f
+        zero, first, last = self._terms[n - 1]
+        return zero + first * (expected - whole) + (first if held_sync else last) * whole + held * cal.f
 
-    def update(self, n_drafted: int, n_accepted: int) -> None:
+    def _learn(self) -> None:
+        """What step() reads: the pooled rate, the shrunk rate of every band, and V, what a
+        token has cost this run (module docs)."""
+        self.pooled = (self.pool[1] + PRIOR_WEIGHT * PRIOR_RATE) / (self.pool[0] + PRIOR_WEIGHT)
+        self.rates = [(k + PRIOR_WEIGHT * self.pooled) / (r + PRIOR_WEIGHT)
+                      for k, r in zip(self.kept, self.reached)]
+        self.per_token = self.spent[1] / self.spent[0] if self.spent[0] else self.cal.baseline_token
+
+    def step(self, i: int, p: float, cap: int) -> str:
+        if i == 0:
+            self.whole, self.dropped = [], False
+        before = self.whole[-1] if self.whole else 1.0
+        kept = before * self.rates[bisect_right(CONFIDENCE_BANDS, p)]   # all so far and this one
+        value = lambda m, e, w, held: self.per_token * (1.0 + e) - self.round_price(m, e, w, held)
+        expected = sum(self.whole)
+        best, choice = value(i, expected, before if i else 0.0, True), i
+        a = kept
+        for m in range(i + 1, cap + 1):       # positions past this one at the pooled rate
+            expected += a
+            v = value(m, expected, a, False)
+            if v > best:
+                best, choice = v, m
+            a *= self.pooled
+        if choice == i:
+            self.dropped = True
+            return DROP
+        self.whole.append(kept)
+        return LAST if choice == i + 1 else TAKE
+
+    def update(self, n_drafted: int, n_accepted: int, probs=()) -> None:
         if n_drafted <= 0:
             return
-        for i in range(min(n_drafted, n_accepted + 1, self.n_max)):
-            self.reached[i] += 1
-            self.kept[i] += i < n_accepted
-        self.n = self._choose()
-
-    def rates(self) -> list[float]:
-        """The conditional acceptance q_i per position, shrunk towards the pooled rate."""
-        pooled = (sum(self.kept) + PRIOR_WEIGHT * PRIOR_RATE) / (sum(self.reached) + PRIOR_WEIGHT)
-        return [(k + PRIOR_WEIGHT * pooled) / (r + PRIOR_WEIGHT)
-                for k, r in zip(self.kept, self.reached)]
-
-    def predicted(self) -> list[float]:
-        """The calibrated speed-up S(n) = (1 + E)·B / C(n) for n = 1..n_max with the current
-        rates (a_i = q_1·…·q_i; :func:`specscope.core.measure.cost_model.round_cost`)."""
-        out, expected, a = [], 0.0, 1.0
-        for q, (zero, first, last, base) in zip(self.rates(), self._terms):
-            a *= q
-            expected += a
-            out.append((1.0 + expected) * base / (zero + first * (expected - a) + last * a))
-        return out
-
-    def _choose(self) -> int:
-        if self.n_max < 1:
-            return 0
-        s = self.predicted()
-        return max(range(len(s)), key=lambda i: (s[i], -i)) + 1
+        for i in range(min(n_drafted, n_accepted + 1)):
+            self.pool[0] += 1
+            self.pool[1] += i < n_accepted
+            if i < len(probs):
+                band = bisect_right(CONFIDENCE_BANDS, probs[i])
+                self.reached[band] += 1
+                self.kept[band] += i < n_accepted
+        whole = float(n_accepted == n_drafted)
+        self.spent[0] += n_accepted + 1
+        self.spent[1] += self.round_price(min(n_drafted, self.n_max), n_accepted, whole, self.dropped)
+        self._learn()
 
 
 def make_policy(spec, calibration=None) -> FixedLength:

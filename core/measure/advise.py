@@ -439,7 +439,8 @@ class Advisor:
         ceiling}); the cost policy only where the pair is calibrated."""
         s = self.s
         cal = self.calibration(name, max(s.n_values) + 1)
-        floor = min((p for p in s.p_mins if p > 0), default=0.0)
+        # tails as far as the lowest p_min lets a draft go, the whole depth for the cost policy
+        floor = 0.0 if cal else min((p for p in s.p_mins if p > 0), default=None)
         specs = draft_specs(s.n_values, s.p_mins, policies=("hf", "cost") if cal else ("hf",))
         out, ceilings = {}, {}
         for i, p in enumerate(prompts, 1):
@@ -447,7 +448,8 @@ class Advisor:
                 break
             self.say(f"{name}: teacher-forced pass {i}/{len(prompts)} ({p.workload.name})")
             trace = trace_draft(self.engines[name], p.tokens, p.cont,
-                                depth=max(s.n_values) - 1, p_floor=floor)
+                                depth=max(s.n_values) - 1 if floor is not None else 0,
+                                p_floor=floor or 0.0)
             out[id(p)] = {w.name: w for w in draft_whatifs(
                 trace, n_ctx=s.engine.n_ctx, n_predict=s.n_predict, cal=cal, specs=specs)}
             if cal is not None:

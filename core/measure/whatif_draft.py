@@ -10,9 +10,11 @@ without decoding again.
 
 Only the tokens drafted *after* a rejected one leave the continuation's prefix: the draft went on
 from its own wrong token. They change no accepted count, only how long the draft was; with a
-p_min above 0 that length depends on the draft's shares there, so the trace also rolls the draft
-on from each rejected token (``tails``, a few single decodes each, only as far as the smallest
-p_min could let it draft). With p_min 0 the length is the cap and no tail is decoded.
+p_min above 0, or the cost policy (which reads every share), that length depends on the draft's
+shares there, so the trace also rolls the draft on from each rejected token (``tails``, a few
+single decodes each, only as far as the smallest p_min could let it draft, or the whole depth
+with ``p_floor`` 0). With p_min 0 and a policy that does not read shares the length is the cap
+and no tail is needed.
 
 ``progress`` hears the decodes done of those to do, ``stop`` ends the pass (CalibrationStopped, as
 the window's other measurements in its engine).
@@ -34,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from specscope.core.engine.draft_policy import make_policy
+from specscope.core.engine.draft_policy import DROP, LAST, make_policy
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 from specscope.core.engine.engine import SpecSettings
@@ -61,8 +63,8 @@ class DraftTrace:
     predicts for ``cont[j]`` from ``prompt + cont[:j]``: ``top[j]``, its share ``p[j]`` of the
     top-10 mass and the gap ``margin[j]`` to the runner-up's logit. ``tails[q]``: after drafting
     ``top[q]`` ≠ ``cont[q]``, the draft's next (token, share) pairs, as far as decoded: ``depth``
-    tokens at most, each tail ending at the first share below ``p_floor`` (0: no tails, so p_min
-    what-ifs need none, only p_min 0 replays)."""
+    tokens at most (0: no tails, so only p_min 0 and policies that do not read shares replay),
+    each tail ending at the first share below ``p_floor`` (0: the whole depth)."""
     prompt: tuple[int, ...]
     cont: tuple[int, ...]
     top: tuple[int, ...]
@@ -86,15 +88,16 @@ def _row(logits: np.ndarray) -> tuple[int, float, float]:
 def trace_draft(engine, prompt: Sequence[int], cont: Sequence[int], *, depth: int = 0,
                 p_floor: float = 0.0, progress: Progress = quiet,
                 stop: threading.Event | None = None) -> DraftTrace:
-    """The teacher-forced pass of ``engine``'s draft model (module docs); with ``depth`` > 0 and
-    ``p_floor`` > 0 the tails after each rejected token, up to ``depth`` tokens, each ending at
-    the first share below ``p_floor`` (a draft with p_min ≥ p_floor stops there)."""
+    """The teacher-forced pass of ``engine``'s draft model (module docs); with ``depth`` > 0 the
+    tails after each rejected token, up to ``depth`` tokens, each ending at the first share
+    below ``p_floor`` (a draft with p_min ≥ p_floor stops there; 0: the whole depth, as the cost
+    policy's replay needs)."""
     ctx, batch = engine.dft, engine.dbatch
     if ctx is None or batch is None:
         raise ConfigError("a draft-simple what-if needs a draft model (-md), not an EAGLE-3 head")
-    if depth > 0 and p_floor > 0 and not engine.dft_removable:
+    if depth > 0 and not engine.dft_removable:
         raise ConfigError("a draft whose memory cannot drop part of a sequence cannot roll "
-                          "its draft on for the p_min what-ifs")
+                          "its draft on for the p_min and cost what-ifs")
     prompt, cont = tuple(int(t) for t in prompt), tuple(int(t) for t in cont)
     n0 = len(prompt) - 1
 
@@ -113,7 +116,7 @@ def trace_draft(engine, prompt: Sequence[int], cont: Sequence[int], *, depth: in
         rows += [_row(r) for r in ctx.logits(len(chunk))]
     top, p, margin = (tuple(x) for x in zip(*rows))
     tails = {}
-    if depth > 0 and p_floor > 0:
+    if depth > 0:
         missed = [q for q in range(len(cont) + 1)
                   if (q == len(cont) or top[q] != cont[q]) and p[q] >= p_floor]
         for i, q in enumerate(reversed(missed)):   # each tail needs [0, n0 + 1 + q) intact: the last first
@@ -146,10 +149,13 @@ class DraftRound(Replayed):
     extra: int = 0
 
 
-def _draw(trace: DraftTrace, pos: int, cap: int, p_min: float) -> tuple[list[int], int]:
-    """(the draft of a round starting at ``pos``, the rows decoded without proposing a token),
-    as DraftModel._draft: stop at the first share below p_min, or at ``cap`` tokens."""
+def _draw(trace: DraftTrace, pos: int, cap: int, p_min: float,
+          policy) -> tuple[list[int], list[float], int]:
+    """(the draft of a round starting at ``pos``, its shares, the rows decoded without proposing
+    a token), as DraftModel._draft: stop at the first share below p_min, where the policy stops,
+    or at ``cap`` tokens."""
     draft: list[int] = []
+    shares: list[float] = []
     miss = None                    # where the draft left the continuation
     cont = trace.cont
     while len(draft) < cap:
@@ -159,16 +165,22 @@ def _draw(trace: DraftTrace, pos: int, cap: int, p_min: float) -> tuple[list[int
         else:
             tail = trace.tails.get(miss, ())
             k = j - miss - 1
-            if p_min > 0 and k >= len(tail):
+            if (p_min > 0 or policy.reads_shares) and k >= len(tail):
                 raise ConfigError(f"the trace holds no draft after position {miss} that deep: "
                                   "trace with a larger depth or a lower p_floor")
             token, share = tail[k] if k < len(tail) else (-1, 1.0)
         if share < p_min:
-            return draft, 1
+            return draft, shares, 1
+        step = policy.step(len(draft), share, cap)
+        if step == DROP:
+            return draft, shares, 1
         draft.append(token)
+        shares.append(share)
         if miss is None and (j >= len(cont) or token != cont[j]):
             miss = j
-    return draft, 0
+        if step == LAST:
+            break
+    return draft, shares, 0
 
 
 def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
@@ -182,7 +194,7 @@ def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
     while pos < len(cont):
         budget = max(0, min(n_ctx - n_past - 2, n_predict - pos - 1))
         cap = min(max(policy.next_n(), spec.n_min), budget)
-        draft, extra = _draw(trace, pos, cap, spec.p_min) if cap > 0 else ([], 0)
+        draft, shares, extra = _draw(trace, pos, cap, spec.p_min, policy) if cap > 0 else ([], [], 0)
         if len(draft) < spec.n_min:
             draft, extra = [], extra + len(draft)
         acc = 0
@@ -195,7 +207,7 @@ def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
         if not complete:
             break
         if draft:
-            policy.update(len(draft), acc)
+            policy.update(len(draft), acc, shares)
         pos += len(ids)
         n_past += len(ids)
     return rounds

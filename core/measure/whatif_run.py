@@ -33,7 +33,7 @@ __all__ = ["RunWhatIfs", "Ceiling", "N_VALUES", "P_STEP", "GREEDY_ONLY", "unrepl
            "replayable_types"]
 
 N_VALUES = N_MAX_RANGE          # draft-simple's n_max offered: 1..8, the hindsight ceiling's
-P_STEP = 0.05                   # p_min is offered in these steps, so the trace rolls on to this share
+P_STEP = 0.05                   # p_min is offered in these steps
 GREEDY_ONLY = ("What-ifs are exact for greedy runs only: at temperature {:g} the text depends on "
                "the draws, so another drafter would have produced other text.")
 HEAD_WHY = {"draft-eagle3": "an EAGLE-3 head", "draft-mtp": "the target's MTP blocks",
@@ -109,8 +109,9 @@ def trace_run(engine, prompt, cont, progress: Progress = quiet,
     if why:
         raise ConfigError(why)
     rolls = engine.dft_removable
+    # rolled on the whole depth: the cost policy reads every share
     return trace_draft(engine, prompt, cont, depth=max(N_VALUES) - 1 if rolls else 0,
-                       p_floor=P_STEP if rolls else 0.0, progress=progress, stop=stop)
+                       progress=progress, stop=stop)
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ class RunWhatIfs:
     @property
     def max_p_min(self) -> float:
         """The largest p_min the trace replays (0: p_min 0 alone)."""
-        return 0.95 if self.trace is not None and self.trace.p_floor > 0 else 0.0
+        return 0.95 if self.trace is not None and self.trace.depth > 0 else 0.0
 
     def problem(self, spec: SpecSettings) -> str:
         """Why ``spec`` cannot be replayed now ("" when it can)."""
@@ -179,6 +180,9 @@ class RunWhatIfs:
         if spec.p_min > self.max_p_min + 1e-9:
             return ("p_min needs the draft rolled on after a rejected token, which this draft's "
                     "memory cannot do: p_min 0 only.")
+        if spec.draft_policy == "cost" and self.trace.depth == 0:
+            return ("The cost policy reads the draft's confidence after a rejected token too, "
+                    "which this draft's memory cannot roll on to.")
         if spec.n_max > self.trace.depth + 1 and spec.p_min > 0:
             return f"n_max above {self.trace.depth + 1} with a p_min is not traced."
         return ""

@@ -1,7 +1,8 @@
 """draft-simple: the draft model (``common_speculative_impl_draft_simple`` in common/speculative.cpp).
 
 Decode id_last at n_past on the draft, then take the argmax of the top-10 renormalised
-probabilities, decode it, and go on until p_min, n_max or the round's budget; a draft shorter
+probabilities, decode it, and go on until p_min, n_max, the round's budget or the draft-length
+policy stops it (core/engine/draft_policy.py; ``cost`` reads each token's share); a draft shorter
 than n_min is dropped. With the ratio acceptance rule at temperature it drafts a sample of its
 own distribution q instead of the argmax (``q``, core/engine/accept_rules.py); p_min still reads the
 top-10 share of the argmax.
@@ -27,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from specscope.core.engine.draft_policy import FixedLength
+from specscope.core.engine.draft_policy import DROP, LAST, FixedLength
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.errors import ConfigError
 
@@ -86,6 +87,7 @@ class DraftModel(Drafter):
         self.mask = mask  # a logit bias over the draft's vocabulary (token-level intersection)
         self.policy = policy or FixedLength(spec.n_max)   # the draft length per round
         self.n_drafted = 0                    # this round's draft (0: none of mine)
+        self.probs: tuple[float, ...] = ()    # ... and its tokens' shares
         self.rows = 0                         # rows the cache holds from the round's n_past on
         self.verified: tuple[list[int], int] = ([], 0)   # the target's last batch and its pos0
         self.dropped = 0                      # rows dropped since take_dropped()
@@ -117,7 +119,7 @@ class DraftModel(Drafter):
         not again when nobody drafted: the chain then tells its last winner once more); the
         cache comes to the kept history [0, n_past + n_accepted + 1)."""
         if mine and self.n_drafted:
-            self.policy.update(self.n_drafted, n_accepted)
+            self.policy.update(self.n_drafted, n_accepted, self.probs)
         self.n_drafted = 0
         batch, n_past = self.verified
         kept = n_accepted + 1
@@ -163,6 +165,7 @@ class DraftModel(Drafter):
         probs: list[float] = []
         tops: list[tuple[int, ...]] = []    # the draft's top-10 ids at each drafted position
         token, stop, t_decode = id_last, "n_max", 0.0
+        in_vain = 0                         # 1: the last row decoded proposed no token
         clock = time.perf_counter
         while True:
             batch.fill((token,), n_past + len(draft), logits="all")
@@ -176,7 +179,11 @@ class DraftModel(Drafter):
             best = int(ids[0])
             p = float(1.0 / np.exp(top - top[0]).sum())                # argmax's share of their mass
             if p < p_min:
-                stop = "p_min"
+                stop, in_vain = "p_min", 1
+                break
+            step = self.policy.step(len(draft), p, cap)
+            if step == DROP:
+                stop, in_vain = "policy", 1
                 break
             token = best if self.q is None else self.q.draw(logits, best)
             draft.append(token)
@@ -184,15 +191,18 @@ class DraftModel(Drafter):
             tops.append(tuple(ids.tolist()))
             if len(draft) >= cap:
                 break
+            if step == LAST:
+                stop = "policy"
+                break
         if stop == "n_max" and cap < limit:
             stop = "budget"
         elif stop == "n_max" and limit < self.n_max:
             stop = "policy"
-        rows = len(draft) + (1 if stop == "p_min" else 0)   # rows decoded from n_past on
+        rows = len(draft) + in_vain          # rows decoded from n_past on
         dists = self.q.take() if self.q is not None else ()
         if len(draft) < self.n_min:
             return Proposal(self.name, stop="n_min", dropped=len(draft), rows=rows,
                             t_decode=t_decode, limit=limit)
-        self.n_drafted = len(draft)
+        self.n_drafted, self.probs = len(draft), tuple(probs)
         return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
                         t_decode=t_decode, dists=dists, top_ids=tuple(tops), limit=limit)
