@@ -347,7 +347,9 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
     pieces and the target's."""
     k = len(ev.drafted)
     why = {"n_max": "it reached n_max", "p_min": "the next token fell below p_min",
-           "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round",
+           "policy": f"it reached the draft-length policy's {ev.draft_limit} for this round"
+                     if k == ev.draft_limit else "the cost policy judged one more token not worth "
+                     "its cost here (calibrated costs, the draft's confidence)",
            "budget": "the per-round budget (context / n_predict) was reached",
            "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
         ev.draft_stop, ev.draft_stop or "the draft ended")

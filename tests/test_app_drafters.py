@@ -329,3 +329,18 @@ def test_every_ngram_type_runs_in_the_window_and_marks_its_tokens(qtbot, window,
     assert won == {type_name, "draft-simple"}, won              # both drafted some rounds
     spans = [s for s in window.token_view.spans if s.kind == ACCEPTED]
     assert {s.drafter for s in spans} == {e.drafter for e in window.shown.events if e.n_accepted}
+
+
+def test_step_mode_says_why_a_draft_length_policy_stopped_the_draft():
+    """Hand-made: hf stops at its length for the round; cost stops short of it, while drafting."""
+    from specscope.app.round_view import explain
+    from specscope.core.models.tokentext import TokenTable
+    from specscope.core.engine.events import RoundEvent
+    vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])
+    hf = RoundEvent(4, 7, 7, (3, 4), (0.9, 0.8), 2, (3, 4, 5), "spec", draft_stop="policy",
+                    drafter="draft-simple", draft_limit=2)
+    assert "it reached the draft-length policy's 2 for this round" in explain(hf, vocab)
+    cost = RoundEvent(4, 7, 7, (3, 4), (0.9, 0.8), 2, (3, 4, 5), "spec", draft_stop="policy",
+                      drafter="draft-simple", draft_limit=8)
+    text = explain(cost, vocab)
+    assert "judged one more token not worth its cost" in text and "policy's 8" not in text

@@ -3,9 +3,12 @@ llama.cpp with the shipped demo pair: the engine drafts what the policy allows, 
 policy leaves greedy output exactly the target's own."""
 
 import math
+from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
+from specscope.core.cli.generate import policy_lines
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.draft_policy import DROP, LAST, TAKE, BestPredicted, HfHeuristic, make_policy
@@ -165,6 +168,13 @@ def test_the_cost_policy_picks_n_in_bounds_and_learns_from_the_run(demo, greedy)
     assert sum(policy.reached) == sum(min(len(e.drafted), e.n_accepted + 1)
                                       for e in events if e.drafted)
     assert sum(policy.kept) == sum(e.n_accepted for e in events if e.drafted)
+    # it stops while drafting, short of its limit (n_max), and run's summary counts those lengths
+    stopped = [e for e in events if e.draft_stop == "policy"]
+    assert stopped and all(len(e.drafted) < e.draft_limit == N_MAX for e in stopped)
+    session = SimpleNamespace(settings=SimpleNamespace(spec=run.spec), run=SimpleNamespace(events=events))
+    counts = Counter(len(e.drafted) for e in events if e.draft_limit)
+    assert policy_lines(session) == ["draft policy cost: rounds per draft length "
+                                     + " ".join(f"{n}:{c}" for n, c in sorted(counts.items()))]
 
 
 # ----------------------------------------------------------------------------- the CLI

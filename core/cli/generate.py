@@ -91,7 +91,9 @@ def policy_lines(session) -> list[str]:
     spec = session.settings.spec
     if spec is None or spec.draft_policy == "fixed" or not spec.uses_draft_model:
         return []
-    chosen = Counter(e.draft_limit for e in session.run.events if e.draft_limit)
+    rounds = [e for e in session.run.events if e.draft_limit]
+    # cost chooses while it drafts: the lengths it drafted (0: it dropped the first token)
+    chosen = Counter(len(e.drafted) if spec.draft_policy == "cost" else e.draft_limit for e in rounds)
     return [f"draft policy {spec.draft_policy}: rounds per draft length "
             + " ".join(f"{n}:{c}" for n, c in sorted(chosen.items()))]
 
