@@ -80,6 +80,21 @@ def test_cost_policy_drafts_shorter_where_draft_tokens_and_verification_cost_mor
     assert lengths[0] == 8 and 1 < lengths[1] < 6
 
 
+def test_cost_policy_tries_a_confidence_it_has_not_seen_where_drafting_could_pay():
+    """At the prior rate (0.7) one token does not pay on this machine (a draft token 0.3, a
+    verified one 0.6), at certain acceptance it would: a confidence not yet seen is drafted,
+    to learn its rate; once seen rejected twice it is dropped. Where not even certain
+    acceptance would pay (a draft token as dear as the target's), it is dropped unseen."""
+    p = BestPredicted(8, calibration(f=0.3, slope=0.6))
+    assert steps(p, [0.5]) == [LAST]
+    p.update(1, 0, [0.5])
+    assert steps(p, [0.5]) == [LAST]
+    p.update(1, 0, [0.5])
+    assert steps(p, [0.5]) == [DROP]
+    assert steps(p, [0.9]) == [LAST]                       # another band: still unseen
+    assert steps(BestPredicted(8, calibration(f=1.0, slope=1.0)), [0.9]) == [DROP]
+
+
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
     from specscope.core.engine.drafters import DRAFT_MODEL

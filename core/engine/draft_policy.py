@@ -30,6 +30,12 @@ confident tokens. The rates are shrunk towards the run's pooled rate with ``PRIO
 pseudo-observations, and the pooled rate towards ``PRIOR_RATE`` with as many. A draft that
 stopped on a token it proposed has decoded that row in vain, as a p_min stop does.
 
+A dropped token teaches nothing (the target never judges it), so a rate learned from the prior
+alone could keep the policy from drafting for good. It therefore drafts a token whose band it
+has seen fewer than ``PRIOR_WEIGHT`` times when drafting could pay there: when the plan with
+that token, and every token after it, certain to be kept would not drop it. Where not even
+that pays (a draft token as dear as the target's), it drops it unseen.
+
 Before this, ``cost`` chose one n per round, before drafting: the n with the best predicted
 speed-up for per-position acceptance rates (conditional, shrunk to the pooled rate as above),
 with no look at the draft's confidence. On the workload suite it reached about the best fixed
@@ -165,21 +171,31 @@ class BestPredicted(FixedLength):
                       for k, r in zip(self.kept, self.reached)]
         self.per_token = self.spent[1] / self.spent[0] if self.spent[0] else self.cal.baseline_token
 
+    def _plan(self, i: int, kept: float, rate: float, cap: int) -> int:
+        """The best final length, i (this token dropped) to cap, when the draft so far with this
+        token is kept whole with chance ``kept``, each token after it with ``rate``."""
+        v, e = self.per_token, sum(self.whole)
+        before = self.whole[-1] if self.whole else 0.0
+        best, choice = v * (1.0 + e) - self.round_price(i, e, before, True), i
+        a = kept
+        for m in range(i + 1, cap + 1):
+            e += a
+            zero, first, last = self._terms[m - 1]
+            value = v * (1.0 + e) - zero - first * (e - a) - last * a    # round_price(m, e, a)
+            if value > best:
+                best, choice = value, m
+            a *= rate
+        return choice
+
     def step(self, i: int, p: float, cap: int) -> str:
         if i == 0:
             self.whole, self.dropped = [], False
+        band = bisect_right(CONFIDENCE_BANDS, p)
         before = self.whole[-1] if self.whole else 1.0
-        kept = before * self.rates[bisect_right(CONFIDENCE_BANDS, p)]   # all so far and this one
-        value = lambda m, e, w, held: self.per_token * (1.0 + e) - self.round_price(m, e, w, held)
-        expected = sum(self.whole)
-        best, choice = value(i, expected, before if i else 0.0, True), i
-        a = kept
-        for m in range(i + 1, cap + 1):       # positions past this one at the pooled rate
-            expected += a
-            v = value(m, expected, a, False)
-            if v > best:
-                best, choice = v, m
-            a *= self.pooled
+        kept = before * self.rates[band]           # the chance all so far and this one are kept
+        choice = self._plan(i, kept, self.pooled, cap)
+        if choice == i and self.reached[band] < PRIOR_WEIGHT and self._plan(i, before, 1.0, cap) > i:
+            choice = i + 1      # a band it has hardly seen, where drafting could pay: learn it
         if choice == i:
             self.dropped = True
             return DROP
