@@ -137,3 +137,16 @@ def test_a_replays_excess_over_the_ceiling_adds_up_over_its_rounds_too_long_or_t
         else:           # the ceiling drafts longer where the draft keeps matching
             assert m.too_short > 0 and m.cost_short > 0
     assert len(ceiling.best) == len(trace.cont) + 1 and ceiling.to_end[0] == pytest.approx(cost / ceiling.speedup)
+
+
+def test_the_ceiling_also_stops_on_a_row_decoded_in_vain_where_that_is_cheaper():
+    """A draft that never matches, on a machine where a draft step (f) costs less than the sync
+    decode of a kept token: stopping each round on a row in vain (p_min 0.9, every share 0.5)
+    is the cheapest way through, and the ceiling must reach it."""
+    from specscope.core.measure.whatif_draft import DraftTrace
+    trace = DraftTrace(prompt=(1, 2), cont=(5, 6, 7, 8), top=(9,) * 5, p=(0.5,) * 5,
+                       margin=(1.0,) * 5, tails={})
+    cal = replace(CAL, f=0.05)                    # the sync decode draft_batch(1) is 0.1
+    rounds = replay_draft(trace, replace(BASE, n_max=4, p_min=0.9), n_ctx=N_CTX)
+    assert all(r.extra == 1 for r in rounds[:-1])
+    assert hindsight(trace, cal, n_ctx=N_CTX).speedup == pytest.approx(price(cal, rounds))

@@ -283,9 +283,10 @@ class Hindsight:
 
 def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RANGE),
               n_ctx: int, n_predict: int | None = None, sync: str = "reuse") -> Hindsight:
-    """The ceiling: over every way to pick each round's draft length in 0..n_max (p_min 0), the
-    cheapest way through the continuation (the tokens are the same whatever the lengths), by
-    dynamic programming from its end (module docs)."""
+    """The ceiling: over every way to pick each round's draft length in 0..n_max, and whether it
+    stops on one more row decoded in vain (under reuse that row holds the last kept token, so it
+    may cost less than the sync decode), the cheapest way through the continuation (the tokens
+    are the same whatever the lengths), by dynamic programming from its end (module docs)."""
     cont, n_past0 = trace.cont, len(trace.prompt) - 1
     n_predict = len(cont) if n_predict is None else n_predict
     size = len(cont)
@@ -296,10 +297,13 @@ def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RAN
     for pos in range(size - 1, -1, -1):
         budget = max(0, min(n_ctx - n_past0 - pos - 2, n_predict - pos - 1))
         options = []
-        for n in range(0, min(n_max, budget) + 1):
+        cap = min(n_max, budget)
+        for n in range(0, cap + 1):
             acc = min(n, run[pos])
             nxt = min(size, pos + acc + 1)
-            options.append((_round_price(cal, n, acc, 0, sync) + best[nxt], n))
+            # short of the cap a draft may also stop on a row decoded in vain (p_min, cost)
+            price_n = min(_round_price(cal, n, acc, extra, sync) for extra in ((0, 1) if n < cap else (0,)))
+            options.append((price_n + best[nxt], n))
         best[pos], choice[pos] = min(options)
     lengths, pos = [], 0
     while pos < size:
@@ -314,7 +318,8 @@ def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RAN
 class Missed:
     """Where a replay loses against the hindsight-best: its rounds longer and shorter than the
     best length at their start, and the cost each kind adds to the ceiling's (target-token
-    units; a round of the best length that decoded a row in vain counts as too long)."""
+    units; a round of the best length that paid for a row it need not have decoded adds to the
+    long side's cost)."""
     rounds: int
     too_long: int
     too_short: int
@@ -338,7 +343,7 @@ def missed(rounds: Sequence[DraftRound], ceiling: Hindsight, cal: Calibration,
             short += 1
             cost_short += excess
         else:
-            long += len(r.draft) > ceiling.best[pos] or r.extra > 0
+            long += len(r.draft) > ceiling.best[pos]
             cost_long += excess
         pos = nxt
     return Missed(len(rounds), long, short, cost_long, cost_short)
