@@ -15,7 +15,7 @@ the machine's load hits every configuration alike). Every speculative run is che
 the baseline's tokens (lossless). Per configuration and repetition: tokens/s pooled over the
 prompts (all tokens ÷ all generation seconds) and the speed-up against the baselines' pooled
 tokens/s of the same repetition; the table prints the medians over the repetitions, the pooled
-acceptance and, for the adaptive policies, the mean draft length they allowed. The ``cost``
+acceptance and, for the adaptive policies, the mean draft length they chose. The ``cost``
 policy predicts with the pair's calibration (cached; measured first when there is none).
 
 On a shared machine the figures are noisy: run it on a quiet one, with --repeats 5 or more.
@@ -51,7 +51,9 @@ class Tally:
         self.seconds[rep] = self.seconds.get(rep, 0.0) + stats.t_total
         self.drafted += stats.n_drafted
         self.accepted += stats.n_accept
-        self.limits += [e.draft_limit for e in events if e.draft_limit]
+        # the length the policy chose: hf's limit for the round; cost stops while drafting
+        self.limits += [len(e.drafted) if e.draft_stop == "policy" else e.draft_limit
+                        for e in events if e.draft_limit]
         self.mismatches += not lossless
 
     def tok_s(self, rep: int) -> float:
