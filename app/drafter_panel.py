@@ -150,10 +150,11 @@ class DrafterPanel(QGroupBox):
             self.policy.addItem(name, name)
             self.policy.setItemData(i, POLICY_TIPS[name], Qt.ItemDataRole.ToolTipRole)
         self.policy.setToolTip("Draft length per round (--spec-draft-policy): fixed n_max as llama.cpp "
-                               "does; hf, Hugging Face's +2 / −1 within 1..n_max; cost, the n with the "
-                               "best predicted speed-up for this machine's calibrated costs and the "
-                               "run's acceptance so far (the first cost run calibrates the pair: "
-                               "seconds, once per pair and settings)")
+                               "does; hf, Hugging Face's +2 / −1 within 1..n_max; cost, at every draft "
+                               "step, whether one more token is worth its cost on this machine, from "
+                               "the draft's confidence and the run's acceptance at that confidence "
+                               "(the first cost run calibrates the pair: seconds, once per pair and "
+                               "settings)")
 
         self.vocab = QComboBox()             # --spec-vocab (core/engine/drafters/xvocab.py)
         for name, tip in VOCAB_TIPS.items():

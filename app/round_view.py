@@ -422,6 +422,9 @@ def explain(ev, vocab, history=(), types=()) -> str:
         why = {"n_min": f"the draft had {ev.dropped_draft} tokens, fewer than n_min, and was dropped",
                "budget": "there was no room left to draft",
                "p_min": "the first token's probability fell below p_min",
+               "policy": "the cost policy dropped the draft's first token: by this machine's "
+                         "calibrated costs it was not worth drafting (a calibration taken under "
+                         "load can say so of every token: recalibrate)",
                "no match": "no n-gram drafter found the latest tokens earlier in the text"
                }.get(ev.draft_stop, "nothing was drafted")
         lines.append(f"<b>1. Draft:</b> none — {why}; this round is plain decoding.")

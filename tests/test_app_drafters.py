@@ -344,3 +344,5 @@ def test_step_mode_says_why_a_draft_length_policy_stopped_the_draft():
                       drafter="draft-simple", draft_limit=8)
     text = explain(cost, vocab)
     assert "judged one more token not worth its cost" in text and "policy's 8" not in text
+    dropped = RoundEvent(5, 9, 7, (), (), 0, (3,), "plain", draft_stop="policy", draft_limit=8)
+    assert "the cost policy dropped the draft's first token" in explain(dropped, vocab)
