@@ -86,18 +86,21 @@ def test_the_pass_reports_its_progress_records_its_reach_and_stops_when_asked(pa
     from specscope.core.measure.calibrate import CalibrationStopped
     engine, traces = pair
     trace = traces[0]
-    assert (trace.depth, trace.p_floor) == (7, 0.3)
+    assert (trace.depth, trace.p_floor) == (7, 0.0)       # no p_floor: each tail the whole depth
+    assert trace.tails and {len(t) for t in trace.tails.values()} == {7}
     heard = []
-    again = trace_draft(engine, trace.prompt, trace.cont, depth=7, p_floor=0.3,
+    again = trace_draft(engine, trace.prompt, trace.cont, depth=7,
                         progress=lambda done, total, what: heard.append((done, total, what)))
     assert again.top == trace.top and again.tails == trace.tails
     assert heard and all(0 <= done < total for done, total, _ in heard)
     assert {what for *_, what in heard} == {"the continuation on the draft",
                                             "the draft after its rejected tokens"}
+    floored = trace_draft(engine, trace.prompt, trace.cont, depth=7, p_floor=0.3)
+    assert (floored.depth, floored.p_floor) == (7, 0.3) and floored.tails.keys() <= trace.tails.keys()
+    assert all(trace.tails[q][:len(t)] == t and (len(t) == 7 or t[-1][1] < 0.3)
+               for q, t in floored.tails.items())
     untailed = trace_draft(engine, trace.prompt, trace.cont)              # no depth: no tails
     assert (untailed.depth, untailed.p_floor, untailed.tails) == (0, 0.0, {})
-    whole = trace_draft(engine, trace.prompt, trace.cont, depth=7)        # no p_floor: all 7
-    assert whole.tails.keys() >= trace.tails.keys() and {len(t) for t in whole.tails.values()} == {7}
     stop = threading.Event()
     stop.set()
     with pytest.raises(CalibrationStopped):
