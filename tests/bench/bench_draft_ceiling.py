@@ -73,7 +73,8 @@ def traces_of(data: dict):
         t = p["trace"]
         tails = {int(k): tuple(tuple(x) for x in v) for k, v in t["tails"].items()}
         out.append((p["name"], p["category"],
-                    DraftTrace(*(tuple(t[k]) for k in ("prompt", "cont", "top", "p", "margin")), tails)))
+                    DraftTrace(*(tuple(t[k]) for k in ("prompt", "cont", "top", "p", "margin")), tails,
+                               t.get("depth", 0), t.get("p_floor", 0.0))))
     return Calibration.from_dict(data["calibration"]), out
 
 
