@@ -16,7 +16,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.measure.stats import fold
 from specscope.core.session.controller import (TRANSITIONS, Controls, RunController, RunState,
                                                TransitionError)
-from specscope.core.session.run_state import MEASURING, RUN_IN_PROGRESS, SWEEP_RUNNING
+from specscope.core.session.run_state import MEASURING, RUN_IN_PROGRESS, SWEEP_RUNNING, SWEEPING_IN
 from specscope.core.session.session import TokenTable
 
 S = RunState
@@ -106,6 +106,10 @@ def test_which_task_holds_the_cores_and_the_refusals(c):
     assert c.refusal("run") == SWEEP_RUNNING and c.sweeping
     with pytest.raises(ConfigError, match="share the cores"):
         c.require_cores(calibration)
+    c.sweep_ended()
+    c.sweep_started("The advisor", "Advisor")       # the Advisor holds the cores as a sweep does
+    assert c.refusal("run") == SWEEPING_IN.format("The advisor", "Advisor", "a run")
+    assert c.refusal("sweep").startswith("The advisor is running in the Advisor tab")
     c.sweep_ended()
     c.start(c.request("spec", controls()))
     assert c.refusal("sweep") == RUN_IN_PROGRESS.format("a sweep")

@@ -45,6 +45,7 @@ from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, draft_spec
                                                  hindsight, trace_draft)
 from specscope.core.measure.workloads import CATEGORIES, Workload, load_workloads
 from specscope.core.models.chat import chat_template, render_messages
+from specscope.core.plain import to_plain
 
 Say = Callable[[str], None]
 CALIBRATE_UP_TO = 17      # batches timed at most; longer n-gram drafts are priced on c(k)'s line
@@ -133,7 +134,7 @@ class Candidate:
                 "p_min": self.spec.p_min if self.spec.uses_draft_model else None,
                 "predicted_speedup": self.predicted, "acceptance": self.acceptance,
                 "tokens_per_round": self.tokens_per_round, "drafted_at": list(self.drafted_at),
-                "accepted_at": list(self.accepted_at)}
+                "accepted_at": list(self.accepted_at), "spec": to_plain(self.spec)}
 
 
 @dataclass(frozen=True)
@@ -339,6 +340,7 @@ class Advisor:
         self.t0 = time.monotonic()
         self.engines: dict[str, Engine] = {}
         self.cals: dict[str, Calibration | None] = {}
+        self.traced = 0                   # teacher-forced passes done (for share())
 
     def say(self, line: str) -> None:
         self.say_(f"[{time.monotonic() - self.t0:5.0f}s] {line}")
@@ -346,6 +348,24 @@ class Advisor:
     @property
     def prompts(self) -> list[Prompt]:
         return [p for c in self.result.categories for p in c.prompts]
+
+    @property
+    def left_s(self) -> float:
+        """The budget's seconds left."""
+        return max(0.0, self.s.budget_s - (time.monotonic() - self.t0))
+
+    def share(self) -> float:
+        """How far the run is, 0 to 1: its steps done over those planned (a baseline or a
+        teacher-forced pass one each, a measuring pair two: both its runs), or the budget's time
+        spent, whichever is further."""
+        n, s = len(self.prompts), self.s
+        pairs = sum((len(c.measured) if self.result.phase == "measure" else s.top)
+                    * sum(1 for p in c.prompts if p.cont or self.result.phase != "measure")
+                    for c in self.result.categories) * s.passes
+        done = (sum(1 for p in self.prompts if p.cont) + self.traced
+                + 2 * sum(m.pairs for c in self.result.categories for m in c.measured))
+        steps = done / max(1, n + len(s.drafts) * n + 2 * pairs)
+        return min(1.0, max(steps, 1.0 - self.left_s / s.budget_s))
 
     def run(self) -> Advice:
         timer = threading.Timer(self.s.budget_s, self.out_of_time)
@@ -450,6 +470,7 @@ class Advisor:
             trace = trace_draft(self.engines[name], p.tokens, p.cont,
                                 depth=max(s.n_values) - 1 if floor is not None else 0,
                                 p_floor=floor or 0.0)
+            self.traced += 1
             out[id(p)] = {w.name: w for w in draft_whatifs(
                 trace, n_ctx=s.engine.n_ctx, n_predict=s.n_predict, cal=cal, specs=specs)}
             if cal is not None:

@@ -6,17 +6,24 @@ from __future__ import annotations
 import html
 import os
 import re
-import shlex
-from dataclasses import asdict
 from pathlib import Path
 
-from specscope.core.engine.drafters import NGRAM_TYPES
-from specscope.core.measure.advise import Advice, CategoryAdvice, Measured
+from specscope.core.engine.draft_policy import POLICIES
+from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.engine import EngineSettings, SpecSettings
+from specscope.core.errors import ConfigError
+from specscope.core.measure.advise import (Advice, AdviseSettings, Candidate, CategoryAdvice, Measured,
+                                           Pair, Prompt)
 from specscope.core.measure.advise_plots import Figure, break_even_lines, figures
 from specscope.core.measure.break_even import SPEEDUPS, SUMMARY_ALPHAS, curves, verdict
+from specscope.core.measure.command_line import command_line
+from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.whatif import config_label, configurations
+from specscope.core.measure.workloads import Workload
+from specscope.core.plain import from_plain, to_plain
 
 TOOLS = ("llama-server", "llama-speculative-simple")
-NO_FLAGS = ("ngram-cache",)          # its parameters are files (lookup caches), not sizes
+FORMAT, VERSION = "specscope-advice", 2     # to_dict's document (version 1: before it said so)
 INTERVAL_NOTE = ("measured: per pass over the category's prompts (each prompt's speculative run and "
                  "target-alone run back to back, in alternating order), speculative tokens over "
                  "time ÷ the target's, as one `specscope bench` run over them gives; the median "
@@ -26,26 +33,11 @@ INTERVAL_NOTE = ("measured: per pass over the category's prompts (each prompt's 
 
 def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> str:
     """The command line for a recommendation (None: the target alone), spelled as the vendored
-    llama.cpp spells its flags (common/arg.cpp)."""
-    s = a.settings
-    words = [tool, "-m", str(s.target)]
-    if m is not None:
-        c, spec = m.candidate, m.candidate.spec
-        if c.draft:
-            words += ["-md", str(next(d for d in s.drafts if Path(d).name == c.draft))]
-        words += ["--spec-type", ",".join(spec.types)]
-        if spec.uses_draft_model:
-            words += ["--spec-draft-n-max", str(spec.n_max), "--spec-draft-p-min", f"{spec.p_min:g}"]
-            if spec.n_min:
-                words += ["--spec-draft-n-min", str(spec.n_min)]
-        for t in (t for t in spec.types if t in NGRAM_TYPES and t not in NO_FLAGS):
-            for key, value in asdict(spec.params(t)).items():
-                words += [f"--spec-{t}-{key.replace('_', '-')}", str(value)]
-    if s.engine.target_threads:
-        words += ["-t", str(s.engine.target_threads)]
-    if s.engine.draft_threads and m is not None and m.candidate.draft:
-        words += ["-td", str(s.engine.draft_threads)]
-    return shlex.join(words)
+    llama.cpp spells its flags (core/measure/command_line.py)."""
+    s, c = a.settings, m.candidate if m is not None else None
+    draft = next(d for d in s.drafts if Path(d).name == c.draft) if c is not None and c.draft else None
+    return command_line(tool, s.target, c.spec if c is not None else None, draft,
+                        s.engine.target_threads, s.engine.draft_threads)
 
 
 def _ending(a: Advice) -> str:
@@ -120,13 +112,89 @@ def to_dict(a: Advice) -> dict:
             "predicted_top": [x.to_dict() for x in c.candidates[:10]],
             "ceilings": c.ceilings,
             "policies": {draft: {k: v.to_dict() for k, v in c.policies(draft).items()}
-                         for draft in c.ceilings}})
-    return {"target": str(s.target), "drafts": [str(d) for d in s.drafts],
-            "budget_s": s.budget_s, "n_predict": s.n_predict, "seconds": a.seconds,
+                         for draft in c.ceilings},
+            "continuations": {p.workload.name: list(p.cont) for p in c.prompts}})
+    return {"format": FORMAT, "version": VERSION, "target": str(s.target), "drafts": [str(d) for d in s.drafts],
+            "budget_s": s.budget_s, "n_predict": s.n_predict, "top": s.top, "passes": s.passes,
+            "engine": to_plain(s.engine), "seconds": a.seconds,
             "stopped": a.stopped, "out_of_time": a.out_of_time, "phase": a.phase, "cpus": os.cpu_count(),
             "calibrations": {k: {"t1_ms": v.t1 * 1e3, "f": v.f, "k_max": v.k_max,
-                                 "under_load": v.under_load} for k, v in a.calibrations.items()},
+                                 "under_load": v.under_load, "figures": v.to_dict()}
+                             for k, v in a.calibrations.items()},
             "interval": INTERVAL_NOTE, "break_even": _break_even(a), "categories": cats}
+
+
+def from_dict(doc: dict) -> Advice:
+    """The advice :func:`to_dict` wrote (also ``advise --json``'s output from before the format
+    had a version), without its models: what it measured, decided and calibrated, so its table,
+    commands and plots come back. An older document lacks the calibrations' figures (no
+    break-even), the threads and the baselines' tokens. ConfigError names what is wrong."""
+    try:
+        version = doc.get("version", 1)
+        if not isinstance(version, int) or version > VERSION:
+            raise ConfigError(f"written by a newer SpecScope (advice version {version}; this one "
+                              f"reads up to {VERSION}): update SpecScope to open it")
+        cats = [_category_of(c) for c in doc["categories"]]
+        engine = from_plain(EngineSettings, doc["engine"], "engine") if "engine" in doc else EngineSettings()
+        settings = AdviseSettings(Path(doc["target"]), tuple(Path(d) for d in doc["drafts"]),
+                                  tuple(c.category for c in cats), float(doc["budget_s"]),
+                                  int(doc["n_predict"]), int(doc.get("top", AdviseSettings.top)),
+                                  int(doc.get("passes", AdviseSettings.passes)), engine)
+        cals = {name: Calibration.from_dict(c["figures"])
+                for name, c in doc.get("calibrations", {}).items() if "figures" in c}
+        return Advice(settings, cats, cals, bool(doc["stopped"]), float(doc["seconds"]),
+                      str(doc["phase"]), bool(doc.get("out_of_time", False)))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        what = f"lacks {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise ConfigError(f"not a SpecScope advice document ({what})") from None
+
+
+def _category_of(d: dict) -> CategoryAdvice:
+    """One category back: its candidates (the measured, the best predicted, each draft's
+    policies; one object per setting, so a measured one is its policy's too) and its pairs."""
+    known: dict[str, Candidate] = {}
+    for x in [*d["measured"], *d.get("predicted_top", []),
+              *(x for p in d.get("policies", {}).values() for x in p.values())]:
+        known.setdefault(x["name"], _candidate_of(x))
+    measured = []
+    for m in d["measured"]:
+        runs, prompts = _runs_of(m, int(d["baselines"]))
+        measured.append(Measured(known[m["name"]], runs, int(m["identical_pairs"]), prompts))
+    conts = d.get("continuations") or {f"prompt {i + 1}": [] for i in range(int(d["prompts"]))}
+    prompts = [Prompt(Workload(name, d["category"], "", False, ()), "", [], list(cont))
+               for name, cont in conts.items()]
+    return CategoryAdvice(d["category"], prompts,
+                          sorted(known.values(), key=lambda c: -(c.predicted or c.tokens_per_round)),
+                          {k: float(v) for k, v in d["ceilings"].items()}, measured)
+
+
+def _runs_of(m: dict, prompts: int) -> tuple[list[Pair], int]:
+    """A measured candidate's pairs and how many prompts make a pass. A document from before the
+    pairs were saved has their ratios only, and judged them one by one: each becomes a pass of
+    its own (tokens over time giving that ratio), so its interval is what was written then."""
+    if "runs" in m:
+        return [Pair(**r) for r in m["runs"]], prompts
+    return [Pair(i, 1, 1.0 / r, 1, 1.0) for i, r in enumerate(float(x) for x in m["ratios"])], 1
+
+
+def _candidate_of(d: dict) -> Candidate:
+    return Candidate(d["draft"], _spec_of(d), d["name"], d["predicted_speedup"], float(d["acceptance"]),
+                     float(d["tokens_per_round"]), tuple(d.get("drafted_at", ())),
+                     tuple(d.get("accepted_at", ())))
+
+
+def _spec_of(d: dict) -> SpecSettings:
+    """A candidate's SpecSettings: saved whole since the format's version 2; before, found again
+    from its name (the what-ifs' n-gram configurations) or its n_max, p_min and policy."""
+    if "spec" in d:
+        return from_plain(SpecSettings, d["spec"], f"{d['name']}: spec")
+    types = tuple(d["types"])
+    if DRAFT_MODEL not in types:
+        return next((c for c in configurations() if config_label(c) == d["name"]),
+                    SpecSettings(types=types))
+    policy = next((p for p in POLICIES if f" {p} n≤" in d["name"]), "fixed")
+    return SpecSettings(types=types, n_max=int(d["n_max"]), p_min=float(d["p_min"] or 0.0),
+                        draft_policy=policy)
 
 
 def _break_even(a: Advice) -> dict | None:

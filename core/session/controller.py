@@ -42,7 +42,7 @@ from typing import Callable
 
 from specscope.core.errors import ConfigError
 from specscope.core.session.run_state import (FREE, MEASURING, RUN_IN_PROGRESS, RUNS, SHARED_CORES,
-                                              SWEEP_RUNNING, TRANSITIONS, RunState, TransitionError)
+                                              SWEEPING_IN, TRANSITIONS, RunState, TransitionError)
 from specscope.core.session.session import RunSettings, Session, Workbench
 
 __all__ = ["RunController", "RunRequest", "Controls", "Ended", "RunState", "TRANSITIONS",
@@ -142,6 +142,7 @@ class RunController:
         self.shown_request: RunRequest | None = None    # its request (None: a recording)
         self.shown_upto = 0                         # the views show its first rounds up to here
         self.holder = None                          # the measurement holding the cores
+        self.sweeper = ("A sweep", "Compare")       # who sweeps (what, in which tab)
         self.present: dict[str, bool] = {}          # a recording's models: present again?
         self.rerun_of: Session | None = None        # the recording a re-run is checked against
         self.rerun_result: tuple[bool, str] | None = None
@@ -202,9 +203,10 @@ class RunController:
         s = self.state
         if s in FREE or (s is RunState.MEASURING and self.holder is asking):
             return ""
+        if s is RunState.SWEEPING and asking in ("run", "sweep"):
+            return SWEEPING_IN.format(*self.sweeper, "a run" if asking == "run" else "another")
         if asking == "run":
-            return {RunState.MEASURING: MEASURING.format("a run"),
-                    RunState.SWEEPING: SWEEP_RUNNING}.get(s, RUN_IN_PROGRESS.format("another run"))
+            return MEASURING.format("a run") if s is RunState.MEASURING else RUN_IN_PROGRESS.format("another run")
         if asking == "sweep":
             return MEASURING.format("a sweep") if s is RunState.MEASURING else RUN_IN_PROGRESS.format("a sweep")
         return SHARED_CORES
@@ -224,7 +226,9 @@ class RunController:
             self.holder = None
             self._go(RunState.IDLE)
 
-    def sweep_started(self) -> None:
+    def sweep_started(self, what: str = "A sweep", tab: str = "Compare") -> None:
+        """``what`` (in the ``tab`` tab, as the refusals name it) holds the cores until it ends."""
+        self.sweeper = (what, tab)
         self._go(RunState.SWEEPING)
 
     def sweep_ended(self) -> None:

@@ -33,14 +33,14 @@ TRANSITIONS: dict[RunState, frozenset[RunState]] = {
 }
 
 # the sentences that refuse the cores (RunController.refusal)
-SWEEP_RUNNING = ("A sweep is running in the Compare tab: stop it there (or let it finish) "
-                 "before starting a run.")
+SWEEPING_IN = "{} is running in the {} tab: stop it there (or let it finish) before starting {}."
+SWEEP_RUNNING = SWEEPING_IN.format("A sweep", "Compare", "a run")
 MEASURING = ("A measurement is running in the Cost model tab (a calibration, the distance or the "
              "synthetic sweep): let it finish or stop it before starting {}.")
 RUN_IN_PROGRESS = ("A run is in progress in the Run tab: stop it there (Esc) or let it finish "
                    "before starting {}.")
-SHARED_CORES = ("wait until the run, the Compare sweep or the other measurement ends: both would "
-                "share the cores")
+SHARED_CORES = ("wait until the run, the Compare sweep, the advisor or the other measurement ends: "
+                "both would share the cores")
 
 
 class TransitionError(RuntimeError):
