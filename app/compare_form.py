@@ -10,12 +10,14 @@ import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog,
                                QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-                               QListWidget, QListWidgetItem, QPushButton, QSpinBox)
+                               QListWidget, QListWidgetItem)
 
 from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
 from specscope.core.measure.sweep import DEFAULT_REPEATS
+
+from .form_parts import PairRows, combo, double_spin, row, spin, with_tip
 
 __all__ = ["SweepForm"]
 
@@ -27,34 +29,7 @@ DRAFTER_PROMPT_FILE = "drafter_prompts.json"
 CHOOSE_FILE = "Choose a file…"
 
 
-def _tip(widget, tip: str):
-    widget.setToolTip(tip)
-    return widget
-
-
-def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(lo, hi)
-    box.setValue(value)
-    return _tip(box, tip)
-
-
-def _combo(items, tip: str) -> QComboBox:
-    box = QComboBox()
-    box.addItems(items)
-    return _tip(box, tip)
-
-
-def _row(*widgets) -> QHBoxLayout:
-    """Widgets (a str: a label) in a row, stretched at the end."""
-    line = QHBoxLayout()
-    for w in widgets:
-        line.addWidget(QLabel(w) if isinstance(w, str) else w)
-    line.addStretch(1)
-    return line
-
-
-class SweepForm(QGroupBox):
+class SweepForm(PairRows, QGroupBox):
     """The "Sweep" box: every control of a sweep. ``changed`` when what can run changes."""
 
     changed = Signal()
@@ -66,31 +41,15 @@ class SweepForm(QGroupBox):
         grid = QGridLayout(self)
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
-        self._pair_column(grid)
+        self._pair_rows(grid, "Draft models to compare (each is paired with the target)")
         self._drafters_column(grid)
         grid.addLayout(self._run_form(), 0, 2, 5, 2)
         grid.addLayout(self._checks(), 5, 0, 1, 4)
 
     # ------------------------------------------------------------------ building
-    def _pair_column(self, grid: QGridLayout) -> None:
-        self.target_label = QLabel("no target")
-        self.target_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        grid.addWidget(QLabel("Target"), 0, 0)
-        grid.addWidget(self.target_label, 0, 1)
-        self.drafts = _tip(QListWidget(), "Draft models to compare (each is paired with the target)")
-        self.drafts.setMaximumHeight(64)
-        self.drafts.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        grid.addWidget(QLabel("Drafts"), 1, 0, Qt.AlignmentFlag.AlignTop)
-        grid.addWidget(self.drafts, 1, 1, 2, 1)
-        self.add_draft_button = QPushButton("Add draft…")
-        self.remove_draft_button = QPushButton("Remove")
-        self.add_draft_button.clicked.connect(self._add_draft_dialog)
-        self.remove_draft_button.clicked.connect(self._remove_drafts)
-        grid.addLayout(_row(self.add_draft_button, self.remove_draft_button), 3, 1)
-
     def _drafters_column(self, grid: QGridLayout) -> None:
         from specscope.core.engine.drafters import DESCRIPTIONS, SWEEP_TYPES
-        self.drafters = _tip(QListWidget(), "Each ticked type is one configuration (llama.cpp's --spec-type); "
+        self.drafters = with_tip(QListWidget(), "Each ticked type is one configuration (llama.cpp's --spec-type); "
                                             "draft-simple runs once per n with each draft model, draft-eagle3 "
                                             "with each EAGLE-3 head among the drafts, draft-dflash and "
                                             "draft-dspark with each DFlash head, draft-mtp with the target's "
@@ -109,7 +68,7 @@ class SweepForm(QGroupBox):
         self.drafters.itemChanged.connect(lambda _item: self.changed.emit())
         grid.addWidget(QLabel("Drafters"), 4, 0, Qt.AlignmentFlag.AlignTop)
         grid.addWidget(self.drafters, 4, 1)
-        self.chains = _tip(QLineEdit(), "More configurations: chains of types joined by commas, separated by "
+        self.chains = with_tip(QLineEdit(), "More configurations: chains of types joined by commas, separated by "
                                         "spaces (as --spec-type on the command line). A chain runs its types "
                                         "in llama.cpp's priority order, n-gram types first; the first non-empty "
                                         "draft wins the round")
@@ -119,9 +78,9 @@ class SweepForm(QGroupBox):
     def _run_form(self) -> QFormLayout:
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
-        self.n_values = _tip(QLineEdit(DEFAULT_N_VALUES), "draft-simple's draft lengths to try: a list like "
+        self.n_values = with_tip(QLineEdit(DEFAULT_N_VALUES), "draft-simple's draft lengths to try: a list like "
                              "1,2,4,8 or a range like 1-8 (chains of n-gram types alone run once)")
-        self.p_min_values = _tip(QLineEdit("0"), "draft-simple's confidence cut-off (llama.cpp's --draft-p-min): "
+        self.p_min_values = with_tip(QLineEdit("0"), "draft-simple's confidence cut-off (llama.cpp's --draft-p-min): "
                                  "stop drafting when the draft's top token holds less than this "
                                  "share of its top-10. A list like 0,0.5,0.75 sweeps it: each "
                                  "value is a configuration of its own (rows, heatmap, curves)")
@@ -138,71 +97,47 @@ class SweepForm(QGroupBox):
         prompts_row.addWidget(self.prompts, 1)
         form.addRow("Prompts", prompts_row)
         cores = max(1, os.cpu_count() or 1)
-        self.n_predict = _spin(2, 4096, DEFAULT_N_PREDICT, "tokens generated by every run")
-        self.repeats = _spin(1, 20, DEFAULT_REPEATS, "runs per cell, each with its own baselines: the table "
+        self.n_predict = spin(2, 4096, DEFAULT_N_PREDICT, "tokens generated by every run")
+        self.repeats = spin(1, 20, DEFAULT_REPEATS, "runs per cell, each with its own baselines: the table "
                              "shows the speed-up's spread over them and flags a figure the spread does not "
                              "tell from 1× (1: no spread)")
-        self.sync = _combo(["reuse", "replay"], "draft cache sync: reuse its own rows, or replay the "
+        self.sync = combo(["reuse", "replay"], "draft cache sync: reuse its own rows, or replay the "
                            "verification batch as llama.cpp does")
-        self.threads = _spin(1, cores, cores, "CPU threads for each model (default: all cores, as in the "
+        self.threads = spin(1, cores, cores, "CPU threads for each model (default: all cores, as in the "
                              "command line; on a machine busy with other work fewer can be faster)")
-        form.addRow("Tokens per run", _row(self.n_predict, "repeats", self.repeats, "sync", self.sync,
+        form.addRow("Tokens per run", row(self.n_predict, "repeats", self.repeats, "sync", self.sync,
                                            "threads", self.threads))
         form.addRow("Temperature", self._sampling())
         return form
 
     def _sampling(self) -> QHBoxLayout:
-        self.temperature = _tip(QDoubleSpinBox(), "0 (greedy): the target's argmax, llama.cpp's lossless "
-                                "case. Above 0: llama.cpp's sampler chain (top-k 40, top-p 0.95, min-p "
-                                "0.05, seed 42) at this temperature")
-        self.temperature.setRange(0.0, 2.0)
-        self.temperature.setSingleStep(0.1)
-        self.temperature.setDecimals(2)
+        self.temperature = double_spin(0.0, 2.0, 0.0, 0.1, "0 (greedy): the target's argmax, llama.cpp's "
+                                       "lossless case. Above 0: llama.cpp's sampler chain (top-k 40, top-p "
+                                       "0.95, min-p 0.05, seed 42) at this temperature")
         self.temperature.setSpecialValueText("greedy")
-        self.accept_rule = _combo(["match", "ratio"], "match: llama.cpp's rule, the target samples and keeps "
+        self.accept_rule = combo(["match", "ratio"], "match: llama.cpp's rule, the target samples and keeps "
                                   "the drafted token when it drew the same one (lossless against the "
                                   "baseline); ratio: speculative sampling, kept with probability min(1, p/q) "
                                   "(the same distribution, other tokens). At temperature the table adds what "
                                   "the other rule would expect on the same drafts")
         self.accept_rule.setEnabled(False)
         self.temperature.valueChanged.connect(lambda t: self.accept_rule.setEnabled(t > 0))
-        return _row(self.temperature, "acceptance rule", self.accept_rule)
+        return row(self.temperature, "acceptance rule", self.accept_rule)
 
     def _checks(self) -> QHBoxLayout:
-        self.deterministic = _tip(QCheckBox("Deterministic numerics"), DETERMINISTIC_GUARANTEE)
-        self.ignore_eos = _tip(QCheckBox("Ignore EOS"), "never sample end-of-generation tokens, so every "
+        self.deterministic = with_tip(QCheckBox("Deterministic numerics"), DETERMINISTIC_GUARANTEE)
+        self.ignore_eos = with_tip(QCheckBox("Ignore EOS"), "never sample end-of-generation tokens, so every "
                                "run has the same length")
         self.ignore_eos.setChecked(True)
-        self.recalibrate = _tip(QCheckBox("Recalibrate"), "measure c(k) and f again instead of using the "
+        self.recalibrate = with_tip(QCheckBox("Recalibrate"), "measure c(k) and f again instead of using the "
                                 "cached figures")
         self.alpha_on = QCheckBox("Assumed α")
-        self.alpha = QDoubleSpinBox()
-        self.alpha.setRange(0.0, 1.0)
-        self.alpha.setSingleStep(0.05)
-        self.alpha.setValue(0.7)
+        self.alpha = double_spin(0.0, 1.0, 0.7, 0.05, "also predict with this assumed per-token acceptance")
         self.alpha.setEnabled(False)
         self.alpha_on.toggled.connect(self.alpha.setEnabled)
-        return _row(self.deterministic, self.ignore_eos, self.recalibrate, self.alpha_on, self.alpha)
+        return row(self.deterministic, self.ignore_eos, self.recalibrate, self.alpha_on, self.alpha)
 
     # ------------------------------------------------------------------ the pair
-    def set_pair(self, target_path, draft_path=None, extra_drafts=()) -> None:
-        self.target = Path(target_path) if target_path else None
-        self.target_label.setText(str(self.target) if self.target else "no target")
-        self.target_label.setToolTip(str(self.target) if self.target else "")
-        self.drafts.clear()
-        for d in ([draft_path] if draft_path else []) + list(extra_drafts):
-            self.add_draft(d)
-        self.changed.emit()
-
-    def add_draft(self, path) -> None:
-        path = str(Path(path))
-        if path not in self.draft_paths():
-            self.drafts.addItem(path)
-        self.changed.emit()
-
-    def draft_paths(self) -> list[str]:
-        return [self.drafts.item(i).text() for i in range(self.drafts.count())]
-
     def can_run(self) -> bool:
         """A target, and a draft unless no configuration needs one."""
         return self.target is not None and (self.drafts.count() > 0 or not self._needs_draft())
@@ -317,9 +252,9 @@ class SweepForm(QGroupBox):
                          ("alpha", self.alpha)):
             if isinstance(d.get(key), (int, float)) and not isinstance(d.get(key), bool):
                 box.setValue(d[key])
-        for key, combo in (("sync", self.sync), ("accept_rule", self.accept_rule)):
-            if isinstance(d.get(key), str) and combo.findText(d[key]) >= 0:
-                combo.setCurrentText(d[key])
+        for key, box in (("sync", self.sync), ("accept_rule", self.accept_rule)):
+            if isinstance(d.get(key), str) and box.findText(d[key]) >= 0:
+                box.setCurrentText(d[key])
         for key, check in (("deterministic", self.deterministic), ("ignore_eos", self.ignore_eos),
                            ("alpha_on", self.alpha_on)):
             if isinstance(d.get(key), bool):
@@ -349,13 +284,3 @@ class SweepForm(QGroupBox):
         elif index == 2:
             path, _ = QFileDialog.getOpenFileName(self, "Prompt set", "", "Prompt sets (*.json *.txt)")
             self.set_prompt_file(path or self.prompt_file)      # cancelled: back to what was chosen
-
-    def _add_draft_dialog(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Add draft models", "", "GGUF models (*.gguf)")
-        for p in paths:
-            self.add_draft(p)
-
-    def _remove_drafts(self) -> None:
-        for item in self.drafts.selectedItems():
-            self.drafts.takeItem(self.drafts.row(item))
-        self.changed.emit()

@@ -92,7 +92,11 @@ round; Continue (Ctrl+R) runs the rest.</p>
 Next ▸) while the engine runs at full speed; <b>Replay</b> plays the run shown again; the
 <b>Round</b> slider under the text shows the run as it was after any round. <b>Compare
 (sweep)</b> (Ctrl+2) measures drafters × draft lengths × prompts against the target alone;
-<b>Compare sessions</b> (Ctrl+3) puts two recorded runs side by side.</p>
+<b>Compare sessions</b> (Ctrl+3) puts two recorded runs side by side. The <b>Advisor</b> (Ctrl+4)
+answers "what should I run here?": per kind of work, the best drafter and settings measured (or
+don't speculate), the llama.cpp command to copy, and the break-even plot: below its curve a draft
+beats the target alone on this machine. <b>Copy command</b> under the Drafter box copies the
+llama-server command line for the run as set.</p>
 """
 
 

@@ -67,8 +67,9 @@ class PairWatch(QObject):
             w.controller.show(None)
         if w.cost_panel is not None:
             w.cost_panel.show_calibrated(None)
-        if w.compare is not None and not w.compare.running and t is not None:
-            w.compare.set_pair(t, d)
+        for view in (w.compare, w.advisor):        # the workspaces follow, unless running
+            if view is not None and not view.running and t is not None:
+                view.set_pair(t, d)
         self.report = None
         w.prompt.set_template_available(None)
         panel.clear_facts()

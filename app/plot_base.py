@@ -84,9 +84,9 @@ def grow_labels(labels: list[pg.TextItem], n: int, plot: pg.PlotItem) -> list[pg
     return labels
 
 
-def small_legend(plot: pg.PlotItem, **kw) -> pg.LegendItem:
-    """A legend in the top right corner, on a light background."""
-    legend = plot.addLegend(offset=(-6, 2), labelTextColor=TEXT_COLOR, labelTextSize="8pt", **kw)
+def small_legend(plot: pg.PlotItem, offset=(-6, 2), **kw) -> pg.LegendItem:
+    """A legend in the top right corner (``offset``: another), on a light background."""
+    legend = plot.addLegend(offset=offset, labelTextColor=TEXT_COLOR, labelTextSize="8pt", **kw)
     legend.setBrush(pg.mkBrush(255, 255, 255, 215))
     legend.setPen(pg.mkPen("#cccccc"))
     return legend

@@ -20,6 +20,10 @@ With ``--compare``, the Compare workspace after a real sweep (draft-simple, ngra
 their chain; n 1,2,4,8; two of the shipped benchmark prompts, 48 tokens): 21 mid-sweep, with a Run refused in the
 Run workspace, 22 the finished sweep, 23 its rows per prompt, 24 the Run workspace with the
 tabs expanded over the text.
+
+With ``--advisor``, the Advisor workspace running on the demo pair (translation, multi-turn and
+code editing, 32 tokens, one thread, two candidates each, six passes): 31 measuring, 32 the advice with its charts, 33 the Run
+workspace after Copy command. ``--size WxH`` sets the window's size.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def main(argv=None) -> int:
     p.add_argument("--drafters", action="store_true", help="the n-gram drafters' screenshots")
     p.add_argument("--session", type=Path, help="a recorded session's screenshots")
     p.add_argument("--compare", action="store_true", help="the Compare workspace's screenshots")
+    p.add_argument("--advisor", action="store_true", help="the Advisor workspace's screenshots")
+    p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="specscope-shots-"))
@@ -58,7 +64,7 @@ def main(argv=None) -> int:
     app = make_app()
     settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
     w = MainWindow(args.model, args.model_draft, settings=settings, preload=args.session is None)
-    w.resize(*SIZE)
+    w.resize(*(int(x) for x in args.size.lower().split("x")))
     w.show()
 
     def wait(cond, timeout=120.0):
@@ -88,8 +94,8 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
-    if args.compare:
-        compare_shots(w, wait, shot, tmp)
+    if args.compare or args.advisor:
+        (compare_shots if args.compare else advisor_shots)(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -260,6 +266,31 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     d.n_max.setValue(3)
     d.n_min.setValue(5)
     shot("16_bad_value")
+
+
+def advisor_shots(w, wait, shot, _tmp: Path) -> None:
+    v = w.advisor
+    w.show_workspace("advisor")
+    v.form.set_categories(("multi-turn", "translation", "code-editing"))
+    v.form.n_predict.setValue(32)
+    v.form.threads.setValue(1)
+    v.form.budget.setValue(3.0)
+    v.form.top.setValue(2)
+    v.form.passes.setValue(6)
+    v.start()
+    wait(lambda: v.advice is not None and any(m.pairs for c in v.advice.categories for m in c.measured), 300)
+    shot("31_advisor_measuring")
+    wait(lambda: not v.running, 600)
+    shot("32_advisor_advice")
+    w.show_workspace("run")
+    w.copy_command.copy()
+    wait(lambda: False, 0.3)               # the note under the button is laid out
+    scroll = w.copy_command.parentWidget()
+    while scroll is not None and not hasattr(scroll, "ensureWidgetVisible"):
+        scroll = scroll.parentWidget()
+    if scroll is not None:                 # the left column scrolls to the button
+        scroll.ensureWidgetVisible(w.copy_command)
+    shot("33_copy_command")
 
 
 if __name__ == "__main__":

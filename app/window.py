@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QScrollArea, QS
                                QTabWidget, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from specscope.core.engine.drafters import DRAFT_EAGLE3
-from specscope.core.session.run_state import SWEEP_RUNNING, RunState
+from specscope.core.session.run_state import SWEEPING_IN, RunState
 
 from .controls import ParamsPanel, PromptEditor
+from .copy_command import CopyCommand
 from .desktop import guard_wheel
 from .errors import MessageBanner, run_failure_hint, setup_logging
 from .guide import open_log_folder, show_about, show_guide
@@ -83,10 +84,11 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self._build_panels)
 
     def _build_panels(self) -> None:
-        """Build the pyqtgraph views (plots, cost model, Compare) once the window shows: importing
+        """Build the pyqtgraph views (plots, cost model, Compare, Advisor) once the window shows: importing
         pyqtgraph takes about a second. Until then their tabs hold a "loading…" line."""
         if self.panels_ready or self.closing:
             return
+        from .advise_view import AdvisorView
         from .compare_view import CompareView
         from .cost_tab import CostTab
         from .plots import PlotsPanel
@@ -104,21 +106,10 @@ class MainWindow(QMainWindow):
             old.deleteLater()
         # the Compare view needs neither the token view nor the run's parameters: a workspace of
         # its own, with the window's whole width and height
-        self.compare = CompareView()
-        apply_json(self.settings, "compare/json", self.compare.from_dict)   # as it was left
-        c = self.controller                    # a sweep holds the cores from start to end
-        self.compare.blocker = self._sweep_blocker
-        self.compare.sweep_started.connect(c.sweep_started)
-        self.compare.sweep_finished.connect(lambda _result: c.sweep_ended())
-        self.compare.sweep_failed.connect(lambda *_: c.sweep_ended())
+        self.compare = self._sweep_workspace(CompareView(), "compare", "Compare (sweep)", "A sweep",
+                                             "Sweep drafters × draft lengths × prompts against the "
+                                             "target alone (Ctrl+2; Ctrl+1 returns to the live run)")
         self.compare.sweep_finished.connect(tab.show_sweep_calibration)
-        scroll = QScrollArea()              # a small screen: let it scroll rather than squeeze it
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.compare)
-        self.workspace.addTab(scroll, "Compare (sweep)")
-        self.workspace.setTabToolTip(1, "Sweep drafters × draft lengths × prompts against the target "
-                                        "alone (Ctrl+2; Ctrl+1 returns to the live run)")
         self.timeline = TimelineView()
         self.tabs.addTab(self.timeline, "Timeline")
         self.tabs.setTabToolTip(self.tabs.count() - 1, "Each round's draft, verify, sync and Python "
@@ -131,9 +122,13 @@ class MainWindow(QMainWindow):
         self.workspace.addTab(self.session_compare, "Compare sessions")
         self.workspace.setTabToolTip(2, "Two recorded sessions side by side (File → Compare with "
                                         "session…; Ctrl+3)")
+        self.advisor = self._sweep_workspace(AdvisorView(), "advisor", "Advisor", "The advisor",
+                                             "What should I run? The best drafter and settings per "
+                                             "kind of work, measured (Ctrl+4)")
+        self.advisor.restore_last()
         t, d = self.pair_panel.pair()
-        if t is not None:
-            self.compare.set_pair(t, d)
+        for view in (self.compare, self.advisor) if t is not None else ():
+            view.set_pair(t, d)
         if self._restore_tab is not None and self._restore_tab < self.tabs.count():
             current = self._restore_tab
         self._restore_tab = None
@@ -150,6 +145,22 @@ class MainWindow(QMainWindow):
         guard_wheel(self)
         self.shown.attach(self.plots, self.cost_panel, self.timeline, self.distance_view)
 
+    def _sweep_workspace(self, view, key: str, title: str, who: str, tip: str):
+        """``view`` (Compare or the Advisor: ``who`` holds the cores from start to end) as a
+        workspace of its own, scrolling on a small screen, its controls as they were left."""
+        apply_json(self.settings, f"{key}/json", view.from_dict)
+        c = self.controller
+        view.blocker = self._sweep_blocker
+        view.sweep_started.connect(lambda: c.sweep_started(who, title.split(" (")[0]))
+        view.sweep_finished.connect(lambda _result: c.sweep_ended())
+        view.sweep_failed.connect(lambda *_: c.sweep_ended())
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(view)
+        self.workspace.setTabToolTip(self.workspace.addTab(scroll, title), tip)
+        return view
+
     # ================================================================== UI
     def _build_ui(self) -> None:
         self.pair_panel = PairPanel()
@@ -161,6 +172,8 @@ class MainWindow(QMainWindow):
         ll.addWidget(self.prompt)               # what a first run needs first, at the top
         ll.addWidget(self.pair_panel)
         ll.addWidget(self.params.drafter)
+        self.copy_command = CopyCommand(self)     # the llama.cpp command for these settings
+        ll.addWidget(self.copy_command)
         ll.addWidget(self.params)
         ll.addStretch(1)
         left_scroll = QScrollArea()
@@ -182,7 +195,7 @@ class MainWindow(QMainWindow):
         self.synth_warning, self.scrubber, self.playback = top.synth_warning, top.scrubber, top.playback
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
-        self.plots = self.cost_tab = self.cost_panel = self.compare = None     # see _build_panels
+        self.plots = self.cost_tab = self.cost_panel = self.compare = self.advisor = None   # _build_panels
         self.distance_view = self.synth_view = self.timeline = self.session_compare = self.whatif = None
         self.panels_ready = False
         for title in ("Plots", "Cost model"):
@@ -254,8 +267,9 @@ class MainWindow(QMainWindow):
         return self.expand_button.isChecked()
 
     def show_workspace(self, name: str) -> None:
-        """'run' (the live run) or 'compare' (the sweep; once the panels are built)."""
-        index = {"run": 0, "compare": 1, "sessions": 2}[name]
+        """'run' (the live run), 'compare' (the sweep), 'sessions' or 'advisor' (these three once
+        the panels are built)."""
+        index = {"run": 0, "compare": 1, "sessions": 2, "advisor": 3}[name]
         if index < self.workspace.count():
             self.workspace.setCurrentIndex(index)
 
@@ -348,6 +362,8 @@ class MainWindow(QMainWindow):
                                  "Sweep drafters × draft lengths × prompts, with the window's whole height"))
         v.addAction(self._action("Compare sessions", lambda: self.show_workspace("sessions"), "Ctrl+3",
                                  "Two recorded sessions side by side"))
+        v.addAction(self._action("Advisor", lambda: self.show_workspace("advisor"), "Ctrl+4",
+                                 "What should I run? The best drafter and settings per kind of work"))
         v.addAction(self._action("Expand the tabs below the text", lambda: self.set_tabs_expanded(
             not self.tabs_expanded()), "Ctrl+Shift+E", "Hide the generated text so the plots, cost "
                                                        "model and round get the whole height"))
@@ -534,7 +550,8 @@ class MainWindow(QMainWindow):
         """What changed in the run controller (core/session/controller.py); the views have
         heard it first (app/shown_run.py). The buttons, the banner and the signals follow."""
         if what in ("state", "session"):
-            if what == "state" and payload[0] is RunState.SWEEPING and self.banner.message == SWEEP_RUNNING:
+            if what == "state" and payload[0] is RunState.SWEEPING and \
+                    self.banner.message == SWEEPING_IN.format(*self.controller.sweeper, "a run"):
                 self.banner.dismiss()                # no longer true
             self._update_buttons()
         elif what in ("started", "beside"):
@@ -587,8 +604,9 @@ class MainWindow(QMainWindow):
         self.worker.abort.set()          # a model still loading gives up
         self.shutdown_requested.emit()
         ok = self.worker_thread.wait(timeout_ms) and ok
-        if self.compare is not None:
-            ok = self.compare.shutdown(timeout_ms) and ok
+        for view in (self.compare, self.advisor):
+            if view is not None:
+                ok = view.shutdown(timeout_ms) and ok
         ok = self.pairs.shutdown(timeout_ms) and ok
         if not ok:
             log.warning("a worker thread did not finish within %d ms", timeout_ms)

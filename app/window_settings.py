@@ -114,6 +114,7 @@ def save_settings(w) -> None:
     s.setValue("window/tab", w.tabs.currentIndex())
     s.setValue("window/workspace", w.workspace.currentIndex())
     s.setValue("window/tabs_expanded", w.tabs_expanded())
-    if w.compare is not None:
-        s.setValue("compare/json", json.dumps(w.compare.to_dict()))
+    for key, view in (("compare", w.compare), ("advisor", w.advisor)):
+        if view is not None:
+            s.setValue(f"{key}/json", json.dumps(view.to_dict()))
     s.sync()
