@@ -5,12 +5,24 @@ default) and does not exclude the program (``common_params_parser_init``'s rule)
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from functools import lru_cache
 from pathlib import Path
 
-ARG_CPP = Path("/work/ref/llama_cpp_python-0.3.36/vendor/llama.cpp/common/arg.cpp")
+ARG_CPP = Path("/work/ref/llama_cpp_python-0.3.36/vendor/llama.cpp/common/arg.cpp")   # the lead's copy
+
+
+def arg_cpp() -> Path:
+    """common/arg.cpp of the installed binding's llama.cpp: the unpacked sdist at ARG_CPP where
+    there is one, else the RPC build's source (rpc_build: $SPECSCOPE_LLAMA_SRC, its cache, else
+    the sdist from the package registry, as on a fresh CI machine)."""
+    if ARG_CPP.exists():
+        return ARG_CPP
+    from helpers import rpc_build
+    with open(os.devnull, "w") as log:
+        return rpc_build._source(log) / "common" / "arg.cpp"
 EXAMPLES = {"llama-server": "SERVER", "llama-cli": "CLI", "llama-speculative-simple": "SPECULATIVE"}
 
 
@@ -22,7 +34,7 @@ def _names(text: str | None) -> set[str]:
 def options() -> list[tuple[set[str], set[str], set[str]]]:
     """(flags, examples, excluded examples) of every option."""
     out = []
-    for chunk in ARG_CPP.read_text().split("add_opt(common_arg(")[1:]:
+    for chunk in arg_cpp().read_text().split("add_opt(common_arg(")[1:]:
         heads = re.match(r"\s*((?:\{[^}]*\}\s*,\s*)+)", chunk)
         flags = set(re.findall(r'"(-{1,2}[A-Za-z0-9][\w-]*)"', heads.group(1) if heads else ""))
         examples = re.search(r"\.set_examples\(\{([^}]*)\}\)", chunk)
