@@ -133,9 +133,7 @@ def _params(n: int) -> str:
 def _model_lines(role: str, m) -> list[str]:
     parts = [m.architecture or "unknown architecture"]
     if m.head:
-        parts[0] += (f" (an EAGLE-3 head: target layers {m.head['target_layers']}, target hidden "
-                     f"size {m.head['target_hidden_size']}, draft vocabulary "
-                     f"{m.head['n_draft_vocab']:,})")
+        parts[0] += f" ({head_words(m)})"
     if m.nextn_layers:
         parts[0] += f" ({m.nextn_layers} nextn (MTP) layers)"
     if m.n_tensors:
@@ -150,13 +148,33 @@ def _model_lines(role: str, m) -> list[str]:
     return [f"{role:<7}{m.display_name}", f"{'':7}{m.path}", f"{'':7}" + " · ".join(parts)]
 
 
+def head_words(m) -> str:
+    """A head's needs in a few words: "an EAGLE-3 head: target layers [0, 1, 3], ..."."""
+    h = m.head
+    if m.kind != "dflash":
+        return (f"an EAGLE-3 head: target layers {h['target_layers']}, target hidden size "
+                f"{h['target_hidden_size']}, draft vocabulary {h['n_draft_vocab']:,}")
+    markov = (", a Markov head" + (" and a confidence head" if h["confidence_head"] else "")
+              if h["markov_head"] else "")
+    return (f"{'a DSpark' if h['markov_head'] else 'a DFlash'} head: target layers "
+            f"{h['target_layers']}, hidden size {h['target_hidden_size']}, block size "
+            f"{h['block_size']}, mask token {h['mask_token']}{markov}")
+
+
+HEAD_TITLES = {"eagle3": "EAGLE-3 head: what llama.cpp's draft-eagle3 checks or aborts on "
+                         "(common/speculative.cpp)",
+               "dflash": "DFlash head: what llama.cpp's draft-dflash and draft-dspark check or "
+                         "abort on, and the DFlash2 heads SpecScope does not run "
+                         "(common/speculative.cpp)"}
+
+
 def format_pair(r) -> str:
     out = ["SpecScope pair doctor", ""]
     out += _model_lines("target", r.target)
     out += _model_lines("draft", r.draft)
-    head = r.draft.kind == "eagle3"
-    out += ["", "EAGLE-3 head: what llama.cpp's draft-eagle3 checks or aborts on (common/speculative.cpp)"
-            if head else "Vocabulary: llama.cpp's rules (common_speculative_are_compatible)"]
+    head = r.draft.head is not None
+    out += ["", HEAD_TITLES[r.draft.kind] if head else
+            "Vocabulary: llama.cpp's rules (common_speculative_are_compatible)"]
     for rule in r.rules:
         out.append(f"  {'pass' if rule.passed else 'FAIL'}  {rule.name:<16} {rule.message}")
     out += ["", r.verdict]
@@ -203,7 +221,9 @@ def format_cost(c) -> list[str]:
     out = [f"Cost estimate (textbook): f ≈ {c.f:.4f}  ({c.basis})"]
     if c.warning:
         out.append(f"  note: {c.warning}")
-    out.append("  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")
+    out.append("  textbook speed-up (E+1)/(f+1), the block drafted in one decode, E = α+α²+…+αⁿ, "
+               "n = draft length:" if c.block else
+               "  textbook speed-up (E+1)/(n·f+1), E = α+α²+…+αⁿ, n = draft length:")
     out += _speedup_table(c.alphas, c.n_max, c.speedups, c.best)
     k = c.calibrated
     if k is None:
@@ -237,8 +257,8 @@ def format_scan(s) -> str:
         for i, e in enumerate(s.compatible, 1):
             out.append(f"  {i}. {_scan_figures(e.report.cost)}  {e.path}")
             if e.report.spec_type != DRAFT_MODEL:
-                out.append(f"       note: {e.report.notes[0].removeprefix('draft: ')}; it drafts with "
-                           f"--spec-type {e.report.spec_type} only")
+                out.append(f"       note: {e.report.notes[0].removeprefix('draft: ')}; run it with "
+                           f"--spec-type {e.report.spec_type}")
             warn = e.report.cost.warning
             if warn:
                 out.append(f"       note: {warn}")

@@ -48,20 +48,22 @@ def textbook_from_accepted(expected: float, n: int, f: float) -> float:
     return (expected + 1.0) / (n * f + 1.0)
 
 
-def textbook_speedup(alpha: float, n: int, f: float) -> float:
-    """The textbook speed-up at per-token acceptance α: E = α + α² + … + αⁿ."""
-    return textbook_from_accepted(expected_accepted(alpha, n), n, f)
+def textbook_speedup(alpha: float, n: int, f: float, block: bool = False) -> float:
+    """The textbook speed-up at per-token acceptance α: E = α + α² + … + αⁿ. ``block``: a
+    block drafter (a DFlash head) drafts its n tokens in one decode, f per round, not n·f."""
+    return textbook_from_accepted(expected_accepted(alpha, n), 1 if block else n, f)
 
 
-def best_n(alpha: float, f: float, n_max: int = N_MAX) -> tuple[int, float]:
+def best_n(alpha: float, f: float, n_max: int = N_MAX, block: bool = False) -> tuple[int, float]:
     """The draft length 1..n_max with the highest textbook speed-up, and that speed-up."""
-    best = max(range(1, n_max + 1), key=lambda n: (textbook_speedup(alpha, n, f), -n))
-    return best, textbook_speedup(alpha, best, f)
+    best = max(range(1, n_max + 1), key=lambda n: (textbook_speedup(alpha, n, f, block), -n))
+    return best, textbook_speedup(alpha, best, f, block)
 
 
-def speedup_table(f: float, alphas: Iterable[float] = ALPHAS, n_max: int = N_MAX) -> dict[float, list[float]]:
+def speedup_table(f: float, alphas: Iterable[float] = ALPHAS, n_max: int = N_MAX,
+                  block: bool = False) -> dict[float, list[float]]:
     """{α: [speed-up at n = 1..n_max]}."""
-    return {a: [textbook_speedup(a, n, f) for n in range(1, n_max + 1)] for a in alphas}
+    return {a: [textbook_speedup(a, n, f, block) for n in range(1, n_max + 1)] for a in alphas}
 
 
 # ============================================================================ the calibrated model

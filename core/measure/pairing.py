@@ -31,13 +31,15 @@ from typing import Any
 
 import llama_cpp.llama_cpp as ll
 
-from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, NOT_YET
+from specscope.core.engine.drafters import (DRAFT_DFLASH, DRAFT_DSPARK, DRAFT_EAGLE3, DRAFT_MODEL,
+                                            DRAFT_MTP)
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
 from specscope.core.measure.calibrated_estimate import (NO_CALIBRATION, RANK_ALPHA, CalibratedEstimate,
                                                         MachineCosts, machine_costs)
 from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.measure.cross_vocab import CrossVocabReport, cross_vocab
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
+from specscope.core.models.dflash import DFlashFacts
 from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts, TargetShape, check_fit
 from specscope.core.models.llama import Closing, Model, ensure_backend
 from specscope.core.models.mtp import nextn_layers
@@ -139,9 +141,11 @@ class ModelSummary:
     tuning: str
     tuning_evidence: str
     vocab: VocabFacts | None
-    kind: str = "model"        # "model", or "eagle3": an EAGLE-3 head (draft-eagle3)
-    head: dict | None = None   # an EAGLE-3 head's needs: target_layers, target_hidden_size,
-                               # n_vocab, n_draft_vocab (the reduced vocabulary)
+    kind: str = "model"        # "model", "eagle3": an EAGLE-3 head (draft-eagle3), or "dflash":
+                               # a DFlash head (draft-dflash; with a Markov head, draft-dspark)
+    head: dict | None = None   # a head's needs: target_layers, target_hidden_size, n_vocab,
+                               # n_draft_vocab (the reduced vocabulary); a DFlash head's also
+                               # block_size, mask_token, markov_head, confidence_head
     nextn_layers: int = 0      # MTP (nextn) blocks, which draft-mtp drafts with (core/models/mtp.py)
 
     @property
@@ -150,15 +154,28 @@ class ModelSummary:
         return printable(self.name) if self.name else Path(self.path).name
 
 
-def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=None) -> ModelSummary:
+def head_facts(info: GGUFInfo, n_vocab: int | None = None, mask: int | None = None) -> HeadFacts | None:
+    """What a head's file says it needs (its kind's rules: check_fit), None for a model that is
+    not a head; ``n_vocab``, a DFlash head's ``mask``: as llama.cpp read them, where it has."""
+    if info.architecture == DFLASH:
+        return DFlashFacts.of_file(info, n_vocab=n_vocab, mask=mask)
+    return HeadFacts.of_file(info, n_vocab=n_vocab) if info.architecture == EAGLE3 else None
+
+
+def _head_dict(h: HeadFacts | None) -> dict | None:
+    if h is None:
+        return None
+    more = {"block_size": h.block_size, "mask_token": h.mask, "markov_head": h.dspark,
+            "confidence_head": h.has_confidence} if isinstance(h, DFlashFacts) else {}
+    return {"target_layers": list(h.target_layers), "target_hidden_size": h.target_hidden_size,
+            "n_vocab": h.n_vocab, "n_draft_vocab": h.n_draft_vocab, **more}
+
+
+def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=None,
+             head: HeadFacts | None = None) -> ModelSummary:
     mem = memory_kind(info.architecture, recurrent=recurrent, hybrid=hybrid)
     tmpl = info.chat_template
     kind, evidence = tuning_lineage(info.metadata)
-    head = None
-    if info.architecture == EAGLE3:
-        h = HeadFacts.of_file(info, n_vocab=facts.n_tokens if facts else None)
-        head = {"target_layers": list(h.target_layers), "target_hidden_size": h.target_hidden_size,
-                "n_vocab": h.n_vocab, "n_draft_vocab": h.n_draft_vocab}
     return ModelSummary(
         path=info.path,
         name=info.name,
@@ -181,8 +198,8 @@ def _summary(info: GGUFInfo, facts: VocabFacts | None, recurrent=None, hybrid=No
         tuning=kind,
         tuning_evidence=evidence,
         vocab=facts,
-        kind=EAGLE3 if info.architecture == EAGLE3 else "model",
-        head=head,
+        kind=info.architecture if head is not None else "model",
+        head=_head_dict(head),
         nextn_layers=nextn_layers(info),
     )
 
@@ -218,6 +235,7 @@ class CostEstimate:
     best: dict[str, dict[str, float]]  # str(α) -> {"n": best n, "speedup": ...}
     warning: str | None
     calibrated: CalibratedEstimate | None = None  # this machine's figure (None: none cached)
+    block: bool = False  # a block drafter (a DFlash head): f per round, (E+1)/(f+1)
 
     def figures(self) -> str:
         """"textbook speed-up 1.33x at α = 0.7 with n = 2; calibrated here 0.81x with n = 1"."""
@@ -236,12 +254,15 @@ class CostEstimate:
 
 
 def _cost(target: ModelSummary, draft: ModelSummary, borrowed: int = 0,
-          here: MachineCosts | None = None) -> CostEstimate:
-    """``borrowed``: bytes of the target's weights the draft computes with (an EAGLE-3 head
-    without an output head of its own runs the target's); ``here``: the target's calibration on
-    this machine, for the calibrated estimate beside the textbook one."""
+          here: MachineCosts | None = None, head: HeadFacts | None = None) -> CostEstimate:
+    """``borrowed``: bytes of the target's weights the draft computes with (a head without an
+    output head of its own runs the target's); ``here``: the target's calibration on this
+    machine, for the calibrated estimate beside the textbook one; ``head``: what a head is (a
+    DFlash head drafts a block, at most as long as its block allows, in one decode)."""
     f = (draft.file_size + borrowed) / target.file_size if target.file_size else float("inf")
-    table = speedup_table(f)
+    block = isinstance(head, DFlashFacts)
+    n_max = min(N_MAX, max(1, head.most_drafted(head.dspark))) if block else N_MAX
+    table = speedup_table(f, n_max=n_max, block=block)
     warning = None
     if target.n_tensors == 0 or draft.n_tensors == 0:
         warning = ("a file holds no weights (vocabulary only), so the size ratio says nothing "
@@ -250,22 +271,27 @@ def _cost(target: ModelSummary, draft: ModelSummary, borrowed: int = 0,
         warning = "the draft is not smaller than the target: speculation cannot pay"
     elif f > 0.5:
         warning = "the draft costs over half a target pass: it needs very high acceptance to pay"
+    extra = {EAGLE3: "; an EAGLE-3 head also runs its encoder over every verified token, which "
+                     "this ratio leaves out (bench calibrates it)",
+             DFLASH: "; a DFlash head drafts its whole block in one decode (f per round, not n·f) "
+                     "and also takes in the target's features of every verified token, which this "
+                     "ratio leaves out"}
     basis = (f"draft file {draft.file_size:,} bytes"
              + (f" + the target's output head it uses, {borrowed:,} bytes" if borrowed else "")
              + f" / target file {target.file_size:,} bytes; both models memory-bound at batch "
-             "size one" + ("; an EAGLE-3 head also runs its encoder over every verified token, "
-                           "which this ratio leaves out (bench calibrates it)"
-                           if draft.kind == EAGLE3 else ""))
+             "size one" + extra.get(draft.kind, ""))
     return CostEstimate(
         f=f,
         basis=basis,
         alphas=ALPHAS,
-        n_max=N_MAX,
+        n_max=n_max,
         speedups={str(a): [round(x, 4) for x in v] for a, v in table.items()},
-        best={str(a): {"n": n, "speedup": round(s, 4)} for a, (n, s) in ((a, best_n(a, f)) for a in ALPHAS)},
+        best={str(a): {"n": n, "speedup": round(s, 4)}
+              for a, (n, s) in ((a, best_n(a, f, n_max, block)) for a in ALPHAS)},
         warning=warning,
         calibrated=here.estimate(draft.path, f, Path(draft.path).name)
         if here is not None and f < float("inf") else None,
+        block=block,
     )
 
 
@@ -405,9 +431,6 @@ class _Loaded(Closing):
 
     def __init__(self, path: str | os.PathLike):
         self.info = check_gguf(path)
-        if self.info.architecture == DFLASH:
-            raise ModelFileError(str(path), f"a DFlash drafter (architecture {DFLASH}): "
-                                            + NOT_YET["draft-dflash"])
         if not self.info.has_tokenizer:
             raise ModelFileError(str(path), NO_TOKENIZER)
         if self.info.architecture is None:
@@ -420,9 +443,12 @@ class _Loaded(Closing):
             raise
         try:
             self.facts = vocab_facts(self.model.vocab)
+            self.head = head_facts(self.info, self.facts.n_tokens,
+                                   int(ll.llama_vocab_mask(self.model.vocab)))
             self.summary = _summary(self.info, self.facts,
                                     recurrent=bool(ll.llama_model_is_recurrent(self.model.ptr)),
-                                    hybrid=bool(ll.llama_model_is_hybrid(self.model.ptr)))
+                                    hybrid=bool(ll.llama_model_is_hybrid(self.model.ptr)),
+                                    head=self.head)
         except BaseException:
             self.model.close()
             raise
@@ -467,45 +493,64 @@ def _texts_identical(t: _Loaded, d: _Loaded, n: int) -> bool:
 
 # ============================================================================ heads and other drafters
 
-HEAD_RULE = "eagle3 head"
+def head_spec_type(head: HeadFacts) -> str:
+    """The --spec-type that drafts with a head, as llama.cpp picks it from the file
+    (common_speculative_types_from_gguf: a DFlash head with a Markov head is draft-dspark)."""
+    if isinstance(head, DFlashFacts):
+        return DRAFT_DSPARK if head.dspark else DRAFT_DFLASH
+    return DRAFT_EAGLE3
 
 
 def _head_rules(t: _Loaded, d: _Loaded) -> list[Rule]:
-    """An EAGLE-3 head beside the target: the checks llama.cpp's draft-eagle3 needs
-    (core/models/eagle3.py's check_fit, on the two headers) and a target whose memory can drop
-    part of a sequence (the engine refuses draft-eagle3 on a recurrent or hybrid one)."""
-    head = HeadFacts.of_file(d.info, n_vocab=d.facts.n_tokens)
+    """A head beside the target: the checks its llama.cpp drafter needs (check_fit, with the
+    rules of the head's kind, on the two headers: core/models/eagle3.py, dflash.py) and a target
+    whose memory can drop part of a sequence (the engine refuses heads on a recurrent or hybrid
+    one)."""
+    head, spec = d.head, head_spec_type(d.head)
     target = replace(TargetShape.of_file(t.info), n_vocab=t.facts.n_tokens)
     values = {"target_layers": list(head.target_layers), "target_n_layer": target.n_layer,
               "target_hidden_size": head.target_hidden_size, "target_n_embd": target.n_embd,
               "n_draft_vocab": head.n_draft_vocab, "head_n_vocab": head.n_vocab,
               "target_n_vocab": target.n_vocab}
+    mask = f", mask token {head.mask}" if isinstance(head, DFlashFacts) else ""
+    name = f"{d.info.architecture} head"
     try:
         check_fit(target, head)
-        rules = [Rule(HEAD_RULE, True, values,
+        rules = [Rule(name, True, values,
                       f"fits: target layers {list(head.target_layers)} of {target.n_layer}, hidden "
-                      f"size {target.n_embd}, d2t within the {target.n_vocab:,} tokens")]
+                      f"size {target.n_embd}{mask}, d2t within the {target.n_vocab:,} tokens")]
     except ModelFileError as e:
-        rules = [Rule(HEAD_RULE, False, values, e.problem)]
+        rules = [Rule(name, False, values, e.problem)]
     mem = t.summary.memory
     rules.append(Rule("target memory", mem == "attention", {"memory": mem},
                       "an attention KV cache: the head's rounds roll it back with seq_rm"
                       if mem == "attention" else
-                      f"a {mem} target: SpecScope does not run draft-eagle3 on it yet (llama.cpp "
+                      f"a {mem} target: SpecScope does not run {spec} on it yet (llama.cpp "
                       "rolls it back with n_rs_seq snapshots)"))
     return rules
 
 
 def _head_notes(t: _Loaded, d: _Loaded) -> list[str]:
-    head = HeadFacts.of_file(d.info, n_vocab=d.facts.n_tokens)
+    head, spec = d.head, head_spec_type(d.head)
     base = d.info.text("general.base_model.0.name")
     made_for = f"; made for {printable(base)}" if base else ""
-    return [f"draft: {head.describe()}",
-            f"it fits a target of hidden size {head.target_hidden_size} with at least "
-            f"{max(head.target_layers, default=0)} layers and a vocabulary of at most "
-            f"{head.n_vocab:,} tokens{made_for}",
-            f"run it with --spec-type {DRAFT_EAGLE3} (-md HEAD); {DRAFT_MODEL} refuses a head",
-            f"target ({t.summary.architecture or 'unknown architecture'}): {t.summary.memory} memory"]
+    block = isinstance(head, DFlashFacts)
+    n_layer = max(head.target_layers, default=-1) + 1 if block else max(head.target_layers, default=0)
+    run = (f"run it with --spec-type {spec} (-md HEAD); {DRAFT_MODEL} refuses a head" if not block else
+           f"run it with --spec-type {spec} (-md HEAD): "
+           + (f"its Markov head makes it llama.cpp's {DRAFT_DSPARK} ({DRAFT_DFLASH} drafts with it "
+              "too)" if head.dspark else
+              f"it has no Markov head, so llama.cpp drafts with it as {DRAFT_DFLASH}")
+           + f"; {DRAFT_MODEL} and {DRAFT_EAGLE3} refuse it")
+    notes = [f"draft: {head.describe()}",
+             f"it fits a target of hidden size {head.target_hidden_size} with at least "
+             f"{n_layer} layers and a vocabulary of at most {head.n_vocab:,} tokens{made_for}",
+             run]
+    if block and head.dspark and not head.has_confidence:
+        notes.append(f"it has no confidence head: {DRAFT_DSPARK} drafts with it at "
+                     "--spec-draft-p-min 0 only")
+    return notes + [f"target ({t.summary.architecture or 'unknown architecture'}): "
+                    f"{t.summary.memory} memory"]
 
 
 def _nextn_notes(t: ModelSummary, d: ModelSummary) -> list[str]:
@@ -515,21 +560,20 @@ def _nextn_notes(t: ModelSummary, d: ModelSummary) -> list[str]:
 
 
 def _pair(t: _Loaded, d: _Loaded, t0: float, here: MachineCosts | None = None) -> PairReport:
-    if d.summary.kind != EAGLE3:
+    if d.head is None:
         return _model_pair(t, d, t0, here)
-    rules = _head_rules(t, d)
+    rules, spec = _head_rules(t, d), head_spec_type(d.head)
     out = t.info.tensors.get("output.weight") if "output.weight" not in d.info.tensors else None
-    cost = _cost(t.summary, d.summary, out.n_bytes if out is not None else 0, here)
+    cost = _cost(t.summary, d.summary, out.n_bytes if out is not None else 0, here, d.head)
     compatible = all(r.passed for r in rules)
     failed = next((r for r in rules if not r.passed), None)
-    verdict = (f"COMPATIBLE: an EAGLE-3 head for this target: run it with --spec-type {DRAFT_EAGLE3}; "
+    verdict = (f"COMPATIBLE: {d.head.noun} for this target: run it with --spec-type {spec}; "
                f"f ≈ {cost.f:.3f}, {cost.figures()}" if compatible else
-               f"INCOMPATIBLE: llama.cpp's draft-eagle3 would refuse or abort on this head "
-               f"({failed.name} rule failed)")
+               f"INCOMPATIBLE: {spec} cannot draft with this head ({failed.name} rule failed)")
     return PairReport(target=t.summary, draft=d.summary, rules=tuple(rules), compatible=compatible,
                       verdict=verdict, notes=tuple(_head_notes(t, d) + _nextn_notes(t.summary, d.summary)),
                       cost=cost, elapsed_s=time.perf_counter() - t0,
-                      spec_type=DRAFT_EAGLE3 if compatible else "")
+                      spec_type=spec if compatible else "")
 
 
 def _model_pair(t: _Loaded, d: _Loaded, t0: float, here: MachineCosts | None) -> PairReport:

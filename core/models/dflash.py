@@ -23,57 +23,138 @@ process: each is one line naming the file. :class:`DFlashHead` holds the llama.c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
 from specscope.core.errors import ConfigError, ModelFileError
-from specscope.core.models.eagle3 import (DFLASH, Head, HeadFacts, TargetShape, check_d2t,
+from specscope.core.models.eagle3 import (DFLASH, Head, HeadFacts, TargetShape, check_fit,
                                           target_layer_ids)
-from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.llama import Context, Model
-from specscope.core.models.staging import function
 
 ARCH = DFLASH
 BLOCK_SIZE = 16          # llama.cpp's block size when dflash.block_size is absent
+MARKOV = "markov_w1.weight"   # a DSpark head's Markov head (common_speculative_types_from_gguf)
 
 
 def is_dflash(model: Model) -> bool:
     return model.meta("general.architecture") == ARCH
 
 
+def _flag(info: GGUFInfo, key: str, default: bool) -> bool:
+    """A metadata flag as llama.cpp reads it (its value's text is "true"), or ``default``."""
+    value = info.metadata.get(key)
+    return default if value is None else value in (True, "true")
+
+
+@dataclass(frozen=True)
+class DFlashFacts(HeadFacts):
+    """What a DFlash head needs of its target and what it drafts, as its file says (or
+    llama.cpp loaded it): the target layers whose inputs it reads, its hidden size (which must
+    be the target's: ``target_hidden_size``), a vocabulary at least the target's, the mask
+    token its blocks are made of (None: none); its block size, its Markov head (a DSpark
+    head), its confidence head, and a DFlash2 selector lattice (``selector_top_k`` > 0)."""
+    mask: int | None = None
+
+    @classmethod
+    def of_file(cls, info: GGUFInfo, target_layers=None, n_vocab: int | None = None,
+                mask: int | None = None, n_embd: int | None = None) -> "DFlashFacts":
+        """From the head's GGUF header; the target layers, vocabulary size, mask token and
+        hidden size as llama.cpp loaded them when it has (they are the header's)."""
+        layers = info.arrays.get(f"{ARCH}.target_layers", ()) if target_layers is None else target_layers
+        if mask is None:
+            mask = info.metadata.get("tokenizer.ggml.mask_token_id")
+        hidden = info.metadata.get(f"{ARCH}.embedding_length") if n_embd is None else n_embd
+        return cls(info, tuple(int(x) for x in layers), hidden if isinstance(hidden, int) else None,
+                   info.n_vocab if n_vocab is None else n_vocab,
+                   mask if isinstance(mask, int) and mask >= 0 else None)
+
+    @property
+    def block_size(self) -> int:
+        size = self.info.metadata.get(f"{ARCH}.block_size")
+        return size if isinstance(size, int) and not isinstance(size, bool) else BLOCK_SIZE
+
+    @property
+    def dspark(self) -> bool:
+        """It carries a Markov head: llama.cpp drafts with it as draft-dspark."""
+        return MARKOV in self.info.tensors
+
+    @property
+    def has_confidence(self) -> bool:
+        """llama.cpp reads the confidence unless the file says it has none; without
+        ``conf_proj`` there is none to read."""
+        return (_flag(self.info, f"{ARCH}.has_confidence_head", True)
+                and "conf_proj.weight" in self.info.tensors)
+
+    @property
+    def sample_from_anchor(self) -> bool:
+        return _flag(self.info, f"{ARCH}.sample_from_anchor", True)
+
+    @property
+    def causal(self) -> bool:
+        return _flag(self.info, f"{ARCH}.attention.causal", False)
+
+    @property
+    def selector_top_k(self) -> int:
+        k = self.info.metadata.get(f"{ARCH}.selector_top_k")
+        return k if isinstance(k, int) and not isinstance(k, bool) else 0
+
+    def most_drafted(self, dspark: bool) -> int:
+        """The most tokens a block drafts (llama.cpp's clamp of n_max and n_min): the block
+        after id_last, block_size - 1; draft-dspark's from the anchor (its default),
+        block_size."""
+        return self.block_size if dspark and self.sample_from_anchor else self.block_size - 1
+
+    def check_layers(self, target: TargetShape, other: str) -> None:
+        ids = self.target_layers
+        if not ids:
+            raise ModelFileError(self.path, "DFlash model has no target_layer_ids "
+                                            f"({ARCH}.target_layers is empty)")
+        for lid in ids:
+            if not 0 <= lid < target.n_layer:
+                raise ModelFileError(self.path, f"its target layer id {lid} ({ARCH}.target_layers "
+                                                f"{list(ids)}) is not one of the target's "
+                                                f"{target.n_layer} layers {other}")
+
+    @property
+    def hidden_words(self) -> str:      # llama.cpp feeds it len(ids) * the target's width per row
+        return f"its hidden size {self.target_hidden_size}"
+
+    def check_own(self) -> None:
+        if self.mask is None or not self.mask < self.n_vocab:
+            raise ModelFileError(self.path, "it has no mask token (tokenizer.ggml.mask_token_id), "
+                                            "which a DFlash block is made of")
+        if self.selector_top_k > 0:
+            raise ModelFileError(self.path, "it is a DFlash2 head (a selector lattice, "
+                                            f"{ARCH}.selector_top_k): SpecScope drafts with DFlash "
+                                            "and DSpark heads only")
+
+    @property
+    def noun(self) -> str:
+        return "a DSpark head" if self.dspark else "a DFlash head"
+
+    def describe(self) -> str:
+        """One line: what the head reads and how it drafts."""
+        markov = (" (a DFlash head with a Markov head: each block position biased by the token "
+                  "drafted before it)" if self.dspark else "")
+        return (f"{self.noun}{markov}: reads the inputs of target layers {list(self.target_layers)} of a target "
+                f"of hidden size {self.target_hidden_size}, drafts up to "
+                f"{self.most_drafted(self.dspark)} tokens in one decode (a block of "
+                f"{self.block_size}, mask token {self.mask})"
+                + ("; a confidence head" if self.dspark and self.has_confidence else ""))
+
+
 def check_dflash(target: Model, head: Model) -> tuple[int, ...]:
-    """The head's target layer ids, once the head fits the target; ModelFileError (one line,
-    naming the head) when it does not."""
-    n_layer = int(ll.llama_model_n_layer(target.ptr))
-    ids = target_layer_ids(head)
-    if not ids:
-        raise ModelFileError(head.path, "DFlash model has no target_layer_ids "
-                                        "(dflash.target_layers is empty)")
-    for lid in ids:
-        if not 0 <= lid < n_layer:
-            raise ModelFileError(head.path, f"its target layer id {lid} (dflash.target_layers "
-                                            f"{list(ids)}) is not one of the target's {n_layer} "
-                                            f"layers ({target.path.name}): it was made for another "
-                                            "target")
-    n_embd, n_head = int(ll.llama_model_n_embd(target.ptr)), int(ll.llama_model_n_embd(head.ptr))
-    if n_head != n_embd:       # llama.cpp feeds it len(ids) * the target's width per row
-        raise ModelFileError(head.path, f"its hidden size {n_head} is not the target's {n_embd} "
-                                        f"({target.path.name}): it was made for another target")
-    if head.n_vocab < target.n_vocab:
-        raise ModelFileError(head.path, f"its vocabulary has {head.n_vocab} tokens, fewer than "
-                                        f"the target's {target.n_vocab} ({target.path.name}): "
-                                        "it was made for another target")
-    mask = int(ll.llama_vocab_mask(head.vocab))
-    if not 0 <= mask < head.n_vocab:
-        raise ModelFileError(head.path, "it has no mask token (tokenizer.ggml.mask_token_id), "
-                                        "which a DFlash block is made of")
-    if function("llama_model_dflash_selector_top_k")(head.ptr) > 0:
-        raise ModelFileError(head.path, "it is a DFlash2 head (a selector lattice, "
-                                        "dflash.selector_top_k): SpecScope drafts with DFlash "
-                                        "and DSpark heads only")
-    check_d2t(HeadFacts.of_file(check_gguf(head.path), ids, head.n_vocab),
-              TargetShape(target.path, n_layer, n_embd, target.n_vocab))
-    return ids
+    """The head's target layer ids, once the head fits the loaded target (``check_fit`` with
+    DFlashFacts' rules, on the target's shape and the head as llama.cpp loaded it);
+    ModelFileError (one line, naming the head) when it does not."""
+    shape = TargetShape(target.path, int(ll.llama_model_n_layer(target.ptr)),
+                        int(ll.llama_model_n_embd(target.ptr)), target.n_vocab)
+    return check_fit(shape, DFlashFacts.of_file(
+        check_gguf(head.path), target_layer_ids(head), head.n_vocab,
+        int(ll.llama_vocab_mask(head.vocab)), int(ll.llama_model_n_embd(head.ptr))))
 
 
 class DFlashHead(Head):
@@ -87,15 +168,10 @@ class DFlashHead(Head):
     def __init__(self, tgt: Context, ctx: Context, layer_ids: tuple[int, ...]):
         super().__init__(tgt, ctx, layer_ids)
         model = ctx.model
-        tensors = check_gguf(model.path).tensors
-        self.dspark = "markov_w1.weight" in tensors
-        self.block_size = int(model.meta(f"{ARCH}.block_size") or BLOCK_SIZE)
-        self.sample_from_anchor = model.meta(f"{ARCH}.sample_from_anchor") in (None, "true")
-        self.causal = model.meta(f"{ARCH}.attention.causal") == "true"
-        # llama.cpp reads the confidence unless the file says it has none; without conf_proj
-        # there is none to read
-        self.has_confidence = (model.meta(f"{ARCH}.has_confidence_head") in (None, "true")
-                               and "conf_proj.weight" in tensors)
+        self.facts = facts = DFlashFacts.of_file(check_gguf(model.path))
+        self.dspark, self.block_size, self.has_confidence = (facts.dspark, facts.block_size,
+                                                             facts.has_confidence)
+        self.sample_from_anchor, self.causal = facts.sample_from_anchor, facts.causal
         self.mask = int(ll.llama_vocab_mask(model.vocab))
         ll.llama_set_causal_attn(ctx.ptr, self.causal)
 

@@ -94,9 +94,46 @@ class HeadFacts:
         rows = self.info.tensors.get("output.weight")
         return rows.shape[1] if rows is not None and len(rows.shape) == 2 else self.n_vocab
 
+    def fit(self, target: TargetShape) -> tuple[int, ...]:
+        """check_fit: the target layers, then the vocabulary, the hidden size, the head's own
+        needs and the d2t table."""
+        other = f"({target.path.name}): it was made for another target"
+        self.check_layers(target, other)
+        if self.n_vocab < target.n_vocab:     # the head reads the target's tokens: it would abort
+            raise ModelFileError(self.path, f"its vocabulary has {self.n_vocab} tokens, fewer "
+                                            f"than the target's {target.n_vocab} {other}")
+        if self.target_hidden_size != target.n_embd:
+            raise ModelFileError(self.path, f"{self.hidden_words} is not the target's "
+                                            f"{target.n_embd} {other}")
+        self.check_own()
+        check_d2t(self, target)
+        return self.target_layers
+
+    def check_layers(self, target: TargetShape, other: str) -> None:
+        """llama.cpp's draft-eagle3 reads exactly three target layers, each one of the target's
+        or its output (an id of n_layer)."""
+        ids = self.target_layers
+        if len(ids) != N_TARGET_LAYERS:
+            raise ModelFileError(self.path, f"draft model is not eagle3 (expected "
+                                            f"{N_TARGET_LAYERS} extract layers, got {len(ids)})")
+        for lid in ids:
+            if not 0 <= lid <= target.n_layer:
+                raise ModelFileError(self.path, f"its target layer id {lid} ({ARCH}.target_layers "
+                                                f"{list(ids)}) exceeds the target's "
+                                                f"{target.n_layer} layers {other}")
+
+    @property
+    def hidden_words(self) -> str:
+        return f"its target hidden size ({ARCH}.target_hidden_size {self.target_hidden_size})"
+
+    def check_own(self) -> None:
+        """What the head needs of itself (an EAGLE-3 head: nothing more)."""
+
+    noun = "an EAGLE-3 head"
+
     def describe(self) -> str:
         """One line: what the head reads and drafts over."""
-        return (f"an EAGLE-3 head: reads the inputs of target layers {list(self.target_layers)} "
+        return (f"{self.noun}: reads the inputs of target layers {list(self.target_layers)} "
                 f"of a target of hidden size {self.target_hidden_size}, drafts over "
                 f"{self.n_draft_vocab:,} of {self.n_vocab:,} tokens")
 
@@ -116,27 +153,11 @@ def check_head(target: Model, head: Model) -> tuple[int, ...]:
 
 def check_fit(target: TargetShape, head: HeadFacts) -> tuple[int, ...]:
     """The head's target layer ids, once the head fits the target; ModelFileError (one line,
-    naming the head) at the first rule that fails. The engine runs it on the loaded models
-    (:func:`check_head`), the pair doctor on the two headers."""
-    ids, path, name = head.target_layers, head.path, target.path.name
-    if len(ids) != N_TARGET_LAYERS:
-        raise ModelFileError(path, f"draft model is not eagle3 (expected {N_TARGET_LAYERS} "
-                                   f"extract layers, got {len(ids)})")
-    for lid in ids:
-        if not 0 <= lid <= target.n_layer:
-            raise ModelFileError(path, f"its target layer id {lid} ({ARCH}.target_layers "
-                                       f"{list(ids)}) exceeds the target's {target.n_layer} layers "
-                                       f"({name}): it was made for another target")
-    if head.n_vocab < target.n_vocab:       # the head reads the target's tokens: it would abort
-        raise ModelFileError(path, f"its vocabulary has {head.n_vocab} tokens, fewer than "
-                                   f"the target's {target.n_vocab} ({name}): "
-                                   "it was made for another target")
-    if head.target_hidden_size != target.n_embd:
-        raise ModelFileError(path, f"its target hidden size ({ARCH}.target_hidden_size "
-                                   f"{head.target_hidden_size}) is not the target's {target.n_embd} "
-                                   f"({name}): it was made for another target")
-    check_d2t(head, target)
-    return ids
+    naming the head) at the first rule that fails. The rules are the head's kind's
+    (:meth:`HeadFacts.fit`: EAGLE-3's; core/models/dflash.py's DFlashFacts: a DFlash head's).
+    The engine runs it on the loaded models (:func:`check_head`, ``check_dflash``), the pair
+    doctor on the two headers."""
+    return head.fit(target)
 
 
 def check_d2t(head: HeadFacts, target: TargetShape) -> None:

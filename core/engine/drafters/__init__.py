@@ -33,15 +33,8 @@ DRAFT_DSPARK = "draft-dspark"
 BLOCK_TYPES = (DRAFT_DFLASH, DRAFT_DSPARK)    # a DFlash head's block, drafted in one decode
 MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3, *BLOCK_TYPES)   # the types that draft with the -md model
 MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
-TYPES = tuple(t for t in SPEC_TYPES if t not in BLOCK_TYPES)   # the window's drafter picker: not DFlash yet
+TYPES = SPEC_TYPES                            # the window's drafter picker: every type
 SWEEP_TYPES = SPEC_TYPES                      # the Compare view's sweeps: every type
-# the types the pair doctor, its scan and bench do not take yet: why, in one line each
-NOT_YET = {
-    "draft-dflash": "SpecScope's pair doctor, scan and bench do not measure DFlash heads yet "
-                    "(`specscope run --spec-type draft-dflash` drafts with one)",
-    "draft-dspark": "SpecScope's pair doctor, scan and bench do not measure DFlash heads yet "
-                    "(`specscope run --spec-type draft-dspark` drafts with one)",
-}
 
 DESCRIPTIONS = {
     "ngram-simple": "copies what followed the last time the latest n tokens occurred",
@@ -150,6 +143,6 @@ class Chain:
 
 
 __all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
-           "DRAFT_DFLASH", "DRAFT_DSPARK", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES", "NOT_YET",
+           "DRAFT_DFLASH", "DRAFT_DSPARK", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

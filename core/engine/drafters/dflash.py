@@ -46,7 +46,7 @@ class DFlash(HeadDrafter):
         if self.name == DRAFT_DSPARK and self.p_min > 0 and not head.has_confidence:
             raise ConfigError(f"{head.ctx.model.path}: DSpark draft has no confidence head: "
                               "please set --spec-draft-p-min 0")
-        n_most = head.block_size if self.anchor else head.block_size - 1
+        n_most = head.facts.most_drafted(self.name == DRAFT_DSPARK)
         self.n_max, self.n_min = min(self.n_max, n_most), min(self.n_min, n_most)
         kind = "a DSpark head (its Markov head in the graph)" if head.dspark else "a DFlash head"
         self.note = (f"{kind} fed by {layers_words(head.layer_ids, head.n_layer_tgt)}; "
