@@ -2,17 +2,19 @@
 
 One row per speculative type, in llama.cpp's priority order (core.drafters.TYPES): the
 draftless n-gram types, then ``draft-simple``, the draft model, and ``draft-eagle3``, an
-EAGLE-3 head; both draft with the model in the Models box's draft slot (for draft-eagle3 it is
-labelled the head slot); last ``draft-mtp``, the target's own MTP (nextn) blocks, with no draft
-file, offered when the target's header has them. Checking several makes a chain; llama.cpp
-tries the checked types in this order and the first non-empty draft wins the round. Each type's
-parameters sit under it, with llama.cpp's defaults and ranges, and its flag name in the tooltip;
-a type that is not checked has its parameters greyed out (n_max, n_min and p_min, under
-draft-simple, serve draft-eagle3 and draft-mtp too).
+EAGLE-3 head; both draft with the model in the Models box's draft slot (for a head it is
+labelled the head slot); then ``draft-mtp``, the target's own MTP (nextn) blocks, with no draft
+file, offered when the target's header has them; last ``draft-dflash`` and ``draft-dspark``, a
+DFlash head (a DSpark head: with a Markov head) in the head slot, drafting a block in one decode.
+Checking several makes a chain; llama.cpp tries the checked types in this order and the first
+non-empty draft wins the round. Each type's parameters sit under it, with llama.cpp's defaults
+and ranges, and its flag name in the tooltip; a type that is not checked has its parameters
+greyed out (n_max, n_min and p_min, under draft-simple, serve the heads and draft-mtp too).
 
 Bad settings (a cross-field error, a missing lookup-cache file, draft-simple without a
-usable draft model or with a head, draft-eagle3 with an ordinary model, draft-mtp on a target
-without MTP blocks) are one line under the rows, naming the file, updated as the user edits.
+usable draft model or with a head, a head type with an ordinary model or another kind of head,
+draft-mtp on a target without MTP blocks) are one line under the rows, naming the file, updated
+as the user edits.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from specscope.core.engine.drafters import (DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP,
-                                            MODEL_TYPES, TYPES)
+from specscope.core.engine.drafters import (DESCRIPTIONS, DRAFT_DFLASH, DRAFT_DSPARK, DRAFT_EAGLE3,
+                                            DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES, TYPES)
 from specscope.core.engine.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
                                           NgramModParams)
 
@@ -34,10 +36,14 @@ from .drafter_style import swatch_html
 
 MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
-              "in this order, then the draft model or the EAGLE-3 head, then the target's MTP "
-              "layers; the first non-empty draft wins the round.")
+              "in this order, then the draft model or a head, then the target's MTP layers, then "
+              "a DFlash head; the first non-empty draft wins the round.")
 CHECK_LABELS = {DRAFT_MODEL: "draft-simple (the draft model)", DRAFT_EAGLE3: "draft-eagle3 (an EAGLE-3 head)",
-                DRAFT_MTP: "draft-mtp (the target's own MTP layers)"}
+                DRAFT_MTP: "draft-mtp (the target's own MTP layers)",
+                DRAFT_DFLASH: "draft-dflash (a DFlash head)", DRAFT_DSPARK: "draft-dspark (a DSpark head)"}
+# the heads in the draft slot: each head type's architecture and what it is called
+HEADS = {DRAFT_EAGLE3: ("eagle3", "an EAGLE-3 head"), DRAFT_DFLASH: ("dflash", "a DFlash head"),
+         DRAFT_DSPARK: ("dflash", "a DSpark head")}
 VOCAB_TIPS = {
     "auto": "a draft llama.cpp accepts reads the target's own tokens; one it refuses (another "
             "vocabulary) drafts in translate mode (intersect under the ratio rule)",
@@ -45,8 +51,16 @@ VOCAB_TIPS = {
                  "target's tokenizer (Hugging Face's universal assisted decoding)",
     "intersect": "the draft samples only tokens whose text both vocabularies have; ids map one "
                  "for one (vLLM's token-level intersection)"}
+SYNC_TIPS = {"reuse": "keep the draft's own KV rows for the accepted prefix (about half the draft "
+                      "cost)",
+             "replay": "llama.cpp's way: roll the draft back and re-decode the verification batch"}
 HEAD_NOTE = ("Drafts with the EAGLE-3 head in the Models box's head slot, from the target's own "
              "hidden states; n_max, n_min and p_min above apply to it.")
+BLOCK_NOTE = ("Drafts a whole block in one decode with the DFlash head in the Models box's head "
+              "slot, from the target's own hidden states; n_max (at most the head's block), n_min "
+              "and p_min above apply to it.")
+SPARK_NOTE = ("The same with a DSpark head (a DFlash head with a Markov head): each position "
+              "biased by the token drafted before it; p_min reads its confidence head.")
 NO_MTP = "this target has no MTP (nextn) blocks"
 
 
@@ -62,11 +76,42 @@ def mtp_note(blocks: int | None) -> str:
         f"Not offered: {NO_MTP}; a model converted with its MTP layers carries them.")
 
 
+TYPE_NOTES = {DRAFT_MODEL: "sync, n policy and vocab apply to draft-simple only; n_max, n_min and "
+                           "p_min to the heads and draft-mtp too.",
+              DRAFT_EAGLE3: HEAD_NOTE, DRAFT_MTP: mtp_note(None), DRAFT_DFLASH: BLOCK_NOTE,
+              DRAFT_DSPARK: SPARK_NOTE}
+
+
+def head_slot(types) -> str:
+    """What the draft slot holds for the checked ``types``: "EAGLE-3 head", "DFlash head",
+    "DSpark head", or "" (a draft model)."""
+    return next((HEADS[t][1].split(" ", 1)[1] for t in types if t in HEADS), "")
+
+
 def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
     s = QSpinBox(minimum=lo, maximum=hi, value=value)
     s.setToolTip(tip)
     s.setMinimumWidth(58)
     return s
+
+
+def _combo(items: dict[str, str], tip: str) -> QComboBox:
+    """A combo of ``items`` (value: its tooltip)."""
+    combo = QComboBox()
+    for i, (name, item_tip) in enumerate(items.items()):
+        combo.addItem(name, name)
+        combo.setItemData(i, item_tip, Qt.ItemDataRole.ToolTipRole)
+    combo.setToolTip(tip)
+    return combo
+
+
+def _wrapped(text: str, style: str) -> QLabel:
+    """A label that wraps at the layout's width (not its text's)."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setStyleSheet(style)
+    return label
 
 
 def _flag(name: str) -> str:
@@ -82,18 +127,30 @@ class DrafterPanel(QGroupBox):
         super().__init__("Drafter", parent)
         lay = QVBoxLayout(self)
         lay.setSpacing(4)
-        note = QLabel(CHAIN_NOTE)
-        note.setWordWrap(True)
-        note.setStyleSheet("color:#555")
-        note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        lay.addWidget(note)
-        self.note = note
+        self.note = _wrapped(CHAIN_NOTE, "color:#555")
+        lay.addWidget(self.note)
+        self._make_ngram_params()
+        self._make_model_params()
+        lay.addLayout(self._type_grid())
+        self.synth = SynthBox()
+        lay.addWidget(self.synth)
+        self.message = _wrapped("", "")
+        self.message.setTextFormat(Qt.TextFormat.RichText)
+        self.message.setVisible(False)
+        lay.addWidget(self.message)
+        # the draft slot's model: its path (None: none), its architecture ("" not known yet), and
+        # why the pair doctor refused it for draft-simple ("" it did not); None: not told yet
+        self._draft: tuple[Path | None, str, str] | None = None
+        # the target's path and its MTP blocks, read from its header (None: not read yet)
+        self._mtp: tuple[Path | None, int | None] = (None, None)
+        self.checks[DRAFT_MODEL].setChecked(True)
+        self._connect()
+        self._edited()
 
-        self.checks: dict[str, QCheckBox] = {}
-        self.params: dict[str, list[QWidget]] = {}        # each type's parameter widgets and labels
+    def _make_ngram_params(self) -> None:
+        """The n-gram types' parameters: the map types' sizes N and M (min hits for
+        ngram-map-k4v only: the others ignore it), ngram-mod's, ngram-cache's files."""
         d_map, d_mod = NgramMapParams(), NgramModParams()
-
-        # n-gram map types: size N, size M (min hits for ngram-map-k4v only: the others ignore it)
         self.size_n: dict[str, QSpinBox] = {}
         self.size_m: dict[str, QSpinBox] = {}
         for t in MAP_TYPES:
@@ -123,107 +180,72 @@ class DrafterPanel(QGroupBox):
                                              "ngram-cache: dynamic lookup cache saved by llama.cpp's "
                                              "lookup tools (-lcd, --lookup-cache-dynamic)")
 
-        # draft-simple: the draft model's settings
-        self.n_max = _spin(0, 64, 3, "Tokens the draft model (or the EAGLE-3 head, or the MTP blocks) "
-                                     "proposes per round at most (--spec-draft-n-max; llama.cpp's "
-                                     "default 3)")
-        self.n_min = _spin(0, 64, 0, "Drafts of the draft model (or the EAGLE-3 head, or the MTP "
-                                     "blocks) shorter than this are dropped and the round decodes "
-                                     "plainly (--spec-draft-n-min; default 0)")
+    def _make_model_params(self) -> None:
+        """draft-simple's parameters: n_max, n_min and p_min (shared with the heads and
+        draft-mtp), its cache sync, its draft-length policy and its vocabulary mode."""
+        self.n_max = _spin(0, 64, 3, "Tokens the draft model (or a head, or the MTP blocks) proposes "
+                                     "per round at most (--spec-draft-n-max; llama.cpp's default 3; "
+                                     "a DFlash head drafts at most its block)")
+        self.n_min = _spin(0, 64, 0, "Drafts of the draft model (or a head, or the MTP blocks) "
+                                     "shorter than this are dropped and the round decodes plainly "
+                                     "(--spec-draft-n-min; default 0)")
         self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
-        self.p_min.setToolTip("Stop drafting when the draft model's (or the EAGLE-3 head's, or the MTP "
+        self.p_min.setToolTip("Stop drafting when the draft model's (or a head's, or the MTP "
                               "block's) top token holds less than this share of its top-10 "
-                              "probability mass (--spec-draft-p-min; default 0)")
-        self.sync = QComboBox()
-        self.sync.addItem("reuse", "reuse")
-        self.sync.addItem("replay", "replay")
-        self.sync.setItemData(0, "keep the draft's own KV rows for the accepted prefix (about half "
-                                 "the draft cost)", Qt.ItemDataRole.ToolTipRole)
-        self.sync.setItemData(1, "llama.cpp's way: roll the draft back and re-decode the "
-                                 "verification batch", Qt.ItemDataRole.ToolTipRole)
-        self.sync.setToolTip("How the draft model's cache catches up after verification: reuse its "
-                             "own rows, or replay the verification batch as llama.cpp does (--sync)")
+                              "probability mass (--spec-draft-p-min; default 0; a DSpark head "
+                              "reads its confidence head instead)")
+        self.sync = _combo(SYNC_TIPS, "How the draft model's cache catches up after verification: "
+                                      "reuse its own rows, or replay the verification batch as "
+                                      "llama.cpp does (--sync)")
+        from specscope.core.engine.draft_policy import POLICIES, POLICY_DESCRIPTIONS
+        self.policy = _combo({name: POLICY_DESCRIPTIONS[name] for name in POLICIES},
+                             "Draft length per round (--spec-draft-policy): fixed n_max as llama.cpp "
+                             "does; hf, Hugging Face's +2 / −1 within 1..n_max; cost, at every draft "
+                             "step, whether one more token is worth its cost on this machine, from "
+                             "the draft's confidence and the run's acceptance at that confidence "
+                             "(the first cost run calibrates the pair: seconds, once per pair and "
+                             "settings)")
+        self.vocab = _combo(VOCAB_TIPS,                 # --spec-vocab (core/engine/drafters/xvocab.py)
+                            "How draft-simple drafts with a draft whose vocabulary is not the "
+                            "target's, which llama.cpp refuses (--spec-vocab; docs/cross-vocab.md)")
 
-        self.policy = QComboBox()
-        from specscope.core.engine.draft_policy import POLICIES, POLICY_DESCRIPTIONS as POLICY_TIPS
-        for i, name in enumerate(POLICIES):
-            self.policy.addItem(name, name)
-            self.policy.setItemData(i, POLICY_TIPS[name], Qt.ItemDataRole.ToolTipRole)
-        self.policy.setToolTip("Draft length per round (--spec-draft-policy): fixed n_max as llama.cpp "
-                               "does; hf, Hugging Face's +2 / −1 within 1..n_max; cost, at every draft "
-                               "step, whether one more token is worth its cost on this machine, from "
-                               "the draft's confidence and the run's acceptance at that confidence "
-                               "(the first cost run calibrates the pair: seconds, once per pair and "
-                               "settings)")
-
-        self.vocab = QComboBox()             # --spec-vocab (core/engine/drafters/xvocab.py)
-        for name, tip in VOCAB_TIPS.items():
-            self.vocab.addItem(name, name)
-            self.vocab.setItemData(self.vocab.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
-        self.vocab.setToolTip("How draft-simple drafts with a draft whose vocabulary is not the "
-                              "target's, which llama.cpp refuses (--spec-vocab; docs/cross-vocab.md)")
-
-        rows = {
-            "ngram-simple": [[("n", self.size_n["ngram-simple"]), ("m", self.size_m["ngram-simple"])]],
-            "ngram-map-k": [[("n", self.size_n["ngram-map-k"]), ("m", self.size_m["ngram-map-k"])]],
-            "ngram-map-k4v": [[("n", self.size_n["ngram-map-k4v"]), ("m", self.size_m["ngram-map-k4v"]),
-                               ("min hits", self.min_hits)]],
+    def _rows(self) -> dict[str, list[list[tuple[str, QWidget]]]]:
+        """Each type's parameter lines under its check box: (label, widget) pairs."""
+        def sizes(t):
+            return [("n", self.size_n[t]), ("m", self.size_m[t])]
+        return {
+            "ngram-simple": [sizes("ngram-simple")],
+            "ngram-map-k": [sizes("ngram-map-k")],
+            "ngram-map-k4v": [sizes("ngram-map-k4v") + [("min hits", self.min_hits)]],
             "ngram-mod": [[("match", self.mod_match), ("min", self.mod_min), ("max", self.mod_max)]],
             "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
                           [("p_min", self.p_min), ("sync", self.sync)],
                           [("n policy", self.policy), ("vocab", self.vocab)]],
-            DRAFT_EAGLE3: [],
-            DRAFT_MTP: [],
         }
-        shared = (self.n_max, self.n_min, self.p_min)    # draft-simple's, draft-eagle3's and draft-mtp's
+
+    def _type_grid(self) -> QGridLayout:
+        """One check box per type, its parameter lines and its note under it; ``checks``,
+        ``params`` (each type's widgets, greyed out while it is not checked) and
+        ``model_params`` (draft-simple's shared lengths, enabled for any model drafter)."""
+        self.checks: dict[str, QCheckBox] = {}
+        self.params: dict[str, list[QWidget]] = {}
         self.model_params: list[QWidget] = []
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(2)
         grid.setColumnMinimumWidth(0, 16)
         grid.setColumnStretch(2, 1)
-        r = 0
+        rows, r = self._rows(), 0
         for t in TYPES:
-            check = QCheckBox(CHECK_LABELS.get(t, t))
-            check.setToolTip(f"{t}: {DESCRIPTIONS[t]} (--spec-type {t})")
-            self.checks[t] = check
-            head = QHBoxLayout()
-            head.setSpacing(6)
-            head.addWidget(check)
-            desc = QLabel(swatch_html(t))
-            desc.setTextFormat(Qt.TextFormat.RichText)
-            desc.setToolTip("its accepted tokens' colour in the text")
-            head.addWidget(desc)
-            head.addStretch(1)
-            grid.addLayout(head, r, 0, 1, 3)
+            grid.addLayout(self._type_check(t), r, 0, 1, 3)
             r += 1
             widgets: list[QWidget] = []
-            for line in rows[t]:
-                box = QHBoxLayout()
-                box.setSpacing(4)
-                for label, w in line:
-                    lab = QLabel(label)
-                    lab.setToolTip(w.toolTip())
-                    lab.setStyleSheet("color:#444")
-                    box.addWidget(lab)
-                    box.addWidget(w, 1 if w.property("path") else 0)
-                    box.addSpacing(8)
-                    widgets += [lab, w]
-                    if w in shared:
-                        self.model_params += [lab, w]
-                if not any(w.property("path") for _, w in line):
-                    box.addStretch(1)
-                grid.addLayout(box, r, 1, 1, 2)
+            for line in rows.get(t, []):
+                grid.addLayout(self._param_line(line, widgets), r, 1, 1, 2)
                 r += 1
-            notes = {DRAFT_MODEL: "sync, n policy and vocab apply to draft-simple only; n_max, n_min "
-                                  "and p_min to draft-eagle3 and draft-mtp too.",
-                     DRAFT_EAGLE3: HEAD_NOTE, DRAFT_MTP: mtp_note(None)}
-            if t in notes:
-                note = QLabel(notes[t])
-                note.setWordWrap(True)
-                note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-                note.setStyleSheet("color:#777; font-size:small")
+            if t in TYPE_NOTES:
+                note = _wrapped(TYPE_NOTES[t], "color:#777; font-size:small")
                 grid.addWidget(note, r, 1, 1, 2)
                 r += 1
                 widgets.append(note)
@@ -233,35 +255,55 @@ class DrafterPanel(QGroupBox):
                 if t == DRAFT_MTP:
                     self.mtp_note = note
             self.params[t] = widgets
-        lay.addLayout(grid)
-        self.synth = SynthBox()
-        lay.addWidget(self.synth)
+        return grid
 
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextFormat(Qt.TextFormat.RichText)
-        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.message.setVisible(False)
-        lay.addWidget(self.message)
+    def _type_check(self, t: str) -> QHBoxLayout:
+        """A type's check box (``checks[t]``) and its colour's swatch."""
+        check = QCheckBox(CHECK_LABELS.get(t, t))
+        check.setToolTip(f"{t}: {DESCRIPTIONS[t]} (--spec-type {t})")
+        self.checks[t] = check
+        head = QHBoxLayout()
+        head.setSpacing(6)
+        head.addWidget(check)
+        desc = QLabel(swatch_html(t))
+        desc.setTextFormat(Qt.TextFormat.RichText)
+        desc.setToolTip("its accepted tokens' colour in the text")
+        head.addWidget(desc)
+        head.addStretch(1)
+        return head
 
-        # the draft slot's model: its path (None: none), its architecture ("" not known yet), and
-        # why the pair doctor refused it for draft-simple ("" it did not); None: not told yet
-        self._draft: tuple[Path | None, str, str] | None = None
-        # the target's path and its MTP blocks, read from its header (None: not read yet)
-        self._mtp: tuple[Path | None, int | None] = (None, None)
-        self.checks[DRAFT_MODEL].setChecked(True)
+    def _param_line(self, line, widgets: list[QWidget]) -> QHBoxLayout:
+        """One line of (label, widget) pairs; its labels and widgets are added to ``widgets``
+        (and the shared lengths to ``model_params``)."""
+        shared = (self.n_max, self.n_min, self.p_min)
+        box = QHBoxLayout()
+        box.setSpacing(4)
+        for label, w in line:
+            lab = QLabel(label)
+            lab.setToolTip(w.toolTip())
+            lab.setStyleSheet("color:#444")
+            box.addWidget(lab)
+            box.addWidget(w, 1 if w.property("path") else 0)
+            box.addSpacing(8)
+            widgets += [lab, w]
+            if w in shared:
+                self.model_params += [lab, w]
+        if not any(w.property("path") for _, w in line):
+            box.addStretch(1)
+        return box
+
+    def _connect(self) -> None:
+        """Every edit re-checks the settings (``_edited``)."""
         for c in self.checks.values():
             c.toggled.connect(self._edited)
         for w in (*self.size_n.values(), *self.size_m.values(), self.min_hits, self.mod_match,
                   self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min):
             w.valueChanged.connect(self._edited)
-        self.sync.currentIndexChanged.connect(self._edited)
-        self.policy.currentIndexChanged.connect(self._edited)
-        self.vocab.currentIndexChanged.connect(self._edited)
+        for combo in (self.sync, self.policy, self.vocab):
+            combo.currentIndexChanged.connect(self._edited)
         for e in (self.cache_static, self.cache_dynamic):
             e.editingFinished.connect(self._edited)
         self.synth.changed.connect(self._edited)
-        self._edited()
 
     def _path_edit(self, placeholder: str, tip: str) -> QLineEdit:
         e = QLineEdit()
@@ -336,9 +378,11 @@ class DrafterPanel(QGroupBox):
             return (f"draft-mtp: {path.name if path else 'the target'} has no MTP (nextn) blocks "
                     "to draft with: choose a target converted with its MTP layers, or uncheck "
                     "draft-mtp.")
-        if DRAFT_MODEL in types and DRAFT_EAGLE3 in types:
-            return ("draft-simple and draft-eagle3 both draft with the model in the draft slot: "
-                    "check one of them.")
+        slot = [t for t in types if t == DRAFT_MODEL or t in HEADS]     # the draft slot's drafters
+        if len({HEADS.get(t, ("",))[0] for t in slot}) > 1:
+            listed = ", ".join(slot[:-1]) + " and " + slot[-1]
+            return (f"{listed} {'both' if len(slot) == 2 else 'all'} draft with the model in the "
+                    "draft slot: check one of them.")
         if self._draft is None:
             return ""
         path, arch, refused = self._draft
@@ -347,19 +391,22 @@ class DrafterPanel(QGroupBox):
             if path is None:
                 return ("draft-simple needs a draft model: choose one under Models, or uncheck "
                         "draft-simple to draft with the n-gram types alone.")
-            if arch == "eagle3":
-                return (f"draft-simple: {name} is an EAGLE-3 head, which drafts with draft-eagle3: "
-                        "check draft-eagle3 instead, or choose a draft model.")
+            kinds = [t for t, (a, _) in HEADS.items() if a == arch]   # the head types it drafts with
+            if kinds:
+                spec = " or ".join(kinds)
+                return (f"draft-simple: {name} is {HEADS[kinds[0]][1]}, which drafts with {spec}: "
+                        f"check {spec} instead, or choose a draft model.")
             if refused:
                 return (f"draft-simple: {name} cannot draft for this target ({refused}); "
                         "choose another draft, or uncheck draft-simple.")
-        if DRAFT_EAGLE3 in types:
+        for t in (t for t in types if t in HEADS):
+            want, noun = HEADS[t]
             if path is None:
-                return ("draft-eagle3 needs an EAGLE-3 head: choose one in the head slot under "
-                        "Models, or uncheck draft-eagle3.")
-            if arch and arch != "eagle3":
-                return (f"draft-eagle3: {name} is not an EAGLE-3 head (it is a {arch} model): "
-                        "choose a head under Models, or draft with draft-simple.")
+                return (f"{t} needs {noun}: choose one in the head slot under Models, or uncheck "
+                        f"{t}.")
+            if arch and arch != want:
+                return (f"{t}: {name} is not {noun} (it is a {arch} model): choose a head under "
+                        "Models, or draft with draft-simple.")
         return ""
 
     def problem(self) -> str:

@@ -2,8 +2,9 @@
 the token view's accepted tokens and the plots' per-drafter curves.
 
 draft-simple keeps the token view's original green, draft-eagle3 (an EAGLE-3 head) is lime,
-draft-mtp (the target's own MTP blocks) teal; each n-gram type has its own hue, and none is the
-target's blue or the rejection red.
+draft-mtp (the target's own MTP blocks) teal, draft-dflash (a DFlash head) fuchsia and
+draft-dspark (a DSpark head) stone; each n-gram type has its own hue, and none is the target's
+blue or the rejection red.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ DRAFTER_COLORS = {
     "draft-simple": ("#14532d", "#bbf0c6", "#2e9d4b"),    # green (the draft model)
     "draft-eagle3": ("#3f6212", "#e2f7a1", "#74a00f"),    # lime (an EAGLE-3 head)
     "draft-mtp": ("#0b3b36", "#82d3bf", "#0f9488"),       # teal (the target's own MTP blocks)
+    "draft-dflash": ("#701a75", "#f0abfc", "#c026d3"),    # fuchsia (a DFlash head)
+    "draft-dspark": ("#292524", "#d6cfc4", "#78716c"),    # stone (a DSpark head)
 }
 # who drafted, in words: (article, noun); the n-gram types are named by their type
 WHO = {"draft-simple": ("the", "draft model"), "draft-eagle3": ("the", "EAGLE-3 head"),
-       "draft-mtp": ("the target's", "MTP block(s)")}
+       "draft-mtp": ("the target's", "MTP block(s)"), "draft-dflash": ("the", "DFlash head"),
+       "draft-dspark": ("the", "DSpark head")}
 assert set(DRAFTER_COLORS) == set(TYPES)
 
 

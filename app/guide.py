@@ -18,17 +18,17 @@ def guide_html() -> str:
     return f"""
 <h2>What you are watching</h2>
 <p>Speculative decoding: each <b>round</b>, a <b>drafter</b> (a small draft model, an EAGLE-3 head
-that drafts from the target's own hidden states, the target's own MTP blocks, or an n-gram lookup
-in the text so far) proposes
+that drafts from the target's own hidden states, a DFlash head that drafts a whole block from them
+in one decode, the target's own MTP blocks, or an n-gram lookup in the text so far) proposes
 a few tokens; the <b>target</b> model checks them all in one batch and keeps the longest prefix it
 agrees with, then adds one token of its own. The output is what the target alone would write; the
 hope is fewer, cheaper target passes.</p>
 
 <h3>The colours of the text</h3>
 <p>{legend_html()}</p>
-<p>Grey is the prompt. Where n-gram drafters, an EAGLE-3 head (draft-eagle3, lime) or the
+<p>Grey is the prompt. Where n-gram drafters, an EAGLE-3 head (draft-eagle3, lime), the
 target's own MTP blocks (draft-mtp, teal: offered when the target carries them, with no draft
-model) draft, each drafter's accepted tokens take its own colour (the legend above the text
+model) or a DFlash head (draft-dflash, fuchsia; a DSpark head, draft-dspark, stone) draft, each drafter's accepted tokens take its own colour (the legend above the text
 names them). The target's
 own token is the replacement at the first mismatch, or the bonus token after a draft it accepted
 whole. ↵ marks a line break. Hover a token for its round, draft position, draft probability and
@@ -46,8 +46,8 @@ tokens (red: the first drafted token was rejected).</li>
 <li><b>Time per round</b>: each round's draft, translate (a draft of another vocabulary: its
 text re-tokenized between the two vocabularies), verify, sync (rolling the caches back) and
 Python time, stacked. The <b>Timeline</b> tab lays the same times out on one time axis.</li>
-<li><b>Tree headroom</b>: where the target's token ranked among the draft model's (or the
-EAGLE-3 head's, or the MTP block's) top-10, and
+<li><b>Tree headroom</b>: where the target's token ranked among the draft model's (or a
+head's, or the MTP block's) top-10, and
 the acceptance a draft tree of width w would have reached.</li>
 </ul>
 <p>The stats bar: <i>acceptance</i> = accepted ÷ drafted tokens; <i>mean accepted length</i> =

@@ -132,6 +132,12 @@ class PathEdit(QLineEdit):
             event.acceptProposedAction()
 
 
+HEAD_TIPS = {"EAGLE-3 head": "draft-eagle3 drafts with an EAGLE-3 head (a GGUF of llama.cpp's "
+                             "eagle3 architecture, made for this target): choose it here",
+             "DFlash head": "draft-dflash drafts with a DFlash head (a GGUF of llama.cpp's dflash "
+                            "architecture, made for this target): choose it here",
+             "DSpark head": "draft-dspark drafts with a DSpark head (a DFlash head with a Markov "
+                            "head, made for this target): choose it here"}
 NGRAM_OFFER = ("Draftless n-gram drafting needs no draft model: "
                "<a href='ngram-mod'>use ngram-mod</a> (or <a href='ngram-simple'>ngram-simple</a> "
                "for text that repeats its input), under Drafter.")
@@ -290,7 +296,7 @@ class PairPanel(QGroupBox):
         self.demo_button.clicked.connect(self.demo_requested)
         self._last = (None, None)
         self.head_slot = None
-        self.set_head_slot(False)
+        self.set_head_slot("")
 
     # ------------------------------------------------------------------ pair
     def pair(self) -> tuple[Path | None, Path | None]:
@@ -314,21 +320,20 @@ class PairPanel(QGroupBox):
         self._browse(self.target_edit, "Choose the target model")
 
     def browse_draft(self) -> None:
-        self._browse(self.draft_edit, f"Choose the {'EAGLE-3 head' if self.head_slot else 'draft model'}")
+        self._browse(self.draft_edit, f"Choose the {self.head_slot or 'draft model'}")
 
-    def set_head_slot(self, on: bool) -> None:
-        """The draft slot as draft-eagle3 reads it (an EAGLE-3 head), or as a draft model's."""
-        if on == self.head_slot:
+    def set_head_slot(self, head: str) -> None:
+        """The draft slot as a head type reads it ("EAGLE-3 head", "DFlash head", "DSpark
+        head": drafter_panel.head_slot), or as a draft model's ("")."""
+        if head == self.head_slot:
             return
-        self.head_slot = on
-        what = "EAGLE-3 head" if on else "draft model"
-        self.draft_label.setText("Head" if on else "Draft")
-        self.draft_label.setToolTip(
-            "draft-eagle3 drafts with an EAGLE-3 head (a GGUF of llama.cpp's eagle3 architecture, "
-            "made for this target): choose it here" if on else "The draft model draft-simple drafts with")
+        self.head_slot = head
+        what = head or "draft model"
+        self.draft_label.setText("Head" if head else "Draft")
+        self.draft_label.setToolTip(HEAD_TIPS.get(head, "The draft model draft-simple drafts with"))
         self.draft_edit.setPlaceholderText(f"{what} (.gguf) — drop a file here")
         self.draft_browse.setToolTip(f"Choose the {what}")
-        self.facts.setHorizontalHeaderLabels(["target", "head" if on else "draft"])
+        self.facts.setHorizontalHeaderLabels(["target", "head" if head else "draft"])
 
     def _browse(self, edit: QLineEdit, title: str) -> None:
         start = edit.text() or str(Path.home())
@@ -404,7 +409,7 @@ class PairPanel(QGroupBox):
             if "may" in note or "differ" in note or "checkpoint" in note:
                 items.append(f"<li style='color:#555'>{breakable(html.escape(note))}</li>")
         passed = sum(r.passed for r in report.rules)
-        what, model = ("head rules", "head") if report.draft.kind == "eagle3" else ("vocabulary rules", "draft")
+        what, model = ("head rules", "head") if report.draft.head else ("vocabulary rules", "draft")
         detail = f"<br><span style='color:#555'>{passed}/{len(report.rules)} {what} pass"
         detail += f"; f ≈ {report.cost.f:.3f} ({model} size ÷ target size)</span>" if report.cost.f < 100 else "</span>"
         if cross is not None:

@@ -25,18 +25,25 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES
+from specscope.core.engine.drafters import (BLOCK_TYPES, DESCRIPTIONS, DRAFT_DFLASH, DRAFT_DSPARK,
+                                            DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES)
 from specscope.core.models.tokentext import shares
 
-from .drafter_style import drafter_colors, drafter_who
+from .drafter_style import drafter_colors, drafter_html, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
 # beside the picture's draft row: what a drafted cell's small line says, per drafter
 PICTURE_NOTES = {DRAFT_EAGLE3: "p · head's id→target id (d2t)",
-                 DRAFT_MTP: "p: the block's top-10 share"}
-CACHES = {DRAFT_EAGLE3: "head", DRAFT_MTP: "MTP context"}   # the drafting cache, beside the target's
+                 DRAFT_MTP: "p: the block's top-10 share",
+                 DRAFT_DFLASH: "p: each position's top-10 share,\nthe whole block in one decode",
+                 DRAFT_DSPARK: "p: each position's top-10 share,\none decode, each biased by the last"}
+# the drafting cache, beside the target's: in the picture, and in the words (whose)
+CACHES = {DRAFT_EAGLE3: "head", DRAFT_MTP: "MTP context", DRAFT_DFLASH: "head", DRAFT_DSPARK: "head"}
+CACHE_OWNERS = {DRAFT_MODEL: "the draft", DRAFT_EAGLE3: "the EAGLE-3 head's",
+                DRAFT_MTP: "the MTP context's", DRAFT_DFLASH: "the DFlash head's",
+                DRAFT_DSPARK: "the DSpark head's"}
 
 
 def labels(tokens, vocab) -> list[str]:
@@ -364,6 +371,15 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
         return (f"<b>1. Draft:</b> the <b>EAGLE-3 head</b> (draft-eagle3), one layer beside the "
                 f"target that drafts from the target's own hidden states, not a model of its own{fed}. "
                 f"From the seed it proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
+    if ev.drafter in BLOCK_TYPES:
+        markov = (" Its Markov head biased each position's logits, inside that decode, by the "
+                  "token drafted before it (the first by the seed)." if ev.drafter == DRAFT_DSPARK else "")
+        return (f"<b>1. Draft:</b> {drafter_html(ev.drafter)}, one layer beside the target that "
+                f"drafts from the target's own hidden states, not a model of its own"
+                f"{f' ({note})' if note else ''}. It drafted the whole block in <b>one decode</b>: "
+                f"the seed at position {ev.n_past} and mask tokens after it, every position's "
+                f"logits read at once, where the other drafters decode once per token.{markov} "
+                f"It proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
     if ev.drafter == DRAFT_MTP:
         p = ev.n_past
         return (f"<b>1. Draft:</b> the target's own <b>MTP block</b> (draft-mtp), a layer the target "
@@ -461,11 +477,9 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         else:
             lines.append(f"<b>3. Result:</b> the target emitted {own}.")
-        draft_cache = (f", the EAGLE-3 head's cache {ev.kv_dropped_draft}" if DRAFT_EAGLE3 in types
-                       else f", the draft cache {ev.kv_dropped_draft}"
-                       if DRAFT_MODEL in types or not types
-                       else f", the MTP context's cache {ev.kv_dropped_draft}" if DRAFT_MTP in types
-                       else " (no draft model runs)")
+        owner = next((CACHE_OWNERS[t] for t in types if t in CACHE_OWNERS),
+                     CACHE_OWNERS[DRAFT_MODEL] if not types else None)
+        draft_cache = f", {owner} cache {ev.kv_dropped_draft}" if owner else " (no draft model runs)"
         lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
                      f"{'s' if ev.kv_dropped_target != 1 else ''}{draft_cache}. "
                      f"({ev.t_sync * 1e3:.1f} ms sync)")

@@ -25,12 +25,12 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QScrollArea, QSplitter,
                                QTabWidget, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from specscope.core.engine.drafters import DRAFT_EAGLE3
 from specscope.core.session.run_state import SWEEPING_IN, RunState
 
 from .controls import ParamsPanel, PromptEditor
 from .copy_command import CopyCommand
 from .desktop import guard_wheel
+from .drafter_panel import head_slot
 from .errors import MessageBanner, run_failure_hint, setup_logging
 from .guide import open_log_folder, show_about, show_guide
 from .pair_panel import PairPanel
@@ -400,7 +400,7 @@ class MainWindow(QMainWindow):
 
     # ================================================================== pair
     def _params_changed(self) -> None:
-        self.pair_panel.set_head_slot(DRAFT_EAGLE3 in self.params.drafter.types())
+        self.pair_panel.set_head_slot(head_slot(self.params.drafter.types()))
         if not self.controller.busy and not self.shown.events:
             self.legend.setText(legend_html(self.params.drafter.types()))
 

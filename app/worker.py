@@ -210,7 +210,7 @@ class EngineWorker(QObject):
         self._drop_generator()
         try:
             # n-gram drafters and draft-mtp (the target's own MTP blocks) need no draft model:
-            # only draft-simple and draft-eagle3 (a head) do
+            # only draft-simple and the heads (draft-eagle3, draft-dflash, draft-dspark) do
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec" and request.spec.needs_draft)
             if time.monotonic() - self._threads_measured_at > REMEASURE_AFTER_S:
