@@ -10,7 +10,7 @@ import json
 import pytest
 
 from helpers import ggufgen
-from specscope.core.cli.main import main
+from helpers.cli import doctor
 
 
 @pytest.fixture(scope="module")
@@ -31,17 +31,11 @@ def heads(tmp_path_factory):
     return out
 
 
-def _doctor(capsys, *argv):
-    code = main(["doctor", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("which, spec, noun", [("head", "draft-dflash", "a DFlash head"),
                                                 ("spark", "draft-dspark", "a DSpark head")])
 def test_the_doctor_reports_a_dflash_head_with_what_it_needs_and_the_spec_type(
         heads, capsys, which, spec, noun):
-    code, out, _ = _doctor(capsys, heads["target"], heads[which], "--json")
+    code, out, _ = doctor(capsys, heads["target"], heads[which], "--json")
     doc = json.loads(out)
     assert code == 0 and doc["compatible"] and doc["spec_type"] == spec
     assert doc["draft"]["kind"] == "dflash"
@@ -51,7 +45,7 @@ def test_the_doctor_reports_a_dflash_head_with_what_it_needs_and_the_spec_type(
                                     "confidence_head": which == "spark"}
     assert [r["name"] for r in doc["rules"] if r["passed"]] == ["dflash head", "target memory"]
     assert doc["cost"]["block"] and doc["cost"]["best"]["0.7"]["n"] == 8   # a block: f per round
-    code, out, _ = _doctor(capsys, heads["target"], heads[which])
+    code, out, _ = doctor(capsys, heads["target"], heads[which])
     assert code == 0
     assert f"COMPATIBLE: {noun} for this target: run it with --spec-type {spec}" in out
     assert "target layers [0, 1, 3], hidden size 64, block size 16, mask token 0" in out
@@ -70,14 +64,14 @@ def test_the_doctor_refuses_a_dflash_head_it_cannot_run_with_the_rule_that_fails
         heads, capsys, which, says):
     """The rules are the engine's (check_fit with DFlashFacts' rules, core/models/dflash.py) on
     the two headers: the same line `specscope run` gives (tests/test_dflash.py)."""
-    code, out, _ = _doctor(capsys, heads["target"], heads[which])
+    code, out, _ = doctor(capsys, heads["target"], heads[which])
     assert code == 1
     assert f"FAIL  dflash head      {says}" in out
     assert "INCOMPATIBLE: draft-dflash cannot draft with this head (dflash head rule failed)" in out
 
 
 def test_the_scan_lists_dflash_heads_beside_the_others(heads, capsys):
-    code, out, _ = _doctor(capsys, heads["target"], "--scan", heads["target"].parent, "--json")
+    code, out, _ = doctor(capsys, heads["target"], "--scan", heads["target"].parent, "--json")
     doc = json.loads(out)
     assert code == 0
     good = {e["path"]: e["report"]["spec_type"] for e in doc["compatible"]}
@@ -85,7 +79,7 @@ def test_the_scan_lists_dflash_heads_beside_the_others(heads, capsys):
     bad = {e["path"]: e["reason"] for e in doc["incompatible"]}
     assert set(bad) == {str(heads[k]) for k in ("layers", "mask", "selector")}
     assert bad[str(heads["selector"])].startswith("it is a DFlash2 head (a selector lattice")
-    code, out, _ = _doctor(capsys, heads["target"], "--scan", heads["target"].parent)
+    code, out, _ = doctor(capsys, heads["target"], "--scan", heads["target"].parent)
     lines = out.splitlines()
     for which, spec in (("head", "draft-dflash"), ("spark", "draft-dspark")):
         i = next(i for i, ln in enumerate(lines) if ln.endswith(str(heads[which])))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import ggufgen
+from helpers.cli import doctor
 from specscope.core.cli.main import main
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.measure.calibrate import calibrate
@@ -50,21 +51,15 @@ def heads(tmp_path_factory, tiny_models):
     return out
 
 
-def _doctor(capsys, *argv):
-    code = main(["doctor", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_the_doctor_reports_a_head_with_what_it_needs_and_the_spec_type(heads, capsys):
-    code, out, _ = _doctor(capsys, heads["target"], heads["head"], "--json")
+    code, out, _ = doctor(capsys, heads["target"], heads["head"], "--json")
     doc = json.loads(out)
     assert code == 0 and doc["compatible"] and doc["spec_type"] == "draft-eagle3"
     assert doc["draft"]["kind"] == "eagle3"
     assert doc["draft"]["head"] == {"target_layers": [0, 1, 3], "target_hidden_size": 64,
                                     "n_vocab": 297, "n_draft_vocab": 200}
     assert [r["name"] for r in doc["rules"] if r["passed"]] == ["eagle3 head", "target memory"]
-    code, out, _ = _doctor(capsys, heads["target"], heads["head"])
+    code, out, _ = doctor(capsys, heads["target"], heads["head"])
     assert code == 0
     assert "COMPATIBLE: an EAGLE-3 head for this target: run it with --spec-type draft-eagle3" in out
     assert "target layers [0, 1, 3], target hidden size 64, draft vocabulary 200" in out
@@ -80,7 +75,7 @@ def test_the_doctor_refuses_a_head_made_for_another_target_with_the_rule_that_fa
         heads, capsys, what, says):
     """The rules are check_head's (core/models/eagle3.py), applied to the two headers: the
     same line `specscope run` gives (tests/test_eagle3.py)."""
-    code, out, _ = _doctor(capsys, heads["target"], heads[what])
+    code, out, _ = doctor(capsys, heads["target"], heads[what])
     assert code == 1
     assert f"FAIL  eagle3 head      {says}" in out
     assert "INCOMPATIBLE" in out and "eagle3 head rule failed" in out
@@ -88,7 +83,7 @@ def test_the_doctor_refuses_a_head_made_for_another_target_with_the_rule_that_fa
 
 def test_the_scan_lists_heads_beside_drafts_and_refuses_a_broken_dflash_head_in_one_line(heads, capsys):
     """(tests/test_dflash_measure.py scans real DFlash heads.)"""
-    code, out, _ = _doctor(capsys, heads["target"], "--scan", heads["target"].parent, "--json")
+    code, out, _ = doctor(capsys, heads["target"], "--scan", heads["target"].parent, "--json")
     doc = json.loads(out)
     assert code == 0
     good = {e["path"]: e for e in doc["compatible"]}
@@ -101,13 +96,13 @@ def test_the_scan_lists_heads_beside_drafts_and_refuses_a_broken_dflash_head_in_
     assert "is not the target's 64" in bad[str(heads["hidden"])]
     assert bad[str(heads["dflash"])] == ("DFlash model has no target_layer_ids "
                                          "(dflash.target_layers is empty)")
-    code, out, _ = _doctor(capsys, heads["target"], "--scan", heads["target"].parent)
+    code, out, _ = doctor(capsys, heads["target"], "--scan", heads["target"].parent)
     head_line = out.splitlines().index(next(ln for ln in out.splitlines() if ln.endswith(str(heads["head"]))))
     assert "run it with --spec-type draft-eagle3" in out.splitlines()[head_line + 1]
 
 
 def test_the_doctor_names_nextn_layers(heads, capsys):
-    code, out, _ = _doctor(capsys, heads["target"], heads["mtp"])
+    code, out, _ = doctor(capsys, heads["target"], heads["mtp"])
     assert code == 0 and "(1 nextn (MTP) layers)" in out
     assert "draft has 1 nextn (MTP) layer: --spec-type draft-mtp drafts with them" in out
 
