@@ -376,10 +376,10 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
                   "token drafted before it (the first by the seed)." if ev.drafter == DRAFT_DSPARK else "")
         return (f"<b>1. Draft:</b> {drafter_html(ev.drafter)}, one layer beside the target that "
                 f"drafts from the target's own hidden states, not a model of its own"
-                f"{f' ({note})' if note else ''}. It drafted the whole block in <b>one decode</b>: "
-                f"the seed at position {ev.n_past} and mask tokens after it, every position's "
-                f"logits read at once, where the other drafters decode once per token.{markov} "
-                f"It proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
+                f"{f' ({note})' if note else ''}. It decoded the seed at position {ev.n_past} "
+                f"and mask tokens after it <b>together</b>, every position's logits read at once, "
+                f"where the other drafters decode once per drafted token.{markov} It proposed "
+                f"{tokens} ({ev.t_draft * 1e3:.1f} ms)")
     if ev.drafter == DRAFT_MTP:
         p = ev.n_past
         return (f"<b>1. Draft:</b> the target's own <b>MTP block</b> (draft-mtp), a layer the target "

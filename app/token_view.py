@@ -350,8 +350,8 @@ class TokenView(QPlainTextEdit):
             lines.append(f"the head's draft id {ev.draft_ids[i]} → target id {ev.drafted[i]} (d2t)")
         if ev.drafter in BLOCK_TYPES:             # a DFlash head's block, drafted at once
             before = ev.drafted[i - 1] if i else ev.seed
-            lines.append(f"block position {i + 1}: drafted with the whole block in one decode"
-                         + (f", its logits biased by the Markov head by the token drafted before "
+            lines.append(f"block position {i + 1}: its logits came with the others' from that "
+                         "one decode" + (f", biased by the Markov head by the token drafted before "
                             f"it, <code>{self._esc(before)}</code>{'' if i else ' (the seed)'}"
                             if ev.drafter == DRAFT_DSPARK else ""))
         if ev.draft_key >= 0 and ev.draft_key_len:

@@ -105,8 +105,9 @@ def test_a_dflash_run_colours_its_tokens_and_its_plots(qtbot, window):
     span = check_drafted_by(window, "draft-dflash")
     tip, ev = html.unescape(span.tooltip), span.event
     i = span.position - (ev.n_past + 1)
-    assert "drafted by the <b>DFlash head</b>" in tip and FED in tip
-    assert f"block position {i + 1}: drafted with the whole block in one decode<" in tip
+    assert "drafted by the <b>DFlash head</b>" in tip and FED in tip and "drafted in one decode" in tip
+    assert f"block position {i + 1}: its logits came with the others' from that one decode<" in tip
+    assert "(d2t)" not in tip                       # no reduced vocabulary: the target's own ids
     assert f"draft probability {ev.draft_probs[i]:.3f}" in tip
     window.params.drafter.set_types(["draft-simple"])            # the head for draft-simple
     assert panel.draft_label.text() == "Draft"
@@ -124,7 +125,7 @@ def test_a_dspark_run_says_the_markov_head_biased_each_position(qtbot, spark_win
     tip, ev = html.unescape(span.tooltip), span.event
     i = span.position - (ev.n_past + 1)
     assert "drafted by the <b>DSpark head</b>" in tip and FED in tip
-    assert (f"block position {i + 1}: drafted with the whole block in one decode, its logits "
+    assert (f"block position {i + 1}: its logits came with the others' from that one decode, "
             "biased by the Markov head by the token drafted before it") in tip
     assert "(the seed)" in tip if i == 0 else "(the seed)" not in tip
 
@@ -137,9 +138,10 @@ def test_step_mode_tells_a_block_draft_in_words(qtbot, window, spark_window, whi
     text = w.round_view.text.text()
     who = "DFlash head" if which == "draft-dflash" else "DSpark head"
     assert f"the <b>{who}</b> ({which})" in text and FED in text
-    assert "It drafted the whole block in <b>one decode</b>" in text
+    assert "drafted in one decode" in text and "mask tokens after it <b>together</b>" in text
     for p in ev.draft_probs:
         assert f"(p {p:.2f})" in text
+    assert not ev.draft_ids and "draft id" not in text      # the target's own ids: no d2t
     assert ("Its Markov head biased each position's logits" in text) == (which == "draft-dspark")
     assert f"the {who}'s cache" in text
     w.stop_clicked()

@@ -113,8 +113,9 @@ class HeadDrafter(Drafter):
     def _draft_ids(self, draft: list[int]) -> tuple[int, ...]:
         """The drafting context's own ids of the drafted tokens (RoundEvent.draft_ids; empty:
         the target's): a head with a d2t table maps them (``draft_id``)."""
-        draft_id = getattr(self.head, "draft_id", None)
-        return () if draft_id is None else tuple(draft_id(t) for t in draft)
+        if not getattr(self.head, "n_draft_vocab", 0):        # no d2t table: the target's ids
+            return ()
+        return tuple(self.head.draft_id(t) for t in draft)
 
     def _done(self) -> None:
         """After the draft loop (draft-mtp's chained blocks: back to the first)."""
