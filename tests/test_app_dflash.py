@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from helpers import ggufgen  # noqa: E402
+from helpers.llama_args import unknown_flags  # noqa: E402
 from helpers.window import (RUN_TIMEOUT_MS, chain_after_ngram_simple, check_drafted_by,  # noqa: E402
                             check_shared_lengths, for_short_runs, open_window, run_and_wait,
                             step_to_a_draft)
@@ -172,3 +173,20 @@ def test_a_head_that_does_not_fit_is_one_line_and_the_window_keeps_working(
 
 def test_a_chain_of_ngram_simple_and_the_dflash_head_draws_a_curve_for_each(qtbot, window):
     chain_after_ngram_simple(qtbot, window, "draft-dflash")
+
+
+def test_the_copy_command_spells_a_block_drafter_s_lengths(window, heads):
+    """llama.cpp's draft-dflash and draft-dspark read --spec-draft-n-max/-p-min/-n-min as the
+    other model drafters do."""
+    d = window.params.drafter
+    d.n_max.setValue(6)
+    d.n_min.setValue(2)
+    d.p_min.setValue(0.25)
+    for types in (["draft-dflash"], ["draft-dspark"]):
+        d.set_types(types)
+        words = window.copy_command.copy().split()
+        for flag, value in (("-md", str(heads["head"])), ("--spec-type", types[0]),
+                            ("--spec-draft-n-max", "6"), ("--spec-draft-n-min", "2"),
+                            ("--spec-draft-p-min", "0.25")):
+            assert words[words.index(flag) + 1] == value, (flag, words)
+        assert not unknown_flags(" ".join(words))

@@ -12,17 +12,17 @@ import shlex
 from dataclasses import asdict
 from pathlib import Path
 
-from specscope.core.engine.drafters import DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, NGRAM_TYPES
+from specscope.core.engine.drafters import MODEL_TYPES, NGRAM_TYPES
 
 NO_FLAGS = ("ngram-cache",)          # its parameters are files (lookup caches), not sizes
-LENGTH_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3, DRAFT_MTP)   # the types --spec-draft-n-max etc. steer
+LENGTH_TYPES = MODEL_TYPES    # the types --spec-draft-n-max etc. steer: every model drafter
 LOOKUP_CACHE_TOOLS = ("llama-server",)   # -lcs/-lcd: llama-server and llama-lookup only
 
 
 def command_line(tool: str, target, spec=None, draft=None, target_threads: int = 0,
                  draft_threads: int = 0) -> str:
     """``tool`` running ``target`` with the drafter setting ``spec`` (a SpecSettings; None: the
-    target alone) and its ``draft`` model (-md: a draft model or an EAGLE-3 head), on the given
+    target alone) and its ``draft`` model (-md: a draft model, an EAGLE-3 head or a DFlash head), on the given
     threads (0: llama.cpp's default, no flag)."""
     words = [tool, "-m", str(target)]
     if spec is not None:
