@@ -29,13 +29,10 @@ FED = "fed by the inputs of the target's layers 0, 1 and 3"
 @pytest.fixture(scope="module")
 def heads(tmp_path_factory):
     d = tmp_path_factory.mktemp("dflashui")
-    target, head = ggufgen.write_dflash_pair(d, prefix="good")
-    spark_target, spark = ggufgen.write_dflash_pair(d, prefix="spark", seed=2, markov_rank=8,
-                                                    confidence=True)
+    heads = ggufgen.write_dflash_heads(d)
     corrupt = d / "corrupt-head.gguf"
-    corrupt.write_bytes(head.read_bytes()[:5000])
-    return {"target": target, "head": head, "spark_target": spark_target, "spark": spark,
-            "layers": ggufgen.write_dflash_pair(d, prefix="layers", target_layers=(0, 1, 7))[1],
+    corrupt.write_bytes(heads["head"].read_bytes()[:5000])
+    return {**heads,
             "selector": ggufgen.write_dflash_pair(d, prefix="selector",
                                                   extra_kv={"dflash.selector_top_k": 4})[1],
             "corrupt": corrupt,

@@ -23,11 +23,7 @@ PROMPTS = ["def parse_args(argv=None):\n", "import os\nimport sys\n\n\ndef main(
 @pytest.fixture(scope="module")
 def dflash(tmp_path_factory):
     d = tmp_path_factory.mktemp("dflash")
-    target, head = ggufgen.write_dflash_pair(d, prefix="good")
-    spark_target, spark = ggufgen.write_dflash_pair(d, prefix="spark", seed=2, markov_rank=8,
-                                                    confidence=True)
-    return {"target": target, "head": head, "spark_target": spark_target, "spark": spark,
-            "layers": ggufgen.write_dflash_pair(d, prefix="layers", target_layers=(0, 1, 7))[1],
+    return {**ggufgen.write_dflash_heads(d),
             "mask": ggufgen.write_dflash_pair(d, prefix="mask", mask_token=None)[1],
             "noconf": ggufgen.write_dflash_pair(d, prefix="noconf", markov_rank=4)[1]}
 

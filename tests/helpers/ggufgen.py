@@ -650,3 +650,14 @@ def write_dflash_pair(folder: str | Path, *, seed: int = 0, n_layer: int = 4,
                         name="tiny-dflash-target"),
             write_dflash_head(folder / f"{prefix}-head.gguf", head, target_layers=target_layers,
                               mask_token=mask_token, **kw))
+
+
+def write_dflash_heads(folder: str | Path) -> dict[str, Path]:
+    """The DFlash pairs the tests share: ``target`` with its DFlash ``head``, ``spark_target``
+    with a DSpark ``spark`` (a Markov and a confidence head), and ``layers``, a head reading a
+    layer the target lacks."""
+    target, head = write_dflash_pair(folder, prefix="good")
+    spark_target, spark = write_dflash_pair(folder, prefix="spark", seed=2, markov_rank=8,
+                                            confidence=True)
+    return {"target": target, "head": head, "spark_target": spark_target, "spark": spark,
+            "layers": write_dflash_pair(folder, prefix="layers", target_layers=(0, 1, 7))[1]}
