@@ -1,5 +1,5 @@
-"""The Advisor's pictures: the measured speed-ups of every category's candidates with their 95 %
-intervals (:class:`MeasuredChart`), and the break-even plot (:class:`BreakEvenPlot`): what a
+"""The Advisor's pictures: the measured speed-ups of every category's candidates with the 95 %
+ranges of a re-measurement (:class:`MeasuredChart`), and the break-even plot (:class:`BreakEvenPlot`): what a
 draft must cost here (f, in target tokens per draft token) for 1.0× and 1.5× at each acceptance α,
 with each draft model placed at its own (α, f) (Advice.draft_points, as the report's plot)."""
 
@@ -34,10 +34,10 @@ def _clear(plot: pg.PlotItem, items: list) -> None:
 
 class MeasuredChart:
     """Per category (a row, the first on top), each measured candidate's median speed-up with its
-    95 % interval as a bar, coloured by its drafter; the advice ringed in black. ``widget``."""
+    95 % range of a re-measurement as a bar, coloured by its drafter; the advice ringed in black. ``widget``."""
 
     def __init__(self):
-        self.widget = styled_plot("Measured speed-up, 95 % intervals", "", "speed-up over the target alone (×)",
+        self.widget = styled_plot("Measured speed-up, 95 % range of a re-measurement", "", "speed-up over the target alone (×)",
                                   antialias=True)
         self.widget.setMinimumSize(300, 200)
         self.plot = self.widget.getPlotItem()
@@ -53,7 +53,7 @@ class MeasuredChart:
         """The drafters' colours, as a line under the chart (a legend would hide points)."""
         from specscope.core.measure.advise import MIN_PASSES
         dots = [f"<span style='color:{drafter_colors(d)[2]}'>●</span>&nbsp;{d}" for d in self.drafters]
-        return ("&nbsp;&nbsp; ".join(dots) + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no interval yet); "
+        return ("&nbsp;&nbsp; ".join(dots) + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no range yet); "
                 "ringed: the advice") if dots else ""
 
     def fill(self, advice) -> None:
@@ -78,7 +78,7 @@ class MeasuredChart:
                                            pen=pg.mkPen("k" if m is best else color, width=2 if m is best else 1.5))
                 point.setToolTip(f"{cat.category}: {m.candidate.name}, {len(m.pass_speedups())} passes"
                                  + (f", {iv[0]:.2f}× ({iv[1]:.2f}–{iv[2]:.2f})" if iv
-                                    else ": too few passes for an interval (the median of its pairs)"))
+                                    else ": too few passes for a range (the median of its pairs)"))
                 self.plot.addItem(point)
                 self.items.append(point)
                 xs.append(est)

@@ -1,6 +1,6 @@
 """The Advisor's table: a row per workload category with its advice (the best setup measured, or
 "don't speculate" where nothing beats 1.0× beyond its interval), the measured speed-up and its
-95 % interval, the runner-up, the hindsight ceiling of draft length where a draft model was
+95 % range of a re-measurement, the runner-up, the hindsight ceiling of draft length where a draft model was
 calibrated, and Copy buttons for the llama.cpp command lines of the advice."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ __all__ = ["AdviceTable", "interval_text"]
 COLUMNS = (("category", "the workload category (six prompts each)"),
            ("advice", "the best setup measured, or don't speculate: nothing beat 1.0× beyond its "
                       "interval (hover a row for why)"),
-           ("measured (95 % interval)", "per pass over the category's prompts, speculative ÷ "
-                                        "target-alone tokens over time: the median over passes, "
-                                        "and its distribution-free 95 % interval"),
+           ("measured (95 % range)", "speculative ÷ target-alone speed, computed as `specscope "
+                                     "bench` does with each pass over the category's prompts a "
+                                     "repetition; in brackets the range a bench re-measurement "
+                                     "lands in 95 % of the time"),
            ("runner-up", "the next best measured (with don't speculate: the best tried)"),
            ("its measured", "the runner-up's measured speed-up and interval"),
            ("ceiling", "the hindsight ceiling of draft length, predicted: the best length of every "

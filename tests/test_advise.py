@@ -4,10 +4,12 @@ with every requested category, a stop that keeps what was measured, one-line err
 
 import json
 import re
+from types import SimpleNamespace
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers.llama_args import unknown_flags
@@ -15,12 +17,13 @@ from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.measure.advise import (MIN_PASSES, AdviseSettings, Advisor, Candidate,
-                                           CategoryAdvice, Measured, Pair, Prompt, advise, decide,
-                                           order_interval, schedule)
+                                           CategoryAdvice, Measured, Pair, Prompt, advise, bench_figure,
+                                           decide, schedule)
 from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict, write_report)
 from specscope.core.measure.break_even import summary as break_even_summary, verdict
 from specscope.core.measure.cost_model import Calibration, extended, fit_alpha
+from specscope.core.measure.sweep_rows import robust_time
 from specscope.core.measure.whatif import configurations
 from specscope.core.measure.workloads import load_workloads
 from specscope.core.models.chat import render_chat, render_messages
@@ -61,11 +64,38 @@ def test_every_categorys_best_gets_its_interval_before_the_second_best_is_measur
     assert order[4 * MIN_PASSES:] == [(r, n) for r in (6, 7) for n in ("a1", "b1", "a2", "b2")]
 
 
-def test_the_interval_is_the_sign_tests_order_statistics_around_the_median():
-    assert [order_interval(n) for n in (5, 6, 8, 9, 16, 18)] == [None, 1, 1, 2, 4, 5]
-    m = measured("a", *(float(x) for x in range(18, 0, -1)))
-    assert m.interval() == (9.5, 5.0, 14.0)            # the 5th smallest and 5th largest of 18
-    assert measured("five", 1.5, 1.6, 1.4, 1.5, 1.7).interval() is None
+def test_the_estimate_is_benchs_own_figure_with_each_pass_a_repetition():
+    # two prompts, five passes: per prompt the median seconds per token, weighted by tokens
+    rng = np.random.default_rng(1)
+    runs = [Pair(rep, tok, tok * t * rng.uniform(0.8, 1.6), tok, tok * 0.3 * rng.uniform(0.8, 1.6))
+            for rep in range(MIN_PASSES) for tok, t in ((40, 0.2), (64, 0.25))]
+    m = Measured(candidate("c"), runs, prompts=2)
+    groups = lambda kind, tokens: [[SimpleNamespace(stats=SimpleNamespace(
+        t_total=getattr(r, kind), n_tokens=getattr(r, tokens))) for r in runs[i::2]] for i in (0, 1)]
+    spec, base = robust_time(groups("spec_s", "tokens")), robust_time(groups("base_s", "base_tokens"))
+    tokens = MIN_PASSES * 104
+    assert m.interval()[0] == pytest.approx((tokens / spec) / (tokens / base))   # sweep_rows' own
+    assert measured("five", 1.5, 1.6, 1.4, 1.5, 1.7).interval() is None       # < MIN_PASSES
+
+
+def test_the_range_holds_95_percent_of_fresh_three_repetition_re_measurements():
+    """Simulated machine: every run's time is a true cost times heavy-tailed noise. Advise-like
+    measurements (12 passes) give a range; fresh bench-like figures (3 repetitions, from the
+    same machine) land inside it about 95 % of the time."""
+    rng = np.random.default_rng(7)
+    noise = lambda *shape: np.exp(rng.normal(0, 0.08, shape)) * (1 + 0.6 * (rng.random(shape) < 0.05))
+    tokens = np.full(6, 64.0)
+    cost_spec, cost_base = rng.uniform(0.15, 0.25, 6), rng.uniform(0.25, 0.35, 6)
+    hits = total = 0
+    for trial in range(60):
+        spec, base = cost_spec * noise(12, 6), cost_base * noise(12, 6)
+        runs = [Pair(rep, 64, 64 * spec[rep, p], 64, 64 * base[rep, p]) for rep in range(12) for p in range(6)]
+        _, low, high = Measured(candidate("c"), runs, prompts=6).interval()
+        fresh = bench_figure(cost_spec * noise(120, 6), cost_base * noise(120, 6), tokens, tokens,
+                             np.arange(120).reshape(40, 3))
+        hits += int(((fresh >= low) & (fresh <= high)).sum())
+        total += len(fresh)
+    assert 0.88 <= hits / total <= 0.99
 
 
 def test_a_clear_gain_is_recommended():

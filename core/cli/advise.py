@@ -11,7 +11,7 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise import AdviseSettings, advise
+from specscope.core.measure.advise import MIN_PASSES, AdviseSettings, advise
 from specscope.core.measure.advise_report import summary_lines, to_dict, write_report
 from specscope.core.measure.workloads import CATEGORIES
 from specscope.core.models.demo import demo_pair
@@ -21,8 +21,8 @@ UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 DESCRIPTION = ("Run the target alone once per workload prompt, replay every n-gram configuration and "
                "draft-simple setting against it (what-ifs priced with this machine's calibration), "
                "then measure the best candidates of each category for real until the budget is "
-               "spent. Reports per category the best setup with its measured speed-up and a 95%% "
-               "interval, or \"don't speculate\", and the llama.cpp command line to copy. Ctrl-C "
+               "spent. Reports per category the best setup with its measured speed-up and the range a "
+               "re-measurement lands in 95%% of the time, or \"don't speculate\", and the llama.cpp command line to copy. Ctrl-C "
                "keeps what was measured.")
 
 
@@ -46,9 +46,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget", default="5m", help="wall time for the whole run (default 5m)")
     p.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
     p.add_argument("--top", type=int, default=3, help="candidates measured per category (default 3)")
-    p.add_argument("--passes", type=int, default=8,
-                   help="at most this many measuring passes over a category's prompts (default 8; "
-                        "a candidate needs 6 for an interval)")
+    p.add_argument("--passes", type=int, default=AdviseSettings.passes,
+                   help="at most this many measuring passes over a category's prompts (default "
+                        f"{AdviseSettings.passes}; a candidate needs {MIN_PASSES} for a range)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--report", type=Path, metavar="FILE.md|.html", help="write a self-contained report")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")

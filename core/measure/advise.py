@@ -12,9 +12,10 @@
    type or chain) is ranked by that prediction, and the top few per category are measured for
    real: speculative run and target alone on the same prompt, back to back in alternating order,
    pass after pass over the category's prompts, until the budget is spent.
-4. Per category: the measured speed-up of each candidate with a 95 % interval (:class:`Measured`),
-   and the decision (:func:`decide`): the best candidate whose interval lies above 1.0×, else
-   "don't speculate".
+4. Per category: the measured speed-up of each candidate, as `specscope bench` computes it over
+   the passes, with the range a `bench` re-measurement lands in 95 % of the time
+   (:class:`Measured`), and the decision (:func:`decide`): the best candidate whose range lies
+   above 1.0×, else "don't speculate".
 
 Only what llama.cpp can run is measured and recommended: the hf and cost policies are SpecScope's
 (no llama.cpp flag), so they appear in the what-ifs beside the ceiling only.
@@ -22,7 +23,6 @@ Only what llama.cpp can run is measured and recommended: the hf and cost policie
 
 from __future__ import annotations
 
-import math
 import statistics
 import threading
 import time
@@ -30,6 +30,8 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
+
+import numpy as np
 
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
@@ -49,22 +51,23 @@ from specscope.core.plain import to_plain
 
 Say = Callable[[str], None]
 CALIBRATE_UP_TO = 17      # batches timed at most; longer n-gram drafts are priced on c(k)'s line
-LEVEL = 0.95              # the intervals' confidence
+LEVEL = 0.95              # the share of re-measurements a stated range holds
 
 
-def order_interval(n: int, level: float = LEVEL) -> int | None:
-    """k such that the k-th smallest and k-th largest of n values bound their median with at
-    least ``level`` confidence, whatever their distribution (the sign test: the interval misses
-    when fewer than k values lie on one side, probability 2·P(Binomial(n, ½) < k)); the largest
-    such k, or None when even the whole range is not enough (n < 6 at 95 %)."""
-    k, tail = 0, 0.0
-    while k < n // 2 and tail + math.comb(n, k) / 2 ** n <= (1 - level) / 2:
-        tail += math.comb(n, k) / 2 ** n
-        k += 1
-    return k or None
+MIN_PASSES = 6            # the fewest complete passes a candidate is given a range from
+BENCH_REPEATS = 3         # `specscope bench`'s default --repeats: the re-measurement the range is for
+RESAMPLES = 2000          # bootstrap draws of BENCH_REPEATS passes
 
 
-MIN_PASSES = next(n for n in range(1, 64) if order_interval(n))   # the fewest with an interval: 6
+def bench_figure(spec: np.ndarray, base: np.ndarray, tok_spec: np.ndarray, tok_base: np.ndarray,
+                 picks: np.ndarray) -> np.ndarray:
+    """The speed-up `specscope bench` reports for repetitions ``picks`` of a [pass, prompt] grid of
+    seconds per token (``spec``, ``base``), one figure per row of ``picks`` ([draws, repeats] pass
+    indices): per prompt the median over its repetitions of seconds per token, weighted by the
+    prompt's tokens (``sweep_rows.robust_time``), target-alone ÷ speculative."""
+    def per_token(grid, tokens):
+        return np.median(grid[picks], axis=1) @ tokens / tokens.sum()
+    return per_token(base, tok_base) / per_token(spec, tok_spec)
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class AdviseSettings:
     budget_s: float = 300.0
     n_predict: int = 64
     top: int = 3                      # candidates measured per category
-    passes: int = 8                   # at most this many passes over a category's prompts
+    passes: int = 12                  # at most this many passes over a category's prompts
     engine: EngineSettings = EngineSettings()
     n_values: tuple[int, ...] = N_MAX_RANGE
     p_mins: tuple[float, ...] = P_MINS
@@ -159,6 +162,7 @@ class Measured:
     runs: list[Pair] = field(default_factory=list)
     identical: int = 0
     prompts: int = 1
+    _range: tuple | None = field(default=None, repr=False, compare=False)   # interval()'s, by len(runs)
 
     @property
     def pairs(self) -> int:
@@ -168,24 +172,39 @@ class Measured:
     def ratios(self) -> list[float]:
         return [r.ratio for r in self.runs]
 
-    def pass_speedups(self) -> list[float]:
-        """Per complete pass over the category's prompts: its speculative tokens over time ÷
-        the target's, the figure one `specscope bench` run over those prompts gives."""
+    def passes(self) -> list[list[Pair]]:
+        """The complete passes over the category's prompts, each its pairs in its prompts' order."""
         by_pass: dict[int, list[Pair]] = {}
         for r in self.runs:
             by_pass.setdefault(r.rep, []).append(r)
+        return [rs[:self.prompts] for _, rs in sorted(by_pass.items()) if len(rs) >= self.prompts]
+
+    def pass_speedups(self) -> list[float]:
+        """Per complete pass: its speculative tokens over time ÷ the target's."""
         return [(sum(r.tokens for r in rs) / sum(r.spec_s for r in rs))
-                / (sum(r.base_tokens for r in rs) / sum(r.base_s for r in rs))
-                for _, rs in sorted(by_pass.items()) if len(rs) >= self.prompts]
+                / (sum(r.base_tokens for r in rs) / sum(r.base_s for r in rs)) for rs in self.passes()]
 
     def interval(self) -> tuple[float, float, float] | None:
-        """(estimate, low, high): the median of the passes' speed-ups and its 95 %
-        distribution-free interval (:func:`order_interval`); None before MIN_PASSES passes."""
-        xs = sorted(self.pass_speedups())
-        k = order_interval(len(xs))
-        if k is None:
+        """(estimate, low, high): what `specscope bench` reports over all the passes (each pass a
+        repetition: per prompt the median seconds per token), and the range a `bench`
+        re-measurement with its default three repetitions lands in 95 % of the time, from
+        resampling the passes (BENCH_REPEATS of them, with replacement, RESAMPLES times); None
+        before MIN_PASSES complete passes."""
+        full = self.passes()
+        if len(full) < MIN_PASSES:
             return None
-        return statistics.median(xs), xs[k - 1], xs[-k]
+        if self._range is not None and self._range[0] == len(self.runs):
+            return self._range[1]
+        spec = np.array([[r.spec_s / r.tokens for r in rs] for rs in full])
+        base = np.array([[r.base_s / r.base_tokens for r in rs] for rs in full])
+        grid = (spec, base, np.array([r.tokens for r in full[0]], float),
+                np.array([r.base_tokens for r in full[0]], float))
+        n = len(full)
+        estimate = float(bench_figure(*grid, np.arange(n)[None, :])[0])
+        draws = bench_figure(*grid, np.random.default_rng(0).integers(n, size=(RESAMPLES, BENCH_REPEATS)))
+        low, high = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        self._range = len(self.runs), (estimate, float(low), float(high))
+        return self._range[1]
 
     def to_dict(self) -> dict:
         iv = self.interval()
@@ -210,9 +229,10 @@ class Decision:
 
 
 def decide(measured: Sequence[Measured]) -> Decision:
-    """The best measured candidate whose whole interval lies above 1.0× (highest estimate among
-    them); if none does, "don't speculate", with the best tried as the runner-up. Candidates
-    measured on fewer than MIN_PASSES passes have no interval and cannot be recommended."""
+    """The best measured candidate whose whole range lies above 1.0× (a re-measurement shows a
+    gain 97.5 % of the time; highest estimate among them); if none does, "don't speculate", with
+    the best tried as the runner-up. Candidates measured on fewer than MIN_PASSES passes have no
+    range and cannot be recommended."""
     with_iv = sorted((m for m in measured if m.interval()), key=lambda m: -m.interval()[0])
     winners = [m for m in with_iv if m.interval()[1] > 1.0]
     if winners:
@@ -220,13 +240,13 @@ def decide(measured: Sequence[Measured]) -> Decision:
         rest = [m for m in with_iv if m is not best]
         est, lo, _ = best.interval()
         return Decision(best, rest[0] if rest else None,
-                        f"{est:.2f}x, its 95% interval from {lo:.2f}x lies above 1.0x")
+                        f"{est:.2f}x; 95% of re-measurements land above {lo:.2f}x, above 1.0x")
     if not with_iv:
-        return Decision(None, None, f"no candidate was measured on {MIN_PASSES} passes: no interval to judge by",
+        return Decision(None, None, f"no candidate was measured on {MIN_PASSES} passes: no range to judge by",
                         judged=False)
     est, lo, hi = with_iv[0].interval()
     return Decision(None, with_iv[0], f"the best measured, {with_iv[0].candidate.name} at {est:.2f}x "
-                                      f"({lo:.2f}-{hi:.2f}x), does not beat 1.0x beyond its interval")
+                                      f"({lo:.2f}-{hi:.2f}x), does not beat 1.0x beyond its range")
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The advise report's plots (drawn by core/measure/svg.py): the measured speed-ups with their 95 %
-intervals, acceptance by draft position per category, and the break-even plot
+"""The advise report's plots (drawn by core/measure/svg.py): the measured speed-ups with the 95 %
+ranges of a re-measurement, acceptance by draft position per category, and the break-even plot
 (core/measure/break_even.py) with each draft model placed at its (α, f)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def figures(a: Advice) -> list[Figure]:
 
 def speedup_figure(a: Advice) -> Figure | None:
     """One row per measured candidate: the median of its passes' speed-ups (a bar from 1.0×) and
-    its 95 % interval; the recommended one green, one without an interval (under MIN_PASSES
+    the range a re-measurement lands in 95 % of the time; the recommended one green, one without a range (under MIN_PASSES
     passes: the median of what it has, its pairs' before a whole pass) pale."""
     rows = [(cat, m) for cat in a.categories for m in cat.measured if m.runs]
     if not rows:
@@ -43,7 +43,7 @@ def speedup_figure(a: Advice) -> Figure | None:
     left = int(CHAR_W * max(map(len, labels))) + 16
     ch = Chart((lo, hi), (0.4, len(rows) + 0.6), width=left + 560, height=80 + 26 * len(rows),
                left=left, right=160, top=44, name="speedups", x_label="speed-up over the "
-               "target alone (median of passes, 95 % interval)", title="Measured speed-ups")
+               "target alone (as bench computes it; 95 % range of a re-measurement)", title="Measured speed-ups")
     ticks = [(len(rows) - i, label) for i, label in enumerate(labels)]
     ch.axes(nice_ticks(lo, hi, 7), ticks, x_fmt="{:g}×", y_grid=False)
     for i, ((cat, m), (est, low, high)) in enumerate(zip(rows, values)):
@@ -56,7 +56,7 @@ def speedup_figure(a: Advice) -> Figure | None:
             ch.text(max(est, 1.0), y, f"{est:.2f}× ({len(m.pass_speedups())} passes: no interval)",
                     dx=6, dy=4, size=11, color=MUTED)
     ch.vline(1.0, label="1.0×: the target alone")
-    return Figure("speedups", "Measured speed-ups, 95 % intervals", ch.svg())
+    return Figure("speedups", "Measured speed-ups, 95 % ranges of a re-measurement", ch.svg())
 
 
 def _shown(cat: CategoryAdvice) -> list[Candidate]:

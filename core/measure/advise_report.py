@@ -24,11 +24,11 @@ from specscope.core.plain import from_plain, to_plain
 
 TOOLS = ("llama-server", "llama-speculative-simple")
 FORMAT, VERSION = "specscope-advice", 2     # to_dict's document (version 1: before it said so)
-INTERVAL_NOTE = ("measured: per pass over the category's prompts (each prompt's speculative run and "
-                 "target-alone run back to back, in alternating order), speculative tokens over "
-                 "time ÷ the target's, as one `specscope bench` run over them gives; the median "
-                 "over passes, with its 95 % distribution-free interval (the sign test's order "
-                 "statistics around the median, six passes at least)")
+INTERVAL_NOTE = ("measured: passes over the category's prompts (each prompt's speculative run and "
+                 "target-alone run back to back, in alternating order), computed as `specscope "
+                 "bench` computes its speed-up with each pass a repetition (per prompt the median "
+                 "seconds per token); in brackets the range a `bench` re-measurement (three "
+                 "repetitions) lands in 95 % of the time, from resampling the passes (six at least)")
 
 
 def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> str:
@@ -65,7 +65,7 @@ def category_row(cat: CategoryAdvice) -> tuple[str, ...]:
             _name(d.runner_up), _iv(d.runner_up))
 
 
-HEADER = ("category", "recommendation", "measured (95% interval)", "predicted", "runner-up",
+HEADER = ("category", "recommendation", "measured (95% range)", "predicted", "runner-up",
           "its measured")
 
 
@@ -240,7 +240,7 @@ def _category_blocks(a: Advice, cat: CategoryAdvice, acceptance) -> list[Block]:
     out.append(("figure", acceptance) if acceptance is not None else
                ("p", "No candidate shown here drafted a token on these prompts: no acceptance to plot."))
     if cat.measured:
-        out += [("p", "Measured:"), ("table", [("configuration", "predicted", "measured (95% interval)",
+        out += [("p", "Measured:"), ("table", [("configuration", "predicted", "measured (95% range)",
                                                  "passes", "same tokens")] + [
             (m.candidate.name, f"{m.candidate.predicted:.2f}x" if m.candidate.predicted else "-",
              _iv(m), str(len(m.pass_speedups())), f"{m.identical}/{m.pairs}") for m in cat.measured])]

@@ -42,7 +42,8 @@ def bench_once(words: list[str], prompts: Path, n_predict: int) -> float | None:
         print(f"    bench failed ({out.returncode}): {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
     rows = [r for r in json.loads(out.stdout)["rows"] if r.get("measured_speedup") is not None]
-    return rows[0]["measured_speedup"] if rows else None
+    pooled = [r for r in rows if r["prompt"] == "ALL"] or rows    # one row per prompt, then ALL
+    return pooled[0]["measured_speedup"] if pooled else None
 
 
 def main(argv=None) -> int:
