@@ -117,7 +117,7 @@ class BreakEvenPlot:
         """``cal``: the calibration that prices the curves (None: none to price with); ``points``:
         (category, draft, DraftPoint) (Advice.draft_points); ``selected``: the category whose
         points are drawn larger."""
-        from specscope.core.measure.break_even import curves
+        from specscope.core.measure.break_even import curves, point_speed
         _clear(self.plot, self.items)
         self.legend.clear()
         self.curves = curves(cal) if cal is not None else {}
@@ -153,7 +153,7 @@ class BreakEvenPlot:
                                        pen=pg.mkPen("k" if big else "w", width=1.5),
                                        name=draft if first else None)
             point.setToolTip(f"{draft} in {category}, {p.name}: α {p.alpha:.2f}, f {p.f:.3f}"
-                             + (f", {p.speedup:.2f}×" if p.speedup else ""))
+                             + point_speed(p))
             self.plot.addItem(point)
             self.items.append(point)
             top = max(top, p.f)

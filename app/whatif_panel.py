@@ -243,19 +243,26 @@ class WhatIfPanel(QWidget):
 
     def _calibration_for(self, session):
         """The cost tab's calibration when it is of this run's pair (the cost policy's run
-        shows its own there too), else None."""
+        shows its own there too), else the newest one of the pair cached on this machine (from
+        bench, advise, Compare or an earlier calibration here), else None."""
+        from specscope.core.measure.calibration_cache import cached_pair
+        s = session.settings
         panel = self.w.cost_panel
         cal = panel.calibrated if panel is not None else None
-        if cal is None:
-            return None
-        s, d = session.settings, cal.describe
 
         def path(p):
             return str(Path(p).resolve()) if p else None
-        if (d.get("target") or {}).get("path") != path(s.target) or \
-                (d.get("draft") or {}).get("path") != path(s.draft):
+        if cal is not None and (cal.describe.get("target") or {}).get("path") == path(s.target) and \
+                (cal.describe.get("draft") or {}).get("path") == path(s.draft):
+            return cal
+        try:
+            return cached_pair(s.target, s.draft)
+        except OSError:          # a model file gone since the run: nothing to match it with
             return None
-        return cal
+
+    def _cost_tab_calibration(self):
+        panel = self.w.cost_panel
+        return panel.calibrated if panel is not None else None
 
     def set_calibration(self, cal) -> None:
         """Price the what-ifs with ``cal`` (a Calibration of this run's pair)."""
@@ -282,6 +289,8 @@ class WhatIfPanel(QWidget):
             "No calibration of this pair yet: compare tokens per round (exact); Calibrate for "
             "predicted speed-ups and the ceiling." if cal is None else
             "Speed-ups are predicted with this pair's calibration"
+            + (f" cached on this machine {cal.cached_age_s / 60:.0f} min ago"
+               if cal is not self._cost_tab_calibration() else "")
             + (" (⚠ taken under load: they may be off)." if cal.under_load else "."))
         self.redraw()
 

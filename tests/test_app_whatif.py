@@ -5,12 +5,15 @@ core/measure/whatif_draft.py), and an n-gram what-if is what the engine then rea
 for round; with a calibration the bars under the hindsight ceiling are those settings' prices; a
 sampled run says the what-ifs are exact for greedy only and offers the synthetic estimate."""
 
+import time
 from dataclasses import replace
 
 import pytest
 
 from specscope.core.engine.drafters.base import NgramMapParams
 from specscope.core.engine.engine import SpecSettings
+from specscope.core.cache import file_id
+from specscope.core.measure.calibration_cache import CALIBRATION_VERSION, save_cached, this_machine
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.measure.whatif import whatif
 from specscope.core.measure.whatif_draft import draft_whatif, hindsight
@@ -24,8 +27,10 @@ CAL = Calibration(k_max=10, n_past=64, t1=1e-3, c_raw=COSTS, c=COSTS, f=0.1, f_b
 
 
 @pytest.fixture
-def window(qtbot, pair, settings):
-    """The window on the demo pair, 64 greedy tokens after a prompt that repeats itself."""
+def window(qtbot, pair, settings, monkeypatch, tmp_path):
+    """The window on the demo pair, 64 greedy tokens after a prompt that repeats itself; a cache
+    of its own (no calibration of the pair that other tests cached)."""
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     w = for_short_runs(open_window(qtbot, pair, settings), n_predict=64, prompt=CODE)
     yield w
     w.close()
@@ -137,6 +142,32 @@ def test_with_a_calibration_the_ceiling_bars_are_the_settings_prices(qtbot, wind
     assert panel.shown()["ceiling"]["chosen"] == [pytest.approx(bars["heights"][3])]
     assert f"{panel.current.predicted:.2f}× predicted" in panel.shown()["readout"]
     assert "calibration" in panel.shown()["calibration"]
+
+
+def test_a_calibration_of_the_pair_cached_by_bench_or_advise_prices_the_what_ifs(qtbot, window, pair):
+    """No calibration in the window, but one of this very pair on disk (as `specscope bench` or
+    `advise` leave it): the tab prices with it at once and says where it came from; one of the
+    target alone does not price a draft-simple run."""
+    w = window
+    w.params.drafter.set_types(["draft-simple"])
+    w.params.n_max.setValue(3)
+    target, draft, _ = pair
+    alone = replace(CAL, key="alone", created=time.time(), version=CALIBRATION_VERSION,
+                    describe={"target": file_id(target), "draft": None, "machine": this_machine()})
+    save_cached(alone)
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    panel = show_whatifs(qtbot, w)
+    assert panel.whatifs.cal is None and "No calibration of this pair" in panel.shown()["calibration"]
+    mine = replace(alone, key="pair", describe={**alone.describe, "draft": file_id(draft)},
+                   created=time.time() - 600)
+    save_cached(mine)
+    with qtbot.waitSignal(panel.traced, timeout=RUN_TIMEOUT_MS):
+        panel.refresh(force=True)                   # the run taken again, as opening it does
+    assert panel.whatifs.cal is not None and panel.whatifs.cal.key == "pair"
+    assert "cached on this machine 10 min ago" in panel.shown()["calibration"]
+    expected = draft_whatif(panel.whatifs.trace, panel.spec(), n_ctx=panel.whatifs.n_ctx,
+                            n_predict=panel.whatifs.n_predict, cal=panel.whatifs.draft_cal)
+    assert f"{expected.predicted:.2f}× predicted" in panel.shown()["readout"]
 
 
 def test_a_sampled_run_says_what_ifs_are_exact_for_greedy_only(qtbot, window):

@@ -1,11 +1,12 @@
 """Break-even draft costs from a target's calibration (core/measure/break_even.py)."""
 
 import re
+from dataclasses import replace
 
 import pytest
 
-from specscope.core.measure.break_even import (DraftPoint, alpha_needed, break_even, curves,
-                                               draft_point, required_f, summary, verdict, with_draft)
+from specscope.core.measure.break_even import (DraftPoint, alpha_needed, break_even, curves, draft_point,
+                                               point_speed, required_f, summary, verdict, with_draft)
 from specscope.core.measure.cost_model import Calibration, calibrated_speedup
 
 
@@ -51,6 +52,19 @@ def test_a_draft_is_placed_by_its_cost_and_fitted_acceptance():
     assert "under the break-even" in verdict(cal, point)
     dear = DraftPoint("dear.gguf", 0.9, point.alpha)
     assert "above the break-even" in verdict(cal, dear)
+
+
+def test_a_measurement_on_the_other_side_of_one_says_how_far_the_model_was_off():
+    cal = target()
+    placed_under = DraftPoint("d.gguf", 0.05, 0.8, speedup=1.12)
+    assert verdict(cal, replace(placed_under, measured=1.05)).endswith("; it measured 1.05×")
+    wrong = verdict(cal, replace(placed_under, measured=0.90))
+    assert "under the break-even" in wrong and "yet it measured 0.90×" in wrong
+    assert "predicted 1.12× (+24%)" in wrong
+    placed_over = DraftPoint("dear.gguf", 0.9, 0.8, speedup=0.7, measured=1.1)
+    assert "yet it measured 1.10×" in verdict(cal, placed_over)
+    assert point_speed(placed_under) == ", predicted 1.12×"
+    assert point_speed(replace(placed_under, measured=0.9)) == ", measured 0.90× (predicted 1.12×)"
 
 
 def test_alpha_needed_is_where_the_break_even_reaches_the_drafts_cost():

@@ -98,13 +98,14 @@ def test_cost_policy_tries_a_confidence_it_has_not_seen_where_drafting_could_pay
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
     from specscope.core.engine.drafters import DRAFT_MODEL
-    from specscope.core.measure.whatif_draft import DraftRound, price
+    from specscope.core.measure.whatif import Replayed
+    from specscope.core.measure.whatif_draft import price
     cal = calibration()
     p = BestPredicted(6, cal, sync)
     for drafted, accepted, in_vain in ((0, 0, 0), (0, 0, 1), (3, 1, 0), (3, 3, 0), (3, 3, 1),
                                        (6, 6, 0), (6, 2, 1)):
         emitted = tuple(range(accepted + 1))
-        replayed = DraftRound(DRAFT_MODEL if drafted else "", tuple(range(drafted)), accepted,
+        replayed = Replayed(DRAFT_MODEL if drafted else "", tuple(range(drafted)), accepted,
                               emitted, 0.0, True, 6, in_vain)
         cost = len(emitted) * cal.baseline_token / price(cal, [replayed], sync)
         assert p.round_price(drafted, accepted, float(accepted == drafted), bool(in_vain)) == \

@@ -23,16 +23,16 @@ Only what llama.cpp can run is measured and recommended: the hf and cost policie
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError
@@ -43,8 +43,8 @@ from specscope.core.measure.lossless import execute
 from specscope.core.measure.stats import fold
 from specscope.core.measure.sweep import uncalibratable
 from specscope.core.measure.whatif import WhatIf, configurations, longest_drafted, priced, whatifs
-from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, draft_specs, draft_whatifs,
-                                                 hindsight, trace_draft)
+from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, chain_specs, draft_specs,
+                                                 draft_whatif, draft_whatifs, hindsight, trace_draft)
 from specscope.core.measure.workloads import CATEGORIES, Workload, load_workloads
 from specscope.core.models.chat import chat_template, render_messages
 from specscope.core.plain import to_plain
@@ -270,7 +270,7 @@ class CategoryAdvice:
 
     def policies(self, draft: str) -> dict[str, Candidate]:
         """Per draft model: the best fixed n (p_min 0), the best with p_min, hf and cost."""
-        mine = [c for c in self.candidates if c.draft == draft and c.spec.uses_draft_model]
+        mine = [c for c in self.candidates if c.draft == draft and c.spec.types == (DRAFT_MODEL,)]
         kinds = {"fixed n": lambda c: c.spec.draft_policy == "fixed" and c.spec.p_min == 0,
                  "p_min": lambda c: c.spec.draft_policy == "fixed" and c.spec.p_min > 0,
                  "hf": lambda c: c.spec.draft_policy == "hf",
@@ -330,8 +330,8 @@ class Advice:
         (α, f): its best fixed draft length without p_min (the break-even's round: n drafted
         every round, each token accepted with α; a p_min stop drafts only the sure ones, which
         would overstate α), α fitted to its rounds over the category's prompts, f its pair
-        calibration's; the speed-up measured (the median of its pairs) where it has an
-        interval, else predicted."""
+        calibration's; its predicted speed-up, or where a setting of the draft was measured (with a
+        range), the best one's measured and predicted speed-ups."""
         points = []
         for name, cal in self.calibrations.items():
             if not cal.has_draft or cal.head:
@@ -340,9 +340,13 @@ class Advice:
                 c = cat.policies(name).get("fixed n")
                 if c is None or not c.drafted_at:
                     continue
-                m = next((m for m in cat.measured if m.candidate is c and m.interval()), None)
-                points.append((cat.category, name, DraftPoint(c.name, cal.f, c.alpha,
-                                                              m.interval()[0] if m else c.predicted)))
+                ms = [m for m in cat.measured if m.candidate.draft == name and m.interval()]
+                m = max(ms, key=lambda m: m.interval()[0], default=None)
+                point = DraftPoint(c.name, cal.f, c.alpha, c.predicted)
+                if m is not None:       # the draft's best measured setting, whichever it is
+                    point = replace(point, speedup=m.candidate.predicted, measured=m.interval()[0],
+                                    measured_as=m.candidate.name if m.candidate is not c else "")
+                points.append((cat.category, name, point))
         return points
 
 
@@ -493,6 +497,9 @@ class Advisor:
             self.traced += 1
             out[id(p)] = {w.name: w for w in draft_whatifs(
                 trace, n_ctx=s.engine.n_ctx, n_predict=s.n_predict, cal=cal, specs=specs)}
+            out[id(p)].update((w.name, w) for w in (      # draft-simple after an n-gram type
+                draft_whatif(trace, spec, n_ctx=s.engine.n_ctx, n_predict=s.n_predict, cal=cal)
+                for spec in chain_specs()))
             if cal is not None:
                 ceilings[id(p)] = hindsight(trace, cal, n_max=max(s.n_values), n_ctx=s.engine.n_ctx,
                                             n_predict=s.n_predict).speedup

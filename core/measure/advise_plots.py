@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 
 from specscope.core.measure.advise import Advice, Candidate, CategoryAdvice
-from specscope.core.measure.break_even import SPEEDUPS, curves, summary, verdict
+from specscope.core.measure.break_even import SPEEDUPS, curves, point_speed, summary, verdict
 from specscope.core.measure.svg import CHAR_W, MUTED, PALETTE, Chart, nice_ticks
 
 WIN, OTHER, THIN = "#2ca02c", "#7f9cc4", "#c9d4e4"      # recommended, measured, no interval yet
@@ -121,7 +121,7 @@ def break_even_figure(a: Advice) -> Figure | None:
     drafts = list(dict.fromkeys(draft for _, draft, _ in points))
     for i, (category, draft, p) in enumerate(points):
         color = PALETTE[drafts.index(draft) % len(PALETTE)]
-        speed = f", {p.speedup:.2f}×" if p.speedup else ""
+        speed = point_speed(p)
         ch.points([(p.alpha, p.f)], color, r=5, titles=[f"{category}: {p.name} (α {p.alpha:.2f}, "
                                                         f"f {p.f:.3f}{speed})"])
         ch.text(p.alpha, p.f, category, anchor="end" if p.alpha > 0.9 else "middle", size=10,

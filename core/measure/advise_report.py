@@ -207,7 +207,7 @@ def _break_even(a: Advice) -> dict | None:
             "curves": {f"{s:.1f}": {f"{b.alpha:g}": b.f for b in line}
                        for s, line in curves(cal, SPEEDUPS, SUMMARY_ALPHAS).items()},
             "drafts": [{"category": cat, "draft": draft, "setting": p.name, "alpha": p.alpha, "f": p.f,
-                        "speedup": p.speedup, "verdict": verdict(cal, p)}
+                        "speedup": p.speedup, "measured": p.measured, "verdict": verdict(cal, p)}
                        for cat, draft, p in a.draft_points()]}
 
 

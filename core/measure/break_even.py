@@ -45,7 +45,9 @@ class DraftPoint:
     name: str
     f: float
     alpha: float
-    speedup: float | None = None        # measured or predicted, when known
+    speedup: float | None = None        # predicted by the calibrated model, when known
+    measured: float | None = None       # measured for real (the advisor's estimate), when known
+    measured_as: str = ""               # the setting measured, when not the one placed
 
 
 def with_draft(cal: Calibration, f: float) -> Calibration:
@@ -94,17 +96,38 @@ def draft_point(name: str, pair: Calibration, drafted_at: Sequence[int], n_accep
     return DraftPoint(name, pair.f, fit_alpha(list(drafted_at), n_accept), speedup)
 
 
+def point_speed(point: DraftPoint) -> str:
+    """", measured 0.90× (predicted 1.12×)", ", predicted 1.12×" or "": a placed draft's figures."""
+    predicted = f"predicted {point.speedup:.2f}×" if point.speedup else ""
+    if point.measured is None:
+        return f", {predicted}" if predicted else ""
+    return (f", {point.measured_as + ' ' if point.measured_as else ''}measured {point.measured:.2f}×"
+            + (f" ({predicted})" if predicted else ""))
+
+
 def verdict(cal: Calibration, point: DraftPoint, *, n_max: int = N_MAX, sync: str = "reuse") -> str:
-    """One line: where ``point`` sits against the curves, and what it would take to win."""
+    """One line: where ``point`` sits against the curves, and what it would take to win; with a
+    measured speed-up, that figure, and where it lands on the other side of 1.0× than the
+    placement says, how far the calibrated model was off (the placement is no better)."""
     line = break_even(cal, point.alpha, 1.0, n_max=n_max, sync=sync)
     if line.f is None:
-        return (f"{point.name}: at α {point.alpha:.2f} no draft beats the target alone here, "
+        text = (f"{point.name}: at α {point.alpha:.2f} no draft beats the target alone here, "
                 "however cheap: verifying a draft costs more than it saves")
-    if point.f <= line.f:
-        return (f"{point.name}: f {point.f:.2f} is under the break-even {line.f:.2f} at α "
+    elif point.f <= line.f:
+        text = (f"{point.name}: f {point.f:.2f} is under the break-even {line.f:.2f} at α "
                 f"{point.alpha:.2f} (n = {line.n}): it can beat the target alone here")
-    return (f"{point.name}: f {point.f:.2f} is above the break-even {line.f:.2f} at α "
-            f"{point.alpha:.2f}: it must cost {line.f / point.f:.0%} of what it does to break even")
+    else:
+        text = (f"{point.name}: f {point.f:.2f} is above the break-even {line.f:.2f} at α "
+                f"{point.alpha:.2f}: it must cost {line.f / point.f:.0%} of what it does to break even")
+    if point.measured is None:
+        return text
+    placed_wins = line.f is not None and point.f <= line.f
+    if (point.measured > 1.0) == placed_wins or point.speedup is None:
+        return text + f"; {point.measured_as or 'it'} measured {point.measured:.2f}×"
+    return (text + f"; yet {point.measured_as or 'it'} measured {point.measured:.2f}×, where the "
+            f"calibrated model predicted "
+            f"{point.speedup:.2f}× ({point.speedup / point.measured - 1:+.0%}): this placement is "
+            "off by as much")
 
 
 def alpha_needed(cal: Calibration, f: float, speedup: float = 1.0, *, n_max: int = N_MAX,

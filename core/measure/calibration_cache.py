@@ -77,6 +77,14 @@ def cached_here() -> list[Calibration]:
                   key=lambda c: -c.created)
 
 
+def cached_pair(target, draft=None) -> Calibration | None:
+    """The newest calibration cached on this machine of this very pair (``draft`` None: the
+    target alone), whoever took it (bench, advise, Compare, the window's cost tab)."""
+    t, d = file_id(target), file_id(draft) if draft else None
+    return next((c for c in cached_here()
+                 if c.describe.get("target") == t and c.describe.get("draft") == d), None)
+
+
 def save_cached(cal: Calibration) -> Path | None:
     return write_json(cache_dir() / f"{cal.key}.json", cal.to_dict())
 

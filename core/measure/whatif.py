@@ -15,13 +15,12 @@ Exact for greedy runs only: at temperature the continuation depends on the draft
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from specscope.core.engine.drafters import NGRAM_TYPES, Chain
+from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, Chain
 from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.engine import SpecSettings
@@ -42,7 +41,9 @@ class Replayed:
     """One replayed round: the chain's draft, how much of it the continuation kept and the
     tokens it emits (the kept drafts and the target's own token; fewer where the continuation
     ends). ``complete``: the round's own token lies inside the continuation; ``budget``: the
-    most tokens the round could draft (0: the target's token alone, at the end of the run)."""
+    most tokens the round could draft (0: the target's token alone, at the end of the run);
+    ``extra``: draft-simple's rows decoded that proposed no token (the row p_min stopped at, a
+    draft dropped for n_min)."""
     drafter: str
     draft: tuple[int, ...]
     accepted: int
@@ -50,6 +51,7 @@ class Replayed:
     t_lookup: float
     complete: bool
     budget: int
+    extra: int = 0
 
 
 def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int = 4096,
@@ -58,7 +60,8 @@ def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: i
     drafts from the history with the round's budget, the common prefix of the draft and the
     continuation is accepted, the next continuation token is the target's own. A round whose
     budget is 0 (the last token of ``n_predict``, or the context's end) drafts nothing and emits
-    the target's token, as SpecScope's engine does (llama.cpp drafts on there, unbounded)."""
+    the target's token, as SpecScope's engine does (llama.cpp drafts on there, unbounded).
+    ``t_lookup``: the n-gram drafters' Python time in the round (the chain's own clock)."""
     n_predict = len(cont) if n_predict is None else n_predict
     hist = np.zeros(len(prompt) + len(cont) + 1, dtype=np.int32)
     hist[:len(prompt) - 1] = prompt[:-1]
@@ -67,22 +70,21 @@ def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: i
     rounds = []
     while pos < len(cont):
         budget = max(0, min(n_ctx - n_past - 2, n_predict - pos - 1))
-        t0 = time.perf_counter()
         proposal = chain.draft(hist[:n_past], id_last, budget) if budget > 0 else None
-        t_lookup = time.perf_counter() - t0
+        t_lookup = chain.t_lookup if proposal is not None else 0.0
         draft = tuple(proposal.tokens) if proposal else ()
+        extra = proposal.rows - len(draft) if proposal and proposal.drafter == DRAFT_MODEL else 0
         acc = 0
         while acc < len(draft) and pos + acc < len(cont) and draft[acc] == cont[pos + acc]:
             acc += 1
         ids = tuple(cont[pos:pos + acc + 1])
         complete = pos + acc < len(cont)
         rounds.append(Replayed(proposal.drafter if draft else "", draft, acc, ids, t_lookup, complete,
-                               budget))
+                               budget, extra))
         if not complete:
             break
-        t0 = time.perf_counter()
         chain.accept(acc)
-        rounds[-1] = replace(rounds[-1], t_lookup=t_lookup + time.perf_counter() - t0)
+        rounds[-1] = replace(rounds[-1], t_lookup=t_lookup + chain.t_lookup)
         hist[n_past:n_past + len(ids)] = [id_last, *ids[:-1]]
         id_last = ids[-1]
         pos += len(ids)
@@ -164,11 +166,15 @@ def whatif(spec: SpecSettings, prompt: Sequence[int], cont: Sequence[int], *, n_
 
 def priced(w: WhatIf, cal: Calibration | None) -> WhatIf:
     """``w`` with the speed-up the calibrated cost model predicts for its rounds (unchanged
-    without a calibration). The calibration must reach the longest draft + 1 (:func:`longest_drafted`)."""
+    without a calibration). The calibration must reach the longest draft + 1 (:func:`longest_drafted`);
+    with draft-simple in the chain, a pair's (its rounds as the model prices them, the n-gram
+    rounds with the draft cache's catch-up), as `bench` prices a chain."""
     if cal is None or not w.stats.n_rounds:
         return w
+    model = DRAFT_MODEL in w.spec.types
     cost = chain_round_cost(cal, [w.stats.drafter(t) for t in w.spec.types], w.stats.n_rounds,
-                            n_max=0, lookup=w.lookup_s / cal.t1)
+                            n_max=w.spec.n_max if model else 0, lookup=w.lookup_s / cal.t1,
+                            sync=w.spec.sync, draft_model=model)
     return replace(w, predicted=cost.speedup)
 
 

@@ -37,22 +37,27 @@ from typing import Sequence
 import numpy as np
 
 from specscope.core.engine.draft_policy import DROP, LAST, make_policy
-from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, Chain
+from specscope.core.engine.drafters.base import Drafter, Proposal
+from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import CalibrationStopped
-from specscope.core.measure.cost_model import Calibration, round_cost
+from specscope.core.measure.cost_model import Calibration, extended, round_cost
 from specscope.core.measure.progress import Progress, quiet
 from specscope.core.measure.stats import fold
-from specscope.core.measure.whatif import Replayed, WhatIf, events_of
+from specscope.core.measure.whatif import (Replayed, WhatIf, config_label, configurations, events_of,
+                                           priced, replay)
 
-__all__ = ["DraftTrace", "trace_draft", "replay_draft", "draft_label", "draft_specs", "price",
+__all__ = ["DraftTrace", "trace_draft", "replay_draft", "traced_chain", "TracedDraft", "chain_specs",
+           "draft_label", "draft_specs", "price",
            "draft_whatif", "draft_whatifs", "Hindsight", "hindsight", "Missed", "missed",
            "N_MAX_RANGE", "P_MINS", "NEAR_TIE_LOGIT"]
 
 N_MAX_RANGE = tuple(range(1, 9))          # draft-simple's n_max values tried
 P_MINS = (0.0, 0.3, 0.5, 0.7, 0.9)        # ... and p_min values (fixed length)
+CHAIN_N_VALUES = (2, 4, 8)                # draft-simple's n_max after an n-gram type
 NEAR_TIE_LOGIT = 0.01     # a draft row whose best two logits are closer: batched and single
                           # decodes may pick different tokens there
 
@@ -142,13 +147,6 @@ def _tail(ctx, batch, pos: int, token: int, depth: int, p_floor: float) -> tuple
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class DraftRound(Replayed):
-    """A replayed draft-simple round; ``extra``: draft rows decoded that proposed no token (the
-    row p_min stopped at, a draft dropped for n_min)."""
-    extra: int = 0
-
-
 def _draw(trace: DraftTrace, pos: int, cap: int, p_min: float,
           policy) -> tuple[list[int], list[float], int]:
     """(the draft of a round starting at ``pos``, its shares, the rows decoded without proposing
@@ -183,34 +181,50 @@ def _draw(trace: DraftTrace, pos: int, cap: int, p_min: float,
     return draft, shares, 0
 
 
-def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
-                 n_predict: int | None = None, cal: Calibration | None = None) -> list[DraftRound]:
-    """draft-simple's rounds for ``spec`` (n_max, n_min, p_min, draft_policy; ``cal`` for the
-    cost policy) against the traced continuation, as the engine runs them."""
-    cont = trace.cont
-    n_predict = len(cont) if n_predict is None else n_predict
-    policy = make_policy(spec, cal)
-    n_past, pos, rounds = len(trace.prompt) - 1, 0, []
-    while pos < len(cont):
-        budget = max(0, min(n_ctx - n_past - 2, n_predict - pos - 1))
-        cap = min(max(policy.next_n(), spec.n_min), budget)
-        draft, shares, extra = _draw(trace, pos, cap, spec.p_min, policy) if cap > 0 else ([], [], 0)
-        if len(draft) < spec.n_min:
+class TracedDraft(Drafter):
+    """draft-simple as a member of a replayed chain: its drafts come from the trace as
+    ``DraftModel`` makes them (the round's cap: the policy's length, at least n_min, at most the
+    budget; the p_min stop; a draft shorter than n_min dropped), and its policy learns only from
+    rounds it drafted itself. ``Proposal.rows``: the rows it decoded, those that proposed
+    nothing too (:attr:`Replayed.extra`)."""
+    name = DRAFT_MODEL
+
+    def __init__(self, trace: DraftTrace, spec: SpecSettings, cal: Calibration | None = None):
+        self.trace, self.spec, self.policy = trace, spec, make_policy(spec, cal)
+        self.n_drafted, self.shares = 0, []
+
+    def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        pos = len(history) + 1 - len(self.trace.prompt)        # the continuation's next token
+        cap = min(max(self.policy.next_n(), self.spec.n_min), budget)
+        draft, shares, extra = _draw(self.trace, pos, cap, self.spec.p_min, self.policy) \
+            if cap > 0 else ([], [], 0)
+        if len(draft) < self.spec.n_min:
             draft, extra = [], extra + len(draft)
-        acc = 0
-        while acc < len(draft) and pos + acc < len(cont) and draft[acc] == cont[pos + acc]:
-            acc += 1
-        ids = tuple(cont[pos:pos + acc + 1])
-        complete = pos + acc < len(cont)
-        rounds.append(DraftRound(DRAFT_MODEL if draft else "", tuple(draft), acc, ids, 0.0,
-                                 complete, budget, extra))
-        if not complete:
-            break
-        if draft:
-            policy.update(len(draft), acc, shares)
-        pos += len(ids)
-        n_past += len(ids)
-    return rounds
+        self.n_drafted, self.shares = len(draft), shares
+        return Proposal(self.name, tuple(draft), rows=len(draft) + extra)
+
+    def accept(self, n_accepted: int, mine: bool) -> None:
+        if mine and self.n_drafted:
+            self.policy.update(self.n_drafted, n_accepted, self.shares)
+        self.n_drafted = 0
+
+
+def traced_chain(trace: DraftTrace, spec: SpecSettings, cal: Calibration | None = None) -> Chain:
+    """``spec``'s chain with draft-simple drafting from ``trace`` (n-gram types before it, in
+    llama.cpp's priority order)."""
+    others = [t for t in spec.types if t != DRAFT_MODEL]
+    if any(t in MODEL_TYPES for t in others) or DRAFT_MODEL not in spec.types:
+        raise ConfigError(f"a traced chain holds draft-simple and n-gram types, not {', '.join(spec.types)}")
+    return Chain([make_drafter(t, spec) for t in others] + [TracedDraft(trace, spec, cal)])
+
+
+def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
+                 n_predict: int | None = None, cal: Calibration | None = None) -> list[Replayed]:
+    """The rounds of ``spec`` (draft-simple alone or after n-gram types: n_max, n_min, p_min,
+    draft_policy; ``cal`` for the cost policy) against the traced continuation, as the engine
+    runs them."""
+    return replay(traced_chain(trace, spec, cal), trace.prompt, trace.cont, n_ctx=n_ctx,
+                  n_predict=n_predict)
 
 
 def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str) -> float:
@@ -229,7 +243,7 @@ def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync
     return cost + extra * cal.f
 
 
-def price(cal: Calibration, rounds: Sequence[DraftRound], sync: str = "reuse") -> float:
+def price(cal: Calibration, rounds: Sequence[Replayed], sync: str = "reuse") -> float:
     """The calibrated speed-up over the target alone of these replayed rounds."""
     cost = sum(_round_price(cal, len(r.draft), r.accepted, r.extra, sync) for r in rounds)
     tokens = sum(len(r.emitted) for r in rounds)
@@ -237,10 +251,12 @@ def price(cal: Calibration, rounds: Sequence[DraftRound], sync: str = "reuse") -
 
 
 def draft_label(spec: SpecSettings) -> str:
-    """"draft-simple n=4", "draft-simple n=4 p_min=0.5", "draft-simple hf n≤8"."""
-    if spec.draft_policy != "fixed":
-        return f"{DRAFT_MODEL} {spec.draft_policy} n≤{spec.n_max}"
-    return f"{DRAFT_MODEL} n={spec.n_max}" + (f" p_min={spec.p_min:g}" if spec.p_min > 0 else "")
+    """"draft-simple n=4", "draft-simple n=4 p_min=0.5", "draft-simple hf n≤8"; after n-gram
+    types, theirs first: "ngram-simple>draft-simple n=4"."""
+    own = f"{DRAFT_MODEL} {spec.draft_policy} n≤{spec.n_max}" if spec.draft_policy != "fixed" else \
+        f"{DRAFT_MODEL} n={spec.n_max}" + (f" p_min={spec.p_min:g}" if spec.p_min > 0 else "")
+    others = tuple(t for t in spec.types if t != DRAFT_MODEL)
+    return f"{config_label(replace(spec, types=others))}>{own}" if others else own
 
 
 def draft_specs(n_values: Sequence[int] = N_MAX_RANGE, p_mins: Sequence[float] = P_MINS, *,
@@ -252,12 +268,27 @@ def draft_specs(n_values: Sequence[int] = N_MAX_RANGE, p_mins: Sequence[float] =
                   for pol in policies for n in n_values]
 
 
+def chain_specs(n_values: Sequence[int] = CHAIN_N_VALUES) -> list[SpecSettings]:
+    """draft-simple after each n-gram configuration of one type (:func:`.whatif.configurations`)
+    at a few n_max, p_min 0: llama.cpp's chains of an n-gram type and the draft model."""
+    return [replace(s, types=(*s.types, DRAFT_MODEL), n_max=n)
+            for s in configurations() if len(s.types) == 1 for n in n_values]
+
+
 def draft_whatif(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
                  n_predict: int | None = None, cal: Calibration | None = None) -> WhatIf:
+    """``spec`` replayed over the trace and priced with ``cal``: draft-simple alone round by
+    round (:func:`price`), after n-gram types as `bench` prices a chain
+    (:func:`.whatif.priced`, the n-gram drafters' lookup time measured in the replay; c(k)
+    continued up to their longest draft)."""
     rounds = replay_draft(trace, spec, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
     stats = fold(events_of(rounds, len(trace.prompt) - 1))
-    return WhatIf(draft_label(spec), spec, stats, 0.0,
-                  price(cal, rounds, spec.sync) if cal is not None else None, tuple(rounds))
+    if spec.types == (DRAFT_MODEL,):
+        return WhatIf(draft_label(spec), spec, stats, 0.0,
+                      price(cal, rounds, spec.sync) if cal is not None else None, tuple(rounds))
+    lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
+    return priced(WhatIf(draft_label(spec), spec, stats, lookup, None, tuple(rounds)),
+                  extended(cal, len(stats.drafted_at) + 1) if cal is not None else None)
 
 
 def draft_whatifs(trace: DraftTrace, *, n_ctx: int, n_predict: int | None = None,
@@ -327,7 +358,7 @@ class Missed:
     cost_short: float
 
 
-def missed(rounds: Sequence[DraftRound], ceiling: Hindsight, cal: Calibration,
+def missed(rounds: Sequence[Replayed], ceiling: Hindsight, cal: Calibration,
            sync: str = "reuse") -> Missed:
     """Each round's excess over the hindsight-best from where it starts (its price plus the
     cheapest way on from where it ends, less the cheapest from its start): the excesses add up

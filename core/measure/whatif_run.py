@@ -71,16 +71,13 @@ def own_setting_problem(session) -> str:
 
 
 def spec_problem(spec: SpecSettings, *, cal: bool) -> str:
-    """Why ``spec`` is not replayed ("" when it is): only n-gram types and their chains, or
-    draft-simple alone (``cal``: a calibration is at hand, which the cost policy needs)."""
+    """Why ``spec`` is not replayed ("" when it is): only n-gram types and draft-simple, alone or
+    chained (``cal``: a calibration is at hand, which the cost policy needs)."""
     drafts = [t for t in spec.types if t in MODEL_TYPES]
     if not drafts:
         return ""
     if drafts != [DRAFT_MODEL]:
         return f"{drafts[0]} is not replayed: only draft-simple and the n-gram types are."
-    if len(spec.types) > 1:
-        return ("A chain with draft-simple is not replayed: pick n-gram types (alone or chained) "
-                "or draft-simple alone.")
     if spec.draft_policy == "cost" and not cal:
         return "The cost policy sets each round's length from a calibration: calibrate first."
     return ""
