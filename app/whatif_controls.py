@@ -1,6 +1,6 @@
-"""The What-if tab's pickers and sliders (app/whatif_panel.py): which drafter is replayed (n-gram
-types, checked together for a chain, or draft-simple alone: the core replays draft-simple only
-by itself) and the parameters SpecSettings carry for it, each type's sliders shown while it is
+"""The What-if tab's pickers and sliders (app/whatif_panel.py): which drafters are replayed (n-gram
+types and draft-simple, checked together for a chain: llama.cpp tries the n-gram types first)
+and the parameters SpecSettings carry for them, each type's sliders shown while it is
 checked. ``changed`` on every move; :meth:`WhatIfControls.spec` is the setting they describe."""
 
 from __future__ import annotations
@@ -97,8 +97,9 @@ class WhatIfControls(QWidget):
         self.checks: dict[str, QCheckBox] = {}
         for i, t in enumerate((*NGRAM_TYPES, DRAFT_MODEL)):
             c = QCheckBox(t)
-            c.setToolTip(f"{t}: check several n-gram types for a chain; draft-simple replays alone")
-            c.toggled.connect(lambda on, t=t: self._checked(t, on))
+            c.setToolTip(f"{t}: check several for a chain (the n-gram types draft first, draft-simple "
+                         "where none of them has a draft)")
+            c.toggled.connect(self._checked)
             self.checks[t] = c
             checks.addWidget(c, i // 2, i % 2)
         lay.addLayout(checks)
@@ -155,14 +156,7 @@ class WhatIfControls(QWidget):
             for w in widgets:
                 w.setVisible(self.checks[t].isChecked())
 
-    def _checked(self, t: str, on: bool) -> None:
-        """draft-simple replays alone: checking it clears the n-gram types, and back."""
-        if on:
-            for other, c in self.checks.items():
-                if other != t and (DRAFT_MODEL in (t, other)):
-                    c.blockSignals(True)
-                    c.setChecked(False)
-                    c.blockSignals(False)
+    def _checked(self, _on: bool = False) -> None:
         self._show_rows()
         self.changed.emit()
 

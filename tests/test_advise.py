@@ -98,6 +98,21 @@ def test_the_range_holds_95_percent_of_fresh_three_repetition_re_measurements():
     assert 0.88 <= hits / total <= 0.99
 
 
+def test_each_kind_of_drafter_has_its_best_measured_before_a_kinds_runner_up():
+    ngram = SpecSettings(types=("ngram-simple",))
+    chain = SpecSettings(types=("ngram-simple", DRAFT_MODEL))
+    alone = SpecSettings(types=(DRAFT_MODEL,))
+    cands = [Candidate("d.gguf", replace(chain, n_max=4), "chain a", 1.4, 0.8, 3.0),
+             Candidate("d.gguf", replace(chain, types=("ngram-mod", DRAFT_MODEL)), "chain b", 1.3, 0.8, 3.0),
+             Candidate("", replace(ngram, types=("ngram-mod",)), "mod", 1.2, 0.8, 3.0),
+             Candidate("d.gguf", alone, "draft", 1.1, 0.8, 3.0),
+             Candidate("", ngram, "simple", 1.0, 0.8, 3.0)]
+    cat = CategoryAdvice("c", candidates=cands)
+    assert [c.name for c in cat.to_measure(3)] == ["chain a", "mod", "draft"]
+    assert [c.name for c in cat.to_measure(4)] == ["chain a", "chain b", "mod", "draft"]
+    assert [c.name for c in cat.to_measure(2)] == ["chain a", "mod"]
+
+
 def test_a_clear_gain_is_recommended():
     d = decide([measured("clear", 1.30, 1.25, 1.35, 1.28, 1.31, 1.27),
                 measured("slow", 0.8, 0.85, 0.9, 0.82, 0.88, 0.86)])
@@ -126,6 +141,8 @@ def test_a_calibration_extended_past_its_batches_goes_on_in_a_line():
     assert extended(cal, 5) is cal
     longer = extended(cal, 8)
     assert longer.k_max == 8 and [longer.cost(k) for k in (6, 7, 8)] == [3.5, 4.0, 4.5]
+    pair = replace(cal, f=0.2, f_batch=(0.2, 0.25, 0.3, 0.35), k_draft=4)     # a draft's batches too
+    assert [round(extended(pair, 7).draft_batch(k), 9) for k in (5, 6, 7)] == [0.4, 0.45, 0.5]
 
 
 def test_every_emitted_flag_exists_in_the_vendored_llama_cpp():

@@ -80,6 +80,20 @@ def test_a_greedy_run_shows_its_curve_and_each_slider_move_is_the_core_s_replay(
     # no calibration: the tab says which figure to compare
     assert "tokens per round" in panel.shown()["calibration"]
     assert "no calibration" in panel.shown()["readout"]
+    # draft-simple after ngram-simple: a chain, both types' sliders shown, the core's replay
+    panel.controls.knobs["p_min"].slider.setValue(0)
+    panel.controls.checks["ngram-simple"].setChecked(True)
+    panel.controls.knobs["ngram-simple n"].slider.setValue(2)
+    panel.controls.knobs["ngram-simple m"].slider.setValue(8)
+    spec = panel.spec()
+    assert spec.types == ("ngram-simple", "draft-simple") and panel.controls.checks["draft-simple"].isChecked()
+    assert panel.controls.knobs["ngram-simple n"].slider.isVisible() and \
+        panel.controls.knobs["n_max"].slider.isVisible()
+    expected = draft_whatif(wi.trace, spec, n_ctx=wi.n_ctx, n_predict=wi.n_predict)
+    rounds = lambda w: [(r.drafter, r.draft, r.accepted, r.emitted) for r in w.rounds]
+    assert rounds(panel.current) == rounds(expected) and panel.shown()["message"] == ""
+    assert {r.drafter for r in expected.rounds} >= {"ngram-simple", "draft-simple"}
+    assert same(panel.shown()["curves"]["whatif"], expected.stats.position_acceptance)
 
 
 def test_an_ngram_what_if_is_what_the_engine_then_runs_round_for_round(qtbot, window):

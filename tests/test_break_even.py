@@ -61,6 +61,7 @@ def test_a_measurement_on_the_other_side_of_one_says_how_far_the_model_was_off()
     wrong = verdict(cal, replace(placed_under, measured=0.90))
     assert "under the break-even" in wrong and "yet it measured 0.90×" in wrong
     assert "predicted 1.12× (+24%)" in wrong
+    assert "yet" not in verdict(cal, replace(placed_under, measured=0.97))   # within DISAGREE of 1.0×
     placed_over = DraftPoint("dear.gguf", 0.9, 0.8, speedup=0.7, measured=1.1)
     assert "yet it measured 1.10×" in verdict(cal, placed_over)
     assert point_speed(placed_under) == ", predicted 1.12×"

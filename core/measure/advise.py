@@ -127,6 +127,13 @@ class Candidate:
         return f"{self.spec.label} ({self.draft})" if self.draft else self.spec.label
 
     @property
+    def kind(self) -> str:
+        """"n-gram", or the draft's name alone or "after n-gram types"."""
+        if not self.draft:
+            return "n-gram"
+        return self.draft if self.spec.types == (DRAFT_MODEL,) else f"n-gram types, then {self.draft}"
+
+    @property
     def runnable(self) -> bool:
         """llama.cpp has a flag for it (the hf and cost policies are SpecScope's)."""
         return self.spec.draft_policy == "fixed"
@@ -258,12 +265,20 @@ class CategoryAdvice:
     measured: list[Measured] = field(default_factory=list)
 
     def to_measure(self, top: int) -> list[Candidate]:
-        """The best runnable configuration of each family, the ``top`` best families."""
+        """The best runnable configuration of each family; of those, the best of each kind first
+        (n-gram types, each draft model alone, each draft model after n-gram types: a
+        calibration that misprices one kind cannot keep it from being measured), then the next
+        best, ``top`` in all, in the order of their prediction."""
         best: dict[str, Candidate] = {}
         for c in self.candidates:
             if c.runnable and c.family not in best:
                 best[c.family] = c
-        return list(best.values())[:top]
+        ranked = list(best.values())
+        firsts: dict[str, Candidate] = {}
+        for c in ranked:
+            firsts.setdefault(c.kind, c)
+        chosen = (list(firsts.values()) + [c for c in ranked if c not in firsts.values()])[:top]
+        return [c for c in ranked if c in chosen]
 
     def decision(self) -> Decision:
         return decide(self.measured)
@@ -340,7 +355,8 @@ class Advice:
                 c = cat.policies(name).get("fixed n")
                 if c is None or not c.drafted_at:
                     continue
-                ms = [m for m in cat.measured if m.candidate.draft == name and m.interval()]
+                ms = [m for m in cat.measured if m.candidate.draft == name and m.interval()
+                      and m.candidate.spec.types == (DRAFT_MODEL,)]
                 m = max(ms, key=lambda m: m.interval()[0], default=None)
                 point = DraftPoint(c.name, cal.f, c.alpha, c.predicted)
                 if m is not None:       # the draft's best measured setting, whichever it is

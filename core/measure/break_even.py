@@ -25,6 +25,7 @@ from specscope.core.measure.cost_model import (N_MAX, Calibration, alpha_accepta
                                                round_cost)
 
 SPEEDUPS = (1.0, 1.5)                                   # the curves drawn
+DISAGREE = 0.05           # a measurement this far past 1.0× against the placement is called out
 ALPHA_GRID = tuple(round(0.30 + 0.05 * i, 2) for i in range(14)) + (0.97, 0.99)
 
 
@@ -108,7 +109,8 @@ def point_speed(point: DraftPoint) -> str:
 def verdict(cal: Calibration, point: DraftPoint, *, n_max: int = N_MAX, sync: str = "reuse") -> str:
     """One line: where ``point`` sits against the curves, and what it would take to win; with a
     measured speed-up, that figure, and where it lands on the other side of 1.0× than the
-    placement says, how far the calibrated model was off (the placement is no better)."""
+    placement says (by more than DISAGREE), how far the calibrated model was off (the placement
+    is no better)."""
     line = break_even(cal, point.alpha, 1.0, n_max=n_max, sync=sync)
     if line.f is None:
         text = (f"{point.name}: at α {point.alpha:.2f} no draft beats the target alone here, "
@@ -122,7 +124,8 @@ def verdict(cal: Calibration, point: DraftPoint, *, n_max: int = N_MAX, sync: st
     if point.measured is None:
         return text
     placed_wins = line.f is not None and point.f <= line.f
-    if (point.measured > 1.0) == placed_wins or point.speedup is None:
+    against = point.measured < 1.0 - DISAGREE if placed_wins else point.measured > 1.0 + DISAGREE
+    if not against or point.speedup is None:
         return text + f"; {point.measured_as or 'it'} measured {point.measured:.2f}×"
     return (text + f"; yet {point.measured_as or 'it'} measured {point.measured:.2f}×, where the "
             f"calibrated model predicted "

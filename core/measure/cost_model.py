@@ -199,16 +199,25 @@ class Calibration:
 
 
 def extended(cal: Calibration, k_max: int) -> Calibration:
-    """``cal`` with c(k) continued in a straight line past its k_max up to ``k_max``, at the
-    slope of the upper half of its calibrated batches: an estimate, to rank drafts longer than
-    the calibration timed (verification on a CPU costs about a fixed amount per extra token once
-    batches are large). Unchanged when it already reaches ``k_max``."""
+    """``cal`` with c(k) (and a draft's f_batch(k)) continued in a straight line past its k_max
+    up to ``k_max``, at the slope of the upper half of its calibrated batches: an estimate, to
+    rank drafts longer than the calibration timed (verification on a CPU costs about a fixed
+    amount per extra token once batches are large; the draft's catch-up after a long n-gram draft
+    too). Unchanged when it already reaches ``k_max``."""
     if k_max <= cal.k_max:
         return cal
-    c, mid = cal.c, len(cal.c) // 2
-    slope = (c[-1] - c[mid]) / (len(c) - 1 - mid) if len(c) - 1 > mid else 1.0
-    more = tuple(c[-1] + slope * (i + 1) for i in range(k_max - cal.k_max))
-    return replace(cal, k_max=k_max, c=c + more, c_raw=cal.c_raw + more)
+    more = _continued(cal.c, k_max, 1.0)
+    f_batch = cal.f_batch + _continued(cal.f_batch, k_max, cal.f) if cal.f_batch else cal.f_batch
+    return replace(cal, k_max=k_max, c=cal.c + more, c_raw=cal.c_raw + more, f_batch=f_batch)
+
+
+def _continued(values: Sequence[float], k_max: int, slope: float) -> tuple[float, ...]:
+    """``values`` (at k = 1..) continued up to ``k_max`` in a straight line at the slope of their
+    upper half (``slope`` with fewer than two values)."""
+    mid = len(values) // 2
+    if len(values) - 1 > mid:
+        slope = (values[-1] - values[mid]) / (len(values) - 1 - mid)
+    return tuple(values[-1] + slope * (i + 1) for i in range(k_max - len(values)))
 
 
 def _at(values: Sequence[float], k: int, name: str) -> float:
