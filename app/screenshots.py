@@ -23,7 +23,9 @@ tabs expanded over the text.
 
 With ``--advisor``, the Advisor workspace running on the demo pair (translation, multi-turn and
 code editing, 32 tokens, one thread, two candidates each, six passes): 31 measuring, 32 the advice with its charts, 33 the Run
-workspace after Copy command. ``--size WxH`` sets the window's size.
+workspace after Copy command. With ``--whatif``, the What-if tab after a draft-simple run: 41 the
+run's own setting, 42 draft-simple after ngram-simple (2-token keys, 8-token drafts).
+``--size WxH`` sets the window's size.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main(argv=None) -> int:
     p.add_argument("--session", type=Path, help="a recorded session's screenshots")
     p.add_argument("--compare", action="store_true", help="the Compare workspace's screenshots")
     p.add_argument("--advisor", action="store_true", help="the Advisor workspace's screenshots")
+    p.add_argument("--whatif", action="store_true", help="the What-if tab's screenshots")
     p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -94,8 +97,8 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
-    if args.compare or args.advisor:
-        (compare_shots if args.compare else advisor_shots)(w, wait, shot, tmp)
+    if args.compare or args.advisor or args.whatif:
+        (compare_shots if args.compare else advisor_shots if args.advisor else whatif_shots)(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -266,6 +269,22 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     d.n_max.setValue(3)
     d.n_min.setValue(5)
     shot("16_bad_value")
+
+
+def whatif_shots(w, wait, shot, _tmp: Path) -> None:
+    w.params.drafter.set_types(["draft-simple"])
+    w.params.n_max.setValue(3)
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    panel = w.whatif
+    w.tabs.setCurrentWidget(panel)
+    wait(lambda: panel.whatifs is not None and panel.whatifs.trace is not None and panel.current is not None, 120)
+    shot("41_whatif_own_setting")
+    panel.controls.checks["ngram-simple"].setChecked(True)
+    panel.controls.knobs["ngram-simple n"].slider.setValue(2)
+    panel.controls.knobs["ngram-simple m"].slider.setValue(8)
+    wait(lambda: panel.current is not None and len(panel.current.spec.types) == 2, 30)
+    shot("42_whatif_chain")
 
 
 def advisor_shots(w, wait, shot, _tmp: Path) -> None:
