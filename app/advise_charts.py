@@ -37,7 +37,7 @@ class MeasuredChart:
     95 % range of a re-measurement as a bar, coloured by its drafter; the advice ringed in black. ``widget``."""
 
     def __init__(self):
-        self.widget = styled_plot("Measured speed-up, 95 % range of a re-measurement", "", "speed-up over the target alone (×)",
+        self.widget = styled_plot("Measured speed-up, 95 % range", "", "speed-up over the target alone (×)",
                                   antialias=True)
         self.widget.setMinimumSize(300, 200)
         self.plot = self.widget.getPlotItem()

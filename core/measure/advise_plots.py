@@ -56,7 +56,7 @@ def speedup_figure(a: Advice) -> Figure | None:
             ch.text(max(est, 1.0), y, f"{est:.2f}× ({len(m.pass_speedups())} passes: no interval)",
                     dx=6, dy=4, size=11, color=MUTED)
     ch.vline(1.0, label="1.0×: the target alone")
-    return Figure("speedups", "Measured speed-ups, 95 % ranges of a re-measurement", ch.svg())
+    return Figure("speedups", "Measured speed-ups, 95 % ranges", ch.svg())
 
 
 def _shown(cat: CategoryAdvice) -> list[Candidate]:
