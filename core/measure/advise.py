@@ -433,8 +433,10 @@ class Advisor:
         self.stop.set()
 
     def open(self, stack: ExitStack) -> None:
-        """An engine per draft model (the n-gram work on the first), or the target alone."""
-        for path in self.s.drafts or (None,):
+        """The target alone (the baselines, the n-gram types: priced with its own calibration, as
+        `bench` prices them: a pair's times its target's batches between the draft's decodes,
+        which cost a CPU more, up to twice on the demo pair), then an engine per draft model."""
+        for path in (None, *self.s.drafts):
             name = Path(path).name if path else ""
             self.say(f"loading {self.s.target.name}" + (f" with {name}" if name else ""))
             self.engines[name] = stack.enter_context(Engine(self.s.target, path, self.s.engine))
@@ -536,7 +538,7 @@ class Advisor:
 
     def pair(self, m: Measured, p: Prompt, rep: int, spec_first: bool) -> None:
         """One prompt's speculative run and target-alone run, back to back."""
-        engine = self.engines[m.candidate.draft or next(iter(self.engines))]
+        engine = self.engines[m.candidate.draft]
         runs = {}
         for kind in (("spec", "base") if spec_first else ("base", "spec")):
             run = engine.speculative(p.text, m.candidate.spec, SamplerSettings(), self.s.n_predict,
