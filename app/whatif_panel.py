@@ -210,7 +210,7 @@ class WhatIfPanel(QWidget):
             self.updated.emit()
             return
         self.whatifs = RunWhatIfs.of(session)
-        self.whatifs.use(cal=self._calibration_for(session))
+        self.whatifs.use(cal=self._calibration_for(session), alone=self._alone_for(session))
         self._say(own_setting_problem(session), warn=True)
         self._show_body(True)
         self._base = self._start_spec(session)
@@ -264,6 +264,18 @@ class WhatIfPanel(QWidget):
         panel = self.w.cost_panel
         return panel.calibrated if panel is not None else None
 
+    @staticmethod
+    def _alone_for(session):
+        """For a run with a draft model: the newest calibration of its target alone cached on
+        this machine, which prices the n-gram types (None: they take the pair's)."""
+        from specscope.core.measure.calibration_cache import cached_pair
+        if not session.settings.draft:
+            return None
+        try:
+            return cached_pair(session.settings.target)
+        except OSError:
+            return None
+
     def set_calibration(self, cal) -> None:
         """Price the what-ifs with ``cal`` (a Calibration of this run's pair)."""
         if self.whatifs is not None:
@@ -285,14 +297,24 @@ class WhatIfPanel(QWidget):
         self.ceiling = wi.ceiling() if wi is not None else None
         cal = wi.cal if wi is not None else None
         self.calibrate_button.setVisible(cal is None)
-        self.calibration_line.setText(
-            "No calibration of this pair yet: compare tokens per round (exact); Calibrate for "
-            "predicted speed-ups and the ceiling." if cal is None else
-            "Speed-ups are predicted with this pair's calibration"
-            + (f" cached on this machine {cal.cached_age_s / 60:.0f} min ago"
-               if cal is not self._cost_tab_calibration() else "")
-            + (" (⚠ taken under load: they may be off)." if cal.under_load else "."))
+        self.calibration_line.setText(self._priced_with(wi))
         self.redraw()
+
+    def _priced_with(self, wi) -> str:
+        """The line saying which calibration prices the what-ifs."""
+        cal, alone = (wi.cal, wi.alone) if wi is not None else (None, None)
+        own = f"the target's own calibration, cached {alone.cached_age_s / 60:.0f} min ago" \
+            if alone is not None else ""
+        if cal is None:
+            return ("No calibration of this pair yet: " + (f"the n-gram types are priced with {own}; "
+                                                           if own else "")
+                    + "compare tokens per round (exact); Calibrate for predicted speed-ups and "
+                      "the ceiling.")
+        return ("Speed-ups are predicted with this pair's calibration"
+                + (f" cached on this machine {cal.cached_age_s / 60:.0f} min ago"
+                   if cal is not self._cost_tab_calibration() else "")
+                + (f"; the n-gram types with {own}" if own else "")
+                + (" (⚠ taken under load: they may be off)." if cal.under_load else "."))
 
     # ------------------------------------------------------------------ the controls
     def spec(self):

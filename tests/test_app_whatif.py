@@ -161,7 +161,7 @@ def test_with_a_calibration_the_ceiling_bars_are_the_settings_prices(qtbot, wind
 def test_a_calibration_of_the_pair_cached_by_bench_or_advise_prices_the_what_ifs(qtbot, window, pair):
     """No calibration in the window, but one of this very pair on disk (as `specscope bench` or
     `advise` leave it): the tab prices with it at once and says where it came from; one of the
-    target alone does not price a draft-simple run."""
+    target alone prices the n-gram types, never a draft-simple run."""
     w = window
     w.params.drafter.set_types(["draft-simple"])
     w.params.n_max.setValue(3)
@@ -172,6 +172,10 @@ def test_a_calibration_of_the_pair_cached_by_bench_or_advise_prices_the_what_ifs
     assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
     panel = show_whatifs(qtbot, w)
     assert panel.whatifs.cal is None and "No calibration of this pair" in panel.shown()["calibration"]
+    # the target alone's prices the n-gram types (as bench does), not draft-simple
+    assert panel.whatifs.alone.key == "alone" and "n-gram types are priced" in panel.shown()["calibration"]
+    assert panel.whatifs.evaluate(SpecSettings(types=("ngram-simple",))).predicted is not None
+    assert panel.current.predicted is None                                # draft-simple: unpriced
     mine = replace(alone, key="pair", describe={**alone.describe, "draft": file_id(draft)},
                    created=time.time() - 600)
     save_cached(mine)

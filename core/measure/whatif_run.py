@@ -129,6 +129,9 @@ class RunWhatIfs:
     sync: str = "reuse"
     trace: DraftTrace | None = None
     cal: Calibration | None = None
+    # the target alone's: prices the n-gram types, as bench does (a pair's calibration times the
+    # target's batches between the draft's decodes, which cost a CPU more)
+    alone: Calibration | None = None
     _done: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -141,16 +144,25 @@ class RunWhatIfs:
         return cls(tuple(session.prompt_tokens), tuple(session.run.tokens), s.engine.n_ctx,
                    s.n_predict, s.spec.sync if s.spec is not None else "reuse")
 
-    def use(self, *, trace: DraftTrace | None = None, cal: Calibration | None = None) -> None:
-        """Take the draft's trace or a calibration (the replays made so far are dropped: their
-        prices change)."""
+    def use(self, *, trace: DraftTrace | None = None, cal: Calibration | None = None,
+            alone: Calibration | None = None) -> None:
+        """Take the draft's trace, a calibration of the run's pair, or one of its target alone
+        (the replays made so far are dropped: their prices change)."""
         if trace is not None:
             if trace.cont != self.cont:
                 raise ConfigError("the draft's trace is of another continuation than this run's")
             self.trace = trace
         if cal is not None:
             self.cal = cal
+        if alone is not None:
+            self.alone = alone
         self._done.clear()
+
+    @property
+    def ngram_cal(self) -> Calibration | None:
+        """What the n-gram types are priced with: the target alone's calibration where one is at
+        hand, else the run's."""
+        return self.alone or self.cal
 
     @property
     def draft_cal(self) -> Calibration | None:
@@ -199,8 +211,8 @@ class RunWhatIfs:
                              cal=extended(cal, spec.n_max + 1) if cal is not None else None)
         else:
             w = whatif(spec, self.prompt, self.cont, n_ctx=self.n_ctx, n_predict=self.n_predict)
-            if self.cal is not None:
-                w = priced(w, extended(self.cal, len(w.stats.drafted_at) + 1))
+            if self.ngram_cal is not None:
+                w = priced(w, extended(self.ngram_cal, len(w.stats.drafted_at) + 1))
         self._done[spec] = w
         return w
 
