@@ -435,7 +435,7 @@ class Advisor:
     def open(self, stack: ExitStack) -> None:
         """The target alone (the baselines, the n-gram types: priced with its own calibration, as
         `bench` prices them: a pair's times its target's batches between the draft's decodes,
-        which cost a CPU more, up to twice on the demo pair), then an engine per draft model."""
+        which cost a CPU more), then an engine per draft model."""
         for path in (None, *self.s.drafts):
             name = Path(path).name if path else ""
             self.say(f"loading {self.s.target.name}" + (f" with {name}" if name else ""))
