@@ -247,6 +247,13 @@ def test_chain_round_cost_on_plain_numbers():
     assert both.speedup == pytest.approx(alone.speedup) and both.draft == pytest.approx(alone.draft)
     with pytest.raises(ConfigError):
         cm.chain_round_cost(cal, [ngram], 0, n_max=0, lookup=0.0)
+    # a round without a draft decodes one token as the target-alone stream does (b less its
+    # sampling): a drafter that never drafts costs the target's token and the round's own time
+    streamed = Calibration(**{**cal.__dict__, "b": 1.2})
+    idle = cm.chain_round_cost(streamed, [DrafterStats("ngram-simple")], 4, n_max=0, lookup=0.0)
+    assert idle.verify == pytest.approx(1.2 - 0.01) and streamed.stream_decode == pytest.approx(1.19)
+    assert idle.speedup == pytest.approx((1.2 + 0.02) / (1.19 + 0.01 + 0.02 + 0.03))
+    assert cal.stream_decode == 1.0                                 # b not measured: c(1)
 
 
 # ============================================================================ load and drift

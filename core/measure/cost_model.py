@@ -127,6 +127,13 @@ class Calibration:
         single-token decodes (``b``), and the Python of its loop."""
         return (self.b if self.b > 0 else 1.0 + self.s) + self.o_base
 
+    @property
+    def stream_decode(self) -> float:
+        """A single-token target decode where the one before had the same shape (the target-alone
+        stream's, ``b`` less its sampling), which llama.cpp runs faster than one after another
+        shape (c(1) = 1, timed in calibration blocks); 1 where ``b`` was not measured."""
+        return max(0.0, self.b - self.s) if self.b > 0 else 1.0
+
     def draft_batch(self, k: int) -> float:
         """f_batch(k), the draft's cost of a k-token batch without logits."""
         return _at(self.f_batch, k, "f_batch")
@@ -374,8 +381,8 @@ def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_m
     Σ_L P(L)·c(L + 1) over its draft lengths L, sampling, the rollback r, Python o0 + o1·L,
     and, when a model drafter is in the chain (``draft_model``), the draft cache's catch-up:
     reuse decodes the 1 + accepted kept rows, Σ_j P(j)·f_batch(1 + j), replay (and a head's
-    process) the whole batch. A round without a draft costs
-    c(1) + s + r + o0. Every round also pays ``lookup``, the measured Python time of the
+    process) the whole batch. A round without a draft costs one decode as in a stream
+    (``stream_decode``) + s + r + o0. Every round also pays ``lookup``, the measured Python time of the
     n-gram drafters per round (their draft and accept calls), which replaces the draft
     model's c(k) as the draft cost of draftless drafters."""
     if n_rounds <= 0:
@@ -411,8 +418,9 @@ def chain_round_cost(cal: Calibration, drafters: Sequence, n_rounds: int, *, n_m
                 catch_up = sum(c * cal.draft_batch(j + 1) for j, c in enumerate(d.accepted_hist)) / rounds
         add(w, tokens=1.0 + expected, verify=verify, sampling=cal.s * (1.0 + expected),
             sync=cal.r + catch_up, overhead=cal.o0 + cal.o1 * mean_len)
-    if left > 0:                                               # rounds without a draft
-        add(left / n_rounds, tokens=1.0, verify=1.0, sampling=cal.s, sync=cal.r, overhead=cal.o0)
+    if left > 0:            # rounds without a draft: a single-token decode, as in a stream
+        add(left / n_rounds, tokens=1.0, verify=cal.stream_decode, sampling=cal.s, sync=cal.r,
+            overhead=cal.o0)
     total["draft"] += lookup
     return RoundCost(**total, baseline=cal.baseline_token)
 
