@@ -246,19 +246,14 @@ class WhatIfPanel(QWidget):
         shows its own there too), else the newest one of the pair cached on this machine (from
         bench, advise, Compare or an earlier calibration here), else None."""
         from specscope.core.measure.calibration_cache import cached_pair
-        s = session.settings
-        panel = self.w.cost_panel
-        cal = panel.calibrated if panel is not None else None
+        s, cal = session.settings, self._cost_tab_calibration()
 
         def path(p):
             return str(Path(p).resolve()) if p else None
         if cal is not None and (cal.describe.get("target") or {}).get("path") == path(s.target) and \
                 (cal.describe.get("draft") or {}).get("path") == path(s.draft):
             return cal
-        try:
-            return cached_pair(s.target, s.draft)
-        except OSError:          # a model file gone since the run: nothing to match it with
-            return None
+        return cached_pair(s.target, s.draft)
 
     def _cost_tab_calibration(self):
         panel = self.w.cost_panel
@@ -269,12 +264,7 @@ class WhatIfPanel(QWidget):
         """For a run with a draft model: the newest calibration of its target alone cached on
         this machine, which prices the n-gram types (None: they take the pair's)."""
         from specscope.core.measure.calibration_cache import cached_pair
-        if not session.settings.draft:
-            return None
-        try:
-            return cached_pair(session.settings.target)
-        except OSError:
-            return None
+        return cached_pair(session.settings.target) if session.settings.draft else None
 
     def set_calibration(self, cal) -> None:
         """Price the what-ifs with ``cal`` (a Calibration of this run's pair)."""

@@ -38,7 +38,7 @@ from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.break_even import DraftPoint
 from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
-from specscope.core.measure.cost_model import Calibration, extended, fit_alpha
+from specscope.core.measure.cost_model import Calibration, fit_alpha
 from specscope.core.measure.lossless import execute
 from specscope.core.measure.stats import fold
 from specscope.core.measure.sweep import uncalibratable
@@ -483,7 +483,6 @@ class Advisor:
         k_max = max((longest_drafted(ws) for ws in ngram.values()), default=1) + 1
         cal0 = self.calibration(next(iter(self.engines)),
                                 max(min(k_max, CALIBRATE_UP_TO), max(s.n_values) + 1))
-        cal0 = extended(cal0, k_max) if cal0 is not None else None
         ngram = {k: {w.name: priced(w, cal0) for w in ws} for k, ws in ngram.items()}
         drafted = {name: self.draft_whatifs(name, done) for name in self.engines if name}
         for cat in self.result.categories:

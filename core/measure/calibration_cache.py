@@ -79,8 +79,12 @@ def cached_here() -> list[Calibration]:
 
 def cached_pair(target, draft=None) -> Calibration | None:
     """The newest calibration cached on this machine of this very pair (``draft`` None: the
-    target alone), whoever took it (bench, advise, Compare, the window's cost tab)."""
-    t, d = file_id(target), file_id(draft) if draft else None
+    target alone), whoever took it (bench, advise, Compare, the window's cost tab); None too
+    when a model file is gone (nothing to match it with)."""
+    try:
+        t, d = file_id(target), file_id(draft) if draft else None
+    except OSError:
+        return None
     return next((c for c in cached_here()
                  if c.describe.get("target") == t and c.describe.get("draft") == d), None)
 

@@ -25,10 +25,10 @@ from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.engine.events import RoundEvent
-from specscope.core.measure.cost_model import Calibration, chain_round_cost
+from specscope.core.measure.cost_model import Calibration, chain_round_cost, extended
 from specscope.core.measure.stats import Stats, fold
 
-__all__ = ["Replayed", "WhatIf", "replay", "configurations", "config_label", "whatif", "whatifs",
+__all__ = ["Replayed", "WhatIf", "replay", "of_rounds", "configurations", "config_label", "whatif", "whatifs",
            "priced", "ranked", "longest_drafted", "events_of"]
 
 # the parameters tried per type: llama.cpp's defaults first, then shorter keys and drafts
@@ -159,18 +159,25 @@ class WhatIf:
 def whatif(spec: SpecSettings, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int,
            n_predict: int | None = None, cal: Calibration | None = None) -> WhatIf:
     rounds = replay(make_chain(spec), prompt, cont, n_ctx=n_ctx, n_predict=n_predict)
-    stats = fold(events_of(rounds, len(prompt) - 1))
+    return priced(of_rounds(config_label(spec), spec, rounds, len(prompt) - 1), cal)
+
+
+def of_rounds(name: str, spec: SpecSettings, rounds: Sequence[Replayed], n_past0: int) -> WhatIf:
+    """Replayed rounds as an unpriced WhatIf: their statistics and the n-gram drafters' mean
+    lookup time per round."""
     lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
-    return priced(WhatIf(config_label(spec), spec, stats, lookup, None, tuple(rounds)), cal)
+    return WhatIf(name, spec, fold(events_of(rounds, n_past0)), lookup, None, tuple(rounds))
 
 
 def priced(w: WhatIf, cal: Calibration | None) -> WhatIf:
     """``w`` with the speed-up the calibrated cost model predicts for its rounds (unchanged
-    without a calibration). The calibration must reach the longest draft + 1 (:func:`longest_drafted`);
-    with draft-simple in the chain, a pair's (its rounds as the model prices them, the n-gram
-    rounds with the draft cache's catch-up), as `bench` prices a chain."""
+    without a calibration), c(k) continued up to its longest draft + 1 where the calibration
+    stops short (:func:`.cost_model.extended`); with draft-simple in the chain, a pair's (its
+    rounds as the model prices them, the n-gram rounds with the draft cache's catch-up), as
+    `bench` prices a chain."""
     if cal is None or not w.stats.n_rounds:
         return w
+    cal = extended(cal, len(w.stats.drafted_at) + 1)
     model = DRAFT_MODEL in w.spec.types
     cost = chain_round_cost(cal, [w.stats.drafter(t) for t in w.spec.types], w.stats.n_rounds,
                             n_max=w.spec.n_max if model else 0, lookup=w.lookup_s / cal.t1,

@@ -44,10 +44,9 @@ from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.calibrate import CalibrationStopped
-from specscope.core.measure.cost_model import Calibration, extended, round_cost
+from specscope.core.measure.cost_model import Calibration, round_cost
 from specscope.core.measure.progress import Progress, quiet
-from specscope.core.measure.stats import fold
-from specscope.core.measure.whatif import (Replayed, WhatIf, config_label, configurations, events_of,
+from specscope.core.measure.whatif import (Replayed, WhatIf, config_label, configurations, of_rounds,
                                            priced, replay)
 
 __all__ = ["DraftTrace", "trace_draft", "replay_draft", "traced_chain", "TracedDraft", "chain_specs",
@@ -279,16 +278,12 @@ def draft_whatif(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
                  n_predict: int | None = None, cal: Calibration | None = None) -> WhatIf:
     """``spec`` replayed over the trace and priced with ``cal``: draft-simple alone round by
     round (:func:`price`), after n-gram types as `bench` prices a chain
-    (:func:`.whatif.priced`, the n-gram drafters' lookup time measured in the replay; c(k)
-    continued up to their longest draft)."""
+    (:func:`.whatif.priced`, the n-gram drafters' lookup time measured in the replay)."""
     rounds = replay_draft(trace, spec, n_ctx=n_ctx, n_predict=n_predict, cal=cal)
-    stats = fold(events_of(rounds, len(trace.prompt) - 1))
-    if spec.types == (DRAFT_MODEL,):
-        return WhatIf(draft_label(spec), spec, stats, 0.0,
-                      price(cal, rounds, spec.sync) if cal is not None else None, tuple(rounds))
-    lookup = sum(r.t_lookup for r in rounds) / len(rounds) if rounds else 0.0
-    return priced(WhatIf(draft_label(spec), spec, stats, lookup, None, tuple(rounds)),
-                  extended(cal, len(stats.drafted_at) + 1) if cal is not None else None)
+    w = of_rounds(draft_label(spec), spec, rounds, len(trace.prompt) - 1)
+    if spec.types != (DRAFT_MODEL,):
+        return priced(w, cal)
+    return replace(w, predicted=price(cal, rounds, spec.sync)) if cal is not None else w
 
 
 def draft_whatifs(trace: DraftTrace, *, n_ctx: int, n_predict: int | None = None,

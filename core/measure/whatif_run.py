@@ -24,7 +24,7 @@ from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cost_model import Calibration, extended
 from specscope.core.measure.progress import Progress, quiet
-from specscope.core.measure.whatif import WhatIf, priced, whatif
+from specscope.core.measure.whatif import WhatIf, whatif
 from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, DraftTrace, draft_whatif,
                                                  hindsight, trace_draft)
 
@@ -205,14 +205,12 @@ class RunWhatIfs:
         why = self.problem(spec)
         if why:
             raise ConfigError(why)
-        if spec.uses_draft_model:
-            cal = self.draft_cal
+        if spec.uses_draft_model:           # draft_cal reaches every n_max offered
             w = draft_whatif(self.trace, spec, n_ctx=self.n_ctx, n_predict=self.n_predict,
-                             cal=extended(cal, spec.n_max + 1) if cal is not None else None)
+                             cal=self.draft_cal)
         else:
-            w = whatif(spec, self.prompt, self.cont, n_ctx=self.n_ctx, n_predict=self.n_predict)
-            if self.ngram_cal is not None:
-                w = priced(w, extended(self.ngram_cal, len(w.stats.drafted_at) + 1))
+            w = whatif(spec, self.prompt, self.cont, n_ctx=self.n_ctx, n_predict=self.n_predict,
+                       cal=self.ngram_cal)
         self._done[spec] = w
         return w
 
