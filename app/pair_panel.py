@@ -30,17 +30,11 @@ def breakable(text: str) -> str:
 
 
 def threads_line(threads: dict) -> str:
-    """'Threads: target 2, draft 2 (measured per token: 2: 9.8 ms, 1: 17.0 ms · …)'."""
-    parts, measured = [], []
-    for role in ("target", "draft"):
-        if role not in threads:
-            continue
-        n, medians = threads[role]
-        parts.append(f"{role} {n}")
-        if medians:
-            measured.append(f"{role} " + ", ".join(f"{k}: {v * 1e3:.1f} ms" for k, v in medians.items()))
-    line = "Threads: " + ", ".join(parts)
-    return line + (f" (auto, measured per token: {'; '.join(measured)})" if measured else "")
+    """'Threads: target auto (2 now), draft 1' (auto follows the machine's load, decode by decode)."""
+    parts = [f"{role} " + (f"auto ({n} now)" if auto else str(n))
+             for role in ("target", "draft") if role in threads
+             for n, auto in [threads[role]]]
+    return "Threads: " + ", ".join(parts)
 
 
 def human_count(n: int | None) -> str:
@@ -254,9 +248,9 @@ class PairPanel(QGroupBox):
             self.threads[role].setRange(0, 256)
             self.threads[role].setSpecialValueText("auto")
             self.threads[role].setToolTip(f"CPU threads for the {role}; auto: the count that decodes "
-                                          "fastest here, measured when the pair loads (all cores "
-                                          "on an idle machine, as in the command line; fewer on "
-                                          "one busy with other work)")
+                                          "fastest now, followed during a run as the machine's "
+                                          "load changes (all cores when it is idle, fewer when "
+                                          "other work takes a core), as in the command line")
             self.gpu_layers[role].setRange(0, 999)
             self.gpu_layers[role].setToolTip(f"layers of the {role} offloaded to the GPU (-ngl)")
             adv.addWidget(self.threads[role], 1, c)

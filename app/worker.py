@@ -29,7 +29,6 @@ if TYPE_CHECKING:       # the controller builds the requests (core/session/contr
     from specscope.core.session.controller import RunRequest
 
 BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms
-REMEASURE_AFTER_S = 10.0   # a run starting this long after the last thread measurement measures again
 UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its cleared panels
 
 
@@ -85,8 +84,6 @@ class EngineWorker(QObject):
         self.abort = threading.Event()          # set from any thread: give up a load in progress
         self._engine = None
         self._engine_key = None
-        self._threads = {}
-        self._threads_measured_at = 0.0
         self._run = None                        # the Run of a step-mode generation
         self._gen = None                        # its live generator
         self._request: RunRequest | None = None
@@ -114,7 +111,6 @@ class EngineWorker(QObject):
         self.load_started.emit(f"Loading {Path(target).name}" + (f" and {Path(draft).name}" if draft else ""))
         self._engine = Engine(target, draft, settings, progress=self._progress)
         self._engine_key = key
-        self._measure_threads(settings)
         self._vocab = TokenTable.of(self._engine.target)   # the UI thread never calls llama.cpp
         self.engine_loaded.emit(self._facts())
 
@@ -135,21 +131,6 @@ class EngineWorker(QObject):
                 break
         raise crash.error()
 
-    def _measure_threads(self, settings) -> None:
-        """Threads 0 (the window's "auto"): give each context the thread count that decodes
-        fastest on this machine now (core.threads: all cores on an idle machine, fewer on one
-        busy with other work). Measured here, on the thread that runs every decode, when the
-        pair loads and again when a run starts more than REMEASURE_AFTER_S later: a count
-        chosen on a quiet machine runs 10-100x slower once other work takes a core."""
-        from specscope.core.measure.threads import fastest_threads
-        e = self._engine
-        self._threads = {}
-        self._threads_measured_at = time.monotonic()
-        for role, ctx, n in (("target", e.tgt, settings.target_threads),
-                             ("draft", e.dft, settings.draft_threads)):
-            if ctx is not None:
-                self._threads[role] = fastest_threads(ctx) if n == 0 else (n, {})
-
     def _progress(self, role: str, fraction: float) -> bool:
         """llama.cpp's load progress callback: report it; False aborts the load."""
         if self.abort.is_set():
@@ -168,7 +149,9 @@ class EngineWorker(QObject):
                            "path": str(m.path)}
         facts["n_ctx"] = e.tgt.n_ctx
         facts["repack"], facts["repack_reason"] = e.repack, e.repack_reason
-        facts["threads"] = dict(self._threads)         # role -> (threads, {threads: s per decode})
+        # role -> (threads now, auto?): auto follows the load (core/models/threads.py)
+        facts["threads"] = {role: (ctx.threads, ctx.governor is not None)
+                            for role, ctx in (("target", e.tgt), ("draft", e.dft)) if ctx is not None}
         return facts
 
     def _close_engine(self) -> None:
@@ -213,9 +196,6 @@ class EngineWorker(QObject):
             # only draft-simple and the heads (draft-eagle3, draft-dflash, draft-dspark) do
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec" and request.spec.needs_draft)
-            if time.monotonic() - self._threads_measured_at > REMEASURE_AFTER_S:
-                self._measure_threads(self._engine_key[2])   # the machine's load may have changed
-                self.engine_loaded.emit(self._facts())
             e = self._engine
             prompt = request.prompt
             if request.chat:

@@ -1,30 +1,186 @@
-"""core.threads: the thread count measured per context (the window's "auto")."""
+"""Threads "auto": the governor that moves a context's thread count with the machine's load
+(core/models/threads.py). Its decisions are checked on a simulated machine (decode times
+from a table, a clock that advances by them), and in real runs of the demo pair whose decode
+times jump as they do when another process takes a core."""
 
-from specscope.core.models.llama import Batch, Context, ContextSettings, Model
-from specscope.core.measure.threads import candidates, fastest_threads
+import pytest
+
+from specscope.core.models.demo import demo_pair
+from specscope.core.models.threads import ThreadGovernor, candidates, shape
 
 
-def test_candidates():
+def test_candidates_and_shapes():
     assert candidates(1) == (1,)
     assert candidates(2) == (2, 1)
     assert candidates(8) == (8, 7, 4)
+    assert [shape(n) for n in (1, 4, 8, 9, 16, 17, 512)] == [1, 4, 8, 16, 16, 64, 1 << 30]
 
 
-def test_fastest_threads_picks_a_candidate_and_leaves_the_context_clean(tiny_models):
-    model = Model(tiny_models["target"])
-    ctx = Context(model, ContextSettings(n_ctx=128, n_threads=2))
+class Machine:
+    """Seconds per decode token by thread count, idle and loaded (another process on a core:
+    all cores stall at llama.cpp's barriers), and the clock those decodes advance."""
+
+    def __init__(self):
+        self.now, self.loaded = 0.0, False
+        self.applied = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def seconds(self, count: int, n_tokens: int) -> float:
+        per_token = {2: 0.5e-3, 1: 0.8e-3}[count]          # idle: both cores are faster
+        if self.loaded and count == 2:
+            per_token *= 40
+        return per_token * (1 + 0.3 * (n_tokens - 1))
+
+    def run(self, g: ThreadGovernor, decodes: int, shapes=(1, 1, 1, 4)) -> list[int]:
+        """Decode as a round does (draft steps, then a verification batch); the counts used."""
+        used = []
+        for i in range(decodes):
+            n = shapes[i % len(shapes)]
+            g.before()
+            t = self.seconds(g.running, n)
+            self.now += t
+            g.after(n, t)
+            used.append(g.running)
+        return used
+
+
+def governor(m: Machine) -> ThreadGovernor:
+    ThreadGovernor.last_choice = None
+    return ThreadGovernor((2, 1), m.applied.append, clock=m.clock)
+
+
+def test_idle_keeps_all_cores_and_tries_the_others_rarely():
+    m = Machine()
+    g = governor(m)
+    used = m.run(g, 20_000)                     # about 14 s of decodes
+    assert g.current == 2 and not g.changes
+    assert used.count(1) < 0.01 * len(used)     # the trials of 1 thread are few and short
+    assert 2 <= g.trials <= 10                  # the interval doubles while 2 keeps winning
+
+
+def test_load_moves_to_one_thread_and_back_when_it_goes():
+    m = Machine()
+    g = governor(m)
+    m.run(g, 500)
+    assert g.current == 2
+    m.loaded = True
+    used = m.run(g, 200)
+    assert g.current == 1 and len(g.changes) == 1
+    change = g.changes[0]
+    assert (change.old, change.new) == (2, 1) and "ms per decode against" in change.why
+    assert used.index(1) < 20                   # within a few rounds of the load arriving
+    assert "2 → 1 threads after decode" in change.describe()
+    m.run(g, 20_000)                            # under load: 1 thread stays, trials of 2 end at once
+    assert g.current == 1 and len(g.changes) == 1
+    m.loaded = False
+    m.run(g, 30_000)                            # the load went: back to 2 at the next trial
+    assert g.current == 2 and [(c.old, c.new) for c in g.changes] == [(2, 1), (1, 2)]
+
+
+def test_a_load_present_from_the_start_is_left_within_the_first_decodes():
+    m = Machine()
+    m.loaded = True
+    g = governor(m)
+    used = m.run(g, 100)
+    assert used[:3] == [2, 2, 2] and g.current == 1 and used[-50:] == [1] * 50
+    assert ThreadGovernor.last_choice == 1      # a context made next starts there
+    assert ThreadGovernor((2, 1), lambda n: None).current == 1
+    ThreadGovernor.last_choice = None
+
+
+def test_a_hold_tries_nothing_and_says_when_the_load_changed():
+    m = Machine()
+    g = governor(m)
+    m.run(g, 100)
+    with g.hold():
+        m.run(g, 5_000)
+        assert not g.slow_while_held
+        m.loaded = True
+        used = m.run(g, 50)
+        assert set(used) == {2} and g.slow_while_held and g.current == 2
+    m.run(g, 50)                                 # released: the governor acts again
+    assert g.current == 1
+
+
+def test_one_count_only_never_trials():
+    m = Machine()
+    ThreadGovernor.last_choice = None
+    g = ThreadGovernor((1,), m.applied.append, clock=m.clock)
+    m.loaded = True
+    assert set(m.run(g, 1000)) == {1} and g.trials == 0 and m.applied == [1]
+
+
+# ---------------------------------------------------------------------------- real runs
+
+def loaded_after(ctx, load):
+    """Make ``ctx``'s decode times those of a model that 2 threads decode clearly faster on an
+    idle machine (1 thread: 10 ms more), and 1 thread while ``load()`` is true (2 threads: 30 ms
+    more, what another process on one of 2 cores does to llama.cpp's OpenMP team)."""
+    g = ctx.governor
+    real = g.after
+
+    def after(n_tokens, seconds):
+        slow = 2 if load() else 1
+        real(n_tokens, seconds + (0.0 if g.running != slow else 0.03 if load() else 0.01))
+    g.after = after
+
+
+@pytest.fixture
+def engine():
+    from specscope.core.engine.engine import Engine, EngineSettings
+    ThreadGovernor.last_choice = None
+    e = Engine(*demo_pair(), EngineSettings(n_ctx=1024))
+    for ctx in (e.tgt, e.dft):               # two counts on any machine
+        ctx.governor = ThreadGovernor((2, 1), ctx.set_threads)
     try:
-        best, medians = fastest_threads(ctx, (2, 1), budget_s=0.05)
-        assert best in (2, 1)
-        assert medians and set(medians) <= {1, 2} and best == min(medians, key=medians.get)
-        assert all(v > 0 for v in medians.values())
-        assert ctx.pos_max() == -1                      # memory cleared for the run's prefill
-        with Batch(4) as batch:                         # a context that holds a run's tokens
-            batch.fill([1, 2, 3], 0)
-            ctx.decode(batch, "test")
-        assert fastest_threads(ctx, (2, 1), budget_s=0.05)[0] in (2, 1)
-        best, medians = fastest_threads(ctx, (1,))
-        assert best == 1 and set(medians) == {1}
+        yield e
     finally:
-        ctx.close()
-        model.close()
+        e.close()
+        ThreadGovernor.last_choice = None
+
+
+@pytest.mark.slow
+def test_a_run_whose_decodes_slow_down_changes_its_threads_and_says_so(engine):
+    from specscope.core.engine.engine import SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
+    from specscope.core.measure.stats import fold
+    rounds = []
+    load = lambda: 20 <= len(rounds) < 80             # noqa: E731
+    for ctx in (engine.tgt, engine.dft):
+        loaded_after(ctx, load)
+        ctx.governor.FIRST_TRIAL_S = ctx.governor.MAX_TRIAL_S = 0.05   # the load's end seen soon
+    for ev in engine.speculative("def parse_args(argv):", SpecSettings(n_max=4), SamplerSettings(),
+                                 n_predict=1000):
+        rounds.append(ev)
+    assert len(rounds) > 200 and all(len(ev.threads) == 2 for ev in rounds)
+    assert rounds[0].threads == (2, 2)
+    assert all(ev.threads == (1, 1) for ev in rounds[50:80]), [ev.threads for ev in rounds[:80]]
+    assert rounds[-1].threads == (2, 2), [(ev.index, ev.threads_note) for ev in rounds if ev.threads_note]
+    notes = [ev.threads_note for ev in rounds if ev.threads_note]
+    assert any(n.startswith("target 2 → 1 threads") for n in notes)
+    assert any("draft 2 → 1 threads" in n for n in notes)
+    assert any("target 1 → 2 threads" in n for n in notes)
+    stats = fold(rounds)
+    assert len(stats.threads) >= 3 and stats.threads[0] == (0, 2, 2)
+    assert "1+1 from round" in stats.threads_text and stats.to_dict()["threads"][0] == [0, 2, 2]
+
+
+@pytest.mark.slow
+def test_the_baseline_follows_the_load_too(engine):
+    from specscope.core.engine.sampling import SamplerSettings
+    rounds = []
+    loaded_after(engine.tgt, lambda: len(rounds) >= 30)
+    for ev in engine.baseline("def parse_args(argv):", SamplerSettings(), n_predict=200):
+        rounds.append(ev)
+    assert rounds[0].threads == (2, 0) and rounds[-1].threads == (1, 0)
+
+
+def test_pinned_threads_never_change():
+    from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
+    with Engine(*demo_pair(), EngineSettings(n_ctx=512, target_threads=1, draft_threads=2)) as e:
+        assert e.tgt.governor is None and e.dft.governor is None
+        events = list(e.speculative("import os", SpecSettings(), SamplerSettings(), n_predict=64))
+    assert {ev.threads for ev in events} == {(1, 2)} and not any(ev.threads_note for ev in events)

@@ -22,8 +22,9 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
         g.add_argument("-md", "--model-draft", type=Path, help="draft model (GGUF)")
     g.add_argument("-c", "--ctx-size", type=int, default=2048, help="context size of both models (default 2048)")
     g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
-    g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default: all cores)")
-    g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default: all cores)")
+    g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default 0, auto: the count that is fastest now, "
+                        "followed as the machine's load changes; N pins N)")
+    g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default 0, auto, as -t)")
     add_placement_args(g)
     g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
     g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")

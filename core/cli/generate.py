@@ -25,6 +25,8 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
     lines = [f"prompt:    {len(prefill.tokens)} tokens in {prefill.seconds * 1e3:.1f} ms",
              f"generated: {stats.n_tokens} tokens in {stats.t_total:.3f} s = "
              f"{stats.tokens_per_s:.1f} tokens/s ({stats.n_rounds} rounds, stopped by {finish})"]
+    if stats.threads:
+        lines.append(f"threads:   {stats.threads_text}")
     if speculative:
         per_pos = "  ".join(f"{p:.2f}" for p in stats.position_acceptance) or "-"
         lines += [f"n_drafted: {stats.n_drafted}",
@@ -193,8 +195,10 @@ def print_session(session, args) -> None:
                     + (policy_lines(session) + vocab_lines(run.events)
                        if session.kind == "spec" else [])))
     if session.speedup is not None:
+        base = session.baseline.stats
         print(f"speed-up:  {session.speedup:.2f}x against the baseline "
-              f"({session.baseline.stats.tokens_per_s:.1f} tokens/s)")
+              f"({base.tokens_per_s:.1f} tokens/s"
+              + (f", {base.threads_text}" if base.threads else "") + ")")
 
 
 def synth_banner(spec) -> str:

@@ -460,6 +460,8 @@ class Run:
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
+        self._contexts: tuple = ()           # (target, draft) contexts: their thread counts
+        self._changes_seen: list[int] = []
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -468,11 +470,14 @@ class Run:
         e = self.engine
         with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl:
             if self.spec is None:
+                self._watch_threads(e.tgt, None)
                 self._prefill()
                 yield from self._baseline_rounds(smpl)
                 return
             rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
             chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
+            self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and DRAFT_MTP in self.spec.types
+                                else e.dft)
             self._prefill(chain)
             yield from self._spec_rounds(smpl, chain, rule)
 
@@ -654,11 +659,31 @@ class Run:
                           draft_own_text=tuple(shares([self.engine.draft.piece(t) for t in p.own])))
         return fields
 
+    # ------------------------------------------------------------------ threads
+    def _watch_threads(self, target: Context, draft: Context | None) -> None:
+        """The contexts whose thread counts each round's event reports (threads "auto": their
+        governors, core/models/threads.py, change them as the load changes)."""
+        self._contexts = (target, draft)
+        self._changes_seen = [len(c.governor.changes) if c is not None and c.governor else 0
+                              for c in self._contexts]
+
+    def _threads(self) -> tuple[tuple[int, ...], str]:
+        """(the counts now, the changes since the last round's event, in words)."""
+        notes = []
+        for i, (role, ctx) in enumerate(zip(("target", "draft"), self._contexts)):
+            g = ctx.governor if ctx is not None else None
+            if g is not None and len(g.changes) > self._changes_seen[i]:
+                notes += [f"{role} {c.describe()}" for c in g.changes[self._changes_seen[i]:]]
+                self._changes_seen[i] = len(g.changes)
+        return tuple(c.threads if c is not None else 0 for c in self._contexts), "; ".join(notes)
+
     def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:
-        """The round's event, with its phase timings and the run's finish (the one place events
-        are built: by keyword)."""
+        """The round's event, with its phase timings, thread counts and the run's finish (the
+        one place events are built: by keyword)."""
         fields.setdefault("draft_probs", ())
+        threads, note = self._threads()
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
                           t_lookup=tm.lookup, t_translate=tm.translate,
                           t_round=time.perf_counter() - t0 - tm.observe,
-                          finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic))
+                          finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic),
+                          threads=threads, threads_note=note)

@@ -75,6 +75,9 @@ class RoundEvent:
     draft_own_text: tuple[str, ...] = ()  # their text, read along the row (tokentext.shares)
     t_translate: float = 0.0         # seconds translating between the vocabularies (Python; in no
                                      # other phase)
+    threads: tuple[int, ...] = ()    # the thread counts (target, draft; 0: no draft context) the
+                                     # round's decodes ran with as it ended (core/models/threads.py)
+    threads_note: str = ""           # threads "auto": the changes of count made during this round
 
     @property
     def own(self) -> int | None:

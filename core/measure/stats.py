@@ -178,6 +178,20 @@ class Stats(_DraftRates):
     cf_drafted_at: tuple[int, ...] = ()  # per draft position: drafts reaching it with a counterfactual
     tree: TreeHeadroom = TreeHeadroom()   # the model drafter's rounds: what a wider draft could buy
     t_translate: float = 0.0          # seconds translating between vocabularies (RoundEvent.t_translate)
+    threads: tuple[tuple[int, ...], ...] = ()   # (first round, target, draft) for each stretch of
+                                      # rounds that ran with the same thread counts (RoundEvent.threads)
+
+    @property
+    def threads_text(self) -> str:
+        """'2+2 threads' or '2+2 threads, 1+1 from round 37' (target+draft; the target's alone
+        in a baseline); '' when the events carry no counts."""
+        def counts(t):
+            return "+".join(str(n) for n in t[1:] if n) or "?"
+        if not self.threads:
+            return ""
+        first, *rest = self.threads
+        unit = "thread" if counts(first) == "1" else "threads"
+        return ", ".join([f"{counts(first)} {unit}"] + [f"{counts(t)} from round {t[0]}" for t in rest])
 
     @property
     def counterfactual_acceptance(self) -> tuple[float, ...]:
@@ -202,6 +216,7 @@ class Stats(_DraftRates):
         d.update(cf_at=list(self.cf_at), cf_drafted_at=list(self.cf_drafted_at),
                  counterfactual_acceptance=list(self.counterfactual_acceptance))
         d["tree"] = self.tree.to_dict()
+        d["threads"] = [list(t) for t in self.threads]
         d.update(tokens_per_s=self.tokens_per_s, overhead_share=self.overhead_share)
         return d
 
@@ -277,7 +292,10 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     t_translate = start.t_translate
     synthetic = start.synthetic
     cf_rule, cf_at, cf_drafted_at = start.cf_rule, list(start.cf_at), list(start.cf_drafted_at)
+    threads = list(start.threads)
     for ev in events:
+        if ev.threads and (not threads or threads[-1][1:] != ev.threads):
+            threads.append((n_rounds, *ev.threads))
         n_rounds += 1
         n_tokens += len(ev.emitted)
         if ev.drafted:
@@ -305,4 +323,4 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     by_drafter = tuple(DrafterStats(name, *c.fields()) for name, c in drafters.items())
     return Stats(n_rounds, n_tokens, *total.fields(), t_draft, t_verify, t_sync, t_overhead,
                  t_total, by_drafter, t_lookup, synthetic, cf_rule, tuple(cf_at),
-                 tuple(cf_drafted_at), tree.done(), t_translate)
+                 tuple(cf_drafted_at), tree.done(), t_translate, tuple(threads))

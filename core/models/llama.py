@@ -24,6 +24,7 @@ import numpy as np
 
 from specscope.core.errors import ConfigError, DecodeError, ModelFileError
 from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.threads import ThreadGovernor, candidates, cores
 
 log = logging.getLogger("specscope.llama")
 log.addHandler(logging.NullHandler())
@@ -279,7 +280,7 @@ class ContextSettings:
     for some weight types and past 256 tokens (``compare.DETERMINISTIC_GUARANTEE``)."""
     n_ctx: int = 2048
     n_batch: int = 512
-    n_threads: int = 0          # 0: all cores
+    n_threads: int = 0          # 0: auto, the count that is fastest now (core/models/threads.py)
     flash_attn: str = "auto"    # auto | on | off
     kv_type: str = "f16"        # f16 | f32
 
@@ -303,7 +304,7 @@ class Context(Handle):
         params.n_batch = min(settings.n_batch, settings.n_ctx)
         params.n_ubatch = params.n_batch
         params.n_seq_max = 1
-        threads = settings.n_threads or (os.cpu_count() or 1)
+        threads = settings.n_threads or cores()
         params.n_threads = threads
         params.n_threads_batch = threads
         params.no_perf = True
@@ -332,27 +333,48 @@ class Context(Handle):
         self.mem = ll.llama_get_memory(self.ptr)
         self.n_vocab = model.n_vocab
         self._views: dict[tuple[int, int], np.ndarray] = {}
+        # threads 0 ("auto"): a governor moves the count with the machine's load, decode by decode
+        self.governor = (ThreadGovernor(candidates(), self.set_threads) if not settings.n_threads
+                         else None)
+        self.pinned = settings.n_threads
 
     def _free(self, ptr) -> None:
         ll.llama_free(ptr)
+
+    def set_threads(self, n: int) -> None:
+        """llama_set_n_threads: the count the next decodes run with (single-token and batch)."""
+        ll.llama_set_n_threads(self.ptr, n, n)
+
+    @property
+    def threads(self) -> int:
+        """The count decodes run with now: the pinned one, or the governor's current choice."""
+        return self.governor.current if self.governor is not None else self.pinned
 
     def decode(self, batch: "Batch", what: str) -> None:
         """Decode and wait for it: on an asynchronous backend (a model on an rpc-server)
         llama_decode returns once the graph is sent, and the computation would otherwise be
         waited for, and timed, wherever the logits are read next."""
-        status = ll.llama_decode(self.ptr, batch.ptr)
-        if status != 0:
-            raise DecodeError(what, status)
-        ll.llama_synchronize(self.ptr)
+        self._run(ll.llama_decode, batch.ptr, batch.ptr.n_tokens, what)
 
     def process(self, batch: "ExtBatch", what: str, *, encode: bool = False) -> None:
         """``llama_process`` an extended batch (tokens with embeddings, or embeddings alone)
         through the decoder, or with ``encode`` the encoder, and wait for it."""
         kind = ll.LLAMA_PROCESS_TYPE_ENCODE if encode else ll.LLAMA_PROCESS_TYPE_DECODE
-        status = ll.llama_process(self.ptr, kind, batch.ptr)
+        self._run(lambda ctx, b: ll.llama_process(ctx, kind, b), batch.ptr, batch.size, what)
+
+    def _run(self, call, batch_ptr, n_tokens: int, what: str) -> None:
+        """One decode, through the governor when threads are auto: it picks the count, and
+        learns from the time the decode took."""
+        g = self.governor
+        if g is not None:
+            g.before()
+            t0 = g.clock()
+        status = call(self.ptr, batch_ptr)
         if status != 0:
             raise DecodeError(what, status)
         ll.llama_synchronize(self.ptr)
+        if g is not None:
+            g.after(n_tokens, g.clock() - t0)
 
     def prefill(self, tokens, batch: "Batch", what: str, after=None) -> None:
         """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,
