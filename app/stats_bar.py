@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton
 
 FIELDS = (
     ("state", "", "what the engine is doing"),
@@ -12,16 +12,52 @@ FIELDS = (
     ("n_drafted", "n_drafted", "drafted tokens the target verified"),
     ("n_accept", "n_accept", "drafted tokens the target kept"),
     ("acceptance", "acceptance", "n_accept ÷ n_drafted"),
-    ("mean_len", "mean accepted length", "tokens per verified draft: 1 + accepted (llama.cpp's measure)"),
+    ("mean_len", "mean length", "mean accepted length: tokens per verified draft, 1 + accepted "
+                                "(llama.cpp's measure)"),
     ("tps", "tokens/s", "generated tokens per second (prefill excluded)"),
+    ("threads", "threads", "CPU threads the target and the draft decode with (target+draft); "
+                           "auto follows the machine's load: fewer when other work takes a core"),
     ("speedup", "speed-up", "tokens/s of this run ÷ tokens/s of a target-only baseline run with "
                             "the same prompt and settings (press Baseline)"),
 )
 
 
-STATE_MAX_PX = 330        # the state text's widest (elided beyond)
-WIDTH_SAMPLES = {"tokens": "0000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
-                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "000.0"}   # the numbers
+STATE_MAX_PX = 330        # the state text's widest (elided beyond; whole in its tooltip)
+STATE_MIN_PX = 60         # ... and narrowest: it gives way first, so the bar fits 1280 pixels
+WIDTH_SAMPLES = {"tokens": "0000 (000 rounds)", "n_drafted": "00000", "n_accept": "00000",
+                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "000.0",
+                 "threads": "0+0→0+0"}   # the numbers
+
+
+class StateLabel(QLabel):
+    """The engine's state in the width the bar leaves it (at most STATE_MAX_PX, at least
+    STATE_MIN_PX), elided to fit: it never widens the window."""
+
+    def __init__(self):
+        super().__init__("–")
+        self.full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self._elide()
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        width = QFontMetrics(self.font()).horizontalAdvance(self.full) + 4
+        return QSize(max(STATE_MIN_PX, min(STATE_MAX_PX, width)), hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(STATE_MIN_PX, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(QFontMetrics(self.font()).elidedText(self.full, Qt.TextElideMode.ElideRight,
+                                                          max(STATE_MIN_PX, self.width())))
 
 
 class StatsBar(QFrame):
@@ -42,20 +78,17 @@ class StatsBar(QFrame):
         grey.setColor(QPalette.ColorRole.WindowText, QColor("#666666"))
         lay = QHBoxLayout(self)
         lay.setContentsMargins(10, 4, 10, 4)
-        lay.setSpacing(6)
+        lay.setSpacing(4)
         self.values: dict[str, QLabel] = {}
         for i, (key, name, tip) in enumerate(FIELDS):
             if i:
-                sep = QFrame()
-                sep.setFrameShape(QFrame.Shape.VLine)
-                sep.setStyleSheet("color:#d0d0d0")
-                lay.addWidget(sep)
+                lay.addSpacing(6)           # between fields: space, not rules (the bar's width)
             if name:
                 n = QLabel(name)
                 n.setPalette(grey)
                 n.setToolTip(tip)
                 lay.addWidget(n)
-            v = QLabel("–")
+            v = StateLabel() if key == "state" else QLabel("–")
             v.setFont(bold)
             v.setToolTip(tip)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -89,11 +122,9 @@ class StatsBar(QFrame):
         """What the engine is doing; ``tip``: what the user can do now (the tooltip). A long
         text is elided (in full in the tooltip): the bar never widens the window."""
         label = self.values["state"]
-        shown = QFontMetrics(label.font()).elidedText(text, Qt.TextElideMode.ElideRight,
-                                                       STATE_MAX_PX)
-        label.setText(shown)
+        label.set_full(text)
         tip = tip or FIELDS[0][2]
-        label.setToolTip(tip if shown == text else f"{text}\n{tip}")
+        label.setToolTip(f"{text}\n{tip}")
 
     def clear(self) -> None:
         for key, v in self.values.items():
@@ -126,6 +157,23 @@ class StatsBar(QFrame):
             v["speedup"].setText(f"{speedup:.2f}×{stale}" if speedup else no_speedup)
         self._show_baseline(check if speedup and not baseline else None)
         v["tps"].setText(f"{stats.tokens_per_s:.1f}" if stats.t_total > 0 else "–")
+        self._show_threads(getattr(stats, "threads", ()))
+
+    def _show_threads(self, spans) -> None:
+        """'2+2', or '2+2→1+1' once auto moved (first and latest counts); every change in the
+        tooltip with the round it came at."""
+        label = self.values["threads"]
+        counts = ["+".join(str(n) for n in t[1:] if n) for t in spans]
+        label.setText("–" if not counts else counts[0] if len(counts) == 1
+                      else f"{counts[0]}→{counts[-1]}")
+        tip = dict((k, t) for k, _, t in FIELDS)["threads"]
+        if len(counts) > 1:
+            tip += "\nThis run: " + ", ".join(
+                [f"{counts[0]} from the start"] + [f"{c} from round {t[0]}" for c, t in
+                                                   zip(counts[1:], spans[1:])])
+        label.setToolTip(tip)
 
     def text(self, key: str) -> str:
-        return self.values[key].text()
+        """A field's text as set (the state's whole, however it is elided on screen)."""
+        v = self.values[key]
+        return v.full if isinstance(v, StateLabel) else v.text()

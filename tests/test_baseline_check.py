@@ -50,6 +50,22 @@ def test_other_processes_load_differing_by_half_a_core_is_stale():
     assert load_gap_limit(2) == 0.5 and load_gap_limit(32) == pytest.approx(3.2)
 
 
+def test_a_baseline_whose_target_ran_on_another_thread_count_is_stale():
+    """Threads auto moved with the load: 2 threads in the baseline, 1 in most of the run."""
+    from specscope.core.engine.events import RoundEvent
+
+    def rounds(run, *counts):
+        for i, n in enumerate(counts):
+            run.append([RoundEvent(i, i, 1, (), (), 0, (2,), "baseline", threads=(n, 0))])
+        return run
+    base = rounds(timed("baseline", 0, 10), 2, 2, 2)
+    spec = rounds(timed("spec", 11, 20), 2, 1, 1, 1)
+    check = check_baseline(spec, base)
+    assert check.stale == "the target ran on 2 threads in the baseline and on 1 in the run"
+    assert not check_baseline(rounds(timed("spec", 11, 20), 2, 2, 1), base).stale
+    assert not check_baseline(timed("spec", 11, 20), base).stale        # no counts: not judged
+
+
 def test_a_run_too_short_to_read_the_load_is_judged_by_its_age_alone():
     base = timed("baseline", 0, 0.03, others=0.9)          # 30 ms: /proc/stat ticks, noise
     spec = timed("spec", 1, 3, others=0.0)

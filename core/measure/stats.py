@@ -194,6 +194,13 @@ class Stats(_DraftRates):
         return ", ".join([f"{counts(first)} {unit}"] + [f"{counts(t)} from round {t[0]}" for t in rest])
 
     @property
+    def main_threads(self) -> tuple[int, ...]:
+        """The (target, draft) counts that ran the most rounds; () when unknown."""
+        ends = [t[0] for t in self.threads[1:]] + [self.n_rounds]
+        spans = [(end - t[0], tuple(t[1:])) for t, end in zip(self.threads, ends)]
+        return max(spans)[1] if spans else ()
+
+    @property
     def counterfactual_acceptance(self) -> tuple[float, ...]:
         """Per draft position: the expected share the other rule would have kept (module docs)."""
         return tuple(a / d if d else 0.0 for a, d in zip(self.cf_at, self.cf_drafted_at))

@@ -12,14 +12,17 @@ The rule (:data:`MAX_GAP_S`, :func:`load_gap_limit`):
 
 - **More than 5 minutes apart: stale.** The load reading below sees only CPU time; what it
   misses (clock and thermal state, what other processes hold in the caches, the thread count
-  "auto" chose, which the window measures again after 10 s) drifts on a scale of minutes. Five
+  "auto" chose) drifts on a scale of minutes. Five
   minutes is the kernel's own horizon for load (the 5-minute load average) and covers a
   baseline, a few runs and their study; runs further apart are measured again.
 - **Other processes' load differs by half a core or more (a tenth of the cores on machines
   with more than 5): stale.** llama.cpp's threads meet at a barrier after almost every
-  operation, so one thread that loses its core stalls the rest (core/measure/threads.py: on the 2-core
+  operation, so one thread that loses its core stalls the rest (core/models/threads.py: on the 2-core
   VM loaded by other jobs, SmolLM2-135M took 42–54 ms per token on one thread and 190–380 ms
   on two); half a core of other work is enough to take one.
+- **The target ran on another thread count: stale.** Threads "auto" moves with the load, so
+  a baseline whose target ran mostly on 2 threads and a run whose target ran mostly on 1 were
+  timed on a machine in different states.
 - The load of a run shorter than :data:`MIN_LOAD_WINDOW_S` is not compared: /proc/stat counts
   in ticks of 10 ms, so a shorter window reads mostly noise (the demo pair makes 24 tokens in
   a few tens of ms). Its age still counts.
@@ -85,6 +88,14 @@ class BaselineCheck:
         return f"stale: {self.stale} ({text})" if self.stale else text
 
 
+def _target_threads(record) -> int:
+    """The thread count the target ran most rounds with (0: not recorded): threads "auto"
+    follows the load (core/models/threads.py), so a different count means a different load."""
+    counts = getattr(record, "stats", None)
+    counts = counts.main_threads if counts is not None else ()
+    return counts[0] if counts else 0
+
+
 def check_baseline(run, baseline, now: float | None = None) -> BaselineCheck | None:
     """Compare ``baseline`` (a core.session.Run of the target alone) with the speculative
     ``run`` it measures the speed-up of; None without a baseline. A run still going counts
@@ -103,4 +114,8 @@ def check_baseline(run, baseline, now: float | None = None) -> BaselineCheck | N
     b, s = _cores(baseline.load), _cores(run.load)
     if b is not None and s is not None and abs(b - s) >= load_gap_limit(baseline.load.cores):
         why.append(f"other processes' load differed by {abs(b - s):.2f} cores")
+    tb, ts = _target_threads(baseline), _target_threads(run)
+    if tb and ts and tb != ts:
+        why.append(f"the target ran on {tb} thread{'s' if tb > 1 else ''} in the baseline and on "
+                   f"{ts} in the run")
     return BaselineCheck(gap, before, baseline.load, run.load, " and ".join(why))
