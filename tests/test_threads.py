@@ -184,3 +184,40 @@ def test_pinned_threads_never_change():
         assert e.tgt.governor is None and e.dft.governor is None
         events = list(e.speculative("import os", SpecSettings(), SamplerSettings(), n_predict=64))
     assert {ev.threads for ev in events} == {(1, 2)} and not any(ev.threads_note for ev in events)
+
+
+@pytest.mark.slow
+def test_a_calibration_holds_the_counts_and_calls_a_slow_down_meanwhile_load(engine):
+    from specscope.core.measure.calibrate import calibrate
+    from test_calibrate import FixedLoad
+    decodes = []
+    for ctx in (engine.tgt, engine.dft):
+        g = ctx.governor
+        real = g.after
+
+        def after(n_tokens, seconds, real=real, g=g):
+            decodes.append(g.running)
+            real(n_tokens, seconds + (0.02 if len(decodes) > 60 else 0.0))
+        g.after = after
+    cal = calibrate(engine, 3, reps=2, overhead_runs=False, meter=FixedLoad(0.0))
+    assert set(decodes) == {2} and len(decodes) > 100       # no trial of another count meanwhile
+    assert cal.under_load                                      # the slow-down is called load
+    assert not any(ctx.governor.held for ctx in (engine.tgt, engine.dft))
+
+
+def test_bench_says_when_threads_moved_during_its_runs():
+    from specscope.core.cli.bench import thread_lines
+    from specscope.core.measure.lossless import RunResult
+    from specscope.core.measure.stats import Stats
+    from specscope.core.measure.sweep_rows import Cell
+
+    def run(*spans):
+        return RunResult("spec", (), Stats(n_rounds=10, threads=spans), 0.0, "n_predict")
+    steady = Cell("draft-simple", 3, "p")
+    steady.add(run((0, 2, 2)), run((0, 2, 0)))
+    assert thread_lines([steady]) == []
+    moved = Cell("draft-simple", 4, "p")
+    moved.add(run((0, 2, 2), (4, 1, 1)), run((0, 1, 0)))
+    line = thread_lines([steady, moved])[1]
+    assert line.startswith("threads auto changed during 1 of 4 runs (the target mostly on 2 and 1 "
+                           "threads, the draft on 2 and 1): the machine's load changed")

@@ -297,9 +297,27 @@ def report_lines(result) -> list[str]:
         lines += ["", f"other processes used {100 * result.others_cpu:.0f}% of the CPU during the sweep"
                   + (": timings are noisy (llama.cpp's threads stall when one loses its core); rerun "
                      "on a quieter machine, with --repeats, or with fewer threads (-t/-td)" if busy else "")]
+    lines += thread_lines(result.cells)
     if result.stopped:
         lines += ["", "stopped before the end: the table holds the runs that finished"]
     return lines
+
+
+def thread_lines(cells) -> list[str]:
+    """Where threads auto moved during the sweep: the load changed while it measured (runs
+    on other counts ran on a machine in another state)."""
+    runs = [r for c in cells for r in (*c.spec, *c.baseline)]
+    moved = sum(len(r.stats.threads) > 1 for r in runs)
+    main = [r.stats.main_threads for r in runs if r.stats.threads]
+    target = sorted({t[0] for t in main}, reverse=True)
+    draft = sorted({t[1] for t in main if t[1]}, reverse=True)
+    if not moved and len(target) <= 1 and len(draft) <= 1:
+        return []
+    on = lambda counts: " and ".join(map(str, counts))          # noqa: E731
+    return ["", f"threads auto changed during {moved} of {len(runs)} runs (the target mostly on "
+                f"{on(target)} threads" + (f", the draft on {on(draft)}" if draft else "") + "): "
+                "the machine's load changed while measuring; rerun on a steadier "
+                "machine, or pin the counts (-t/-td) to compare like with like"]
 
 
 def side_by_side(result) -> list[str]:

@@ -418,6 +418,10 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         raise ConfigError(f"a batch of {k_max} tokens exceeds the batch size")
     with ExitStack() as held:
         held.enter_context(engine.exclusive("a calibration"))
+        # threads auto: the counts stay as they are while timed; a slow-down meanwhile is load
+        governors = [c.governor for c in {engine.tgt, timing.dctx} if c is not None and c.governor]
+        for g in governors:
+            held.enter_context(g.hold())
         timing.prefill()
         timing.greedy = build_chain(engine.target, SamplerSettings())
         held.callback(timing.greedy.close)
@@ -438,9 +442,10 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         cal = replace(cal, o_base=o_base / t1, o0=o0 / t1, o1=o1 / t1, r=r / t1)
     say(1, 1, "calibrated")
     reading = meter.reading()
+    moved = any(g.slow_while_held for g in governors)     # auto would have changed the count
     return replace(cal, seconds=time.perf_counter() - t_start, created=time.time(),
                    version=CALIBRATION_VERSION, load=reading.to_dict(),
-                   under_load=is_under_load(reading, threads_used(engine)))
+                   under_load=moved or is_under_load(reading, threads_used(engine)))
 
 
 def _check_timing(engine, tokens: Sequence[int]) -> float:

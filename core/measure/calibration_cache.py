@@ -106,12 +106,10 @@ def drift_of(cal: Calibration, now_s: float) -> str | None:
 
 
 def threads_used(engine) -> int:
-    """The most threads a decode of this engine runs on (0 in the settings: all cores)."""
-    cores = os.cpu_count() or 1
-    s = engine.settings
-    drafts = engine.draft is not None or engine.mtp is not None      # the MTP context: draft threads
-    counts = [s.target_threads or cores] + ([s.draft_threads or cores] if drafts else [])
-    return max(counts)
+    """The most threads a decode of this engine runs on now (threads auto: the governors'
+    current counts, core/models/threads.py)."""
+    contexts = [engine.tgt, engine.dft, engine.mtp.ctx if engine.mtp is not None else None]
+    return max(c.threads for c in contexts if c is not None)
 
 
 def is_under_load(reading: LoadReading, threads: int) -> bool:
