@@ -46,8 +46,13 @@ class Machine:
         return used
 
 
+@pytest.fixture(autouse=True)
+def quiet(monkeypatch):
+    """No other runnable threads seen when a governor starts with nothing remembered."""
+    monkeypatch.setattr("specscope.core.models.threads.runnable_others", lambda: 0.0)
+
+
 def governor(m: Machine) -> ThreadGovernor:
-    ThreadGovernor.last_choice = None
     return ThreadGovernor((2, 1), m.applied.append, clock=m.clock)
 
 
@@ -84,10 +89,7 @@ def test_a_load_present_from_the_start_is_left_within_the_first_decodes():
     m.loaded = True
     g = governor(m)
     used = m.run(g, 100)
-    assert used[:3] == [2, 2, 2] and g.current == 1 and used[-50:] == [1] * 50
-    assert ThreadGovernor.last_choice == 1      # a context made next starts there
-    assert ThreadGovernor((2, 1), lambda n: None).current == 1
-    ThreadGovernor.last_choice = None
+    assert used[:4] == [2, 2, 2, 2] and g.current == 1 and set(used[10:]) == {1}, used[:12]
 
 
 def test_a_hold_tries_nothing_and_says_when_the_load_changed():
@@ -104,9 +106,35 @@ def test_a_hold_tries_nothing_and_says_when_the_load_changed():
     assert g.current == 1
 
 
+def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
+    from specscope.core.models import threads
+    monkeypatch.setattr(threads, "cores", lambda: 4)
+    for busy, start in ((0.0, 4), (0.6, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
+        monkeypatch.setattr(threads, "runnable_others", lambda busy=busy: busy)
+        assert ThreadGovernor((4, 3, 2), lambda n: None).current == start
+    assert threads.runnable_others.__name__ == "<lambda>"
+    monkeypatch.undo()
+    assert threads.runnable_others() >= 0.0            # Linux /proc/loadavg, or 0 elsewhere
+
+
+def test_more_threads_are_tried_ever_more_rarely_while_the_load_comes_and_goes():
+    m = Machine()
+    g = governor(m)
+    g.MAX_UP_S = 1e9
+    m.run(g, 500)
+    ups = []
+    for cycle in range(4):              # 3 s of load, 1 s without: moves up do not hold
+        m.loaded = True
+        m.run(g, 3_000)
+        assert g.current == 1
+        m.loaded = False
+        m.run(g, 1_000)
+        ups.append(g._interval["up"])
+    assert ups == sorted(ups) and ups[-1] >= 4 * ups[0]
+
+
 def test_one_count_only_never_trials():
     m = Machine()
-    ThreadGovernor.last_choice = None
     g = ThreadGovernor((1,), m.applied.append, clock=m.clock)
     m.loaded = True
     assert set(m.run(g, 1000)) == {1} and g.trials == 0 and m.applied == [1]
@@ -130,7 +158,6 @@ def loaded_after(ctx, load):
 @pytest.fixture
 def engine():
     from specscope.core.engine.engine import Engine, EngineSettings
-    ThreadGovernor.last_choice = None
     e = Engine(*demo_pair(), EngineSettings(n_ctx=1024))
     for ctx in (e.tgt, e.dft):               # two counts on any machine
         ctx.governor = ThreadGovernor((2, 1), ctx.set_threads)
@@ -138,8 +165,6 @@ def engine():
         yield e
     finally:
         e.close()
-        ThreadGovernor.last_choice = None
-
 
 @pytest.mark.slow
 def test_a_run_whose_decodes_slow_down_changes_its_threads_and_says_so(engine):

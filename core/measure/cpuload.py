@@ -2,7 +2,7 @@
 
 A timing taken while other processes compete for the cores llama.cpp's threads run on is
 not a timing of this machine: the threads meet at a barrier after almost every operation
-(core/measure/threads.py), so one that loses its core stalls the others. :class:`LoadMeter` reads,
+(core/models/threads.py), so one that loses its core stalls the others. :class:`LoadMeter` reads,
 over a window, the CPU time all processes spent busy (``/proc/stat``'s first line) minus this
 process's own CPU time (``os.times()``, every thread), as a share of all cores.
 """

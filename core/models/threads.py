@@ -8,15 +8,20 @@ run goes on, so a context whose threads are "auto" carries a :class:`ThreadGover
 
 - every decode is timed and kept by its shape (the batch's token count: a draft step, a
   verification batch of k tokens, a prompt chunk) and the count that ran it;
-- when the last ``STEADY`` decodes of one shape all took more than ``SLOW`` times the best
-  that count gave for that shape, the load has changed: the other counts are tried now;
+- when the mean of the last ``STEADY`` decodes of one shape is more than ``SLOW`` times the
+  best that count gave for that shape, the load has changed: the other counts are tried now;
 - otherwise the other counts are tried now and then (``FIRST_TRIAL_S``, doubling to
   ``MAX_TRIAL_S`` while the current count keeps winning), so that the count that fits an
   idle machine comes back when the load goes;
-- a trial runs a few decodes at the other count and compares each with the current count's
-  latest decodes of the same shape; one that is ``ABORT`` times slower ends it at once (under
-  load a trial decode at all cores can take a hundred times longer), one whose decodes take
-  less than ``FASTER`` of the current count's takes over.
+- a trial runs a few decodes at the other count and compares them with the current count's
+  latest decodes of the same shapes; one that is ``ABORT`` times slower ends it at once (under
+  load a trial decode at all cores can take a hundred times longer), a count whose decodes take
+  less than ``FASTER`` of the current count's time takes over (a count with fewer threads at
+  once when two decodes took less than half: being at too many threads under load costs far
+  more than being at too few on an idle machine);
+- a context starts at the most threads the cores that other work leaves free can run (Linux's
+  count of runnable threads, read when it is made), so that a run on a busy machine does not
+  begin with stalls; trials of more threads come ever more rarely while moves up do not hold.
 
 The counts a context ran with, and why they changed, are in :attr:`ThreadGovernor.changes`
 (the engine copies them into each round's event). The governor itself calls no llama.cpp
@@ -32,6 +37,7 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
+
 
 
 def cores() -> int:
@@ -56,6 +62,28 @@ def shape(n_tokens: int) -> int:
     return next(b for b in (16, 64, 256, 1 << 30) if n_tokens <= b)
 
 
+def runnable_others(samples: int = 5, gap_s: float = 0.002) -> float:
+    """Other runnable threads on the machine now (Linux /proc/loadavg's running count, less the
+    thread that reads it, averaged over a few readings); 0 where it cannot be read."""
+    seen = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg", encoding="ascii") as f:
+                seen.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, ValueError, IndexError):
+            return 0.0
+        if i + 1 < samples:
+            time.sleep(gap_s)
+    return max(0.0, statistics.fmean(seen))
+
+
+def fitting(counts: tuple[int, ...]) -> int:
+    """The most threads that the cores other work leaves free can run (at least the fewest):
+    where a context starts."""
+    free = max(1, round(cores() - runnable_others()))
+    return max((n for n in counts if n <= free), default=min(counts))
+
+
 @dataclass(frozen=True)
 class ThreadChange:
     """The count a context moved to, after which of its decodes, and why (in words)."""
@@ -69,45 +97,51 @@ class ThreadChange:
 
 
 class ThreadGovernor:
-    """Chooses, before each decode, the thread count it runs with (module docs)."""
-    STEADY = 3            # decodes of one shape that must all be slow to call it a change
+    """Chooses, before each decode, the thread count it runs with (module docs). Times are
+    compared by their means, not medians: under load most decodes at all cores may be quick
+    and one in a few stalls for milliseconds, and the stalls are what a run pays."""
+    STEADY = 3            # the recent decodes of one shape whose mean is compared with its best
     SLOW = 2.0            # slower than a count's own best by this much: the load changed
-    TRIAL_DECODES = 4     # comparable decodes a trial count runs (at most twice as many in all)
+    TRIAL_DECODES = 4     # comparable decodes a trial runs (at most twice as many in all) ...
+    UP = 2                # ... times this for more threads: under load a few of their decodes
+                          # may pass between stalls
     ABORT = 3.0           # a trial decode this much slower than the current count's ends it
     FASTER = 0.85         # a trial count whose decodes take less than this share takes over
+    DECISIVE = 0.5        # ... after two decodes when it has fewer threads (the harmless way)
     FIRST_TRIAL_S = 0.5   # the first periodic trial, and the interval after a change
-    MAX_TRIAL_S = 8.0     # the longest interval between periodic trials
+    MAX_TRIAL_S = 8.0     # the longest interval between trials of fewer threads
+    MAX_UP_S = 32.0       # ... and of more threads (each one under load can cost a stall)
+    HELD_S = 8.0          # a move to more threads that holds this long resets their interval
 
-    last_choice: int | None = None   # the count the latest change chose, in any context: where
-                                     # the next governor starts (a baseline after a run, a reload)
-
-    def __init__(self, counts: tuple[int, ...], apply: Callable[[int], None], start: int | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, counts: tuple[int, ...], apply: Callable[[int], None],
+                 start: int | None = None, clock: Callable[[], float] = time.perf_counter):
         self.counts = tuple(sorted(set(counts), reverse=True))
         self._apply, self.clock = apply, clock
-        start = ThreadGovernor.last_choice if start is None else start
+        if start is None:
+            start = fitting(self.counts)
         self.current = start if start in self.counts else self.counts[0]
         self.changes: list[ThreadChange] = []
         self.decodes = self.trials = 0
         self.held = 0                  # > 0: no trials (a measurement is timing this count)
         self.slow_while_held = False   # the load changed while held
         self._recent: dict[tuple[int, int], deque] = {}
+        self._shapes: set[int] = set()
         self._best: dict[tuple[int, int], float] = {}
         self._trial: list[int] = []            # counts still to try; the first runs now
-        self._ratios: list[float] = []         # the running trial's decodes against the current
-        self._pairs: list[tuple[float, float]] = []   # and their (seconds, the current's seconds)
+        self._pairs: list[tuple[float, float]] = []   # its decodes: (seconds, the current's mean)
         self._trial_n = 0
-        self._won: dict[int, float] = {}       # finished trial counts that beat the current
-        self._interval = self.FIRST_TRIAL_S
-        self._next_trial = None                # first trial once STEADY decodes are in
+        self._won: dict[int, tuple[float, float, float]] = {}   # counts that beat the current
+        self._interval = {"down": self.FIRST_TRIAL_S, "up": self.FIRST_TRIAL_S}
+        self._next = {"down": None, "up": None}      # when each kind of trial is due
+        self._moved_up_at = None
         self._applied = self.current
         apply(self.current)
 
     # ------------------------------------------------------------------ the decode's hooks
     def before(self) -> None:
         """Called before a decode: set the count it runs with."""
-        if not self._trial and self._due():
-            self._start_trial()
+        if not self._trial and not self.held:
+            self._start_due_trial()
         n = self._trial[0] if self._trial else self.current
         if n != self._applied:
             self._apply(n)
@@ -117,6 +151,9 @@ class ThreadGovernor:
         """Called after a decode of ``n_tokens`` that took ``seconds``."""
         self.decodes += 1
         key = (self._applied, shape(n_tokens))
+        if key[1] not in self._shapes:      # the first decode of a shape builds its graph: untimed
+            self._shapes.add(key[1])
+            return
         recent = self._recent.setdefault(key, deque(maxlen=2 * self.STEADY))
         if self._trial:
             self._trial_decode(key, seconds)
@@ -125,14 +162,14 @@ class ThreadGovernor:
         recent.append(seconds)
         if len(recent) < self.STEADY:
             return
-        last = list(recent)[-self.STEADY:]
+        if self._next["down"] is None:      # the first trials: fewer threads at once (cheap, and
+            now = self.clock()              # what a loaded machine needs), more a little later
+            self._next = {"down": now, "up": now + self.FIRST_TRIAL_S}
+        level = statistics.fmean(list(recent)[-self.STEADY:])
         best = self._best.get(key)
-        if best is not None and min(last) > self.SLOW * best:
+        if best is not None and level > self.SLOW * best:
             self._note_slow()
-        level = statistics.median(last)
         self._best[key] = level if best is None else min(best, level)
-        if self._next_trial is None:
-            self._next_trial = self.clock()       # the first trial: right away
 
     @property
     def running(self) -> int:
@@ -153,60 +190,86 @@ class ThreadGovernor:
             self.held -= 1
 
     # ------------------------------------------------------------------ trials
-    def _due(self) -> bool:
-        return (not self.held and len(self.counts) > 1 and self._next_trial is not None
-                and self.clock() >= self._next_trial)
+    def _others(self, kind: str) -> list[int]:
+        if kind == "down":
+            return [n for n in self.counts if n < self.current]
+        return [n for n in reversed(self.counts) if n > self.current]     # the nearest first
+
+    def _start_due_trial(self) -> None:
+        now = self.clock()
+        for kind in ("down", "up"):
+            due = self._next[kind]
+            if due is not None and now >= due and self._others(kind):
+                self.trials += 1
+                self._kind = kind
+                self._trial = self._others(kind)
+                self._pairs, self._trial_n, self._won = [], 0, {}
+                return
 
     def _note_slow(self) -> None:
         if self.held:
             self.slow_while_held = True
         else:
-            self._next_trial = self.clock()          # the load changed: try the others now
-
-    def _start_trial(self) -> None:
-        self.trials += 1
-        self._trial = [n for n in self.counts if n != self.current]
-        self._ratios, self._pairs, self._trial_n, self._won = [], [], 0, {}
+            self._next["down"] = self.clock()          # the load changed: try fewer threads now
 
     def _trial_decode(self, key: tuple[int, int], seconds: float) -> None:
-        """One decode at the trial count: against the current count's latest of that shape."""
+        """One decode at the trial count, against the current count's recent ones of its shape."""
         self._trial_n += 1
         mine = self._recent.get((self.current, key[1]))
         if mine:
-            ref = statistics.median(list(mine)[-self.STEADY:])
-            self._ratios.append(seconds / max(ref, 1e-9))
+            ref = statistics.fmean(mine)
             self._pairs.append((seconds, ref))
-        if self._ratios and self._ratios[-1] > self.ABORT:
-            return self._next_count()                        # far slower: no more of it
-        if len(self._ratios) >= self.TRIAL_DECODES or self._trial_n >= 2 * self.TRIAL_DECODES:
-            if self._ratios and statistics.median(self._ratios) < self.FASTER:
-                mine, theirs = (statistics.median(x) for x in zip(*self._pairs))
-                self._won[self._trial[0]] = (statistics.median(self._ratios), mine, theirs)
+            if seconds > self.ABORT * ref:
+                return self._next_count()                  # far slower: no more of it
+        share = sum(t for t, _ in self._pairs) / max(sum(r for _, r in self._pairs), 1e-12)
+        down = self._kind == "down"
+        enough = self.TRIAL_DECODES * (1 if down else self.UP)
+        decisive = down and len(self._pairs) >= 2 and share < self.DECISIVE
+        if decisive or len(self._pairs) >= enough or self._trial_n >= 2 * enough:
+            if self._pairs and share < self.FASTER:
+                mine_s, theirs_s = (statistics.fmean(x) for x in zip(*self._pairs))
+                self._won[self._trial[0]] = (share, mine_s, theirs_s)
             self._next_count()
 
     def _next_count(self) -> None:
         tried = self._trial.pop(0)
         self._forget(tried)
-        self._ratios, self._pairs, self._trial_n = [], [], 0
+        self._pairs, self._trial_n = [], 0
         if self._trial:
             return
+        kind, now = self._kind, self.clock()
         if self._won:
             new = min(self._won, key=lambda n: self._won[n][0])
             _, mine, theirs = self._won[new]
             self.changes.append(ThreadChange(self.decodes, self.current, new,
                                              f"{mine * 1e3:.2f} ms per decode against "
                                              f"{theirs * 1e3:.2f} ms"))
-            self.current = ThreadGovernor.last_choice = new
-            self._interval = self.FIRST_TRIAL_S
+            self._moved(new, now)
         else:
-            self._interval = min(2 * self._interval, self.MAX_TRIAL_S)
+            self._interval[kind] = min(2 * self._interval[kind], self._limit(kind))
         self._forget(self.current)        # the current count's best is learnt anew: the load moved
-        self._next_trial = self.clock() + self._interval
+        for k in ("down", "up"):
+            self._next[k] = now + self._interval[k]
+
+    def _moved(self, new: int, now: float) -> None:
+        """To ``new`` threads. More threads are tried again ever more rarely while the moves
+        up do not hold (a machine whose load comes and goes), as soon as one held HELD_S."""
+        up = new > self.current
+        if not up and self._moved_up_at is not None:
+            held = now - self._moved_up_at >= self.HELD_S
+            self._interval["up"] = (self.FIRST_TRIAL_S if held
+                                    else min(2 * self._interval["up"], self.MAX_UP_S))
+        self._moved_up_at = now if up else None
+        self._interval["down"] = self.FIRST_TRIAL_S
+        self.current = new
+
+    def _limit(self, kind: str) -> float:
+        return self.MAX_TRIAL_S if kind == "down" else self.MAX_UP_S
 
     def _end_trial(self) -> None:
         if self._trial:
             self._trial = []
-            self._next_trial = self.clock() + self._interval
+            self._next[self._kind] = self.clock() + self._interval[self._kind]
 
     def _forget(self, count: int) -> None:
         """A count's best belongs to the load it was measured under."""

@@ -68,7 +68,8 @@ def pairs(names: list[str]) -> dict[str, tuple[Path, Path]]:
 
 def specscope(target: Path, draft: Path, n: int, threads: int, env: dict) -> tuple[float, str]:
     """tokens/s and the threads line of one ``specscope run`` (threads 0: the default)."""
-    cmd = [sys.executable, "-m", "specscope.app.main", "run", "-m", str(target), "-md", str(draft),
+    cmd = [sys.executable, "-c", "import sys; from specscope.core.cli.main import main; sys.exit(main())",
+           "run", "-m", str(target), "-md", str(draft),
            "-p", PROMPT, "-n", str(n), "--json"]
     if threads:
         cmd += ["-t", str(threads), "-td", str(threads)]
@@ -82,7 +83,8 @@ def specscope(target: Path, draft: Path, n: int, threads: int, env: dict) -> tup
 
 
 def llama_cpp(binary: Path, target: Path, draft: Path, n: int, env: dict) -> float:
-    cmd = [str(binary), "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n),
+    cmd = [str(binary), "-m", str(target), "-md", str(draft), "--spec-type", "draft-simple",
+           "-p", PROMPT, "-n", str(n),
            "--temp", "0", "-c", "2048"]
     for _ in range(10):      # llama.cpp's log thread may lose the last lines at exit: again
         p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
