@@ -49,7 +49,7 @@ class Machine:
 @pytest.fixture(autouse=True)
 def quiet(monkeypatch):
     """No other runnable threads seen when a governor starts with nothing remembered."""
-    monkeypatch.setattr("specscope.core.models.threads.runnable_others", lambda: 0.0)
+    monkeypatch.setattr("specscope.core.models.threads.runnable_others", lambda samples=5: 0.0)
 
 
 def governor(m: Machine) -> ThreadGovernor:
@@ -110,7 +110,7 @@ def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
     from specscope.core.models import threads
     monkeypatch.setattr(threads, "cores", lambda: 4)
     for busy, start in ((0.0, 4), (0.6, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
-        monkeypatch.setattr(threads, "runnable_others", lambda busy=busy: busy)
+        monkeypatch.setattr(threads, "runnable_others", lambda samples=5, busy=busy: busy)
         assert ThreadGovernor((4, 3, 2), lambda n: None).current == start
     assert threads.runnable_others.__name__ == "<lambda>"
     monkeypatch.undo()
@@ -131,6 +131,21 @@ def test_more_threads_are_tried_ever_more_rarely_while_the_load_comes_and_goes()
         m.run(g, 1_000)
         ups.append(g._interval["up"])
     assert ups == sorted(ups) and ups[-1] >= 4 * ups[0]
+
+
+def test_more_threads_are_not_tried_while_other_processes_hold_the_cores(monkeypatch):
+    from specscope.core.models import threads
+    m = Machine()
+    m.loaded = True
+    monkeypatch.setattr(threads, "runnable_others", lambda samples=5: 1.0)
+    g = governor(m)
+    assert g.current == 1                       # started at what the free core runs
+    used = m.run(g, 20_000)
+    assert set(used) == {1} and not g.changes   # no trial of 2 (each would have stalled)
+    monkeypatch.setattr(threads, "runnable_others", lambda samples=5: 0.0)
+    m.loaded = False
+    m.run(g, 40_000)
+    assert g.current == 2 and [(c.old, c.new) for c in g.changes] == [(1, 2)]
 
 
 def test_one_count_only_never_trials():

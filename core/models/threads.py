@@ -63,24 +63,39 @@ def shape(n_tokens: int) -> int:
 
 
 def runnable_others(samples: int = 5, gap_s: float = 0.002) -> float:
-    """Other runnable threads on the machine now (Linux /proc/loadavg's running count, less the
-    thread that reads it, averaged over a few readings); 0 where it cannot be read."""
+    """Threads of other processes runnable now (Linux: /proc/loadavg's count of runnable
+    threads less this process's own, from /proc/self/task), averaged over a few readings; 0
+    where they cannot be read."""
     seen = []
     for i in range(samples):
         try:
             with open("/proc/loadavg", encoding="ascii") as f:
-                seen.append(int(f.read().split()[3].split("/")[0]) - 1)
+                running = int(f.read().split()[3].split("/")[0])
+            seen.append(max(0, running - _own_running()))
         except (OSError, ValueError, IndexError):
             return 0.0
         if i + 1 < samples:
             time.sleep(gap_s)
-    return max(0.0, statistics.fmean(seen))
+    return statistics.fmean(seen)
 
 
-def fitting(counts: tuple[int, ...]) -> int:
+def _own_running() -> int:
+    """This process's threads in state R (the one reading, OpenMP threads still spinning)."""
+    n = 0
+    for task in os.scandir("/proc/self/task"):
+        try:
+            with open(f"{task.path}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        n += stat[stat.rindex(")") + 2:stat.rindex(")") + 3] == "R"
+    return max(1, n)
+
+
+def fitting(counts: tuple[int, ...], samples: int = 5) -> int:
     """The most threads that the cores other work leaves free can run (at least the fewest):
-    where a context starts."""
-    free = max(1, round(cores() - runnable_others()))
+    where a context starts, and how far a trial of more threads may go."""
+    free = max(1, round(cores() - runnable_others(samples)))
     return max((n for n in counts if n <= free), default=min(counts))
 
 
@@ -195,16 +210,27 @@ class ThreadGovernor:
             return [n for n in self.counts if n < self.current]
         return [n for n in reversed(self.counts) if n > self.current]     # the nearest first
 
+    def _free_for(self, counts: list[int]) -> list[int]:
+        """Of more threads, those the cores other processes leave free can run now: under a
+        steady load a trial of more would only buy a stall."""
+        free = fitting(self.counts, samples=2)
+        return [n for n in counts if n <= free]
+
     def _start_due_trial(self) -> None:
         now = self.clock()
         for kind in ("down", "up"):
             due = self._next[kind]
-            if due is not None and now >= due and self._others(kind):
-                self.trials += 1
-                self._kind = kind
-                self._trial = self._others(kind)
-                self._pairs, self._trial_n, self._won = [], 0, {}
-                return
+            if due is None or now < due or not self._others(kind):
+                continue
+            counts = self._others(kind) if kind == "down" else self._free_for(self._others(kind))
+            if not counts:                       # no core free for more: as a trial lost
+                self._interval[kind] = min(2 * self._interval[kind], self._limit(kind))
+                self._next[kind] = now + self._interval[kind]
+                continue
+            self.trials += 1
+            self._kind, self._trial = kind, counts
+            self._pairs, self._trial_n, self._won = [], 0, {}
+            return
 
     def _note_slow(self) -> None:
         if self.held:

@@ -103,6 +103,8 @@ def main() -> None:
     ap.add_argument("--pairs", default="demo,smollm2")
     ap.add_argument("--llama-bin", type=Path, help="folder with llama-speculative-simple")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for every run")
+    ap.add_argument("--only-llama", action="store_true",
+                    help="llama.cpp's program alone (another build of it: --llama-bin)")
     a = ap.parse_args()
     from specscope.core.models.threads import candidates, cores
     env = {**os.environ, **dict(e.split("=", 1) for e in a.env)}
@@ -114,7 +116,7 @@ def main() -> None:
     for load in a.loads.split(","):
         k = cores() if load == "all" else int(load)
         for name, (target, draft) in pairs(a.pairs.split(",")).items():
-            runs = {"default": [], **{f"-t {c}": [] for c in counts}}
+            runs = {} if a.only_llama else {"default": [], **{f"-t {c}": [] for c in counts}}
             if binary:
                 runs["llama.cpp"] = []
             lines = []
@@ -134,6 +136,10 @@ def main() -> None:
             finally:
                 stop(procs)
             med = {label: statistics.median(v) for label, v in runs.items()}
+            if a.only_llama:
+                print(f"k={k} {name:32} llama.cpp {med['llama.cpp']:8.1f} "
+                      f"({', '.join(f'{v:.1f}' for v in runs['llama.cpp'])})", flush=True)
+                continue
             best = max(med[f"-t {c}"] for c in counts)
             rows.append((k, name, med, best, lines))
             cells = "  ".join(f"{label} {v:8.1f}" for label, v in med.items())
@@ -141,6 +147,8 @@ def main() -> None:
             vs = f", {med['default'] / med['llama.cpp']:.2f}x llama.cpp" if binary else ""
             print(f"k={k} {name:32} {cells}  default/best fixed {share:.0%}{vs}", flush=True)
             print(f"      default's threads (target+draft@round): {' | '.join(lines)}", flush=True)
+    if a.only_llama:
+        return
     print("\n| busy cores | pair | default | " + " | ".join(f"-t {c}" for c in counts)
           + (" | llama.cpp default" if binary else "") + " | default / best fixed |"
           + (" default / llama.cpp |" if binary else ""))
