@@ -109,7 +109,7 @@ def test_a_hold_tries_nothing_and_says_when_the_load_changed():
 def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
     from specscope.core.models import threads
     monkeypatch.setattr(threads, "cores", lambda: 4)
-    for busy, start in ((0.0, 4), (0.6, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
+    for busy, start in ((0.0, 4), (0.6, 4), (0.9, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
         monkeypatch.setattr(threads, "runnable_others", lambda samples=5, busy=busy: busy)
         assert ThreadGovernor((4, 3, 2), lambda n: None).current == start
     assert threads.runnable_others.__name__ == "<lambda>"

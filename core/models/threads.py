@@ -11,8 +11,9 @@ run goes on, so a context whose threads are "auto" carries a :class:`ThreadGover
 - when the mean of the last ``STEADY`` decodes of one shape is more than ``SLOW`` times the
   best that count gave for that shape, the load has changed: the other counts are tried now;
 - otherwise the other counts are tried now and then (``FIRST_TRIAL_S``, doubling to
-  ``MAX_TRIAL_S`` while the current count keeps winning), so that the count that fits an
-  idle machine comes back when the load goes;
+  ``MAX_TRIAL_S`` while the current count keeps winning, ``MAX_UP_S`` for more threads), so
+  that the count that fits an idle machine comes back when the load goes; more threads are
+  not tried while other processes' runnable threads hold the cores they would need;
 - a trial runs a few decodes at the other count and compares them with the current count's
   latest decodes of the same shapes; one that is ``ABORT`` times slower ends it at once (under
   load a trial decode at all cores can take a hundred times longer), a count whose decodes take
@@ -23,6 +24,9 @@ run goes on, so a context whose threads are "auto" carries a :class:`ThreadGover
   count of runnable threads, read when it is made), so that a run on a busy machine does not
   begin with stalls; trials of more threads come ever more rarely while moves up do not hold.
 
+Timings are compared by their means, not medians: under load most decodes at all cores may be
+quick and one in a few stalls for milliseconds, and the stalls are what a run pays.
+
 The counts a context ran with, and why they changed, are in :attr:`ThreadGovernor.changes`
 (the engine copies them into each round's event). The governor itself calls no llama.cpp
 function: ``apply(n)`` (``llama_set_n_threads``) belongs to the context that owns the handle.
@@ -30,14 +34,15 @@ function: ``apply(n)`` (``llama_set_n_threads``) belongs to the context that own
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable
-
 
 
 def cores() -> int:
@@ -95,7 +100,8 @@ def _own_running() -> int:
 def fitting(counts: tuple[int, ...], samples: int = 5) -> int:
     """The most threads that the cores other work leaves free can run (at least the fewest):
     where a context starts, and how far a trial of more threads may go."""
-    free = max(1, round(cores() - runnable_others(samples)))
+    busy = int(runnable_others(samples) + 0.2)    # a core busy in most readings (not a blip)
+    free = max(1, cores() - busy)
     return max((n for n in counts if n <= free), default=min(counts))
 
 
@@ -112,16 +118,18 @@ class ThreadChange:
 
 
 class ThreadGovernor:
-    """Chooses, before each decode, the thread count it runs with (module docs). Times are
-    compared by their means, not medians: under load most decodes at all cores may be quick
-    and one in a few stalls for milliseconds, and the stalls are what a run pays."""
+    """Chooses, before each decode, the thread count it runs with (module docs)."""
     STEADY = 3            # the recent decodes of one shape whose mean is compared with its best
     SLOW = 2.0            # slower than a count's own best by this much: the load changed
-    TRIAL_DECODES = 4     # comparable decodes a trial runs (at most twice as many in all) ...
+    TRIAL_DECODES = 4     # comparable decodes a trial runs ...
     UP = 2                # ... times this for more threads: under load a few of their decodes
                           # may pass between stalls
+    MIN_TRIAL_S = 0.002   # ... and as many as the current count takes this long for (a draft's
+                          # decode of 0.15 ms is too short to judge by four)
+    MAX_TRIAL_DECODES = 32
     ABORT = 3.0           # a trial decode this much slower than the current count's ends it
-    FASTER = 0.85         # a trial count whose decodes take less than this share takes over
+    FASTER = 0.75         # a trial count whose decodes take less than this share takes over (a
+                          # marginal gain is noise, or lost again on the other context's decodes)
     DECISIVE = 0.5        # ... after two decodes when it has fewer threads (the harmless way)
     FIRST_TRIAL_S = 0.5   # the first periodic trial, and the interval after a change
     MAX_TRIAL_S = 8.0     # the longest interval between trials of fewer threads
@@ -148,6 +156,7 @@ class ThreadGovernor:
         self._won: dict[int, tuple[float, float, float]] = {}   # counts that beat the current
         self._interval = {"down": self.FIRST_TRIAL_S, "up": self.FIRST_TRIAL_S}
         self._next = {"down": None, "up": None}      # when each kind of trial is due
+        self._due = math.inf                         # the earliest of them
         self._moved_up_at = None
         self._applied = self.current
         apply(self.current)
@@ -155,7 +164,7 @@ class ThreadGovernor:
     # ------------------------------------------------------------------ the decode's hooks
     def before(self) -> None:
         """Called before a decode: set the count it runs with."""
-        if not self._trial and not self.held:
+        if not self._trial and not self.held and self.clock() >= self._due:
             self._start_due_trial()
         n = self._trial[0] if self._trial else self.current
         if n != self._applied:
@@ -165,11 +174,13 @@ class ThreadGovernor:
     def after(self, n_tokens: int, seconds: float) -> None:
         """Called after a decode of ``n_tokens`` that took ``seconds``."""
         self.decodes += 1
-        key = (self._applied, shape(n_tokens))
-        if key[1] not in self._shapes:      # the first decode of a shape builds its graph: untimed
-            self._shapes.add(key[1])
-            return
-        recent = self._recent.setdefault(key, deque(maxlen=2 * self.STEADY))
+        key = (self._applied, n_tokens if n_tokens <= 8 else shape(n_tokens))
+        recent = self._recent.get(key)
+        if recent is None:
+            if key[1] not in self._shapes:  # the first decode of a shape builds its graph: untimed
+                self._shapes.add(key[1])
+                return
+            recent = self._recent[key] = deque(maxlen=2 * self.STEADY)
         if self._trial:
             self._trial_decode(key, seconds)
             recent.append(seconds)
@@ -179,8 +190,8 @@ class ThreadGovernor:
             return
         if self._next["down"] is None:      # the first trials: fewer threads at once (cheap, and
             now = self.clock()              # what a loaded machine needs), more a little later
-            self._next = {"down": now, "up": now + self.FIRST_TRIAL_S}
-        level = statistics.fmean(list(recent)[-self.STEADY:])
+            self._schedule(down=now, up=now + self.FIRST_TRIAL_S)
+        level = sum(islice(reversed(recent), self.STEADY)) / self.STEADY
         best = self._best.get(key)
         if best is not None and level > self.SLOW * best:
             self._note_slow()
@@ -220,12 +231,15 @@ class ThreadGovernor:
         now = self.clock()
         for kind in ("down", "up"):
             due = self._next[kind]
-            if due is None or now < due or not self._others(kind):
+            if due is None or now < due:
+                continue
+            if not self._others(kind):           # none of that kind from here: until a move
+                self._schedule(**{kind: math.inf})
                 continue
             counts = self._others(kind) if kind == "down" else self._free_for(self._others(kind))
             if not counts:                       # no core free for more: as a trial lost
                 self._interval[kind] = min(2 * self._interval[kind], self._limit(kind))
-                self._next[kind] = now + self._interval[kind]
+                self._schedule(**{kind: now + self._interval[kind]})
                 continue
             self.trials += 1
             self._kind, self._trial = kind, counts
@@ -236,7 +250,7 @@ class ThreadGovernor:
         if self.held:
             self.slow_while_held = True
         else:
-            self._next["down"] = self.clock()          # the load changed: try fewer threads now
+            self._schedule(down=self.clock())          # the load changed: try fewer threads now
 
     def _trial_decode(self, key: tuple[int, int], seconds: float) -> None:
         """One decode at the trial count, against the current count's recent ones of its shape."""
@@ -250,8 +264,9 @@ class ThreadGovernor:
         share = sum(t for t, _ in self._pairs) / max(sum(r for _, r in self._pairs), 1e-12)
         down = self._kind == "down"
         enough = self.TRIAL_DECODES * (1 if down else self.UP)
+        timed = sum(r for _, r in self._pairs) >= self.MIN_TRIAL_S     # tiny decodes: more of them
         decisive = down and len(self._pairs) >= 2 and share < self.DECISIVE
-        if decisive or len(self._pairs) >= enough or self._trial_n >= 2 * enough:
+        if decisive or (len(self._pairs) >= enough and timed) or self._trial_n >= self.MAX_TRIAL_DECODES:
             if self._pairs and share < self.FASTER:
                 mine_s, theirs_s = (statistics.fmean(x) for x in zip(*self._pairs))
                 self._won[self._trial[0]] = (share, mine_s, theirs_s)
@@ -274,8 +289,7 @@ class ThreadGovernor:
         else:
             self._interval[kind] = min(2 * self._interval[kind], self._limit(kind))
         self._forget(self.current)        # the current count's best is learnt anew: the load moved
-        for k in ("down", "up"):
-            self._next[k] = now + self._interval[k]
+        self._schedule(down=now + self._interval["down"], up=now + self._interval["up"])
 
     def _moved(self, new: int, now: float) -> None:
         """To ``new`` threads. More threads are tried again ever more rarely while the moves
@@ -295,7 +309,11 @@ class ThreadGovernor:
     def _end_trial(self) -> None:
         if self._trial:
             self._trial = []
-            self._next[self._kind] = self.clock() + self._interval[self._kind]
+            self._schedule(**{self._kind: self.clock() + self._interval[self._kind]})
+
+    def _schedule(self, **due: float) -> None:
+        self._next.update(due)
+        self._due = min((t for t in self._next.values() if t is not None), default=math.inf)
 
     def _forget(self, count: int) -> None:
         """A count's best belongs to the load it was measured under."""

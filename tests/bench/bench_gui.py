@@ -160,8 +160,20 @@ def main() -> int:
     p.add_argument("--window-threads", type=int, default=0,
                    help="threads per model in the window (default 0: the window's auto)")
     p.add_argument("--cli-threads", type=int, default=0,
-                   help="threads per model in the CLI (default 0: the CLI's default, all cores)")
+                   help="threads per model in the CLI (default 0: the CLI's default, auto)")
+    p.add_argument("--busy", type=int, default=0,
+                   help="busy loops (one process spinning each) while it measures, stopped at the end")
     args = p.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_load import busy_loops, stop
+    procs = busy_loops(args.busy)
+    try:
+        return measure(args)
+    finally:
+        stop(procs)
+
+
+def measure(args) -> int:
     if args.model and args.model_draft:
         target, draft = args.model, args.model_draft
     else:
@@ -201,7 +213,7 @@ def main() -> int:
     window_run(app, w, 16)          # warm-up: loads the models
     PLOT_PAINTS.clear()
     from specscope.app.pair_panel import threads_line
-    print(threads_line(loaded.get("threads", {})) + " (the window's)")
+    print(threads_line(loaded.get("threads", {})) + " (the window's, when the pair loaded)")
     runs, clis = [], []
     for i in range(args.repeat):
         st = window_run(app, w, args.n_predict, heartbeat=True)     # the stalls
@@ -236,7 +248,7 @@ def main() -> int:
               f"max {max(walls):.1f} ms, UI-thread CPU mean {statistics.mean(cpus):.1f} ms / "
               f"max {max(cpus):.1f} ms (one of the four plots each)")
     print(f"threads per model: window {args.window_threads or 'auto'}, CLI "
-          f"{args.cli_threads or os.cpu_count()}" + (" (its default: all cores)" if not args.cli_threads else ""))
+          f"{args.cli_threads or 'auto'}; {args.busy} busy loop(s)")
     print(f"event-loop stall: p99 {p99:.1f} ms (goal <= 50), max {worst:.1f} ms")
     print(f"tokens/s: window {tps_w:.1f}, headless CLI {tps_c:.1f} -> {100 * tps_w / tps_c:.1f} % "
           "(goal >= 95 %)")
