@@ -100,6 +100,8 @@ def quiet_machine(monkeypatch):
     from specscope.core.measure import calibration_cache as cc
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
     monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))
+    # nor do decodes slowing down meanwhile (threads auto's evidence of load)
+    monkeypatch.setattr("specscope.core.models.threads.ThreadGovernor.SLOW", float("inf"))
 
 
 @pytest.fixture(autouse=True)

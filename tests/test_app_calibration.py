@@ -47,6 +47,9 @@ def cost_window(qtbot, pair, settings, tmp_path, monkeypatch):
     from specscope.core.measure import calibration_cache as cc
     monkeypatch.setattr(cc, "cache_dir", lambda: tmp_path / "calibration")
     monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
+    # the load is what FixedLoad says: decodes slowing down meanwhile (threads auto's evidence
+    # of load, core/models/threads.py) do not count here
+    monkeypatch.setattr("specscope.core.models.threads.ThreadGovernor.SLOW", float("inf"))
     w = open_window(qtbot, pair, settings)
     w.params.n_predict.setValue(8)
     w.params.n_ctx.setValue(512)

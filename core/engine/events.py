@@ -114,7 +114,7 @@ class RoundEvent:
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks", "draft_ids", "discarded", "draft_own", "draft_own_text"):
+                    "draft_ranks", "draft_ids", "discarded", "draft_own", "draft_own_text", "threads"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual"):

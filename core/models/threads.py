@@ -146,7 +146,8 @@ class ThreadGovernor:
         self.changes: list[ThreadChange] = []
         self.decodes = self.trials = 0
         self.held = 0                  # > 0: no trials (a measurement is timing this count)
-        self.slow_while_held = False   # the load changed while held
+        self.slow_while_held = False   # the load changed while held (STEADY slow checks in a row)
+        self._slow_run = 0
         self._recent: dict[tuple[int, int], deque] = {}
         self._shapes: set[int] = set()
         self._best: dict[tuple[int, int], float] = {}
@@ -193,7 +194,9 @@ class ThreadGovernor:
             self._schedule(down=now, up=now + self.FIRST_TRIAL_S)
         level = sum(islice(reversed(recent), self.STEADY)) / self.STEADY
         best = self._best.get(key)
-        if best is not None and level > self.SLOW * best:
+        slow = best is not None and level > self.SLOW * best
+        self._slow_run = self._slow_run + 1 if slow else 0
+        if slow:
             self._note_slow()
         self._best[key] = level if best is None else min(best, level)
 
@@ -247,8 +250,8 @@ class ThreadGovernor:
             return
 
     def _note_slow(self) -> None:
-        if self.held:
-            self.slow_while_held = True
+        if self.held:                       # a measurement: load only when it lasts
+            self.slow_while_held |= self._slow_run >= self.STEADY
         else:
             self._schedule(down=self.clock())          # the load changed: try fewer threads now
 
