@@ -422,7 +422,7 @@ class MainWindow(QMainWindow):
     # ================================================================== runs
     def engine_settings(self):
         from specscope.core.engine.engine import EngineSettings
-        # threads 0 is "auto": the engine worker measures the fastest count when it loads the pair
+        # threads 0 is "auto": each context follows the load, decode by decode (core/models/threads.py)
         return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
 
     def request(self, kind: str, step: bool = False, quiet: bool = False):

@@ -132,7 +132,7 @@ class ThreadGovernor:
                           # marginal gain is noise, or lost again on the other context's decodes)
     DECISIVE = 0.5        # ... after two decodes when it has fewer threads (the harmless way)
     FIRST_TRIAL_S = 0.5   # the first periodic trial, and the interval after a change
-    MAX_TRIAL_S = 8.0     # the longest interval between trials of fewer threads
+    MAX_TRIAL_S = 16.0    # the longest interval between trials of fewer threads
     MAX_UP_S = 32.0       # ... and of more threads (each one under load can cost a stall)
     HELD_S = 8.0          # a move to more threads that holds this long resets their interval
 
@@ -269,7 +269,9 @@ class ThreadGovernor:
         enough = self.TRIAL_DECODES * (1 if down else self.UP)
         timed = sum(r for _, r in self._pairs) >= self.MIN_TRIAL_S     # tiny decodes: more of them
         decisive = down and len(self._pairs) >= 2 and share < self.DECISIVE
-        if decisive or (len(self._pairs) >= enough and timed) or self._trial_n >= self.MAX_TRIAL_DECODES:
+        lost = len(self._pairs) >= 2 and share > 1.0                    # slower so far: no more
+        if (decisive or lost or (len(self._pairs) >= enough and timed)
+                or self._trial_n >= self.MAX_TRIAL_DECODES):
             if self._pairs and share < self.FASTER:
                 mine_s, theirs_s = (statistics.fmean(x) for x in zip(*self._pairs))
                 self._won[self._trial[0]] = (share, mine_s, theirs_s)
