@@ -331,3 +331,18 @@ def test_a_multi_turn_workload_is_the_whole_conversation_in_the_chat_template(sm
         assert text.endswith("<|im_start|>assistant\n")
         single = render_chat(model, conversation.messages[0]["content"])
         assert render_messages(model, [dict(conversation.messages[0])]) == single
+
+
+def test_a_report_says_when_threads_auto_moved_while_it_measured(judged):
+    from specscope.core.measure.advise_report import from_dict
+    m = judged.categories[0].measured[0]
+    moved = any(x.threads_moved for c in judged.categories for x in c.measured)
+    assert ("Threads auto moved" in markdown(judged)) == moved
+    m.threads_moved, was = 2, m.threads_moved
+    try:
+        md = markdown(judged)
+        assert "Threads auto moved during 2 of" in md and "pin -t/-td" in md
+        again = from_dict(to_dict(judged))
+        assert again.categories[0].measured[0].threads_moved == 2
+    finally:
+        m.threads_moved = was

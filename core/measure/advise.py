@@ -169,6 +169,7 @@ class Measured:
     runs: list[Pair] = field(default_factory=list)
     identical: int = 0
     prompts: int = 1
+    threads_moved: int = 0   # pairs in which threads auto changed count, or the two runs' differed
     _range: tuple | None = field(default=None, repr=False, compare=False)   # interval()'s, by len(runs)
 
     @property
@@ -216,6 +217,7 @@ class Measured:
     def to_dict(self) -> dict:
         iv = self.interval()
         return {**self.candidate.to_dict(), "pairs": self.pairs, "identical_pairs": self.identical,
+                "threads_moved_pairs": self.threads_moved,
                 "ratios": self.ratios, "pass_speedups": self.pass_speedups(),
                 "runs": [asdict(r) for r in self.runs],
                 "measured_speedup": iv[0] if iv else None,
@@ -551,6 +553,9 @@ class Advisor:
         if a.t_total > 0 and b.t_total > 0:
             m.runs.append(Pair(rep, a.n_tokens, a.t_total, b.n_tokens, b.t_total))
             m.identical += spec == base
+            # the load changed while they ran: auto moved, or ran the target on other counts
+            m.threads_moved += (len(a.threads) > 1 or len(b.threads) > 1
+                                or a.main_threads[:1] != b.main_threads[:1])
 
 
 def schedule(categories: Sequence[CategoryAdvice], passes: int):

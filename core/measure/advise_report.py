@@ -159,7 +159,8 @@ def _category_of(d: dict) -> CategoryAdvice:
     measured = []
     for m in d["measured"]:
         runs, prompts = _runs_of(m, int(d["baselines"]))
-        measured.append(Measured(known[m["name"]], runs, int(m["identical_pairs"]), prompts))
+        measured.append(Measured(known[m["name"]], runs, int(m["identical_pairs"]), prompts,
+                                 int(m.get("threads_moved_pairs", 0))))
     conts = d.get("continuations") or {f"prompt {i + 1}": [] for i in range(int(d["prompts"]))}
     prompts = [Prompt(Workload(name, d["category"], "", False, ()), "", [], list(cont))
                for name, cont in conts.items()]
@@ -244,6 +245,12 @@ def _category_blocks(a: Advice, cat: CategoryAdvice, acceptance) -> list[Block]:
                                                  "passes", "same tokens")] + [
             (m.candidate.name, f"{m.candidate.predicted:.2f}x" if m.candidate.predicted else "-",
              _iv(m), str(len(m.pass_speedups())), f"{m.identical}/{m.pairs}") for m in cat.measured])]
+        moved = sum(m.threads_moved for m in cat.measured)
+        if moved:
+            out.append(("p", f"Threads auto moved during {moved} of "
+                             f"{sum(m.pairs for m in cat.measured)} measured pairs: the machine's "
+                             "load changed while measuring, and those speed-ups compare a machine "
+                             "in two states (pin -t/-td, or measure again on a steadier machine)."))
     for draft, ceiling in cat.ceilings.items():
         rows = [("draft length policy", "predicted", "share of the ceiling")]
         rows += [(c.name, f"{c.predicted:.2f}x", f"{c.predicted / ceiling:.0%}")
