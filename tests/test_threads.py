@@ -22,7 +22,6 @@ class Machine:
 
     def __init__(self):
         self.now, self.loaded = 0.0, False
-        self.applied = []
 
     def clock(self) -> float:
         return self.now
@@ -53,7 +52,7 @@ def quiet(monkeypatch):
 
 
 def governor(m: Machine) -> ThreadGovernor:
-    return ThreadGovernor((2, 1), m.applied.append, clock=m.clock)
+    return ThreadGovernor((2, 1), clock=m.clock)
 
 
 def test_idle_keeps_all_cores_and_tries_the_others_rarely():
@@ -111,7 +110,7 @@ def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
     monkeypatch.setattr(threads, "cores", lambda: 4)
     for busy, start in ((0.0, 4), (0.6, 4), (0.9, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
         monkeypatch.setattr(threads, "runnable_others", lambda samples=5, busy=busy: busy)
-        assert ThreadGovernor((4, 3, 2), lambda n: None).current == start
+        assert ThreadGovernor((4, 3, 2)).current == start
     assert threads.runnable_others.__name__ == "<lambda>"
     monkeypatch.undo()
     assert threads.runnable_others() >= 0.0            # Linux /proc/loadavg, or 0 elsewhere
@@ -150,9 +149,9 @@ def test_more_threads_are_not_tried_while_other_processes_hold_the_cores(monkeyp
 
 def test_one_count_only_never_trials():
     m = Machine()
-    g = ThreadGovernor((1,), m.applied.append, clock=m.clock)
+    g = ThreadGovernor((1,), clock=m.clock)
     m.loaded = True
-    assert set(m.run(g, 1000)) == {1} and g.trials == 0 and m.applied == [1]
+    assert set(m.run(g, 1000)) == {1} and g.trials == 0
 
 
 # ---------------------------------------------------------------------------- real runs
@@ -164,9 +163,9 @@ def loaded_after(ctx, load):
     g = ctx.governor
     real = g.after
 
-    def after(n_tokens, seconds):
+    def after(n_tokens, seconds, tag=0):
         slow = 2 if load() else 1
-        real(n_tokens, seconds + (0.0 if g.running != slow else 0.03 if load() else 0.01))
+        real(n_tokens, seconds + (0.0 if g.running != slow else 0.03 if load() else 0.01), tag)
     g.after = after
 
 
@@ -174,8 +173,7 @@ def loaded_after(ctx, load):
 def engine():
     from specscope.core.engine.engine import Engine, EngineSettings
     e = Engine(*demo_pair(), EngineSettings(n_ctx=1024))
-    for ctx in (e.tgt, e.dft):               # two counts on any machine
-        ctx.governor = ThreadGovernor((2, 1), ctx.set_threads)
+    e.tgt.governor = e.dft.governor = ThreadGovernor((2, 1))   # two counts on any machine, shared
     try:
         yield e
     finally:
@@ -188,9 +186,9 @@ def test_a_run_whose_decodes_slow_down_changes_its_threads_and_says_so(engine):
     from specscope.core.measure.stats import fold
     rounds = []
     load = lambda: 20 <= len(rounds) < 80             # noqa: E731
-    for ctx in (engine.tgt, engine.dft):
-        loaded_after(ctx, load)
-        ctx.governor.FIRST_TRIAL_S = ctx.governor.MAX_TRIAL_S = 0.05   # the load's end seen soon
+    loaded_after(engine.tgt, load)           # the governor both contexts share
+    g = engine.tgt.governor
+    g.FIRST_TRIAL_S = g.MAX_TRIAL_S = g.MAX_UP_S = 0.05   # the load's end seen soon
     for ev in engine.speculative("def parse_args(argv):", SpecSettings(n_max=4), SamplerSettings(),
                                  n_predict=1000):
         rounds.append(ev)
@@ -199,9 +197,8 @@ def test_a_run_whose_decodes_slow_down_changes_its_threads_and_says_so(engine):
     assert all(ev.threads == (1, 1) for ev in rounds[50:80]), [ev.threads for ev in rounds[:80]]
     assert rounds[-1].threads == (2, 2), [(ev.index, ev.threads_note) for ev in rounds if ev.threads_note]
     notes = [ev.threads_note for ev in rounds if ev.threads_note]
-    assert any(n.startswith("target 2 → 1 threads") for n in notes)
-    assert any("draft 2 → 1 threads" in n for n in notes)
-    assert any("target 1 → 2 threads" in n for n in notes)
+    assert any(n.startswith("target+draft 2 → 1 threads") for n in notes), notes
+    assert any(n.startswith("target+draft 1 → 2 threads") for n in notes), notes
     stats = fold(rounds)
     assert len(stats.threads) >= 3 and stats.threads[0] == (0, 2, 2)
     assert "1+1 from round" in stats.threads_text and stats.to_dict()["threads"][0] == [0, 2, 2]
@@ -231,18 +228,17 @@ def test_a_calibration_holds_the_counts_and_calls_a_slow_down_meanwhile_load(eng
     from specscope.core.measure.calibrate import calibrate
     from test_calibrate import FixedLoad
     decodes = []
-    for ctx in (engine.tgt, engine.dft):
-        g = ctx.governor
-        real = g.after
+    g = engine.tgt.governor                  # shared by both contexts
+    real = g.after
 
-        def after(n_tokens, seconds, real=real, g=g):
-            decodes.append(g.running)
-            real(n_tokens, seconds + (0.02 if len(decodes) > 60 else 0.0))
-        g.after = after
+    def after(n_tokens, seconds, tag=0):
+        decodes.append(g.running)
+        real(n_tokens, seconds + (0.02 if len(decodes) > 60 else 0.0), tag)
+    g.after = after
     cal = calibrate(engine, 3, reps=2, overhead_runs=False, meter=FixedLoad(0.0))
     assert set(decodes) == {2} and len(decodes) > 100       # no trial of another count meanwhile
     assert cal.under_load                                      # the slow-down is called load
-    assert not any(ctx.governor.held for ctx in (engine.tgt, engine.dft))
+    assert not g.held
 
 
 def test_bench_says_when_threads_moved_during_its_runs():
@@ -261,3 +257,11 @@ def test_bench_says_when_threads_moved_during_its_runs():
     line = thread_lines([steady, moved])[1]
     assert line.startswith("threads auto changed during 1 of 4 runs (the target mostly on 2 and 1 "
                            "threads, the draft on 2 and 1): the machine's load changed")
+
+
+def test_a_pair_on_auto_shares_one_governor_and_a_pinned_one_none():
+    from specscope.core.engine.engine import Engine, EngineSettings
+    with Engine(*demo_pair(), EngineSettings(n_ctx=256)) as e:
+        assert e.tgt.governor is not None and e.dft.governor is e.tgt.governor
+    with Engine(*demo_pair(), EngineSettings(n_ctx=256, draft_threads=1)) as e:
+        assert e.tgt.governor is not None and e.dft.governor is None and e.dft.threads == 1

@@ -322,6 +322,8 @@ class Engine(Closing):
         if self.draft is not None:
             self.dft = self._own(Context(self.draft, s.context(s.draft_threads),
                                          self.tgt if layer_ids else None))
+        if self.dft is not None:
+            self.dft.share_threads(self.tgt)        # one OpenMP team: one count (models/threads.py)
         if layer_ids:
             kind = DFlashHead if is_dflash(self.draft) else Head
             self.head = self._own(kind(self.tgt, self.dft, layer_ids))
@@ -363,6 +365,7 @@ class Engine(Closing):
             require_nextn(self.target_info, self.target.path)
             s = self.settings
             ctx = self._own(Context(self.target, s.context(s.draft_threads), self.tgt, mtp=True))
+            ctx.share_threads(self.tgt)
             self.mtp = self._own(MtpHead(self.tgt, ctx))
         return self.mtp
 
@@ -670,8 +673,11 @@ class Run:
     def _threads(self) -> tuple[tuple[int, ...], str]:
         """(the counts now, the changes since the last round's event, in words)."""
         notes = []
-        for i, (role, ctx) in enumerate(zip(("target", "draft"), self._contexts)):
-            g = ctx.governor if ctx is not None else None
+        target, draft = self._contexts
+        shared = draft is not None and draft.governor is not None and draft.governor is target.governor
+        for i, (role, ctx) in enumerate(zip(("target+draft" if shared else "target", "draft"),
+                                            self._contexts)):
+            g = ctx.governor if ctx is not None and not (shared and i) else None
             if g is not None and len(g.changes) > self._changes_seen[i]:
                 notes += [f"{role} {c.describe()}" for c in g.changes[self._changes_seen[i]:]]
                 self._changes_seen[i] = len(g.changes)

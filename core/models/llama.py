@@ -334,9 +334,9 @@ class Context(Handle):
         self.n_vocab = model.n_vocab
         self._views: dict[tuple[int, int], np.ndarray] = {}
         # threads 0 ("auto"): a governor moves the count with the machine's load, decode by decode
-        self.governor = (ThreadGovernor(candidates(), self.set_threads) if not settings.n_threads
-                         else None)
+        self.governor = ThreadGovernor(candidates()) if not settings.n_threads else None
         self.pinned = settings.n_threads
+        self._count = threads                   # the count llama.cpp has now
 
     def _free(self, ptr) -> None:
         ll.llama_free(ptr)
@@ -344,6 +344,7 @@ class Context(Handle):
     def set_threads(self, n: int) -> None:
         """llama_set_n_threads: the count the next decodes run with (single-token and batch)."""
         ll.llama_set_n_threads(self.ptr, n, n)
+        self._count = n
 
     @property
     def threads(self) -> int:
@@ -367,14 +368,22 @@ class Context(Handle):
         learns from the time the decode took."""
         g = self.governor
         if g is not None:
-            g.before()
+            n = g.before()
+            if n != self._count:
+                self.set_threads(n)
             t0 = g.clock()
         status = call(self.ptr, batch_ptr)
         if status != 0:
             raise DecodeError(what, status)
         ll.llama_synchronize(self.ptr)
         if g is not None:
-            g.after(n_tokens, g.clock() - t0)
+            g.after(n_tokens, g.clock() - t0, id(self))
+
+    def share_threads(self, other: "Context") -> None:
+        """Decode with ``other``'s governor when both are auto: contexts decoded on one thread
+        share its OpenMP team (core/models/threads.py)."""
+        if self.governor is not None and other.governor is not None:
+            self.governor = other.governor
 
     def prefill(self, tokens, batch: "Batch", what: str, after=None) -> None:
         """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,

@@ -29,7 +29,12 @@ quick and one in a few stalls for milliseconds, and the stalls are what a run pa
 
 The counts a context ran with, and why they changed, are in :attr:`ThreadGovernor.changes`
 (the engine copies them into each round's event). The governor itself calls no llama.cpp
-function: ``apply(n)`` (``llama_set_n_threads``) belongs to the context that owns the handle.
+function: the context that owns the handle sets the count ``before`` returns
+(``llama_set_n_threads``). The contexts an engine decodes on one thread (target, draft, head,
+MTP blocks) share one governor: they share that thread's OpenMP team, so the load hits them
+alike, and a draft decoding on fewer threads than its target makes the target's team wake up
+from sleep at each of its decodes (2+1 threads ran 5 % slower than 2+2 on the demo pair idle,
+and 12 % slower in the window, though the draft's own decodes were faster at 1).
 """
 
 from __future__ import annotations
@@ -105,6 +110,14 @@ def fitting(counts: tuple[int, ...], samples: int = 5) -> int:
     return max((n for n in counts if n <= free), default=min(counts))
 
 
+def trimmed_mean(times) -> float:
+    """The mean without the slowest (of three or more): a stall that comes now and then (the
+    window's own UI thread painting on a core) is not a load, one in most decodes is."""
+    if len(times) < 3:
+        return statistics.fmean(times)
+    return (sum(times) - max(times)) / (len(times) - 1)
+
+
 @dataclass(frozen=True)
 class ThreadChange:
     """The count a context moved to, after which of its decodes, and why (in words)."""
@@ -128,18 +141,17 @@ class ThreadGovernor:
                           # decode of 0.15 ms is too short to judge by four)
     MAX_TRIAL_DECODES = 32
     ABORT = 3.0           # a trial decode this much slower than the current count's ends it
-    FASTER = 0.75         # a trial count whose decodes take less than this share takes over (a
-                          # marginal gain is noise, or lost again on the other context's decodes)
+    FASTER = 0.85         # a trial count whose decodes take less than this share takes over
     DECISIVE = 0.5        # ... after two decodes when it has fewer threads (the harmless way)
     FIRST_TRIAL_S = 0.5   # the first periodic trial, and the interval after a change
     MAX_TRIAL_S = 16.0    # the longest interval between trials of fewer threads
     MAX_UP_S = 32.0       # ... and of more threads (each one under load can cost a stall)
     HELD_S = 8.0          # a move to more threads that holds this long resets their interval
 
-    def __init__(self, counts: tuple[int, ...], apply: Callable[[int], None],
-                 start: int | None = None, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, counts: tuple[int, ...], start: int | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self.counts = tuple(sorted(set(counts), reverse=True))
-        self._apply, self.clock = apply, clock
+        self.clock = clock
         if start is None:
             start = fitting(self.counts)
         self.current = start if start in self.counts else self.counts[0]
@@ -148,9 +160,9 @@ class ThreadGovernor:
         self.held = 0                  # > 0: no trials (a measurement is timing this count)
         self.slow_while_held = False   # the load changed while held (STEADY slow checks in a row)
         self._slow_run = 0
-        self._recent: dict[tuple[int, int], deque] = {}
-        self._shapes: set[int] = set()
-        self._best: dict[tuple[int, int], float] = {}
+        self._recent: dict[tuple[int, int, int], deque] = {}     # (count, context, shape)
+        self._shapes: set[tuple[int, int]] = set()
+        self._best: dict[tuple[int, int, int], float] = {}
         self._trial: list[int] = []            # counts still to try; the first runs now
         self._pairs: list[tuple[float, float]] = []   # its decodes: (seconds, the current's mean)
         self._trial_n = 0
@@ -160,26 +172,24 @@ class ThreadGovernor:
         self._due = math.inf                         # the earliest of them
         self._moved_up_at = None
         self._applied = self.current
-        apply(self.current)
 
     # ------------------------------------------------------------------ the decode's hooks
-    def before(self) -> None:
-        """Called before a decode: set the count it runs with."""
+    def before(self) -> int:
+        """Called before a decode: the count it runs with (its context sets it)."""
         if not self._trial and not self.held and self.clock() >= self._due:
             self._start_due_trial()
-        n = self._trial[0] if self._trial else self.current
-        if n != self._applied:
-            self._apply(n)
-            self._applied = n
+        self._applied = self._trial[0] if self._trial else self.current
+        return self._applied
 
-    def after(self, n_tokens: int, seconds: float) -> None:
-        """Called after a decode of ``n_tokens`` that took ``seconds``."""
+    def after(self, n_tokens: int, seconds: float, tag: int = 0) -> None:
+        """Called after a decode of ``n_tokens`` that took ``seconds``; ``tag``: which of the
+        contexts that share this governor decoded (each has its own shapes)."""
         self.decodes += 1
-        key = (self._applied, n_tokens if n_tokens <= 8 else shape(n_tokens))
+        key = (self._applied, tag, n_tokens if n_tokens <= 8 else shape(n_tokens))
         recent = self._recent.get(key)
         if recent is None:
-            if key[1] not in self._shapes:  # the first decode of a shape builds its graph: untimed
-                self._shapes.add(key[1])
+            if key[1:] not in self._shapes:  # the first decode of a shape builds its graph: untimed
+                self._shapes.add(key[1:])
                 return
             recent = self._recent[key] = deque(maxlen=2 * self.STEADY)
         if self._trial:
@@ -213,7 +223,6 @@ class ThreadGovernor:
         self.slow_while_held = False
         try:
             self._end_trial()
-            self.before()
             yield self
         finally:
             self.held -= 1
@@ -255,12 +264,12 @@ class ThreadGovernor:
         else:
             self._schedule(down=self.clock())          # the load changed: try fewer threads now
 
-    def _trial_decode(self, key: tuple[int, int], seconds: float) -> None:
+    def _trial_decode(self, key: tuple[int, int, int], seconds: float) -> None:
         """One decode at the trial count, against the current count's recent ones of its shape."""
         self._trial_n += 1
-        mine = self._recent.get((self.current, key[1]))
+        mine = self._recent.get((self.current, *key[1:]))
         if mine:
-            ref = statistics.fmean(mine)
+            ref = trimmed_mean(mine)
             self._pairs.append((seconds, ref))
             if seconds > self.ABORT * ref:
                 return self._next_count()                  # far slower: no more of it
@@ -268,7 +277,7 @@ class ThreadGovernor:
         down = self._kind == "down"
         enough = self.TRIAL_DECODES * (1 if down else self.UP)
         timed = sum(r for _, r in self._pairs) >= self.MIN_TRIAL_S     # tiny decodes: more of them
-        decisive = down and len(self._pairs) >= 2 and share < self.DECISIVE
+        decisive = down and len(self._pairs) >= 2 and timed and share < self.DECISIVE
         lost = len(self._pairs) >= 2 and share > 1.0                    # slower so far: no more
         if (decisive or lost or (len(self._pairs) >= enough and timed)
                 or self._trial_n >= self.MAX_TRIAL_DECODES):
