@@ -320,10 +320,9 @@ class Engine(Closing):
         self.tgt = self._own(Context(self.target, s.context(s.target_threads)))
         self.dft = self.head = self.mtp = None
         if self.draft is not None:
+            # decoded on the target's thread, its OpenMP team: one governor (models/threads.py)
             self.dft = self._own(Context(self.draft, s.context(s.draft_threads),
-                                         self.tgt if layer_ids else None))
-        if self.dft is not None:
-            self.dft.share_threads(self.tgt)        # one OpenMP team: one count (models/threads.py)
+                                         self.tgt if layer_ids else None, governor=self.tgt.governor))
         if layer_ids:
             kind = DFlashHead if is_dflash(self.draft) else Head
             self.head = self._own(kind(self.tgt, self.dft, layer_ids))
@@ -364,8 +363,8 @@ class Engine(Closing):
         if self.mtp is None:
             require_nextn(self.target_info, self.target.path)
             s = self.settings
-            ctx = self._own(Context(self.target, s.context(s.draft_threads), self.tgt, mtp=True))
-            ctx.share_threads(self.tgt)
+            ctx = self._own(Context(self.target, s.context(s.draft_threads), self.tgt, mtp=True,
+                                    governor=self.tgt.governor))
             self.mtp = self._own(MtpHead(self.tgt, ctx))
         return self.mtp
 

@@ -419,7 +419,8 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
     with ExitStack() as held:
         held.enter_context(engine.exclusive("a calibration"))
         # threads auto: the counts stay as they are while timed; a slow-down meanwhile is load
-        governors = [c.governor for c in {engine.tgt, timing.dctx} if c is not None and c.governor]
+        governors = list(dict.fromkeys(c.governor for c in (engine.tgt, timing.dctx)
+                                       if c is not None and c.governor))     # one, when shared
         for g in governors:
             held.enter_context(g.hold())
         timing.prefill()

@@ -24,7 +24,7 @@ import numpy as np
 
 from specscope.core.errors import ConfigError, DecodeError, ModelFileError
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.threads import ThreadGovernor, candidates, cores
+from specscope.core.models.threads import ThreadGovernor, candidates
 
 log = logging.getLogger("specscope.llama")
 log.addHandler(logging.NullHandler())
@@ -296,7 +296,7 @@ class Context(Handle):
     it runs the model's nextn blocks instead of its layers (core/models/mtp.py)."""
 
     def __init__(self, model: Model, settings: ContextSettings, other: "Context | None" = None,
-                 *, mtp: bool = False):
+                 *, mtp: bool = False, governor: ThreadGovernor | None = None):
         if model.vocab_only:
             raise ConfigError(f"{model.path}: was loaded for its vocabulary only")
         params = ll.llama_context_default_params()
@@ -304,7 +304,10 @@ class Context(Handle):
         params.n_batch = min(settings.n_batch, settings.n_ctx)
         params.n_ubatch = params.n_batch
         params.n_seq_max = 1
-        threads = settings.n_threads or cores()
+        # threads 0 ("auto"): a governor moves the count with the machine's load, decode by
+        # decode; ``governor``: another context's, when both decode on one thread (one OpenMP team)
+        self.governor = None if settings.n_threads else governor or ThreadGovernor(candidates())
+        threads = settings.n_threads or self.governor.current
         params.n_threads = threads
         params.n_threads_batch = threads
         params.no_perf = True
@@ -333,8 +336,6 @@ class Context(Handle):
         self.mem = ll.llama_get_memory(self.ptr)
         self.n_vocab = model.n_vocab
         self._views: dict[tuple[int, int], np.ndarray] = {}
-        # threads 0 ("auto"): a governor moves the count with the machine's load, decode by decode
-        self.governor = ThreadGovernor(candidates()) if not settings.n_threads else None
         self.pinned = settings.n_threads
         self._count = threads                   # the count llama.cpp has now
 
@@ -379,11 +380,6 @@ class Context(Handle):
         if g is not None:
             g.after(n_tokens, g.clock() - t0, id(self))
 
-    def share_threads(self, other: "Context") -> None:
-        """Decode with ``other``'s governor when both are auto: contexts decoded on one thread
-        share its OpenMP team (core/models/threads.py)."""
-        if self.governor is not None and other.governor is not None:
-            self.governor = other.governor
 
     def prefill(self, tokens, batch: "Batch", what: str, after=None) -> None:
         """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,

@@ -164,6 +164,7 @@ class ThreadGovernor:
         self._shapes: set[tuple[int, int]] = set()
         self._best: dict[tuple[int, int, int], float] = {}
         self._trial: list[int] = []            # counts still to try; the first runs now
+        self._kind = "down"                    # the running trial's: fewer or more threads
         self._pairs: list[tuple[float, float]] = []   # its decodes: (seconds, the current's mean)
         self._trial_n = 0
         self._won: dict[int, tuple[float, float, float]] = {}   # counts that beat the current
@@ -250,7 +251,7 @@ class ThreadGovernor:
                 continue
             counts = self._others(kind) if kind == "down" else self._free_for(self._others(kind))
             if not counts:                       # no core free for more: as a trial lost
-                self._interval[kind] = min(2 * self._interval[kind], self._limit(kind))
+                self._back_off(kind)
                 self._schedule(**{kind: now + self._interval[kind]})
                 continue
             self.trials += 1
@@ -301,7 +302,7 @@ class ThreadGovernor:
                                              f"{theirs * 1e3:.2f} ms"))
             self._moved(new, now)
         else:
-            self._interval[kind] = min(2 * self._interval[kind], self._limit(kind))
+            self._back_off(kind)
         self._forget(self.current)        # the current count's best is learnt anew: the load moved
         self._schedule(down=now + self._interval["down"], up=now + self._interval["up"])
 
@@ -317,8 +318,10 @@ class ThreadGovernor:
         self._interval["down"] = self.FIRST_TRIAL_S
         self.current = new
 
-    def _limit(self, kind: str) -> float:
-        return self.MAX_TRIAL_S if kind == "down" else self.MAX_UP_S
+    def _back_off(self, kind: str) -> None:
+        """That kind of trial lost (or could not run): twice as long until the next one."""
+        limit = self.MAX_TRIAL_S if kind == "down" else self.MAX_UP_S
+        self._interval[kind] = min(2 * self._interval[kind], limit)
 
     def _end_trial(self) -> None:
         if self._trial:
