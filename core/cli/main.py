@@ -3,6 +3,7 @@
     specscope                      open the window on the demo pair
     specscope run      [options]   speculative decoding, headless
     specscope baseline [options]   the target alone, same sampler and stop rules
+    specscope chat     [options]   a conversation that keeps its cache between turns
     specscope replay FILE [--json] print a recorded session (run/baseline --record FILE)
     specscope FILE.jsonl           open the window on a recorded session
     specscope doctor   ...         does a draft fit a target? (see cli_doctor)
@@ -19,7 +20,8 @@ import logging
 import sys
 from pathlib import Path
 
-from specscope.core.cli import (advise as cli_advise, bench as cli_bench, devices as cli_devices, doctor as cli_doctor,
+from specscope.core.cli import (advise as cli_advise, bench as cli_bench, chat as cli_chat,
+                                devices as cli_devices, doctor as cli_doctor,
                                 quantize as cli_quantize, whatif as cli_whatif)
 from specscope.core.cli.args import add_generation_args, add_model_args
 from specscope.core.cli.generate import cmd_generate, cmd_replay
@@ -31,7 +33,7 @@ SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) ->
 
 def build_parser() -> argparse.ArgumentParser:
     SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices,
-                       whatif=cli_whatif, advise=cli_advise)
+                       whatif=cli_whatif, advise=cli_advise, chat=cli_chat)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")

@@ -268,6 +268,16 @@ class _RoundState:
         self.id_last, self.replay = ids[-1], ()
 
 
+@dataclass(frozen=True)
+class Held:
+    """What a run left in the engine's caches, for a conversation's next turn (core/engine/
+    conversation.py): rows [0, len(tokens)) of the target's cache hold ``tokens`` (and the draft
+    model's cache the same), as of the engine's ``epoch`` that run had; ``chain``: its drafters."""
+    tokens: np.ndarray
+    epoch: int
+    chain: object = None
+
+
 class Engine(Closing):
     """Owns the target and (optionally) draft model, their contexts, batches and samplers."""
 
@@ -277,6 +287,7 @@ class Engine(Closing):
         self.settings = settings
         self._stack = ExitStack()
         self._lock = threading.Lock()
+        self.epoch = 0          # how many times the contexts were held: a Held is good for the next
         try:
             self._open(Path(target), Path(draft) if draft else None, progress)
         except BaseException:
@@ -351,6 +362,7 @@ class Engine(Closing):
         ConfigError at once when something else holds them."""
         if not self._lock.acquire(blocking=False):
             raise ConfigError(f"this engine is busy: it cannot start {what} now")
+        self.epoch += 1
         try:
             yield self
         finally:
@@ -378,10 +390,12 @@ class Engine(Closing):
     # ------------------------------------------------------------------ public runs
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
                     sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
-                    stop: threading.Event | None = None, calibration=None) -> "Run":
+                    stop: threading.Event | None = None, calibration=None,
+                    resume: Held | None = None) -> "Run":
         """``calibration``: what the ``cost`` draft policy predicts with
         (``measure.calibrate.policy_calibration``: the caller measures it, or takes it from the cache,
-        before the run, so that a run never starts with seconds of timing)."""
+        before the run, so that a run never starts with seconds of timing). ``resume``: what the
+        turn before left in the caches (a conversation: ``Run.held``), reused where it matches."""
         spec.validate()
         if spec.needs_draft and self.draft is None:
             raise ConfigError(f"{' and '.join(t for t in spec.types if t in MD_TYPES)} needs a "
@@ -393,7 +407,7 @@ class Engine(Closing):
             raise ConfigError("the cost draft policy needs the pair's calibration "
                               "(measure.calibrate.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
-        return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab)
+        return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume)
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
         """draft-eagle3 drafts with an EAGLE-3 head, draft-dflash and draft-dspark with a DFlash
@@ -425,8 +439,9 @@ class Engine(Closing):
         return "draft-simple" if self.head is None else "draft-eagle3"
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
-                 n_predict: int = 128, stop: threading.Event | None = None) -> "Run":
-        return Run(self, prompt, None, sampler, n_predict, stop)
+                 n_predict: int = 128, stop: threading.Event | None = None,
+                 resume: Held | None = None) -> "Run":
+        return Run(self, prompt, None, sampler, n_predict, stop, resume=resume)
 
     def tokenize(self, prompt: str | list[int]) -> list[int]:
         tokens = self.target.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
@@ -445,7 +460,7 @@ class Run:
 
     def __init__(self, engine: Engine, prompt, spec: SpecSettings | None,
                  sampler: SamplerSettings, n_predict: int, stop: threading.Event | None,
-                 policy=None, vocab: str = ""):
+                 policy=None, vocab: str = "", resume: Held | None = None):
         if n_predict < 1:
             raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
         sampler.validate()
@@ -459,6 +474,9 @@ class Run:
         self.stop_event = stop or threading.Event()
         self.policy = policy                 # draft-simple's draft length per round (draft_policy)
         self.vocab_mode = vocab              # "", translate or intersect (drafters/xvocab.py)
+        self.resume = resume                 # what the turn before left in the caches
+        self.held: Held | None = None        # what this run left there (once it ended)
+        self._cached = None                  # () -> the tokens the caches hold now
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
@@ -471,17 +489,29 @@ class Run:
     def __iter__(self) -> Iterator[RoundEvent]:
         e = self.engine
         with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl:
-            if self.spec is None:
-                self._watch_threads(e.tgt, None)
-                self._prefill()
-                yield from self._baseline_rounds(smpl)
-                return
-            rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
-            chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
-            self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and DRAFT_MTP in self.spec.types
-                                else e.dft)
-            self._prefill(chain)
-            yield from self._spec_rounds(smpl, chain, rule)
+            chain = None
+            try:
+                if self.spec is None:
+                    self._watch_threads(e.tgt, None)
+                    self._prefill()
+                    yield from self._baseline_rounds(smpl)
+                    return
+                rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
+                chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
+                self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and DRAFT_MTP in self.spec.types
+                                    else e.dft)
+                self._prefill(chain)
+                yield from self._spec_rounds(smpl, chain, rule)
+            except GeneratorExit:
+                raise
+            except BaseException:
+                self._cached = None
+                raise
+            finally:
+                # between rounds (the end, or the caller stopped iterating) the caches hold the
+                # round state's history; a failure inside a round leaves them unknown
+                cached = self._cached() if self._cached is not None else None
+                self.held = Held(cached, e.epoch, chain) if cached is not None else None
 
     # ------------------------------------------------------------------ prefill
     def _prefill(self, chain=None) -> None:
@@ -490,11 +520,27 @@ class Run:
         e = self.engine
         t0 = time.perf_counter()
         body = self.prompt_tokens[:-1]
+        keep, before = self._reusable(chain, np.asarray(body, dtype=np.int32))
         e.tgt.prefill(body, e.batch, "the prompt on the target",
-                      after=chain.process if chain is not None else None)
+                      after=chain.process if chain is not None else None, keep=keep)
         if chain is not None:
-            chain.begin(np.asarray(body, dtype=np.int32))
-        self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0)
+            chain.begin(np.asarray(body, dtype=np.int32), keep, before)
+        self.prefill = Prefill(tuple(self.prompt_tokens), time.perf_counter() - t0, keep)
+
+    def _reusable(self, chain, body: np.ndarray) -> tuple[int, object]:
+        """(rows of the caches this run keeps, the drafters of the turn before to resume from),
+        as llama-server reuses a slot's cache: the turn before's tokens up to the first that
+        differs from this prompt, where nothing else used the engine in between and both
+        memories can drop part of a sequence (a recurrent or hybrid one starts afresh)."""
+        r, e = self.resume, self.engine
+        if r is None or (chain is not None and not chain.resumes):
+            return 0, None
+        before = r.chain if chain is not None else None
+        if r.epoch != e.epoch - 1 or not (e.tgt_removable and e.dft_removable):
+            return 0, before
+        n = min(len(r.tokens), len(body))
+        diff = np.flatnonzero(r.tokens[:n] != body[:n])
+        return (int(diff[0]) if diff.size else n), before
 
     def _through_eog(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(what the round emits, what it drops): the tokens up to and with the first
@@ -533,6 +579,7 @@ class Run:
         n_past = len(self.prompt_tokens) - 1
         id_last = self.prompt_tokens[-1]
         index = 0
+        self._cached = lambda: np.asarray([*self.prompt_tokens, *self.tokens], np.int32)[:n_past]
         while not self._stopped():
             t0 = time.perf_counter()
             batch.fill((id_last,), n_past, logits="all")
@@ -557,6 +604,7 @@ class Run:
         history = np.zeros(e.tgt.n_ctx + 1, dtype=np.int32)     # llama.cpp's prompt_tgt
         history[:n_past] = self.prompt_tokens[:-1]
         st = _RoundState(n_past, self.prompt_tokens[-1], history)
+        self._cached = lambda: st.prefix.copy()
         while not self._stopped():
             t0, tm, proposal, saved = time.perf_counter(), _Timer(), None, None
             # 1. draft, or take again the tokens a checkpoint round decided

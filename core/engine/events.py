@@ -135,3 +135,9 @@ class Prefill:
     """The prompt, as evaluated before the first round."""
     tokens: tuple[int, ...]
     seconds: float
+    reused: int = 0     # leading tokens the caches held from a conversation's turn before
+
+    @property
+    def decoded(self) -> int:
+        """The prompt's tokens the target decodes this run (the last in the first round)."""
+        return len(self.tokens) - self.reused

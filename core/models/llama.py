@@ -381,12 +381,18 @@ class Context(Handle):
             g.after(n_tokens, g.clock() - t0, id(self))
 
 
-    def prefill(self, tokens, batch: "Batch", what: str, after=None) -> None:
-        """Clear the memory, then decode ``tokens`` at positions 0.. in batch-sized chunks,
-        without logits (a prompt, or a prefix to measure against); ``after(chunk, pos0)`` is
-        called after each chunk's decode (the drafters' ``process``)."""
-        self.clear()
-        for start in range(0, len(tokens), batch.capacity):
+    def prefill(self, tokens, batch: "Batch", what: str, after=None, keep: int = 0) -> None:
+        """Decode ``tokens`` at positions 0.. in batch-sized chunks, without logits (a prompt,
+        or a prefix to measure against); ``after(chunk, pos0)`` is called after each chunk's
+        decode (the drafters' ``process``). The memory is cleared first, or with ``keep`` > 0
+        (a conversation's next turn: the memory already holds ``tokens[:keep]``) cut back to
+        its first ``keep`` rows, and only the tokens after them are decoded."""
+        if keep > 0:
+            if not self.seq_rm(keep, -1):
+                raise RuntimeError(f"llama.cpp could not cut {what} back to {keep} rows")
+        else:
+            self.clear()
+        for start in range(keep, len(tokens), batch.capacity):
             chunk = tokens[start:start + batch.capacity]
             batch.fill(chunk, start, logits="none")
             self.decode(batch, what)

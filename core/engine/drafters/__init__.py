@@ -89,9 +89,22 @@ class Chain:
         self.t_lookup = 0.0                   # seconds in n-gram drafters in the last draft()/accept()
         self.t_sync = 0.0                     # seconds the model drafters synced in accept()/restore()
 
-    def begin(self, prompt: np.ndarray) -> None:
+    @property
+    def resumes(self) -> bool:
+        """Every drafter can take a conversation's next turn from what it holds (Drafter.resumes)."""
+        return all(d.resumes for d in self.drafters)
+
+    def begin(self, prompt: np.ndarray, keep: int = 0, before: "Chain | None" = None) -> None:
+        """The drafters begin a run; in a conversation's next turn (``before``: the chain of
+        the turn before) they resume, the caches holding ``prompt[:keep]``."""
+        if before is None:
+            for d in self.drafters:
+                d.begin(prompt)
+            return
+        olds = {d.name: d for d in before.drafters}
         for d in self.drafters:
-            d.begin(prompt)
+            old = olds.get(d.name)
+            d.resume(prompt, keep, old if type(old) is type(d) else None)
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal | None:
         """The winning proposal, truncated to ``budget``; when none wins, the last drafter's

@@ -76,10 +76,20 @@ class Drafter:
     """Base class. Subclasses set ``name`` (llama.cpp's type name) and implement ``draft``."""
     name = ""
     dropped = 0           # draft-cache rows dropped since take_dropped() (the model drafters')
+    # a conversation's next turn can keep what this drafter holds from the turn before (its
+    # cache's shared prefix): n-gram drafters read the history, the draft model its own cache
+    resumes = True
 
     def begin(self, prompt: np.ndarray) -> None:
         """Once, before the first round, with the prompt's tokens but the last (llama.cpp's
         ``common_speculative_begin``, after the prompt was processed)."""
+
+    def resume(self, prompt: np.ndarray, keep: int, before: "Drafter | None") -> None:
+        """``begin`` for a conversation's next turn: the caches already hold ``prompt[:keep]``
+        and ``before`` is this type's drafter of the turn before (None: there was none). The
+        n-gram drafters begin again from the whole prompt, which holds the turns before; those
+        whose llama.cpp state outlives a request take it over (ngram-cache)."""
+        self.begin(prompt)
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         """Propose tokens to follow ``id_last``. ``history`` is int32, read-only, and only valid

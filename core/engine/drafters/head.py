@@ -31,6 +31,7 @@ from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 class HeadDrafter(Drafter):
     """Subclasses set ``name`` and implement ``process`` (filling ``verify_rows``,
     ``verify_pos_first``, ``pending_row``, ``pending_pos``) and ``_start``."""
+    resumes = False     # its cache is filled from the target's prefill: a turn starts afresh
 
     def __init__(self, head, spec):
         self.head, self.ctx = head, head.ctx

@@ -96,6 +96,11 @@ class DraftModel(Drafter):
         """The prompt but its last token into the draft's cache, as into the target's."""
         self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft")
 
+    def resume(self, prompt: np.ndarray, keep: int, before) -> None:
+        """A conversation's next turn: the draft's cache holds the same rows as the target's
+        (llama-server cuts both at the first difference), so only the rest is decoded."""
+        self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft", keep=keep)
+
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         clock = time.perf_counter
         t = clock()

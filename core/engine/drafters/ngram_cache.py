@@ -257,6 +257,16 @@ class NgramCache(Drafter):
         self._prompt = np.array(prompt, dtype=np.int32)
         update(self.context, self._prompt.tolist())
 
+    def resume(self, prompt: np.ndarray, keep: int, before) -> None:
+        """A conversation's next turn: llama.cpp keeps a sequence's context cache across a
+        slot's requests (its ``begin`` is a no-op) and counts only the tokens past those it
+        counted, so the turn takes over the cache of the turn before (after a regenerate or
+        an edit the history is shorter: nothing is counted until it is longer again)."""
+        if before is None:
+            self.begin(prompt)
+            return
+        self.context, self.cache_size, self._prompt = before.context, before.cache_size, None
+
     def _count_new(self, history: np.ndarray, id_last: int) -> None:
         cur_len = len(history)
         if self._prompt is not None:

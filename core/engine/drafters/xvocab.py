@@ -139,6 +139,7 @@ class Reading:
 class CrossVocab(Drafter):
     """draft-simple across vocabularies, around :class:`DraftModel` (module docs)."""
     name = "draft-simple"
+    resumes = False     # its cache holds the draft's own tokens: a turn starts afresh
 
     def __init__(self, engine, spec, mode: str, policy=None, q=None):
         if q is not None:       # the user's logit bias names target ids; any q keeps ratio exact

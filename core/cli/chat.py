@@ -1,0 +1,176 @@
+"""``specscope chat``: a conversation, headless, that keeps both caches between turns
+(core/session/conversation.py).
+
+On a terminal it reads one message per line and prints the reply and one line of figures;
+``/regen`` generates the last reply again, ``/edit TEXT`` replaces the last message,
+``/reset`` starts a new conversation, ``/stats`` prints the whole conversation's figures,
+``/quit`` (or end of input) ends it. From a pipe it reads the same lines; with ``--json`` it
+prints one JSON object per turn. ``--baseline`` holds the same conversation with the target
+alone: what each turn is checked against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from specscope.core.cli.args import (add_generation_args, add_model_args, engine_settings,
+                                     resolve_models, sampler_settings)
+from specscope.core.cli.spec import add_spec_args, spec_from_args
+from specscope.core.engine.drafters import DRAFT_EAGLE3
+from specscope.core.engine.engine import Engine
+from specscope.core.errors import SpecScopeError
+from specscope.core.measure.calibrate import policy_calibration
+from specscope.core.measure.stats import fold
+from specscope.core.models.probe import guard
+from specscope.core.models.tokentext import TextStream
+from specscope.core.session.conversation import Conversation
+from specscope.core.session.session import RunSettings
+
+COMMANDS = ("/regen", "/edit", "/reset", "/stats", "/quit")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("chat", help="a conversation that keeps its cache between turns",
+                       description=__doc__.split("\n\n")[0])
+    add_model_args(p)
+    add_spec_args(p)
+    add_generation_args(p)
+    p.add_argument("--baseline", action="store_true",
+                   help="the same conversation with the target alone (what each turn is "
+                        "checked against)")
+    p.set_defaults(chat=True)
+
+
+def run(args) -> int:
+    spec = None if args.baseline else spec_from_args(args)
+    target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft),
+                                   head=bool(spec and DRAFT_EAGLE3 in spec.types))
+    settings = engine_settings(args)
+    if not args.no_probe:
+        guard(settings, target, draft)
+    out = sys.stdout
+    with Engine(target, draft, settings) as engine:
+        sampler = sampler_settings(args, engine)
+        calibration = None
+        if spec is not None and spec.draft_policy == "cost" and spec.uses_draft_model:
+            print("calibrating the pair for the cost draft policy…", file=sys.stderr)
+            calibration = policy_calibration(engine, spec, sampler)
+        conv = Conversation(engine, RunSettings(str(target), str(draft) if draft else None, settings,
+                                                spec, sampler, args.n_predict, "", True,
+                                                args.system), calibration=calibration)
+        interactive = sys.stdin.isatty() and not args.json
+        if conv.document:
+            print(f"specscope: {Path(target).name} has no chat template: each message continues "
+                  "one document", file=sys.stderr)
+        if interactive:
+            print("type a message; /regen, /edit TEXT, /reset, /stats, /quit", file=sys.stderr)
+        first = args.prompt if args.prompt is not None else None
+        lines = _lines(first, interactive)
+        for line in lines:
+            try:
+                turn_run = _command(conv, line, out, args)
+            except SpecScopeError as exc:
+                print(f"specscope: {exc}", file=sys.stderr)
+                if not interactive:
+                    return 2
+                continue
+            if turn_run is None:
+                if line.strip() == "/quit":
+                    break
+                continue
+            _play(turn_run, conv, out, args)
+    return 0
+
+
+def _lines(first: str | None, interactive: bool):
+    if first is not None:
+        yield first
+    while True:
+        try:
+            line = input("> ") if interactive else sys.stdin.readline()
+        except EOFError:
+            return
+        if not interactive and not line:
+            return
+        line = line.rstrip("\n")
+        if line.strip():
+            yield line
+
+
+def _command(conv: Conversation, line: str, out, args):
+    """The turn a line starts (None for a command that starts none)."""
+    word, _, rest = line.strip().partition(" ")
+    if word == "/regen":
+        return conv.regenerate()
+    if word == "/edit":
+        return conv.edit(rest)
+    if word == "/reset":
+        conv.reset()
+        print("a new conversation", file=sys.stderr)
+        return None
+    if word == "/stats":
+        print("\n".join(conversation_lines(conv)), file=sys.stderr if args.json else out)
+        return None
+    if word == "/quit":
+        return None
+    if word.startswith("/") and word[1:].isalpha():
+        raise SpecScopeError(f"unknown command {word} (known: {', '.join(COMMANDS)})")
+    return conv.say(line)
+
+
+def _play(turn_run, conv: Conversation, out, args) -> None:
+    stream = None if args.json else TextStream(conv.engine.target)
+    for event in turn_run:
+        if stream is not None:
+            out.write(stream.feed(event.emitted))
+            out.flush()
+    turn = turn_run.turn
+    index = len(conv.turns)
+    if args.json:
+        json.dump(turn_document(turn, index), out)
+        out.write("\n")
+    else:
+        out.write(stream.flush() + "\n")
+        print(turn_line(turn, index), file=sys.stderr)
+    out.flush()
+
+
+def turn_document(turn, index: int) -> dict:
+    """One turn as ``chat --json`` prints it."""
+    p, run = turn.prefill, turn.session.run
+    return {"turn": index, "user": turn.user, "text": turn.reply, "tokens": turn.tokens,
+            "finish": turn.finish, "regenerated": turn.regenerated,
+            "prompt_tokens": list(p.tokens), "prefill_tokens": p.decoded,
+            "reused_tokens": p.reused, "prefill_s": p.seconds,
+            "stats": run.stats.to_dict(), "rounds": [e.to_dict() for e in run.events]}
+
+
+def turn_line(turn, index: int) -> str:
+    s, p = turn.session.run.stats, turn.prefill
+    line = (f"[turn {index}: {s.n_tokens} tokens, {s.tokens_per_s:.1f} tokens/s, stopped by "
+            f"{turn.finish}; prompt {len(p.tokens)} tokens, {p.reused} reused from the turn "
+            f"before, {p.decoded} prefilled")
+    if turn.session.kind == "spec":
+        line += f"; accepted {s.n_accept}/{s.n_drafted} drafted"
+    return line + "]"
+
+
+def conversation_lines(conv: Conversation) -> list[str]:
+    """The whole conversation's figures: every turn's rounds folded together."""
+    if not conv.turns:
+        return ["no turn yet"]
+    events = [e for t in conv.turns for e in t.session.run.events]
+    s = fold(events)
+    reused = sum(t.prefill.reused for t in conv.turns)
+    decoded = sum(t.prefill.decoded for t in conv.turns)
+    lines = [f"conversation: {len(conv.turns)} turns, {s.n_tokens} tokens in {s.t_total:.3f} s = "
+             f"{s.tokens_per_s:.1f} tokens/s",
+             f"prompts: {decoded} tokens prefilled, {reused} reused from the turns before"]
+    if conv.turns[0].session.kind == "spec":
+        per_pos = "  ".join(f"{p:.2f}" for p in s.position_acceptance) or "-"
+        lines += [f"accepted {s.n_accept} of {s.n_drafted} drafted "
+                  f"({100 * s.acceptance_rate:.1f}%); by draft position: {per_pos}"]
+    return lines

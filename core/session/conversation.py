@@ -1,0 +1,209 @@
+"""A conversation: turns on one engine that keep both caches between them, as llama-server
+keeps a slot's.
+
+Each turn gives the target the whole conversation so far: rendered in the target's own chat
+template (core/models/chat.py) with the new user message and the generation prompt, or, for a
+target without a chat template, as one document (each user text appended to the text so far,
+each reply after it). The run (``Engine.speculative``/``baseline`` with ``resume``) keeps the
+rows the turn before left in both caches up to the first token that differs from the new
+prompt (``llama_memory_seq_rm`` from there, as the server cuts a slot's memory) and prefills
+only the rest: ``Turn.prefill.reused`` rows kept, ``Turn.prefill.decoded`` tokens decoded.
+Regenerating or editing the last turn renders a conversation that differs from the cached one
+where that turn's reply (or message) starts, so both caches are cut back there.
+
+What the drafters keep between turns, per type, beside what llama.cpp's server keeps across
+a slot's requests (common/speculative.cpp, tools/server/server-context.cpp):
+
+* draft-simple: its cache, cut where the target's is (the server's slot memory holds both).
+  Across vocabularies (--spec-vocab translate/intersect) its cache holds the draft's own
+  tokens: the turn starts afresh (both caches prefilled again);
+* draft-eagle3, draft-dflash, draft-dspark, draft-mtp: llama.cpp keeps their caches, filled
+  from the target's batches; SpecScope's heads fill theirs from the target's prefill, so the
+  turn starts afresh (both caches prefilled again, ``reused`` 0);
+* ngram-simple, ngram-map-k, ngram-map-k4v: they read the history, which holds the turns
+  before; SpecScope indexes the prompt again each turn (llama.cpp's map keeps its index and
+  cleans it from where the history shrank): the same drafts;
+* ngram-mod: llama.cpp's hash pool outlives a request (``begin`` adds the prompt's n-grams and
+  empties it past a quarter full); SpecScope's table holds positions in one run's history and
+  is rebuilt from the whole conversation each turn: the same entries while the conversation
+  only grows; after a regenerate or an edit llama.cpp's pool still holds the dropped reply's
+  n-grams and SpecScope's does not;
+* ngram-cache: its context cache outlives a request and counts only the tokens past those it
+  counted (``sinfo.cache_size``): the turn takes it over (``NgramCache.resume``).
+
+A conversation that would overflow the context raises ``ContextFullError`` in one line before
+anything runs, and keeps every turn. A turn stopped part way is kept with finish "stopped"; a
+turn that failed is dropped and the next one starts with both caches afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+from specscope.core.engine.events import Prefill, RoundEvent
+from specscope.core.errors import ContextFullError, SpecScopeError
+from specscope.core.models.chat import chat_template, render_messages
+from specscope.core.models.tokentext import text_of
+from specscope.core.session.session import RunSettings, Session
+
+
+@dataclass
+class Turn:
+    """One user message and the reply the engine gave it."""
+    user: str
+    session: Session              # the turn's run: prompt (the whole conversation), events, stats
+    prefill: Prefill
+    regenerated: int = 0          # how many times this turn was generated again
+
+    @property
+    def reply(self) -> str:
+        """The reply's text (end-of-generation tokens left out)."""
+        return self.session.text()
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.session.run.tokens
+
+    @property
+    def finish(self) -> str:
+        return self.session.run.finish
+
+
+class Conversation:
+    """Turns on one engine (see the module docs). ``spec`` None: the target alone (the turns a
+    speculative conversation is checked against, ``specscope chat --baseline``)."""
+
+    def __init__(self, engine, settings: RunSettings, *, calibration=None):
+        self.engine = engine
+        self.settings = settings                    # the prompt field is each turn's user text
+        self.calibration = calibration
+        self.chat = chat_template(engine.target) is not None
+        self.turns: list[Turn] = []
+        self._held = None                           # what the last turn left in the caches
+
+    @property
+    def document(self) -> bool:
+        """The target has no chat template: the conversation is one document, continued."""
+        return not self.chat
+
+    def messages(self, turns: list[Turn], user: str) -> list[dict]:
+        system = self.settings.system
+        out = [{"role": "system", "content": system}] if system else []
+        for t in turns:
+            out += [{"role": "user", "content": t.user}, {"role": "assistant", "content": t.reply}]
+        return out + [{"role": "user", "content": user}]
+
+    def prompt_text(self, turns: list[Turn], user: str) -> str:
+        """What the target is given for a turn after ``turns``: the chat template's rendering of
+        the conversation, or the document so far with ``user`` appended."""
+        if self.chat:
+            return render_messages(self.engine.target, self.messages(turns, user))
+        text = self.settings.system or ""
+        for t in turns:
+            text = _joined(text, t.user) + t.reply
+        return _joined(text, user)
+
+    # -- turns ----------------------------------------------------------------
+    def say(self, user: str, stop=None) -> "TurnRun":
+        """A new turn: iterate the returned run for its round events; the turn joins the
+        conversation when the run ends. Raises (one line, nothing changed) when the
+        conversation does not fit the context or the engine cannot start."""
+        if not user.strip():
+            raise SpecScopeError("the message is empty")
+        return self._start(list(self.turns), user, 0, stop)
+
+    def regenerate(self, stop=None) -> "TurnRun":
+        """The last turn generated again (at temperature > 0 with the next seed)."""
+        last = self._last("regenerate")
+        return self._start(self.turns[:-1], last.user, last.regenerated + 1, stop)
+
+    def edit(self, user: str, stop=None) -> "TurnRun":
+        """The last turn's message replaced by ``user``, and its reply generated again."""
+        self._last("edit")
+        if not user.strip():
+            raise SpecScopeError("the message is empty")
+        return self._start(self.turns[:-1], user, 0, stop)
+
+    def reset(self) -> None:
+        """A new conversation on the same engine (the caches start afresh)."""
+        self.turns, self._held = [], None
+
+    def _last(self, what: str) -> Turn:
+        if not self.turns:
+            raise SpecScopeError(f"nothing to {what}: the conversation has no turn yet")
+        return self.turns[-1]
+
+    def _start(self, before: list[Turn], user: str, regenerated: int, stop) -> "TurnRun":
+        s, e = self.settings, self.engine
+        text = self.prompt_text(before, user)
+        try:
+            tokens = e.tokenize(text)
+        except ContextFullError:
+            n = len(e.target.tokenize(text))
+            raise ContextFullError(f"the conversation no longer fits the context: it is {n} "
+                                   f"tokens and the context holds {e.tgt.n_ctx}; start a new "
+                                   "conversation or raise the context size (every turn is "
+                                   "kept)") from None
+        sampler = replace(s.sampler, seed=s.sampler.seed + regenerated) if regenerated else s.sampler
+        if s.spec is None:
+            run = e.baseline(tokens, sampler, s.n_predict, stop, resume=self._held)
+        else:
+            run = e.speculative(tokens, s.spec, sampler, s.n_predict, stop,
+                                calibration=self.calibration, resume=self._held)
+        settings = replace(s, prompt=user, chat=self.chat, sampler=sampler)
+        session = Session.start(settings, "baseline" if s.spec is None else "spec", text,
+                                run.prompt_tokens, e.target)
+        return TurnRun(self, before, Turn(user, session, None, regenerated), run)
+
+    def _ended(self, turn_run: "TurnRun", ok: bool) -> None:
+        run, turn = turn_run.run, turn_run.turn
+        self._held = run.held if ok else None
+        if not ok:
+            return
+        turn.prefill = run.prefill
+        turn.session.run.prefill_s = run.prefill.seconds
+        turn.session.run.end(run.finish)
+        self.turns = [*turn_run.before, turn]
+
+
+class TurnRun:
+    """A turn being generated: iterate it for the round events (``Run``'s); when the iteration
+    ends (the run finished, was stopped, or the caller stopped iterating) the turn joins the
+    conversation."""
+
+    def __init__(self, conversation: Conversation, before: list[Turn], turn: Turn, run):
+        self.conversation, self.before, self.turn, self.run = conversation, before, turn, run
+
+    def stop(self) -> None:
+        self.run.stop()
+
+    def __iter__(self) -> Iterator[RoundEvent]:
+        ok, events = False, iter(self.run)
+        try:
+            for event in events:
+                self.turn.session.run.append([event])
+                yield event
+            ok = True
+        except GeneratorExit:
+            ok = True
+            raise
+        finally:
+            events.close()          # the run records what it left in the caches (Run.held)
+            if ok and not self.run.finish:
+                self.run.finish = "stopped"
+            self.conversation._ended(self, ok)
+
+    def play(self) -> Turn:
+        """Run the turn to its end; the turn."""
+        for _ in self:
+            pass
+        return self.turn
+
+
+def _joined(text: str, part: str) -> str:
+    """A document turn's user text after the text so far: on a new line unless the text ends
+    with a space or a new line (a reply continues the text as it was generated)."""
+    if not text or not part or text.endswith(("\n", " ")):
+        return text + part
+    return text + "\n" + part
