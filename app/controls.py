@@ -101,6 +101,20 @@ class PromptEditor(QGroupBox):
         self.editor.setMinimumHeight(80)
         self.editor.setMaximumHeight(130)
         lay.addWidget(self.editor)
+        # the settings a first run changes most, next to the prompt (linked to the parameters
+        # below: link_basics)
+        basics = QHBoxLayout()
+        self.max_tokens = QSpinBox(minimum=1, maximum=1_000_000, value=256, singleStep=64)
+        self.max_tokens.setToolTip("Tokens to generate (n_predict; also under Parameters)")
+        self.temp = QDoubleSpinBox(minimum=0.0, maximum=5.0, singleStep=0.1, decimals=2, value=0.0)
+        self.temp.setSpecialValueText("greedy")
+        self.temp.setToolTip("The target's temperature: greedy at 0 (also under Parameters, with "
+                             "top-k, top-p, min-p and the seed)")
+        for label, w in (("Max tokens", self.max_tokens), ("Temperature", self.temp)):
+            basics.addWidget(QLabel(label))
+            basics.addWidget(w)
+        basics.addStretch(1)
+        lay.addLayout(basics)
         self._chat_wanted = True      # the user's choice, kept while a target has no template
         self.has_template: bool | None = None
         self.set_template_available(None)
@@ -153,6 +167,8 @@ class PromptEditor(QGroupBox):
         """While a run is in progress the prompt and its chat settings stay as they were."""
         self.editor.setReadOnly(read_only)
         self.system.setReadOnly(read_only)
+        self.max_tokens.setEnabled(not read_only)
+        self.temp.setEnabled(not read_only)
         self.chat.setEnabled(not read_only and self.has_template is True)
 
     def to_dict(self) -> dict:
@@ -332,3 +348,28 @@ class ParamsPanel(QGroupBox):
         self.from_dict(d)
         if spec is not None:
             self.drafter.synth.set_fields(spec.synth_len, spec.synth_rates)
+
+
+def link_basics(prompt: PromptEditor, params: "ParamsPanel") -> None:
+    """The prompt's Max tokens and Temperature follow the parameters (n_predict; the sampler and
+    its temperature) and set them: temperature 0 is the greedy sampler."""
+    def from_params(*_):
+        for w in (prompt.max_tokens, prompt.temp):
+            w.blockSignals(True)
+        prompt.max_tokens.setValue(params.n_predict.value())
+        greedy = params.sampler.currentData() == "greedy"
+        prompt.temp.setValue(0.0 if greedy else params.temperature.value())
+        for w in (prompt.max_tokens, prompt.temp):
+            w.blockSignals(False)
+
+    def to_params(*_):
+        params.n_predict.setValue(prompt.max_tokens.value())
+        t = prompt.temp.value()
+        params.sampler.setCurrentIndex(params.sampler.findData("greedy" if t <= 0 else "temperature"))
+        if t > 0:
+            params.temperature.setValue(max(t, params.temperature.minimum()))
+
+    params.changed.connect(from_params)
+    prompt.max_tokens.valueChanged.connect(to_params)
+    prompt.temp.valueChanged.connect(to_params)
+    from_params()

@@ -100,11 +100,11 @@ class DetailsDialog(QDialog):
         self.setWindowTitle(title)
         self.resize(760, 420)
         lay = QVBoxLayout(self)
-        label = QLabel(message)
+        self.label = label = QLabel(message)
         label.setWordWrap(True)
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(label)
-        text = QPlainTextEdit(details)
+        self.text = text = QPlainTextEdit(details)
         text.setReadOnly(True)
         text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         lay.addWidget(text, 1)
@@ -116,6 +116,11 @@ class DetailsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
+
+    def set_content(self, message: str, details: str) -> None:
+        """A newer message replaces the one shown."""
+        self.label.setText(message)
+        self.text.setPlainText(details)
 
 
 class MessageBanner(QFrame):
@@ -163,6 +168,11 @@ class MessageBanner(QFrame):
         self.icon.setText(icon)
         self.label.setText(message + (f"  (×{self.count})" if self.count > 1 else ""))
         self.details_button.setVisible(bool(details))
+        if self.dialog is not None and self.dialog.isVisible():   # it shows the newest message
+            if details:
+                self.dialog.set_content(message, details)
+            else:
+                self.dialog.close()
         self.show()
 
     def show_error(self, exc: BaseException, tb: str = "", context: str = "", hint: str = "") -> None:
@@ -176,6 +186,10 @@ class MessageBanner(QFrame):
         self.show_message("error", message, tb)
 
     def show_details(self) -> None:
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.set_content(self.message, self.details)
+            self.dialog.raise_()
+            return
         self.dialog = DetailsDialog("SpecScope — details", self.message, self.details, self.log_path,
                                     self.window())
         self.dialog.setModal(False)

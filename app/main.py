@@ -126,7 +126,8 @@ def make_app(argv=None):
         app = QApplication(list(argv) if argv is not None else [sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(ORG_NAME)
-    app.setApplicationDisplayName(APP_NAME)
+    # no setApplicationDisplayName: Qt appends a display name to every window title
+    # ("SpecScope — speculative decoding, live — SpecScope"); the titles name SpecScope
     app.setDesktopFileName(DESKTOP_FILE)
     from PySide6.QtGui import QIcon
     app.setWindowIcon(QIcon(str(icon_path())))

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QScrollArea, QVBox
 
 from specscope.core.session.run_state import RunState
 
+from .chat_bar import ChatBar
 from .drafter_panel import SYNTH_WARNING
 from .playback import Playback, Scrubber
 from .token_view import TokenView, legend_html
@@ -78,12 +79,18 @@ class ShownRun(QWidget):
         self.show_rejected.setChecked(True)
         self.show_rejected.setToolTip("Show the drafted tokens the target rejected, struck through (Ctrl+H)")
         self.show_rejected.toggled.connect(self.token_view.set_show_rejected)
+        self.show_template = QCheckBox("show template")
+        self.show_template.setToolTip("A chat: show the prompt as the target was given it, with the "
+                                      "chat template's tokens, instead of the messages and replies")
+        self.show_template.setVisible(False)
+        self.show_template.toggled.connect(self._template_toggled)
         tl = QVBoxLayout(self)
         tl.setContentsMargins(8, 4, 8, 4)
         title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
                        "position, drafter and why it was drafted</span>")
         title_row = QHBoxLayout()
         title_row.addWidget(title, 1)
+        title_row.addWidget(self.show_template)
         title_row.addWidget(self.show_rejected)
         tl.addLayout(title_row)
         tl.addWidget(self.legend)
@@ -99,6 +106,8 @@ class ShownRun(QWidget):
         self.scrubber = Scrubber()
         self.scrubber.setEnabled(False)
         tl.addWidget(self.scrubber)
+        self.chat_bar = ChatBar()                        # the conversation goes on (the window's)
+        tl.addWidget(self.chat_bar)
 
     def attach(self, plots, cost_panel, timeline, distance_view) -> None:
         """The pyqtgraph views, once built (after the window shows)."""
@@ -145,12 +154,27 @@ class ShownRun(QWidget):
         self.scrubber.show_at(0, 0)
 
     def _begin(self) -> None:
-        """The text starts again with the session's prompt, the legend names its drafters."""
+        """The text starts again with the session's prompt, the legend names its drafters. A
+        chat shows its messages and replies (the template's tokens on request), a conversation
+        without a template its document, the earlier replies coloured as they were made."""
         s = self.session
-        self.token_view.begin(s.prompt_text, s.vocab, s.prompt_tokens)
+        st = s.settings
+        self.show_template.setVisible(st.chat)
+        if (st.chat and not self.show_template.isChecked()) or (st.history and not st.chat):
+            self.token_view.begin_conversation(s.prompt_text, s.vocab, s.prompt_tokens, s.turns,
+                                               st.history, st.prompt, document=not st.chat)
+        else:
+            self.token_view.begin(s.prompt_text, s.vocab, s.prompt_tokens)
         spec = s.settings.spec
         self.legend.setText(legend_html(spec.types if spec is not None else ()))
         self.drawn = 0
+
+    def _template_toggled(self) -> None:
+        if self.session is not None:
+            events = self.events                 # the rounds shown, shown again
+            self._begin()
+            self.token_view.append_events(events)
+            self.drawn = len(events)
 
     # ------------------------------------------------------------------ drawing
     def draw(self, live: bool = False, point: bool = False) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable
 
@@ -35,6 +35,7 @@ from specscope.core.models.tokentext import TokenText, hex_bytes, shares
 from .drafter_style import drafter_colors, drafter_html
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
+MESSAGE = "message"      # a conversation's user message (the chat template's tokens hidden)
 
 COLORS = {   # kind -> (foreground, background); also used by the legend
     PROMPT: ("#6b6b6b", None),
@@ -42,6 +43,7 @@ COLORS = {   # kind -> (foreground, background); also used by the legend
     TARGET: ("#1e3a8a", "#c9dcff"),
     REJECTED: ("#b42318", "#fde4e1"),
     UNCHECKED: ("#b0837d", None),
+    MESSAGE: ("#111827", "#eceff3"),
 }
 # hovering an n-gram draft's token highlights where it came from
 # (saturated, white text: unlike any token colour)
@@ -190,6 +192,51 @@ class TokenView(QPlainTextEdit):
         self.highlight(None)
         self._stream = TokenText()
         self._prompt = ""
+
+    def begin_conversation(self, prompt: str, vocab, prompt_tokens, turns, history, message: str,
+                           document: bool) -> None:
+        """A conversation's turn with the chat template's tokens hidden: each turn before it
+        (``turns``: (message, Session) pairs, else ``history``: their texts) as its message and
+        its reply, coloured by that turn's own rounds (hover works on them), then this turn's
+        message; the reply follows as ``append_events`` brings it. ``document``: the target
+        has no chat template, so the messages continue one document."""
+        self.clear_tokens()
+        self._vocab, self._prompt = vocab, prompt
+        pieces = []
+        turns = turns or [(m, reply) for m, reply in history]
+        for k, (text, made) in enumerate(turns, 1):
+            pieces.append(self._message(text, k, document, pieces))
+            if isinstance(made, str):           # only its text is known (a session file)
+                pieces.append(_Piece(PROMPT, -1, -1, -1, made, lambda k=k: f"the reply of turn {k}"))
+            else:
+                pieces += self._earlier_reply(made, k)
+        pieces.append(self._message(message, len(turns) + 1, document, pieces))
+        self._history.extend(prompt_tokens)
+        self._stream = TokenText()
+        self._append(pieces)
+
+    def _message(self, text: str, turn: int, document: bool, before: list) -> "_Piece":
+        shown = "".join(p.text for p in before)
+        if document:        # the document goes on: a new line unless it ends with one
+            sep = "" if not shown or shown.endswith(("\n", " ")) else "\n"
+            return _Piece(PROMPT, -1, -1, -1, sep + text,
+                          lambda: f"your text of turn {turn}: this target has no chat template, "
+                                  "so each message continues one document")
+        sep = "" if not shown else ("\n" if shown.endswith("\n") else "\n\n")
+        return _Piece(MESSAGE, -1, -1, -1, f"{sep}You: {text}\n",
+                      lambda: f"your message of turn {turn} (the chat template's tokens around "
+                              "it are hidden: <i>show template</i> shows them)")
+
+    def _earlier_reply(self, session, turn: int) -> list["_Piece"]:
+        """An earlier turn's reply, from its own rounds and vocabulary (its rounds are not
+        this session's: they take no round number)."""
+        vocab, history = self._vocab, self._history
+        self._vocab, self._history, self._stream = session.vocab, [], TokenText()
+        try:
+            pieces = [p for ev in session.run.events for p in self._round_pieces(ev)]
+        finally:
+            self._vocab, self._history = vocab, history
+        return [replace(p, round=-1) for p in pieces]
 
     def begin(self, prompt: str, vocab, prompt_tokens=()) -> None:
         """A new run: show the prompt (its tokens, when given), remember the vocabulary."""
@@ -399,7 +446,8 @@ class TokenView(QPlainTextEdit):
         for p in pieces:
             if record:
                 self._pieces.append(p)
-                if p.kind in (ACCEPTED, TARGET) and p.text and not self._vocab.is_eog(p.token):
+                if p.kind in (ACCEPTED, TARGET) and p.round >= 0 and p.text \
+                        and not self._vocab.is_eog(p.token):
                     self._generated.append(p.text)
             self._insert(cursor, p)
         cursor.endEditBlock()

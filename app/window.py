@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QScrollArea, QS
 
 from specscope.core.session.run_state import SWEEPING_IN, RunState
 
-from .controls import ParamsPanel, PromptEditor
+from .controls import ParamsPanel, PromptEditor, link_basics
 from .copy_command import CopyCommand
 from .desktop import guard_wheel
 from .drafter_panel import head_slot
@@ -193,6 +193,15 @@ class MainWindow(QMainWindow):
         top = self.text_pane = self.shown
         self.token_view, self.legend, self.show_rejected = top.token_view, top.legend, top.show_rejected
         self.synth_warning, self.scrubber, self.playback = top.synth_warning, top.scrubber, top.playback
+        from specscope.core.session.conversation import ChatLog
+        self.chat_log = ChatLog()                # the conversation the runs make (app/chat_bar.py)
+        self.chat_bar = top.chat_bar
+        self.chat_bar.send.connect(self.chat_send)
+        self.chat_bar.regenerate.connect(self.chat_regenerate)
+        self.chat_bar.edit.connect(lambda: self.chat_bar.start_edit(self.chat_log.turns[-1][0])
+                                   if self.chat_log.turns else None)
+        self.chat_bar.new_conversation.connect(self.chat_new)
+        link_basics(self.prompt, self.params)
 
         # pyqtgraph takes about a second to import: the plot tabs are built once the window shows
         self.plots = self.cost_tab = self.cost_panel = self.compare = self.advisor = None   # _build_panels
@@ -544,6 +553,53 @@ class MainWindow(QMainWindow):
         for controls in (self.pair_panel, self.params, self.params.drafter):
             controls.setEnabled(not busy)
         self.prompt.set_read_only(busy)
+        self._update_chat()
+
+    # ================================================================== the conversation
+    def _update_chat(self) -> None:
+        c, log = self.controller, self.chat_log
+        s = c.session
+        turns = len(log.turns) if s is not None and log.is_last(s) else 0
+        document = s is not None and not s.settings.chat
+        figures = log.figures() if turns else ""
+        if turns and document:
+            figures = ("This target has no chat template: each message continues one document. "
+                       + figures)
+        self.chat_bar.show_state(turns, not c.busy and not c.refusal("run"), document, figures)
+
+    def chat_send(self, message: str, editing: bool = False, step: bool = False) -> None:
+        """Continue the conversation shown with ``message`` (``editing``: in place of the last)."""
+        turns = self.chat_log.turns
+        self._chat_turn(message, turns[:-1] if editing else turns, step=step)
+
+    def chat_regenerate(self) -> None:
+        turns = self.chat_log.turns
+        if turns:
+            self._chat_turn(turns[-1][0], turns[:-1], regenerate=self.chat_log.regenerations + 1)
+
+    def chat_new(self) -> None:
+        self.chat_log.clear()
+        self._update_chat()
+        self.prompt.editor.setFocus()
+        self.stats_bar.set_state("New conversation: type the first message in the prompt box "
+                                 "and press Run")
+
+    def _chat_turn(self, message: str, turns, regenerate: int = 0, step: bool = False) -> None:
+        """A run given the turns before (the engine keeps both caches from the turn before);
+        a regenerate draws with the next seed."""
+        from dataclasses import replace
+        from specscope.core.session.conversation import ChatLog
+        if self.controller.busy or self._refused():
+            return
+        req = self.request("spec", step=step)
+        if req is None:
+            return
+        sampler = replace(req.sampler, seed=req.sampler.seed + regenerate) if regenerate else req.sampler
+        req = replace(req, prompt=message, history=ChatLog.history(turns), turns=tuple(turns),
+                      sampler=sampler)
+        if step:
+            self.tabs.setCurrentWidget(self.round_view)
+        self._start(req)
 
     # ================================================================== the controller's news
     def _heard(self, what: str, payload) -> None:
@@ -570,6 +626,9 @@ class MainWindow(QMainWindow):
             self.run_done.emit(req.run_id, "error")
 
     def _run_ended(self, ended) -> None:
+        if ended.session is not None and not ended.beside:
+            self.chat_log.ended(ended.session)      # the conversation's turn (a Run: its first)
+            self._update_chat()
         if ended.session is not None:
             self.files.autosave(ended.session)
             if ended.verdict is not None:

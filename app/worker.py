@@ -89,6 +89,7 @@ class EngineWorker(QObject):
         self._request: RunRequest | None = None
         self._prefill_sent = False
         self._vocab = None
+        self._held = None                       # what the last run left in the caches (Run.held)
         self.rounds_done = 0                    # rounds the current run has yielded (for tests)
 
     # ------------------------------------------------------------------ engine
@@ -165,6 +166,7 @@ class EngineWorker(QObject):
     def _drop_generator(self) -> None:
         if self._gen is not None:
             self._gen.close()             # releases the engine's lock (finally blocks run here)
+            self._held = self._run.held   # what the run left in the caches (a conversation's)
         self._gen = self._run = self._request = None
 
     # ------------------------------------------------------------------ slots
@@ -198,15 +200,20 @@ class EngineWorker(QObject):
                                 need_draft=request.kind == "spec" and request.spec.needs_draft)
             e = self._engine
             prompt = request.prompt
-            if request.chat:
-                from specscope.core.models.chat import render_chat
-                prompt = render_chat(e.target, prompt, request.system or None)
+            if request.chat or request.history:    # a chat message, or a conversation's next turn
+                from specscope.core.session.conversation import conversation_prompt
+                prompt = conversation_prompt(e.target, request.chat, request.system or None,
+                                             request.history, prompt)
             calibration = self._policy_calibration(request)
+            # a conversation's next turn keeps what the turn before left in the caches
+            resume = self._held if request.history else None
             if request.kind == "spec":
                 run = e.speculative(prompt, request.spec, request.sampler, request.n_predict,
-                                    request.stop, calibration[0] if calibration else None)
+                                    request.stop, calibration[0] if calibration else None,
+                                    resume=resume)
             else:
-                run = e.baseline(prompt, request.sampler, request.n_predict, request.stop)
+                run = e.baseline(prompt, request.sampler, request.n_predict, request.stop,
+                                 resume=resume)
         except CalibrationStopped:           # Stop while calibrating: a stopped run, not a failure
             self.run_finished.emit(request.run_id, "stopped")
             return

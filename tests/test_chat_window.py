@@ -61,6 +61,13 @@ def run(qtbot, w: MainWindow) -> str:
 
 
 def prompt_tokens(w: MainWindow) -> list[int]:
+    """The prompt's tokens as the target was given them (the view shows them with the template)."""
+    if w.shown.show_template.isVisible() and not w.shown.show_template.isChecked():
+        w.shown.show_template.setChecked(True)
+        tokens = [s.token for s in w.token_view.spans if s.kind == PROMPT]
+        w.shown.show_template.setChecked(False)
+        assert tokens == list(w.controller.session.prompt_tokens)
+        return tokens
     return [s.token for s in w.token_view.spans if s.kind == PROMPT]
 
 
@@ -79,8 +86,12 @@ def test_chat_toggle_follows_the_target_and_the_run_uses_the_template(qtbot, set
             raw = m.tokenize("Name a colour.")
         finally:
             m.close()
-        # this vocabulary adds a BOS (<|endoftext|>) before the template's text
+        # the messages and the reply, the template's tokens hidden; shown on request (this
+        # vocabulary adds a BOS, <|endoftext|>, before the template's text)
+        assert w.token_view.toPlainText().startswith("You: Name a colour.\n")
+        w.shown.show_template.setChecked(True)
         assert w.token_view.toPlainText().startswith("<|endoftext|><|im_start|>system\nBe brief.<|im_end|>")
+        w.shown.show_template.setChecked(False)
         assert w.controller.stats_document()["run"]["chat"] is True
 
         # a target without a template: the toggle shows off and disabled, the prompt goes as typed

@@ -45,19 +45,28 @@ def alone(engine, prompt_tokens, n_predict):
     return run.tokens
 
 
-def lossless(engine, prompt_tokens, tokens, events, n_predict) -> str:
+def lossless(engine, prompt_tokens, tokens, events, n_predict, before=(), reused=0) -> str:
     """The turn against the target alone on its whole conversation: identical, or a
-    divergence the lossless check finds numerical (anything else fails)."""
+    divergence the lossless check finds numerical (anything else fails). ``before``: the turns
+    before as (prompt tokens, reused, events): the check replays them, so the rows the turn kept
+    hold the numbers it read."""
     base = alone(engine, prompt_tokens, n_predict)
     if list(tokens) == base:
         return "identical"
-    report = check_lossless(engine, list(prompt_tokens), base, list(tokens), list(events))
+    report = check_lossless(engine, list(prompt_tokens), base, list(tokens), list(events),
+                            before=before, reused=reused)
     assert report.verdict == "numerical", report.describe()
     return report.verdict
 
 
-def check_turn(engine, turn, n_predict) -> str:
-    return lossless(engine, turn.prefill.tokens, turn.tokens, turn.session.run.events, n_predict)
+def check_turn(engine, turn, n_predict, conv=None) -> str:
+    """``check`` on a conversation's turn: the runs since the last that prefilled from nothing
+    made the rows it kept (``conv.runs``: regenerated turns too)."""
+    runs = conv.runs[:conv.runs.index(turn)] if conv is not None else []
+    fresh = max((i for i, t in enumerate(runs) if not t.prefill.reused), default=len(runs))
+    before = [(t.prefill.tokens, t.prefill.reused, t.session.run.events) for t in runs[fresh:]]
+    return lossless(engine, turn.prefill.tokens, turn.tokens, turn.session.run.events, n_predict,
+                    before, turn.prefill.reused)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +85,7 @@ def test_each_turn_equals_the_target_alone_and_prefills_only_what_is_new(smol, s
     assert [t.user for t in conv.turns] == QUESTIONS
     for i, turn in enumerate(conv.turns):       # (checked after: a check uses the engine)
         p = turn.prefill
-        check_turn(smol, turn, 24)
+        check_turn(smol, turn, 24, conv)
         assert turn.session.prompt_text.count("<|im_start|>user") == i + 1
         if i == 0:
             assert p.reused == 0
@@ -136,7 +145,7 @@ def test_regenerate_and_edit_cut_both_caches_back(smol, smollm2):
     old = np.asarray(second.prefill.tokens)
     common = int(np.flatnonzero(prompt[:len(old)] != old[:len(prompt)])[0])
     assert edited.prefill.reused == common
-    check_turn(smol, edited, 24)
+    check_turn(smol, edited, 24, conv)
     with pytest.raises(SpecScopeError, match="empty"):
         conv.edit("  ")
     conv.reset()
@@ -152,7 +161,7 @@ def test_another_run_in_between_means_a_fresh_prefill(smol, smollm2):
     list(smol.baseline("Something else entirely.", SamplerSettings(), 4))
     turn = conv.say(QUESTIONS[1]).play()
     assert turn.prefill.reused == 0
-    check_turn(smol, turn, 24)
+    check_turn(smol, turn, 24, conv)
 
 
 def test_a_stopped_turn_is_kept_and_the_next_one_goes_on(smol, smollm2):
@@ -165,7 +174,7 @@ def test_a_stopped_turn_is_kept_and_the_next_one_goes_on(smol, smollm2):
     assert conv.turns[0].finish == "stopped"
     turn = conv.say(QUESTIONS[1]).play()
     assert turn.prefill.reused > 0
-    check_turn(smol, turn, 64)
+    check_turn(smol, turn, 64, conv)
 
 
 def test_a_conversation_that_overflows_the_context_says_so_and_keeps_every_turn(smollm2):
@@ -190,7 +199,7 @@ def test_a_target_without_a_chat_template_continues_one_document():
         assert second.session.prompt_text == "def parse_args(argv):" + first.reply + "\ndef main():" \
             or second.session.prompt_text == "def parse_args(argv):" + first.reply + "def main():"
         assert second.prefill.reused > 0
-        check_turn(engine, second, 16)
+        check_turn(engine, second, 16, conv)
 
 
 def test_chat_json_from_stdin_matches_the_baseline_turn_by_turn(smollm2, monkeypatch, capsys):
@@ -212,13 +221,34 @@ def test_chat_json_from_stdin_matches_the_baseline_turn_by_turn(smollm2, monkeyp
         assert t["reused_tokens"] > 0 and t["prefill_tokens"] < len(t["prompt_tokens"])
     assert spec[1]["stats"]["n_drafted"] > 0
     # turn by turn against the baseline conversation, while the two conversations agree
+    def replayed(t):
+        return t["prompt_tokens"], t["reused_tokens"], [RoundEvent.from_dict(r) for r in t["rounds"]]
+
     with Engine(smollm2, None, EngineSettings(n_ctx=1024)) as engine:
-        for s, b in zip(spec, base):
+        for i, (s, b) in enumerate(zip(spec, base)):
             if s["prompt_tokens"] != b["prompt_tokens"]:
                 break           # an earlier reply differed (numerically): not the same turn
             if s["tokens"] != b["tokens"]:
                 report = check_lossless(engine, s["prompt_tokens"], b["tokens"], s["tokens"],
-                                        [RoundEvent.from_dict(r) for r in s["rounds"]])
+                                        replayed(s)[2], before=[replayed(t) for t in spec[:i]],
+                                        reused=s["reused_tokens"])
                 assert report.verdict == "numerical", report.describe()
         else:
             assert spec[-1]["text"] == base[-1]["text"]
+
+
+def test_a_turn_after_a_baseline_turn_does_not_trust_the_draft_cache(smol, smollm2):
+    """The target alone left the target's cache holding the conversation, not the draft's: a
+    draft-simple turn after it prefills both again; an n-gram turn keeps the target's rows."""
+    base = Conversation(smol, settings_for(smollm2, None))
+    base.say(QUESTIONS[0]).play()
+    spec_settings = settings_for(smollm2, SpecSettings(n_max=3))
+    base.settings = spec_settings
+    turn = base.say(QUESTIONS[1]).play()
+    assert turn.prefill.reused == 0
+    ngram = Conversation(smol, settings_for(smollm2, None))
+    ngram.say(QUESTIONS[0]).play()
+    ngram.settings = settings_for(smollm2, SpecSettings(types=("ngram-simple",)))
+    turn = ngram.say(QUESTIONS[1]).play()
+    assert turn.prefill.reused > 0
+    check_turn(smol, turn, 24, ngram)

@@ -85,7 +85,8 @@ def test_the_window_opens_and_runs_it(qtbot, smollm2, tmp_path, monkeypatch):
         tokens = [t for e in w.shown.events for t in e.emitted]
         assert len(tokens) == 16
         # Chat is on by default for a model with a template: the same tokens as the CLI's --chat
-        assert w.token_view.toPlainText().startswith("<|im_start|>system")
+        assert w.token_view.toPlainText().startswith(f"You: {prompt}\n")
+        assert w.controller.session.prompt_text.startswith("<|im_start|>system")
         cli_run = cli("run", "-m", smollm2, "-md", smollm2, "--chat", "-p", prompt, "-n", "16", "--json")
         assert cli_run.returncode == 0, cli_run.stderr[-800:]
         assert tokens == json.loads(cli_run.stdout)["tokens"]

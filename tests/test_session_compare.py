@@ -98,3 +98,14 @@ def test_the_view_overlays_both_sessions(qtbot, sessions):
     assert shown["curves"] == [list(c.a.position_acceptance), list(c.b.position_acceptance)]
     assert shown["differences"] == "Settings that differ: n_max 3 vs 8"
     assert shown["divergence"] == c.divergence_sentence()
+
+
+def test_no_system_message_is_the_same_prompt_whoever_wrote_it(sessions):
+    """The window writes no system message as '', the CLI as None: the same prompt."""
+    from dataclasses import replace
+    a = sessions["n3"]
+    b = replace(sessions["n8"], settings=replace(sessions["n8"].settings, system=""))
+    assert a.settings.system is None
+    assert compare_sessions(a, b).differences == ("n_max 3 vs 8",)
+    c = replace(b, settings=replace(b.settings, system="Be brief."))
+    assert "the prompts differ" in compare_sessions(a, c).differences

@@ -48,6 +48,7 @@ left stale.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from contextlib import ExitStack, contextmanager
@@ -268,6 +269,9 @@ class _RoundState:
         self.id_last, self.replay = ids[-1], ()
 
 
+_EPOCHS = itertools.count(1)
+
+
 @dataclass(frozen=True)
 class Held:
     """What a run left in the engine's caches, for a conversation's next turn (core/engine/
@@ -287,7 +291,9 @@ class Engine(Closing):
         self.settings = settings
         self._stack = ExitStack()
         self._lock = threading.Lock()
-        self.epoch = 0          # how many times the contexts were held: a Held is good for the next
+        # each hold of the contexts gets an epoch, unique across engines: a Held is good for the
+        # next hold of the same engine only (nothing else used its caches in between)
+        self.epoch = self.epoch_before = 0
         try:
             self._open(Path(target), Path(draft) if draft else None, progress)
         except BaseException:
@@ -362,7 +368,7 @@ class Engine(Closing):
         ConfigError at once when something else holds them."""
         if not self._lock.acquire(blocking=False):
             raise ConfigError(f"this engine is busy: it cannot start {what} now")
-        self.epoch += 1
+        self.epoch_before, self.epoch = self.epoch, next(_EPOCHS)
         try:
             yield self
         finally:
@@ -536,8 +542,10 @@ class Run:
         if r is None or (chain is not None and not chain.resumes):
             return 0, None
         before = r.chain if chain is not None else None
-        if r.epoch != e.epoch - 1 or not (e.tgt_removable and e.dft_removable):
+        if r.epoch != e.epoch_before or not r.epoch or not (e.tgt_removable and e.dft_removable):
             return 0, before
+        if chain is not None and r.chain is None and any(d.name in MODEL_TYPES for d in chain.drafters):
+            return 0, before         # the turn before ran the target alone: the draft's cache is stale
         n = min(len(r.tokens), len(body))
         diff = np.flatnonzero(r.tokens[:n] != body[:n])
         return (int(diff[0]) if diff.size else n), before

@@ -400,41 +400,53 @@ def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence
 
 
 def spec_logits_at(engine, prompt_tokens: Sequence[int], events: Sequence[RoundEvent],
-                   index: int) -> np.ndarray | None:
+                   index: int, before: Sequence[tuple] = (), reused: int = 0) -> np.ndarray | None:
     """The target's logits for generated token ``index`` as the speculative run computed them:
     its verification batches decoded again from the round events, the same tokens at the same
     positions in batches of the same size. A checkpoint round's batch was undone by its restore
     and its tokens verified again by the replay round after it, so it is decoded only when it
     decided the token (the run's last round); a replay round decides only the tokens after the
-    replayed ones. None when the events do not reach that token."""
+    replayed ones. None when the events do not reach that token.
+
+    A conversation's later turn kept ``reused`` rows of the cache its turns ``before`` left
+    ((prompt_tokens, reused, events) each, core/session/conversation.py): they are replayed
+    first, each cut back and prefilled as it was, so the rows it kept hold the same numbers."""
     tgt, batch = engine.tgt, engine.batch
     with engine.exclusive("a lossless check"):
-        target_pos = len(prompt_tokens) - 1 + index     # the row whose logits give token index
-        tgt.prefill(list(prompt_tokens[:-1]), batch, "the prompt (lossless check)")
-        row = None
-        for ev in events:
-            tokens = [ev.seed, *ev.replayed, *ev.drafted]
-            first = len(ev.replayed)                     # the batch rows this round decided
-            decided = ev.n_past + first <= target_pos < ev.n_past + first + len(ev.emitted)
-            if ev.mode == "checkpoint" and not decided:
-                continue
-            batch.fill(tokens, ev.n_past, logits="all")
-            tgt.decode(batch, "a verification batch (lossless check)")
-            if decided:
-                row = np.array(tgt.logits(len(tokens))[target_pos - ev.n_past], dtype=np.float64)
-                break
-            kept = ev.n_past + first + len(ev.emitted)
-            if kept < ev.n_past + len(tokens):
-                tgt.seq_rm(kept, -1)
+        for prompt_b, reused_b, events_b in before:
+            _replay(tgt, batch, prompt_b, reused_b, events_b)
+        row = _replay(tgt, batch, prompt_tokens, reused, events,
+                      len(prompt_tokens) - 1 + index)    # the row whose logits give token index
         tgt.clear()
     return row
 
 
+def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1):
+    """A run's decodes again on the target (spec_logits_at): its prompt (the first ``reused``
+    rows kept), then its rounds; the logits row at ``target_pos`` when a round decides it."""
+    tgt.prefill(list(prompt_tokens[:-1]), batch, "the prompt (lossless check)", keep=reused)
+    for ev in events:
+        tokens = [ev.seed, *ev.replayed, *ev.drafted]
+        first = len(ev.replayed)                     # the batch rows this round decided
+        decided = ev.n_past + first <= target_pos < ev.n_past + first + len(ev.emitted)
+        if ev.mode == "checkpoint" and not decided:
+            continue
+        batch.fill(tokens, ev.n_past, logits="all")
+        tgt.decode(batch, "a verification batch (lossless check)")
+        if decided:
+            return np.array(tgt.logits(len(tokens))[target_pos - ev.n_past], dtype=np.float64)
+        kept = ev.n_past + first + len(ev.emitted)
+        if kept < ev.n_past + len(tokens):
+            tgt.seq_rm(kept, -1)
+    return None
+
+
 def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequence[int],
                    spec_tokens: Sequence[int], spec_events: Sequence[RoundEvent], *,
-                   sampler=None) -> LosslessReport:
+                   sampler=None, before: Sequence[tuple] = (), reused: int = 0) -> LosslessReport:
     """Compare the two runs' tokens through the end of generation; on a divergence, decode the
-    position again both ways and let the target decide (module docs)."""
+    position again both ways and let the target decide (module docs). ``before``, ``reused``: a
+    conversation's turn, replayed on the rows it kept (``spec_logits_at``)."""
     sampler = sampler or SamplerSettings()
     deterministic = is_deterministic(engine.settings)
     pos = first_divergence(baseline_tokens, spec_tokens)
@@ -452,7 +464,7 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
                          text([s_tok]) if s_tok is not None else "", top1, top2, l1 - l2,
                          kind="length")
         return LosslessReport(False, n, div, deterministic)
-    spec_raw = spec_logits_at(engine, prompt_tokens, spec_events, pos)
+    spec_raw = spec_logits_at(engine, prompt_tokens, spec_events, pos, before, reused)
     fields: dict = {"kind": "mismatch", "baseline_top": base.top()}
     if spec_raw is not None:
         spec = candidates(engine, sampler, spec_raw, common)

@@ -96,7 +96,8 @@ def _differences(a, b) -> tuple[str, ...]:
     differ("sampler", sa.sampler.describe() if hasattr(sa.sampler, "describe") else sa.sampler,
            sb.sampler.describe() if hasattr(sb.sampler, "describe") else sb.sampler)
     differ("n_predict", sa.n_predict, sb.n_predict)
-    if (sa.prompt, sa.chat, sa.system) != (sb.prompt, sb.chat, sb.system):
+    # no system message is written '' by the window and None by the CLI: the same prompt
+    if (sa.prompt, sa.chat, sa.system or "") != (sb.prompt, sb.chat, sb.system or ""):
         out.append("the prompts differ")
     ea, eb = sa.engine, sb.engine
     for field in ("n_ctx", "flash_attn", "kv_type", "target_threads", "draft_threads", "repack"):

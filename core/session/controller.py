@@ -64,6 +64,11 @@ class RunRequest:
     step: bool = False                # one round per step() request
     chat: bool = False                # give the target the prompt in its own chat template
     system: str = ""                  # with chat: a system message ("" = none)
+    # a conversation's later turn: the turns before as (message, reply) texts (the engine is
+    # given the whole conversation and keeps what the turn before left in its caches), and as
+    # the sessions that made them (the views colour their replies)
+    history: tuple[tuple[str, str], ...] = ()
+    turns: tuple = field(default=(), compare=False)
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
     # set by the window once it has painted the new run's empty panels: the first rounds then
     # do not compete with those paints for the GIL (pyqtgraph paints hold it for ms at a time)
@@ -72,7 +77,7 @@ class RunRequest:
     def settings(self) -> RunSettings:
         return RunSettings(str(self.target), str(self.draft) if self.draft else None,
                            self.engine_settings, self.spec, self.sampler, self.n_predict,
-                           self.prompt, self.chat, self.system)
+                           self.prompt, self.chat, self.system, self.history)
 
 
 @dataclass(frozen=True)
@@ -271,7 +276,9 @@ class RunController:
             draft = Path(session.models["draft"].path) if session.models.get("draft") else None
         return RunRequest(self.next_id(), kind, target, draft, st.engine, st.prompt,
                           st.spec if kind == "spec" else None, st.sampler, st.n_predict,
-                          chat=st.chat, system=st.system or "")
+                          chat=st.chat, system=st.system or "", history=st.history,
+                          turns=session.turns if session.turns and len(session.turns) ==
+                          len(st.history) else ())
 
     @property
     def can_rerun(self) -> bool:
@@ -378,6 +385,7 @@ class RunController:
         self.live = self.workbench.start(self.active.settings(), info.kind,
                                          prompt_text=info.prompt_text,
                                          prompt_tokens=info.prompt_tokens, vocab=info.vocab)
+        self.live.turns = self.active.turns
         self.beside = self.session is not None and self.session.takes_baseline(self.live)
         if self.beside:
             self._tell("beside", self.live)
@@ -399,6 +407,7 @@ class RunController:
     def on_prefill(self, run_id: int, prefill) -> None:
         if self._mine(run_id) and self.live is not None:
             self.live.run.prefill_s = prefill.seconds
+            self.live.run.reused = prefill.reused
 
     def on_paused(self, run_id: int) -> None:
         if self._mine(run_id) and self.state is RunState.STEPPING:

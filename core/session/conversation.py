@@ -80,6 +80,7 @@ class Conversation:
         self.calibration = calibration
         self.chat = chat_template(engine.target) is not None
         self.turns: list[Turn] = []
+        self.runs: list[Turn] = []                  # every turn run, in order (regenerated ones too)
         self._held = None                           # what the last turn left in the caches
 
     @property
@@ -87,22 +88,10 @@ class Conversation:
         """The target has no chat template: the conversation is one document, continued."""
         return not self.chat
 
-    def messages(self, turns: list[Turn], user: str) -> list[dict]:
-        system = self.settings.system
-        out = [{"role": "system", "content": system}] if system else []
-        for t in turns:
-            out += [{"role": "user", "content": t.user}, {"role": "assistant", "content": t.reply}]
-        return out + [{"role": "user", "content": user}]
-
     def prompt_text(self, turns: list[Turn], user: str) -> str:
-        """What the target is given for a turn after ``turns``: the chat template's rendering of
-        the conversation, or the document so far with ``user`` appended."""
-        if self.chat:
-            return render_messages(self.engine.target, self.messages(turns, user))
-        text = self.settings.system or ""
-        for t in turns:
-            text = _joined(text, t.user) + t.reply
-        return _joined(text, user)
+        """What the target is given for a turn after ``turns`` (:func:`conversation_prompt`)."""
+        return conversation_prompt(self.engine.target, self.chat, self.settings.system,
+                                   history_of(turns), user)
 
     # -- turns ----------------------------------------------------------------
     def say(self, user: str, stop=None) -> "TurnRun":
@@ -151,7 +140,8 @@ class Conversation:
         else:
             run = e.speculative(tokens, s.spec, sampler, s.n_predict, stop,
                                 calibration=self.calibration, resume=self._held)
-        settings = replace(s, prompt=user, chat=self.chat, sampler=sampler)
+        settings = replace(s, prompt=user, chat=self.chat, sampler=sampler,
+                           history=history_of(before))
         session = Session.start(settings, "baseline" if s.spec is None else "spec", text,
                                 run.prompt_tokens, e.target)
         return TurnRun(self, before, Turn(user, session, None, regenerated), run)
@@ -163,8 +153,10 @@ class Conversation:
             return
         turn.prefill = run.prefill
         turn.session.run.prefill_s = run.prefill.seconds
+        turn.session.run.reused = run.prefill.reused
         turn.session.run.end(run.finish)
         self.turns = [*turn_run.before, turn]
+        self.runs.append(turn)
 
 
 class TurnRun:
@@ -201,9 +193,86 @@ class TurnRun:
         return self.turn
 
 
+def history_of(turns: list[Turn]) -> tuple[tuple[str, str], ...]:
+    """The turns as (user message, reply) texts (``RunSettings.history``)."""
+    return tuple((t.user, t.reply) for t in turns)
+
+
+def conversation_messages(system: str | None, history, user: str) -> list[dict]:
+    """The chat messages of a turn after ``history`` ((message, reply) pairs)."""
+    out = [{"role": "system", "content": system}] if system else []
+    for message, reply in history:
+        out += [{"role": "user", "content": message}, {"role": "assistant", "content": reply}]
+    return out + [{"role": "user", "content": user}]
+
+
+def conversation_prompt(model, chat: bool, system: str | None, history, user: str) -> str:
+    """What the target is given for ``user``'s turn after ``history``: the chat template's
+    rendering of the conversation (with the generation prompt), or for a target without one
+    (``chat`` False) the document so far with ``user`` appended (the system message is a chat
+    message: a document has none)."""
+    if chat:
+        return render_messages(model, conversation_messages(system, history, user))
+    text = ""
+    for message, reply in history:
+        text = _joined(text, message) + reply
+    return _joined(text, user)
+
+
 def _joined(text: str, part: str) -> str:
     """A document turn's user text after the text so far: on a new line unless the text ends
     with a space or a new line (a reply continues the text as it was generated)."""
     if not text or not part or text.endswith(("\n", " ")):
         return text + part
     return text + "\n" + part
+
+
+class ChatLog:
+    """A window's conversation: its turns as the sessions that made them. A run from the prompt
+    box begins a conversation; a reply, a regenerate or an edit is a run given the turns before
+    it (``RunRequest.turns``); each run that ends becomes the turn after the turns it was given.
+    Qt-free: the window's chat bar (app/chat_bar.py) shows it."""
+
+    def __init__(self):
+        self.turns: list[tuple[str, Session]] = []     # (message, the session of its reply)
+        self.regenerations = 0                        # regenerates of the last turn so far
+
+    def ended(self, session: Session) -> None:
+        """``session``'s run ended: it is the turn after the ones it was given."""
+        before = list(session.turns)
+        again = len(self.turns) == len(before) + 1 and self.turns[-1][0] == session.settings.prompt \
+            and all(a[1] is b[1] for a, b in zip(self.turns, before))
+        self.regenerations = self.regenerations + 1 if again else 0
+        self.turns = [*before, (session.settings.prompt, session)]
+
+    def clear(self) -> None:
+        self.turns, self.regenerations = [], 0
+
+    def is_last(self, session) -> bool:
+        """``session`` is the conversation's last turn (a reply continues it)."""
+        return bool(self.turns) and self.turns[-1][1] is session
+
+    @staticmethod
+    def history(turns) -> tuple[tuple[str, str], ...]:
+        """(message, reply) texts of ``turns``."""
+        return tuple((message, s.text()) for message, s in turns)
+
+    def figures(self) -> str:
+        """The conversation in one line: turns, tokens, speed, acceptance by position, and how
+        much of the prompts the caches held."""
+        from specscope.core.measure.stats import fold
+        if not self.turns:
+            return ""
+        sessions = [s for _, s in self.turns]
+        s = fold([e for x in sessions for e in x.run.events])
+        prompt = sum(len(x.prompt_tokens) for x in sessions)
+        line = (f"Conversation: {len(sessions)} turn{'s' if len(sessions) != 1 else ''}, "
+                f"{s.n_tokens} tokens at {s.tokens_per_s:.1f} tokens/s")
+        if s.n_drafted:
+            by_pos = " ".join(f"{p:.2f}" for p in s.position_acceptance[:8])
+            line += (f"; accepted {s.n_accept} of {s.n_drafted} drafted "
+                     f"({100 * s.acceptance_rate:.0f}%), by position {by_pos}")
+        reused = sum(x.run.reused for x in sessions)
+        if len(sessions) > 1:
+            line += f"; {reused} of {prompt} prompt tokens held from the turn before"
+        return line

@@ -90,18 +90,24 @@ class RunSettings:
     prompt: str
     chat: bool = False
     system: str | None = None
+    # a conversation's later turn: the turns before it, (user message, reply) texts; ``prompt``
+    # is then this turn's message (core/session/conversation.py)
+    history: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> tuple:
         """A speculative run and a baseline with equal keys are measured against each other."""
         return (str(self.target), self.prompt, self.chat, self.system or "", self.sampler,
-                self.n_predict, self.engine)
+                self.n_predict, self.engine, self.history)
 
     def to_plain(self) -> dict:
-        return {"target": str(self.target), "draft": str(self.draft) if self.draft else None,
-                "engine": to_plain(self.engine), "spec": to_plain(self.spec),
-                "sampler": to_plain(self.sampler), "n_predict": self.n_predict,
-                "prompt": self.prompt, "chat": self.chat, "system": self.system}
+        d = {"target": str(self.target), "draft": str(self.draft) if self.draft else None,
+             "engine": to_plain(self.engine), "spec": to_plain(self.spec),
+             "sampler": to_plain(self.sampler), "n_predict": self.n_predict,
+             "prompt": self.prompt, "chat": self.chat, "system": self.system}
+        if self.history:                   # (absent for a first turn: older readers take it)
+            d["history"] = [list(turn) for turn in self.history]
+        return d
 
     @classmethod
     def from_plain(cls, d: dict) -> "RunSettings":
@@ -109,7 +115,7 @@ class RunSettings:
         if not isinstance(d, dict):
             raise PlainError("settings is not a JSON object")
         fields = ("target", "draft", "engine", "spec", "sampler", "n_predict", "prompt", "chat", "system")
-        unknown = sorted(set(d) - set(fields))
+        unknown = sorted(set(d) - set(fields) - {"history"})
         missing = [f for f in fields if f not in d]
         if unknown or missing:
             raise PlainError(f"settings has an unknown field {unknown[0]!r}" if unknown
@@ -119,13 +125,19 @@ class RunSettings:
         for name, tp in checks:
             if not isinstance(d[name], tp) or (tp is int and isinstance(d[name], bool)):
                 raise PlainError(f"settings.{name} has the wrong type ({type(d[name]).__name__})")
+        history = d.get("history", [])
+        if not (isinstance(history, list) and all(
+                isinstance(t, list) and len(t) == 2 and all(isinstance(x, str) for x in t)
+                for t in history)):
+            raise PlainError("settings.history is not a list of [message, reply] pairs")
         try:
             # fields added since a file was written (synthetic acceptance, placement ...) take
             # their defaults (plain.from_plain)
             spec = None if d["spec"] is None else from_plain(SpecSettings, d["spec"], "settings.spec")
             return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
-                       d["n_predict"], d["prompt"], d["chat"], d["system"])
+                       d["n_predict"], d["prompt"], d["chat"], d["system"],
+                       tuple(tuple(t) for t in history))
         except TypeError as exc:      # a dataclass refused its values
             raise PlainError(f"settings: {exc}") from None
 
@@ -133,6 +145,8 @@ class RunSettings:
         """The settings as the CLI's --json and the window's export write them."""
         d = {"n_ctx": self.engine.n_ctx, "n_predict": self.n_predict,
              "sampler": self.sampler.describe()}
+        if self.history:
+            d["turn"] = len(self.history) + 1
         if self.spec is not None:
             d.update(spec_type=list(self.spec.types), n_max=self.spec.n_max, n_min=self.spec.n_min,
                      p_min=self.spec.p_min, sync=self.spec.sync, ngram=self.spec.ngram_params(),
@@ -211,6 +225,7 @@ class RunRecord:
         assert kind in RUN_KINDS, kind
         self.kind = kind
         self.prefill_s = prefill_s
+        self.reused = 0                         # prompt tokens the caches held from the turn before
         self.events: list[RoundEvent] = []
         self.finish = ""              # eog | n_predict | context | stopped ("" while running)
         self._stats = Stats()
@@ -266,6 +281,9 @@ class Session:
     spec: RunRecord | None = None
     baseline: RunRecord | None = None
     path: str = ""                            # the file it was loaded from ("" when live)
+    # a conversation's later turn: the sessions of the turns before, (message, Session) pairs
+    # (in memory only: the file keeps their texts, settings.history)
+    turns: tuple = ()
 
     @classmethod
     def start(cls, settings: RunSettings, kind: str, prompt_text: str = "",
@@ -329,6 +347,8 @@ class Session:
 
     def token_ids(self) -> set[int]:
         ids = set(self.prompt_tokens)
+        for _, before in self.turns:       # the earlier turns' replies are shown with this one
+            ids |= before.token_ids()
         for run in (self.spec, self.baseline):
             for ev in (run.events if run else ()):
                 ids.add(ev.seed)

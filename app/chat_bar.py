@@ -1,0 +1,100 @@
+"""The chat bar under the generated text: reply to continue the conversation, regenerate or
+edit the last turn, start a new one, and the conversation's figures.
+
+The conversation itself is Qt-free (core/session/conversation.py ``ChatLog``); the window turns
+the bar's signals into runs given the turns before (``RunRequest.history``/``turns``): the
+engine keeps what the turn before left in both caches and prefills only what is new.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+
+
+class ChatBar(QWidget):
+    send = Signal(str, bool)       # the message, and whether it replaces the last one (an edit)
+    regenerate = Signal()
+    edit = Signal()                # the window puts the last message in the box (start_edit)
+    new_conversation = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 2, 0, 0)
+        lay.setSpacing(2)
+        row = QHBoxLayout()
+        row.setSpacing(4)
+        self.reply = QLineEdit()
+        self.reply.setClearButtonEnabled(True)
+        self.reply.returnPressed.connect(self._send)
+        self.send_button = QPushButton("Send")
+        self.send_button.setToolTip("Continue the conversation with this message (Enter): the "
+                                    "engine keeps both caches and prefills only what is new")
+        self.send_button.clicked.connect(self._send)
+        self.regen_button = QPushButton("Regenerate")
+        self.regen_button.setToolTip("Generate the last reply again (at temperature, with the next "
+                                     "seed)")
+        self.regen_button.clicked.connect(self.regenerate)
+        self.edit_button = QPushButton("Edit last")
+        self.edit_button.setToolTip("Edit your last message here and send it: its reply is "
+                                    "generated again, both caches cut back to where it changes")
+        self.edit_button.clicked.connect(self.edit)
+        self.new_button = QPushButton("New")
+        self.new_button.setToolTip("Start a new conversation: the next Run begins it from the "
+                                   "prompt box")
+        self.new_button.clicked.connect(self._new)
+        for w in (self.reply, self.send_button, self.regen_button, self.edit_button, self.new_button):
+            row.addWidget(w, 1 if w is self.reply else 0)
+        lay.addLayout(row)
+        self.figures = QLabel()
+        self.figures.setWordWrap(True)
+        self.figures.setStyleSheet("color:#555")
+        self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.figures)
+        self.editing = ""              # the last message being edited ("" when not)
+        self.show_state(0, False, False, "")
+
+    def show_state(self, turns: int, free: bool, document: bool, figures: str) -> None:
+        """``turns`` in the conversation shown as its last turn (0: none); ``free``: no run in
+        progress; ``document``: the target has no chat template."""
+        can = free and turns > 0
+        self.reply.setEnabled(can)
+        self.send_button.setEnabled(can)
+        self.regen_button.setEnabled(can)
+        self.edit_button.setEnabled(can)
+        self.new_button.setEnabled(free and turns > 0)
+        if self.editing and can:
+            hint = "Edit your last message and press Enter: it replaces the last turn"
+        elif turns == 0:
+            hint = "Run a prompt first; then reply here to continue the conversation"
+        elif document:
+            hint = ("This target has no chat template: what you type continues the text as "
+                    "one document (Enter)")
+        else:
+            hint = f"Reply to continue the conversation (turn {turns + 1}; Enter)"
+        self.reply.setPlaceholderText(hint)
+        if not can:
+            self.editing = ""
+        self.figures.setText(figures)
+        self.figures.setVisible(bool(figures))
+
+    def _send(self) -> None:
+        text = self.reply.text()
+        if not text.strip() or not self.send_button.isEnabled():
+            return
+        editing, self.editing = bool(self.editing), ""
+        self.reply.clear()
+        self.send.emit(text, editing)
+
+    def start_edit(self, message: str) -> None:
+        self.editing = message
+        self.reply.setText(message)
+        self.reply.setFocus()
+        self.reply.setPlaceholderText("Edit your last message and press Enter: it replaces the "
+                                      "last turn")
+
+    def _new(self) -> None:
+        self.editing = ""
+        self.reply.clear()
+        self.new_conversation.emit()

@@ -1,0 +1,113 @@
+"""The chat in the window: reply, regenerate, edit, step mode on a later turn, the template
+hidden and shown, the basics next to the prompt; SmolLM2-135M-Instruct as its own draft (a chat
+template) and the demo pair (none: one document)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from helpers.window import for_short_runs, open_window, run_and_wait  # noqa: E402
+from specscope.app.token_view import ACCEPTED, MESSAGE, TARGET  # noqa: E402
+
+
+@pytest.fixture
+def chat_window(qtbot, smollm2, settings):
+    w = for_short_runs(open_window(qtbot, (smollm2, smollm2), settings), n_predict=16, n_ctx=1024,
+                       prompt="Name three fruits that are red.")
+    qtbot.waitUntil(lambda: w.pairs.report is not None, timeout=60_000)
+    yield w
+    w.close()
+
+
+def reply_spans(w):
+    return [s for s in w.token_view.spans if s.kind in (ACCEPTED, TARGET)]
+
+
+def test_two_turns_regenerate_edit_and_step_mode_on_a_later_turn(qtbot, chat_window):
+    w = chat_window
+    assert w.prompt.chat.isChecked()
+    assert not w.chat_bar.reply.isEnabled()            # nothing to reply to yet
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("eog", "n_predict")
+    first = w.controller.session
+    assert w.chat_bar.reply.isEnabled() and len(w.chat_log.turns) == 1
+    text = w.token_view.toPlainText()
+    assert text.startswith("You: Name three fruits that are red.\n") and "<|im_start|>" not in text
+    # the template's tokens on request, and hidden again
+    w.shown.show_template.setChecked(True)
+    assert "<|im_start|>user" in w.token_view.toPlainText()
+    w.shown.show_template.setChecked(False)
+    assert "<|im_start|>" not in w.token_view.toPlainText()
+
+    # turn 2: the first reply stays, coloured by its own rounds; the caches were kept
+    assert run_and_wait(qtbot, w, lambda: w.chat_send("Which of them is the sweetest?")) \
+        in ("eog", "n_predict")
+    second = w.controller.session
+    assert second.settings.history == (("Name three fruits that are red.", first.text()),)
+    assert second.turns[0][1] is first and second.run.reused > 0
+    text = w.token_view.toPlainText()
+    assert text.index("You: Name three fruits") < text.index("You: Which of them is the sweetest?")
+    earlier = [s for s in reply_spans(w) if s.round == -1]
+    assert len(earlier) >= len(first.run.tokens) - 1       # the first reply's tokens, hoverable
+    assert all(s.describe() for s in earlier[:3])
+    assert sum(1 for s in w.token_view.spans if s.kind == MESSAGE) == 2
+    assert "Conversation: 2 turns" in w.chat_bar.figures.text()
+    assert "held from the turn before" in w.chat_bar.figures.text()
+
+    # regenerate: the same message, the turn replaced (greedy: the same reply)
+    assert run_and_wait(qtbot, w, w.chat_regenerate) in ("eog", "n_predict")
+    again = w.controller.session
+    assert len(w.chat_log.turns) == 2 and w.chat_log.turns[-1][1] is again
+    assert again.settings.prompt == "Which of them is the sweetest?"
+    assert again.run.reused == len(again.prompt_tokens) - 1
+
+    # edit the last message: the last turn replaced
+    w.chat_bar.edit.emit()
+    assert w.chat_bar.reply.text() == "Which of them is the sweetest?"
+    w.chat_bar.reply.setText("Which of them is the sourest?")
+    assert run_and_wait(qtbot, w, w.chat_bar._send) in ("eog", "n_predict")
+    assert [m for m, _ in w.chat_log.turns] == ["Name three fruits that are red.",
+                                                  "Which of them is the sourest?"]
+
+    # step mode on turn 3
+    with qtbot.waitSignal(w.step_done, timeout=60_000):
+        w.chat_send("And the biggest?", step=True)
+    third = w.controller.session
+    assert w.controller.paused and len(third.turns) == 2 and len(w.shown.events) == 1
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("eog", "n_predict")    # Continue
+    assert len(w.chat_log.turns) == 3
+
+    # a new conversation: the next Run begins it
+    w.chat_bar.new_button.click()
+    assert not w.chat_log.turns and not w.chat_bar.reply.isEnabled()
+
+
+def test_a_target_without_a_template_continues_one_document(qtbot, window):
+    w = window
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("eog", "n_predict")
+    assert "no chat template" in w.chat_bar.reply.placeholderText()
+    first = w.controller.session
+    assert run_and_wait(qtbot, w, lambda: w.chat_send("def sub(a, b):")) in ("eog", "n_predict")
+    s = w.controller.session
+    assert not s.settings.chat and s.run.reused > 0
+    assert s.prompt_text.startswith("def add(a, b):\n    " + first.text())
+    w.token_view.set_show_rejected(False)        # (struck-through drafts are in the plain text)
+    text = w.token_view.toPlainText().replace("↵", "")
+    assert text.startswith("def add(a, b):\n    " + first.text()[:20])
+    assert "def sub(a, b):" in text and "You:" not in text
+    assert "one document" in w.chat_bar.figures.text()
+
+
+def test_max_tokens_and_temperature_next_to_the_prompt_follow_the_parameters(qtbot, window):
+    w = window
+    w.prompt.max_tokens.setValue(40)
+    assert w.params.n_predict.value() == 40
+    w.params.n_predict.setValue(64)
+    assert w.prompt.max_tokens.value() == 64
+    w.prompt.temp.setValue(0.7)
+    assert w.params.sampler.currentData() == "temperature"
+    assert w.params.temperature.value() == pytest.approx(0.7)
+    w.prompt.temp.setValue(0.0)
+    assert w.params.sampler.currentData() == "greedy" and w.prompt.temp.text() == "greedy"
+    assert w.params.sampler_settings().greedy
