@@ -9,7 +9,32 @@ engine keeps what the turn before left in both caches and prefills only what is 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy,
+                               QVBoxLayout, QWidget)
+
+
+class ElidedLabel(QLabel):
+    """One line of text elided to the width it is given (the whole of it in its tooltip): it
+    neither widens nor heightens the window."""
+
+    def __init__(self):
+        super().__init__()
+        self.full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(QFontMetrics(self.font()).elidedText(self.full, Qt.TextElideMode.ElideRight,
+                                                          max(0, self.width() - 2)))
 
 
 class ChatBar(QWidget):
@@ -47,10 +72,8 @@ class ChatBar(QWidget):
         for w in (self.reply, self.send_button, self.regen_button, self.edit_button, self.new_button):
             row.addWidget(w, 1 if w is self.reply else 0)
         lay.addLayout(row)
-        self.figures = QLabel()
-        self.figures.setWordWrap(True)
+        self.figures = ElidedLabel()
         self.figures.setStyleSheet("color:#555")
-        self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.figures)
         self.editing = ""              # the last message being edited ("" when not)
         self.show_state(0, False, False, "")
@@ -76,7 +99,7 @@ class ChatBar(QWidget):
         self.reply.setPlaceholderText(hint)
         if not can:
             self.editing = ""
-        self.figures.setText(figures)
+        self.figures.set_full(figures)
         self.figures.setVisible(bool(figures))
 
     def _send(self) -> None:

@@ -25,6 +25,8 @@ With ``--advisor``, the Advisor workspace running on the demo pair (translation,
 code editing, 32 tokens, one thread, two candidates each, six passes): 31 measuring, 32 the advice with its charts, 33 the Run
 workspace after Copy command. With ``--whatif``, the What-if tab after a draft-simple run: 41 the
 run's own setting, 42 draft-simple after ngram-simple (2-token keys, 8-token drafts).
+With ``--chat``, a conversation (a model with a chat template, -m and -md): 51 three turns,
+52 the same with the template's tokens shown, 53 step mode on the third turn.
 ``--size WxH`` sets the window's size.
 """
 
@@ -54,6 +56,7 @@ def main(argv=None) -> int:
     p.add_argument("--compare", action="store_true", help="the Compare workspace's screenshots")
     p.add_argument("--advisor", action="store_true", help="the Advisor workspace's screenshots")
     p.add_argument("--whatif", action="store_true", help="the What-if tab's screenshots")
+    p.add_argument("--chat", action="store_true", help="a three-turn conversation's screenshots")
     p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -97,8 +100,9 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
-    if args.compare or args.advisor or args.whatif:
-        (compare_shots if args.compare else advisor_shots if args.advisor else whatif_shots)(w, wait, shot, tmp)
+    if args.compare or args.advisor or args.whatif or args.chat:
+        (compare_shots if args.compare else advisor_shots if args.advisor else
+         chat_shots if args.chat else whatif_shots)(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -269,6 +273,32 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     d.n_max.setValue(3)
     d.n_min.setValue(5)
     shot("16_bad_value")
+
+
+def chat_shots(w, wait, shot, _tmp: Path) -> None:
+    w.params.n_predict.setValue(48)
+    w.prompt.set_text("Name three fruits that are red.")
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    for message in ("Which of them is the sweetest?", "Name three fruits that are red."):
+        w.chat_send(message)
+        wait(lambda: not w.controller.busy, 600)
+    w.tabs.setCurrentIndex(0)
+    shot("51_chat_three_turns")
+    w.shown.show_template.setChecked(True)
+    shot("52_chat_template_shown")
+    w.shown.show_template.setChecked(False)
+    w.chat_regenerate()
+    w.stop_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    w.chat_send("And the biggest?", step=True)
+    wait(lambda: w.controller.paused or not w.controller.busy)
+    for _ in range(3):
+        w.step_clicked()
+        wait(lambda: w.controller.paused or not w.controller.busy)
+    shot("53_chat_step_mode")
+    w.stop_clicked()
+    wait(lambda: not w.controller.busy)
 
 
 def whatif_shots(w, wait, shot, _tmp: Path) -> None:

@@ -36,7 +36,7 @@ REFRESH_PERIOD_MS = 50           # the views take new rounds 20 times a second (
 STATS_PERIOD_MS = 250            # the stats bar's numbers: 4 times a second
 PANEL_PERIOD_MS = 1000           # the visible plot / round / timeline tab redraws once a second in
                                  # a run (the four plots' update and repaint cost ~10-20 ms of UI CPU)
-TEXT_MIN_LINES = 8               # the generated text never gets fewer lines than this
+TEXT_MIN_LINES = 5               # the generated text never gets fewer lines than this
 FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                 "context": "the context is full", "stopped": "stopped"}
 

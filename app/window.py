@@ -136,9 +136,9 @@ class MainWindow(QMainWindow):
         if self._restore_workspace is not None and self._restore_workspace < self.workspace.count():
             self.workspace.setCurrentIndex(self._restore_workspace)
         self._restore_workspace = None
-        if not self._splits_restored:      # first start: the text gets 40 % of the height (on a
+        if not self._splits_restored:      # first start: the text gets 45 % of the height (on a
             h = sum(self.right_split.sizes())     # 768-pixel screen the plots and their table fit)
-            self.right_split.setSizes([h * 40 // 100, h - h * 40 // 100])
+            self.right_split.setSizes([h * 45 // 100, h - h * 45 // 100])
         for name in self.plots.plot_names():
             self.plots_menu.addAction(self._action(f"{name}…", lambda _=False, n=name: self.files.save_plot_dialog(n)))
         self.panels_ready = True

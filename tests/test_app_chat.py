@@ -52,8 +52,8 @@ def test_two_turns_regenerate_edit_and_step_mode_on_a_later_turn(qtbot, chat_win
     assert len(earlier) >= len(first.run.tokens) - 1       # the first reply's tokens, hoverable
     assert all(s.describe() for s in earlier[:3])
     assert sum(1 for s in w.token_view.spans if s.kind == MESSAGE) == 2
-    assert "Conversation: 2 turns" in w.chat_bar.figures.text()
-    assert "held from the turn before" in w.chat_bar.figures.text()
+    assert "Conversation: 2 turns" in w.chat_bar.figures.full
+    assert "held from the turn before" in w.chat_bar.figures.full
 
     # regenerate: the same message, the turn replaced (greedy: the same reply)
     assert run_and_wait(qtbot, w, w.chat_regenerate) in ("eog", "n_predict")
@@ -96,7 +96,7 @@ def test_a_target_without_a_template_continues_one_document(qtbot, window):
     text = w.token_view.toPlainText().replace("↵", "")
     assert text.startswith("def add(a, b):\n    " + first.text()[:20])
     assert "def sub(a, b):" in text and "You:" not in text
-    assert "one document" in w.chat_bar.figures.text()
+    assert "one document" in w.chat_bar.figures.full
 
 
 def test_max_tokens_and_temperature_next_to_the_prompt_follow_the_parameters(qtbot, window):
