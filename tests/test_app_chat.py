@@ -111,3 +111,31 @@ def test_max_tokens_and_temperature_next_to_the_prompt_follow_the_parameters(qtb
     w.prompt.temp.setValue(0.0)
     assert w.params.sampler.currentData() == "greedy" and w.prompt.temp.text() == "greedy"
     assert w.params.sampler_settings().greedy
+
+
+def test_chat_save_writes_a_conversation_the_window_opens_and_replays(qtbot, window, tmp_path,
+                                                                       monkeypatch, capsys):
+    """``specscope chat --save FILE`` on the demo pair (no template: one document), two turns
+    from stdin: the file is the last turn with the turn before it; the window shows both."""
+    import io
+
+    from specscope.core.cli.main import main
+    from specscope.core.session.session import Session
+    path = tmp_path / "chat.jsonl"
+    monkeypatch.setattr("sys.stdin", io.StringIO("def add(a, b):\ndef sub(a, b):\n"))
+    assert main(["chat", "-n", "12", "--no-probe", "--save", str(path)]) == 0
+    out = capsys.readouterr()
+    assert "one document" in out.err
+    s = Session.load(path)
+    assert s.settings.prompt == "def sub(a, b):" and len(s.settings.history) == 1
+    first_message, first_reply = s.settings.history[0]
+    assert first_message == "def add(a, b):"
+    assert s.prompt_text.startswith("def add(a, b):" + first_reply)
+    w = window
+    assert w.files.open_session(path)
+    text = w.token_view.toPlainText()
+    assert text.startswith("def add(a, b):" + first_reply.split("\n")[0])
+    assert "def sub(a, b):" in text
+    w.shown.replay()                           # (at full speed: at once)
+    qtbot.waitUntil(lambda: not w.controller.replaying, timeout=30_000)
+    assert [e.emitted for e in w.shown.events] == [e.emitted for e in s.run.events]

@@ -41,6 +41,9 @@ def add_parser(sub) -> None:
     p.add_argument("--baseline", action="store_true",
                    help="the same conversation with the target alone (what each turn is "
                         "checked against)")
+    p.add_argument("--save", type=Path, metavar="FILE",
+                   help="after each turn, save the conversation as a session file: the last "
+                        "turn's rounds with the turns before it (the window opens and replays it)")
     p.set_defaults(chat=True)
 
 
@@ -82,6 +85,8 @@ def run(args) -> int:
                     break
                 continue
             _play(turn_run, conv, out, args)
+            if args.save is not None:
+                conv.turns[-1].session.save(args.save)
     return 0
 
 
