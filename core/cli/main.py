@@ -4,6 +4,7 @@
     specscope run      [options]   speculative decoding, headless
     specscope baseline [options]   the target alone, same sampler and stop rules
     specscope chat     [options]   a conversation that keeps its cache between turns
+    specscope models   [--for T]   the GGUF models you already have; what can draft for T
     specscope replay FILE [--json] print a recorded session (run/baseline --record FILE)
     specscope FILE.jsonl           open the window on a recorded session
     specscope doctor   ...         does a draft fit a target? (see cli_doctor)
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from specscope.core.cli import (advise as cli_advise, bench as cli_bench, chat as cli_chat,
-                                devices as cli_devices, doctor as cli_doctor,
+                                devices as cli_devices, doctor as cli_doctor, models as cli_models,
                                 quantize as cli_quantize, whatif as cli_whatif)
 from specscope.core.cli.args import add_generation_args, add_model_args
 from specscope.core.cli.generate import cmd_generate, cmd_replay
@@ -33,7 +34,8 @@ SUBCOMMANDS = {}   # name -> module with add_parser(subparsers) and run(args) ->
 
 def build_parser() -> argparse.ArgumentParser:
     SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices,
-                       whatif=cli_whatif, advise=cli_advise, chat=cli_chat)
+                       whatif=cli_whatif, advise=cli_advise, chat=cli_chat,
+                       models=cli_models)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")

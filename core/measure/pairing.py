@@ -681,7 +681,6 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
     Compatible drafts are ranked by estimated f (cheapest first); each
     incompatible or unusable file gets a one-line reason.
     """
-    t0 = time.perf_counter()
     folder_p = Path(folder)
     if not folder_p.exists():
         raise ModelFileError(str(folder), "no such folder")
@@ -691,7 +690,14 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
         files = sorted(p for p in folder_p.iterdir() if p.suffix.lower() == ".gguf")
     except OSError as e:
         raise ModelFileError(str(folder), f"the folder cannot be read ({e.strerror or e})") from None
+    return scan_files(target_path, files, str(folder))
 
+
+def scan_files(target_path: str | os.PathLike, files, where: str) -> ScanReport:
+    """:func:`scan` over ``files`` (``where`` names them in the report: a folder, the model
+    library)."""
+    t0 = time.perf_counter()
+    files = [Path(p) for p in files]
     good: list[ScanEntry] = []
     cross: list[ScanEntry] = []
     bad: list[ScanEntry] = []
@@ -727,7 +733,7 @@ def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanRepor
         cross.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
         return ScanReport(
             target=t.summary,
-            folder=str(folder),
+            folder=where,
             compatible=tuple(good),
             incompatible=tuple(bad),
             skipped=tuple(skipped),

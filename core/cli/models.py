@@ -1,0 +1,119 @@
+"""``specscope models``: the GGUF files you already have (LM Studio, Ollama, the Hugging Face
+cache, llama.cpp's cache, Jan, GPT4All and folders you add; core/models/library.py), and with
+``--for TARGET`` what can draft for that target among them, ranked as the pair doctor ranks a
+folder (``doctor --scan``), with its MTP blocks and the draftless n-gram types beside them.
+
+    specscope models [--folder DIR ...] [--json]
+    specscope models --for TARGET [--folder DIR ...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from specscope.core.models.library import Library, params_text, scan_library, size_text
+
+NGRAM_LINE = ("the n-gram types (--spec-type ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, "
+              "ngram-cache) need no draft: they copy from the text so far, and pay off where it "
+              "repeats (code edits, a conversation's earlier turns)")
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("models", help="the GGUF models you already have, and what can draft for one",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--folder", type=Path, action="append", default=[], metavar="DIR",
+                   help="also look in this folder (and its subfolders); repeatable")
+    p.add_argument("--for", dest="target", type=Path, metavar="TARGET",
+                   help="rank what can draft for this target among the models found")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return p
+
+
+def run(args) -> int:
+    lib = scan_library(args.folder)
+    doc = lib.to_dict()
+    text = format_library(lib)
+    if args.target is not None:
+        ranking = rank_for(args.target, lib)
+        doc["for"] = ranking
+        text += "\n" + "\n".join(ranking["lines"]) + "\n"
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def format_library(lib: Library) -> str:
+    if not lib.searched:
+        out = ["No model store found (LM Studio, Ollama, Hugging Face, llama.cpp, Jan, GPT4All); "
+               "add a folder with --folder DIR"]
+    else:
+        out = ["Looked in: " + "; ".join(f"{s} {f}" for s, f in lib.searched)]
+    if lib.models:
+        out += ["", f"{'name':44} {'store':12} {'arch':10} {'params':>6} {'quant':8} {'size':>9} "
+                    f"{'ctx':>7} chat  drafts with"]
+        for m in lib.models:
+            out.append(f"{_cut(m.name, 44):44} {m.store:12} {_cut(m.architecture, 10):10} "
+                       f"{params_text(m.params):>6} {_cut(m.quantization, 8):8} {size_text(m.size):>9} "
+                       f"{m.context_length or '?':>7} {'yes ' if m.chat_template else 'no  '}  "
+                       f"{m.drafts_with}")
+    else:
+        out += ["", "No GGUF model found."]
+    if lib.problems:
+        out += ["", f"Problems ({len(lib.problems)}):"] + [f"  {p}" for p in lib.problems]
+    return "\n".join(out) + "\n"
+
+
+def rank_for(target: Path, lib: Library) -> dict:
+    """What can draft for ``target`` among the library's models: the pair doctor's ranking
+    (fitting drafts and heads, then drafts across vocabularies), the target's own MTP blocks,
+    and the n-gram types, each with a one-line verdict."""
+    from specscope.core.measure import pairing
+    from specscope.core.models.gguf_file import check_gguf
+    from specscope.core.models.mtp import nextn_layers
+    info = check_gguf(target)            # (a bad target: ModelFileError, one line)
+    others = [m.path for m in lib.models if _other(m.path, target)]
+    report = pairing.scan_files(target, others, "the model library")
+    names = {m.path: f"{m.name} ({m.store})" for m in lib.models}
+    lines = [f"What can draft for {target.name} ({report.ranking}):"]
+    rows = []
+    for e in report.compatible:
+        spec = e.report.spec_type
+        rows.append({"path": e.path, "name": names.get(e.path, e.path), "spec_type": spec,
+                     "verdict": e.report.cost.figures()})
+    for e in report.cross:
+        rows.append({"path": e.path, "name": names.get(e.path, e.path), "spec_type": "draft-simple",
+                     "verdict": f"another vocabulary: {e.report.cross.summary()} "
+                                f"(--spec-vocab {e.report.cross.mode})"})
+    for i, r in enumerate(rows, 1):
+        lines.append(f"  {i}. {r['name']}: --spec-type {r['spec_type']}; {r['verdict']}")
+    mtp = nextn_layers(info)
+    if mtp:
+        lines.append(f"  +  its own {mtp} MTP block{'s' if mtp > 1 else ''}: --spec-type draft-mtp "
+                     "(no draft model)")
+    lines.append(f"  +  {NGRAM_LINE}")
+    if not rows:
+        lines.append("  No model found fits it as a draft.")
+    if report.incompatible:
+        lines.append(f"  Not usable as its draft ({len(report.incompatible)}):")
+        lines += [f"    {names.get(e.path, e.path)}: {e.reason}" for e in report.incompatible]
+    return {"target": str(target), "drafts": rows, "mtp_blocks": mtp, "ngram": NGRAM_LINE,
+            "incompatible": [{"path": e.path, "reason": e.reason} for e in report.incompatible],
+            "lines": lines}
+
+
+def _other(path: str, target: Path) -> bool:
+    try:
+        return not Path(path).samefile(target)
+    except OSError:
+        return True
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
