@@ -344,6 +344,10 @@ class MainWindow(QMainWindow):
         f.addAction(self._action("Open target…", self.pair_panel.browse_target, "Ctrl+O"))
         f.addAction(self._action("Open draft…", self.pair_panel.browse_draft, "Ctrl+Shift+O"))
         f.addAction(self._action("Use the demo pair", self.pairs.use_demo_pair))
+        f.addAction(self._action("Model library…", self.model_library, "Ctrl+L",
+                                 "The GGUF models you already have (LM Studio, Ollama, the Hugging "
+                                 "Face cache, llama.cpp's cache, Jan, GPT4All, your folders), and "
+                                 "what among them can draft for the target"))
         f.addAction(self._action("Quantize the draft…", self.quantize_draft_dialog, None,
                                  "Make harder-quantized copies of the draft with llama.cpp and "
                                  "sweep them against it in Compare"))
@@ -643,6 +647,22 @@ class MainWindow(QMainWindow):
         self.run_done.emit(ended.request.run_id, ended.finish)
 
     # ================================================================== misc
+    def model_library(self):
+        """File ▸ Model library (app/library_dialog.py): a model picked there becomes the
+        target or the draft."""
+        from .library_dialog import LibraryDialog
+        dialog = LibraryDialog(self.settings, self.pair_panel.pair()[0], self)
+
+        def use(role: str, path: str) -> None:
+            t, d = self.pair_panel.pair()
+            self.pair_panel.set_pair(Path(path) if role == "target" else t,
+                                     Path(path) if role == "draft" else d)
+        dialog.use.connect(use)
+        dialog.setModal(False)
+        dialog.show()
+        self.library_dialog = dialog
+        return dialog
+
     def quantize_draft_dialog(self) -> None:
         from .quantize_dialog import open_quantize_dialog
         open_quantize_dialog(self, self.pair_panel.pair()[1], self.compare)

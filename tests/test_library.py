@@ -127,3 +127,29 @@ def test_models_json_and_the_ranking_for_a_target(home, monkeypatch, capsys):
         ranked.index("(llama.cpp): --spec-type draft-eagle3")
     assert "the n-gram types" in ranked
     assert "tinychat:latest (Ollama)" in ranked          # another vocabulary: a verdict line too
+
+
+def test_the_window_s_library_lists_them_and_sets_the_pair(qtbot, window, home, monkeypatch):
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    w = window
+    dialog = w.model_library()
+    qtbot.waitUntil(lambda: dialog.library is not None, timeout=30_000)
+    assert dialog.table.rowCount() == 5
+    assert "Problems (4)" in dialog.ranking.toPlainText()
+    names = [dialog.table.item(r, 0).text() for r in range(5)]
+    row = names.index("specscope/demo/demo-target.gguf")
+    dialog.table.selectRow(row)
+    dialog.as_target.click()
+    assert w.pair_panel.pair()[0] == home / ".lmstudio/models/specscope/demo/demo-target.gguf"
+    dialog.table.selectRow(names.index("specscope/demo-draft-GGUF/demo-draft.gguf"))
+    dialog.as_draft.click()
+    assert w.pair_panel.pair()[1].name == "demo-draft.gguf"
+    dialog.rank.click()
+    qtbot.waitUntil(lambda: dialog.rank.isEnabled(), timeout=60_000)
+    text = dialog.ranking.toPlainText()
+    assert text.startswith("What can draft for demo-target.gguf") and "draft-eagle3" in text
+    dialog.filter.setText("ollama")
+    assert [dialog.table.isRowHidden(r) for r in range(5)].count(False) == 1
+    dialog.close()

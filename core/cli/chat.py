@@ -11,7 +11,6 @@ alone: what each turn is checked against.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path

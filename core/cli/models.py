@@ -14,11 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from specscope.core.measure.draft_choice import rank_for
 from specscope.core.models.library import Library, params_text, scan_library, size_text
-
-NGRAM_LINE = ("the n-gram types (--spec-type ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, "
-              "ngram-cache) need no draft: they copy from the text so far, and pay off where it "
-              "repeats (code edits, a conversation's earlier turns)")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -67,51 +64,6 @@ def format_library(lib: Library) -> str:
     if lib.problems:
         out += ["", f"Problems ({len(lib.problems)}):"] + [f"  {p}" for p in lib.problems]
     return "\n".join(out) + "\n"
-
-
-def rank_for(target: Path, lib: Library) -> dict:
-    """What can draft for ``target`` among the library's models: the pair doctor's ranking
-    (fitting drafts and heads, then drafts across vocabularies), the target's own MTP blocks,
-    and the n-gram types, each with a one-line verdict."""
-    from specscope.core.measure import pairing
-    from specscope.core.models.gguf_file import check_gguf
-    from specscope.core.models.mtp import nextn_layers
-    info = check_gguf(target)            # (a bad target: ModelFileError, one line)
-    others = [m.path for m in lib.models if _other(m.path, target)]
-    report = pairing.scan_files(target, others, "the model library")
-    names = {m.path: f"{m.name} ({m.store})" for m in lib.models}
-    lines = [f"What can draft for {target.name} ({report.ranking}):"]
-    rows = []
-    for e in report.compatible:
-        spec = e.report.spec_type
-        rows.append({"path": e.path, "name": names.get(e.path, e.path), "spec_type": spec,
-                     "verdict": e.report.cost.figures()})
-    for e in report.cross:
-        rows.append({"path": e.path, "name": names.get(e.path, e.path), "spec_type": "draft-simple",
-                     "verdict": f"another vocabulary: {e.report.cross.summary()} "
-                                f"(--spec-vocab {e.report.cross.mode})"})
-    for i, r in enumerate(rows, 1):
-        lines.append(f"  {i}. {r['name']}: --spec-type {r['spec_type']}; {r['verdict']}")
-    mtp = nextn_layers(info)
-    if mtp:
-        lines.append(f"  +  its own {mtp} MTP block{'s' if mtp > 1 else ''}: --spec-type draft-mtp "
-                     "(no draft model)")
-    lines.append(f"  +  {NGRAM_LINE}")
-    if not rows:
-        lines.append("  No model found fits it as a draft.")
-    if report.incompatible:
-        lines.append(f"  Not usable as its draft ({len(report.incompatible)}):")
-        lines += [f"    {names.get(e.path, e.path)}: {e.reason}" for e in report.incompatible]
-    return {"target": str(target), "drafts": rows, "mtp_blocks": mtp, "ngram": NGRAM_LINE,
-            "incompatible": [{"path": e.path, "reason": e.reason} for e in report.incompatible],
-            "lines": lines}
-
-
-def _other(path: str, target: Path) -> bool:
-    try:
-        return not Path(path).samefile(target)
-    except OSError:
-        return True
 
 
 def _cut(text: str, n: int) -> str:

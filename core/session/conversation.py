@@ -44,7 +44,6 @@ from typing import Iterator
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.errors import ContextFullError, SpecScopeError
 from specscope.core.models.chat import chat_template, render_messages
-from specscope.core.models.tokentext import text_of
 from specscope.core.session.session import RunSettings, Session
 
 
