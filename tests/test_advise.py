@@ -346,3 +346,51 @@ def test_a_report_says_when_threads_auto_moved_while_it_measured(judged):
         assert again.categories[0].measured[0].threads_moved == 2
     finally:
         m.threads_moved = was
+
+
+def test_advice_on_your_own_prompts_within_a_minute(tmp_path, capsys):
+    """Issue 31 item 5: `advise --prompts FILE --budget 1m` on the demo pair judges the user's
+    category (a recommendation, or "don't speculate") with a measured range; the file mixes
+    plain lines and JSON Lines of chat messages."""
+    target, draft = demo_pair()
+    prompts = tmp_path / "mine.txt"
+    prompts.write_text('def add(a, b):\n    return a + b\n\ndef sub(a, b):\n'
+                       '[{"role": "user", "content": "Translate to French: the cat sleeps."}]\n'
+                       '{"messages": [{"role": "user", "content": "Count from one to ten."}]}\n')
+    assert cli_main(["advise", "-m", str(target), "-md", str(draft), "--prompts", str(prompts),
+                     "--budget", "1m", "--json", "-q", "--no-probe"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    [cat] = doc["categories"]
+    assert cat["category"] == "your prompts" and cat["prompts"] == 5 and cat["judged"]
+    judged = cat["best"] or cat["runner_up"]
+    assert judged["interval"] is not None and judged["measured_speedup"] > 0
+    assert doc["seconds"] <= 60 + 5 and doc["plan"].startswith("planned from the target's")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", ["no prompt"]), ('{"messages": "hello"}\n', ["line 1", "not a chat conversation"])])
+def test_a_prompts_file_that_is_not_one_is_one_line(tmp_path, capsys, text, words):
+    prompts = tmp_path / "bad.jsonl"
+    prompts.write_text(text)
+    assert cli_main(["advise", "-q", "--no-probe", "--prompts", str(prompts)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(prompts) in err and all(w in err for w in words)
+
+
+def test_a_budget_too_short_for_every_category_plans_them_in_turn(smollm2):
+    """SmolLM2 alone (n-gram types) and four categories in 90 s: the plan cuts prompts and
+    tokens from the target's measured speed, measures the categories in turn (each finished one
+    judged), stops on time, and says for the rest how much longer they need."""
+    cats = ("multi-turn", "translation", "summarization", "question-answering")
+    s = AdviseSettings(Path(smollm2), (), cats, budget_s=90, n_predict=64, top=2)
+    log = []
+    a = advise(s, log.append)
+    assert a.plan.startswith("planned from the target's") and a.seconds <= 90 + 5, log
+    assert a.settings.n_predict < 64 or all(len(c.prompts) < 6 for c in a.categories)
+    judged = [c for c in a.categories if c.decision().judged]
+    rest = [c for c in a.categories if not c.decision().judged]
+    assert judged and judged == a.categories[:len(judged)], [x for x in log if "measuring" not in x]
+    for c in rest:
+        assert c.needs_s and c.needs_s > 0
+        assert f"about {c.needs_s:.0f} s more would give it advice" in c.decision().why
+    assert all(c.left_out == 6 - len(c.prompts) for c in a.categories)

@@ -13,7 +13,7 @@ from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.advise import MIN_PASSES, AdviseSettings, advise
 from specscope.core.measure.advise_report import summary_lines, to_dict, write_report
-from specscope.core.measure.workloads import CATEGORIES
+from specscope.core.measure.workloads import CATEGORIES, YOURS, load_user_prompts
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.probe import guard
 
@@ -41,8 +41,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
                    help="a draft model (GGUF) for draft-simple; repeat for several (default: none "
                         "with -m, the demo draft without)")
-    p.add_argument("--categories", nargs="+", default=list(CATEGORIES), metavar="CATEGORY",
-                   help=f"workload categories (default all: {', '.join(CATEGORIES)})")
+    p.add_argument("--categories", nargs="+", default=None, metavar="CATEGORY",
+                   help=f"workload categories (default all: {', '.join(CATEGORIES)}; with --prompts "
+                        "only yours unless some are named)")
+    p.add_argument("--prompts", type=Path, metavar="FILE",
+                   help=f"your own prompts, measured as the category {YOURS!r}: one per line, or "
+                        "JSON Lines of chat conversations (a list of {role, content} messages, or "
+                        "an object with one as \"messages\")")
     p.add_argument("--budget", default="5m", help="wall time for the whole run (default 5m)")
     p.add_argument("-n", "--n-predict", type=int, default=64, help="tokens per run (default 64)")
     p.add_argument("--top", type=int, default=3, help="candidates measured per category (default 3)")
@@ -63,11 +68,16 @@ def settings_from_args(args) -> AdviseSettings:
         drafts = drafts or [demo_draft]
     if args.report is not None and args.report.suffix.lower() not in (".md", ".html", ".htm"):
         raise ConfigError(f"{args.report}: the report is Markdown (.md) or HTML (.html)")
-    unknown = [c for c in args.categories if c not in CATEGORIES]
+    named = args.categories if args.categories is not None else (
+        [] if args.prompts is not None else list(CATEGORIES))
+    unknown = [c for c in named if c not in CATEGORIES]
     if unknown:
         raise ConfigError(f"unknown workload category {', '.join(unknown)} (known: {', '.join(CATEGORIES)})")
+    if args.prompts is not None:
+        load_user_prompts(args.prompts)            # a bad file: its one line, before any load
+        named = [*named, YOURS]
     return AdviseSettings(target=Path(target), drafts=tuple(Path(d) for d in drafts),
-                          categories=tuple(dict.fromkeys(args.categories)),
+                          categories=tuple(dict.fromkeys(named)), prompts=args.prompts,
                           budget_s=parse_budget(args.budget), n_predict=args.n_predict,
                           top=args.top, passes=args.passes, engine=engine_settings(args))
 

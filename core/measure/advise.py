@@ -45,7 +45,8 @@ from specscope.core.measure.sweep import uncalibratable
 from specscope.core.measure.whatif import WhatIf, configurations, longest_drafted, priced, whatifs
 from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, chain_specs, draft_specs,
                                                  draft_whatif, draft_whatifs, hindsight, trace_draft)
-from specscope.core.measure.workloads import CATEGORIES, Workload, load_workloads
+from specscope.core.measure.workloads import (CATEGORIES, YOURS, Workload, load_user_prompts,
+                                              load_workloads)
 from specscope.core.models.chat import chat_template, render_messages
 from specscope.core.plain import to_plain
 
@@ -55,6 +56,9 @@ LEVEL = 0.95              # the share of re-measurements a stated range holds
 
 
 MIN_PASSES = 6            # the fewest complete passes a candidate is given a range from
+PLAN_SHARE = 0.85         # the budget's share a plan spends on runs (the rest: loads, calibrations)
+MIN_PROMPTS = 2           # the fewest prompts per category a plan keeps
+MIN_TOKENS = 24           # the fewest tokens per run a plan keeps
 BENCH_REPEATS = 3         # `specscope bench`'s default --repeats: the re-measurement the range is for
 RESAMPLES = 2000          # bootstrap draws of BENCH_REPEATS passes
 
@@ -83,11 +87,14 @@ class AdviseSettings:
     n_values: tuple[int, ...] = N_MAX_RANGE
     p_mins: tuple[float, ...] = P_MINS
     workloads: Path | None = None     # default: the shipped suite
+    prompts: Path | None = None       # the user's own prompts: the category YOURS (workloads.py)
 
     def validate(self) -> None:
         for path in (self.target, *self.drafts):
             if not Path(path).is_file():
                 raise ConfigError(f"{path}: no such model file")
+        if YOURS in self.categories and self.prompts is None:
+            raise ConfigError(f"the category {YOURS!r} is a file of your own: give --prompts FILE")
         if self.budget_s <= 0 or self.n_predict < 2 or self.top < 1 or self.passes < 1:
             raise ConfigError("the budget must be positive, -n at least 2, --top and --passes at least 1")
 
@@ -265,6 +272,8 @@ class CategoryAdvice:
     candidates: list[Candidate] = field(default_factory=list)   # every configuration, best first
     ceilings: dict[str, float] = field(default_factory=dict)    # per draft: the hindsight ceiling
     measured: list[Measured] = field(default_factory=list)
+    needs_s: float | None = None      # not done in the budget: about this many seconds more
+    left_out: int = 0                 # prompts the budget's plan left out
 
     def to_measure(self, top: int) -> list[Candidate]:
         """The best runnable configuration of each family; of those, the best of each kind first
@@ -283,7 +292,11 @@ class CategoryAdvice:
         return [c for c in ranked if c in chosen]
 
     def decision(self) -> Decision:
-        return decide(self.measured)
+        d = decide(self.measured)
+        if self.needs_s is not None and not d.judged:
+            return replace(d, why=f"the budget ran out before it was measured: about "
+                                  f"{self.needs_s:.0f} s more would give it advice")
+        return d
 
     def policies(self, draft: str) -> dict[str, Candidate]:
         """Per draft model: the best fixed n (p_min 0), the best with p_min, hf and cost."""
@@ -334,6 +347,7 @@ class Advice:
     seconds: float = 0.0
     phase: str = ""                   # where it was when it ended
     out_of_time: bool = False         # the budget ended the run (not a stop)
+    plan: str = ""                    # how the budget was planned, in words
 
     def pair_calibration(self) -> tuple[str, Calibration] | None:
         """(name, calibration) that break-even prices with: a draft model's pair calibration
@@ -376,13 +390,18 @@ class Advisor:
         s.validate()
         self.s, self.say_ = s, say or (lambda line: None)
         self.stop = stop or threading.Event()
-        workloads = load_workloads(s.categories, s.workloads)
+        workloads = load_workloads([c for c in s.categories if c != YOURS], s.workloads) \
+            if any(c != YOURS for c in s.categories) else []
+        if YOURS in s.categories:
+            workloads += load_user_prompts(s.prompts)
         self.result = Advice(s, [CategoryAdvice(c, [Prompt(w, "") for w in workloads if w.category == c])
                                  for c in s.categories])
         self.t0 = time.monotonic()
         self.engines: dict[str, Engine] = {}
         self.cals: dict[str, Calibration | None] = {}
         self.traced = 0                   # teacher-forced passes done (for share())
+        self.t_token = self.t_prompt = 0.0    # the target's measured seconds per token, per prompt
+        self.measured_pairs: set = set()      # (candidate, pass, prompt) measured
 
     def say(self, line: str) -> None:
         self.say_(f"[{time.monotonic() - self.t0:5.0f}s] {line}")
@@ -416,15 +435,21 @@ class Advisor:
         try:
             with ExitStack() as stack:
                 self.open(stack)
-                for step in (self.baselines, self.predict, self.measure):
+                self.plan()
+                for cat in self.result.categories:     # in turn: each finished one has advice
                     if self.stop.is_set():
                         break
-                    self.result.phase = step.__name__
-                    step()
+                    self.category(cat)
+                if not self.stop.is_set():
+                    self.result.phase = "measure"
+                    self.measure(schedule(self.result.categories, self.s.passes))
         except (KeyboardInterrupt, CalibrationStopped):
             self.stop.set()
         finally:
             timer.cancel()
+        for cat in self.result.categories:   # not judged when the run ended: how much longer
+            if cat.needs_s is None and not cat.decision().judged and self.t_token:
+                cat.needs_s = self.cost(len(cat.prompts), self.s.n_predict, cat)
         self.result.stopped = self.stop.is_set() and not self.result.out_of_time
         self.result.seconds = time.monotonic() - self.t0
         return self.result
@@ -447,19 +472,103 @@ class Advisor:
     def first(self) -> Engine:
         return next(iter(self.engines.values()))
 
-    def baselines(self) -> None:
-        """The target alone once per prompt, greedy: the continuation every what-if replays."""
+    # ------------------------------------------------------------------ the plan
+    def plan(self) -> None:
+        """The budget planned from the target's measured speed (its first baseline), once the
+        calibrations every category prices with are taken (cached ones cost nothing): prompts
+        per category and tokens per run, the most that let every category's best candidate be
+        measured on MIN_PASSES passes within PLAN_SHARE of the time left; where even the
+        least does not, the categories are measured in turn until the time is spent."""
+        self.result.phase = "plan"
+        cats = [c for c in self.result.categories if c.prompts]
+        if not cats:
+            return
+        self.baseline(cats[0].prompts[0])
+        for name in self.engines:
+            if not self.stop.is_set():
+                self.calibration(name, max(CALIBRATE_UP_TO, max(self.s.n_values) + 1) if not name
+                                 else max(self.s.n_values) + 1)
+        if self.stop.is_set() or not self.t_token:
+            return
+        s, left = self.s, self.left_s * PLAN_SHARE
+        most = max(len(c.prompts) for c in cats)
+        tokens = sorted({n for n in (s.n_predict, 48, 32, MIN_TOKENS) if n <= s.n_predict}, reverse=True)
+        sizes = [(n, k) for n in tokens for k in range(most, min(most, MIN_PROMPTS) - 1, -1)]
+        n, k = next(((n, k) for n, k in sizes
+                     if sum(self.cost(min(k, len(c.prompts)), n) for c in cats) <= left), sizes[-1])
+        for c in cats:
+            c.left_out, c.prompts = max(0, len(c.prompts) - k), c.prompts[:k]
+        first = cats[0].prompts[0]
+        first.cont = first.cont[:n]              # greedy: the first n tokens of the longer run
+        self.s = self.result.settings = replace(s, n_predict=n)
+        per = [self.cost(len(c.prompts), n) for c in cats]
+        fit = next((i for i in range(len(per), 0, -1) if sum(per[:i]) <= left), 0)
+        self.result.plan = (
+            f"planned from the target's {1 / self.t_token:.1f} tokens/s: {k} prompt"
+            f"{'s' if k != 1 else ''} per category, {n} tokens per run, {min(s.passes, MIN_PASSES)} "
+            f"passes of each category's best candidate: about {per[0]:.0f} s per category; "
+            + ("the category fits" if len(cats) == 1 and fit else
+               f"all {len(cats)} categories fit" if fit == len(cats) else
+               f"{fit} of {len(cats)} categories fit, measured in turn"))
+        self.say(self.result.plan)
+
+    def cost(self, prompts: int, n: int, cat: "CategoryAdvice | None" = None) -> float:
+        """Seconds a category of ``prompts`` prompts takes at ``n`` tokens per run: its
+        baselines, its drafts' teacher-forced passes and its best candidate's passes (both runs
+        of a pair priced as the target alone), from the target's measured speed; for ``cat``,
+        only what it has still to do."""
+        run = self.t_prompt + n * self.t_token
+        baselines = prompts if cat is None else sum(1 for p in cat.prompts if not p.cont)
+        passes = min(self.s.passes, MIN_PASSES)
+        pairs = passes * prompts if cat is None else max(0, passes * prompts - (
+            cat.measured[0].pairs if cat.measured else 0))
+        return baselines * run + len(self.s.drafts) * prompts * self.t_prompt + 2 * pairs * run
+
+    def category(self, cat: "CategoryAdvice") -> None:
+        """One category to its advice: baselines, predictions, its best candidate measured on
+        MIN_PASSES passes; skipped, with the time it would need, when that is more than is left."""
+        if not cat.prompts:
+            return
+        need = self.cost(len(cat.prompts), self.s.n_predict, cat)
+        if need > self.left_s:
+            cat.needs_s = need
+            self.say(f"{cat.category}: skipped, it needs about {need:.0f} s and {self.left_s:.0f} s "
+                     "are left")
+            return
+        self.result.phase = "baselines"
+        for p in cat.prompts:
+            if not p.cont and not self.stop.is_set():
+                self.baseline(p)
+        if self.stop.is_set():
+            return
+        self.result.phase = "predict"
+        self.predict([cat])
+        self.result.phase = "measure"
+        n = sum(1 for p in cat.prompts if p.cont)
+        cat.measured = [Measured(c, prompts=n) for c in cat.to_measure(self.s.top)]
+        self.measure((rep, c, m, i, p) for rep, c, m, i, p in schedule([cat], self.s.passes)
+                     if m is cat.measured[0] and rep < MIN_PASSES)
+
+    def baseline(self, p: Prompt) -> None:
+        """The target alone once on a prompt, greedy: the continuation every what-if replays
+        (and the target's speed, which plans the budget)."""
         engine = self.first
-        for i, p in enumerate(self.prompts, 1):
-            w = p.workload
-            p.text = render_messages(engine.target, list(w.messages)) \
-                if w.chat and chat_template(engine.target) else w.text
-            self.say(f"baseline {i}/{len(self.prompts)}: {w.name}")
-            run = engine.baseline(p.text, SamplerSettings(), self.s.n_predict, self.stop)
-            execute(run)
-            if self.stop.is_set():
-                return
-            p.tokens, p.cont = list(run.prompt_tokens), list(run.tokens)
+        w = p.workload
+        p.text = render_messages(engine.target, list(w.messages)) \
+            if w.chat and chat_template(engine.target) else w.text
+        done = sum(1 for q in self.prompts if q.cont)
+        self.say(f"baseline {done + 1}/{len(self.prompts)}: {w.category}, {w.name}")
+        run = engine.baseline(p.text, SamplerSettings(), self.s.n_predict, self.stop)
+        run_events = execute(run)
+        stats = fold(run_events)
+        if self.stop.is_set():
+            return
+        p.tokens, p.cont = list(run.prompt_tokens), list(run.tokens)
+        if stats.n_tokens:
+            # the first decodes build the graphs: the rest give the speed a run has
+            warm = fold(run_events[2:]) if len(run_events) > 4 else stats
+            self.t_token = warm.t_total / warm.n_tokens
+            self.t_prompt = run.prefill.seconds
 
     def calibration(self, name: str, k_max: int) -> Calibration | None:
         """The engine's calibration (cached on disk; once per engine here), None where its
@@ -476,9 +585,12 @@ class Advisor:
         self.cals[name] = cal
         return cal
 
-    def predict(self) -> None:
-        """Every configuration's what-if per prompt, priced and pooled per category."""
-        s, done = self.s, [p for p in self.prompts if p.cont]
+    def predict(self, categories: "Sequence[CategoryAdvice] | None" = None) -> None:
+        """Every configuration's what-if per prompt, priced and pooled per category (of
+        ``categories``; default all)."""
+        categories = self.result.categories if categories is None else categories
+        s = self.s
+        done = [p for c in categories for p in c.prompts if p.cont]
         self.say(f"n-gram what-ifs: {len(configurations())} configurations × {len(done)} prompts")
         ngram = {id(p): whatifs(p.tokens, p.cont, n_ctx=s.engine.n_ctx, n_predict=s.n_predict)
                  for p in done}
@@ -487,7 +599,7 @@ class Advisor:
                                 max(min(k_max, CALIBRATE_UP_TO), max(s.n_values) + 1))
         ngram = {k: {w.name: priced(w, cal0) for w in ws} for k, ws in ngram.items()}
         drafted = {name: self.draft_whatifs(name, done) for name in self.engines if name}
-        for cat in self.result.categories:
+        for cat in categories:
             mine = [p for p in cat.prompts if id(p) in ngram]
             cands = _pooled("", [ngram[id(p)] for p in mine])
             for name, (per_prompt, ceilings) in drafted.items():
@@ -524,15 +636,15 @@ class Advisor:
                                             n_predict=s.n_predict).speedup
         return out, ceilings
 
-    def measure(self) -> None:
-        """The candidates' pairs in :func:`schedule` order until the passes run out, or the
-        budget (module docs)."""
-        for cat in self.result.categories:
-            n = sum(1 for p in cat.prompts if p.cont)
-            cat.measured = [Measured(c, prompts=n) for c in cat.to_measure(self.s.top)]
-        for rep, cat, m, i, p in schedule(self.result.categories, self.s.passes):
+    def measure(self, order) -> None:
+        """The candidates' pairs in ``order`` (:func:`schedule`'s), each once, until the order
+        runs out, or the budget (module docs)."""
+        for rep, cat, m, i, p in order:
             if self.stop.is_set():
                 return
+            if (id(m), rep, i) in self.measured_pairs:
+                continue
+            self.measured_pairs.add((id(m), rep, i))
             self.say(f"measuring {cat.category}: {m.candidate.name} on {p.workload.name} "
                      f"(pass {rep + 1}; {len(m.pass_speedups())} passes so far)")
             self.pair(m, p, rep, spec_first=(rep + i) % 2 == 1)

@@ -59,7 +59,7 @@ def _name(m: Measured | None) -> str:
 
 def category_row(cat: CategoryAdvice) -> tuple[str, ...]:
     d = cat.decision()
-    rec = d.verdict
+    rec = d.verdict if cat.needs_s is None or d.judged else f"no advice (~{cat.needs_s:.0f} s more)"
     pred = d.best.candidate.predicted if d.best else None
     return (cat.category, rec, _iv(d.best), f"{pred:.2f}x" if pred else "-",
             _name(d.runner_up), _iv(d.runner_up))
@@ -79,7 +79,7 @@ def summary_lines(a: Advice) -> list[str]:
     """The table, each category's reason and command, and how the interval is computed."""
     lines = [f"target {a.settings.target.name}; drafts: "
              f"{', '.join(Path(d).name for d in a.settings.drafts) or 'none (n-gram types)'}; "
-             f"{a.seconds:.0f} s; {_ending(a)}", ""]
+             f"{a.seconds:.0f} s; {_ending(a)}"] + ([f"budget: {a.plan}"] if a.plan else []) + [""]
     lines += table_lines(a) + [""]
     lines += [*break_even_lines(a), ""] if a.calibrations else []
     for cat in a.categories:
@@ -102,7 +102,8 @@ def to_dict(a: Advice) -> dict:
     for c in a.categories:
         d = c.decision()
         cats.append({
-            "category": c.category, "prompts": len(c.prompts),
+            "category": c.category, "prompts": len(c.prompts), "left_out": c.left_out,
+            "needs_s": c.needs_s,
             "baselines": sum(1 for p in c.prompts if p.cont),
             "speculate": d.best is not None, "judged": d.judged, "why": d.why,
             "best": d.best.to_dict() if d.best else None,
@@ -118,6 +119,7 @@ def to_dict(a: Advice) -> dict:
             "budget_s": s.budget_s, "n_predict": s.n_predict, "top": s.top, "passes": s.passes,
             "engine": to_plain(s.engine), "seconds": a.seconds,
             "stopped": a.stopped, "out_of_time": a.out_of_time, "phase": a.phase, "cpus": os.cpu_count(),
+            "plan": a.plan,
             "calibrations": {k: {"t1_ms": v.t1 * 1e3, "f": v.f, "k_max": v.k_max,
                                  "under_load": v.under_load, "figures": v.to_dict()}
                              for k, v in a.calibrations.items()},
@@ -143,7 +145,7 @@ def from_dict(doc: dict) -> Advice:
         cals = {name: Calibration.from_dict(c["figures"])
                 for name, c in doc.get("calibrations", {}).items() if "figures" in c}
         return Advice(settings, cats, cals, bool(doc["stopped"]), float(doc["seconds"]),
-                      str(doc["phase"]), bool(doc.get("out_of_time", False)))
+                      str(doc["phase"]), bool(doc.get("out_of_time", False)), str(doc.get("plan", "")))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"lacks {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
         raise ConfigError(f"not a SpecScope advice document ({what})") from None
@@ -164,9 +166,11 @@ def _category_of(d: dict) -> CategoryAdvice:
     conts = d.get("continuations") or {f"prompt {i + 1}": [] for i in range(int(d["prompts"]))}
     prompts = [Prompt(Workload(name, d["category"], "", False, ()), "", [], list(cont))
                for name, cont in conts.items()]
+    needs = d.get("needs_s")
     return CategoryAdvice(d["category"], prompts,
                           sorted(known.values(), key=lambda c: -(c.predicted or c.tokens_per_round)),
-                          {k: float(v) for k, v in d["ceilings"].items()}, measured)
+                          {k: float(v) for k, v in d["ceilings"].items()}, measured,
+                          float(needs) if needs is not None else None, int(d.get("left_out", 0)))
 
 
 def _runs_of(m: dict, prompts: int) -> tuple[list[Pair], int]:
