@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QGridLayout, QGroupBox
+from pathlib import Path
 
-from specscope.core.measure.workloads import CATEGORIES
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QPushButton
+
+from specscope.core.measure.workloads import CATEGORIES, YOURS
 
 from .form_parts import PairRows, double_spin, row, spin, with_tip
 
@@ -23,6 +25,7 @@ class AdviseForm(PairRows, QGroupBox):
     """The "Advise" box. ``changed`` when what can run changes."""
 
     changed = Signal()
+    conversation_wanted = Signal()      # "Use the conversation": the window writes it (use_prompts)
 
     def __init__(self, parent=None):
         super().__init__("Advise", parent)
@@ -40,6 +43,22 @@ class AdviseForm(PairRows, QGroupBox):
             box.toggled.connect(lambda _on: self.changed.emit())
             self.categories[name] = box
             cats.addWidget(box, i // CATEGORY_COLUMNS, i % CATEGORY_COLUMNS)
+        yours = QHBoxLayout()
+        self.yours = with_tip(QCheckBox("your prompts"), "your own prompts as one more category: "
+                              "a file with one prompt per line, or JSON Lines of chat messages "
+                              "(advise --prompts), or the Run tab's conversation")
+        self.yours.setEnabled(False)
+        self.yours.toggled.connect(lambda _on: self.changed.emit())
+        self.prompts_path: Path | None = None
+        self.prompts_file = with_tip(QPushButton("File…"), "Choose a file of prompts")
+        self.prompts_file.clicked.connect(self._choose_prompts)
+        self.prompts_chat = with_tip(QPushButton("The conversation"), "Use the Run tab's "
+                                     "conversation: each of its turns, with the turns before it")
+        self.prompts_chat.clicked.connect(self.conversation_wanted)
+        for w in (self.yours, self.prompts_file, self.prompts_chat):
+            yours.addWidget(w)
+        yours.addStretch(1)
+        cats.addLayout(yours, len(CATEGORIES) // CATEGORY_COLUMNS + 1, 0, 1, CATEGORY_COLUMNS)
         grid.addLayout(cats, 0, 2, 2, 1)
         self.budget = double_spin(0.05, 240.0, DEFAULT_BUDGET_MIN, 0.5, "Wall time for the whole run: "
                                   "baselines, what-ifs, then measuring until it is spent (Stop ends it "
@@ -51,16 +70,41 @@ class AdviseForm(PairRows, QGroupBox):
         self.passes = spin(1, 40, AdviseSettings.passes, "--passes: at most this many measuring passes "
                            f"over a category's prompts (a range needs {MIN_PASSES})")
         cores = max(1, os.cpu_count() or 1)
-        self.threads = spin(0, cores, 0, "-t/-td: CPU threads for each model (0: llama.cpp's default, "
-                            "all cores; on a machine busy with other work 1 can be much faster); "
-                            "the commands to copy carry them")
-        self.threads.setSpecialValueText("all")
+        self.threads = spin(0, cores, 0, "-t/-td: CPU threads for each model (0: auto, the count "
+                            "that is fastest as the machine's load changes); the commands to copy "
+                            "carry a count you set")
+        self.threads.setSpecialValueText("auto")
         grid.addLayout(row("budget", self.budget, "-n", self.n_predict, "top", self.top,
                            "passes", self.passes, "threads", self.threads), 2, 2, 2, 1)
 
     # ------------------------------------------------------------------ what the controls say
     def chosen_categories(self) -> tuple[str, ...]:
-        return tuple(c for c, box in self.categories.items() if box.isChecked())
+        mine = (YOURS,) if self.yours.isChecked() and self.prompts_path is not None else ()
+        return tuple(c for c, box in self.categories.items() if box.isChecked()) + mine
+
+    def use_prompts(self, path: Path, what: str = "") -> None:
+        """Measure the prompts in ``path`` as the category "your prompts" (``what``: its name)."""
+        self.prompts_path = Path(path)
+        self.yours.setEnabled(True)
+        self.yours.setText(f"your prompts: {what or self.prompts_path.name}")
+        self.yours.setToolTip(str(path))
+        self.yours.setChecked(True)
+        self.changed.emit()
+
+    def _choose_prompts(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Your prompts: one per line, or JSON Lines of "
+                                              "chat messages", "", "Prompts (*.txt *.jsonl);;All files (*)")
+        if path:
+            from specscope.core.errors import ConfigError
+            from specscope.core.measure.workloads import load_user_prompts
+            try:
+                load_user_prompts(path)
+            except ConfigError as exc:
+                self.yours.setToolTip(str(exc))
+                self.yours.setText("your prompts: not a prompts file")
+                self.yours.setChecked(False)
+                return
+            self.use_prompts(Path(path))
 
     def set_categories(self, names) -> None:
         for c, box in self.categories.items():
@@ -82,7 +126,9 @@ class AdviseForm(PairRows, QGroupBox):
             raise ConfigError("tick at least one workload category")
         t = self.threads.value()
         return AdviseSettings(self.target, tuple(Path(d) for d in self.draft_paths()),
-                              self.chosen_categories(), budget_s=60.0 * self.budget.value(),
+                              self.chosen_categories(), prompts=self.prompts_path if
+                              YOURS in self.chosen_categories() else None,
+                              budget_s=60.0 * self.budget.value(),
                               n_predict=self.n_predict.value(), top=self.top.value(),
                               passes=self.passes.value(),
                               engine=EngineSettings(target_threads=t, draft_threads=t))
@@ -90,8 +136,9 @@ class AdviseForm(PairRows, QGroupBox):
     def set_idle(self, idle: bool) -> None:
         for w in (self.add_draft_button, self.add_folder_button, self.remove_draft_button, self.drafts,
                   self.budget, self.n_predict, self.top, self.passes, self.threads,
-                  *self.categories.values()):
+                  self.prompts_file, self.prompts_chat, *self.categories.values()):
             w.setEnabled(idle)
+        self.yours.setEnabled(idle and self.prompts_path is not None)
 
     def show_settings(self, s) -> None:
         """The controls as an advice ran (an AdviseSettings: a file's), not its models."""
@@ -110,6 +157,8 @@ class AdviseForm(PairRows, QGroupBox):
         """Put saved controls back; a value that does not fit keeps the default."""
         if isinstance(d.get("categories"), list):
             self.set_categories(d["categories"])
+            if YOURS not in d["categories"]:
+                self.yours.setChecked(False)
         for key, box in (("budget_min", self.budget), ("n_predict", self.n_predict), ("top", self.top),
                          ("passes", self.passes), ("threads", self.threads)):
             if isinstance(d.get(key), (int, float)) and not isinstance(d.get(key), bool):

@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
                                              "What should I run? The best drafter and settings per "
                                              "kind of work, measured (Ctrl+4)")
         self.advisor.restore_last()
+        self.advisor.form.conversation_wanted.connect(self.advise_on_conversation)
         t, d = self.pair_panel.pair()
         for view in (self.compare, self.advisor) if t is not None else ():
             view.set_pair(t, d)
@@ -647,6 +648,30 @@ class MainWindow(QMainWindow):
         self.run_done.emit(ended.request.run_id, ended.finish)
 
     # ================================================================== misc
+    def advise_on_conversation(self) -> None:
+        """The Advisor measures the conversation: each turn's message with the turns before it
+        (one chat conversation per line of a JSON Lines file in the app's data folder)."""
+        import json
+
+        from PySide6.QtCore import QStandardPaths
+        turns = self.chat_log.turns
+        if not turns:
+            self.banner.show_message("info", "No conversation yet: run a prompt in the Run tab and "
+                                             "reply to it; then the Advisor can measure it")
+            return
+        system = turns[0][1].settings.system
+        lines = []
+        for k, (message, _) in enumerate(turns):
+            messages = [{"role": "system", "content": system}] if system else []
+            for m, s in turns[:k]:
+                messages += [{"role": "user", "content": m}, {"role": "assistant", "content": s.text()}]
+            lines.append(json.dumps(messages + [{"role": "user", "content": message}]))
+        folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "conversation-prompts.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self.advisor.form.use_prompts(path, f"the conversation ({len(turns)} turns)")
+
     def model_library(self):
         """File ▸ Model library (app/library_dialog.py): a model picked there becomes the
         target or the draft."""

@@ -139,3 +139,28 @@ def test_chat_save_writes_a_conversation_the_window_opens_and_replays(qtbot, win
     w.shown.replay()                           # (at full speed: at once)
     qtbot.waitUntil(lambda: not w.controller.replaying, timeout=30_000)
     assert [e.emitted for e in w.shown.events] == [e.emitted for e in s.run.events]
+
+
+def test_the_advisor_takes_the_conversation(qtbot, chat_window, tmp_path, monkeypatch):
+    import json
+
+    from PySide6.QtCore import QStandardPaths
+    from specscope.core.measure.workloads import YOURS, load_user_prompts
+    QStandardPaths.setTestModeEnabled(True)
+    w = chat_window
+    w.advise_on_conversation()
+    assert "No conversation yet" in w.banner.message
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("eog", "n_predict")
+    assert run_and_wait(qtbot, w, lambda: w.chat_send("Which of them is the sweetest?")) \
+        in ("eog", "n_predict")
+    w.advise_on_conversation()
+    form = w.advisor.form
+    assert YOURS in form.chosen_categories() and "the conversation (2 turns)" in form.yours.text()
+    s = form.settings()
+    assert s.prompts == form.prompts_path and YOURS in s.categories
+    turns = load_user_prompts(s.prompts)
+    assert [len(t.messages) for t in turns] == [1, 3]
+    assert turns[1].messages[1]["role"] == "assistant"
+    assert turns[1].messages[1]["content"] == w.chat_log.turns[0][1].text()
+    assert json.loads(s.prompts.read_text().splitlines()[1])[-1]["content"] == \
+        "Which of them is the sweetest?"
