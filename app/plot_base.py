@@ -38,10 +38,48 @@ def cache_static_parts(plot: pg.PlotItem) -> None:
         plot.legend.setCacheMode(cache)
 
 
+class FittedPlot(pg.PlotWidget):
+    """A PlotWidget whose title and axis labels are elided to the room it has (the whole text
+    in the tooltip and in exports) instead of being clipped mid-word."""
+    full_title: str | None = None          # (pyqtgraph resizes it before __init__ sets these)
+    full_labels: dict = {}
+
+    def __init__(self, title: str, labels: dict[str, str], **kw):
+        super().__init__(**kw)
+        self.full_title, self.full_labels = title, labels
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.fit_text()
+
+    def fit_text(self) -> None:
+        if self.full_title is None:
+            return
+        p = self.getPlotItem()
+        title_font = QtGui.QFont(p.titleLabel.item.font())     # the font it is drawn in
+        title_font.setPointSizeF(11)
+        title = _elided(self.full_title, title_font, self.width() - 40)
+        if title != p.titleLabel.text:
+            p.setTitle(title, color=TEXT_COLOR, size="11pt")
+        label_font = QtGui.QFont(p.getAxis("bottom").label.font())
+        label_font.setPointSizeF(9)
+        room = {"bottom": self.width() - 70, "left": self.height() - 60}
+        for name, text in self.full_labels.items():
+            shown = _elided(text, label_font, room[name])
+            ax = p.getAxis(name)
+            if shown != ax.labelText:
+                p.setLabel(name, shown, color=LABEL_COLOR, **{"font-size": "9pt"})
+
+
+def _elided(text: str, font: QtGui.QFont, width: int) -> str:
+    return QtGui.QFontMetrics(font).elidedText(text, QtCore.Qt.TextElideMode.ElideRight, max(40, width))
+
+
 def styled_plot(title: str, left: str, bottom: str, tip: str = "",
                 antialias: bool = False) -> pg.PlotWidget:
-    """A plot in SpecScope's style: white, titled, labelled axes, a faint y grid, no menu."""
-    w = pg.PlotWidget(background="w")
+    """A plot in SpecScope's style: white, titled, labelled axes, a faint y grid, no menu; its
+    title and labels elided to its room (:class:`FittedPlot`)."""
+    w = FittedPlot(title, {"left": left, "bottom": bottom}, background="w")
     w.setAntialiasing(antialias)     # only lines need it; bars are axis-aligned rectangles
     if tip:
         w.setToolTip(tip)
@@ -106,7 +144,7 @@ def render_svg(widget: pg.PlotWidget, path: Path) -> None:
     gen.setSize(source.size().toSize())
     target = QtCore.QRectF(0.0, 0.0, source.width(), source.height())
     gen.setViewBox(target)
-    gen.setTitle(widget.getPlotItem().titleLabel.text)
+    gen.setTitle(getattr(widget, "full_title", None) or widget.getPlotItem().titleLabel.text)
     # the bar items replay QPictures, which Qt rescales for a device of another resolution
     gen.setResolution(QtGui.QPicture().logicalDpiX())
     painter = QtGui.QPainter(gen)
