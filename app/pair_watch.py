@@ -63,8 +63,16 @@ class PairWatch(QObject):
         w = self.w
         panel = w.pair_panel
         t, d = panel.pair()
+        shown = w.controller.session
         if not w.controller.busy:
             w.controller.show(None)
+            if shown is not None:           # said, not done silently
+                what = (f"the recording {Path(shown.path).name} was closed (File ▸ Open session… "
+                        "opens it again)" if shown.is_recording else
+                        "the run shown was cleared (it is kept as last-session.jsonl in "
+                        "SpecScope's data folder: File ▸ Open session… opens it)")
+                w.banner.show_message("info", f"Another pair: {what}")
+                w.stats_bar.set_state("Idle")
         if w.cost_panel is not None:
             w.cost_panel.show_calibrated(None)
         for view in (w.compare, w.advisor):        # the workspaces follow, unless running
