@@ -469,7 +469,7 @@ class CostPanel(QtWidgets.QWidget):
         self._curve.setData(n.astype(float), s)
         nb, sb = best_n(alpha, f, n_top)
         self._best.setData([float(nb)], [sb])
-        self._best_label.setText(f"best: n = {nb}, {sb:.2f}×")
+        self._best_label.setText(f"textbook best: n = {nb}, {sb:.2f}×")
         # centred above the star, but kept inside the plot at either end
         edge = (nb - 0.5) / n_top
         self._best_label.setAnchor((0.15 if edge < 0.2 else 0.85 if edge > 0.8 else 0.5, 1.3))
@@ -538,6 +538,17 @@ class CostPanel(QtWidgets.QWidget):
         return text + (", so no draft length pays here." if values[nb] < 1.0 else ".")
 
     def _sentence(self, nb: int, sb: float, cal_at: dict[int, float]) -> str:
+        """What the panel says: what was measured first (where a run was), then what the
+        textbook model and the calibration predict."""
+        model = self._model_sentence(nb, sb, cal_at)
+        m = self._measured
+        if m is None:
+            return model + " Nothing measured yet: these are example values; run a draft to measure α and f."
+        if m.speedup is None or self._n_max <= 0:
+            return model
+        return self._measured_sentence(m) + " " + model
+
+    def _model_sentence(self, nb: int, sb: float, cal_at: dict[int, float]) -> str:
         alpha, f = self._alpha, self._f
         text = f"At α = {alpha:.2f} and f = {f:.2f} the textbook model predicts "
         s_nmax = textbook_speedup(alpha, self._n_max, f) if self._n_max > 0 else 0.0
@@ -551,15 +562,12 @@ class CostPanel(QtWidgets.QWidget):
             text += f"{sb:.2f}× at n = {nb} (best)."
         if sb < 1.0:
             text += " No draft length pays at these values."
-        text += self._calibrated_sentence(cal_at) or (
+        return text + (self._calibrated_sentence(cal_at) or (
             " (The textbook model takes a verification of n + 1 tokens to cost one target token; "
-            "Calibrate on this machine draws what this CPU's measured costs predict.)")
-        m = self._measured
-        if m is None:
-            return text + " Nothing measured yet: these are example values; run a draft to measure α and f."
-        if m.speedup is None or self._n_max <= 0:
-            return text
-        text += f" Measured: {m.speedup:.2f}×"
+            "Calibrate on this machine draws what this CPU's measured costs predict.)"))
+
+    def _measured_sentence(self, m) -> str:
+        text = f"Measured: {m.speedup:.2f}× at n = {self._n_max} (this run against its baseline)"
         predicted = textbook_speedup(m.alpha, self._n_max, m.f)  # at the measured α and f
         if m.speedup < WELL_BELOW * predicted:
             if m.verify_ratio is not None and m.verify_ratio > VERIFY_RATIO_NOTABLE:
