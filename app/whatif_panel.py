@@ -366,10 +366,16 @@ class WhatIfPanel(QWidget):
                     f"<td>&nbsp;{speed}</td></tr>")
         if s.kind == "spec":
             measured = s.speedup
+            check = s.baseline_check() if measured is not None else None
+            if measured is None:
+                speed = "– (no baseline yet)"
+            elif check is not None and check.stale:      # said here, not only in the status bar
+                speed = (f"{measured:.2f}× measured, <span style='color:#b42318'>⚠ stale "
+                         f"baseline</span> ({html.escape(check.stale)}: Baseline measures it again)")
+            else:
+                speed = f"{measured:.2f}× measured"
             own = cells(f"this run: {_cut(spec.label)}", f"{stats.acceptance_rate:.1%}",
-                        f"{stats.n_tokens / max(stats.n_rounds, 1):.2f}",
-                        f"{measured:.2f}× measured" if measured is not None else
-                        "– (no baseline yet)", "#d64545")
+                        f"{stats.n_tokens / max(stats.n_rounds, 1):.2f}", speed, "#d64545")
         else:
             own = cells("this run (target alone)", "–", "1.00", "1.00×", "#d64545")
         if w is None:

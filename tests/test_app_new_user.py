@@ -33,3 +33,20 @@ def test_after_opening_a_recording_another_pair_closes_it_and_says_so(qtbot, win
     assert "the recording run.jsonl was closed" in w.banner.message
     assert w.stats_bar.values["state"].full == "Idle"
     assert w.width() <= 1440            # opening it did not widen the window
+
+
+def test_the_what_if_table_says_when_its_measured_speed_up_rests_on_a_stale_baseline(qtbot, window):
+    w = window
+    w.params.drafter.set_types(["draft-simple"])
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    assert run_and_wait(qtbot, w, w.baseline_clicked) in ("n_predict", "eog")
+    s = w.controller.session
+    w.tabs.setCurrentWidget(w.whatif)
+    qtbot.waitUntil(lambda: w.whatif.session is s, timeout=30_000)
+    assert s.speedup is not None and "stale" not in w.whatif._readout()
+    base = s.baseline                         # measured ten minutes before the run, say
+    base.started_at -= 600
+    base.ended_at -= 600
+    assert s.baseline_check().stale
+    readout = w.whatif._readout()
+    assert f"{s.speedup:.2f}× measured" in readout and "⚠ stale baseline" in readout
