@@ -44,6 +44,20 @@ DRAFTER_COLUMNS = (
 )
 
 
+
+MAX_TICKS = 12      # an axis of counts labels at most about this many (ngram-mod drafts 64 tokens)
+
+
+def count_ticks(first: int, last: int) -> list[tuple[float, str]]:
+    """Ticks for the integers first..last: each one while there are few, else the first and
+    every multiple of a step of 2, 4, 8, … that keeps them readable."""
+    step = 1
+    while (last - first + 1) / step > MAX_TICKS:
+        step *= 2
+    ks = [first] + [k for k in range(first + 1, last + 1) if k % step == 0] if step > 1 else \
+        list(range(first, last + 1))
+    return [(float(k), str(k)) for k in ks]
+
 class _DraftBars(LivePlot):
     """A bar plot of drafts with a count label per bar and a note while there is no draft."""
 
@@ -129,7 +143,7 @@ class AcceptancePlot(_DraftBars):
         if len(x) != self.n_bars:         # axis work only when a position appears
             self.n_bars = len(x)
             self.plot.setXRange(0.4, max(len(x), 1) + 0.6, padding=0)
-            self.plot.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, len(x) + 1)]])
+            self.plot.getAxis("bottom").setTicks([count_ticks(1, len(x))])
         self.layout_labels()
 
     def _ensure_legend(self) -> pg.LegendItem:
@@ -245,7 +259,7 @@ class HistogramPlot(_DraftBars):
         if len(x) != self.n_bars:
             self.n_bars = len(x)
             self.plot.setXRange(-0.6, max(len(x) - 1, 0) + 0.6, padding=0)
-            self.plot.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(len(x))]])
+            self.plot.getAxis("bottom").setTicks([count_ticks(0, len(x) - 1)])
         if len(counts):
             self.top = max(float(counts.max()), 1.0)
             self.refit()

@@ -50,3 +50,25 @@ def test_the_what_if_table_says_when_its_measured_speed_up_rests_on_a_stale_base
     assert s.baseline_check().stale
     readout = w.whatif._readout()
     assert f"{s.speedup:.2f}× measured" in readout and "⚠ stale baseline" in readout
+
+
+def test_sixty_four_draft_positions_get_a_readable_axis(qtbot, window):
+    """ngram-mod drafts up to 64 tokens (ngram-simple 48): the acceptance-by-position and
+    histogram axes label a dozen positions at most, the histogram shows its last bar whole."""
+    from specscope.app.plot_drafts import count_ticks
+    assert [t for _, t in count_ticks(1, 64)] == ["1", "8", "16", "24", "32", "40", "48", "56", "64"]
+    assert [t for _, t in count_ticks(1, 3)] == ["1", "2", "3"]
+    w = window
+    w.params.drafter.set_types(["ngram-simple"])
+    w.params.n_predict.setValue(96)
+    w.prompt.set_text("def add(a, b):\n    return a + b\n\n" * 6)
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    stats = w.shown.stats
+    assert len(stats.position_acceptance) > 16, stats.drafted_at
+    plots = w.plots
+    for plot in (plots.acceptance, plots.histogram):
+        ticks = plot.plot.getAxis("bottom")._tickLevels[0]
+        assert len(ticks) <= 13
+    hist = plots.histogram
+    x_lo, x_hi = hist.plot.viewRange()[0]
+    assert x_hi >= len(stats.accepted_hist) - 1 + 0.35     # the last bar's right edge is in view
