@@ -38,7 +38,8 @@ class ElidedLabel(QLabel):
 
 
 class ChatBar(QWidget):
-    send = Signal(str, bool)       # the message, and whether it replaces the last one (an edit)
+    send = Signal(str, bool, bool)  # the message, whether it replaces the last one (an edit),
+                                    # and whether its turn runs in step mode
     regenerate = Signal()
     edit = Signal()                # the window puts the last message in the box (start_edit)
     new_conversation = Signal()
@@ -57,6 +58,10 @@ class ChatBar(QWidget):
         self.send_button.setToolTip("Continue the conversation with this message (Enter): the "
                                     "engine keeps both caches and prefills only what is new")
         self.send_button.clicked.connect(self._send)
+        self.step_button = QPushButton("Step")
+        self.step_button.setToolTip("Send it in step mode: one round at a time (Step or F10 for the "
+                                    "next, Run to go on)")
+        self.step_button.clicked.connect(lambda: self._send(step=True))
         self.regen_button = QPushButton("Regenerate")
         self.regen_button.setToolTip("Generate the last reply again (at temperature, with the next "
                                      "seed)")
@@ -69,7 +74,8 @@ class ChatBar(QWidget):
         self.new_button.setToolTip("Start a new conversation: the next Run begins it from the "
                                    "prompt box")
         self.new_button.clicked.connect(self._new)
-        for w in (self.reply, self.send_button, self.regen_button, self.edit_button, self.new_button):
+        for w in (self.reply, self.send_button, self.step_button, self.regen_button,
+                  self.edit_button, self.new_button):
             row.addWidget(w, 1 if w is self.reply else 0)
         lay.addLayout(row)
         self.figures = ElidedLabel()
@@ -84,6 +90,7 @@ class ChatBar(QWidget):
         can = free and turns > 0
         self.reply.setEnabled(can)
         self.send_button.setEnabled(can)
+        self.step_button.setEnabled(can)
         self.regen_button.setEnabled(can)
         self.edit_button.setEnabled(can)
         self.new_button.setEnabled(free and turns > 0)
@@ -102,13 +109,13 @@ class ChatBar(QWidget):
         self.figures.set_full(figures)
         self.figures.setVisible(bool(figures))
 
-    def _send(self) -> None:
+    def _send(self, step: bool = False) -> None:
         text = self.reply.text()
         if not text.strip() or not self.send_button.isEnabled():
             return
         editing, self.editing = bool(self.editing), ""
         self.reply.clear()
-        self.send.emit(text, editing)
+        self.send.emit(text, editing, step)
 
     def start_edit(self, message: str) -> None:
         self.editing = message

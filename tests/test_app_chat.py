@@ -70,9 +70,10 @@ def test_two_turns_regenerate_edit_and_step_mode_on_a_later_turn(qtbot, chat_win
     assert [m for m, _ in w.chat_log.turns] == ["Name three fruits that are red.",
                                                   "Which of them is the sourest?"]
 
-    # step mode on turn 3
+    # step mode on turn 3 (the bar's Step)
+    w.chat_bar.reply.setText("And the biggest?")
     with qtbot.waitSignal(w.step_done, timeout=60_000):
-        w.chat_send("And the biggest?", step=True)
+        w.chat_bar.step_button.click()
     third = w.controller.session
     assert w.controller.paused and len(third.turns) == 2 and len(w.shown.events) == 1
     assert run_and_wait(qtbot, w, w.run_clicked) in ("eog", "n_predict")    # Continue

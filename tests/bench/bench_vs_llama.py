@@ -1,0 +1,78 @@
+"""Benchmark (prints figures, asserts nothing): SpecScope's per-round cost beside llama.cpp's own
+``llama-speculative-simple``, idle, the same pair, prompt, flags and thread counts.
+
+    python tests/bench/bench_vs_llama.py --llama-bin build/bin [-n 256] [-r 5] [-t 2]
+
+For draft-simple in SpecScope's reuse sync (its default) and replay sync (llama.cpp's), and each
+n-gram type alone with llama.cpp's defaults, runs SpecScope (``specscope run --json``) and
+llama.cpp alternately, ``-r`` times each, and prints the median generation tokens/s of each
+(as each program reports it: prompt processing excluded) and their ratio. The demo pair and
+``-p "def parse_args(argv):"``; repacking off on both sides (LLAMA_ARG_REPACK=0, SpecScope
+``--repack off``) so the kernels are the same on every CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+PROMPT = "def parse_args(argv):"
+MODES = {"draft-simple reuse": (["--spec-type", "draft-simple"], ["--sync", "reuse"]),
+         "draft-simple replay": (["--spec-type", "draft-simple"], ["--sync", "replay"]),
+         **{t: (["--spec-type", t], []) for t in
+            ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")}}
+
+
+def ours(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> float:
+    cmd = [sys.executable, "-c", "import sys; from specscope.core.cli.main import main; sys.exit(main())",
+           "run", "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n), "--json",
+           "-t", str(threads), "-td", str(threads), "--repack", "off", "--no-probe", *flags]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)}:\n{p.stderr[-2000:]}")
+    return json.loads(p.stdout)["stats"]["tokens_per_s"]
+
+
+def theirs(binary: Path, target: Path, draft: Path, flags: list[str], n: int, threads: int) -> float:
+    cmd = [str(binary), "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n),
+           "--temp", "0", "-c", "2048", "-t", str(threads), "-td", str(threads), *flags]
+    for _ in range(10):      # llama.cpp's log thread may lose the last lines at exit: again
+        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300,
+                           env={**os.environ, "LLAMA_ARG_REPACK": "0"})
+        m = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", p.stderr)
+        if m:
+            return float(m.group(1))
+    raise SystemExit(f"no speed line from {' '.join(cmd)}:\n{p.stderr[-2000:]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llama-bin", type=Path, required=True, help="folder with llama-speculative-simple")
+    ap.add_argument("-n", type=int, default=256)
+    ap.add_argument("-r", "--repeats", type=int, default=5)
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--modes", default=",".join(MODES))
+    a = ap.parse_args()
+    from specscope.core.models.demo import demo_pair
+    target, draft = demo_pair()
+    binary = a.llama_bin / "llama-speculative-simple"
+    print(f"{os.cpu_count()} cores; demo pair, -n {a.n}, -t {a.threads}, {a.repeats} runs each, alternating")
+    print("| mode | SpecScope tokens/s | llama.cpp tokens/s | SpecScope / llama.cpp |\n|---|---|---|---|")
+    for mode in a.modes.split(","):
+        common, ours_only = MODES[mode]
+        mine, other = [], []
+        for _ in range(a.repeats):
+            mine.append(ours(target, draft, common + ours_only, a.n, a.threads))
+            other.append(theirs(binary, target, draft, common, a.n, a.threads))
+        m, o = statistics.median(mine), statistics.median(other)
+        print(f"| {mode} | {m:,.1f} | {o:,.1f} | {m / o:.2f}× |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
