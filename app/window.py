@@ -649,28 +649,16 @@ class MainWindow(QMainWindow):
 
     # ================================================================== misc
     def advise_on_conversation(self) -> None:
-        """The Advisor measures the conversation: each turn's message with the turns before it
-        (one chat conversation per line of a JSON Lines file in the app's data folder)."""
-        import json
-
+        """The Advisor measures the conversation (ChatLog.write_prompts: each turn's message with
+        the turns before it), from a file in the app's data folder."""
         from PySide6.QtCore import QStandardPaths
-        turns = self.chat_log.turns
-        if not turns:
+        if not self.chat_log.turns:
             self.banner.show_message("info", "No conversation yet: run a prompt in the Run tab and "
                                              "reply to it; then the Advisor can measure it")
             return
-        system = turns[0][1].settings.system
-        lines = []
-        for k, (message, _) in enumerate(turns):
-            messages = [{"role": "system", "content": system}] if system else []
-            for m, s in turns[:k]:
-                messages += [{"role": "user", "content": m}, {"role": "assistant", "content": s.text()}]
-            lines.append(json.dumps(messages + [{"role": "user", "content": message}]))
         folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "conversation-prompts.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        self.advisor.form.use_prompts(path, f"the conversation ({len(turns)} turns)")
+        path = self.chat_log.write_prompts(folder / "conversation-prompts.jsonl")
+        self.advisor.form.use_prompts(path, f"the conversation ({len(self.chat_log.turns)} turns)")
 
     def model_library(self):
         """File ▸ Model library (app/library_dialog.py): a model picked there becomes the

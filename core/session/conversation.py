@@ -38,7 +38,9 @@ turn that failed is dropped and the next one starts with both caches afresh.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Iterator
 
 from specscope.core.engine.events import Prefill, RoundEvent
@@ -250,6 +252,19 @@ class ChatLog:
     def is_last(self, session) -> bool:
         """``session`` is the conversation's last turn (a reply continues it)."""
         return bool(self.turns) and self.turns[-1][1] is session
+
+    def write_prompts(self, path) -> Path:
+        """The conversation as advise --prompts reads it (JSON Lines): each turn's message with
+        the turns before it, one chat conversation per line."""
+        system = self.turns[0][1].settings.system if self.turns else None
+        lines = []
+        for k in range(len(self.turns)):
+            messages = conversation_messages(system, self.history(self.turns[:k]), self.turns[k][0])
+            lines.append(json.dumps(messages, ensure_ascii=False))
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
 
     @staticmethod
     def history(turns) -> tuple[tuple[str, str], ...]:
