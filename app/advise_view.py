@@ -19,8 +19,8 @@ import time
 from html import escape
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy,
-                               QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
+                               QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from .advise_charts import BreakEvenPlot, MeasuredChart
 from .advise_form import AdviseForm
@@ -411,16 +411,53 @@ class AdvisorView(QWidget):
         self.status.setText(f"saved {path}")
 
 
+CAPTION_MIN_PX = 40         # the least a caption is given; longer than its room, it scrolls
+
+
+class _CaptionBox(QWidget):
+    """A plot over its wrapped caption; a caption longer than the room the plot's minimum
+    height leaves scrolls in its own area instead of being drawn over the plot's axis."""
+
+    def __init__(self, plot, caption: QLabel):
+        super().__init__()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addWidget(plot, 1)
+        self.plot = plot
+        self.area = QScrollArea()
+        self.area.setWidgetResizable(True)
+        self.area.setFrameShape(QFrame.Shape.NoFrame)
+        self.area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.area.setWidget(caption)
+        lay.addWidget(self.area)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.fit()
+
+    def fit(self) -> None:
+        label = self.area.widget()
+        need = label.heightForWidth(max(1, self.area.viewport().width())) + 4
+        room = self.height() - self.plot.minimumHeight() - 2
+        self.area.setFixedHeight(min(need, max(CAPTION_MIN_PX, room)))
+
+
+class _Caption(QLabel):
+    """A caption that asks its box to fit it again when its text changes."""
+    box: "_CaptionBox | None" = None
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        if self.box is not None:
+            self.box.fit()
+
+
 def _with_caption(plot, text: str) -> tuple[QWidget, QLabel]:
     """``plot`` over a wrapped caption: (the box, the caption)."""
-    box = QWidget()
-    lay = QVBoxLayout(box)
-    lay.setContentsMargins(0, 0, 0, 0)
-    lay.setSpacing(2)
-    lay.addWidget(plot, 1)
-    caption = QLabel(text)
+    caption = _Caption(text)
     caption.setWordWrap(True)
     caption.setTextFormat(Qt.TextFormat.RichText)
     caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-    lay.addWidget(caption)
+    caption.box = box = _CaptionBox(plot, caption)
     return box, caption

@@ -242,3 +242,18 @@ def test_the_advisor_is_a_workspace_that_holds_the_cores(window, qtbot):
         w.run_clicked()                                 # refused while the advisor holds the cores
         assert "The advisor is running in the Advisor tab" in w.banner.message
     assert not w.controller.sweeping and w.controller.refusal("run") == ""
+
+
+def test_the_break_even_caption_stays_below_the_plot_on_a_small_screen(qtbot, advice):
+    """Issue 31 item 7: at 1280×720 the break-even note was drawn over the plot's x axis; it
+    now scrolls in its own area below the whole plot."""
+    v = AdvisorView()
+    qtbot.addWidget(v)
+    v.resize(1280, 640)
+    v.show()
+    v.show_advice(advice)
+    qtbot.wait(50)
+    box = v.caption.box
+    plot, area = box.plot.geometry(), box.area.geometry()
+    assert plot.bottom() < area.top(), (plot, area)
+    assert plot.height() >= box.plot.minimumHeight()
