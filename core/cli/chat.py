@@ -170,7 +170,8 @@ def conversation_lines(conv: Conversation) -> list[str]:
     s = fold(events)
     reused = sum(t.prefill.reused for t in conv.turns)
     decoded = sum(t.prefill.decoded for t in conv.turns)
-    lines = [f"conversation: {len(conv.turns)} turns, {s.n_tokens} tokens in {s.t_total:.3f} s = "
+    n = len(conv.turns)
+    lines = [f"conversation: {n} turn{'s' if n != 1 else ''}, {s.n_tokens} tokens in {s.t_total:.3f} s = "
              f"{s.tokens_per_s:.1f} tokens/s",
              f"prompts: {decoded} tokens prefilled, {reused} reused from the turns before"]
     if conv.turns[0].session.kind == "spec":
