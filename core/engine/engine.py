@@ -274,7 +274,7 @@ _EPOCHS = itertools.count(1)
 
 @dataclass(frozen=True)
 class Held:
-    """What a run left in the engine's caches, for a conversation's next turn (core/engine/
+    """What a run left in the engine's caches, for a conversation's next turn (core/session/
     conversation.py): rows [0, len(tokens)) of the target's cache hold ``tokens`` (and the draft
     model's cache the same), as of the engine's ``epoch`` that run had; ``chain``: its drafters."""
     tokens: np.ndarray
@@ -483,6 +483,7 @@ class Run:
         self.resume = resume                 # what the turn before left in the caches
         self.held: Held | None = None        # what this run left there (once it ended)
         self._cached = None                  # () -> the tokens the caches hold now
+        self._chain = None                   # the drafters (a speculative run's)
         self.prefill: Prefill | None = None
         self.tokens: list[int] = []
         self.finish = ""
@@ -494,30 +495,35 @@ class Run:
 
     def __iter__(self) -> Iterator[RoundEvent]:
         e = self.engine
-        with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl:
-            chain = None
-            try:
-                if self.spec is None:
-                    self._watch_threads(e.tgt, None)
-                    self._prefill()
-                    yield from self._baseline_rounds(smpl)
-                    return
-                rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
-                chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
-                self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and DRAFT_MTP in self.spec.types
-                                    else e.dft)
-                self._prefill(chain)
-                yield from self._spec_rounds(smpl, chain, rule)
-            except GeneratorExit:
-                raise
-            except BaseException:
-                self._cached = None
-                raise
-            finally:
-                # between rounds (the end, or the caller stopped iterating) the caches hold the
-                # round state's history; a failure inside a round leaves them unknown
-                cached = self._cached() if self._cached is not None else None
-                self.held = Held(cached, e.epoch, chain) if cached is not None else None
+        with e.exclusive("a generation"), build_chain(e.target, self.sampler_settings) as smpl, \
+                self._leaving_held():
+            if self.spec is None:
+                self._watch_threads(e.tgt, None)
+                self._prefill()
+                yield from self._baseline_rounds(smpl)
+                return
+            rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
+            chain = self._chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
+            self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and DRAFT_MTP in self.spec.types
+                                else e.dft)
+            self._prefill(chain)
+            yield from self._spec_rounds(smpl, chain, rule)
+
+    @contextmanager
+    def _leaving_held(self):
+        """``held``, once the run ends: between rounds (its end, or the caller stopped
+        iterating) the caches hold the round state's history; a failure inside a round leaves
+        them unknown (None)."""
+        try:
+            yield
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._cached = None
+            raise
+        finally:
+            cached = self._cached() if self._cached is not None else None
+            self.held = Held(cached, self.engine.epoch, self._chain) if cached is not None else None
 
     # ------------------------------------------------------------------ prefill
     def _prefill(self, chain=None) -> None:
