@@ -126,11 +126,20 @@ class RoundSeries:
         self.roll[i] = np.divide(cum[i] - c0, dt, out=np.zeros(len(i)), where=dt > 0)
 
 
+LEGEND_MAX_SHARE = 0.45    # a legend taller than this share of the plot is hidden (its tooltip says it)
+
+
 class _LegendPlot(LivePlot):
-    """A time series whose legend sits above the data."""
+    """A time series whose legend sits above the data; where the plot is too short for both,
+    the legend is hidden (the plot's tooltip names its parts) rather than drawn over the data."""
 
     def reserve_px(self) -> float:
-        return self.legend.boundingRect().height() + 8.0
+        height = self.view.height()
+        need = self.legend.boundingRect().height() + 8.0
+        fits = height <= 1 or need <= LEGEND_MAX_SHARE * height
+        if self.legend.isVisible() != fits:
+            self.legend.setVisible(fits)
+        return need if fits else 0.0
 
 
 class SpeedPlot(_LegendPlot):

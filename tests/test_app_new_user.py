@@ -72,3 +72,19 @@ def test_sixty_four_draft_positions_get_a_readable_axis(qtbot, window):
     hist = plots.histogram
     x_lo, x_hi = hist.plot.viewRange()[0]
     assert x_hi >= len(stats.accepted_hist) - 1 + 0.35     # the last bar's right edge is in view
+
+
+def test_a_legend_never_covers_the_bars_it_names(qtbot, window):
+    """Time per round and Generation speed at 1280×720: a plot too short for its legend and its
+    data hides the legend (its tooltip names the parts) instead of drawing it over the bars."""
+    w = window
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    plot = w.plots.time_split
+    for height, shown in ((120, False), (420, True)):
+        plot.widget.setFixedHeight(height)
+        qtbot.wait(30)
+        plot.refit(force=True)
+        assert plot.legend.isVisible() is shown, height
+        if shown:       # the data's top lies below the legend
+            top_px = plot.view.height() * (1 - plot.top / plot.view.viewRange()[1][1])
+            assert top_px >= plot.legend.boundingRect().height()
