@@ -5,6 +5,8 @@ with each draft model placed at its own (α, f) (Advice.draft_points, as the rep
 
 from __future__ import annotations
 
+from html import escape
+
 import math
 
 import numpy as np
@@ -13,7 +15,7 @@ from PySide6.QtCore import Qt
 
 from .compare_charts import DRAFT_COLORS
 from .drafter_style import drafter_colors
-from .plot_base import TEXT_COLOR, cache_static_parts, empty_note, set_text, small_legend, styled_plot
+from .plot_base import TEXT_COLOR, cache_static_parts, empty_note, set_text, styled_plot
 
 __all__ = ["MeasuredChart", "BreakEvenPlot"]
 
@@ -107,7 +109,8 @@ class BreakEvenPlot:
         self.widget.setMinimumSize(300, 220)
         self.plot = self.widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
-        self.legend = small_legend(self.plot, offset=(8, -8))          # bottom left: the curves rise to the right
+        # no legend inside the plot (the categories' labels went under it): key_html, in the caption
+        self.drafts: list[str] = []
         self.note = empty_note(self.plot)
         self.items: list = []
         self.curves: dict = {}                  # {speed-up: [BreakEven per α]} drawn
@@ -119,7 +122,6 @@ class BreakEvenPlot:
         points are drawn larger."""
         from specscope.core.measure.break_even import curves, point_speed
         _clear(self.plot, self.items)
-        self.legend.clear()
         self.curves = curves(cal) if cal is not None else {}
         if cal is None:
             set_text(self.note, "no calibration: nothing to price the curves with")
@@ -143,7 +145,7 @@ class BreakEvenPlot:
                 self.plot.addItem(fill)
                 self.items.append(fill)
             top = max(top, float(ys.max()))
-        drafts = list(dict.fromkeys(draft for _, draft, _ in points))
+        drafts = self.drafts = list(dict.fromkeys(draft for _, draft, _ in points))
         for category, draft, p in points:
             color = DRAFT_COLORS[drafts.index(draft) % len(DRAFT_COLORS)]
             big = category == selected
@@ -176,6 +178,13 @@ class BreakEvenPlot:
         self.plot.setXRange(max(0.0, lo - ALPHA_MARGIN), 1.0 + ALPHA_MARGIN / 6, padding=0)
         self.note.setPos((max(0.0, lo - ALPHA_MARGIN) + 1.0) / 2, (top or 1.0) / 2)
         self.plot.setYRange(0.0, (top or 1.0) * 1.2, padding=0)
+
+    def key_html(self) -> str:
+        """What the lines and dots mean (the plot's key, under it)."""
+        parts = [f"{'━' if s == 1.0 else '╌'} {s:g}× break-even" for s in self.curves]
+        parts += [f"<span style='color:{DRAFT_COLORS[i % len(DRAFT_COLORS)]}'>●</span> {escape(d)}"
+                  for i, d in enumerate(self.drafts)]
+        return "Key: " + ", ".join(parts) if parts else ""
 
     def out_of_reach(self) -> list[float]:
         """The speed-ups no draft reaches here at any α of the curves, however cheap."""

@@ -372,7 +372,9 @@ class AdvisorView(QWidget):
                          + (" (taken under load: they sit lower than on a quiet machine)." if cal.under_load else "."))
             notes += [f"{s:g}× is out of reach here at any α shown." for s in self.break_even.out_of_reach()]
         lines = [f"{escape(c)} — {escape(verdict(cal, p))}" for c, _, p in self.points if c == name]
-        self.caption.setText(" ".join([BREAK_EVEN_NOTE, *notes]) + "".join(f"<br>{x}" for x in lines))
+        key = self.break_even.key_html()
+        self.caption.setText((f"{key}<br>" if key else "") + " ".join([BREAK_EVEN_NOTE, *notes])
+                             + "".join(f"<br>{x}" for x in lines))
         if cat is None:
             self.details.setText("")
             return

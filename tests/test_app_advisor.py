@@ -257,3 +257,6 @@ def test_the_break_even_caption_stays_below_the_plot_on_a_small_screen(qtbot, ad
     plot, area = box.plot.geometry(), box.area.geometry()
     assert plot.bottom() < area.top(), (plot, area)
     assert plot.height() >= box.plot.minimumHeight()
+    # the key is under the plot, not a legend over its points and their labels
+    assert v.caption.text().startswith("Key: ") and "demo-draft.gguf" in v.caption.text()
+    assert getattr(v.break_even, "legend", None) is None
