@@ -439,15 +439,17 @@ class MainWindow(QMainWindow):
         # threads 0 is "auto": each context follows the load, decode by decode (core/models/threads.py)
         return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
 
-    def request(self, kind: str, step: bool = False, quiet: bool = False):
+    def request(self, kind: str, step: bool = False, quiet: bool = False, prompt: str | None = None):
         """A RunRequest as the controls ask (the controller checks them), or None when they are
-        not ready (the banner says why unless ``quiet``)."""
+        not ready (the banner says why unless ``quiet``). ``prompt``: instead of the prompt box's
+        (a conversation's reply)."""
         from specscope.core.errors import ConfigError
         from specscope.core.session.controller import Controls
         t, d = self.pair_panel.pair()
         p, report = self.params, self.pairs.report
         try:
-            controls = Controls(t, d, self.prompt.text(), p.spec_settings(), p.sampler_settings(),
+            controls = Controls(t, d, self.prompt.text() if prompt is None else prompt,
+                                p.spec_settings(), p.sampler_settings(),
                                 p.n_predict.value(), self.engine_settings(),
                                 chat=self.prompt.chat_enabled(), system=self.prompt.system_text(),
                                 drafter_problem=p.drafter.problem(),
@@ -596,12 +598,11 @@ class MainWindow(QMainWindow):
         from specscope.core.session.conversation import ChatLog
         if self.controller.busy or self._refused():
             return
-        req = self.request("spec", step=step)
+        req = self.request("spec", step=step, prompt=message)
         if req is None:
             return
         sampler = replace(req.sampler, seed=req.sampler.seed + regenerate) if regenerate else req.sampler
-        req = replace(req, prompt=message, history=ChatLog.history(turns), turns=tuple(turns),
-                      sampler=sampler)
+        req = replace(req, history=ChatLog.history(turns), turns=tuple(turns), sampler=sampler)
         if step:
             self.tabs.setCurrentWidget(self.round_view)
         self._start(req)
