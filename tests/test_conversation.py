@@ -202,16 +202,21 @@ def test_a_target_without_a_chat_template_continues_one_document():
         check_turn(engine, second, 16, conv)
 
 
-def test_chat_json_from_stdin_matches_the_baseline_turn_by_turn(smollm2, monkeypatch, capsys):
+@pytest.mark.parametrize("drafting", [["-md", "<smollm2>"], ["--spec-type", "ngram-mod",
+                                                             "--spec-ngram-mod-n-match", "4",
+                                                             "--spec-ngram-mod-n-min", "2"]],
+                         ids=["own-draft", "ngram-mod-no-draft"])
+def test_chat_json_from_stdin_matches_the_baseline_turn_by_turn(smollm2, monkeypatch, capsys, drafting):
     lines = "\n".join(QUESTIONS) + "\n"
+    drafting = [str(smollm2) if a == "<smollm2>" else a for a in drafting]
 
     def chat(*extra):
         monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-        assert main(["chat", "-m", str(smollm2), "-md", str(smollm2), "-n", "16", "--json",
+        assert main(["chat", "-m", str(smollm2), "-n", "16", "--json",
                      "--no-probe", "-c", "1024", *extra]) == 0
         return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
-    spec, base = chat(), chat("--baseline")
+    spec, base = chat(*drafting), chat("--baseline")
     assert [t["turn"] for t in spec] == [1, 2, 3]
     for s, b in zip(spec, base):
         assert {"text", "tokens", "finish", "prefill_tokens", "reused_tokens", "stats"} <= set(s)
@@ -219,7 +224,7 @@ def test_chat_json_from_stdin_matches_the_baseline_turn_by_turn(smollm2, monkeyp
     assert spec[0]["reused_tokens"] == 0 and base[0]["reused_tokens"] == 0
     for t in spec[1:] + base[1:]:
         assert t["reused_tokens"] > 0 and t["prefill_tokens"] < len(t["prompt_tokens"])
-    assert spec[1]["stats"]["n_drafted"] > 0
+    assert sum(t["stats"]["n_drafted"] for t in spec) > 0
     # turn by turn against the baseline conversation, while the two conversations agree
     def replayed(t):
         return t["prompt_tokens"], t["reused_tokens"], [RoundEvent.from_dict(r) for r in t["rounds"]]
