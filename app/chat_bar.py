@@ -8,33 +8,10 @@ engine keeps what the turn before left in both caches and prefills only what is 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-
-class ElidedLabel(QLabel):
-    """One line of text elided to the width it is given (the whole of it in its tooltip): it
-    neither widens nor heightens the window."""
-
-    def __init__(self):
-        super().__init__()
-        self.full = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-
-    def set_full(self, text: str) -> None:
-        self.full = text
-        self.setToolTip(text)
-        self._elide()
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        self.setText(QFontMetrics(self.font()).elidedText(self.full, Qt.TextElideMode.ElideRight,
-                                                          max(0, self.width() - 2)))
+from .desktop import ElidedLabel
 
 
 class ChatBar(QWidget):
@@ -78,7 +55,8 @@ class ChatBar(QWidget):
                   self.edit_button, self.new_button):
             row.addWidget(w, 1 if w is self.reply else 0)
         lay.addLayout(row)
-        self.figures = ElidedLabel()
+        self.figures = ElidedLabel()            # one line: it neither widens nor heightens the bar
+        self.figures.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.figures.setStyleSheet("color:#555")
         lay.addWidget(self.figures)
         self.editing = ""              # the last message being edited ("" when not)
@@ -107,6 +85,7 @@ class ChatBar(QWidget):
         if not can:
             self.editing = ""
         self.figures.set_full(figures)
+        self.figures.setToolTip(figures)
         self.figures.setVisible(bool(figures))
 
     def _send(self, step: bool = False) -> None:

@@ -1,11 +1,12 @@
 """What a desktop window is expected to do: open on the screen it is given, whatever its size,
-and leave the settings alone when the mouse wheel scrolls past them."""
+leave the settings alone when the mouse wheel scrolls past them, and elide a line of text that
+would otherwise widen it."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QSlider, QWidget
+from PySide6.QtGui import QFontMetrics, QGuiApplication
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLabel, QSlider, QWidget
 
 PREFERRED_SIZE = QSize(1440, 900)     # the window's size where the screen has room for it
 WHEEL_INPUTS = (QComboBox, QAbstractSpinBox, QSlider)
@@ -64,3 +65,26 @@ def guard_wheel(root: QWidget) -> None:
         for widget in root.findChildren(kind):
             widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             widget.installEventFilter(guard)
+
+
+class ElidedLabel(QLabel):
+    """One line of text elided to the width the layout gives it (``full``: the whole text), so
+    that a long text never widens the window. ``MIN_PX``: the least it elides to."""
+    MIN_PX = 0
+
+    def __init__(self, text: str = ""):
+        super().__init__(text)
+        self.full = ""
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self._elide()
+        self.updateGeometry()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(QFontMetrics(self.font()).elidedText(self.full, Qt.TextElideMode.ElideRight,
+                                                          max(self.MIN_PX, self.width())))

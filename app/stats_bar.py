@@ -6,6 +6,8 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton
 
+from .desktop import ElidedLabel
+
 FIELDS = (
     ("state", "", "what the engine is doing"),
     ("tokens", "tokens", "tokens generated (and rounds)"),
@@ -29,19 +31,14 @@ WIDTH_SAMPLES = {"tokens": "0000 (000 rounds)", "n_drafted": "00000", "n_accept"
                  "threads": "0+0→0+0"}   # the numbers
 
 
-class StateLabel(QLabel):
+class StateLabel(ElidedLabel):
     """The engine's state in the width the bar leaves it (at most STATE_MAX_PX, at least
     STATE_MIN_PX), elided to fit: it never widens the window."""
+    MIN_PX = STATE_MIN_PX
 
     def __init__(self):
         super().__init__("–")
-        self.full = ""
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
-
-    def set_full(self, text: str) -> None:
-        self.full = text
-        self._elide()
-        self.updateGeometry()
 
     def sizeHint(self) -> QSize:
         hint = super().sizeHint()
@@ -50,14 +47,6 @@ class StateLabel(QLabel):
 
     def minimumSizeHint(self) -> QSize:
         return QSize(STATE_MIN_PX, super().minimumSizeHint().height())
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        self.setText(QFontMetrics(self.font()).elidedText(self.full, Qt.TextElideMode.ElideRight,
-                                                          max(STATE_MIN_PX, self.width())))
 
 
 class StatsBar(QFrame):

@@ -216,7 +216,7 @@ class TokenView(QPlainTextEdit):
         self._append(pieces)
 
     def _message(self, text: str, turn: int, document: bool, before: list) -> "_Piece":
-        shown = "".join(p.text for p in before)
+        shown = next((p.text for p in reversed(before) if p.text), "")    # what the text ends with
         if document:        # the document goes on: a new line unless it ends with one
             sep = "" if not shown or shown.endswith(("\n", " ")) else "\n"
             return _Piece(PROMPT, -1, -1, -1, sep + text,

@@ -22,10 +22,9 @@ from specscope.core.engine.drafters import DRAFT_EAGLE3
 from specscope.core.engine.engine import Engine
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure.calibrate import policy_calibration
-from specscope.core.measure.stats import fold
 from specscope.core.models.probe import guard
 from specscope.core.models.tokentext import TextStream
-from specscope.core.session.conversation import Conversation
+from specscope.core.session.conversation import Conversation, summary
 from specscope.core.session.session import RunSettings
 
 COMMANDS = ("/regen", "/edit", "/reset", "/stats", "/quit")
@@ -163,19 +162,6 @@ def turn_line(turn, index: int) -> str:
 
 
 def conversation_lines(conv: Conversation) -> list[str]:
-    """The whole conversation's figures: every turn's rounds folded together."""
-    if not conv.turns:
-        return ["no turn yet"]
-    events = [e for t in conv.turns for e in t.session.run.events]
-    s = fold(events)
-    reused = sum(t.prefill.reused for t in conv.turns)
-    decoded = sum(t.prefill.decoded for t in conv.turns)
-    n = len(conv.turns)
-    lines = [f"conversation: {n} turn{'s' if n != 1 else ''}, {s.n_tokens} tokens in {s.t_total:.3f} s = "
-             f"{s.tokens_per_s:.1f} tokens/s",
-             f"prompts: {decoded} tokens prefilled, {reused} reused from the turns before"]
-    if conv.turns[0].session.kind == "spec":
-        per_pos = "  ".join(f"{p:.2f}" for p in s.position_acceptance) or "-"
-        lines += [f"accepted {s.n_accept} of {s.n_drafted} drafted "
-                  f"({100 * s.acceptance_rate:.1f}%); by draft position: {per_pos}"]
-    return lines
+    """The whole conversation's figures (conversation.summary), a line each."""
+    lines = summary([t.session for t in conv.turns])
+    return [f"conversation: {lines[0]}", *lines[1:]] if lines else ["no turn yet"]

@@ -100,10 +100,13 @@ def chat_template(model) -> str | None:
     return text if text else None
 
 
-def messages_for(user: str, system: str | None = None) -> list[dict]:
+def messages_for(user: str, system: str | None = None, history=()) -> list[dict]:
+    """The chat messages for ``user`` (after ``system``, and a conversation's turns before it:
+    ``history``, (message, reply) pairs)."""
     out = [{"role": "system", "content": system}] if system else []
-    out.append({"role": "user", "content": user})
-    return out
+    for message, reply in history:
+        out += [{"role": "user", "content": message}, {"role": "assistant", "content": reply}]
+    return out + [{"role": "user", "content": user}]
 
 
 def render_template(source: str, messages: list[dict], *, bos_token: str = "", eos_token: str = "",

@@ -45,7 +45,8 @@ from typing import Iterator
 
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.errors import ContextFullError, SpecScopeError
-from specscope.core.models.chat import chat_template, render_messages
+from specscope.core.measure.stats import fold
+from specscope.core.models.chat import chat_template, messages_for, render_messages
 from specscope.core.session.session import RunSettings, Session
 
 
@@ -199,21 +200,13 @@ def history_of(turns: list[Turn]) -> tuple[tuple[str, str], ...]:
     return tuple((t.user, t.reply) for t in turns)
 
 
-def conversation_messages(system: str | None, history, user: str) -> list[dict]:
-    """The chat messages of a turn after ``history`` ((message, reply) pairs)."""
-    out = [{"role": "system", "content": system}] if system else []
-    for message, reply in history:
-        out += [{"role": "user", "content": message}, {"role": "assistant", "content": reply}]
-    return out + [{"role": "user", "content": user}]
-
-
 def conversation_prompt(model, chat: bool, system: str | None, history, user: str) -> str:
     """What the target is given for ``user``'s turn after ``history``: the chat template's
     rendering of the conversation (with the generation prompt), or for a target without one
     (``chat`` False) the document so far with ``user`` appended (the system message is a chat
     message: a document has none)."""
     if chat:
-        return render_messages(model, conversation_messages(system, history, user))
+        return render_messages(model, messages_for(user, system, history))
     text = ""
     for message, reply in history:
         text = _joined(text, message) + reply
@@ -259,7 +252,7 @@ class ChatLog:
         system = self.turns[0][1].settings.system if self.turns else None
         lines = []
         for k in range(len(self.turns)):
-            messages = conversation_messages(system, self.history(self.turns[:k]), self.turns[k][0])
+            messages = messages_for(self.turns[k][0], system, self.history(self.turns[:k]))
             lines.append(json.dumps(messages, ensure_ascii=False))
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,21 +265,24 @@ class ChatLog:
         return tuple((message, s.text()) for message, s in turns)
 
     def figures(self) -> str:
-        """The conversation in one line: turns, tokens, speed, acceptance by position, and how
-        much of the prompts the caches held."""
-        from specscope.core.measure.stats import fold
-        if not self.turns:
-            return ""
-        sessions = [s for _, s in self.turns]
-        s = fold([e for x in sessions for e in x.run.events])
-        prompt = sum(len(x.prompt_tokens) for x in sessions)
-        line = (f"Conversation: {len(sessions)} turn{'s' if len(sessions) != 1 else ''}, "
-                f"{s.n_tokens} tokens at {s.tokens_per_s:.1f} tokens/s")
-        if s.n_drafted:
-            by_pos = " ".join(f"{p:.2f}" for p in s.position_acceptance[:8])
-            line += (f"; accepted {s.n_accept} of {s.n_drafted} drafted "
-                     f"({100 * s.acceptance_rate:.0f}%), by position {by_pos}")
-        reused = sum(x.run.reused for x in sessions)
-        if len(sessions) > 1:
-            line += f"; {reused} of {prompt} prompt tokens held from the turn before"
-        return line
+        """The conversation in one line (the window's chat bar)."""
+        return "Conversation: " + "; ".join(summary([s for _, s in self.turns])) if self.turns else ""
+
+
+def summary(sessions) -> list[str]:
+    """A conversation's figures from its turns' sessions: turns, tokens and speed; acceptance,
+    overall and by draft position, where it drafted; the prompt tokens the caches held from the
+    turn before. ``specscope chat``'s /stats prints them a line each, the window on one line."""
+    if not sessions:
+        return []
+    s = fold([e for x in sessions for e in x.run.events])
+    n = len(sessions)
+    out = [f"{n} turn{'s' if n != 1 else ''}, {s.n_tokens} tokens at {s.tokens_per_s:.1f} tokens/s"]
+    if s.n_drafted:
+        by_pos = " ".join(f"{p:.2f}" for p in s.position_acceptance)
+        out.append(f"accepted {s.n_accept} of {s.n_drafted} drafted ({100 * s.acceptance_rate:.0f}%), "
+                   f"by position {by_pos}")
+    if n > 1:
+        out.append(f"{sum(x.run.reused for x in sessions)} of "
+                   f"{sum(len(x.prompt_tokens) for x in sessions)} prompt tokens held from the turn before")
+    return out

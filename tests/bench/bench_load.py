@@ -82,8 +82,10 @@ def specscope(target: Path, draft: Path, n: int, threads: int, env: dict) -> tup
     return stats["tokens_per_s"], line
 
 
-def llama_cpp(binary: Path, target: Path, draft: Path, n: int, env: dict) -> float:
-    cmd = [str(binary), "-m", str(target), "-md", str(draft), "--spec-type", "draft-simple",
+def llama_cpp(binary: Path, target: Path, draft: Path, n: int, env: dict,
+              flags=("--spec-type", "draft-simple")) -> float:
+    """tokens/s of one ``llama-speculative-simple`` run (generation only, as it reports it)."""
+    cmd = [str(binary), "-m", str(target), "-md", str(draft), *flags,
            "-p", PROMPT, "-n", str(n),
            "--temp", "0", "-c", "2048"]
     for _ in range(10):      # llama.cpp's log thread may lose the last lines at exit: again

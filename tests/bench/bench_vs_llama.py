@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-PROMPT = "def parse_args(argv):"
+from bench_load import PROMPT, llama_cpp   # (this folder is on the path when run as a script)
 MODES = {"draft-simple reuse": (["--spec-type", "draft-simple"], ["--sync", "reuse"]),
          "draft-simple replay": (["--spec-type", "draft-simple"], ["--sync", "replay"]),
          **{t: (["--spec-type", t], []) for t in
@@ -40,15 +39,8 @@ def ours(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> f
 
 
 def theirs(binary: Path, target: Path, draft: Path, flags: list[str], n: int, threads: int) -> float:
-    cmd = [str(binary), "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n),
-           "--temp", "0", "-c", "2048", "-t", str(threads), "-td", str(threads), *flags]
-    for _ in range(10):      # llama.cpp's log thread may lose the last lines at exit: again
-        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300,
-                           env={**os.environ, "LLAMA_ARG_REPACK": "0"})
-        m = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", p.stderr)
-        if m:
-            return float(m.group(1))
-    raise SystemExit(f"no speed line from {' '.join(cmd)}:\n{p.stderr[-2000:]}")
+    return llama_cpp(binary, target, draft, n, dict(os.environ),
+                     [*flags, "-t", str(threads), "-td", str(threads)])
 
 
 def main() -> None:
