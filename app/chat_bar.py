@@ -13,6 +13,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPushButton, QSizePolicy, 
 
 from .desktop import ElidedLabel
 
+REPLY_MIN_PX = 180       # the reply box's least width
+
 
 class ChatBar(QWidget):
     send = Signal(str, bool, bool)  # the message, whether it replaces the last one (an edit),
@@ -51,8 +53,12 @@ class ChatBar(QWidget):
         self.new_button.setToolTip("Start a new conversation: the next Run begins it from the "
                                    "prompt box")
         self.new_button.clicked.connect(self._new)
+        # on a narrow screen the buttons give way to their words and the box keeps room to type
+        self.reply.setMinimumWidth(REPLY_MIN_PX)
         for w in (self.reply, self.send_button, self.step_button, self.regen_button,
                   self.edit_button, self.new_button):
+            if w is not self.reply:
+                w.setMinimumWidth(w.fontMetrics().horizontalAdvance(w.text()) + 16)
             row.addWidget(w, 1 if w is self.reply else 0)
         lay.addLayout(row)
         self.figures = ElidedLabel()            # one line: it neither widens nor heightens the bar

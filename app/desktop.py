@@ -1,12 +1,12 @@
 """What a desktop window is expected to do: open on the screen it is given, whatever its size,
-leave the settings alone when the mouse wheel scrolls past them, and elide a line of text that
-would otherwise widen it."""
+leave the settings alone when the mouse wheel scrolls past them, elide a line of text that
+would otherwise widen it, and wrap a row of fields onto a second line on a narrow screen."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics, QGuiApplication
-from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLabel, QSlider, QWidget
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLabel, QLayout, QSlider, QWidget
 
 PREFERRED_SIZE = QSize(1440, 900)     # the window's size where the screen has room for it
 WHEEL_INPUTS = (QComboBox, QAbstractSpinBox, QSlider)
@@ -88,3 +88,94 @@ class ElidedLabel(QLabel):
     def _elide(self) -> None:
         self.setText(QFontMetrics(self.font()).elidedText(self.full, Qt.TextElideMode.ElideRight,
                                                           max(self.MIN_PX, self.width())))
+
+
+class FlowLayout(QLayout):
+    """Widgets in a row that wraps onto further lines when the width is short (Qt's flow-layout
+    example), so a bar of fields fits a 1024-pixel screen without overlapping. The ``filler``
+    (one widget, e.g. an ElidedLabel) is placed at its minimum width and then takes what its
+    line leaves: where the lines break does not depend on its text, so a changing text never
+    re-lays out the window."""
+
+    def __init__(self, parent: QWidget | None = None, spacing: int = 10, line_spacing: int = 2):
+        super().__init__(parent)
+        self._items = []
+        self._spacing, self._line_spacing = spacing, line_spacing
+        self.filler: QWidget | None = None
+
+    def addItem(self, item) -> None:  # noqa: N802 - Qt override
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int):  # noqa: N802 - Qt override
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int):  # noqa: N802 - Qt override
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:  # noqa: N802 - Qt override
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt override
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt override
+        return self._place(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect: QRect) -> None:  # noqa: N802 - Qt override
+        super().setGeometry(rect)
+        self._place(rect, move=True)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        """Everything on one line."""
+        shown = [i for i in self._items if not i.isEmpty()]
+        width = sum(self._width(i) for i in shown) + self._spacing * max(0, len(shown) - 1)
+        height = max((i.sizeHint().height() for i in shown), default=0)
+        m = self.contentsMargins()
+        return QSize(width + m.left() + m.right(), height + m.top() + m.bottom())
+
+    def minimumSize(self) -> QSize:  # noqa: N802 - Qt override
+        """The widest single item: every other one can go to a line of its own."""
+        size = QSize()
+        for item in self._items:
+            if not item.isEmpty():
+                size = size.expandedTo(QSize(self._width(item), item.minimumSize().height()))
+        m = self.contentsMargins()
+        return size + QSize(m.left() + m.right(), m.top() + m.bottom())
+
+    def _width(self, item) -> int:
+        return item.minimumSize().width() if item.widget() is self.filler else item.sizeHint().width()
+
+    def _place(self, rect: QRect, move: bool) -> int:
+        """Lay the items out in ``rect`` (when ``move``); the height the lines take."""
+        m = self.contentsMargins()
+        area = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
+        lines, line = [], []
+        x = 0
+        for item in self._items:
+            if item.isEmpty():
+                continue
+            width = self._width(item)
+            if line and x + self._spacing + width > area.width():
+                lines.append(line)
+                line, x = [], 0
+            x += (self._spacing if line else 0) + width
+            line.append((item, width))
+        if line:
+            lines.append(line)
+        y = area.y()
+        for line in lines:
+            height = max(item.sizeHint().height() for item, _ in line)
+            spare = area.width() - sum(w for _, w in line) - self._spacing * (len(line) - 1)
+            x = area.x()
+            for item, width in line:
+                if item.widget() is self.filler:
+                    width = min(width + max(0, spare), max(width, item.sizeHint().width()))
+                if move:
+                    item.setGeometry(QRect(x, y + (height - item.sizeHint().height()) // 2, width,
+                                           item.sizeHint().height()))
+                x += width + self._spacing
+            y += height + self._line_spacing
+        return y - self._line_spacing - area.y() + m.top() + m.bottom() if lines else 0

@@ -33,6 +33,7 @@ from .drafter_style import drafter_colors, drafter_html, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
+DIAGRAM_MIN_PX = 110      # the round's diagram scrolls below this height (a 600-pixel screen)
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
 # beside the picture's draft row: what a drafted cell's small line says, per drafter
 PICTURE_NOTES = {DRAFT_EAGLE3: "p · head's id→target id (d2t)",
@@ -264,10 +265,11 @@ class RoundExplainer(QWidget):
         self.diagram_scroll = QScrollArea()
         self.diagram_scroll.setWidgetResizable(True)
         self.diagram_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.diagram_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.diagram_scroll.setWidget(self.diagram)
-        self.diagram_scroll.setFixedHeight(self.diagram.sizeHint().height()
-                                           + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
+        # its whole height where there is room; on a short screen (600 pixels) it scrolls
+        self.diagram_scroll.setMaximumHeight(self.diagram.sizeHint().height()
+                                             + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
+        self.diagram_scroll.setMinimumHeight(DIAGRAM_MIN_PX)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)

@@ -88,6 +88,7 @@ class ShownRun(QWidget):
         tl.setContentsMargins(8, 4, 8, 4)
         title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
                        "position, drafter and why it was drafted</span>")
+        title.setWordWrap(True)                          # two lines on a narrow screen
         title_row = QHBoxLayout()
         title_row.addWidget(title, 1)
         title_row.addWidget(self.show_template)

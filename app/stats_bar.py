@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
-from .desktop import ElidedLabel
+from .desktop import ElidedLabel, FlowLayout
 
 FIELDS = (
     ("state", "", "what the engine is doing"),
@@ -25,7 +25,7 @@ FIELDS = (
 
 
 STATE_MAX_PX = 330        # the state text's widest (elided beyond; whole in its tooltip)
-STATE_MIN_PX = 60         # ... and narrowest: it gives way first, so the bar fits 1280 pixels
+STATE_MIN_PX = 180        # ... and narrowest: below it the fields after it wrap
 WIDTH_SAMPLES = {"tokens": "0000 (000 rounds)", "n_drafted": "00000", "n_accept": "00000",
                  "acceptance": "100.0 %", "mean_len": "0.00", "tps": "000.0",
                  "threads": "0+0→0+0"}   # the numbers
@@ -65,18 +65,22 @@ class StatsBar(QFrame):
         bold.setWeight(QFont.Weight.DemiBold)
         grey = QPalette(pal)
         grey.setColor(QPalette.ColorRole.WindowText, QColor("#666666"))
-        lay = QHBoxLayout(self)
+        # each field a name and its value, in a row that wraps onto a second line on a narrow
+        # screen (1024 pixels); the state takes what its line leaves, elided
+        lay = FlowLayout(self, spacing=10)
         lay.setContentsMargins(10, 4, 10, 4)
-        lay.setSpacing(4)
         self.values: dict[str, QLabel] = {}
-        for i, (key, name, tip) in enumerate(FIELDS):
-            if i:
-                lay.addSpacing(6)           # between fields: space, not rules (the bar's width)
+        groups: dict[str, QHBoxLayout] = {}
+        for key, name, tip in FIELDS:
+            field = QWidget()
+            row = groups[key] = QHBoxLayout(field)
+            row.setContentsMargins(0, 0, 0, 0)
+            row.setSpacing(4)
             if name:
                 n = QLabel(name)
                 n.setPalette(grey)
                 n.setToolTip(tip)
-                lay.addWidget(n)
+                row.addWidget(n)
             v = StateLabel() if key == "state" else QLabel("–")
             v.setFont(bold)
             v.setToolTip(tip)
@@ -84,10 +88,12 @@ class StatsBar(QFrame):
             # fixed widths: a changing number must not re-lay out (and repaint) the window
             if key in WIDTH_SAMPLES:
                 v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
-            lay.addWidget(v)
+            row.addWidget(v)
             self.values[key] = v
-        # a stale baseline (core/session/baseline_check.py): one click measures it again (one glyph:
-        # the bar must fit a 1366-pixel-wide window, and is as wide as with no baseline yet)
+            lay.addWidget(v if key == "state" else field)
+        lay.filler = self.values["state"]
+        # a stale baseline (core/session/baseline_check.py): one click measures it again (one
+        # glyph, beside the speed-up)
         self.remeasure_button = QToolButton()
         self.remeasure_button.setText("↻")
         self.remeasure_button.setAccessibleName("Re-measure the baseline")
@@ -96,7 +102,7 @@ class StatsBar(QFrame):
         self.remeasure_button.setAutoRaise(True)
         self.remeasure_button.setVisible(False)
         self.remeasure_button.clicked.connect(self.remeasure_requested)
-        lay.addWidget(self.remeasure_button)
+        groups["speedup"].addWidget(self.remeasure_button)
         self.synthetic = QLabel("⚠ SYNTHETIC: not valid output")
         self.synthetic.setToolTip("This run used synthetic acceptance (benchmark only): draft tokens "
                                   "were kept at random, so its text is not the target's output; "
@@ -104,7 +110,6 @@ class StatsBar(QFrame):
         self.synthetic.setStyleSheet("color:#ffffff; background:#b42318; font-weight:bold; padding:1px 4px")
         self.synthetic.setVisible(False)
         lay.addWidget(self.synthetic)
-        lay.addStretch(1)
         self.set_state("Idle")
 
     def set_state(self, text: str, tip: str = "") -> None:

@@ -109,6 +109,7 @@ class WhatIfPanel(QWidget):
         lay.setSpacing(4)
         teach = QLabel(TEACH)
         teach.setToolTip(TEACH_TIP)
+        teach.setWordWrap(True)
         lay.addWidget(teach)
         row = QHBoxLayout()
         self.message = _label()

@@ -182,6 +182,7 @@ class MainWindow(QMainWindow):
         left_scroll.setWidget(left)
         left_scroll.setMinimumWidth(400)
         left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.left_panel = left_scroll             # hidden and shown again with F9 (a small screen)
 
         self.banner = MessageBanner()
         self.banner.log_path = self.log_path
@@ -275,6 +276,17 @@ class MainWindow(QMainWindow):
 
     def tabs_expanded(self) -> bool:
         return self.expand_button.isChecked()
+
+    def set_left_panel_shown(self, on: bool) -> None:
+        """Show or hide the panel of settings on the left (the prompt, pair and drafter): on a
+        small screen the text and the plots get its width. The chat's reply box and the
+        toolbar keep working without it."""
+        self.left_panel.setVisible(on)
+        if self.act_left_panel.isChecked() != on:
+            self.act_left_panel.setChecked(on)
+
+    def left_panel_shown(self) -> bool:
+        return not self.left_panel.isHidden()
 
     def show_workspace(self, name: str) -> None:
         """'run' (the live run), 'compare' (the sweep), 'sessions' or 'advisor' (these three once
@@ -381,6 +393,13 @@ class MainWindow(QMainWindow):
         v.addAction(self._action("Expand the tabs below the text", lambda: self.set_tabs_expanded(
             not self.tabs_expanded()), "Ctrl+Shift+E", "Hide the generated text so the plots, cost "
                                                        "model and round get the whole height"))
+        self.act_left_panel = self._action("Settings panel", None, "F9",
+                                           "Show or hide the panel on the left (prompt, pair, "
+                                           "drafter, settings): the text and plots get its width")
+        self.act_left_panel.setCheckable(True)
+        self.act_left_panel.setChecked(True)
+        self.act_left_panel.toggled.connect(self.set_left_panel_shown)
+        v.addAction(self.act_left_panel)
         r = m.addMenu("&Run")
         for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset,
                   self.act_rerun):

@@ -68,6 +68,7 @@ def restore_settings(w, model: Path | None, draft: Path | None) -> tuple[int | N
         w.tabs.setCurrentIndex(int(tab))
     workspace = s.value("window/workspace")
     w.set_tabs_expanded(str(s.value("window/tabs_expanded", "false")).lower() == "true")
+    w.set_left_panel_shown(str(s.value("window/left_panel", "true")).lower() == "true")
     if s.value("params/json"):
         apply_json(s, "params/json", w.params.from_dict)
     if s.value("params/engine_json"):
@@ -114,6 +115,7 @@ def save_settings(w) -> None:
     s.setValue("window/tab", w.tabs.currentIndex())
     s.setValue("window/workspace", w.workspace.currentIndex())
     s.setValue("window/tabs_expanded", w.tabs_expanded())
+    s.setValue("window/left_panel", w.left_panel_shown())
     for key, view in (("compare", w.compare), ("advisor", w.advisor)):
         if view is not None:
             s.setValue(f"{key}/json", json.dumps(view.to_dict()))

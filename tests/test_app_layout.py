@@ -16,7 +16,7 @@ from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
 
 from specscope.app.desktop import fit_rect  # noqa: E402
 
-from helpers.window import open_window, run_and_wait  # noqa: E402
+from helpers.window import make_window, open_window, run_and_wait  # noqa: E402
 
 TEXT_LINES = 8          # at 1366×768 the generated text keeps at least this many lines after a run
 
@@ -45,7 +45,7 @@ w.close()
 """
 
 
-@pytest.mark.parametrize("width,height", [(1280, 720), (1366, 768), (1920, 1080)])
+@pytest.mark.parametrize("width,height", [(1024, 600), (1280, 720), (1366, 768), (1920, 1080)])
 def test_the_first_screen_fits_the_screen_with_the_prompt_on_top(tmp_path, width, height):
     screen = tmp_path / "screen.json"
     screen.write_text(json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": width,
@@ -300,5 +300,66 @@ def test_the_window_fits_a_1280x720_screen_after_a_run_a_baseline_and_a_reply(qt
             fits()
         lines = w.token_view.height() // w.token_view.fontMetrics().lineSpacing()
         assert lines >= 5
+    finally:
+        w.close()
+
+
+def bar_fields(bar):
+    """The stats bar's fields as laid out: (what, rectangle in the bar) for each one shown."""
+    from PySide6.QtWidgets import QWidget
+    return [(c.findChildren(QWidget)[-1].text() if c.findChildren(QWidget) else c.text(), c.geometry())
+            for c in bar.findChildren(QWidget) if c.parentWidget() is bar and c.isVisible()]
+
+
+def test_at_1024x600_the_window_fits_and_the_stats_bar_wraps_without_overlapping(qtbot, pair, settings):
+    """Issue 31 item 7: at 1024×600 the status bar's fields overlapped and the window asked for
+    1227 pixels. Now it fits with the settings panel shown; the bar's fields wrap onto a second
+    line instead of overlapping, each inside the bar; the reply box keeps room to type."""
+    from specscope.app.chat_bar import REPLY_MIN_PX
+    w = open_window(qtbot, pair, settings)
+    try:
+        w.resize(1024, 600)
+        w.params.n_predict.setValue(16)
+        w.params.n_ctx.setValue(512)
+        w.prompt.set_text("def add(a, b):\n    ")
+        assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+        assert run_and_wait(qtbot, w, lambda: w.chat_send("def sub(a, b):")) in ("n_predict", "eog")
+        qtbot.wait(50)
+        hint = w.minimumSizeHint()
+        assert hint.width() <= 1024 and hint.height() <= 560, hint
+        assert w.width() <= 1024 and w.height() <= 600, w.size()
+        assert w.left_panel.isVisible()
+        bar = w.stats_bar
+        fields = bar_fields(bar)
+        assert len(fields) >= 9, fields
+        for i, (what, rect) in enumerate(fields):
+            assert bar.rect().contains(rect), (what, rect, bar.rect())
+            for other, rect2 in fields[i + 1:]:
+                assert not rect.intersects(rect2), (what, other)
+        assert len({rect.y() for _, rect in fields}) == 2            # two lines, not one squeezed
+        assert w.chat_bar.reply.width() >= REPLY_MIN_PX
+        w.resize(1366, 768)                                           # room again: one line
+        qtbot.waitUntil(lambda: len({rect.y() for _, rect in bar_fields(bar)}) == 1, timeout=2000)
+    finally:
+        w.close()
+
+
+def test_f9_hides_the_settings_panel_and_a_restart_keeps_it_hidden(qtbot, tmp_path):
+    w = make_window(qtbot, tmp_path)
+    try:
+        assert w.left_panel.isVisible() and w.act_left_panel.isChecked()
+        assert w.act_left_panel.shortcut().toString() == "F9"
+        width = w.text_pane.width()
+        w.act_left_panel.trigger()
+        qtbot.waitUntil(lambda: w.text_pane.width() > width + 300, timeout=2000)
+        assert not w.left_panel.isVisible() and not w.act_left_panel.isChecked()
+        assert w.minimumSizeHint().width() < 700         # what is left fits a small screen
+    finally:
+        w.close()
+    w = make_window(qtbot, tmp_path)
+    try:
+        assert not w.left_panel.isVisible() and not w.act_left_panel.isChecked()
+        w.act_left_panel.trigger()
+        assert w.left_panel.isVisible()
     finally:
         w.close()
