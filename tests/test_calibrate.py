@@ -274,6 +274,7 @@ def test_load_is_measured_and_stored_with_the_calibration(tiny_models, tmp_path,
     with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
         cal = quick_calibrate(engine)                     # the real meter
         assert cal.version == cc.CALIBRATION_VERSION and cal.check_t > 0
+        assert 0.0 <= cal.shape < cal.c[-1]           # a graph rebuild: less than the largest batch
         reading = cal.load_reading
         assert reading is not None and reading.cores >= 1 and reading.seconds > 0
         assert reading.others is None or 0.0 <= reading.others <= 1.0

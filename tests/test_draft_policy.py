@@ -3,6 +3,7 @@ llama.cpp with the shipped demo pair: the engine drafts what the policy allows, 
 policy leaves greedy output exactly the target's own."""
 
 import math
+from dataclasses import replace
 from collections import Counter
 from types import SimpleNamespace
 
@@ -95,6 +96,37 @@ def test_cost_policy_tries_a_confidence_it_has_not_seen_where_drafting_could_pay
     assert steps(BestPredicted(8, calibration(f=1.0, slope=1.0)), [0.9]) == [DROP]
 
 
+def test_cost_policy_learns_what_its_empty_rounds_cost():
+    """The demo pair's calibration on a 2-core AMD EPYC at one thread: a round costs 0.21 target
+    tokens of Python and a draft decode, so one that drafts nothing costs 1.6 tokens for the
+    one it emits. Before any round the policy prices a token at the target alone's 0.61 and
+    drops its first draft; that empty round is a round of the run too (before, update() never
+    heard of it, so the policy dropped every draft for good: 0.55× the target alone where
+    drafting 8 gave 0.64×). After it, drafting pays, and it drafts."""
+    c = (1.0, 2.18, 2.46, 2.62, 2.87, 3.19, 3.59, 3.70, 4.09)
+    cal = Calibration(k_max=9, n_past=128, t1=7e-4, c_raw=c, c=c, f=0.168, f_first=0.246,
+                      f_batch=(0.2, 0.2, 0.23, 0.26, 0.26, 0.31, 0.33, 0.35, 0.39), s=0.013,
+                      o_base=0.011, o0=0.21, o1=0.083, r=0.034, b=0.60, shape=0.22)
+    p = BestPredicted(8, cal)
+    assert steps(p, [0.95] * 8) == [DROP]
+    assert p.per_token > 1.5 * cal.baseline_token
+    assert len(steps(p, [0.95] * 8)) > 1
+
+
+def test_cost_policy_keeps_its_length_where_changing_it_costs_a_graph_rebuild():
+    """llama.cpp rebuilds the target's graph for a verification batch of a new size
+    (``Calibration.shape``). On a cheap machine the policy drafts a confident run to the cap;
+    where a change of size costs 3 target tokens it keeps the length it verified last (3)."""
+    lengths = []
+    for shape in (0.0, 3.0):
+        p = BestPredicted(8, replace(calibration(), shape=shape))
+        for _ in range(10):
+            p.update(8, 8, [0.9] * 8)
+            p.update(3, 3, [0.9] * 3)
+        lengths.append(len(steps(p, [0.9] * 8)))
+    assert lengths == [8, 3]
+
+
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
     from specscope.core.engine.drafters import DRAFT_MODEL
@@ -110,6 +142,22 @@ def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
         cost = len(emitted) * cal.baseline_token / price(cal, [replayed], sync)
         assert p.round_price(drafted, accepted, float(accepted == drafted), bool(in_vain)) == \
             pytest.approx(cost, rel=1e-12)
+
+
+def test_a_replay_pays_the_rebuild_of_each_change_of_batch_size():
+    from specscope.core.engine.drafters import DRAFT_MODEL
+    from specscope.core.measure.whatif import Replayed
+    from specscope.core.measure.whatif_draft import price
+
+    def rounds(lengths):
+        return [Replayed(DRAFT_MODEL, tuple(range(n)), n, tuple(range(n + 1)), 0.0, True, 8, 0)
+                for n in lengths]
+    cal = replace(calibration(), shape=0.5)
+    for lengths in ((3, 3, 3, 3), (3, 5, 3, 5)):
+        cost = sum(n + 1 for n in lengths) * cal.baseline_token / price(cal, rounds(lengths))
+        plain = sum(n + 1 for n in lengths) * cal.baseline_token / price(calibration(), rounds(lengths))
+        changes = sum(a != b for a, b in zip(lengths, lengths[1:]))
+        assert cost == pytest.approx(plain + 0.5 * changes, rel=1e-12)
 
 
 def test_cost_policy_needs_a_calibration_that_covers_n_max():

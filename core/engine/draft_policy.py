@@ -24,7 +24,11 @@ length m from i - 1 (drop this token) to the round's cap it prices the round wit
 calibrated model (:func:`specscope.core.measure.cost_model.round_cost`: this machine's c(k), f,
 sampling, sync and Python costs), the positions past i at the run's pooled rate, and takes the
 m with the best value V·(1 + E) − cost, V being what a token has cost this run so far (its own
-rounds priced by the same model; the target's token B before any). So it stops where one more
+rounds priced by the same model, those it dropped at the first token too; the target's token
+B before any). A final length whose
+verification batch differs in size from the last round's also pays ``Calibration.shape``:
+llama.cpp rebuilds the target's graph for a batch of a new size, which on the demo pair costs
+about a target token, so a length is changed only where the change is worth it. So it stops where one more
 token would cost more than the tokens it is expected to bring, and drafts on through a run of
 confident tokens. The rates are shrunk towards the run's pooled rate with ``PRIOR_WEIGHT``
 pseudo-observations, and the pooled rate towards ``PRIOR_RATE`` with as many. A draft that
@@ -138,6 +142,7 @@ class BestPredicted(FixedLength):
         self._terms = [self._affine(n) for n in range(1, n_max + 1)]
         self.whole: list[float] = []    # this round: a_1..a_i, the chance the draft so far is kept
         self.dropped = False            # this round stopped on a token it proposed
+        self.last_k = n_max + 1         # the last verification batch's size (a change costs shape)
         self._learn()
 
     def _affine(self, n: int) -> tuple[float, float, float]:
@@ -176,16 +181,21 @@ class BestPredicted(FixedLength):
         token is kept whole with chance ``kept``, each token after it with ``rate``."""
         v, e = self.per_token, sum(self.whole)
         before = self.whole[-1] if self.whole else 0.0
-        best, choice = v * (1.0 + e) - self.round_price(i, e, before, True), i
-        a = kept
+        best = v * (1.0 + e) - self.round_price(i, e, before, True) - self._reshape(i)
+        choice, a = i, kept
         for m in range(i + 1, cap + 1):
             e += a
             zero, first, last = self._terms[m - 1]
-            value = v * (1.0 + e) - zero - first * (e - a) - last * a    # round_price(m, e, a)
+            value = v * (1.0 + e) - zero - first * (e - a) - last * a - self._reshape(m)
             if value > best:
                 best, choice = value, m
             a *= rate
         return choice
+
+    def _reshape(self, n: int) -> float:
+        """What verifying n drafted tokens costs more because the batch before had another
+        size (the target's graph is rebuilt: ``Calibration.shape``)."""
+        return self.cal.shape if n + 1 != self.last_k else 0.0
 
     def step(self, i: int, p: float, cap: int) -> str:
         if i == 0:
@@ -198,6 +208,9 @@ class BestPredicted(FixedLength):
             choice = i + 1      # a band it has hardly seen, where drafting could pay: learn it
         if choice == i:
             self.dropped = True
+            if i == 0:          # no draft: update() does not hear of this round, its cost counts
+                self._spend(1, self.round_price(0, 0.0, 0.0, True) + self._reshape(0))
+            self.last_k = i + 1
             return DROP
         self.whole.append(kept)
         return LAST if choice == i + 1 else TAKE
@@ -213,8 +226,14 @@ class BestPredicted(FixedLength):
                 self.reached[band] += 1
                 self.kept[band] += i < n_accepted
         whole = float(n_accepted == n_drafted)
-        self.spent[0] += n_accepted + 1
-        self.spent[1] += self.round_price(min(n_drafted, self.n_max), n_accepted, whole, self.dropped)
+        n = min(n_drafted, self.n_max)
+        self._spend(n_accepted + 1, self.round_price(n, n_accepted, whole, self.dropped) + self._reshape(n))
+        self.last_k = n + 1
+
+    def _spend(self, tokens: int, cost: float) -> None:
+        """A round of the run, priced: V follows what a token has cost so far."""
+        self.spent[0] += tokens
+        self.spent[1] += cost
         self._learn()
 
 

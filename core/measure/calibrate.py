@@ -115,7 +115,7 @@ class _Timing:
             if engine.vocab_failed else self.tokens
         self.greedy = None                   # the sampler chain a round samples its rows with
         self.times: dict[tuple[str, int], list[float]] = {("t", k): [] for k in range(1, k_max + 1)}
-        self.times.update({("db", k): [] for k in range(1, k_max + 1)})
+        self.times.update({(kind, k): [] for kind in ("db", "t0") for k in range(1, k_max + 1)})
         for key in (("d", 1), ("d0", 1), ("b", 1)):
             self.times[key] = []
 
@@ -164,6 +164,8 @@ class _Timing:
             dt = self.decode(e.tgt, e.batch, pos, k, "all", "a calibration batch")   # 2. verify
             if record:
                 self.times[("t", k)].append(dt)
+            elif keep:                       # after a batch of another size: the graph rebuilt
+                self.times[("t0", k)].append(dt)
             for row in range(k):             # the rows a round samples (greedy here)
                 self.greedy.sample(e.tgt, row)
             e.tgt.seq_rm(pos, -1)
@@ -271,6 +273,8 @@ class _Timing:
             return [est(times[(kind, k)]) / t1 if times[(kind, k)] else None for k in range(1, k_max + 1)]
         c_raw = _fill_between(per_k("t"))
         s = _median(sample_times) / t1
+        # the graph rebuilt: each block's first batch over the same size's steady cost, pooled
+        shape = [dt / t1 - c_raw[k - 1] for k in range(1, k_max + 1) for dt in times[("t0", k)]]
         return Calibration(
             k_max=k_max, n_past=self.n_past, t1=t1, c_raw=c_raw, c=cost_fit(c_raw),
             f=est(times[("d", 1)]) / t1 if has_draft else 0.0,
@@ -278,7 +282,8 @@ class _Timing:
             f_batch=monotone_fit(_fill_between(per_k("db"), first=est(times[("db", 1)]) / t1))
             if has_draft else (0.0,) * k_max,
             s=s, reps=reps, k_draft=self.k_draft, check_t=check_t, reuse_rebuilds=self.legacy,
-            b=est(times[("b", 1)]) / t1 + s if times[("b", 1)] else 0.0, head=self.head)
+            b=est(times[("b", 1)]) / t1 + s if times[("b", 1)] else 0.0, head=self.head,
+            shape=max(0.0, _median(shape)) if shape else 0.0)
 
 
 class _HeadTiming(_Timing):

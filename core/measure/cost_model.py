@@ -108,6 +108,9 @@ class Calibration:
     block: dict = field(default_factory=dict)   # a DFlash head: {type: (its whole draft at
                                        # n_max = 1, 2, …)}, one block decode whatever it drafts
                                        # (f: draft-dflash's at n = 1)
+    shape: float = 0.0                 # what a verification batch costs more after one of another
+                                       # size (llama.cpp rebuilds the target's graph): the cost
+                                       # policy pays it when it changes the draft length
 
     @property
     def has_draft(self) -> bool:

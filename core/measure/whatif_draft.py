@@ -243,8 +243,11 @@ def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync
 
 
 def price(cal: Calibration, rounds: Sequence[Replayed], sync: str = "reuse") -> float:
-    """The calibrated speed-up over the target alone of these replayed rounds."""
+    """The calibrated speed-up over the target alone of these replayed rounds; a round whose
+    verification batch has another size than the round before's also pays ``cal.shape`` (the
+    target's graph rebuilt)."""
     cost = sum(_round_price(cal, len(r.draft), r.accepted, r.extra, sync) for r in rounds)
+    cost += cal.shape * sum(len(a.draft) != len(b.draft) for a, b in zip(rounds, rounds[1:]))
     tokens = sum(len(r.emitted) for r in rounds)
     return tokens * cal.baseline_token / cost if cost > 0 else 1.0
 
