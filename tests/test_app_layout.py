@@ -16,7 +16,7 @@ from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
 
 from specscope.app.desktop import fit_rect  # noqa: E402
 
-from helpers.window import make_window, open_window, run_and_wait  # noqa: E402
+from helpers.window import for_short_runs, make_window, open_window, run_and_wait  # noqa: E402
 
 TEXT_LINES = 8          # at 1366×768 the generated text keeps at least this many lines after a run
 
@@ -319,9 +319,7 @@ def test_at_1024x600_the_window_fits_and_the_stats_bar_wraps_without_overlapping
     w = open_window(qtbot, pair, settings)
     try:
         w.resize(1024, 600)
-        w.params.n_predict.setValue(16)
-        w.params.n_ctx.setValue(512)
-        w.prompt.set_text("def add(a, b):\n    ")
+        for_short_runs(w, n_predict=16)
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
         assert run_and_wait(qtbot, w, lambda: w.chat_send("def sub(a, b):")) in ("n_predict", "eog")
         qtbot.wait(50)
