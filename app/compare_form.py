@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
                                QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem)
 
+from specscope.core.engine.drafters.registry import drafts_with
 from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
 from specscope.core.measure.sweep import DEFAULT_REPEATS
 
@@ -48,18 +49,16 @@ class SweepForm(PairRows, QGroupBox):
 
     # ------------------------------------------------------------------ building
     def _drafters_column(self, grid: QGridLayout) -> None:
-        from specscope.core.engine.drafters import DESCRIPTIONS, SWEEP_TYPES
+        from specscope.core.engine.drafters import DESCRIPTIONS, SPEC_TYPES
         self.drafters = with_tip(QListWidget(), "Each ticked type is one configuration (llama.cpp's --spec-type); "
-                                            "draft-simple runs once per n with each draft model, draft-eagle3 "
-                                            "with each EAGLE-3 head among the drafts, draft-dflash and "
-                                            "draft-dspark with each DFlash head, draft-mtp with the target's "
-                                            "own MTP blocks (no draft file), the n-gram types once")
+                                            "the model drafters run once per n, each with each file "
+                                            f"of its kind ({drafts_with()}); the n-gram types once")
         row_h = self.drafters.fontMetrics().height() + 8
         self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
         self.drafters.setFlow(QListWidget.Flow.LeftToRight)
         self.drafters.setWrapping(True)
         self.drafters.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        for name in SWEEP_TYPES:
+        for name in SPEC_TYPES:
             item = QListWidgetItem(name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if name == "draft-simple" else Qt.CheckState.Unchecked)
@@ -143,9 +142,8 @@ class SweepForm(PairRows, QGroupBox):
         return self.target is not None and (self.drafts.count() > 0 or not self._needs_draft())
 
     def _needs_draft(self) -> bool:
-        """A ticked or written type that drafts with a file: draft-simple (a draft model),
-        draft-eagle3 (an EAGLE-3 head), draft-dflash or draft-dspark (a DFlash head); draft-mtp
-        drafts with the target's own MTP blocks."""
+        """A ticked or written type that drafts with a file (a draft model or a head:
+        registry.SpecType.uses_md)."""
         from specscope.core.engine.drafters import MD_TYPES
         words = self._ticked() + self.chains.text().replace(",", " ").split()
         return any(w in MD_TYPES for w in words)
@@ -163,9 +161,9 @@ class SweepForm(PairRows, QGroupBox):
         chains = self.chosen_chains()
         drafts = self.draft_paths() if self._needs_draft() else []
         if self._needs_draft() and not drafts:
-            raise ConfigError("draft-simple needs a draft model, draft-eagle3 an EAGLE-3 head, draft-dflash "
-                              "and draft-dspark a DFlash head: add one, or pick drafters that need no file "
-                              "(the n-gram types, draft-mtp)")
+            raise ConfigError(f"the ticked types draft with a file ({drafts_with()}): add one, or "
+                              "pick drafters that need no file (the n-gram types, the target's MTP "
+                              "blocks)")
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
         temp = self.temperature.value()
         rule = self.accept_rule.currentText() if temp > 0 else "match"

@@ -1,11 +1,10 @@
 """The drafter picker: what proposes each round's draft (llama.cpp's ``--spec-type``).
 
 One row per speculative type, in llama.cpp's priority order (core.drafters.TYPES): the
-draftless n-gram types, then ``draft-simple``, the draft model, and ``draft-eagle3``, an
-EAGLE-3 head; both draft with the model in the Models box's draft slot (for a head it is
-labelled the head slot); then ``draft-mtp``, the target's own MTP (nextn) blocks, with no draft
-file, offered when the target's header has them; last ``draft-dflash`` and ``draft-dspark``, a
-DFlash head (a DSpark head: with a Markov head) in the head slot, drafting a block in one decode.
+draftless n-gram types, then the model drafters (core's registry says what each drafts with):
+``draft-simple`` and the head types draft with the model in the Models box's draft slot (for a
+head it is labelled the head slot); the target's own MTP (nextn) blocks need no draft file and
+are offered when the target's header has them.
 Checking several makes a chain; llama.cpp tries the checked types in this order and the first
 non-empty draft wins the round. Each type's parameters sit under it, with llama.cpp's defaults
 and ranges, and its flag name in the tooltip; a type that is not checked has its parameters
@@ -27,10 +26,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from specscope.core.engine.drafters import (DESCRIPTIONS, DRAFT_DFLASH, DRAFT_DSPARK, DRAFT_EAGLE3,
-                                            DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES, TYPES)
-from specscope.core.engine.drafters.base import (NGRAM_MAX, NgramCacheParams, NgramMapParams,
-                                          NgramModParams)
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, MODEL_TYPES, TYPES
+from specscope.core.engine.drafters.registry import MODEL, TARGET, names
+from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.spec_flags import flag
 
 from .drafter_style import swatch_html
 
@@ -38,12 +37,10 @@ MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
               "in this order, then the draft model or a head, then the target's MTP layers, then "
               "a DFlash head; the first non-empty draft wins the round.")
-CHECK_LABELS = {DRAFT_MODEL: "draft-simple (the draft model)", DRAFT_EAGLE3: "draft-eagle3 (an EAGLE-3 head)",
-                DRAFT_MTP: "draft-mtp (the target's own MTP layers)",
-                DRAFT_DFLASH: "draft-dflash (a DFlash head)", DRAFT_DSPARK: "draft-dspark (a DSpark head)"}
+CHECK_LABELS = {name: f"{name} ({t.what})" for name, t in TYPES.items() if t.what}
 # the heads in the draft slot: each head type's architecture and what it is called
-HEADS = {DRAFT_EAGLE3: ("eagle3", "an EAGLE-3 head"), DRAFT_DFLASH: ("dflash", "a DFlash head"),
-         DRAFT_DSPARK: ("dflash", "a DSpark head")}
+HEADS = {name: (t.head, t.what) for name, t in TYPES.items() if t.head}
+MTP_TYPES = names(lambda t: t.source == TARGET)    # draft with the target's own MTP blocks
 VOCAB_TIPS = {
     "auto": "a draft llama.cpp accepts reads the target's own tokens; one it refuses (another "
             "vocabulary) drafts in translate mode (intersect under the ratio rule)",
@@ -54,7 +51,7 @@ VOCAB_TIPS = {
 SYNC_TIPS = {"reuse": "keep the draft's own KV rows for the accepted prefix (about half the draft "
                       "cost)",
              "replay": "llama.cpp's way: roll the draft back and re-decode the verification batch"}
-HEAD_NOTE = ("Drafts with the EAGLE-3 head in the Models box's head slot, from the target's own "
+HEAD_NOTE = ("Drafts with the head in the Models box's head slot, from the target's own "
              "hidden states; n_max, n_min and p_min above apply to it.")
 BLOCK_NOTE = ("Drafts a whole block in one decode with the DFlash head in the Models box's head "
               "slot, from the target's own hidden states; n_max (at most the head's block), n_min "
@@ -76,10 +73,20 @@ def mtp_note(blocks: int | None) -> str:
         f"Not offered: {NO_MTP}; a model converted with its MTP layers carries them.")
 
 
-TYPE_NOTES = {DRAFT_MODEL: "sync, n policy and vocab apply to draft-simple only; n_max, n_min and "
-                           "p_min to the heads and draft-mtp too.",
-              DRAFT_EAGLE3: HEAD_NOTE, DRAFT_MTP: mtp_note(None), DRAFT_DFLASH: BLOCK_NOTE,
-              DRAFT_DSPARK: SPARK_NOTE}
+MODEL_NOTE = (f"sync, n policy and vocab apply to {DRAFT_MODEL} only; n_max, n_min and p_min to "
+              "the heads and the target's MTP blocks too.")
+
+
+def type_note(name: str) -> str:
+    """The line under a model drafter's check box ("" for an n-gram type)."""
+    t = TYPES[name]
+    if t.ngram:
+        return ""
+    if t.source == MODEL:
+        return MODEL_NOTE
+    if t.source == TARGET:
+        return mtp_note(None)
+    return SPARK_NOTE if t.markov else BLOCK_NOTE if t.block else HEAD_NOTE
 
 
 def head_slot(types) -> str:
@@ -88,9 +95,12 @@ def head_slot(types) -> str:
     return next((HEADS[t][1].split(" ", 1)[1] for t in types if t in HEADS), "")
 
 
-def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
-    s = QSpinBox(minimum=lo, maximum=hi, value=value)
-    s.setToolTip(tip)
+def _flag_spin(field: str) -> QSpinBox:
+    """A spin box for a SpecSettings field: its flag's range, default and tooltip
+    (core/engine/spec_flags.py)."""
+    f = flag(field)
+    s = QSpinBox(minimum=int(f.lo), maximum=int(f.hi), value=f.default)
+    s.setToolTip(f.tooltip())
     s.setMinimumWidth(58)
     return s
 
@@ -112,10 +122,6 @@ def _wrapped(text: str, style: str) -> QLabel:
     label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
     label.setStyleSheet(style)
     return label
-
-
-def _flag(name: str) -> str:
-    return f"--spec-{name}"
 
 
 class DrafterPanel(QGroupBox):
@@ -150,64 +156,32 @@ class DrafterPanel(QGroupBox):
     def _make_ngram_params(self) -> None:
         """The n-gram types' parameters: the map types' sizes N and M (min hits for
         ngram-map-k4v only: the others ignore it), ngram-mod's, ngram-cache's files."""
-        d_map, d_mod = NgramMapParams(), NgramModParams()
-        self.size_n: dict[str, QSpinBox] = {}
-        self.size_m: dict[str, QSpinBox] = {}
-        for t in MAP_TYPES:
-            key = t.removeprefix("ngram-")
-            self.size_n[t] = _spin(1, NGRAM_MAX, d_map.size_n,
-                                   f"{t}: length of the n-gram looked up ({_flag('ngram-' + key)}-size-n; "
-                                   f"llama.cpp's default {d_map.size_n}, 1–{NGRAM_MAX})")
-            self.size_m[t] = _spin(1, NGRAM_MAX, d_map.size_m,
-                                   f"{t}: length of the m-gram drafted ({_flag('ngram-' + key)}-size-m; "
-                                   f"llama.cpp's default {d_map.size_m}, 1–{NGRAM_MAX})")
-        self.min_hits = _spin(1, 1_000_000, d_map.min_hits,
-                              "ngram-map-k4v: hits a key needs before its values are drafted "
-                              f"(--spec-ngram-map-k4v-min-hits; llama.cpp's default {d_map.min_hits})")
-        self.mod_match = _spin(1, NGRAM_MAX, d_mod.n_match,
-                               "ngram-mod: lookup length (--spec-ngram-mod-n-match; llama.cpp's "
-                               f"default {d_mod.n_match}, 1–{NGRAM_MAX})")
-        self.mod_min = _spin(0, NGRAM_MAX, d_mod.n_min,
-                             "ngram-mod: fewer drafted tokens than this is no draft "
-                             f"(--spec-ngram-mod-n-min; llama.cpp's default {d_mod.n_min}, 0–{NGRAM_MAX})")
-        self.mod_max = _spin(0, NGRAM_MAX, d_mod.n_max,
-                             "ngram-mod: most tokens drafted (--spec-ngram-mod-n-max; llama.cpp's "
-                             f"default {d_mod.n_max}, 0–{NGRAM_MAX})")
+        self.size_n = {t: _flag_spin(f"{t.replace('-', '_')}.size_n") for t in MAP_TYPES}
+        self.size_m = {t: _flag_spin(f"{t.replace('-', '_')}.size_m") for t in MAP_TYPES}
+        self.min_hits = _flag_spin("ngram_map_k4v.min_hits")
+        self.mod_match = _flag_spin("ngram_mod.n_match")
+        self.mod_min = _flag_spin("ngram_mod.n_min")
+        self.mod_max = _flag_spin("ngram_mod.n_max")
         self.cache_static = self._path_edit("optional file (-lcs)",
-                                            "ngram-cache: static lookup cache saved by llama.cpp's "
-                                            "lookup tools (-lcs, --lookup-cache-static)")
+                                            flag("ngram_cache.lookup_cache_static").tooltip())
         self.cache_dynamic = self._path_edit("optional file (-lcd)",
-                                             "ngram-cache: dynamic lookup cache saved by llama.cpp's "
-                                             "lookup tools (-lcd, --lookup-cache-dynamic)")
+                                             flag("ngram_cache.lookup_cache_dynamic").tooltip())
 
     def _make_model_params(self) -> None:
         """draft-simple's parameters: n_max, n_min and p_min (shared with the heads and
         draft-mtp), its cache sync, its draft-length policy and its vocabulary mode."""
-        self.n_max = _spin(0, 64, 3, "Tokens the draft model (or a head, or the MTP blocks) proposes "
-                                     "per round at most (--spec-draft-n-max; llama.cpp's default 3; "
-                                     "a DFlash head drafts at most its block)")
-        self.n_min = _spin(0, 64, 0, "Drafts of the draft model (or a head, or the MTP blocks) "
-                                     "shorter than this are dropped and the round decodes plainly "
-                                     "(--spec-draft-n-min; default 0)")
-        self.p_min = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.0)
-        self.p_min.setToolTip("Stop drafting when the draft model's (or a head's, or the MTP "
-                              "block's) top token holds less than this share of its top-10 "
-                              "probability mass (--spec-draft-p-min; default 0; a DSpark head "
-                              "reads its confidence head instead)")
-        self.sync = _combo(SYNC_TIPS, "How the draft model's cache catches up after verification: "
-                                      "reuse its own rows, or replay the verification batch as "
-                                      "llama.cpp does (--sync)")
-        from specscope.core.engine.draft_policy import POLICIES, POLICY_DESCRIPTIONS
-        self.policy = _combo({name: POLICY_DESCRIPTIONS[name] for name in POLICIES},
-                             "Draft length per round (--spec-draft-policy): fixed n_max as llama.cpp "
-                             "does; hf, Hugging Face's +2 / −1 within 1..n_max; cost, at every draft "
-                             "step, whether one more token is worth its cost on this machine, from "
-                             "the draft's confidence and the run's acceptance at that confidence "
-                             "(the first cost run calibrates the pair: seconds, once per pair and "
-                             "settings)")
-        self.vocab = _combo(VOCAB_TIPS,                 # --spec-vocab (core/engine/drafters/xvocab.py)
-                            "How draft-simple drafts with a draft whose vocabulary is not the "
-                            "target's, which llama.cpp refuses (--spec-vocab; docs/cross-vocab.md)")
+        self.n_max = _flag_spin("n_max")
+        self.n_min = _flag_spin("n_min")
+        f = flag("p_min")
+        self.p_min = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=0.05, decimals=2,
+                                    value=f.default)
+        self.p_min.setToolTip(f.tooltip())
+        from specscope.core.engine.draft_policy import POLICY_DESCRIPTIONS
+        self.sync = _combo({m: SYNC_TIPS[m] for m in flag("sync").choices}, flag("sync").tooltip())
+        self.policy = _combo({m: POLICY_DESCRIPTIONS[m] for m in flag("draft_policy").choices},
+                             flag("draft_policy").tooltip())
+        self.vocab = _combo({m: VOCAB_TIPS[m] for m in flag("vocab").choices if m in VOCAB_TIPS},
+                            flag("vocab").tooltip())
 
     def _rows(self) -> dict[str, list[list[tuple[str, QWidget]]]]:
         """Each type's parameter lines under its check box: (label, widget) pairs."""
@@ -244,15 +218,15 @@ class DrafterPanel(QGroupBox):
             for line in rows.get(t, []):
                 grid.addLayout(self._param_line(line, widgets), r, 1, 1, 2)
                 r += 1
-            if t in TYPE_NOTES:
-                note = _wrapped(TYPE_NOTES[t], "color:#777; font-size:small")
+            if type_note(t):
+                note = _wrapped(type_note(t), "color:#777; font-size:small")
                 grid.addWidget(note, r, 1, 1, 2)
                 r += 1
                 widgets.append(note)
                 if t == DRAFT_MODEL:
                     self.draft_note = note
                     self.model_params.append(note)
-                if t == DRAFT_MTP:
+                if t in MTP_TYPES:
                     self.mtp_note = note
             self.params[t] = widgets
         return grid
@@ -363,9 +337,9 @@ class DrafterPanel(QGroupBox):
         """The target's MTP (nextn) blocks, as its header counts them (None: not read yet):
         draft-mtp is offered only for a target that has some."""
         self._mtp = (path, blocks)
-        check = self.checks[DRAFT_MTP]
-        check.setToolTip(f"{DRAFT_MTP}: {DESCRIPTIONS[DRAFT_MTP]} (--spec-type {DRAFT_MTP})"
-                         + (f"\nNot offered: {NO_MTP}" if blocks == 0 else ""))
+        for t in MTP_TYPES:
+            self.checks[t].setToolTip(f"{t}: {DESCRIPTIONS[t]} (--spec-type {t})"
+                                      + (f"\nNot offered: {NO_MTP}" if blocks == 0 else ""))
         self.mtp_note.setText(mtp_note(blocks))
         self._edited()
 
@@ -374,10 +348,10 @@ class DrafterPanel(QGroupBox):
         with the target's own layers), or ""."""
         types = self.types()
         path, blocks = self._mtp
-        if DRAFT_MTP in types and blocks == 0:
-            return (f"draft-mtp: {path.name if path else 'the target'} has no MTP (nextn) blocks "
+        for t in (t for t in types if t in MTP_TYPES and blocks == 0):
+            return (f"{t}: {path.name if path else 'the target'} has no MTP (nextn) blocks "
                     "to draft with: choose a target converted with its MTP layers, or uncheck "
-                    "draft-mtp.")
+                    f"{t}.")
         slot = [t for t in types if t == DRAFT_MODEL or t in HEADS]     # the draft slot's drafters
         if len({HEADS.get(t, ("",))[0] for t in slot}) > 1:
             listed = ", ".join(slot[:-1]) + " and " + slot[-1]
@@ -428,7 +402,8 @@ class DrafterPanel(QGroupBox):
             for w in widgets:
                 w.setEnabled(t in chosen or (model and w in self.model_params))
         # a target without MTP blocks: draft-mtp is not offered (but can be unchecked)
-        self.checks[DRAFT_MTP].setEnabled(self._mtp[1] != 0 or DRAFT_MTP in chosen)
+        for t in MTP_TYPES:
+            self.checks[t].setEnabled(self._mtp[1] != 0 or t in chosen)
         text = self.problem()
         self.message.setText(f"<span style='color:#b42318'>⚠ {html.escape(text)}</span>" if text else "")
         self.message.setVisible(bool(text))

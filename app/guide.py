@@ -26,10 +26,9 @@ hope is fewer, cheaper target passes.</p>
 
 <h3>The colours of the text</h3>
 <p>{legend_html()}</p>
-<p>Grey is the prompt. Where n-gram drafters, an EAGLE-3 head (draft-eagle3, lime), the
-target's own MTP blocks (draft-mtp, teal: offered when the target carries them, with no draft
-model) or a DFlash head (draft-dflash, fuchsia; a DSpark head, draft-dspark, stone) draft, each drafter's accepted tokens take its own colour (the legend above the text
-names them). The target's
+<p>Grey is the prompt. Where n-gram drafters, a head (an EAGLE-3, DFlash or DSpark head) or the
+target's own MTP blocks (offered when the target carries them, with no draft model) draft, each
+drafter's accepted tokens take its own colour (the legend above the text names them). The target's
 own token is the replacement at the first mismatch, or the bonus token after a draft it accepted
 whole. ↵ marks a line break. Hover a token for its round, draft position, draft probability and
 drafter; <i>show rejected drafts</i> (Ctrl+H) hides the struck-through ones.</p>

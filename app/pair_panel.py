@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGridLayout,
                                QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget, QHeaderView, QAbstractItemView)
 
+from specscope.core.engine.drafters import TYPES
+
 from .drafter_style import drafter_colors
 
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
@@ -126,12 +128,9 @@ class PathEdit(QLineEdit):
             event.acceptProposedAction()
 
 
-HEAD_TIPS = {"EAGLE-3 head": "draft-eagle3 drafts with an EAGLE-3 head (a GGUF of llama.cpp's "
-                             "eagle3 architecture, made for this target): choose it here",
-             "DFlash head": "draft-dflash drafts with a DFlash head (a GGUF of llama.cpp's dflash "
-                            "architecture, made for this target): choose it here",
-             "DSpark head": "draft-dspark drafts with a DSpark head (a DFlash head with a Markov "
-                            "head, made for this target): choose it here"}
+HEAD_TIPS = {t.who[1]: f"{name} drafts with {t.what} (a GGUF of llama.cpp's {t.head} "
+                       "architecture, made for this target): choose it here"
+             for name, t in TYPES.items() if t.head}
 NGRAM_OFFER = ("Draftless n-gram drafting needs no draft model: "
                "<a href='ngram-mod'>use ngram-mod</a> (or <a href='ngram-simple'>ngram-simple</a> "
                "for text that repeats its input), under Drafter.")

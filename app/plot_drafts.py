@@ -8,6 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from specscope.core.engine.drafters.registry import listing
 from specscope.core.measure.stats import Stats
 
 from .drafter_style import drafter_colors
@@ -32,8 +33,8 @@ TIPS = {
             "target's own path): the rank of the target's token among the draft's top-10.\n"
             "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where a "
             "draft tree holding the draft's top-k would have had the target's token.\n"
-            "Only the draft model's rounds (draft-simple), a head's (draft-eagle3, draft-dflash, "
-            "draft-dspark) or the target's MTP blocks' (draft-mtp) are counted.",
+            f"Only the model drafters' rounds ({listing(lambda t: not t.ngram, last=', ')}) are "
+            "counted.",
 }
 DRAFTER_COLUMNS = (
     ("drafter", "llama.cpp's speculative type"),

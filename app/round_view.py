@@ -25,8 +25,8 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from specscope.core.engine.drafters import (BLOCK_TYPES, DESCRIPTIONS, DRAFT_DFLASH, DRAFT_DSPARK,
-                                            DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES)
+from specscope.core.engine.drafters import DESCRIPTIONS, TYPES, spec_type
+from specscope.core.engine.drafters.registry import MODEL, TARGET as OWN_LAYERS
 from specscope.core.models.tokentext import shares
 
 from .drafter_style import drafter_colors, drafter_html, drafter_who
@@ -35,16 +35,14 @@ from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, v
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 DIAGRAM_MIN_PX = 110      # the round's diagram scrolls below this height (a 600-pixel screen)
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
-# beside the picture's draft row: what a drafted cell's small line says, per drafter
-PICTURE_NOTES = {DRAFT_EAGLE3: "p · head's id→target id (d2t)",
-                 DRAFT_MTP: "p: the block's top-10 share",
-                 DRAFT_DFLASH: "p: each position's top-10 share,\nthe whole block in one decode",
-                 DRAFT_DSPARK: "p: each position's top-10 share,\none decode, each biased by the last"}
-# the drafting cache, beside the target's: in the picture, and in the words (whose)
-CACHES = {DRAFT_EAGLE3: "head", DRAFT_MTP: "MTP context", DRAFT_DFLASH: "head", DRAFT_DSPARK: "head"}
-CACHE_OWNERS = {DRAFT_MODEL: "the draft", DRAFT_EAGLE3: "the EAGLE-3 head's",
-                DRAFT_MTP: "the MTP context's", DRAFT_DFLASH: "the DFlash head's",
-                DRAFT_DSPARK: "the DSpark head's"}
+
+
+def cache_owner(name: str) -> str:
+    """Whose cache a model drafter's rows live in, in words ("the EAGLE-3 head's")."""
+    t = spec_type(name)
+    if t.source == MODEL:
+        return "the draft"
+    return f"the {t.who[1] if t.cache == 'head' else t.cache}'s"
 
 
 def labels(tokens, vocab) -> list[str]:
@@ -233,10 +231,10 @@ class RoundDiagram(QWidget):
             y = GAP + 3 * (CELL_H + GAP)
             p.setFont(small)
             p.setPen(QColor("#444444"))
-            if ev.drafter in PICTURE_NOTES and drafted:
+            if spec_type(ev.drafter).p_note and drafted:
                 p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H),
                            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                           f"drafted by {drafter_who(ev.drafter)}\n{PICTURE_NOTES[ev.drafter]}")
+                           f"drafted by {drafter_who(ev.drafter)}\n{spec_type(ev.drafter).p_note}")
             elif ev.draft_vocab and drafted:          # another vocabulary: how many became how many
                 own = "│".join(short(x, 6) for x in ev.draft_own_text)
                 p.drawText(QRectF(x, GAP + CELL_H + GAP, 260, CELL_H),
@@ -245,7 +243,7 @@ class RoundDiagram(QWidget):
                            f"target tokens\n{own}")
             p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                        f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
-                       f"{CACHES.get(ev.drafter, 'draft')} dropped {ev.kv_dropped_draft} "
+                       f"{spec_type(ev.drafter).cache or 'draft'} dropped {ev.kv_dropped_draft} "
                        f"row{'s' if ev.kv_dropped_draft != 1 else ''}")
         p.end()
 
@@ -368,23 +366,24 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
     tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.draft_ids else ', ').join(items)}; "
               f"it stopped because {why}.")
     note = html.escape(ev.draft_note, quote=False)
-    if ev.drafter == DRAFT_EAGLE3:
+    t = spec_type(ev.drafter)
+    if t.head == "eagle3":
         fed = f"; {note}" if note else ""
-        return (f"<b>1. Draft:</b> the <b>EAGLE-3 head</b> (draft-eagle3), one layer beside the "
+        return (f"<b>1. Draft:</b> {drafter_html(ev.drafter)}, one layer beside the "
                 f"target that drafts from the target's own hidden states, not a model of its own{fed}. "
                 f"From the seed it proposed {tokens} ({ev.t_draft * 1e3:.1f} ms)")
-    if ev.drafter in BLOCK_TYPES:
+    if t.block:
         markov = (" Its Markov head biased each position's logits, inside that decode, by the "
-                  "token drafted before it (the first by the seed)." if ev.drafter == DRAFT_DSPARK else "")
+                  "token drafted before it (the first by the seed)." if t.markov else "")
         return (f"<b>1. Draft:</b> {drafter_html(ev.drafter)}, one layer beside the target that "
                 f"drafts from the target's own hidden states, not a model of its own"
                 f"{f' ({note})' if note else ''}. It decoded the seed at position {ev.n_past} "
                 f"and mask tokens after it <b>together</b>, every position's logits read at once, "
                 f"where the other drafters decode once per drafted token.{markov} It proposed "
                 f"{tokens} ({ev.t_draft * 1e3:.1f} ms)")
-    if ev.drafter == DRAFT_MTP:
+    if t.source == OWN_LAYERS:
         p = ev.n_past
-        return (f"<b>1. Draft:</b> the target's own <b>MTP block</b> (draft-mtp), a layer the target "
+        return (f"<b>1. Draft:</b> {drafter_html(ev.drafter)}, a layer the target "
                 f"carries for drafting, not a draft model{f' ({note})' if note else ''}. It read the "
                 f"seed at position {p} with the target's last hidden state at position {p - 1} and "
                 f"predicted the token at {p + 1}; each further step read the token just drafted "
@@ -430,7 +429,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
                      f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
                      "draft.")
-    elif k and ev.drafter and ev.drafter not in MODEL_TYPES:
+    elif k and ev.drafter and spec_type(ev.drafter).ngram:
         drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
         lines.append(ngram_draft_words(ev, vocab, history, drafted) + chain_words(ev, types))
     elif k:
@@ -479,8 +478,8 @@ def explain(ev, vocab, history=(), types=()) -> str:
                          f"token{'s' if len(ev.emitted) != 1 else ''}.")
         else:
             lines.append(f"<b>3. Result:</b> the target emitted {own}.")
-        owner = next((CACHE_OWNERS[t] for t in types if t in CACHE_OWNERS),
-                     CACHE_OWNERS[DRAFT_MODEL] if not types else None)
+        owner = next((cache_owner(t) for t in types if not TYPES[t].ngram),
+                     cache_owner("") if not types else None)
         draft_cache = f", {owner} cache {ev.kv_dropped_draft}" if owner else " (no draft model runs)"
         lines.append(f"<b>4. Roll back:</b> the target cache dropped {ev.kv_dropped_target} KV row"
                      f"{'s' if ev.kv_dropped_target != 1 else ''}{draft_cache}. "

@@ -29,7 +29,7 @@ from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
 
-from specscope.core.engine.drafters import BLOCK_TYPES, DRAFT_DSPARK, DRAFT_MODEL, TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, TYPES, spec_type
 from specscope.core.models.tokentext import TokenText, hex_bytes, shares
 
 from .drafter_style import drafter_colors, drafter_html
@@ -395,12 +395,12 @@ class TokenView(QPlainTextEdit):
             lines.append(translation_html(ev, [self._piece_text(t) for t in ev.drafted], i))
         if i < len(ev.draft_ids):                 # an EAGLE-3 head's reduced vocabulary
             lines.append(f"the head's draft id {ev.draft_ids[i]} → target id {ev.drafted[i]} (d2t)")
-        if ev.drafter in BLOCK_TYPES:             # a DFlash head's block, drafted at once
+        if spec_type(ev.drafter).block:           # a DFlash head's block, drafted at once
             before = ev.drafted[i - 1] if i else ev.seed
             lines.append(f"block position {i + 1}: its logits came with the others' from that "
                          "one decode" + (f", biased by the Markov head by the token drafted before "
                             f"it, <code>{self._esc(before)}</code>{'' if i else ' (the seed)'}"
-                            if ev.drafter == DRAFT_DSPARK else ""))
+                            if spec_type(ev.drafter).markov else ""))
         if ev.draft_key >= 0 and ev.draft_key_len:
             lo, n = ev.draft_key, ev.draft_key_len
             now = ev.n_past - n + 1

@@ -195,7 +195,7 @@ class EngineWorker(QObject):
         self._drop_generator()
         try:
             # n-gram drafters and draft-mtp (the target's own MTP blocks) need no draft model:
-            # only draft-simple and the heads (draft-eagle3, draft-dflash, draft-dspark) do
+            # only draft-simple and the heads' types do (registry.SpecType.uses_md)
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec" and request.spec.needs_draft)
             e = self._engine

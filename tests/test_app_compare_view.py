@@ -208,8 +208,8 @@ def test_an_incompatible_draft_drafts_across_vocabularies_or_is_skipped_with_a_w
 
 
 def test_drafters_checklist_and_chains_make_the_configurations(view):
-    from specscope.core.engine.drafters import SWEEP_TYPES
-    assert [view.drafters.item(i).text() for i in range(view.drafters.count())] == list(SWEEP_TYPES)
+    from specscope.core.engine.drafters import SPEC_TYPES
+    assert [view.drafters.item(i).text() for i in range(view.drafters.count())] == list(SPEC_TYPES)
     assert view.settings().chains == (("draft-simple",),)          # the default: as before
     view.set_drafters("ngram-simple", "draft-simple,ngram-simple")
     assert view.chains.text() == "draft-simple,ngram-simple"

@@ -58,7 +58,7 @@ def window(qtbot, targets, settings):
 def test_the_picker_offers_draft_mtp_with_the_draft_model_s_lengths(qtbot):
     picker = check_shared_lengths(qtbot, "draft-mtp")
     check = picker.checks["draft-mtp"]
-    assert check.text() == "draft-mtp (the target's own MTP layers)" and check.isEnabled()
+    assert check.text() == "draft-mtp (the target's MTP blocks)" and check.isEnabled()
     picker.set_types(["draft-mtp"])
     assert not picker.spec_settings().needs_draft                 # no draft model
 
@@ -96,7 +96,7 @@ def test_an_mtp_run_without_a_draft_model_colours_its_tokens_and_its_plots(qtbot
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert "draft" not in window.pairs.facts                      # the target alone was loaded
     span = check_drafted_by(window, "draft-mtp")
-    assert "drafted by the target's <b>MTP block(s)</b>" in span.tooltip
+    assert "drafted by the target's own <b>MTP block(s)</b>" in span.tooltip
 
 
 def test_a_chain_of_ngram_simple_and_draft_mtp_draws_a_curve_for_each(qtbot, window):

@@ -61,7 +61,7 @@ def test_the_dflash_types_come_last_in_llama_cpp_s_order_and_in_the_window_s_pic
     assert SPEC_TYPES[-3:] == ("draft-mtp", "draft-dflash", "draft-dspark")
     assert parse_types("draft-dspark,ngram-mod,draft-dflash") == ("ngram-mod", "draft-dflash",
                                                                   "draft-dspark")
-    assert TYPES[-2:] == ("draft-dflash", "draft-dspark")
+    assert tuple(TYPES)[-2:] == ("draft-dflash", "draft-dspark")
 
 
 def test_the_command_line_probes_and_runs_a_dflash_head(dflash):

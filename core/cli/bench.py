@@ -7,12 +7,11 @@ target alone.
 
 ``--spec-type`` takes one chain per word (commas join the types of a chain; llama.cpp's
 priority order decides who drafts first). n (``--spec-draft-n-max``) belongs to the model
-drafters (draft-simple, draft-eagle3, draft-mtp, draft-dflash, draft-dspark): a chain of n-gram
-types alone runs once, whatever the list of n, and needs no draft model. Each ``-md`` file is a
-draft model (draft-simple's), an EAGLE-3 head (draft-eagle3's) or a DFlash head (draft-dflash's
-and draft-dspark's), as its GGUF header says: ``-md DRAFT -md HEAD --spec-type draft-simple
-draft-eagle3 ngram-mod`` puts the three side by side on one target; draft-mtp drafts with the
-target's own MTP blocks (no file).
+drafters (every type but the n-gram ones): a chain of n-gram types alone runs once, whatever
+the list of n, and needs no draft model. Each ``-md`` file is a draft model (draft-simple's) or a
+head (its types', registry.SpecType.head), as its GGUF header says: ``-md DRAFT -md HEAD
+--spec-type draft-simple draft-eagle3 ngram-mod`` puts the three side by side on one target;
+draft-mtp drafts with the target's own MTP blocks (no file).
 With n-gram types the table gains the Python lookup time per round and, per member of a
 chain, the rounds it won and its acceptance.
 
@@ -38,6 +37,7 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.cli.spec import add_spec_args, spec_from_args
+from specscope.core.engine.drafters.registry import drafts_with
 from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, MODEL_TYPES, parse_types, type_label
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
@@ -70,9 +70,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g = p.add_argument_group("sweep")
     g.add_argument("-md", "--model-draft", type=Path, action="append", default=None,
                    help="draft model, EAGLE-3 head or DFlash head (GGUF); repeat for several: "
-                        "draft-simple drafts with each draft model, draft-eagle3 with each EAGLE-3 "
-                        "head, draft-dflash and draft-dspark with each DFlash head (default: the "
-                        "demo draft when a chain uses draft-simple)")
+                        f"each type drafts with each file of its kind ({drafts_with()}; default: "
+                        "the demo draft when a chain uses draft-simple)")
     g.add_argument("--spec-draft-n-max", "--draft-max", default="1,2,4,8", metavar="N[,N...]",
                    help="draft-simple's draft lengths to try: a list like 1,2,4,8 or a range like 1-8 "
                         "(default 1,2,4,8; n-gram-only chains run once)")

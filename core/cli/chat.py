@@ -18,7 +18,6 @@ from pathlib import Path
 from specscope.core.cli.args import (add_generation_args, add_model_args, engine_settings,
                                      resolve_models, sampler_settings)
 from specscope.core.cli.spec import add_spec_args, spec_from_args
-from specscope.core.engine.drafters import DRAFT_EAGLE3
 from specscope.core.engine.engine import Engine
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure.calibrate import policy_calibration
@@ -48,7 +47,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     spec = None if args.baseline else spec_from_args(args)
     target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft),
-                                   head=bool(spec and DRAFT_EAGLE3 in spec.types))
+                                   head=bool(spec and spec.head_kind == "eagle3"))
     settings = engine_settings(args)
     if not args.no_probe:
         guard(settings, target, draft)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters.registry import listing
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure import pairing
 from specscope.core.measure.calibrated_estimate import NO_CALIBRATION, RANK_ALPHA
@@ -163,8 +164,8 @@ def head_words(m) -> str:
 
 HEAD_TITLES = {"eagle3": "EAGLE-3 head: what llama.cpp's draft-eagle3 checks or aborts on "
                          "(common/speculative.cpp)",
-               "dflash": "DFlash head: what llama.cpp's draft-dflash and draft-dspark check or "
-                         "abort on, and the DFlash2 heads SpecScope does not run "
+               "dflash": f"DFlash head: what llama.cpp's {listing(lambda t: t.head == 'dflash')} "
+                         "check or abort on, and the DFlash2 heads SpecScope does not run "
                          "(common/speculative.cpp)"}
 
 

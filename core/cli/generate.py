@@ -9,7 +9,6 @@ from collections import Counter
 from specscope.core.cli.args import (chat_prompt, engine_settings, read_prompt, resolve_models,
                                      sampler_settings)
 from specscope.core.cli.spec import spec_from_args
-from specscope.core.engine.drafters import DRAFT_EAGLE3
 from specscope.core.engine.engine import Engine
 from specscope.core.engine.events import Prefill
 from specscope.core.engine.synth import WARNING, describe
@@ -120,7 +119,7 @@ def cmd_generate(args) -> int:
     if spec is not None and spec.synthetic:
         print(synth_banner(spec), file=sys.stderr)
     target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft),
-                                   head=bool(spec and DRAFT_EAGLE3 in spec.types))
+                                   head=bool(spec and spec.head_kind == "eagle3"))
     prompt = read_prompt(args)
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")

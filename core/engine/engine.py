@@ -60,12 +60,12 @@ import numpy as np
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
 from specscope.core.engine.draft_policy import check_policy, make_policy
-from specscope.core.engine.drafters import (BLOCK_TYPES, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP,
-                                            MD_TYPES, MODEL_TYPES, NGRAM_TYPES, parse_types,
-                                            type_label)
+from specscope.core.engine.drafters import (DRAFT_MODEL, MD_TYPES, MODEL_TYPES, NGRAM_TYPES,
+                                            parse_types, type_label)
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.drafters.model import SYNC_MODES
+from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, MODEL, TARGET, TYPES, listing
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES, choose_mode
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
@@ -143,6 +143,11 @@ class SpecSettings:
         return any(t in MD_TYPES for t in self.types)
 
     @property
+    def head_kind(self) -> str:
+        """The head kind (registry.HEAD_KINDS) the -md model must be for these types; "": none."""
+        return next((TYPES[t].head for t in self.types if TYPES[t].head), "")
+
+    @property
     def synthetic(self) -> bool:
         """Benchmark-only synthetic acceptance: the text is not valid output (core/engine/synth.py)."""
         return is_synthetic(self.synth_len, self.synth_rates)
@@ -170,13 +175,7 @@ class SpecSettings:
 
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
-        lengths = {"draft-simple": self.n_max, "draft-eagle3": self.n_max, "draft-mtp": self.n_max,
-                   "draft-dflash": self.n_max, "draft-dspark": self.n_max,
-                   "ngram-simple": self.ngram_simple.size_m,
-                   "ngram-map-k": self.ngram_map_k.size_m,
-                   "ngram-map-k4v": self.ngram_map_k4v.size_m,
-                   "ngram-mod": self.ngram_mod.n_max, "ngram-cache": 8}
-        return max((lengths[t] for t in self.types), default=0)
+        return max((TYPES[t].length(self) for t in self.types), default=0)
 
 
 @dataclass(frozen=True)
@@ -416,33 +415,38 @@ class Engine(Closing):
         return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume)
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
-        """draft-eagle3 drafts with an EAGLE-3 head, draft-dflash and draft-dspark with a DFlash
-        head, draft-simple with any other model, draft-mtp with the target's own MTP blocks."""
-        dflash = isinstance(self.head, DFlashHead)
+        """Each type drafts with what its registry entry says: a head type with a head of its
+        kind as the -md model, draft-simple with any other model, a type reading the target's
+        layers with the target's MTP blocks; a type reading the target's hidden states needs a
+        target whose rows can be dropped."""
+        kind = self._head_kind()
         if self.draft is not None:
             arch, types = self.draft.meta("general.architecture"), self._md_types()
-        if DRAFT_EAGLE3 in spec.types and (self.head is None or dflash):
-            raise ConfigError(f"{self.draft.path}: draft-eagle3 needs an EAGLE-3 head as the draft "
-                              f"model; this is a {arch} model (--spec-type {types} drafts with it)")
-        for t in (t for t in BLOCK_TYPES if t in spec.types and not dflash):
-            raise ConfigError(f"{self.draft.path}: {t} needs a DFlash head as the draft model; "
-                              f"this is a {arch} model (--spec-type {types} drafts with it)")
-        if spec.uses_draft_model and self.head is not None:
-            raise ConfigError(f"{self.draft.path}: {'a DFlash' if dflash else 'an EAGLE-3'} head "
-                              f"drafts with --spec-type {types}, not draft-simple")
-        if DRAFT_MTP in spec.types:
-            require_nextn(self.target_info, self.target.path)
-        for t in (t for t in (DRAFT_EAGLE3, DRAFT_MTP, *BLOCK_TYPES)
-                  if t in spec.types and not self.tgt_removable):
-            raise ConfigError(f"{self.target.path}: {t} on a recurrent or hybrid target: "
-                              "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
-                              "which SpecScope does not mirror yet")
+        for t in (TYPES[name] for name in spec.types):
+            if t.source == HEAD and t.head != kind:
+                raise ConfigError(f"{self.draft.path}: {t.name} needs {HEAD_KINDS[t.head]} as the "
+                                  f"draft model; this is a {arch} model (--spec-type {types} "
+                                  "drafts with it)")
+            if t.source == MODEL and kind:
+                raise ConfigError(f"{self.draft.path}: {HEAD_KINDS[kind]} drafts with "
+                                  f"--spec-type {types}, not {t.name}")
+            if t.source == TARGET:
+                require_nextn(self.target_info, self.target.path)
+            if t.reads_target and not self.tgt_removable:
+                raise ConfigError(f"{self.target.path}: {t.name} on a recurrent or hybrid target: "
+                                  "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
+                                  "which SpecScope does not mirror yet")
+
+    def _head_kind(self) -> str:
+        """The -md model's head kind (registry.HEAD_KINDS), "" for a draft model or none."""
+        if self.head is None:
+            return ""
+        return "dflash" if isinstance(self.head, DFlashHead) else "eagle3"
 
     def _md_types(self) -> str:
         """The --spec-type values the -md model drafts with, in words."""
-        if isinstance(self.head, DFlashHead):
-            return "draft-dflash or draft-dspark"
-        return "draft-simple" if self.head is None else "draft-eagle3"
+        kind = self._head_kind()
+        return listing(lambda t: t.uses_md and t.head == kind, last=" or ")
 
     def baseline(self, prompt: str | list[int], sampler: SamplerSettings = SamplerSettings(),
                  n_predict: int = 128, stop: threading.Event | None = None,
@@ -504,8 +508,8 @@ class Run:
                 return
             rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
             chain = self._chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)
-            self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and DRAFT_MTP in self.spec.types
-                                else e.dft)
+            self._watch_threads(e.tgt, e.mtp.ctx if e.mtp is not None and any(
+                TYPES[t].source == TARGET for t in self.spec.types) else e.dft)
             self._prefill(chain)
             yield from self._spec_rounds(smpl, chain, rule)
 

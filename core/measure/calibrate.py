@@ -21,8 +21,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from specscope.core.engine.drafters import (BLOCK_TYPES, DRAFT_DFLASH, DRAFT_EAGLE3, DRAFT_MODEL,
-                                            DRAFT_MTP)
+from specscope.core.engine.drafters import BLOCK_TYPES, DRAFT_MODEL
+from specscope.core.engine.drafters.registry import TARGET, names
 from specscope.core.engine.drafters.base import NgramMapParams
 from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_values
@@ -354,13 +354,13 @@ class _HeadTiming(_Timing):
 class _BlockTiming(_HeadTiming):
     """A DFlash head's rounds (core/engine/drafters/dflash.py): its draft is one decode of a
     block whatever it drafts, so each type's whole draft at n_max = n is timed (``(type, n)``,
-    n = 1 .. k_draft - 1: draft-dflash's block holds n + 1 rows, draft-dspark's from the anchor
-    n, both clamped to the head's block size), each round both types'; ``db`` is the head's
+    n = 1 .. k_draft - 1: a DFlash block holds n + 1 rows, a DSpark block from the anchor n,
+    both clamped to the head's block size), each round both types'; ``db`` is the head's
     process of a k-token batch (the target's features injected into its cache). ``d`` holds
-    draft-dflash's block at n = 1: f, the textbook's draft token."""
+    the first block type's block at n = 1: f, the textbook's draft token."""
 
     def __init__(self, engine, *args):
-        super().__init__(engine, DRAFT_DFLASH, *args)
+        super().__init__(engine, BLOCK_TYPES[0], *args)
         self.drafters = [self.drafter] + [self.drafter_of(t) for t in BLOCK_TYPES[1:]]
         self.times.update({(t, n): [] for t in BLOCK_TYPES for n in range(1, self.k_max)})
 
@@ -380,14 +380,14 @@ class _BlockTiming(_HeadTiming):
 
 
 def _timing(engine, mtp: bool, *args) -> _Timing:
-    """What calibrates this engine's drafts: draft-mtp's MTP blocks (``mtp``), its -md model's
+    """What calibrates this engine's drafts: the target's MTP blocks (``mtp``), its -md model's
     type (an EAGLE-3 head, a DFlash head, a draft model), or none."""
     if mtp:
-        return _HeadTiming(engine, DRAFT_MTP, *args)
+        return _HeadTiming(engine, names(lambda t: t.source == TARGET)[0], *args)
     if isinstance(engine.head, DFlashHead):
         return _BlockTiming(engine, *args)
     if engine.head is not None:
-        return _HeadTiming(engine, DRAFT_EAGLE3, *args)
+        return _HeadTiming(engine, names(lambda t: t.head == "eagle3")[0], *args)
     return _Timing(engine, *args)
 
 

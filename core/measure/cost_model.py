@@ -18,7 +18,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
+from specscope.core.engine.drafters import MODEL_TYPES
+from specscope.core.engine.drafters.registry import names
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cpuload import LoadReading
@@ -28,7 +29,7 @@ ALPHAS = (0.5, 0.7, 0.9)      # the pair doctor's cost table: per-token acceptan
 N_MAX = 8                     # ... and draft lengths 1..N_MAX
 # the types that draft on the target's hidden states (an EAGLE-3 head, MTP blocks, a DFlash
 # head): each runs every verified batch through its own context (``process``)
-HEAD_TYPES = tuple(t for t in MODEL_TYPES if t != DRAFT_MODEL)
+HEAD_TYPES = names(lambda t: t.reads_target)
 
 
 # ============================================================================ the textbook model

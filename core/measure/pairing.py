@@ -31,8 +31,8 @@ from typing import Any
 
 import llama_cpp.llama_cpp as ll
 
-from specscope.core.engine.drafters import (DRAFT_DFLASH, DRAFT_DSPARK, DRAFT_EAGLE3, DRAFT_MODEL,
-                                            DRAFT_MTP)
+from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters.registry import TARGET, listing, names
 from specscope.core.errors import ModelFileError, SpecScopeError, printable
 from specscope.core.measure.calibrated_estimate import (NO_CALIBRATION, RANK_ALPHA, CalibratedEstimate,
                                                         MachineCosts, machine_costs)
@@ -141,8 +141,8 @@ class ModelSummary:
     tuning: str
     tuning_evidence: str
     vocab: VocabFacts | None
-    kind: str = "model"        # "model", "eagle3": an EAGLE-3 head (draft-eagle3), or "dflash":
-                               # a DFlash head (draft-dflash; with a Markov head, draft-dspark)
+    kind: str = "model"        # "model", or a head's architecture (registry.HEAD_KINDS: the
+                               # types with that SpecType.head draft with it)
     head: dict | None = None   # a head's needs: target_layers, target_hidden_size, n_vocab,
                                # n_draft_vocab (the reduced vocabulary); a DFlash head's also
                                # block_size, mask_token, markov_head, confidence_head
@@ -495,10 +495,13 @@ def _texts_identical(t: _Loaded, d: _Loaded, n: int) -> bool:
 
 def head_spec_type(head: HeadFacts) -> str:
     """The --spec-type that drafts with a head, as llama.cpp picks it from the file
-    (common_speculative_types_from_gguf: a DFlash head with a Markov head is draft-dspark)."""
-    if isinstance(head, DFlashFacts):
-        return DRAFT_DSPARK if head.dspark else DRAFT_DFLASH
-    return DRAFT_EAGLE3
+    (common_speculative_types_from_gguf: a DFlash head with a Markov head is the Markov type)."""
+    kind, markov = ("dflash", head.dspark) if isinstance(head, DFlashFacts) else ("eagle3", False)
+    return names(lambda t: t.head == kind and t.markov == markov)[0]
+
+
+def _block_types(markov: bool) -> str:
+    return names(lambda t: t.block and t.markov == markov)[0]
 
 
 def _head_rules(t: _Loaded, d: _Loaded) -> list[Rule]:
@@ -538,16 +541,16 @@ def _head_notes(t: _Loaded, d: _Loaded) -> list[str]:
     n_layer = max(head.target_layers, default=-1) + 1 if block else max(head.target_layers, default=0)
     run = (f"run it with --spec-type {spec} (-md HEAD); {DRAFT_MODEL} refuses a head" if not block else
            f"run it with --spec-type {spec} (-md HEAD): "
-           + (f"its Markov head makes it llama.cpp's {DRAFT_DSPARK} ({DRAFT_DFLASH} drafts with it "
-              "too)" if head.dspark else
-              f"it has no Markov head, so llama.cpp drafts with it as {DRAFT_DFLASH}")
-           + f"; {DRAFT_MODEL} and {DRAFT_EAGLE3} refuse it")
+           + (f"its Markov head makes it llama.cpp's {spec} ({_block_types(False)} drafts with "
+              "it too)" if head.dspark else f"it has no Markov head, so llama.cpp drafts with it "
+              f"as {spec}")
+           + f"; {listing(lambda t: t.uses_md and t.head != 'dflash')} refuse it")
     notes = [f"draft: {head.describe()}",
              f"it fits a target of hidden size {head.target_hidden_size} with at least "
              f"{n_layer} layers and a vocabulary of at most {head.n_vocab:,} tokens{made_for}",
              run]
     if block and head.dspark and not head.has_confidence:
-        notes.append(f"it has no confidence head: {DRAFT_DSPARK} drafts with it at "
+        notes.append(f"it has no confidence head: {spec} drafts with it at "
                      "--spec-draft-p-min 0 only")
     return notes + [f"target ({t.summary.architecture or 'unknown architecture'}): "
                     f"{t.summary.memory} memory"]
@@ -555,7 +558,8 @@ def _head_notes(t: _Loaded, d: _Loaded) -> list[str]:
 
 def _nextn_notes(t: ModelSummary, d: ModelSummary) -> list[str]:
     return [f"{side} has {m.nextn_layers} nextn (MTP) layer{'s' if m.nextn_layers > 1 else ''}: "
-            f"--spec-type {DRAFT_MTP} drafts with them (on the target, no -md)"
+            f"--spec-type {listing(lambda t: t.source == TARGET)} drafts with them (on the "
+            "target, no -md)"
             for side, m in (("target", t), ("draft", d)) if m.nextn_layers]
 
 

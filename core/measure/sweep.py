@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from specscope.core.engine.drafters import DRAFT_MODEL, DRAFT_MTP, MODEL_TYPES
+from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters.xvocab import choose_mode
@@ -30,7 +30,7 @@ from specscope.core.measure.lossless import check_lossless, execute, run_result
 from specscope.core.measure.progress import Progress, quiet, within
 from specscope.core.measure.sweep_report import SweepResult
 from specscope.core.measure.sweep_rows import Cell, Row, build_rows
-from specscope.core.measure.sweep_settings import (Config, SweepSettings, config_name, eog_bias,
+from specscope.core.measure.sweep_settings import (MTP_TYPES, Config, SweepSettings, config_name, eog_bias,
                                                    groups, longest_draft, model_prompts, spec_for,
                                                    sweep_steps, typical_position, vocab_modes)
 
@@ -163,7 +163,7 @@ class _Sweep:
             cal = None
         else:
             k_draft = max((c.n for c in configs if set(c.types) & set(MODEL_TYPES)), default=0) + 1
-            mtp = any(DRAFT_MTP in c.types for c in configs)
+            mtp = any(set(MTP_TYPES) & set(c.types) for c in configs)
             cal, cached = get_calibration(
                 engine, max(longest_draft(s, c) for c in configs) + 1, sampler=s.sampler,
                 refresh=s.recalibrate, use_cache=s.use_cache, time_budget_s=s.calibration_s,

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Sequence
 
 from specscope.core.engine.drafters import MODEL_TYPES, type_label
+from specscope.core.engine.drafters.registry import listing
 from specscope.core.measure.cost_model import Calibration
 from specscope.core.measure.sweep_rows import ALL, CSV_COLUMNS, Cell, Row
 from specscope.core.measure.sweep_settings import SweepSettings
 
 BIG_ERROR = 0.25             # a calibrated prediction off by more than this is explained
 BUSY_SHARE = 0.1             # others using more of the CPU than this: the figures are noisy
-NGRAM_ONLY_NOTE = ("n applies to the model drafters only (draft-simple, draft-eagle3, draft-mtp, draft-dflash, "
-                   "draft-dspark): chains of n-gram types are swept once (n_max shown as -)")
+NGRAM_ONLY_NOTE = (f"n applies to the model drafters only ({listing(lambda t: not t.ngram, last=', ')}): "
+                   "chains of n-gram types are swept once (n_max shown as -)")
 
 
 @dataclass

@@ -10,21 +10,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from specscope.core.engine.drafters import (BLOCK_TYPES, DRAFT_EAGLE3, DRAFT_MODEL, DRAFT_MTP,
-                                            MODEL_TYPES, parse_types, type_label)
+from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, parse_types, type_label
+from specscope.core.engine.drafters.registry import HEAD_KINDS, TARGET, names
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
 from specscope.core.measure.calibrate import TIME_BUDGET_S
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import prompts_dir
-from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import Model
 from specscope.core.models.mtp import require_nextn
 
 DRAFT_SIMPLE = (DRAFT_MODEL,)
 # the -md files by their GGUF architecture: the types that draft with one, and what it is
-HEADS = {EAGLE3: ((DRAFT_EAGLE3,), "an EAGLE-3 head"), DFLASH: (BLOCK_TYPES, "a DFlash head")}
+HEADS = {arch: (names(lambda t, a=arch: t.head == a), what) for arch, what in HEAD_KINDS.items()}
+MTP_TYPES = names(lambda t: t.source == TARGET)   # draft with the target's own MTP blocks
 FILE_KINDS = ((DRAFT_SIMPLE, "a draft model"), *HEADS.values())
 
 
@@ -161,7 +161,7 @@ class SweepSettings:
             models = [t for t in chain if t in MODEL_TYPES]
             if len(models) > 1:
                 what = ("the -md model (a draft model, an EAGLE-3 head, a DFlash head)"
-                        if DRAFT_MTP not in models else
+                        if not set(MTP_TYPES) & set(models) else
                         "a model of its own (the -md model, the target's MTP blocks)")
                 raise ConfigError(f"{type_label(chain)}: {' and '.join(models)} each draft with {what}: "
                                   f"give them as separate chains (--spec-type {' '.join(models)})")
@@ -181,7 +181,7 @@ class SweepSettings:
             if files and not uses[types]:
                 raise ConfigError(f"{files[0]}: {what} drafts with --spec-type {' or '.join(types)}, "
                                   f"not draft-simple (add {types[0]} to --spec-type)")
-        if any(DRAFT_MTP in c for c in self.chains):      # the target's own MTP blocks
+        if any(set(MTP_TYPES) & set(c) for c in self.chains):      # the target's own MTP blocks
             require_nextn(check_gguf(self.target), self.target)
         if not self.n_values or min(self.n_values) < 1:
             raise ConfigError("a sweep needs draft lengths >= 1")
@@ -250,9 +250,9 @@ def vocab_modes(spec, refused: bool) -> tuple[str, ...]:
 
 def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
     """(draft path or None, draft name or "", configurations) per engine the sweep opens: one
-    per draft file for the chains whose model drafter drafts with it (draft-simple: a draft
-    model; draft-eagle3: an EAGLE-3 head; draft-dflash, draft-dspark: a DFlash head) (× n ×
-    p_min), one for the chains with draft-mtp (the target's own MTP blocks, named
+    per draft file for the chains whose model drafter drafts with it (draft-simple with a draft
+    model, a head's types with a head of their kind) (× n × p_min), one for the chains with a
+    type drafting with the target's own MTP blocks (named
     :func:`mtp_name`; × n × p_min), one without a draft model for the n-gram-only chains (once
     each: n does not apply to them)."""
     def configs(name: str, chains) -> list[Config]:
@@ -266,7 +266,7 @@ def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
         chains = [c for c in s.chains if set(kinds[Path(path)]) & set(c)]
         if chains:
             out.append((Path(path), name, configs(name, chains)))
-    mtp_chains = [c for c in s.chains if DRAFT_MTP in c]
+    mtp_chains = [c for c in s.chains if set(MTP_TYPES) & set(c)]
     if mtp_chains:
         out.append((None, mtp_name(s.target), configs(mtp_name(s.target), mtp_chains)))
     return out
@@ -278,9 +278,8 @@ def mtp_name(target: Path) -> str:
 
 
 def file_types(path) -> tuple[str, ...]:
-    """The types that draft with a draft file, by its GGUF header (``HEADS``): draft-eagle3
-    with an EAGLE-3 head, draft-dflash and draft-dspark with a DFlash head, draft-simple with
-    any other model (or a file that cannot be read: loading it says why, in one line)."""
+    """The types that draft with a draft file, by its GGUF header (``HEADS``): a head's types
+    with a head of their kind, draft-simple with any other model (or a file that cannot be read: loading it says why, in one line)."""
     try:
         arch = check_gguf(path).architecture
     except ModelFileError:

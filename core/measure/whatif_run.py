@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass, field, replace
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, NGRAM_TYPES
+from specscope.core.engine.drafters.registry import TYPES
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cost_model import Calibration, extended
@@ -36,8 +37,6 @@ N_VALUES = N_MAX_RANGE          # draft-simple's n_max offered: 1..8, the hindsi
 P_STEP = 0.05                   # p_min is offered in these steps
 GREEDY_ONLY = ("What-ifs are exact for greedy runs only: at temperature {:g} the text depends on "
                "the draws, so another drafter would have produced other text.")
-HEAD_WHY = {"draft-eagle3": "an EAGLE-3 head", "draft-mtp": "the target's MTP blocks",
-            "draft-dflash": "a DFlash head", "draft-dspark": "a DFlash head"}
 
 
 def unreplayable(session) -> str:
@@ -59,9 +58,9 @@ def own_setting_problem(session) -> str:
     spec = session.settings.spec
     if spec is None:
         return ""
-    heads = [t for t in spec.types if t in HEAD_WHY]
+    heads = [t for t in spec.types if TYPES[t].reads_target]
     if heads:
-        return (f"{heads[0]} drafts with {HEAD_WHY[heads[0]]} from the target's hidden states, "
+        return (f"{heads[0]} drafts with {TYPES[heads[0]].what} from the target's hidden states, "
                 "which one run does not record: this run's own setting cannot be replayed.")
     modes = {e.draft_vocab for e in session.run.events if e.draft_vocab}
     if modes:

@@ -17,7 +17,8 @@ a slot's requests (common/speculative.cpp, tools/server/server-context.cpp):
 * draft-simple: its cache, cut where the target's is (the server's slot memory holds both).
   Across vocabularies (--spec-vocab translate/intersect) its cache holds the draft's own
   tokens: the turn starts afresh (both caches prefilled again);
-* draft-eagle3, draft-dflash, draft-dspark, draft-mtp: llama.cpp keeps their caches, filled
+* the types that read the target's hidden states (the heads', the MTP blocks'; the registry's
+  ``SpecType.reads_target``): llama.cpp keeps their caches, filled
   from the target's batches; SpecScope's heads fill theirs from the target's prefill, so the
   turn starts afresh (both caches prefilled again, ``reused`` 0);
 * ngram-simple, ngram-map-k, ngram-map-k4v: they read the history, which holds the turns

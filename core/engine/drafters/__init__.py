@@ -17,45 +17,17 @@ import numpy as np
 
 from specscope.core.engine.drafters.base import (Drafter, NgramCacheParams, NgramMapParams,
                                                  NgramModParams, Proposal)
+from specscope.core.engine.drafters.registry import TYPES, SpecType, names, spec_type
 from specscope.core.errors import ConfigError
 
-# llama.cpp's priority order (common_speculative_init); draft-simple is the draft model,
-# draft-eagle3 an EAGLE-3 head (both the -md model), draft-mtp the target's own MTP blocks
-# draft-dflash and draft-dspark a DFlash head (the -md model, with or without a Markov head)
-SPEC_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
-              "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark")
-NGRAM_TYPES = SPEC_TYPES[:5]
-DRAFT_MODEL = "draft-simple"
-DRAFT_EAGLE3 = "draft-eagle3"
-DRAFT_MTP = "draft-mtp"
-DRAFT_DFLASH = "draft-dflash"
-DRAFT_DSPARK = "draft-dspark"
-BLOCK_TYPES = (DRAFT_DFLASH, DRAFT_DSPARK)    # a DFlash head's block, drafted in one decode
-MD_TYPES = (DRAFT_MODEL, DRAFT_EAGLE3, *BLOCK_TYPES)   # the types that draft with the -md model
-MODEL_TYPES = (*MD_TYPES, DRAFT_MTP)          # the types that draft with a model's layers
-TYPES = SPEC_TYPES                            # the window's drafter picker: every type
-SWEEP_TYPES = SPEC_TYPES                      # the Compare view's sweeps: every type
-
-DESCRIPTIONS = {
-    "ngram-simple": "copies what followed the last time the latest n tokens occurred",
-    "ngram-map-k": "like ngram-simple, through a hash map of earlier n-grams; drafts as many "
-                   "tokens as were accepted the last time that n-gram drafted",
-    "ngram-map-k4v": "keeps up to 4 different continuations per n-gram and drafts only when "
-                     "one clearly dominates",
-    "ngram-mod": "a 4M-entry hash table from n-grams to their next token, drafted one token "
-                 "at a time (n-min..n-max tokens or nothing)",
-    "ngram-cache": "1- to 4-gram statistics of the context: each drafted token is the most "
-                   "frequent follower (up to 8 tokens)",
-    "draft-simple": "the draft model: greedy over its top-10 probabilities",
-    "draft-eagle3": "an EAGLE-3 head: one layer that drafts from three of the target's own "
-                    "hidden states, over a reduced vocabulary",
-    "draft-mtp": "the target's own MTP (nextn) blocks: each drafts the token after next from "
-                 "a token and the target's last hidden state before it",
-    "draft-dflash": "a DFlash head: drafts a whole block at once from the target's own hidden "
-                    "states, one decode of id_last and mask tokens",
-    "draft-dspark": "a DFlash head with a Markov head (DSpark): the block drafted at once, each "
-                    "position biased by the token drafted before it",
-}
+# llama.cpp's priority order (common_speculative_init), and each type's groups, from the registry
+SPEC_TYPES = tuple(TYPES)
+NGRAM_TYPES = names(lambda t: t.ngram)            # draft from the tokens so far
+DRAFT_MODEL = "draft-simple"                     # the draft model: the default type
+MD_TYPES = names(lambda t: t.uses_md)            # draft with the -md model
+MODEL_TYPES = names(lambda t: not t.ngram)       # draft with a model's layers
+BLOCK_TYPES = names(lambda t: t.block)           # a DFlash head's block, drafted in one decode
+DESCRIPTIONS = {name: t.description for name, t in TYPES.items()}
 
 
 def parse_types(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -115,7 +87,7 @@ class Chain:
         for d in self.drafters:
             t = clock()
             proposal = d.draft(history, id_last, budget)
-            if d.name not in MODEL_TYPES:
+            if TYPES[d.name].ngram:
                 self.t_lookup += clock() - t
             if proposal.tokens:
                 self.last = d
@@ -135,7 +107,7 @@ class Chain:
                 [d for d in self.drafters if d is not self.last]:
             t = clock()
             d.accept(n_accepted, d is self.last)
-            if d.name in MODEL_TYPES:
+            if not TYPES[d.name].ngram:
                 self.t_sync += clock() - t
             else:
                 self.t_lookup += clock() - t
@@ -155,7 +127,7 @@ class Chain:
         return sum(d.take_translate() for d in self.drafters)
 
 
-__all__ = ["SPEC_TYPES", "TYPES", "SWEEP_TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "DRAFT_EAGLE3", "DRAFT_MTP",
-           "DRAFT_DFLASH", "DRAFT_DSPARK", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES",
+__all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES",
+           "SpecType", "spec_type", "names",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
            "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]

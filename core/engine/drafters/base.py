@@ -80,6 +80,12 @@ class Drafter:
     # cache's shared prefix): n-gram drafters read the history, the draft model its own cache
     resumes = True
 
+    @classmethod
+    def create(cls, name: str, spec, engine=None, policy=None, q=None, vocab: str = "") -> "Drafter":
+        """This type's drafter for a run (registry.SpecType.drafter names the class): a model
+        drafter from the engine's contexts and ``spec``; the n-gram drafters override it."""
+        return cls(engine, spec)
+
     def begin(self, prompt: np.ndarray) -> None:
         """Once, before the first round, with the prompt's tokens but the last (llama.cpp's
         ``common_speculative_begin``, after the prompt was processed)."""

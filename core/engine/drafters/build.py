@@ -3,37 +3,12 @@
 from __future__ import annotations
 
 from specscope.core.engine.drafters import Chain, Drafter
-from specscope.core.engine.drafters.dflash import DFlash, DSpark
-from specscope.core.engine.drafters.eagle3 import Eagle3
-from specscope.core.engine.drafters.model import DraftModel
-from specscope.core.engine.drafters.mtp import Mtp
-from specscope.core.engine.drafters.ngram_cache import NgramCache
-from specscope.core.engine.drafters.ngram_map import NgramMap
-from specscope.core.engine.drafters.ngram_mod import NgramMod
-from specscope.core.engine.drafters.ngram_simple import NgramSimple
-from specscope.core.engine.drafters.xvocab import CrossVocab
+from specscope.core.engine.drafters.registry import TYPES
 
 
 def make_drafter(type_name: str, spec, engine=None, policy=None, q=None, vocab: str = "") -> Drafter:
-    if type_name == "ngram-simple":
-        return NgramSimple(spec.params(type_name))
-    if type_name in ("ngram-map-k", "ngram-map-k4v"):
-        return NgramMap(spec.params(type_name), key_only=type_name == "ngram-map-k")
-    if type_name == "ngram-mod":
-        return NgramMod(spec.params(type_name))
-    if type_name == "ngram-cache":
-        return NgramCache(spec.params(type_name))
-    if type_name == "draft-simple":
-        return CrossVocab(engine, spec, vocab, policy, q) if vocab else DraftModel(engine, spec, policy, q)
-    if type_name == "draft-eagle3":
-        return Eagle3(engine, spec)
-    if type_name == "draft-mtp":
-        return Mtp(engine, spec)
-    if type_name == "draft-dflash":
-        return DFlash(engine, spec)
-    if type_name == "draft-dspark":
-        return DSpark(engine, spec)
-    raise ValueError(type_name)
+    """The drafter the registry names for ``type_name``."""
+    return TYPES[type_name].drafter_class().create(type_name, spec, engine, policy, q, vocab)
 
 
 def make_chain(spec, engine=None, policy=None, q=None, vocab: str = "") -> Chain:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from specscope.core.engine.drafters import DRAFT_DFLASH, DRAFT_DSPARK
 from specscope.core.engine.drafters.head import HeadDrafter
 from specscope.core.errors import ConfigError
 from specscope.core.models.dflash import DFlashHead
@@ -35,18 +34,19 @@ from specscope.core.models.eagle3 import layers_words
 
 
 class DFlash(HeadDrafter):
-    name = DRAFT_DFLASH
+    name = "draft-dflash"
+    markov = False        # DSpark: drafts through the head's Markov head and confidence head
 
     def __init__(self, engine, spec):
         head = getattr(engine, "head", None)
         if not isinstance(head, DFlashHead):
             raise ConfigError(f"{self.name} needs a DFlash head as the draft model (-md)")
         super().__init__(head, spec)
-        self.anchor = self.name == DRAFT_DSPARK and head.sample_from_anchor
-        if self.name == DRAFT_DSPARK and self.p_min > 0 and not head.has_confidence:
+        self.anchor = self.markov and head.sample_from_anchor
+        if self.markov and self.p_min > 0 and not head.has_confidence:
             raise ConfigError(f"{head.ctx.model.path}: DSpark draft has no confidence head: "
                               "please set --spec-draft-p-min 0")
-        n_most = head.facts.most_drafted(self.name == DRAFT_DSPARK)
+        n_most = head.facts.most_drafted(self.markov)
         self.n_max, self.n_min = min(self.n_max, n_most), min(self.n_min, n_most)
         kind = "a DSpark head (its Markov head in the graph)" if head.dspark else "a DFlash head"
         self.note = (f"{kind} fed by {layers_words(head.layer_ids, head.n_layer_tgt)}; "
@@ -69,7 +69,7 @@ class DFlash(HeadDrafter):
         self._trim(len(history))
         head.block(id_last, n_block, len(history))
         logits = self.ctx.logits(n_block)
-        conf = head.confidence(n_block) if self.name == DRAFT_DSPARK and self.p_min > 0 else None
+        conf = head.confidence(n_block) if self.markov and self.p_min > 0 else None
         draft: list[int] = []
         probs: list[float] = []
         tops: list[tuple[int, ...]] = []
@@ -77,7 +77,7 @@ class DFlash(HeadDrafter):
             if conf is not None and conf[i] < self.p_min:
                 return draft, probs, tops, "p_min", n_block
             token, p, top = self._pick(logits[i])
-            if self.name == DRAFT_DFLASH and p < self.p_min:
+            if not self.markov and p < self.p_min:
                 return draft, probs, tops, "p_min", n_block
             draft.append(token)
             probs.append(p)
@@ -86,4 +86,5 @@ class DFlash(HeadDrafter):
 
 
 class DSpark(DFlash):
-    name = DRAFT_DSPARK
+    name = "draft-dspark"
+    markov = True

@@ -77,6 +77,14 @@ def top_entries(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, 
 class DraftModel(Drafter):
     name = "draft-simple"
 
+    @classmethod
+    def create(cls, name, spec, engine=None, policy=None, q=None, vocab=""):
+        """The draft model; across vocabularies, through drafters/xvocab.py."""
+        if vocab:
+            from specscope.core.engine.drafters.xvocab import CrossVocab
+            return CrossVocab(engine, spec, vocab, policy, q)
+        return cls(engine, spec, policy, q)
+
     def __init__(self, engine, spec, policy=None, q=None, mask=None):
         if engine is None or engine.dft is None:
             raise ConfigError("draft-simple needs a draft model (-md)")

@@ -235,6 +235,10 @@ def load_cache(path: str, flag: str, limits) -> Cache:
 class NgramCache(Drafter):
     name = "ngram-cache"
 
+    @classmethod
+    def create(cls, name, spec, engine=None, policy=None, q=None, vocab=""):
+        return cls(spec.params(name))
+
     def __init__(self, params: NgramCacheParams = NgramCacheParams()):
         params.validate(self.name)
         self.static: Cache = (load_cache(params.lookup_cache_static, "--lookup-cache-static",

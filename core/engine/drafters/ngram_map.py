@@ -153,6 +153,10 @@ class _Key:
 class NgramMap(Drafter):
     """ngram-map-k (``key_only``) or ngram-map-k4v; field names follow ``common_ngram_map``."""
 
+    @classmethod
+    def create(cls, name, spec, engine=None, policy=None, q=None, vocab=""):
+        return cls(spec.params(name), key_only=name == "ngram-map-k")
+
     def __init__(self, params: NgramMapParams = NgramMapParams(), key_only: bool = True):
         self.name = "ngram-map-k" if key_only else "ngram-map-k4v"
         params.validate(self.name)

@@ -39,6 +39,10 @@ LOW_STREAK = 5                        # ... this many times in a row: empty the 
 class NgramMod(Drafter):
     name = "ngram-mod"
 
+    @classmethod
+    def create(cls, name, spec, engine=None, policy=None, q=None, vocab=""):
+        return cls(spec.params(name))
+
     def __init__(self, params: NgramModParams = NgramModParams()):
         params.validate(self.name)
         self.n, self.n_min, self.n_max = params.n_match, params.n_min, params.n_max

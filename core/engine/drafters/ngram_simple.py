@@ -21,6 +21,10 @@ from specscope.core.engine.drafters.base import Drafter, NgramMapParams, Proposa
 class NgramSimple(Drafter):
     name = "ngram-simple"
 
+    @classmethod
+    def create(cls, name, spec, engine=None, policy=None, q=None, vocab=""):
+        return cls(spec.params(name))
+
     def __init__(self, params: NgramMapParams = NgramMapParams()):
         params.validate(self.name)
         self.n, self.m = params.size_n, params.size_m

@@ -1,0 +1,146 @@
+"""llama.cpp's speculative types, one descriptor each: what a type needs, how long it drafts,
+how it is shown. The engine, the drafter factory, the cost model, the doctor, the command
+writer and the window read this table; a new type is its drafter module and one entry here.
+
+The entries are in llama.cpp's priority order (``common_speculative_init``): the n-gram types
+before the model drafters, whatever order the user wrote them in.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+# what a type drafts with (SpecType.source)
+LOOKUP = "lookup"     # the tokens so far: no model
+MODEL = "model"       # the -md model as a language model (draft-simple)
+HEAD = "head"         # the -md model as a head over the target's hidden states
+TARGET = "target"     # the target's own layers (MTP blocks)
+# SpecType.head (a head's GGUF architecture), in words
+HEAD_KINDS = {"eagle3": "an EAGLE-3 head", "dflash": "a DFlash head"}
+
+
+@dataclass(frozen=True)
+class SpecType:
+    name: str                 # the --spec-type value
+    source: str               # LOOKUP | MODEL | HEAD | TARGET
+    drafter: str              # "module:Class" under core/engine/drafters (Drafter.create builds it)
+    description: str          # one line: what it drafts from, how
+    length: Callable          # SpecSettings -> the longest draft it proposes
+    colors: tuple[str, str, str]   # (text, background in the token view, strong for plots/swatches)
+    who: tuple[str, str] = ("", "")   # who drafted, in words ("the", "EAGLE-3 head"); "": the name
+    what: str = ""            # what it drafts with, in words ("an EAGLE-3 head"); "" for a lookup
+    head: str = ""            # the head its -md model must be: its GGUF architecture (HEAD_KINDS)
+    block: bool = False       # drafts a whole block in one decode (a DFlash head)
+    p_note: str = ""          # the round picture's note on its p values
+    cache: str = ""           # the cache its rows live in, in the round picture ("": the draft's)
+    markov: bool = False      # each block position biased by the token drafted before it (DSpark)
+
+    @property
+    def ngram(self) -> bool:
+        return self.source == LOOKUP
+
+    @property
+    def uses_md(self) -> bool:
+        """It drafts with the -md model (a draft model or a head)."""
+        return self.source in (MODEL, HEAD)
+
+    @property
+    def reads_target(self) -> bool:
+        """It drafts from the target's hidden states (a head or the MTP blocks), so every
+        verification batch runs through it (llama.cpp's process)."""
+        return self.source in (HEAD, TARGET)
+
+    def who_words(self) -> str:
+        """Who drafted, in plain words: "the EAGLE-3 head", or the type's name."""
+        return f"{self.who[0]} {self.who[1]}".strip() if self.who[1] else self.name
+
+    def drafter_class(self):
+        module, cls = self.drafter.split(":")
+        return getattr(importlib.import_module(f"specscope.core.engine.drafters.{module}"), cls)
+
+
+def _n_max(spec) -> int:
+    return spec.n_max
+
+
+def _size_m(field: str) -> Callable:
+    return lambda spec: getattr(spec, field).size_m
+
+
+TYPES: dict[str, SpecType] = {t.name: t for t in (
+    SpecType("ngram-simple", LOOKUP, "ngram_simple:NgramSimple",
+             "copies what followed the last time the latest n tokens occurred",
+             _size_m("ngram_simple"), ("#713f12", "#fde68a", "#d4a106")),           # amber
+    SpecType("ngram-map-k", LOOKUP, "ngram_map:NgramMap",
+             "like ngram-simple, through a hash map of earlier n-grams; drafts as many tokens "
+             "as were accepted the last time that n-gram drafted",
+             _size_m("ngram_map_k"), ("#581c87", "#e9d5ff", "#8b5cf6")),            # violet
+    SpecType("ngram-map-k4v", LOOKUP, "ngram_map:NgramMap",
+             "keeps up to 4 different continuations per n-gram and drafts only when one "
+             "clearly dominates",
+             _size_m("ngram_map_k4v"), ("#164e63", "#a5f3fc", "#0891b2")),          # cyan
+    SpecType("ngram-mod", LOOKUP, "ngram_mod:NgramMod",
+             "a 4M-entry hash table from n-grams to their next token, drafted one token at a "
+             "time (n-min..n-max tokens or nothing)",
+             lambda spec: spec.ngram_mod.n_max, ("#831843", "#fbcfe8", "#db2777")),  # pink
+    SpecType("ngram-cache", LOOKUP, "ngram_cache:NgramCache",
+             "1- to 4-gram statistics of the context: each drafted token is the most frequent "
+             "follower (up to 8 tokens)",
+             lambda spec: 8, ("#7c2d12", "#fed7aa", "#ea580c")),                     # orange
+    SpecType("draft-simple", MODEL, "model:DraftModel",
+             "the draft model: greedy over its top-10 probabilities",
+             _n_max, ("#14532d", "#bbf0c6", "#2e9d4b"),                              # green
+             who=("the", "draft model"), what="a draft model"),
+    SpecType("draft-eagle3", HEAD, "eagle3:Eagle3",
+             "an EAGLE-3 head: one layer that drafts from three of the target's own hidden "
+             "states, over a reduced vocabulary",
+             _n_max, ("#3f6212", "#e2f7a1", "#74a00f"),                              # lime
+             who=("the", "EAGLE-3 head"), what="an EAGLE-3 head", head="eagle3",
+             p_note="p · head's id→target id (d2t)", cache="head"),
+    SpecType("draft-mtp", TARGET, "mtp:Mtp",
+             "the target's own MTP (nextn) blocks: each drafts the token after next from a "
+             "token and the target's last hidden state before it",
+             _n_max, ("#0b3b36", "#82d3bf", "#0f9488"),                              # teal
+             who=("the target's own", "MTP block(s)"), what="the target's MTP blocks",
+             p_note="p: the block's top-10 share", cache="MTP context"),
+    SpecType("draft-dflash", HEAD, "dflash:DFlash",
+             "a DFlash head: drafts a whole block at once from the target's own hidden states, "
+             "one decode of id_last and mask tokens",
+             _n_max, ("#701a75", "#f0abfc", "#c026d3"),                              # fuchsia
+             who=("the", "DFlash head"), what="a DFlash head", head="dflash", block=True,
+             p_note="p: each position's top-10 share,\nthe whole block in one decode", cache="head"),
+    SpecType("draft-dspark", HEAD, "dflash:DSpark",
+             "a DFlash head with a Markov head (DSpark): the block drafted at once, each "
+             "position biased by the token drafted before it",
+             _n_max, ("#292524", "#d6cfc4", "#78716c"),                              # stone
+             who=("the", "DSpark head"), what="a DSpark head", head="dflash", block=True,
+             p_note="p: each position's top-10 share,\none decode, each biased by the last",
+             cache="head", markov=True),
+)}
+
+
+def spec_type(name: str) -> SpecType:
+    """The descriptor of ``name``; an unknown or empty name is the draft model's."""
+    return TYPES.get(name or "draft-simple", TYPES["draft-simple"])
+
+
+def names(test: Callable[[SpecType], bool] = lambda t: True) -> tuple[str, ...]:
+    """The types (in priority order) whose descriptor passes ``test``."""
+    return tuple(n for n, t in TYPES.items() if test(t))
+
+
+def listing(test: Callable[[SpecType], bool], sep: str = ", ", last: str = " and ") -> str:
+    """The types passing ``test`` in words: "draft-dflash and draft-dspark"."""
+    found = names(test)
+    return sep.join(found[:-1]) + last + found[-1] if len(found) > 1 else "".join(found)
+
+
+def drafts_with() -> str:
+    """Each model drafter and what it drafts with, in words ("draft-simple with a draft
+    model, draft-eagle3 with an EAGLE-3 head, ...")."""
+    return ", ".join(f"{n} with {t.what}" for n, t in TYPES.items() if t.what)
+
+
+__all__ = ["drafts_with", "SpecType", "TYPES", "HEAD_KINDS", "LOOKUP", "MODEL", "HEAD", "TARGET", "spec_type", "names", "listing"]

@@ -1,0 +1,206 @@
+"""One table of the speculative settings' flags: the command line's argparse flags, the llama.cpp
+command a setting is written as, and the window's ranges and tooltips are all made from it.
+
+Each :class:`Flag` is one SpecSettings field (a dotted path into the n-gram parameters), spelled
+as the vendored llama.cpp spells it (common/arg.cpp), with its range and the llama.cpp programs
+that take it (``tools``; none: SpecScope's own setting, which a llama.cpp command cannot carry).
+Defaults are SpecSettings' own. ``--spec-type`` (a list of types) and the bench's lists of values
+are the command lines' own (core/cli/spec.py, core/cli/bench.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Callable
+
+from specscope.core.engine.accept_rules import ACCEPT_RULES
+from specscope.core.engine.draft_policy import POLICIES
+from specscope.core.engine.drafters import MODEL_TYPES
+from specscope.core.engine.drafters.base import NGRAM_MAX
+from specscope.core.engine.drafters.model import SYNC_MODES
+from specscope.core.engine.drafters.xvocab import VOCAB_MODES
+from specscope.core.engine.engine import SpecSettings
+
+# llama.cpp's programs, by the example names arg.cpp gives them
+SPECULATIVE, LOOKUP, SERVER, CLI = ("llama-speculative-simple", "llama-lookup", "llama-server",
+                                    "llama-cli")
+SPEC_TOOLS = (SPECULATIVE, SERVER, CLI)
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    """llama.cpp's --spec-synth-rates: numbers separated by commas."""
+    return tuple(float(v.strip()) for v in text.split(","))
+
+
+def _synth_len(text: str) -> float:
+    """llama.cpp's --spec-synth-len: one number, not -1 (which means off)."""
+    value = float(text.strip())
+    if value == -1.0:
+        raise ValueError("-1 means off")
+    return value
+
+
+@dataclass(frozen=True)
+class Flag:
+    field: str                     # SpecSettings field; "ngram_mod.n_match" inside a type's parameters
+    names: tuple[str, ...]         # llama.cpp's spelling first, then its aliases
+    help: str                      # what it does; "(default …)" is added
+    lo: float | None = None        # the range the window offers
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()    # the types it steers: written for llama.cpp when one is on
+    tools: tuple[str, ...] = ()    # the llama.cpp programs that take it; (): SpecScope's own
+    metavar: str = ""
+    parse: Callable | None = None  # text -> value, where not the default's type
+    write: Callable = str          # value -> the word llama.cpp reads
+    unset: object = None           # a value that means "not given" (not written)
+
+    @property
+    def flag(self) -> str:
+        return self.names[0]
+
+    @property
+    def dest(self) -> str:
+        return self.field.replace(".", "__")
+
+    @property
+    def default(self):
+        return read(SpecSettings(), self.field)
+
+    def tooltip(self) -> str:
+        """The window's tooltip: what it does, its flag, its default and range."""
+        span = f", {self.lo:g}–{self.hi:g}" if self.lo is not None else ""
+        return f"{self.help} ({self.flag}; default {self.default}{span})"
+
+    def applies(self, spec) -> bool:
+        return not self.types or bool(set(self.types) & set(spec.types))
+
+
+def read(spec, path: str):
+    for part in path.split("."):
+        spec = getattr(spec, part)
+    return spec
+
+
+def with_values(spec, values: dict):
+    """``spec`` with ``values`` ({field path: value}) set, nested parameters included."""
+    top: dict = {}
+    for path, value in values.items():
+        head, _, rest = path.partition(".")
+        top.setdefault(head, {})
+        if rest:
+            top[head][rest] = value
+        else:
+            top[head] = value
+    return replace(spec, **{k: replace(getattr(spec, k), **v) if isinstance(v, dict) and
+                            is_dataclass(getattr(spec, k)) else v for k, v in top.items()})
+
+
+def _ngram_map(t: str) -> list[Flag]:
+    key, attr = t.removeprefix("ngram-"), t.replace("-", "_")
+    hits = "" if t == "ngram-map-k4v" else "; unused, as in llama.cpp"
+    return [Flag(f"{attr}.size_n", (f"--spec-ngram-{key}-size-n",),
+                 f"{t}: length of the n-gram looked up", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
+                 metavar="N"),
+            Flag(f"{attr}.size_m", (f"--spec-ngram-{key}-size-m",),
+                 f"{t}: length of the m-gram drafted", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
+                 metavar="M"),
+            Flag(f"{attr}.min_hits", (f"--spec-ngram-{key}-min-hits",),
+                 f"{t}: key hits before drafting{hits}", 1, 1_000_000, types=(t,), tools=SPEC_TOOLS,
+                 metavar="N")]
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("n_max", ("--spec-draft-n-max", "--draft-max"),
+         "the model drafters: tokens to draft per round at most (a DFlash head: at most its block)",
+         0, 64, types=MODEL_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
+    Flag("n_min", ("--spec-draft-n-min", "--draft-min"),
+         "the model drafters: drop drafts shorter than this (the round decodes plainly)",
+         0, 64, types=MODEL_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
+    Flag("p_min", ("--spec-draft-p-min", "--draft-p-min"),
+         "the model drafters: stop drafting when the top token holds less than this share of "
+         "its top-10 probability mass (a DSpark head reads its confidence head)",
+         0.0, 1.0, types=MODEL_TYPES, tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
+    Flag("draft_policy", ("--spec-draft-policy",),
+         "draft-simple's draft length per round: fixed n_max (llama.cpp); hf, Hugging Face's +2 "
+         "after a fully accepted draft / -1 otherwise, within 1..n_max; cost, the length with the "
+         "best predicted speed-up for this machine's calibrated costs and the run's acceptance "
+         "so far (calibrates the pair first when no calibration is cached)",
+         choices=POLICIES, types=("draft-simple",)),
+    Flag("sync", ("--sync",),
+         "draft cache sync: reuse its own rows (faster) or replay the verification batch as "
+         "llama.cpp does", choices=SYNC_MODES, types=("draft-simple",)),
+    Flag("accept_rule", ("--accept-rule",),
+         "how the target accepts a drafted token: match (llama.cpp's rule: its sampler must draw "
+         "the same token) or ratio (speculative sampling: the draft samples at the same "
+         "temperature, kept with probability min(1, p/q), else resampled from max(0, p - q)); at "
+         "temperature > 0 the output shows the other rule's expected acceptance on the same drafts",
+         choices=ACCEPT_RULES),
+    Flag("vocab", ("--spec-vocab",),
+         "draft-simple with a draft whose vocabulary is not the target's (llama.cpp refuses such a "
+         "pair): translate re-tokenizes the draft's text with the target's tokenizer (universal "
+         "assisted decoding), intersect drafts only tokens whose text both vocabularies have and "
+         "maps their ids; auto uses translate where llama.cpp's vocabulary check fails (intersect "
+         "with --accept-rule ratio); off keeps llama.cpp's refusal",
+         choices=VOCAB_MODES, types=("draft-simple",)),
+    *_ngram_map("ngram-simple"), *_ngram_map("ngram-map-k"), *_ngram_map("ngram-map-k4v"),
+    Flag("ngram_mod.n_match", ("--spec-ngram-mod-n-match",), "ngram-mod: lookup length",
+         1, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N"),
+    Flag("ngram_mod.n_min", ("--spec-ngram-mod-n-min",),
+         "ngram-mod: fewer drafted tokens than this is no draft",
+         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N"),
+    Flag("ngram_mod.n_max", ("--spec-ngram-mod-n-max",), "ngram-mod: most tokens drafted",
+         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N"),
+    Flag("ngram_cache.lookup_cache_static", ("-lcs", "--lookup-cache-static"),
+         "ngram-cache: static lookup cache saved by llama.cpp's lookup tools",
+         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset=""),
+    Flag("ngram_cache.lookup_cache_dynamic", ("-lcd", "--lookup-cache-dynamic"),
+         "ngram-cache: dynamic lookup cache saved by llama.cpp's lookup tools",
+         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset=""),
+    Flag("synth_len", ("--spec-synth-len",),
+         "target mean synthetic acceptance length, including the target token (benchmarking "
+         "only: drafts are accepted at random, the text is NOT valid output)",
+         tools=(SERVER, CLI), metavar="L", parse=_synth_len, write=lambda v: f"{v:g}", unset=-1.0),
+    Flag("synth_rates", ("--spec-synth-rates",),
+         "comma-separated unconditional per-position synthetic acceptance probabilities "
+         "(benchmarking only: the text is NOT valid output)",
+         tools=(SERVER, CLI), metavar="P0,P1,...", parse=_rates,
+         write=lambda v: ",".join(f"{p:g}" for p in v), unset=()),
+)
+BY_FIELD = {f.field: f for f in FLAGS}
+
+
+def settings_fields() -> set[str]:
+    """Every SpecSettings value a flag sets: its fields but the types, the n-gram types'
+    parameters field by field."""
+    out = set()
+    for f in fields(SpecSettings):
+        value = getattr(SpecSettings(), f.name)
+        if f.name != "types":
+            out |= ({f"{f.name}.{g.name}" for g in fields(value)} if is_dataclass(value) else {f.name})
+    return out
+
+
+def flag(field: str) -> Flag:
+    return BY_FIELD[field]
+
+
+def llama_words(spec, tool: str) -> list[str]:
+    """The flags and values of ``spec`` that ``tool`` takes, in the table's order; a value that
+    means "not given" is not written."""
+    words: list[str] = []
+    for f in FLAGS:
+        value = read(spec, f.field)
+        if tool in f.tools and f.applies(spec) and value != f.unset:
+            words += [f.flag, f.write(value)]
+    return words
+
+
+def not_carried(spec, tool: str) -> list[Flag]:
+    """The flags whose value in ``spec`` differs from the default and ``tool`` does not take."""
+    return [f for f in FLAGS if tool not in f.tools and f.applies(spec)
+            and read(spec, f.field) != f.default]
+
+
+__all__ = ["Flag", "FLAGS", "settings_fields", "flag", "read", "with_values", "llama_words", "not_carried",
+           "SPECULATIVE", "LOOKUP", "SERVER", "CLI", "SPEC_TOOLS"]

@@ -1,0 +1,115 @@
+"""The flag table (core/engine/spec_flags.py): the llama.cpp command written for a setting reads
+back as the same setting, every flag it writes is one the program takes in the vendored
+common/arg.cpp, and the window's spin boxes take their ranges from the table."""
+
+import random
+import shlex
+from dataclasses import fields, is_dataclass, replace
+
+import pytest
+
+from helpers.llama_args import EXAMPLES, flags_of, unknown_flags
+from specscope.core.cli.spec import spec_from_flags
+from specscope.core.engine.drafters import SPEC_TYPES
+from specscope.core.engine.engine import SpecSettings
+from specscope.core.engine.spec_flags import FLAGS, not_carried, read, settings_fields, with_values
+from specscope.core.errors import ConfigError
+from specscope.core.measure.command_line import command_line
+
+TOOLS = tuple(EXAMPLES)          # llama-server, llama-cli, llama-speculative-simple
+
+
+def test_the_table_sets_every_field_of_the_settings_once():
+    assert sorted(f.field for f in FLAGS) == sorted(settings_fields())
+    names = [n for f in FLAGS for n in f.names]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_the_table_says_which_programs_take_each_flag_as_arg_cpp_does(tool):
+    taken = flags_of(tool)
+    for f in FLAGS:
+        assert (f.flag in taken) == (tool in f.tools), (f.flag, tool)
+        assert all(n in taken for n in f.names if tool in f.tools), f.names
+
+
+def _draw(rng: random.Random, files: list[str]) -> SpecSettings:
+    values = {}
+    for f in FLAGS:
+        default = f.default
+        if f.choices:
+            values[f.field] = rng.choice(f.choices)
+        elif isinstance(default, bool):
+            continue
+        elif isinstance(default, int):
+            values[f.field] = rng.randint(int(f.lo), min(int(f.hi), 200))
+        elif isinstance(default, float) and f.lo is not None:
+            values[f.field] = round(rng.uniform(f.lo, f.hi), 3)
+        elif f.field == "synth_len":
+            values[f.field] = rng.choice([-1.0, round(rng.uniform(1.0, 4.0), 2)])
+        elif f.field == "synth_rates":
+            values[f.field] = rng.choice([(), tuple(round(rng.random(), 2) for _ in range(3))])
+        elif isinstance(default, str):
+            values[f.field] = rng.choice(["", *files])
+    types = tuple(t for t in SPEC_TYPES if rng.random() < 0.3) or ("draft-simple",)
+    values["n_min"] = min(values["n_min"], values["n_max"])
+    if values["synth_len"] != -1.0:
+        values["synth_rates"] = ()        # llama.cpp takes one or the other
+    return with_values(SpecSettings(types=types), values)
+
+
+def _carried(spec: SpecSettings, tool: str) -> SpecSettings:
+    """``spec`` with what ``tool``'s command cannot carry (not_carried) and what steers none of
+    its types back at their defaults."""
+    reset = [*not_carried(spec, tool), *(f for f in FLAGS if not f.applies(spec))]
+    return with_values(spec, {f.field: f.default for f in reset})
+
+
+def test_a_setting_written_for_llama_cpp_reads_back_as_the_same_setting(tmp_path):
+    files = []
+    for name in ("cache a.bin", "b.bin"):          # lookup caches must exist; one name has a space
+        (tmp_path / name).write_bytes(b"")
+        files.append(str(tmp_path / name))
+    rng, checked = random.Random(32), 0
+    for _ in range(400):
+        spec = _draw(rng, files)
+        try:
+            spec.validate()
+        except ConfigError:
+            continue
+        for tool in TOOLS:
+            line = command_line(tool, "target.gguf", spec, "draft.gguf", 2, 1)
+            assert not unknown_flags(line), (tool, unknown_flags(line))
+            words = shlex.split(line)[3:]
+            flags = []
+            while words:
+                word, value = words.pop(0), words.pop(0)
+                if word not in ("-md", "-t", "-td"):
+                    flags += [word, value]
+            back = spec_from_flags(flags)
+            assert back == _carried(spec, tool), (tool, line)
+            checked += 1
+    assert checked > 300          # the draws are mostly valid settings
+
+
+def test_the_model_drafters_length_flags_are_written_only_for_a_model_drafter():
+    line = command_line("llama-server", "t.gguf", SpecSettings(types=("ngram-mod",), n_max=7))
+    assert "--spec-draft-n-max" not in line and "--spec-ngram-mod-n-match 24" in line
+    line = command_line("llama-server", "t.gguf", SpecSettings(types=("draft-mtp",), n_max=7))
+    assert "--spec-draft-n-max 7" in line and "-md" not in line
+
+
+def test_the_window_takes_its_ranges_and_tooltips_from_the_table(qtbot):
+    from specscope.app.drafter_panel import DrafterPanel
+    from specscope.core.engine.spec_flags import flag
+    panel = DrafterPanel()
+    qtbot.addWidget(panel)
+    for widget, field in ((panel.n_max, "n_max"), (panel.n_min, "n_min"),
+                          (panel.mod_match, "ngram_mod.n_match"),
+                          (panel.size_n["ngram-map-k"], "ngram_map_k.size_n"),
+                          (panel.min_hits, "ngram_map_k4v.min_hits")):
+        f = flag(field)
+        assert (widget.minimum(), widget.maximum(), widget.value()) == (f.lo, f.hi, f.default)
+        assert widget.toolTip() == f.tooltip()
+    assert (panel.p_min.minimum(), panel.p_min.maximum()) == (flag("p_min").lo, flag("p_min").hi)
+    assert [panel.sync.itemData(i) for i in range(panel.sync.count())] == list(flag("sync").choices)
