@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from specscope.core.engine.drafters import Chain, Drafter
+from specscope.core.engine.drafters import DRAFT_MODEL, Chain, Drafter
 from specscope.core.engine.drafters.registry import TYPES
+from specscope.core.engine.drafters.xvocab import CrossVocab
 
 
 def make_drafter(type_name: str, spec, engine=None, policy=None, q=None, vocab: str = "") -> Drafter:
-    """The drafter the registry names for ``type_name``."""
+    """The drafter the registry names for ``type_name``; the draft model of another vocabulary
+    through drafters/xvocab.py."""
+    if vocab and type_name == DRAFT_MODEL:
+        return CrossVocab(engine, spec, vocab, policy, q)
     return TYPES[type_name].drafter_class().create(type_name, spec, engine, policy, q, vocab)
 
 

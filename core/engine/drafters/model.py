@@ -79,10 +79,6 @@ class DraftModel(Drafter):
 
     @classmethod
     def create(cls, name, spec, engine=None, policy=None, q=None, vocab=""):
-        """The draft model; across vocabularies, through drafters/xvocab.py."""
-        if vocab:
-            from specscope.core.engine.drafters.xvocab import CrossVocab
-            return CrossVocab(engine, spec, vocab, policy, q)
         return cls(engine, spec, policy, q)
 
     def __init__(self, engine, spec, policy=None, q=None, mask=None):
