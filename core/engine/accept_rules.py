@@ -201,6 +201,15 @@ def sample_and_accept(smpl, ctx, is_eog, draft: list[int]) -> list[int]:
     return ids
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What an acceptance rule decided in one round: ``ids``, the kept drafted tokens then the
+    target's own; at temperature, the other rule's chance to keep each drafted position."""
+    ids: list[int]
+    counterfactual: tuple[float, ...] = ()
+    counterfactual_rule: str = ""
+
+
 class SyntheticRule:
     """Synthetic acceptance (core/engine/synth.py, benchmark only) as a run's acceptance rule."""
     q = None
@@ -209,15 +218,15 @@ class SyntheticRule:
         self.ctx, self.is_eog = engine.tgt, engine.target.is_eog
         self.synth = SynthAcceptance(spec.synth_probs(), sampler.seed)
 
-    def verify(self, smpl, draft: list[int], proposal, replay: tuple[int, ...], about: dict):
-        return self.synth.accept(smpl, self.ctx, self.is_eog, draft, bool(replay))
+    def verify(self, smpl, draft: list[int], proposal, replay: tuple[int, ...]) -> Verdict:
+        return Verdict(self.synth.accept(smpl, self.ctx, self.is_eog, draft, bool(replay)))
 
     def take_observe_time(self) -> tuple[float, float]:
         return 0.0, 0.0
 
 
 def make_rule(engine, spec, sampler):
-    """A run's acceptance rule: one ``verify(smpl, draft, proposal, replay, about) -> ids``
+    """A run's acceptance rule: one ``verify(smpl, draft, proposal, replay) -> Verdict``
     per round. ``rule.q``, when not None, is what the draft model draws its tokens with."""
     return SyntheticRule(engine, spec, sampler) if spec.synthetic else Verifier(engine, spec, sampler)
 
@@ -249,23 +258,25 @@ class Verifier:
         t_verify, self.t_observe = self.t_observe, 0.0
         return t_draft, t_verify
 
-    def verify(self, smpl, draft: list[int], proposal, replay: tuple[int, ...], about: dict):
-        """The round's tokens (kept drafted tokens, then the target's own); ``about`` (the
-        event's draft fields) gets the counterfactual."""
+    def verify(self, smpl, draft: list[int], proposal, replay: tuple[int, ...]) -> Verdict:
+        """The round's tokens (kept drafted tokens, then the target's own) and, at temperature,
+        the other rule's expected acceptance of the draft."""
         dists = proposal.dists if proposal is not None and draft else ()
         e = self.engine
         if self.rule == "match" and not (self.counterfactual and draft and not replay):
-            return sample_and_accept(smpl, e.tgt, e.target.is_eog, draft)
+            return Verdict(sample_and_accept(smpl, e.tgt, e.target.is_eog, draft))
         t = time.perf_counter()
         logits = e.tgt.logits(len(draft) + 1)
         ps = self._p_rows(smpl, draft, logits) if draft and not replay else []
+        other = ()
         if self.counterfactual and ps:
-            about.update(counterfactual=self._other(ps, draft, dists),
-                         counterfactual_rule="ratio" if self.rule == "match" else "match")
+            other = self._other(ps, draft, dists)
+        other_rule = ("ratio" if self.rule == "match" else "match") if other else ""
         if self.rule == "match":
             self.t_observe += time.perf_counter() - t
-            return sample_and_accept(smpl, e.tgt, e.target.is_eog, draft)
-        return self._ratio(smpl, draft, dists, ps, logits, forced=bool(replay))
+            return Verdict(sample_and_accept(smpl, e.tgt, e.target.is_eog, draft), other, other_rule)
+        return Verdict(self._ratio(smpl, draft, dists, ps, logits, forced=bool(replay)), other,
+                       other_rule)
 
     def _p_rows(self, smpl, draft, logits) -> list:
         """p at each drafted row, the chain (a clone) having accepted the drafted tokens before."""

@@ -5,7 +5,7 @@ drafts is a chain of drafters (core/drafters: llama.cpp's ``--spec-type``): the 
 (draft-simple), an EAGLE-3 head (draft-eagle3, docs/eagle3.md), the target's own MTP blocks
 (draft-mtp, docs/mtp.md) and the draftless n-gram types,
 tried in llama.cpp's priority order, the first non-empty draft winning the round. A round, with both caches holding [0, n_past) and id_last
-sampled but not yet evaluated (``_RoundState``):
+sampled but not yet evaluated (``RoundState``, core/engine/round_record.py):
 
     1. draft:   the chain proposes up to the round's budget (min(n_ctx - n_past - 2, what is
                 left of n_predict - 1)); a replay round takes the tokens a checkpoint round
@@ -52,220 +52,34 @@ import itertools
 import threading
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-from specscope.core.engine.accept_rules import ACCEPT_RULES, make_rule
-from specscope.core.engine.draft_policy import check_policy, make_policy
-from specscope.core.engine.drafters import (DRAFT_MODEL, MD_TYPES, MODEL_TYPES, NGRAM_TYPES,
-                                            parse_types, type_label)
-from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.accept_rules import make_rule
+from specscope.core.engine.draft_policy import make_policy
+from specscope.core.engine.drafters import MD_TYPES, MODEL_TYPES
 from specscope.core.engine.drafters.build import make_chain
-from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, MODEL, TARGET, TYPES, listing
-from specscope.core.engine.drafters.xvocab import VOCAB_MODES, choose_mode
+from specscope.core.engine.drafters.xvocab import choose_mode
 from specscope.core.engine.events import Prefill, RoundEvent
+from specscope.core.engine.round_record import Recorder, RoundCheckpoint, RoundState
 from specscope.core.engine.sampling import SamplerSettings, build_chain
-from specscope.core.engine.synth import (check_sampler, conditional_probs, is_synthetic,
-                                         resolve_rates)
+from specscope.core.engine.settings import EngineSettings, SpecSettings
+from specscope.core.engine.synth import check_sampler
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
 from specscope.core.models.dflash import DFlashHead, check_dflash, is_dflash
 from specscope.core.models.eagle3 import Head, check_head, is_eagle3
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, ContextSettings, Model,
-                                         SamplerChain, resolve_repack)
+from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, Model, SamplerChain,
+                                         resolve_repack)
 from specscope.core.models.mtp import MtpHead, nextn_layers, require_nextn
-from specscope.core.models.tokentext import shares
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
-
-
-@dataclass(frozen=True)
-class SpecSettings:
-    """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
-    run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
-    and sync belong to draft-simple (the draft model; draft-eagle3 and draft-mtp read n_max,
-    n_min and p_min too), the ``ngram_*`` fields to their types."""
-    n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
-    n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
-    p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
-    sync: str = "reuse"       # reuse | replay, see the module docs
-    accept_rule: str = "match"  # match (llama.cpp) | ratio (speculative sampling): accept_rules
-    types: tuple[str, ...] = ("draft-simple",)
-    ngram_simple: NgramMapParams = NgramMapParams()
-    ngram_map_k: NgramMapParams = NgramMapParams()
-    ngram_map_k4v: NgramMapParams = NgramMapParams()
-    ngram_mod: NgramModParams = NgramModParams()
-    ngram_cache: NgramCacheParams = NgramCacheParams()
-    synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/engine/synth.py)
-    synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
-    draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
-    vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
-
-    def validate(self) -> None:
-        if parse_types(self.types) != tuple(self.types):
-            raise ConfigError(f"speculative types must be given in llama.cpp's priority order: "
-                              f"{', '.join(parse_types(self.types))}")
-        if self.n_max < 0 or self.n_min < 0:
-            raise ConfigError("draft lengths must be >= 0")
-        if self.n_min > self.n_max:
-            raise ConfigError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
-        if not 0.0 <= self.p_min <= 1.0:
-            raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
-        check_policy(self.draft_policy)
-        if self.vocab not in VOCAB_MODES:
-            raise ConfigError(f"--spec-vocab must be one of {', '.join(VOCAB_MODES)}, not {self.vocab!r}")
-        if self.sync not in SYNC_MODES:
-            raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
-        if self.accept_rule not in ACCEPT_RULES:
-            raise ConfigError(f"the acceptance rule must be one of {', '.join(ACCEPT_RULES)}, "
-                              f"not {self.accept_rule!r}")
-        for type_name in NGRAM_TYPES:
-            self.params(type_name).validate(type_name)
-        self.synth_probs()
-        if self.synthetic and self.accept_rule != "match":
-            raise ConfigError("synthetic acceptance replaces the acceptance rule: "
-                              "it cannot be combined with --accept-rule ratio")
-
-    @property
-    def uses_draft_model(self) -> bool:
-        return DRAFT_MODEL in self.types
-
-    @property
-    def needs_draft(self) -> bool:
-        """A type that drafts with the -md model: draft-simple or draft-eagle3 (its head);
-        draft-mtp drafts with the target's own MTP blocks."""
-        return any(t in MD_TYPES for t in self.types)
-
-    @property
-    def head_kind(self) -> str:
-        """The head kind (registry.HEAD_KINDS) the -md model must be for these types; "": none."""
-        return next((TYPES[t].head for t in self.types if TYPES[t].head), "")
-
-    @property
-    def synthetic(self) -> bool:
-        """Benchmark-only synthetic acceptance: the text is not valid output (core/engine/synth.py)."""
-        return is_synthetic(self.synth_len, self.synth_rates)
-
-    def synth_rates_resolved(self) -> tuple[float, ...]:
-        """llama.cpp's unconditional synthetic rates for the longest possible draft (empty: off)."""
-        return resolve_rates(self.synth_len, self.synth_rates, self.max_draft())
-
-    def synth_probs(self) -> tuple[float, ...]:
-        """The conditional acceptance probability of each draft position (empty: off)."""
-        return conditional_probs(self.synth_rates_resolved())
-
-    @property
-    def label(self) -> str:
-        """The chain's name in tables: its types joined by '>' (drafters.type_label)."""
-        return type_label(self.types)
-
-    def params(self, type_name: str):
-        """An n-gram type's parameters (``ngram-map-k`` -> ``self.ngram_map_k``)."""
-        return getattr(self, type_name.replace("-", "_"))
-
-    def ngram_params(self) -> dict:
-        """The enabled n-gram types' parameters, for JSON output and session headers."""
-        return {t: asdict(self.params(t)) for t in self.types if t in NGRAM_TYPES}
-
-    def max_draft(self) -> int:
-        """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
-        return max((TYPES[t].length(self) for t in self.types), default=0)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    n_ctx: int = 2048                      # both contexts get the same n_ctx
-    n_batch: int = 512
-    flash_attn: str = "auto"               # auto | on | off
-    kv_type: str = "f16"                   # f16 | f32
-    target_threads: int = 0                # 0: all cores
-    draft_threads: int = 0
-    target_gpu_layers: int = 0
-    draft_gpu_layers: int = 0
-    repack: str = "auto"                   # auto | on | off: llama.cpp's weight repacking (--repack)
-    # placement (core/models/devices.py): rpc-server endpoints to register (--rpc), and the devices
-    # each model's offloaded layers may use (--device/-devd; None: llama.cpp's default, every
-    # GPU and RPC device; (): none); *_gpu_layers < 0 offloads every layer (-ngl all)
-    rpc: tuple[str, ...] = ()
-    target_devices: tuple[str, ...] | None = None
-    draft_devices: tuple[str, ...] | None = None
-
-    @classmethod
-    def deterministic(cls, **kw) -> "EngineSettings":
-        """F32 KV cache and no flash attention: batched and single-token decodes agree as far as
-        llama.cpp's kernels allow (``compare.DETERMINISTIC_GUARANTEE`` says how far)."""
-        return cls(flash_attn="off", kv_type="f32", **kw)
-
-    def context(self, threads: int) -> ContextSettings:
-        return ContextSettings(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=threads,
-                               flash_attn=self.flash_attn, kv_type=self.kv_type)
-
-
-@dataclass
-class _Timer:
-    """Seconds spent inside llama.cpp calls in one round, per phase."""
-    draft: float = 0.0
-    verify: float = 0.0
-    sync: float = 0.0
-    lookup: float = 0.0       # n-gram drafters' Python time (also counted in draft)
-    translate: float = 0.0    # translating between vocabularies (Python; in no other phase)
-    observe: float = 0.0      # time spent only observing the other acceptance rule: left out
-
-    @contextmanager
-    def phase(self, name: str):
-        t = time.perf_counter()
-        try:
-            yield
-        finally:
-            setattr(self, name, getattr(self, name) + time.perf_counter() - t)
-
-    def drafting(self, chain, proposal) -> None:
-        """The chain's draft: the draft model's llama.cpp time and the n-gram lookups."""
-        self.lookup += chain.t_lookup
-        self.draft += chain.t_lookup + (proposal.t_decode if proposal else 0.0)
-        self.translate += chain.take_translate()
-
-    def accepting(self, chain) -> None:
-        """The chain told what was kept: n-gram bookkeeping, the draft model's cache sync."""
-        translate = chain.take_translate()     # timed inside the draft model's accept
-        self.lookup += chain.t_lookup
-        self.draft += chain.t_lookup
-        self.sync += chain.t_sync - translate
-        self.translate += translate
-
-    def left_out(self, rule) -> None:
-        """The counterfactual's cost leaves the round's timings (accept_rules.Verifier)."""
-        t_draft, t_verify = rule.take_observe_time()
-        self.verify -= t_verify
-        self.observe += t_draft + t_verify
-
-
-@dataclass
-class _RoundState:
-    """What speculative-simple.cpp carries from round to round: both caches hold [0, n_past);
-    ``id_last`` was sampled and is not yet evaluated; ``history[:n_past]`` is its prompt_tgt;
-    ``replay`` holds the tokens a checkpoint round decided, verified again next round."""
-    n_past: int
-    id_last: int
-    history: np.ndarray
-    replay: tuple[int, ...] = ()
-    index: int = 0
-
-    @property
-    def prefix(self) -> np.ndarray:
-        return self.history[:self.n_past]
-
-    def commit(self, ids) -> None:
-        """The round kept ``ids``: id_last and all of them but the last join the history."""
-        self.history[self.n_past:self.n_past + len(ids)] = [self.id_last, *ids[:-1]]
-        self.n_past += len(ids)
-        self.id_last, self.replay = ids[-1], ()
 
 
 _EPOCHS = itertools.count(1)
@@ -599,15 +413,15 @@ class Run:
         index = 0
         self._cached = lambda: np.asarray([*self.prompt_tokens, *self.tokens], np.int32)[:n_past]
         while not self._stopped():
-            t0 = time.perf_counter()
-            batch.fill((id_last,), n_past, logits="all")
-            tgt.decode(batch, "a token on the target")
-            token = smpl.sample(tgt, 0)
-            t_verify = time.perf_counter() - t0
+            rec = Recorder()
+            with rec.phase("verify"):
+                batch.fill((id_last,), n_past, logits="all")
+                tgt.decode(batch, "a token on the target")
+                token = smpl.sample(tgt, 0)
             self.tokens.append(token)
             seed, n_past, id_last = id_last, n_past + 1, token
             self.finish = self._finish_after((token,), n_past)
-            yield self._event(t0, _Timer(verify=t_verify), index=index, n_past=n_past - 1,
+            yield self._event(rec, index=index, n_past=n_past - 1,
                               seed=seed, drafted=(), draft_probs=(), n_accepted=0,
                               emitted=(token,), mode="baseline")
             if self.finish:
@@ -616,75 +430,79 @@ class Run:
 
     # ------------------------------------------------------------------ speculative
     def _spec_rounds(self, smpl: SamplerChain, chain, rule) -> Iterator[RoundEvent]:
-        """speculative-simple.cpp's loop, step for step (module docs)."""
+        """speculative-simple.cpp's loop, step for step (module docs); the Recorder times the
+        steps and keeps what the round's event says (core/engine/round_record.py)."""
         e = self.engine
         n_past = len(self.prompt_tokens) - 1
         history = np.zeros(e.tgt.n_ctx + 1, dtype=np.int32)     # llama.cpp's prompt_tgt
         history[:n_past] = self.prompt_tokens[:-1]
-        st = _RoundState(n_past, self.prompt_tokens[-1], history)
+        st = RoundState(n_past, self.prompt_tokens[-1], history)
         self._cached = lambda: st.prefix.copy()
         while not self._stopped():
-            t0, tm, proposal, saved = time.perf_counter(), _Timer(), None, None
+            rec = Recorder(e.draft.piece if e.draft is not None else None)
             # 1. draft, or take again the tokens a checkpoint round decided
-            if st.replay:
-                draft, about = list(st.replay), dict(draft_stop="none")
-            else:
-                budget = min(e.tgt.n_ctx - st.n_past - 2, self.n_predict - len(self.tokens) - 1)
-                proposal = chain.draft(st.prefix, st.id_last, budget) if budget > 0 else None
-                tm.drafting(chain, proposal)
-                draft = list(proposal.tokens) if proposal else []
-                about = self._draft_fields(proposal, draft)
-                if draft and e.tgt_checkpoint is not None:   # a memory that cannot drop rows
-                    with tm.phase("verify"):
-                        saved = e.tgt_checkpoint.save(), smpl.clone()
+            draft, proposal = self._draft(st, chain, rec)
+            checkpoint = None
+            if draft and not st.replay and e.tgt_checkpoint is not None:   # cannot drop rows
+                with rec.phase("verify"):
+                    checkpoint = RoundCheckpoint(e.tgt_checkpoint, smpl)
             # 2. verify: the target decodes [id_last, *draft] in one batch, logits on every row
             batch = [st.id_last, *draft]
-            with tm.phase("verify"):
+            with rec.phase("verify"):
                 e.batch.fill(batch, st.n_past, logits="all")
                 e.tgt.decode(e.batch, f"the verification batch of {len(batch)} tokens")
             # 3. the drafters see the target's batch (common_speculative_process): an EAGLE-3
             # head (or the MTP context) runs it through its own layers: its sync with the target
-            with tm.phase("sync"):
+            with rec.phase("sync"):
                 chain.process(batch, st.n_past)
             # 4. the acceptance rule samples the rows: the kept draft, then the target's own token
-            with tm.phase("verify"):
-                ids = rule.verify(smpl, draft, proposal, st.replay, about)
-            tm.left_out(rule)
-            if proposal is not None and draft:     # tree headroom: the target's tokens' ranks
-                about["draft_ranks"] = proposal.ranks(ids)
+            with rec.phase("verify"):
+                verdict = rule.verify(smpl, draft, proposal, st.replay)
+            rec.verified(rule, proposal, draft, verdict)
             # 5. partial acceptance where the target cannot drop rows: restore, replay next round
-            if saved is not None and len(ids) - 1 < len(draft):
-                event = self._restore(st, chain, smpl, saved, batch, ids, tm, t0, about)
+            if checkpoint is not None and len(verdict.ids) - 1 < len(draft):
+                event = self._restore(st, chain, checkpoint, batch, verdict.ids, rec)
             else:
-                if saved is not None:
-                    saved[1].close()
+                if checkpoint is not None:
+                    checkpoint.close()
                 # 6. accept: the drafters learn what was kept, both caches drop the rest
-                event = self._accept(st, chain, batch, ids, tm, t0, about)
+                event = self._accept(st, chain, batch, verdict.ids, rec)
             yield event
             if self.finish:
                 return
             st.index += 1
 
-    def _restore(self, st: _RoundState, chain, smpl, saved, batch: list[int], ids: list[int],
-                 tm: _Timer, t0: float, about: dict) -> RoundEvent:
+    def _draft(self, st: RoundState, chain, rec: Recorder) -> tuple[list[int], object]:
+        """Step 1: (the draft, the chain's proposal); a replay round's decided tokens, no proposal."""
+        if st.replay:
+            rec.replaying()
+            return list(st.replay), None
+        e = self.engine
+        budget = min(e.tgt.n_ctx - st.n_past - 2, self.n_predict - len(self.tokens) - 1)
+        proposal = chain.draft(st.prefix, st.id_last, budget) if budget > 0 else None
+        draft = list(proposal.tokens) if proposal else []
+        rec.drafted(chain, proposal, draft)
+        return draft, proposal
+
+    def _restore(self, st: RoundState, chain, checkpoint: RoundCheckpoint, batch: list[int],
+                 ids: list[int], rec: Recorder) -> RoundEvent:
         """Step 5: back to the checkpoint taken before verifying (the target, its sampler and the
         draft model's cache); the decided tokens are emitted now and verified next round."""
-        ckpt, smpl_save = saved
-        with tm.phase("sync"):
-            ckpt.restore()
-        smpl.restore(smpl_save)
+        with rec.phase("sync"):
+            checkpoint.restore()
+        checkpoint.close()
         chain.restore(st.n_past)
-        tm.sync += chain.t_sync
+        rec.restored(chain)
         st.replay = tuple(ids)
         self.tokens.extend(ids)
         self.finish = self._finish_after(ids, st.n_past)
-        return self._event(t0, tm, index=st.index, n_past=st.n_past, seed=st.id_last,
+        return self._event(rec, index=st.index, n_past=st.n_past, seed=st.id_last,
                            drafted=tuple(batch[1:]), n_accepted=len(ids) - 1, emitted=tuple(ids),
                            mode="checkpoint", kv_dropped_target=len(batch),
-                           kv_dropped_draft=chain.take_dropped(), **about)
+                           kv_dropped_draft=chain.take_dropped())
 
-    def _accept(self, st: _RoundState, chain, batch: list[int], ids: list[int], tm: _Timer,
-                t0: float, about: dict) -> RoundEvent:
+    def _accept(self, st: RoundState, chain, batch: list[int], ids: list[int],
+                rec: Recorder) -> RoundEvent:
         """Step 6 (common_speculative_accept, then llama_memory_seq_rm on both caches): the
         drafters are told how many drafted tokens were kept (the draft model syncs its cache),
         the target drops its rejected rows, and the round state moves on."""
@@ -693,9 +511,9 @@ class Run:
             raise RuntimeError("a replayed round sampled different tokens than the checkpointed "
                                "round: the sampler state was not restored")
         chain.accept(len(ids) - 1)
-        tm.accepting(chain)
+        rec.accepted(chain)
         if e.tgt_removable:
-            with tm.phase("sync"):
+            with rec.phase("sync"):
                 e.tgt.seq_rm(st.n_past + len(ids), -1)
         n_past, seed = st.n_past, st.id_last
         st.commit(ids)
@@ -703,29 +521,11 @@ class Run:
         self.tokens.extend(emitted)
         self.finish = self._finish_after(emitted, st.n_past)
         drafted = () if replayed else tuple(batch[1:])
-        return self._event(t0, tm, index=st.index, n_past=n_past, seed=seed, drafted=drafted,
+        return self._event(rec, index=st.index, n_past=n_past, seed=seed, drafted=drafted,
                            n_accepted=0 if replayed else len(ids) - 1, emitted=emitted,
                            mode="replay" if replayed else ("spec" if drafted else "plain"),
                            replayed=replayed, kv_dropped_target=len(batch) - len(ids),
-                           kv_dropped_draft=chain.take_dropped(), discarded=discarded, **about)
-
-    def _draft_fields(self, proposal, draft: list[int]) -> dict:
-        """What the event says about the round's draft: who proposed it and why it stopped."""
-        if proposal is None:
-            return dict(draft_stop="budget" if not draft else "none")
-        p = proposal
-        if p.drafter in MODEL_TYPES:
-            stop = p.stop
-        else:
-            stop = p.stop or ("lookup" if p.tokens else "no match")
-        fields = dict(draft_stop=stop, dropped_draft=p.dropped, draft_limit=p.limit)
-        if draft:
-            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs, draft_ids=p.draft_ids,
-                          draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
-        if p.vocab:           # across vocabularies: the mode, its note and the draft's own tokens
-            fields.update(draft_vocab=p.vocab, draft_note=p.note, draft_own=p.own,
-                          draft_own_text=tuple(shares([self.engine.draft.piece(t) for t in p.own])))
-        return fields
+                           kv_dropped_draft=chain.take_dropped(), discarded=discarded)
 
     # ------------------------------------------------------------------ threads
     def _watch_threads(self, target: Context, draft: Context | None) -> None:
@@ -748,13 +548,17 @@ class Run:
                 self._changes_seen[i] = len(g.changes)
         return tuple(c.threads if c is not None else 0 for c in self._contexts), "; ".join(notes)
 
-    def _event(self, t0: float, tm: _Timer, **fields) -> RoundEvent:
-        """The round's event, with its phase timings, thread counts and the run's finish (the
-        one place events are built: by keyword)."""
-        fields.setdefault("draft_probs", ())
+    def _event(self, rec: Recorder, **fields) -> RoundEvent:
+        """The round's event: what the round says, what its Recorder kept, its phase timings,
+        thread counts and the run's finish (the one place events are built: by keyword)."""
+        fields = {"draft_probs": (), **rec.fields, **fields}
         threads, note = self._threads()
+        tm = rec.time
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
                           t_lookup=tm.lookup, t_translate=tm.translate,
-                          t_round=time.perf_counter() - t0 - tm.observe,
+                          t_round=time.perf_counter() - rec.t0 - tm.observe,
                           finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic),
                           threads=threads, threads_note=note)
+
+
+__all__ = ["Engine", "EngineSettings", "Held", "Run", "SpecSettings"]

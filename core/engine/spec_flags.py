@@ -19,7 +19,7 @@ from specscope.core.engine.drafters import MODEL_TYPES
 from specscope.core.engine.drafters.base import NGRAM_MAX
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES
-from specscope.core.engine.engine import SpecSettings
+from specscope.core.engine.settings import SpecSettings
 
 # llama.cpp's programs, by the example names arg.cpp gives them
 SPECULATIVE, LOOKUP, SERVER, CLI = ("llama-speculative-simple", "llama-lookup", "llama-server",

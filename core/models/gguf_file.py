@@ -25,6 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from specscope.core.errors import ModelFileError, printable
+from specscope.core.models.gguf_types import (_GGUF_TYPES, _HEADER, _I64, _MIN_KV_BYTES,
+                                              _MIN_TENSOR_INFO_BYTES, _T_ARRAY, _T_STRING, _U32,
+                                              _U64, GGML_MAX_DIMS, GGML_MAX_NAME, GGML_TYPES,
+                                              GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC,
+                                              GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH,
+                                              GGUF_MAX_VERSION, GGUF_MIN_VERSION, INT64_MAX,
+                                              LLAMA_FTYPE_NAMES, MAX_KEPT_ARRAY,
+                                              MAX_KEPT_STRING_BYTES)
 
 __all__ = [
     "GGUFInfo",
@@ -35,103 +43,6 @@ __all__ = [
     "GGML_TYPES",
     "LLAMA_FTYPE_NAMES",
 ]
-
-GGUF_MAGIC = b"GGUF"
-GGUF_MIN_VERSION = 2
-GGUF_MAX_VERSION = 3
-GGUF_DEFAULT_ALIGNMENT = 32
-GGUF_MAX_STRING_LENGTH = 1024 * 1024 * 1024  # ggml/src/gguf.cpp
-GGUF_MAX_ARRAY_ELEMENTS = 1024 * 1024 * 1024  # ggml/src/gguf.cpp
-GGML_MAX_DIMS = 4
-GGML_MAX_NAME = 64
-INT64_MAX = (1 << 63) - 1
-
-# Numeric arrays longer than this are not kept in GGUFInfo.arrays (only their length).
-MAX_KEPT_ARRAY = 64
-
-# Strings longer than this are not kept in GGUFInfo.metadata (their length is
-# recorded in long_strings). Chat templates are a few tens of KB.
-MAX_KEPT_STRING_BYTES = 1 << 20
-
-# GGUF value types: id -> (name, fixed size in bytes, struct format or None)
-_GGUF_TYPES: dict[int, tuple[str, int, str | None]] = {
-    0: ("uint8", 1, "<B"),
-    1: ("int8", 1, "<b"),
-    2: ("uint16", 2, "<H"),
-    3: ("int16", 2, "<h"),
-    4: ("uint32", 4, "<I"),
-    5: ("int32", 4, "<i"),
-    6: ("float32", 4, "<f"),
-    7: ("bool", 1, "<?"),
-    8: ("string", 0, None),
-    9: ("array", 0, None),
-    10: ("uint64", 8, "<Q"),
-    11: ("int64", 8, "<q"),
-    12: ("float64", 8, "<d"),
-}
-_T_STRING = 8
-_T_ARRAY = 9
-
-# ggml tensor types present in llama.cpp's ggml.h: id -> (name, block size, bytes per block).
-# Removed ids (4, 5, 31-33, 36-38) are absent, as ggml gives them block size 0.
-GGML_TYPES: dict[int, tuple[str, int, int]] = {
-    0: ("F32", 1, 4),
-    1: ("F16", 1, 2),
-    2: ("Q4_0", 32, 18),
-    3: ("Q4_1", 32, 20),
-    6: ("Q5_0", 32, 22),
-    7: ("Q5_1", 32, 24),
-    8: ("Q8_0", 32, 34),
-    9: ("Q8_1", 32, 40),
-    10: ("Q2_K", 256, 84),
-    11: ("Q3_K", 256, 110),
-    12: ("Q4_K", 256, 144),
-    13: ("Q5_K", 256, 176),
-    14: ("Q6_K", 256, 210),
-    15: ("Q8_K", 256, 292),
-    16: ("IQ2_XXS", 256, 66),
-    17: ("IQ2_XS", 256, 74),
-    18: ("IQ3_XXS", 256, 98),
-    19: ("IQ1_S", 256, 50),
-    20: ("IQ4_NL", 32, 18),
-    21: ("IQ3_S", 256, 110),
-    22: ("IQ2_S", 256, 82),
-    23: ("IQ4_XS", 256, 136),
-    24: ("I8", 1, 1),
-    25: ("I16", 1, 2),
-    26: ("I32", 1, 4),
-    27: ("I64", 1, 8),
-    28: ("F64", 1, 8),
-    29: ("IQ1_M", 256, 56),
-    30: ("BF16", 1, 2),
-    34: ("TQ1_0", 256, 54),
-    35: ("TQ2_0", 256, 66),
-    39: ("MXFP4", 32, 17),
-    40: ("NVFP4", 64, 36),
-    41: ("Q1_0", 128, 18),
-    42: ("Q2_0", 64, 18),
-}
-
-# llama.h enum llama_ftype (general.file_type)
-LLAMA_FTYPE_NAMES: dict[int, str] = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
-    10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S",
-    15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS",
-    20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S",
-    25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
-    30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0",
-    38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0", 41: "Q2_0",
-}
-
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-_I64 = struct.Struct("<q")
-_HEADER = struct.Struct("<4sIqq")  # magic, version, n_tensors, n_kv
-
-# smallest possible encodings, used to bound counts against the file size
-_MIN_KV_BYTES = 8 + 1 + 4 + 1  # key length, 1-char key, type, 1-byte value
-_MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 4 + 8  # name length, 1-char name, n_dims, type, offset
-
 
 @dataclass(frozen=True)
 class TensorTypeStats:
@@ -314,7 +225,40 @@ def check_gguf(path: str | os.PathLike) -> GGUFInfo:
 
 
 def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
-    # -- header ----------------------------------------------------------
+    """The file's header, metadata and tensor table, each checked as llama.cpp's loader checks
+    it (gguf_init_from_file_impl), then the data section's offsets and size."""
+    version, n_tensors, n_kv = _header(buf, size)
+    r = _Reader(buf, size, _HEADER.size)
+    meta = _Metadata()
+    for i in range(n_kv):
+        meta.read(r, i)
+    _check_tokenizer_arrays(meta.values, meta.array_lengths, meta.array_types)
+    alignment = meta.alignment()
+    seen: set[bytes] = set()
+    infos = [_tensor_info(r, i, seen) for i in range(n_tensors)]
+    data_offset = -(-r.pos // alignment) * alignment if n_tensors else 0
+    _check_data(infos, data_offset, size, alignment)
+    stats: dict[int, list[int]] = {}
+    for _, _, nbytes, ttype, shape in infos:
+        s = stats.setdefault(ttype, [0, 0, 0])
+        s[0], s[1], s[2] = s[0] + 1, s[1] + _n_elements(shape), s[2] + nbytes
+    return GGUFInfo(
+        path=spath, file_size=size, version=version, n_tensors=n_tensors, n_kv=n_kv,
+        alignment=alignment, data_offset=data_offset, metadata=meta.values,
+        array_lengths=meta.array_lengths, array_types=meta.array_types,
+        long_strings=meta.long_strings, arrays=meta.arrays,
+        tensor_types={
+            GGML_TYPES[t][0]: TensorTypeStats(count=c, n_elements=e, n_bytes=b)
+            for t, (c, e, b) in sorted(stats.items(), key=lambda kv: -kv[1][2])
+        },
+        token_offsets=meta.token_offsets,
+        tensors={name: TensorInfo(GGML_TYPES[t][0], shape, data_offset + offset, nbytes)
+                 for name, offset, nbytes, t, shape in infos},
+    )
+
+
+def _header(buf: mmap.mmap, size: int) -> tuple[int, int, int]:
+    """(version, n_tensors, n_kv) of a GGUF header llama.cpp reads, or why not."""
     if size < 4 or buf[:4] != GGUF_MAGIC:
         raise _Malformed(_not_gguf_reason(buf, size))
     if size < _HEADER.size:
@@ -334,50 +278,65 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
             f"GGUF version {version} is not supported (this llama.cpp reads versions 2 and 3)"
         )
     room = size - _HEADER.size
-    if n_tensors < 0 or n_tensors * _MIN_TENSOR_INFO_BYTES > room:
-        raise _Malformed(
-            f"the header declares {n_tensors} tensors, which cannot fit in a file of {_fmt_bytes(size)} "
-            "(corrupt or truncated header)"
-        )
-    if n_kv < 0 or n_kv * _MIN_KV_BYTES > room:
-        raise _Malformed(
-            f"the header declares {n_kv} metadata keys, which cannot fit in a file of {_fmt_bytes(size)} "
-            "(corrupt or truncated header)"
-        )
-
-    pos = _HEADER.size
-    u32 = _U32.unpack_from
-    u64 = _U64.unpack_from
-
-    def need(n: int, what: str) -> None:
-        if pos + n > size:
+    for count, per, what in ((n_tensors, _MIN_TENSOR_INFO_BYTES, "tensors"),
+                             (n_kv, _MIN_KV_BYTES, "metadata keys")):
+        if count < 0 or count * per > room:
             raise _Malformed(
-                f"the file is truncated: {what} needs {_fmt_bytes(n)} at offset {pos:,} "
-                f"but the file ends at {size:,}"
+                f"the header declares {count} {what}, which cannot fit in a file of "
+                f"{_fmt_bytes(size)} (corrupt or truncated header)"
+            )
+    return version, n_tensors, n_kv
+
+
+class _Reader:
+    """Little-endian reads from ``buf`` at ``pos``, each checked against the file's end."""
+
+    def __init__(self, buf: mmap.mmap, size: int, pos: int):
+        self.buf, self.size, self.pos = buf, size, pos
+
+    def need(self, n: int, what: str) -> None:
+        if self.pos + n > self.size:
+            raise _Malformed(
+                f"the file is truncated: {what} needs {_fmt_bytes(n)} at offset {self.pos:,} "
+                f"but the file ends at {self.size:,}"
             )
 
-    def read_string(what: str) -> bytes:
-        nonlocal pos
-        need(8, f"the length of {what}")
-        (n,) = u64(buf, pos)
-        pos += 8
+    def u32(self, what: str) -> int:
+        self.need(4, what)
+        (value,) = _U32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return value
+
+    def u64(self, what: str) -> int:
+        self.need(8, what)
+        (value,) = _U64.unpack_from(self.buf, self.pos)
+        self.pos += 8
+        return value
+
+    def string(self, what: str) -> bytes:
+        n = self.u64(f"the length of {what}")
         if n > GGUF_MAX_STRING_LENGTH:
             raise _Malformed(f"{what} claims a length of {n:,} bytes, over GGUF's limit of 1 GiB")
-        need(n, what)
-        s = buf[pos : pos + n]
-        pos += n
-        return s
+        self.need(n, what)
+        self.pos += n
+        return self.buf[self.pos - n:self.pos]
 
-    metadata: dict[str, Any] = {}
-    array_lengths: dict[str, int] = {}
-    array_types: dict[str, str] = {}
-    long_strings: dict[str, int] = {}
-    arrays: dict[str, tuple] = {}
+
+@dataclass
+class _Metadata:
+    """The key/value pairs read so far: scalars and short strings (``values``), arrays (their
+    lengths and element types; the short ones' values), long strings' lengths, and the
+    vocabulary's string offsets."""
+    values: dict[str, Any] = field(default_factory=dict)
+    array_lengths: dict[str, int] = field(default_factory=dict)
+    array_types: dict[str, str] = field(default_factory=dict)
+    long_strings: dict[str, int] = field(default_factory=dict)
+    arrays: dict[str, tuple] = field(default_factory=dict)
     token_offsets: array | None = None
 
-    # -- key/value pairs -------------------------------------------------
-    for i in range(n_kv):
-        raw_key = read_string(f"the name of metadata key {i}")
+    def read(self, r: _Reader, i: int) -> None:
+        """Key/value pair ``i``: its name, its type, its value."""
+        raw_key = r.string(f"the name of metadata key {i}")
         if not raw_key:
             raise _Malformed(f"metadata key {i} has an empty name")
         try:
@@ -386,156 +345,137 @@ def _parse(spath: str, buf: mmap.mmap, size: int) -> GGUFInfo:
             raise _Malformed(f"the name of metadata key {i} is not valid UTF-8 "
                              f"({quote_text(raw_key)})") from None
         shown = quote_text(key)
-        if key in metadata or key in array_lengths or key in long_strings:
+        if key in self.values or key in self.array_lengths or key in self.long_strings:
             raise _Malformed(f"metadata key {shown} appears twice")
-        need(4, f"the type of metadata key {shown}")
-        (vtype,) = u32(buf, pos)
-        pos += 4
+        vtype = r.u32(f"the type of metadata key {shown}")
         if vtype not in _GGUF_TYPES:
             raise _Malformed(f"metadata key {shown} has an invalid value type {vtype}")
         if vtype == _T_ARRAY:
-            need(12, f"the array header of {shown}")
-            (etype,) = u32(buf, pos)
-            (n,) = u64(buf, pos + 4)
-            pos += 12
-            if etype not in _GGUF_TYPES or etype == _T_ARRAY:
-                raise _Malformed(f"metadata array {shown} has an invalid element type {etype}")
-            if n > GGUF_MAX_ARRAY_ELEMENTS:
-                raise _Malformed(f"metadata array {shown} claims {n:,} elements, over GGUF's limit")
-            if etype == _T_STRING:
-                if n * 8 > size - pos:
-                    raise _Malformed(
-                        f"the file is truncated or corrupt: metadata array {shown} claims {n:,} strings, "
-                        f"more than the {_fmt_bytes(size - pos)} left can hold"
-                    )
-                if n > 2**31 - 1:
-                    raise _Malformed(f"metadata array {shown} claims {n:,} strings, more than llama.cpp reads")
-                if key == "tokenizer.ggml.tokens":
-                    token_offsets = array("Q")
-                    pos = _walk_tokens(buf, pos, n, size, key, token_offsets)
-                else:
-                    pos = _walk_strings(buf, pos, n, size, key)
-            else:
-                _, esize, efmt = _GGUF_TYPES[etype]
-                need(n * esize, f"metadata array {shown} ({n:,} × {_GGUF_TYPES[etype][0]})")
-                if n <= MAX_KEPT_ARRAY:
-                    arrays[key] = struct.unpack_from(f"<{n}{efmt[1]}", buf, pos)
-                pos += n * esize
-            array_lengths[key] = n
-            array_types[key] = _GGUF_TYPES[etype][0]
+            self._array(r, key, shown)
         elif vtype == _T_STRING:
-            start = pos
-            need(8, f"the length of the value of {shown}")
-            (n,) = u64(buf, pos)
-            if n > MAX_KEPT_STRING_BYTES:
-                if n > GGUF_MAX_STRING_LENGTH:
-                    raise _Malformed(f"the value of {shown} claims a length of {n:,} bytes, over GGUF's limit")
-                pos += 8
-                need(n, f"the value of {shown}")
-                pos += n
-                long_strings[key] = n
-            else:
-                pos = start
-                raw = read_string(f"the value of {shown}")
-                metadata[key] = raw.decode("utf-8", errors="replace")
+            self._string(r, key, shown)
         else:
             _, esize, fmt = _GGUF_TYPES[vtype]
-            need(esize, f"the value of {shown}")
-            (value,) = struct.unpack_from(fmt, buf, pos)
-            if vtype == 7 and buf[pos] > 1:
-                raise _Malformed(f"the boolean {shown} holds {buf[pos]}, not 0 or 1")
-            pos += esize
-            metadata[key] = value
+            r.need(esize, f"the value of {shown}")
+            (value,) = struct.unpack_from(fmt, r.buf, r.pos)
+            if vtype == 7 and r.buf[r.pos] > 1:
+                raise _Malformed(f"the boolean {shown} holds {r.buf[r.pos]}, not 0 or 1")
+            r.pos += esize
+            self.values[key] = value
 
-    # -- tokenizer arrays llama.cpp indexes without its own bounds check --
-    _check_tokenizer_arrays(metadata, array_lengths, array_types)
+    def _array(self, r: _Reader, key: str, shown: str) -> None:
+        r.need(12, f"the array header of {shown}")
+        etype = r.u32(f"the array header of {shown}")
+        n = r.u64(f"the array header of {shown}")
+        if etype not in _GGUF_TYPES or etype == _T_ARRAY:
+            raise _Malformed(f"metadata array {shown} has an invalid element type {etype}")
+        if n > GGUF_MAX_ARRAY_ELEMENTS:
+            raise _Malformed(f"metadata array {shown} claims {n:,} elements, over GGUF's limit")
+        if etype == _T_STRING:
+            if n * 8 > r.size - r.pos:
+                raise _Malformed(
+                    f"the file is truncated or corrupt: metadata array {shown} claims {n:,} strings, "
+                    f"more than the {_fmt_bytes(r.size - r.pos)} left can hold"
+                )
+            if n > 2**31 - 1:
+                raise _Malformed(f"metadata array {shown} claims {n:,} strings, more than llama.cpp reads")
+            if key == "tokenizer.ggml.tokens":
+                self.token_offsets = array("Q")
+                r.pos = _walk_tokens(r.buf, r.pos, n, r.size, key, self.token_offsets)
+            else:
+                r.pos = _walk_strings(r.buf, r.pos, n, r.size, key)
+        else:
+            _, esize, efmt = _GGUF_TYPES[etype]
+            r.need(n * esize, f"metadata array {shown} ({n:,} × {_GGUF_TYPES[etype][0]})")
+            if n <= MAX_KEPT_ARRAY:
+                self.arrays[key] = struct.unpack_from(f"<{n}{efmt[1]}", r.buf, r.pos)
+            r.pos += n * esize
+        self.array_lengths[key] = n
+        self.array_types[key] = _GGUF_TYPES[etype][0]
 
-    alignment = GGUF_DEFAULT_ALIGNMENT
-    if "general.alignment" in metadata or "general.alignment" in array_lengths:
-        alignment = metadata.get("general.alignment")
+    def _string(self, r: _Reader, key: str, shown: str) -> None:
+        """A string value: kept when short, its length only when long."""
+        r.need(8, f"the length of the value of {shown}")
+        (n,) = _U64.unpack_from(r.buf, r.pos)
+        if n <= MAX_KEPT_STRING_BYTES:
+            self.values[key] = r.string(f"the value of {shown}").decode("utf-8", errors="replace")
+            return
+        if n > GGUF_MAX_STRING_LENGTH:
+            raise _Malformed(f"the value of {shown} claims a length of {n:,} bytes, over GGUF's limit")
+        r.pos += 8
+        r.need(n, f"the value of {shown}")
+        r.pos += n
+        self.long_strings[key] = n
+
+    def alignment(self) -> int:
+        """general.alignment (a power of 2), or GGUF's default."""
+        if "general.alignment" not in self.values and "general.alignment" not in self.array_lengths:
+            return GGUF_DEFAULT_ALIGNMENT
+        alignment = self.values.get("general.alignment")
         if not isinstance(alignment, int) or isinstance(alignment, bool):
             raise _Malformed("'general.alignment' is not an integer")
         if alignment <= 0 or alignment & (alignment - 1):
             raise _Malformed(f"'general.alignment' is {alignment}, not a power of 2")
+        return alignment
 
-    # -- tensor infos ----------------------------------------------------
-    seen_names: set[bytes] = set()
-    stats: dict[int, list[int]] = {}
-    infos: list[tuple[str, int, int, int, tuple]] = []  # name, offset, nbytes, type, shape
-    for i in range(n_tensors):
-        raw_name = read_string(f"the name of tensor {i}")
-        name = raw_name.decode("utf-8", errors="replace")
-        shown = quote_text(raw_name)
-        if len(raw_name) >= GGML_MAX_NAME:
-            raise _Malformed(f"tensor {i} has a name of {len(raw_name)} bytes; ggml allows at most {GGML_MAX_NAME - 1}")
-        if raw_name in seen_names:
-            raise _Malformed(f"tensor {shown} appears twice")
-        seen_names.add(raw_name)
-        need(4, f"the shape of tensor {shown}")
-        (n_dims,) = u32(buf, pos)
-        pos += 4
-        if n_dims > GGML_MAX_DIMS:
-            raise _Malformed(f"tensor {shown} has {n_dims} dimensions; ggml allows at most {GGML_MAX_DIMS}")
-        need(8 * n_dims + 4 + 8, f"the shape, type and offset of tensor {shown}")
-        ne = [_I64.unpack_from(buf, pos + 8 * j)[0] for j in range(n_dims)]
-        pos += 8 * n_dims
-        if any(d < 0 for d in ne):
-            raise _Malformed(f"tensor {shown} has a negative dimension {tuple(ne)}")
-        n_el = 1
-        for d in ne:
-            n_el *= d
-        if n_el > INT64_MAX:
-            raise _Malformed(f"tensor {shown} has a shape {tuple(ne)} too large to address")
-        (ttype,) = u32(buf, pos)
-        pos += 4
-        if ttype not in GGML_TYPES:
-            raise _Malformed(f"tensor {shown} has an unknown or removed ggml type {ttype}")
-        tname, blck, tsize = GGML_TYPES[ttype]
-        ne0 = ne[0] if ne else 1
-        if ne0 % blck:
+
+def _n_elements(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _tensor_info(r: _Reader, i: int, seen: set[bytes]) -> tuple[str, int, int, int, tuple]:
+    """Tensor info ``i``: (name, data offset, bytes, ggml type, shape); ``seen``: the names
+    before it."""
+    raw_name = r.string(f"the name of tensor {i}")
+    shown = quote_text(raw_name)
+    if len(raw_name) >= GGML_MAX_NAME:
+        raise _Malformed(f"tensor {i} has a name of {len(raw_name)} bytes; ggml allows at most {GGML_MAX_NAME - 1}")
+    if raw_name in seen:
+        raise _Malformed(f"tensor {shown} appears twice")
+    seen.add(raw_name)
+    n_dims = r.u32(f"the shape of tensor {shown}")
+    if n_dims > GGML_MAX_DIMS:
+        raise _Malformed(f"tensor {shown} has {n_dims} dimensions; ggml allows at most {GGML_MAX_DIMS}")
+    r.need(8 * n_dims + 4 + 8, f"the shape, type and offset of tensor {shown}")
+    ne = tuple(_I64.unpack_from(r.buf, r.pos + 8 * j)[0] for j in range(n_dims))
+    r.pos += 8 * n_dims
+    if any(d < 0 for d in ne):
+        raise _Malformed(f"tensor {shown} has a negative dimension {ne}")
+    n_el = _n_elements(ne)
+    if n_el > INT64_MAX:
+        raise _Malformed(f"tensor {shown} has a shape {ne} too large to address")
+    ttype = r.u32(f"the type of tensor {shown}")
+    if ttype not in GGML_TYPES:
+        raise _Malformed(f"tensor {shown} has an unknown or removed ggml type {ttype}")
+    tname, blck, tsize = GGML_TYPES[ttype]
+    ne0 = ne[0] if ne else 1
+    if ne0 % blck:
+        raise _Malformed(
+            f"tensor {shown} of type {tname} has {ne0} elements per row, not a multiple of the block size {blck}"
+        )
+    offset = r.u64(f"the offset of tensor {shown}")
+    return raw_name.decode("utf-8", errors="replace"), offset, n_el // blck * tsize, ttype, ne
+
+
+def _check_data(infos, data_offset: int, size: int, alignment: int) -> None:
+    """Each tensor's data where the one before it ends (aligned), and inside the file."""
+    expected = 0
+    for name, offset, nbytes, _, _ in infos:
+        shown = quote_text(name)
+        if offset != expected:
             raise _Malformed(
-                f"tensor {shown} of type {tname} has {ne0} elements per row, not a multiple of the block size {blck}"
+                f"tensor {shown} has data offset {offset:,}, expected {expected:,} (corrupt tensor table)"
             )
-        nbytes = n_el // blck * tsize
-        (offset,) = u64(buf, pos)
-        pos += 8
-        infos.append((name, offset, nbytes, ttype, tuple(ne)))
-        s = stats.setdefault(ttype, [0, 0, 0])
-        s[0] += 1
-        s[1] += n_el
-        s[2] += nbytes
-
-    # -- data section ----------------------------------------------------
-    data_offset = 0
-    if n_tensors:
-        data_offset = -(-pos // alignment) * alignment
-        expected = 0
-        for name, offset, nbytes, _, _ in infos:
-            if offset != expected:
-                raise _Malformed(
-                    f"tensor {shown} has data offset {offset:,}, expected {expected:,} (corrupt tensor table)"
-                )
-            end = data_offset + offset + nbytes
-            if end > size:
-                raise _Malformed(
-                    f"the file is truncated: the data of tensor {shown} ends at byte {end:,} "
-                    f"but the file has only {_fmt_bytes(size)} (an incomplete download?)"
-                )
-            expected += -(-nbytes // alignment) * alignment
-
-    return GGUFInfo(
-        path=spath, file_size=size, version=version, n_tensors=n_tensors, n_kv=n_kv,
-        alignment=alignment, data_offset=data_offset, metadata=metadata,
-        array_lengths=array_lengths, array_types=array_types, long_strings=long_strings,
-        arrays=arrays,
-        tensor_types={
-            GGML_TYPES[t][0]: TensorTypeStats(count=c, n_elements=e, n_bytes=b)
-            for t, (c, e, b) in sorted(stats.items(), key=lambda kv: -kv[1][2])
-        },
-        token_offsets=token_offsets,
-        tensors={name: TensorInfo(GGML_TYPES[t][0], shape, data_offset + offset, nbytes)
-                 for name, offset, nbytes, t, shape in infos},
-    )
+        end = data_offset + offset + nbytes
+        if end > size:
+            raise _Malformed(
+                f"the file is truncated: the data of tensor {shown} ends at byte {end:,} "
+                f"but the file has only {_fmt_bytes(size)} (an incomplete download?)"
+            )
+        expected += -(-nbytes // alignment) * alignment
 
 
 def _walk_strings(buf: mmap.mmap, pos: int, n: int, size: int, key: str,

@@ -1,0 +1,142 @@
+"""A run's settings: what drafts and how (SpecSettings: llama.cpp's speculative flags, the
+table in core/engine/spec_flags.py), and how the engine opens its models (EngineSettings)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from specscope.core.engine.accept_rules import ACCEPT_RULES
+from specscope.core.engine.draft_policy import check_policy
+from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, NGRAM_TYPES, parse_types, type_label
+from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.model import SYNC_MODES
+from specscope.core.engine.drafters.registry import TYPES
+from specscope.core.engine.drafters.xvocab import VOCAB_MODES
+from specscope.core.engine.synth import conditional_probs, is_synthetic, resolve_rates
+from specscope.core.errors import ConfigError
+from specscope.core.models.llama import ContextSettings
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
+    run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
+    and sync belong to draft-simple (the draft model; draft-eagle3 and draft-mtp read n_max,
+    n_min and p_min too), the ``ngram_*`` fields to their types."""
+    n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
+    n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
+    p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
+    sync: str = "reuse"       # reuse | replay, see the module docs
+    accept_rule: str = "match"  # match (llama.cpp) | ratio (speculative sampling): accept_rules
+    types: tuple[str, ...] = ("draft-simple",)
+    ngram_simple: NgramMapParams = NgramMapParams()
+    ngram_map_k: NgramMapParams = NgramMapParams()
+    ngram_map_k4v: NgramMapParams = NgramMapParams()
+    ngram_mod: NgramModParams = NgramModParams()
+    ngram_cache: NgramCacheParams = NgramCacheParams()
+    synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/engine/synth.py)
+    synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
+    draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
+    vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
+
+    def validate(self) -> None:
+        if parse_types(self.types) != tuple(self.types):
+            raise ConfigError(f"speculative types must be given in llama.cpp's priority order: "
+                              f"{', '.join(parse_types(self.types))}")
+        if self.n_max < 0 or self.n_min < 0:
+            raise ConfigError("draft lengths must be >= 0")
+        if self.n_min > self.n_max:
+            raise ConfigError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
+        if not 0.0 <= self.p_min <= 1.0:
+            raise ConfigError(f"p_min must be in [0, 1], not {self.p_min}")
+        check_policy(self.draft_policy)
+        if self.vocab not in VOCAB_MODES:
+            raise ConfigError(f"--spec-vocab must be one of {', '.join(VOCAB_MODES)}, not {self.vocab!r}")
+        if self.sync not in SYNC_MODES:
+            raise ConfigError(f"sync mode must be one of {', '.join(SYNC_MODES)}, not {self.sync!r}")
+        if self.accept_rule not in ACCEPT_RULES:
+            raise ConfigError(f"the acceptance rule must be one of {', '.join(ACCEPT_RULES)}, "
+                              f"not {self.accept_rule!r}")
+        for type_name in NGRAM_TYPES:
+            self.params(type_name).validate(type_name)
+        self.synth_probs()
+        if self.synthetic and self.accept_rule != "match":
+            raise ConfigError("synthetic acceptance replaces the acceptance rule: "
+                              "it cannot be combined with --accept-rule ratio")
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return DRAFT_MODEL in self.types
+
+    @property
+    def needs_draft(self) -> bool:
+        """A type that drafts with the -md model: draft-simple or draft-eagle3 (its head);
+        draft-mtp drafts with the target's own MTP blocks."""
+        return any(t in MD_TYPES for t in self.types)
+
+    @property
+    def head_kind(self) -> str:
+        """The head kind (registry.HEAD_KINDS) the -md model must be for these types; "": none."""
+        return next((TYPES[t].head for t in self.types if TYPES[t].head), "")
+
+    @property
+    def synthetic(self) -> bool:
+        """Benchmark-only synthetic acceptance: the text is not valid output (core/engine/synth.py)."""
+        return is_synthetic(self.synth_len, self.synth_rates)
+
+    def synth_rates_resolved(self) -> tuple[float, ...]:
+        """llama.cpp's unconditional synthetic rates for the longest possible draft (empty: off)."""
+        return resolve_rates(self.synth_len, self.synth_rates, self.max_draft())
+
+    def synth_probs(self) -> tuple[float, ...]:
+        """The conditional acceptance probability of each draft position (empty: off)."""
+        return conditional_probs(self.synth_rates_resolved())
+
+    @property
+    def label(self) -> str:
+        """The chain's name in tables: its types joined by '>' (drafters.type_label)."""
+        return type_label(self.types)
+
+    def params(self, type_name: str):
+        """An n-gram type's parameters (``ngram-map-k`` -> ``self.ngram_map_k``)."""
+        return getattr(self, type_name.replace("-", "_"))
+
+    def ngram_params(self) -> dict:
+        """The enabled n-gram types' parameters, for JSON output and session headers."""
+        return {t: asdict(self.params(t)) for t in self.types if t in NGRAM_TYPES}
+
+    def max_draft(self) -> int:
+        """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
+        return max((TYPES[t].length(self) for t in self.types), default=0)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    n_ctx: int = 2048                      # both contexts get the same n_ctx
+    n_batch: int = 512
+    flash_attn: str = "auto"               # auto | on | off
+    kv_type: str = "f16"                   # f16 | f32
+    target_threads: int = 0                # 0: all cores
+    draft_threads: int = 0
+    target_gpu_layers: int = 0
+    draft_gpu_layers: int = 0
+    repack: str = "auto"                   # auto | on | off: llama.cpp's weight repacking (--repack)
+    # placement (core/models/devices.py): rpc-server endpoints to register (--rpc), and the devices
+    # each model's offloaded layers may use (--device/-devd; None: llama.cpp's default, every
+    # GPU and RPC device; (): none); *_gpu_layers < 0 offloads every layer (-ngl all)
+    rpc: tuple[str, ...] = ()
+    target_devices: tuple[str, ...] | None = None
+    draft_devices: tuple[str, ...] | None = None
+
+    @classmethod
+    def deterministic(cls, **kw) -> "EngineSettings":
+        """F32 KV cache and no flash attention: batched and single-token decodes agree as far as
+        llama.cpp's kernels allow (``compare.DETERMINISTIC_GUARANTEE`` says how far)."""
+        return cls(flash_attn="off", kv_type="f32", **kw)
+
+    def context(self, threads: int) -> ContextSettings:
+        return ContextSettings(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=threads,
+                               flash_attn=self.flash_attn, kv_type=self.kv_type)
+
+
+__all__ = ["SpecSettings", "EngineSettings"]
