@@ -294,6 +294,13 @@ def test_duplicate_tensor_name(tmp_path):
     assert "appears twice" in _problem(p)
 
 
+def test_a_wrong_data_offset_names_the_tensor_it_belongs_to(tmp_path):
+    p = tmp_path / "off.gguf"
+    p.write_bytes(raw_gguf([], [tensor_info("first", (8,), offset=32), tensor_info("last", (8,))],
+                           b"\0" * 64))
+    assert "tensor 'first' has data offset 32, expected 0" in _problem(p)
+
+
 def test_tensor_data_exactly_fits(tmp_path):
     p = tmp_path / "ok.gguf"
     p.write_bytes(raw_gguf([], [tensor_info("a", (8,)), tensor_info("b", (3,), offset=32)], b"\0" * (32 + 12)))
