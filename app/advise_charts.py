@@ -53,7 +53,7 @@ class MeasuredChart:
 
     def key_html(self) -> str:
         """The drafters' colours, as a line under the chart (a legend would hide points)."""
-        from specscope.core.measure.advise import MIN_PASSES
+        from specscope.core.measure.advise.advisor import MIN_PASSES
         dots = [f"<span style='color:{drafter_colors(d)[2]}'>●</span>&nbsp;{d}" for d in self.drafters]
         return ("&nbsp;&nbsp; ".join(dots) + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no range yet); "
                 "ringed: the advice") if dots else ""
@@ -120,7 +120,7 @@ class BreakEvenPlot:
         """``cal``: the calibration that prices the curves (None: none to price with); ``points``:
         (category, draft, DraftPoint) (Advice.draft_points); ``selected``: the category whose
         points are drawn larger."""
-        from specscope.core.measure.break_even import curves, point_speed
+        from specscope.core.measure.cost.break_even import curves, point_speed
         _clear(self.plot, self.items)
         self.curves = curves(cal) if cal is not None else {}
         if cal is None:

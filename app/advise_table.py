@@ -115,7 +115,7 @@ class AdviceTable(QTableWidget):
     def command(self, category: str, tool: str) -> str:
         """The llama.cpp command line of ``category``'s advice (the target alone where it says
         don't speculate)."""
-        from specscope.core.measure.advise_report import llama_command
+        from specscope.core.measure.advise.report import llama_command
         cat = next(c for c in self.advice.categories if c.category == category)
         return llama_command(self.advice, cat.decision().best, tool)
 

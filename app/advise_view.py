@@ -1,5 +1,5 @@
 """The Advisor workspace: "what should I run?" in the window (``specscope advise``,
-core/measure/advise.py).
+core/measure/advise/advisor.py).
 
 A form (:mod:`.advise_form`: the target, candidate drafts, categories, budget, -n), Run · Stop ·
 a progress bar with the current step, and the phases (baselines → what-ifs → measuring) with the
@@ -47,10 +47,10 @@ BREAK_EVEN_NOTE = ("<b>Below the solid curve a draft beats the target alone here
 
 
 def advise_task(settings, progress, stop):
-    """The task: :class:`~specscope.core.measure.advise.Advisor` on the task's thread (its
+    """The task: :class:`~specscope.core.measure.advise.advisor.Advisor` on the task's thread (its
     engines are created there), telling each step (``progress``) and handing over its phase
     and, once the baselines are done, the advice so far (``progress.post``)."""
-    from specscope.core.measure.advise import Advisor
+    from specscope.core.measure.advise.advisor import Advisor
 
     def say(line: str) -> None:
         phase = advisor.result.phase
@@ -216,13 +216,13 @@ class AdvisorView(QWidget):
         self.shown.emit(advice)
 
     def save(self, path):
-        from specscope.core.measure.advise_file import save_advice
+        from specscope.core.measure.advise.file import save_advice
         return save_advice(self.advice, path)
 
     def open(self, path) -> bool:
         """Show the advice saved at ``path``; a bad file is one banner line, what was shown stays."""
         from specscope.core.errors import SpecScopeError
-        from specscope.core.measure.advise_file import load_advice
+        from specscope.core.measure.advise.file import load_advice
         if self.running:
             self.banner.show_message("info", "Stop the advisor before opening an advice.")
             return False
@@ -246,7 +246,7 @@ class AdvisorView(QWidget):
         """Show the advice of the last run, where there is one (quietly: none, none shown)."""
         if self.autosave_path.is_file() and self.advice is None:
             from specscope.core.errors import SpecScopeError
-            from specscope.core.measure.advise_file import load_advice
+            from specscope.core.measure.advise.file import load_advice
             try:
                 self.show_advice(load_advice(self.autosave_path))
                 self.status.setText("the last advice")
@@ -290,7 +290,7 @@ class AdvisorView(QWidget):
                             else f"the budget ended it after {advice.seconds:.0f} s" if advice.out_of_time
                             else f"done in {advice.seconds:.0f} s")
         self._show_phase()
-        from specscope.core.measure.advise_file import save_advice
+        from specscope.core.measure.advise.file import save_advice
         try:
             save_advice(advice, self.autosave_path)
         except OSError:
@@ -363,7 +363,7 @@ class AdvisorView(QWidget):
         """The details of ``name``'s advice under the table; its drafts drawn larger on the break-even plot."""
         a = self.advice
         cat = next((c for c in a.categories if c.category == name), None) if a is not None else None
-        from specscope.core.measure.break_even import verdict
+        from specscope.core.measure.cost.break_even import verdict
         cal = self.pair[1] if self.pair is not None else None
         self.break_even.fill(cal, self.points, name)
         notes = []
@@ -378,7 +378,7 @@ class AdvisorView(QWidget):
         if cat is None:
             self.details.setText("")
             return
-        from specscope.core.measure.advise_report import ceiling_line
+        from specscope.core.measure.advise.report import ceiling_line
         d = cat.decision()
         lines = [f"<b>{cat.category}</b>: {'speculate' if d.best else 'don’t speculate' if d.judged else 'no advice'}"
                  f" — {escape(d.why)}.",

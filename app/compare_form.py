@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
                                QListWidget, QListWidgetItem)
 
 from specscope.core.engine.drafters.registry import drafts_with
-from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
-from specscope.core.measure.sweep import DEFAULT_REPEATS
+from specscope.core.measure.bench.lossless import DETERMINISTIC_GUARANTEE
+from specscope.core.measure.bench.sweep import DEFAULT_REPEATS
 
 from .form_parts import PairRows, combo, double_spin, row, spin, with_tip
 
@@ -154,7 +154,7 @@ class SweepForm(PairRows, QGroupBox):
         from specscope.core.engine.engine import EngineSettings, SpecSettings
         from specscope.core.engine.sampling import SamplerSettings
         from specscope.core.errors import ConfigError
-        from specscope.core.measure.sweep_settings import (SweepSettings, load_prompts, parse_n_values,
+        from specscope.core.measure.bench.settings import (SweepSettings, load_prompts, parse_n_values,
                                                            parse_p_values)
         if self.target is None:
             raise ConfigError("choose a target model first")

@@ -94,7 +94,7 @@ def _cell_text(row, attr: str, fmt: str, with_draft: bool = True) -> str:
             return ""
         if fmt == "lookup":
             return f"{value:.0f} µs ({row.lookup_cost:.3f})"
-        from specscope.core.measure.sweep_report import drafter_summary
+        from specscope.core.measure.bench.report import drafter_summary
         return drafter_summary(row)
     if fmt.endswith("_error"):
         if not math.isfinite(value):

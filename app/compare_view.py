@@ -1,12 +1,12 @@
 """The Compare view: drafters × drafts × draft lengths × prompts, measured against the target
 alone.
 
-The same sweep as ``specscope bench`` (:mod:`specscope.core.measure.sweep`), run on a
+The same sweep as ``specscope bench`` (:mod:`specscope.core.measure.bench.sweep`), run on a
 :class:`~.task.BackgroundTask` with progress and a cooperative Stop (checked between runs and
 passed to the engine's runs, so Stop takes effect within one round); every report waits until
 the view has drawn it, so the window paints between measurements. It shows
 
-- the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.measure.calibrate`);
+- the calibrated cost figures of every pair (c(k), f, ...; :mod:`specscope.core.measure.cost.calibrate`);
 - the table of the CSV export (:mod:`.compare_table`: pooled rows, per-prompt rows on request,
   the measured speed-up with its spread, grey and ≈ within noise);
 - a heatmap of the measured speed-up, configurations × n, and the speed-up against n, measured,
@@ -42,9 +42,9 @@ CHART_MIN_WIDTH = 350      # the heatmap and the speed-up chart beside the table
 
 
 def sweep(settings, progress, stop):
-    """The task: :func:`specscope.core.measure.sweep.run_sweep`, handing over each calibration and
+    """The task: :func:`specscope.core.measure.bench.sweep.run_sweep`, handing over each calibration and
     the rows so far as they come (``progress.post``)."""
-    from specscope.core.measure.sweep import run_sweep
+    from specscope.core.measure.bench.sweep import run_sweep
     return run_sweep(settings, stop=stop, progress=progress,
                      on_calibrated=lambda name, cal, cached: progress.post(("calibrated", name, cal, cached)),
                      on_rows=lambda rows: progress.post(("rows", rows)))
@@ -226,7 +226,7 @@ class CompareView(QWidget):
         try:
             settings = settings or self.settings()
             settings.validate()
-            from specscope.core.measure.sweep_settings import sweep_steps
+            from specscope.core.measure.bench.settings import sweep_steps
             self._steps = max(1, sweep_steps(settings))
         except Exception as exc:  # noqa: BLE001 - bad input is shown, not raised
             self.banner.show_error(exc, context="Cannot run the sweep")
@@ -382,8 +382,8 @@ class CompareView(QWidget):
 
     def _shown(self):
         """The rows shown as a SweepResult (the finished one, or the sweep's rows so far): the
-        pooled rows, the best n and the heatmap's grid come from :mod:`specscope.core.measure.sweep`."""
-        from specscope.core.measure.sweep_report import SweepResult
+        pooled rows, the best n and the heatmap's grid come from :mod:`specscope.core.measure.bench.sweep`."""
+        from specscope.core.measure.bench.report import SweepResult
         return self.result if self.result is not None else SweepResult(self._settings, rows=self.rows)
 
     def _fill_table(self) -> None:
@@ -432,7 +432,7 @@ class CompareView(QWidget):
         if flags:
             parts.append(f"<span style='color:#8a6d00'>{flags}</span>")
         if pooled:
-            from specscope.core.measure.sweep_report import prediction_caveat
+            from specscope.core.measure.bench.report import prediction_caveat
             cal = [abs(r.calibrated_error) for r in pooled if math.isfinite(r.calibrated_error)]
             tb = max((abs(r.textbook_error) for r in pooled if math.isfinite(r.textbook_error)), default=0.0)
             caveat = prediction_caveat(shown, self._with_draft())

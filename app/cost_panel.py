@@ -5,7 +5,7 @@ The textbook model: a speculative step drafting n tokens costs ``n·f + 1`` targ
 ``E + 1`` tokens with ``E = α + α² + … + αⁿ``, so the speed-up is ``(E + 1) / (n·f + 1)``.
 The formulas, and how α (fitted to the run's drafts: not the acceptance rate) and f (draft
 time per drafted token ÷ target time per token) are read from a run, live in
-:mod:`specscope.core.measure.cost_model` (``textbook_speedup``, ``best_n``, ``fit_alpha``,
+:mod:`specscope.core.measure.cost.model` (``textbook_speedup``, ``best_n``, ``fit_alpha``,
 ``measure``); this module draws them.
 """
 
@@ -17,7 +17,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.app.plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts,
                                      styled_plot)
-from specscope.core.measure.cost_model import (Measured, best_n, calibrated_speedup, measure,
+from specscope.core.measure.cost.model import (Measured, best_n, calibrated_speedup, measure,
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats
 
@@ -299,7 +299,7 @@ class CostPanel(QtWidgets.QWidget):
         self._redraw()
 
     def set_calibration(self, name: str, cal, from_cache: bool) -> None:
-        """Say where the machine's calibrated figures (``specscope.core.measure.calibrate``) of ``name``
+        """Say where the machine's calibrated figures (``specscope.core.measure.cost.calibrate``) of ``name``
         stand: one line, loud when they were taken under load (not cached, maybe off) or measured
         again because the cached ones drifted. ``cal`` None hides the line."""
         note = self._calibration_note
@@ -314,7 +314,7 @@ class CostPanel(QtWidgets.QWidget):
         note.setVisible(True)
 
     def show_calibrated(self, cal, sync: str = "reuse") -> None:
-        """Draw the speed-up that ``cal`` (this pair's Calibration, core/measure/calibrate.py) predicts
+        """Draw the speed-up that ``cal`` (this pair's Calibration, core/measure/cost/calibrate.py) predicts
         at the slider's α, for n up to what it timed (k_max − 1); None removes it."""
         self._cal = cal if cal is not None and cal.has_draft and cal.k_max > 1 else None
         self._cal_sync = sync

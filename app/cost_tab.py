@@ -96,7 +96,7 @@ class CostTab(QScrollArea):
     def _last_run_position(self) -> int:
         """Where the latest speculative run's typical round sat (the prompt plus half the
         generation, rounded to 16): the position to time decodes at."""
-        from specscope.core.measure.calibrate import DEFAULT_N_PAST
+        from specscope.core.measure.cost.calibrate import DEFAULT_N_PAST
         last = self.w.controller.workbench.last_spec
         if last is None or not last.prompt_tokens:
             return DEFAULT_N_PAST
@@ -105,7 +105,7 @@ class CostTab(QScrollArea):
     # ------------------------------------------------------------------ calibration
     @staticmethod
     def _calibrate_in(request: dict, engine, progress, stop):
-        from specscope.core.measure.calibrate import get_calibration
+        from specscope.core.measure.cost.calibrate import get_calibration
         return get_calibration(engine, request["k_max"], sampler=request["sampler"],
                                n_past=request["n_past"], k_draft=request["k_max"],
                                progress=progress, stop=stop)
@@ -166,9 +166,9 @@ class CostTab(QScrollArea):
     def synth_sweep_settings(self):
         """What the synthetic-acceptance sweep measures: the chosen pair with draft-simple at the
         drafter box's n_max, sync and p_min, the prompt and sampler, at most 64 tokens a run
-        (core/measure/synth_sweep.py)."""
+        (core/measure/bench/synth_sweep.py)."""
         from specscope.core.errors import ConfigError
-        from specscope.core.measure.sweep import SweepSettings
+        from specscope.core.measure.bench.sweep import SweepSettings
         w = self.w
         t, d = w.pair_panel.pair()
         if t is None or d is None:
@@ -188,9 +188,9 @@ class CostTab(QScrollArea):
         """What the distance view measures: the pair as the controls place it now, and the round
         to account for: the latest speculative run's (its draft length, acceptance and, when it
         ran under this placement, its rounds), else the drafter box's n_max at the cost panel's
-        α (core/measure/distance.py)."""
+        α (core/measure/cost/distance.py)."""
         from specscope.core.errors import ConfigError
-        from specscope.core.measure.cost_model import alpha_acceptance
+        from specscope.core.measure.cost.model import alpha_acceptance
         w = self.w
         t, d = w.pair_panel.pair()
         if t is None:

@@ -1,7 +1,7 @@
 """What distance costs per round: the pair calibrated on this machine's CPU and where
 the placement puts it (a model on an rpc-server), side by side in the cost tab.
 
-Measure runs :func:`specscope.core.measure.distance.measure_distance` on its own thread: two
+Measure runs :func:`specscope.core.measure.cost.distance.measure_distance` on its own thread: two
 calibrations (cached like every calibration), each timing real decodes where the models run, so
 the placed one holds the round trip. The view then shows
 
@@ -83,8 +83,8 @@ class DistanceRequest:
 
 
 def measure(req: DistanceRequest, progress, stop):
-    """The background task: both calibrations (core/measure/distance.py)."""
-    from specscope.core.measure.distance import measure_distance
+    """The background task: both calibrations (core/measure/cost/distance.py)."""
+    from specscope.core.measure.cost.distance import measure_distance
     return measure_distance(req.target, req.draft, req.engine, k_max=req.k_max, sampler=req.sampler,
                             n_past=req.n_past, stop=stop, progress=progress)
 

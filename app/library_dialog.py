@@ -157,7 +157,7 @@ class LibraryDialog(QDialog):
                          daemon=True, name="specscope-library-rank").start()
 
     def _rank_in_thread(self, target, lib) -> None:
-        from specscope.core.measure.draft_choice import rank_for
+        from specscope.core.measure.doctor.draft_choice import rank_for
         try:
             self.ranked.emit(rank_for(target, lib)["lines"])
         except Exception as exc:  # noqa: BLE001 - a bad target: its one line

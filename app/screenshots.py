@@ -160,7 +160,7 @@ def session_shots(w, wait, shot, path: Path, tmp: Path) -> None:
 
 def compare_shots(w, wait, shot, tmp: Path) -> None:
     import json
-    from specscope.core.measure.sweep_settings import load_prompts
+    from specscope.core.measure.bench.settings import load_prompts
     c = w.compare
     w.show_workspace("compare")
     c.set_drafters("draft-simple", "ngram-simple", "ngram-simple,draft-simple")

@@ -1,6 +1,6 @@
 """Speed-up against acceptance, measured on this machine (the cost panel's lower half).
 
-Measure runs :func:`specscope.core.measure.synth_sweep.run_synth_sweep` off the UI thread (in the
+Measure runs :func:`specscope.core.measure.bench.synth_sweep.run_synth_sweep` off the UI thread (in the
 window, in its loaded engine on the engine's thread: app/task.py's EngineTask): the chosen
 pair at several synthetic mean accepted lengths (llama.cpp's benchmark-only
 ``--spec-synth-len``: the draft model drafts and the target verifies, every timing is real,
@@ -27,8 +27,8 @@ NOTE = ("Measured with synthetic acceptance (llama.cpp's --spec-synth-len, bench
 
 
 def sweep(settings, progress, stop, engine=None):
-    """The task: the sweep (core/measure/synth_sweep.py) in ``engine`` or models of its own."""
-    from specscope.core.measure.synth_sweep import run_synth_sweep
+    """The task: the sweep (core/measure/bench/synth_sweep.py) in ``engine`` or models of its own."""
+    from specscope.core.measure.bench.synth_sweep import run_synth_sweep
     return run_synth_sweep(settings, stop=stop, engine=engine, progress=progress)
 
 

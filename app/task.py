@@ -82,7 +82,7 @@ class _Runner(QObject):
 
     @Slot(object)
     def run(self, request) -> None:
-        from specscope.core.measure.calibrate import CalibrationStopped
+        from specscope.core.measure.cost.calibrate import CalibrationStopped
         try:
             result = self.task(request, _Report(self), self.stop)
         except CalibrationStopped:

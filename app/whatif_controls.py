@@ -31,8 +31,8 @@ P_MAX = 0.95                  # draft-simple's p_min slider ends here
 
 def draft_knobs() -> list[tuple]:
     """draft-simple's knobs: n_max over the values its draft's pass covers, p_min in its steps
-    (core/measure/whatif_run.py; imported when the tab is built, not with the window)."""
-    from specscope.core.measure.whatif_run import N_VALUES, P_STEP
+    (core/measure/whatif/run.py; imported when the tab is built, not with the window)."""
+    from specscope.core.measure.whatif.run import N_VALUES, P_STEP
     return [("n_max", "n_max", DRAFT_MODEL, min(N_VALUES), max(N_VALUES), 1.0,
              "draft-simple: the most tokens drafted per round"),
             ("p_min", "p_min", DRAFT_MODEL, 0, round(P_MAX / P_STEP), P_STEP,

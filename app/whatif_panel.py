@@ -1,7 +1,7 @@
 """The What-if tab: what the run shown would have done with other settings, exact for greedy runs.
 
 With greedy sampling the target's output does not depend on the drafter, so a finished run's
-tokens are the continuation any other setting would have produced (core/measure/whatif_run.py).
+tokens are the continuation any other setting would have produced (core/measure/whatif/run.py).
 The tab's pickers choose a drafter (n-gram types, alone or chained, or draft-simple) and its
 sliders the parameters SpecSettings carry for it; every move replays the setting against the
 run (milliseconds, on the UI thread: no model runs) and redraws its acceptance by draft
@@ -192,7 +192,7 @@ class WhatIfPanel(QWidget):
             self.redraw()
 
     def _take(self, session) -> None:
-        from specscope.core.measure.whatif_run import RunWhatIfs, own_setting_problem, unreplayable
+        from specscope.core.measure.whatif.run import RunWhatIfs, own_setting_problem, unreplayable
         self.trace_task.request_stop()
         self.session, self.whatifs, self.current, self.ceiling = session, None, None, None
         self._traced_for = None
@@ -235,7 +235,7 @@ class WhatIfPanel(QWidget):
         """The run's own setting where it replays, else draft-simple (a pair with a draft) or
         ngram-simple, at llama.cpp's defaults."""
         from specscope.core.engine.engine import SpecSettings
-        from specscope.core.measure.whatif_run import own_setting_problem
+        from specscope.core.measure.whatif.run import own_setting_problem
         spec = session.settings.spec
         if spec is not None and not own_setting_problem(session):
             return spec
@@ -246,7 +246,7 @@ class WhatIfPanel(QWidget):
         """The cost tab's calibration when it is of this run's pair (the cost policy's run
         shows its own there too), else the newest one of the pair cached on this machine (from
         bench, advise, Compare or an earlier calibration here), else None."""
-        from specscope.core.measure.calibration_cache import cached_pair
+        from specscope.core.measure.cost.cache import cached_pair
         s, cal = session.settings, self._cost_tab_calibration()
 
         def path(p):
@@ -264,7 +264,7 @@ class WhatIfPanel(QWidget):
     def _alone_for(session):
         """For a run with a draft model: the newest calibration of its target alone cached on
         this machine, which prices the n-gram types (None: they take the pair's)."""
-        from specscope.core.measure.calibration_cache import cached_pair
+        from specscope.core.measure.cost.cache import cached_pair
         return cached_pair(session.settings.target) if session.settings.draft else None
 
     def set_calibration(self, cal) -> None:
@@ -421,7 +421,7 @@ class WhatIfPanel(QWidget):
         return req
 
     def _trace_in(self, request, engine, progress, stop):
-        from specscope.core.measure.whatif_run import trace_run
+        from specscope.core.measure.whatif.run import trace_run
         prompt, cont = request
         return trace_run(engine, prompt, cont, progress, _Either(stop, self.w.worker.abort))
 

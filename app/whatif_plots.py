@@ -121,7 +121,7 @@ class CeilingPlot:
         cache_static_parts(p)
 
     def show(self, ceiling, chosen: int | None, measured: float | None, note: str = "") -> None:
-        """A ``Ceiling`` (core/measure/whatif_run.py; None: ``note`` instead), the bar of the
+        """A ``Ceiling`` (core/measure/whatif/run.py; None: ``note`` instead), the bar of the
         setting chosen (in blue; None: it is none of them) and the measured speed-up. Only the
         blue bar moves while the ceiling and the measured speed-up stay as they were."""
         if (ceiling, measured, note) != self._drawn:

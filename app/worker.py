@@ -191,7 +191,7 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def start(self, request: RunRequest) -> None:
-        from specscope.core.measure.calibrate import CalibrationStopped
+        from specscope.core.measure.cost.calibrate import CalibrationStopped
         self._drop_generator()
         try:
             # n-gram drafters and draft-mtp (the target's own MTP blocks) need no draft model:
@@ -236,7 +236,7 @@ class EngineWorker(QObject):
     def measure(self, request: MeasureRequest) -> None:
         """A measurement in the loaded engine (loaded first if need be): progress as
         measure_progressed, the result as measured, Stop or a failure as measure_failed."""
-        from specscope.core.measure.calibrate import CalibrationStopped
+        from specscope.core.measure.cost.calibrate import CalibrationStopped
         from specscope.core.measure.progress import share
         self._drop_generator()
         try:
@@ -258,7 +258,7 @@ class EngineWorker(QObject):
         spec = request.spec
         if request.kind != "spec" or spec.draft_policy != "cost" or not spec.uses_draft_model:
             return None
-        from specscope.core.measure.calibrate import policy_calibration
+        from specscope.core.measure.cost.calibrate import policy_calibration
         from specscope.core.measure.progress import share
         measured = []                 # calibrate() reports progress, a cached calibration none
 
@@ -359,7 +359,7 @@ class DoctorWorker(QObject):
     @Slot(int, str, str)
     def check(self, req_id: int, target: str, draft: str) -> None:
         try:
-            from specscope.core.measure.pairing import check_pair
+            from specscope.core.measure.doctor.pair import check_pair
             report = check_pair(target, draft)
         except Exception as exc:  # noqa: BLE001
             self.check_failed.emit(req_id, *_error_payload(exc))

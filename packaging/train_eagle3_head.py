@@ -649,7 +649,7 @@ def compare_on(model: Path, types: tuple[str, ...], prompts, threads: int) -> di
     check of each, in SpecScope's engine."""
     from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
     from specscope.core.engine.sampling import SamplerSettings
-    from specscope.core.measure.lossless import compare
+    from specscope.core.measure.bench.lossless import compare
 
     spec = SpecSettings(types=types, n_max=EVAL_N, p_min=0.0)
     settings = EngineSettings(n_ctx=512, target_threads=threads, draft_threads=threads)

@@ -96,8 +96,8 @@ def quiet_machine(monkeypatch):
     that what a test sees of the cache does not depend on what else runs on the machine
     (test_calibrate tests the load reading and the drift check themselves)."""
     from test_calibrate import FixedLoad
-    from specscope.core.measure import calibrate as cb
-    from specscope.core.measure import calibration_cache as cc
+    from specscope.core.measure.cost import calibrate as cb
+    from specscope.core.measure.cost import cache as cc
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
     monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))
     # nor do decodes slowing down meanwhile (threads auto's evidence of load)

@@ -257,9 +257,9 @@ def test_a_sweep_at_temperature_reports_the_other_rules_acceptance(quiet_machine
     table shows it; at temperature 0 there is none and no column."""
     from pathlib import Path
 
-    from specscope.core.measure.sweep import run_sweep
-    from specscope.core.measure.sweep_report import format_table
-    from specscope.core.measure.sweep_settings import SweepSettings
+    from specscope.core.measure.bench.sweep import run_sweep
+    from specscope.core.measure.bench.report import format_table
+    from specscope.core.measure.bench.settings import SweepSettings
     target, draft = demo_pair()
 
     def sweep(temp):

@@ -1,4 +1,4 @@
-"""``specscope advise`` (core/measure/advise.py): the decision rule on constructed numbers, the
+"""``specscope advise`` (core/measure/advise/advisor.py): the decision rule on constructed numbers, the
 emitted llama.cpp flags against the vendored arg.cpp, and real runs on the demo pair: a report
 with every requested category, a stop that keeps what was measured, one-line errors."""
 
@@ -16,16 +16,16 @@ from helpers.llama_args import unknown_flags
 from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
-from specscope.core.measure.advise import (MIN_PASSES, AdviseSettings, Advisor, Candidate,
-                                           CategoryAdvice, Measured, Pair, Prompt, advise, bench_figure,
-                                           decide, schedule)
-from specscope.core.measure.advise_report import (TOOLS, llama_command, markdown, summary_lines,
+from specscope.core.measure.advise.advisor import (MIN_PASSES, AdviseSettings, Advisor, Candidate,
+                                                   CategoryAdvice, Measured, Pair, Prompt, advise, bench_figure,
+                                                   decide, schedule)
+from specscope.core.measure.advise.report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict, write_report)
-from specscope.core.measure.break_even import summary as break_even_summary, verdict
-from specscope.core.measure.cost_model import Calibration, extended, fit_alpha
-from specscope.core.measure.sweep_rows import robust_time
-from specscope.core.measure.whatif import configurations
-from specscope.core.measure.workloads import load_workloads
+from specscope.core.measure.cost.break_even import summary as break_even_summary, verdict
+from specscope.core.measure.cost.model import Calibration, extended, fit_alpha
+from specscope.core.measure.bench.rows import robust_time
+from specscope.core.measure.whatif.ngram import configurations
+from specscope.core.measure.bench.workloads import load_workloads
 from specscope.core.models.chat import render_chat, render_messages
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.llama import Model
@@ -334,7 +334,7 @@ def test_a_multi_turn_workload_is_the_whole_conversation_in_the_chat_template(sm
 
 
 def test_a_report_says_when_threads_auto_moved_while_it_measured(judged):
-    from specscope.core.measure.advise_report import from_dict
+    from specscope.core.measure.advise.report import from_dict
     m = judged.categories[0].measured[0]
     moved = any(x.threads_moved for c in judged.categories for x in c.measured)
     assert ("Threads auto moved" in markdown(judged)) == moved

@@ -44,7 +44,7 @@ class Seen(QObject):
 @pytest.fixture
 def cost_window(qtbot, pair, settings, tmp_path, monkeypatch):
     """A window set for short cost-policy runs, with an empty calibration cache of its own."""
-    from specscope.core.measure import calibration_cache as cc
+    from specscope.core.measure.cost import cache as cc
     monkeypatch.setattr(cc, "cache_dir", lambda: tmp_path / "calibration")
     monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))   # a cached one passes its check
     # the load is what FixedLoad says: decodes slowing down meanwhile (threads auto's evidence
@@ -77,7 +77,7 @@ def test_stop_while_calibrating_leaves_the_window_idle(qtbot, cost_window, tmp_p
 
 
 def test_a_cost_run_shows_its_calibration_then_uses_the_cached_one(qtbot, cost_window, monkeypatch):
-    from specscope.core.measure import calibrate as cb
+    from specscope.core.measure.cost import calibrate as cb
     w = cost_window
     seen = Seen(w)
     # 1. taken under load: progress before the first round, and the cost panel warns

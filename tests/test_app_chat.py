@@ -148,7 +148,7 @@ def test_the_advisor_takes_the_conversation(qtbot, chat_window, tmp_path, monkey
     import json
 
     from PySide6.QtCore import QStandardPaths
-    from specscope.core.measure.workloads import YOURS, load_user_prompts
+    from specscope.core.measure.bench.workloads import YOURS, load_user_prompts
     QStandardPaths.setTestModeEnabled(True)
     w = chat_window
     w.advise_on_conversation()

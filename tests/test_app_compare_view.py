@@ -18,7 +18,7 @@ from specscope.app.compare_table import TABLE_COLUMNS, speedup_color  # noqa: E4
 from specscope.app.compare_view import CompareView  # noqa: E402
 from specscope.core.engine.engine import EngineSettings, SpecSettings  # noqa: E402
 from specscope.core.engine.sampling import SamplerSettings  # noqa: E402
-from specscope.core.measure.sweep_rows import CSV_COLUMNS  # noqa: E402
+from specscope.core.measure.bench.rows import CSV_COLUMNS  # noqa: E402
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 QUICK = dict(engine=EngineSettings(n_ctx=256, target_threads=1, draft_threads=1), n_predict=8,
@@ -136,7 +136,7 @@ def test_sweep_fills_table_heatmap_plot_and_exports(view, qtbot, tmp_path):
 
 def test_a_calibration_under_load_is_flagged_in_the_view(view, qtbot, monkeypatch):
     from test_calibrate import FixedLoad
-    from specscope.core.measure import calibrate as cb
+    from specscope.core.measure.cost import calibrate as cb
     monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.9))     # others used 90% of the CPU
     result = run(view, qtbot, drafts=(view.settings().drafts[0],), n_values=(1,))
     assert all(cal.under_load for cal in result.calibrations.values())
@@ -145,7 +145,7 @@ def test_a_calibration_under_load_is_flagged_in_the_view(view, qtbot, monkeypatc
 
 
 def test_stop_ends_the_sweep_between_runs(view, qtbot):
-    from specscope.core.measure.sweep_settings import sweep_steps
+    from specscope.core.measure.bench.settings import sweep_steps
     settings = replace(view.settings(), **{**QUICK, "n_values": (1, 2, 3, 4), "n_predict": 24})
     total = sweep_steps(settings)
 

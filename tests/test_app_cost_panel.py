@@ -11,7 +11,7 @@ from PySide6 import QtCore  # noqa: E402
 
 from specscope.app.cost_panel import ALPHA_DEFAULT, F_DEFAULT, CostPanel  # noqa: E402
 from specscope.core.engine.events import RoundEvent  # noqa: E402
-from specscope.core.measure.cost_model import (expected_accepted, fit_alpha, measure,  # noqa: E402
+from specscope.core.measure.cost.model import (expected_accepted, fit_alpha, measure,  # noqa: E402
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats, fold  # noqa: E402
 
@@ -230,7 +230,7 @@ def test_break_even_label_sits_where_the_curve_is_away(panel):
 
 
 def test_the_calibrations_standing_is_one_line_loud_under_load(panel, tmp_path):
-    from specscope.core.measure.cost_model import Calibration
+    from specscope.core.measure.cost.model import Calibration
     from specscope.core.measure.cpuload import LoadReading
     quiet_load = LoadReading(others=0.02, cores=2, seconds=5.0, loadavg=(0.3, 0.3, 0.3)).to_dict()
     cal = Calibration(k_max=3, n_past=64, t1=1e-3, c_raw=(1.0, 1.2, 1.4), c=(1.0, 1.2, 1.4), f=0.2,
@@ -254,7 +254,7 @@ def test_the_calibrations_standing_is_one_line_loud_under_load(panel, tmp_path):
 
 
 def test_the_calibrated_curve_follows_alpha_and_covers_what_was_timed(panel):
-    from specscope.core.measure.cost_model import Calibration, calibrated_speedup
+    from specscope.core.measure.cost.model import Calibration, calibrated_speedup
     c = (1.0, 1.8, 2.1, 2.3, 2.5)                   # timed up to k = 5: n = 1..4
     cal = Calibration(k_max=5, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.2, f_batch=(0.25,) * 5,
                       s=0.01, o_base=0.02, o0=0.1, o1=0.05, b=0.7, k_draft=5)

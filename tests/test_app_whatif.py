@@ -1,7 +1,7 @@
 """The What-if tab (app/whatif_panel.py): after a greedy run on the demo pair (real llama.cpp),
 the tab shows the run's acceptance curve beside the setting chosen; every slider move shows
-exactly what the core's replays give for that setting (core/measure/whatif.py,
-core/measure/whatif_draft.py), and an n-gram what-if is what the engine then really runs, round
+exactly what the core's replays give for that setting (core/measure/whatif/ngram.py,
+core/measure/whatif/draft.py), and an n-gram what-if is what the engine then really runs, round
 for round; with a calibration the bars under the hindsight ceiling are those settings' prices; a
 sampled run says the what-ifs are exact for greedy only and offers the synthetic estimate."""
 
@@ -13,10 +13,10 @@ import pytest
 from specscope.core.engine.drafters.base import NgramMapParams
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.cache import file_id
-from specscope.core.measure.calibration_cache import CALIBRATION_VERSION, save_cached, this_machine
-from specscope.core.measure.cost_model import Calibration
-from specscope.core.measure.whatif import whatif
-from specscope.core.measure.whatif_draft import draft_whatif, hindsight
+from specscope.core.measure.cost.cache import CALIBRATION_VERSION, save_cached, this_machine
+from specscope.core.measure.cost.model import Calibration
+from specscope.core.measure.whatif.ngram import whatif
+from specscope.core.measure.whatif.draft import draft_whatif, hindsight
 
 from helpers.window import RUN_TIMEOUT_MS, for_short_runs, open_window, run_and_wait
 

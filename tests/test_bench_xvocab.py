@@ -11,7 +11,7 @@ import json
 import pytest
 
 from specscope.core.cli import main as cli
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.cost.model import Calibration
 from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, models_dir, prompts_dir
 
 MODELS = models_dir()
@@ -83,7 +83,7 @@ def test_vocab_modes():
     """auto: both modes for a refused draft, none for an accepted one, intersect alone under the
     ratio rule (translate has no q); a mode named by hand with any draft; off: none."""
     from specscope.core.engine.engine import SpecSettings
-    from specscope.core.measure.sweep_settings import vocab_modes
+    from specscope.core.measure.bench.settings import vocab_modes
     assert vocab_modes(SpecSettings(), refused=True) == ("translate", "intersect")
     assert vocab_modes(SpecSettings(accept_rule="ratio"), refused=True) == ("intersect",)
     assert vocab_modes(SpecSettings(), refused=False) == ()
@@ -98,8 +98,8 @@ def test_a_refused_draft_no_mode_can_run_is_skipped_with_why(tmp_path):
     from helpers import ggufgen
     from specscope.core.engine.engine import EngineSettings
     from specscope.core.errors import IncompatiblePairError
-    from specscope.core.measure.sweep import run_sweep
-    from specscope.core.measure.sweep_settings import SweepSettings
+    from specscope.core.measure.bench.sweep import run_sweep
+    from specscope.core.measure.bench.settings import SweepSettings
     target = ggufgen.write_llama(tmp_path / "target.gguf", n_layer=2, seed=1)
     same = ggufgen.write_llama(tmp_path / "same.gguf", n_layer=1, seed=2)
     spm = ggufgen.write_llama(tmp_path / "spm.gguf", n_layer=1, seed=14, model="llama", bos=1, eos=2,

@@ -1,13 +1,13 @@
-"""Break-even draft costs from a target's calibration (core/measure/break_even.py)."""
+"""Break-even draft costs from a target's calibration (core/measure/cost/break_even.py)."""
 
 import re
 from dataclasses import replace
 
 import pytest
 
-from specscope.core.measure.break_even import (DraftPoint, alpha_needed, break_even, curves, draft_point,
-                                               point_speed, required_f, summary, verdict, with_draft)
-from specscope.core.measure.cost_model import Calibration, calibrated_speedup
+from specscope.core.measure.cost.break_even import (DraftPoint, alpha_needed, break_even, curves, draft_point,
+                                                    point_speed, required_f, summary, verdict, with_draft)
+from specscope.core.measure.cost.model import Calibration, calibrated_speedup
 
 
 def target(c=(1.0, 1.05, 1.1, 1.2, 1.3, 1.45, 1.6, 1.75, 1.9), **kw):

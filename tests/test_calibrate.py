@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from specscope.core.measure import calibrate as cb
-from specscope.core.measure import calibration_cache as cc
-from specscope.core.measure import cost_model as cm
-from specscope.core.measure.cost_model import Calibration, calibrated_speedup, round_cost
+from specscope.core.measure.cost import calibrate as cb
+from specscope.core.measure.cost import cache as cc
+from specscope.core.measure.cost import model as cm
+from specscope.core.measure.cost.model import Calibration, calibrated_speedup, round_cost
 from specscope.core.measure.cpuload import LoadMeter, LoadReading
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.cost_model import (expected_accepted, textbook_from_accepted,
-    textbook_speedup)
+from specscope.core.measure.cost.model import (expected_accepted, textbook_from_accepted,
+                                               textbook_speedup)
 
 # one thread each: quick and steady even while other processes load the CPU
 ONE_THREAD = dict(target_threads=1, draft_threads=1)

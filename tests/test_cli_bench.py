@@ -9,7 +9,7 @@ import pytest
 from specscope.core.cli import main as cli
 from specscope.core.cli.bench import ProgressLine
 from specscope.core.errors import ConfigError
-from specscope.core.measure.sweep_rows import CSV_COLUMNS
+from specscope.core.measure.bench.rows import CSV_COLUMNS
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +128,7 @@ def demo_or_skip():
 
 
 def shipped_prompt(name):
-    from specscope.core.measure.sweep_settings import load_prompts
+    from specscope.core.measure.bench.settings import load_prompts
     return dict(load_prompts("drafter_prompts.json"))[name]
 
 
@@ -136,7 +136,7 @@ def test_bench_sweeps_ngram_drafters_and_chains_on_the_demo_pair(capsys, tmp_pat
     """ngram-simple alone runs once (n does not apply), the chain once per n; rows name the
     chain and count what each member drafted; the calibrated prediction of the n-gram row is
     the chain model with the measured lookup time as its only draft cost."""
-    from specscope.core.measure.cost_model import Calibration, chain_round_cost
+    from specscope.core.measure.cost.model import Calibration, chain_round_cost
     from specscope.core.measure.stats import DrafterStats
     demo_or_skip()
     out_csv = tmp_path / "d.csv"

@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 
 from helpers import ggufgen
-from specscope.core.measure.lossless import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
-                                    classify_sampled, compare, disagreement, dist_draw, first_divergence,
-                                    mt19937_words, spec_logits_at)
+from specscope.core.measure.bench.lossless import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
+                                                   classify_sampled, compare, disagreement, dist_draw, first_divergence,
+                                                   mt19937_words, spec_logits_at)
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure import sweep as sw
-from specscope.core.measure import sweep_report as sp
-from specscope.core.measure import sweep_rows as sr
-from specscope.core.measure import sweep_settings as ss
+from specscope.core.measure.bench import sweep as sw
+from specscope.core.measure.bench import report as sp
+from specscope.core.measure.bench import rows as sr
+from specscope.core.measure.bench import settings as ss
 
 EOT = len(ggufgen.bpe_vocab()[0]) - 1
 NO_EOG = ((EOT, -math.inf),)
@@ -338,7 +338,7 @@ def test_demo_pair_is_lossless_under_deterministic_numerics():
 
 
 def test_robust_time_ignores_one_stalled_repeat():
-    from specscope.core.measure.lossless import RunResult
+    from specscope.core.measure.bench.lossless import RunResult
     from specscope.core.measure.stats import Stats
 
     def run(tokens, seconds):

@@ -3,7 +3,7 @@
 SmolLM2-135M-Instruct (its own chat template) as its own draft and with the draftless
 ngram-cache; the demo pair (a target without a chat template: one document). Each turn's
 reply must equal the target alone on the whole conversation, prefilled from nothing, up to
-numerics: where they differ the lossless check (core/measure/lossless.py) decodes the position
+numerics: where they differ the lossless check (core/measure/bench/lossless.py) decodes the position
 again both ways and must find a near-tie that the batch and the single token pick apart
 (SmolLM2 Q4_1 has one at the first question's 7th token on an AMD EPYC with the deterministic
 settings). Turns after the first prefill only their new tokens.
@@ -24,7 +24,7 @@ from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.events import RoundEvent
 from specscope.core.errors import ContextFullError, SpecScopeError
-from specscope.core.measure.lossless import check_lossless
+from specscope.core.measure.bench.lossless import check_lossless
 from specscope.core.models.demo import demo_pair
 from specscope.core.session.conversation import Conversation
 from specscope.core.session.session import RunSettings

@@ -94,7 +94,7 @@ def test_tiny_eagle3_head_export_drafts_beside_its_target(tmp_path):
     d2t stays I64, and SpecScope drafts with it, the output the target's own."""
     from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
     from specscope.core.engine.sampling import SamplerSettings
-    from specscope.core.measure.lossless import compare
+    from specscope.core.measure.bench.lossless import compare
     from specscope.core.models.eagle3 import check_head
     from specscope.core.models.llama import Model
 

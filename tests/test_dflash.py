@@ -14,7 +14,7 @@ from specscope.core.cli.main import main
 from specscope.core.engine.drafters import SPEC_TYPES, TYPES, parse_types
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.lossless import compare
+from specscope.core.measure.bench.lossless import compare
 from specscope.core.measure.stats import fold
 
 PROMPTS = ["def parse_args(argv=None):\n", "import os\nimport sys\n\n\ndef main():\n"]

@@ -1,12 +1,12 @@
-"""The cost of distance in the window's terms (core/measure/distance.py, app/distance_view.py): two real
+"""The cost of distance in the window's terms (core/measure/cost/distance.py, app/distance_view.py): two real
 calibrations of the demo pair, the round they account for, and the view's states. The view's
 measurement with a model on a loopback rpc-server runs in tests/helpers/rpc_window_check.py."""
 
 import pytest
 
-from specscope.core.measure.cost_model import calibrated_speedup, round_cost
+from specscope.core.measure.cost.model import calibrated_speedup, round_cost
 from specscope.core.models.demo import demo_pair
-from specscope.core.measure.distance import measure_distance
+from specscope.core.measure.cost.distance import measure_distance
 from specscope.core.engine.engine import EngineSettings
 
 
@@ -45,7 +45,7 @@ def test_both_placements_are_calibrated_and_accounted(distance):
 def test_a_stop_ends_the_measurement(demo_paths):
     import threading
 
-    from specscope.core.measure.calibrate import CalibrationStopped
+    from specscope.core.measure.cost.calibrate import CalibrationStopped
     stop = threading.Event()
     stop.set()
     with pytest.raises(CalibrationStopped):

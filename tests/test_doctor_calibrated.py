@@ -1,5 +1,5 @@
 """The doctor and the scan beside the textbook figure: the calibrated estimate from a calibration
-of the target cached on this machine (core/measure/calibrated_estimate.py), on the demo pair
+of the target cached on this machine (core/measure/doctor/estimate.py), on the demo pair
 with real calibrations written to a cache folder of the test's own."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 from specscope.core.cache import read_json, write_json
 from specscope.core.cli.main import main
 from specscope.core.engine.engine import EngineSettings
-from specscope.core.measure import calibrate as cb
-from specscope.core.measure.break_even import alpha_needed, summary, with_draft
-from specscope.core.measure.calibrate import calibrate_pair
-from specscope.core.measure.calibration_cache import cache_dir, cached_here
-from specscope.core.measure.cost_model import calibrated_speedup
+from specscope.core.measure.cost import calibrate as cb
+from specscope.core.measure.cost.break_even import alpha_needed, summary, with_draft
+from specscope.core.measure.cost.calibrate import calibrate_pair
+from specscope.core.measure.cost.cache import cache_dir, cached_here
+from specscope.core.measure.cost.model import calibrated_speedup
 from specscope.core.models.demo import demo_eagle3_head, demo_pair
 
 from test_calibrate import FixedLoad

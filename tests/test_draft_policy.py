@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from specscope.core.cli.generate import policy_lines
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.cost.model import Calibration
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.draft_policy import DROP, LAST, TAKE, BestPredicted, HfHeuristic, make_policy
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
@@ -130,8 +130,8 @@ def test_cost_policy_keeps_its_length_where_changing_it_costs_a_graph_rebuild():
 @pytest.mark.parametrize("sync", ["reuse", "replay"])
 def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
     from specscope.core.engine.drafters import DRAFT_MODEL
-    from specscope.core.measure.whatif import Replayed
-    from specscope.core.measure.whatif_draft import price
+    from specscope.core.measure.whatif.ngram import Replayed
+    from specscope.core.measure.whatif.draft import price
     cal = calibration()
     p = BestPredicted(6, cal, sync)
     for drafted, accepted, in_vain in ((0, 0, 0), (0, 0, 1), (3, 1, 0), (3, 3, 0), (3, 3, 1),
@@ -146,8 +146,8 @@ def test_cost_policy_prices_a_round_as_the_whatif_replay_does(sync):
 
 def test_a_replay_pays_the_rebuild_of_each_change_of_batch_size():
     from specscope.core.engine.drafters import DRAFT_MODEL
-    from specscope.core.measure.whatif import Replayed
-    from specscope.core.measure.whatif_draft import price
+    from specscope.core.measure.whatif.ngram import Replayed
+    from specscope.core.measure.whatif.draft import price
 
     def rounds(lengths):
         return [Replayed(DRAFT_MODEL, tuple(range(n)), n, tuple(range(n + 1)), 0.0, True, 8, 0)

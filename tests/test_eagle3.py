@@ -15,7 +15,7 @@ from helpers import ggufgen
 from specscope.core.cli.main import main
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.lossless import compare
+from specscope.core.measure.bench.lossless import compare
 from specscope.core.measure.stats import fold
 from specscope.core.models import staging
 from specscope.core.models.demo import demo_eagle3_head, demo_pair

@@ -14,7 +14,7 @@ from helpers import ggufgen
 from helpers.cli import doctor
 from specscope.core.cli.main import main
 from specscope.core.engine.engine import Engine, EngineSettings
-from specscope.core.measure.calibrate import calibrate
+from specscope.core.measure.cost.calibrate import calibrate
 
 pytestmark = pytest.mark.usefixtures("quiet_machine")
 

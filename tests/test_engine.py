@@ -8,7 +8,7 @@ import pytest
 from specscope.core.engine.drafters.model import top_values
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import (ConfigError, ContextFullError, IncompatiblePairError,
-    ModelFileError)
+                                   ModelFileError)
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
 
@@ -236,8 +236,8 @@ def test_top_values_are_the_k_largest_values_and_the_argmax_exactly():
 def test_one_holder_at_a_time(pair):
     """A run holds the engine while it iterates: another run, a calibration and a lossless
     check are refused in one line until it ends."""
-    from specscope.core.measure.calibrate import calibrate
-    from specscope.core.measure.lossless import baseline_logits_at
+    from specscope.core.measure.cost.calibrate import calibrate
+    from specscope.core.measure.bench.lossless import baseline_logits_at
     run = pair.speculative("def f(x):", SpecSettings(n_max=3), SamplerSettings(), 16)
     rounds = iter(run)
     next(rounds)                                            # holding the engine now

@@ -12,8 +12,8 @@ import pytest
 from helpers import ggufgen
 from specscope.core.cli.main import main
 from specscope.core.errors import ModelFileError
-from specscope.core.measure.cost_model import Calibration, round_cost
-from specscope.core.measure.sweep_settings import SweepSettings
+from specscope.core.measure.cost.model import Calibration, round_cost
+from specscope.core.measure.bench.settings import SweepSettings
 
 pytestmark = pytest.mark.usefixtures("quiet_machine")
 

@@ -79,7 +79,7 @@ def test_the_lossless_check_decodes_a_checkpoint_runs_batches_again(hybrid):
     """The lossless check's speculative side decodes the run's own verification batches again,
     checkpoint and replay rounds included: every emitted token is the best of its row (a wrong
     row would call a numerical divergence an engine bug, or the reverse)."""
-    from specscope.core.measure.lossless import candidates, spec_logits_at
+    from specscope.core.measure.bench.lossless import candidates, spec_logits_at
     with Engine(hybrid["hybrid"], hybrid["hybrid_draft"], DETERMINISTIC) as e:
         run, events = generate(e, SpecSettings(n_max=3), GREEDY, n_predict=30)
         assert any(ev.mode == "checkpoint" for ev in events) and any(ev.mode == "replay" for ev in events)

@@ -13,7 +13,7 @@ from helpers import ggufgen
 from specscope.core.cli.main import main
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.lossless import compare
+from specscope.core.measure.bench.lossless import compare
 from specscope.core.measure.stats import fold
 from specscope.core.models import staging
 

@@ -8,17 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from specscope.core.measure import pairing
+from specscope.core.measure.doctor import pair as pairing
 from specscope.core.models import vocab_gate
 from specscope.core.errors import ModelFileError
-from specscope.core.measure.cost_model import best_n, expected_accepted, speedup_table, textbook_speedup
-from specscope.core.measure.pairing import (
-    check_pair,
-    escape_token_text,
-    memory_kind,
-    scan,
-    tuning_lineage,
-)
+from specscope.core.measure.cost.model import best_n, expected_accepted, speedup_table, textbook_speedup
+from specscope.core.measure.doctor.pair import (check_pair, escape_token_text, memory_kind,
+                                                tuning_lineage)
+from specscope.core.measure.doctor.scan import scan
 
 from helpers.vocab_gguf import write_no_byte_tokens, write_vocab_gguf
 

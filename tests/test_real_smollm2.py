@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from specscope.core.measure.lossless import baseline_logits_at, candidates, compare, dist_draw
+from specscope.core.measure.bench.lossless import baseline_logits_at, candidates, compare, dist_draw
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 
@@ -46,7 +46,7 @@ def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
     from pathlib import Path
 
     from specscope.core.engine.drafters.base import NgramMapParams
-    from specscope.core.measure.sweep_settings import SweepSettings, model_prompts
+    from specscope.core.measure.bench.settings import SweepSettings, model_prompts
     text = ("Copy this sentence exactly: The committee met on Tuesday to review the budget for "
             "the new library and the reading room.")
     s = SweepSettings(target=Path("unused"), drafts=(), prompts=(("copy", text),), chat=True,

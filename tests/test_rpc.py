@@ -18,7 +18,7 @@ import pytest
 
 from specscope.core.cli.devices import placement_kwargs
 from specscope.core.models.devices import (greet, is_remote, parse_devices, parse_endpoints, placement,
-                                    rpc_supported)
+                                           rpc_supported)
 from specscope.core.errors import ConfigError
 
 
@@ -145,8 +145,8 @@ def test_a_dead_endpoint_gets_one_clear_line(rpc_build):
 
 
 def test_placements_and_the_cost_of_distance_in_ms():
-    from specscope.core.measure.cost_model import Calibration
-    from specscope.core.measure.distance import cost_lines, placement_settings
+    from specscope.core.measure.cost.model import Calibration
+    from specscope.core.measure.cost.distance import cost_lines, placement_settings
     from specscope.core.engine.engine import EngineSettings
     both = placement_settings(EngineSettings(rpc=("h:1",)), "both-remote", ("RPC0",))
     assert (both.target_devices, both.target_gpu_layers, both.draft_devices) == (("RPC0",), -1, ("RPC0",))

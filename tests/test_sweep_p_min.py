@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from specscope.core.measure.cost_model import Calibration, model_speedup, round_cost
+from specscope.core.measure.cost.model import Calibration, model_speedup, round_cost
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import EngineSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.sweep import run_sweep
-from specscope.core.measure.sweep_report import format_table
-from specscope.core.measure.sweep_settings import SweepSettings, parse_p_values
+from specscope.core.measure.bench.sweep import run_sweep
+from specscope.core.measure.bench.report import format_table
+from specscope.core.measure.bench.settings import SweepSettings, parse_p_values
 
 
 def test_p_values_parse_like_the_draft_lengths():

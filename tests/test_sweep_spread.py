@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from specscope.core.measure import sweep_report as sp
-from specscope.core.measure import sweep_rows as sr
-from specscope.core.measure.cost_model import Calibration
-from specscope.core.measure.lossless import RunResult
+from specscope.core.measure.bench import report as sp
+from specscope.core.measure.bench import rows as sr
+from specscope.core.measure.cost.model import Calibration
+from specscope.core.measure.bench.lossless import RunResult
 from specscope.core.measure.stats import Stats
 
 

@@ -14,7 +14,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.measure.stats import fold
 from specscope.core.engine.synth import (MersenneUniform, SynthAcceptance, conditional_probs,
-                                  mean_length, resolve_rates)
+                                         mean_length, resolve_rates)
 
 GOLDEN = Path(__file__).parent / "data" / "synth_rates_golden.json"
 PROMPT = "def fibonacci(n):\n"
@@ -242,8 +242,8 @@ def test_a_synthetic_value_llama_cpp_cannot_parse_is_refused(capsys):
 
 def test_the_sweep_measures_each_level_beside_both_predictions(tmp_path, monkeypatch):
     """Two levels at the extremes: L = 1 keeps nothing, L = n + 1 keeps every draft token."""
-    from specscope.core.measure.sweep_settings import SweepSettings
-    from specscope.core.measure.synth_sweep import run_synth_sweep, synth_levels
+    from specscope.core.measure.bench.settings import SweepSettings
+    from specscope.core.measure.bench.synth_sweep import run_synth_sweep, synth_levels
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     target, draft = demo_pair()
     s = SweepSettings(target=target, drafts=(draft,), n_values=(2,), prompts=(("p", PROMPT),),

@@ -225,7 +225,7 @@ def test_pinned_threads_never_change():
 
 @pytest.mark.slow
 def test_a_calibration_holds_the_counts_and_calls_a_slow_down_meanwhile_load(engine):
-    from specscope.core.measure.calibrate import calibrate
+    from specscope.core.measure.cost.calibrate import calibrate
     from test_calibrate import FixedLoad
     decodes = []
     g = engine.tgt.governor                  # shared by both contexts
@@ -243,9 +243,9 @@ def test_a_calibration_holds_the_counts_and_calls_a_slow_down_meanwhile_load(eng
 
 def test_bench_says_when_threads_moved_during_its_runs():
     from specscope.core.cli.bench import thread_lines
-    from specscope.core.measure.lossless import RunResult
+    from specscope.core.measure.bench.lossless import RunResult
     from specscope.core.measure.stats import Stats
-    from specscope.core.measure.sweep_rows import Cell
+    from specscope.core.measure.bench.rows import Cell
 
     def run(*spans):
         return RunResult("spec", (), Stats(n_rounds=10, threads=spans), 0.0, "n_predict")

@@ -1,4 +1,4 @@
-"""What-ifs from one greedy run (core/measure/whatif.py): every n-gram configuration replayed
+"""What-ifs from one greedy run (core/measure/whatif/ngram.py): every n-gram configuration replayed
 against the run's continuation must be what the engine really does with that configuration,
 round for round, on the demo target with real llama.cpp."""
 
@@ -10,10 +10,10 @@ from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.cost.model import Calibration
 from specscope.core.measure.stats import fold
 from specscope.core.engine.drafters.build import make_chain
-from specscope.core.measure.whatif import config_label, configurations, replay, whatif, whatifs
+from specscope.core.measure.whatif.ngram import config_label, configurations, replay, whatif, whatifs
 from specscope.core.models.demo import demo_pair
 
 PROMPT = ("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"

@@ -1,4 +1,4 @@
-"""draft-simple what-ifs from one teacher-forced pass of the draft model (core/measure/whatif_draft.py):
+"""draft-simple what-ifs from one teacher-forced pass of the draft model (core/measure/whatif/draft.py):
 each replayed setting must be what the engine really does with it on the demo pair, round for
 round, with real llama.cpp; the hindsight ceiling must bound every policy."""
 
@@ -10,9 +10,9 @@ from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
-from specscope.core.measure.cost_model import Calibration, chain_round_cost, round_cost
-from specscope.core.measure.whatif import Replayed
-from specscope.core.measure.whatif_draft import (draft_label, draft_specs, draft_whatif, draft_whatifs,
+from specscope.core.measure.cost.model import Calibration, chain_round_cost, round_cost
+from specscope.core.measure.whatif.ngram import Replayed
+from specscope.core.measure.whatif.draft import (draft_label, draft_specs, draft_whatif, draft_whatifs,
                                                  hindsight, missed, price, replay_draft, trace_draft)
 from specscope.core.models.demo import demo_pair
 
@@ -107,7 +107,7 @@ def test_the_ceiling_bounds_every_policy_and_pricing_follows_the_rounds(pair):
 
 def test_the_pass_reports_its_progress_records_its_reach_and_stops_when_asked(pair):
     import threading
-    from specscope.core.measure.calibrate import CalibrationStopped
+    from specscope.core.measure.cost.calibrate import CalibrationStopped
     engine, traces = pair
     trace = traces[0]
     assert (trace.depth, trace.p_floor) == (7, 0.0)       # no p_floor: each tail the whole depth
@@ -170,7 +170,7 @@ def test_the_ceiling_also_stops_on_a_row_decoded_in_vain_where_that_is_cheaper()
     """A draft that never matches, on a machine where a draft step (f) costs less than the sync
     decode of a kept token: stopping each round on a row in vain (p_min 0.9, every share 0.5)
     is the cheapest way through, and the ceiling must reach it."""
-    from specscope.core.measure.whatif_draft import DraftTrace
+    from specscope.core.measure.whatif.draft import DraftTrace
     trace = DraftTrace(prompt=(1, 2), cont=(5, 6, 7, 8), top=(9,) * 5, p=(0.5,) * 5,
                        margin=(1.0,) * 5, tails={})
     cal = replace(CAL, f=0.05)                    # the sync decode draft_batch(1) is 0.1

@@ -1,4 +1,4 @@
-"""One run's what-ifs as the window asks for them (core/measure/whatif_run.py), on a real greedy
+"""One run's what-ifs as the window asks for them (core/measure/whatif/run.py), on a real greedy
 run of the demo pair: each setting is the core's replay, made once; what cannot be replayed is
 one line saying why; draft-simple and its ceiling wait for the draft's pass and a calibration."""
 
@@ -9,10 +9,10 @@ import pytest
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.cost_model import Calibration
-from specscope.core.measure.whatif import whatif
-from specscope.core.measure.whatif_draft import draft_whatif
-from specscope.core.measure.whatif_run import (RunWhatIfs, engine_draft_problem, spec_problem,
+from specscope.core.measure.cost.model import Calibration
+from specscope.core.measure.whatif.ngram import whatif
+from specscope.core.measure.whatif.draft import draft_whatif
+from specscope.core.measure.whatif.run import (RunWhatIfs, engine_draft_problem, spec_problem,
                                                trace_run)
 from specscope.core.models.demo import demo_pair
 

@@ -4,8 +4,8 @@ real chat template and tokenized by real llama.cpp within the context, loadable 
 import pytest
 
 from specscope.core.errors import ConfigError
-from specscope.core.measure.sweep_settings import load_prompts
-from specscope.core.measure.workloads import CATEGORIES, load_workloads
+from specscope.core.measure.bench.settings import load_prompts
+from specscope.core.measure.bench.workloads import CATEGORIES, load_workloads
 from specscope.core.models.chat import chat_template, render_template
 from specscope.core.models.llama import Model
 from specscope.core.models.demo import demo_pair

@@ -12,7 +12,7 @@ from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
-from specscope.core.measure.lossless import compare
+from specscope.core.measure.bench.lossless import compare
 from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, models_dir, prompts_dir
 from specscope.core.models.llama import Model
 from specscope.core.models.vocab_map import vocab_map

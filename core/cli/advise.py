@@ -1,5 +1,5 @@
 """``specscope advise``: which drafter and settings make this target fastest on this machine, per
-kind of work, and the llama.cpp command to copy (core/measure/advise.py; docs/advise.md)."""
+kind of work, and the llama.cpp command to copy (core/measure/advise/advisor.py; docs/advise.md)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise import MIN_PASSES, AdviseSettings, advise
-from specscope.core.measure.advise_report import summary_lines, to_dict, write_report
-from specscope.core.measure.workloads import CATEGORIES, YOURS, load_user_prompts
+from specscope.core.measure.advise.advisor import MIN_PASSES, AdviseSettings, advise
+from specscope.core.measure.advise.report import summary_lines, to_dict, write_report
+from specscope.core.measure.bench.workloads import CATEGORIES, YOURS, load_user_prompts
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.probe import guard
 

@@ -10,7 +10,7 @@ from specscope.core.cli.devices import add_placement_args, placement_kwargs
 from specscope.core.engine.engine import EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import SpecScopeError
-from specscope.core.measure.lossless import DETERMINISTIC_GUARANTEE
+from specscope.core.measure.bench.lossless import DETERMINISTIC_GUARANTEE
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import demo_eagle3_head, demo_pair
 

@@ -42,16 +42,16 @@ from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, MODEL_TYPES, p
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import TIME_BUDGET_S
-from specscope.core.measure.distance import cost_lines, placement_settings
-from specscope.core.measure.lossless import DETERMINISTIC_HINT, is_deterministic
-from specscope.core.measure.sweep import DEFAULT_REPEATS, run_sweep
-from specscope.core.measure.sweep_report import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE,
+from specscope.core.measure.cost.calibrate import TIME_BUDGET_S
+from specscope.core.measure.cost.distance import cost_lines, placement_settings
+from specscope.core.measure.bench.lossless import DETERMINISTIC_HINT, is_deterministic
+from specscope.core.measure.bench.sweep import DEFAULT_REPEATS, run_sweep
+from specscope.core.measure.bench.report import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE,
                                                  format_heatmap, format_table, prediction_caveat)
-from specscope.core.measure.sweep_settings import (DRAFT_SIMPLE, SweepSettings, config_name, eog_bias,
+from specscope.core.measure.bench.settings import (DRAFT_SIMPLE, SweepSettings, config_name, eog_bias,
                                                    file_types, load_prompts, parse_n_values,
                                                    parse_p_values)
-from specscope.core.measure.synth_sweep import run_synth_sweep
+from specscope.core.measure.bench.synth_sweep import run_synth_sweep
 from specscope.core.models.demo import demo_pair
 from specscope.core.models.devices import add_rpc_servers, placement, rpc_device_names
 from specscope.core.models.probe import guard
@@ -351,7 +351,7 @@ def synth_levels_from_args(args) -> tuple[float, ...] | None:
 
 
 def run_synth(args, settings) -> int:
-    """``bench --synth-sweep``: the measured synthetic-acceptance curve (core/measure/synth_sweep.py)."""
+    """``bench --synth-sweep``: the measured synthetic-acceptance curve (core/measure/bench/synth_sweep.py)."""
     if settings.spec.synthetic:
         raise ConfigError("--synth-sweep sets the synthetic acceptance itself: drop "
                           "--spec-synth-len/--spec-synth-rates")
@@ -413,7 +413,7 @@ def run(args) -> int:
 
 def run_placements(args, settings) -> int:
     """--placements: the sweep under each placement, each report, then side by side: the
-    cost of distance per k (core/measure/distance.py) and the measured speed-up per n."""
+    cost of distance per k (core/measure/cost/distance.py) and the measured speed-up per n."""
     rpc = settings.engine.rpc
     add_rpc_servers(rpc)
     devs = rpc_device_names(rpc[0]) if rpc else ()

@@ -20,7 +20,7 @@ from specscope.core.cli.args import (add_generation_args, add_model_args, engine
 from specscope.core.cli.spec import add_spec_args, spec_from_args
 from specscope.core.engine.engine import Engine
 from specscope.core.errors import SpecScopeError
-from specscope.core.measure.calibrate import policy_calibration
+from specscope.core.measure.cost.calibrate import policy_calibration
 from specscope.core.models.probe import guard
 from specscope.core.models.tokentext import TextStream
 from specscope.core.session.conversation import Conversation, summary

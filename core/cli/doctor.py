@@ -21,9 +21,10 @@ from pathlib import Path
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.drafters.registry import listing
 from specscope.core.errors import SpecScopeError
-from specscope.core.measure import pairing
-from specscope.core.measure.calibrated_estimate import NO_CALIBRATION, RANK_ALPHA
-from specscope.core.measure.pairing import NGRAM_SUGGESTION
+from specscope.core.measure.doctor import pair as pairing
+from specscope.core.measure.doctor.estimate import NO_CALIBRATION, RANK_ALPHA
+from specscope.core.measure.doctor.pair import NGRAM_SUGGESTION
+from specscope.core.measure.doctor.scan import scan
 from specscope.core.models.llama import resolve_repack
 
 EXIT_COMPATIBLE = 0
@@ -69,7 +70,7 @@ def run(args) -> int:
                                 f"no draft at hand? {NGRAM_SUGGESTION}")
     try:
         if args.scan is not None:
-            report = pairing.scan(args.target, args.scan)
+            report = scan(args.target, args.scan)
             doc = report.to_dict()
             if not report.compatible:
                 doc["suggestion"] = pairing.NGRAM_SUGGESTION

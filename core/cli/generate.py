@@ -13,7 +13,7 @@ from specscope.core.engine.engine import Engine
 from specscope.core.engine.events import Prefill
 from specscope.core.engine.synth import WARNING, describe
 from specscope.core.errors import SpecScopeError
-from specscope.core.measure.calibrate import policy_calibration
+from specscope.core.measure.cost.calibrate import policy_calibration
 from specscope.core.measure.stats import TREE_WIDTHS
 from specscope.core.models.probe import guard
 from specscope.core.models.tokentext import TextStream

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from specscope.core.measure.draft_choice import rank_for
+from specscope.core.measure.doctor.draft_choice import rank_for
 from specscope.core.models.library import Library, params_text, scan_library, size_text
 
 

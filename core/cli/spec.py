@@ -10,7 +10,7 @@ from specscope.core.engine.drafters import SPEC_TYPES, parse_types
 from specscope.core.engine.drafters.registry import drafts_with
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.engine.spec_flags import FLAGS, with_values
-from specscope.core.measure.sweep_settings import parse_p_values
+from specscope.core.measure.bench.settings import parse_p_values
 
 BENCH_P_MIN = "spec_draft_p_min"     # bench's list of p_min values (core/cli/bench.py reads it)
 

@@ -1,5 +1,5 @@
 """``specscope whatif SESSION``: every n-gram drafter and chain replayed against a recorded
-greedy run, ranked (core/measure/whatif.py). No model is needed, except to calibrate."""
+greedy run, ranked (core/measure/whatif/ngram.py). No model is needed, except to calibrate."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from specscope.core.engine.engine import Engine
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import get_calibration
-from specscope.core.measure.sweep import uncalibratable
-from specscope.core.measure.whatif import longest_drafted, priced, ranked, whatifs
+from specscope.core.measure.cost.calibrate import get_calibration
+from specscope.core.measure.bench.sweep import uncalibratable
+from specscope.core.measure.whatif.ngram import longest_drafted, priced, ranked, whatifs
 from specscope.core.session.session import Session
 
 HEADER = f"{'configuration':44} {'rounds':>6} {'accept':>7} {'tokens/round':>12} " \

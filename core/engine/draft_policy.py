@@ -21,14 +21,14 @@ a_i = a_(i-1)·g(p), where g(p) is the acceptance this run has shown at that con
 fifth of p, conditional on reaching the position: of the drafts that reached a position with
 all before it accepted and had that confidence there, the share accepted). For every final
 length m from i - 1 (drop this token) to the round's cap it prices the round with the
-calibrated model (:func:`specscope.core.measure.cost_model.round_cost`: this machine's c(k), f,
+calibrated model (:func:`specscope.core.measure.cost.model.round_cost`: this machine's c(k), f,
 sampling, sync and Python costs), the positions past i at the run's pooled rate, and takes the
 m with the best value V·(1 + E) − cost, V being what a token has cost this run so far (its own
 rounds priced by the same model, those it dropped at the first token too; the target's token
 B before any). A final length whose
 verification batch differs in size from the last round's also pays ``Calibration.shape``:
-llama.cpp rebuilds the target's graph for a batch of a new size, which on the demo pair costs
-about a target token, so a length is changed only where the change is worth it. So it stops where one more
+llama.cpp rebuilds the target's graph for a batch of a new size, so a length is changed only
+where the change is worth it. So it stops where one more
 token would cost more than the tokens it is expected to bring, and drafts on through a run of
 confident tokens. The rates are shrunk towards the run's pooled rate with ``PRIOR_WEIGHT``
 pseudo-observations, and the pooled rate towards ``PRIOR_RATE`` with as many. A draft that
@@ -39,11 +39,6 @@ alone could keep the policy from drafting for good. It therefore drafts a token 
 has seen fewer than ``PRIOR_WEIGHT`` times when drafting could pay there: when the plan with
 that token, and every token after it, certain to be kept would not drop it. Where not even
 that pays (a draft token as dear as the target's), it drops it unseen.
-
-Before this, ``cost`` chose one n per round, before drafting: the n with the best predicted
-speed-up for per-position acceptance rates (conditional, shrunk to the pooled rate as above),
-with no look at the draft's confidence. On the workload suite it reached about the best fixed
-n's share of the hindsight ceiling, no more (docs/engine.md has the figures of both).
 
 A policy sees what llama.cpp's drafters see (``Drafter.accept``): the draft model's own
 rounds, with the number of its tokens the target kept, and while drafting the share of each

@@ -212,7 +212,7 @@ class Engine(Closing):
                     stop: threading.Event | None = None, calibration=None,
                     resume: Held | None = None) -> "Run":
         """``calibration``: what the ``cost`` draft policy predicts with
-        (``measure.calibrate.policy_calibration``: the caller measures it, or takes it from the cache,
+        (``measure.cost.calibrate.policy_calibration``: the caller measures it, or takes it from the cache,
         before the run, so that a run never starts with seconds of timing). ``resume``: what the
         turn before left in the caches (a conversation: ``Run.held``), reused where it matches."""
         spec.validate()
@@ -224,7 +224,7 @@ class Engine(Closing):
         vocab = choose_mode(spec, self)       # across vocabularies: drafters/xvocab.py
         if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
             raise ConfigError("the cost draft policy needs the pair's calibration "
-                              "(measure.calibrate.policy_calibration)")
+                              "(measure.cost.calibrate.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
         return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume)
 

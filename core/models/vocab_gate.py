@@ -3,7 +3,7 @@
 The four rules of ``common_speculative_are_compatible`` (common/speculative.cpp), applied to
 the values llama.cpp itself reports for two loaded vocabularies (a vocab-only load is enough).
 The engine runs :func:`vocab_rules` on its loaded pair and refuses a pair that fails; the pair
-doctor (:mod:`specscope.core.measure.pairing`) reports the same rules with the rest of its findings.
+doctor (:mod:`specscope.core.measure.doctor.pair`) reports the same rules with the rest of its findings.
 """
 
 from __future__ import annotations

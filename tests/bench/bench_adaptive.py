@@ -95,12 +95,12 @@ def report(configs, tallies, base, reps, pair, prompts, args, others=None, elaps
 
 def main(argv=None) -> int:
     from specscope.core.models.demo import demo_pair
-    from specscope.core.measure.calibrate import policy_calibration
+    from specscope.core.measure.cost.calibrate import policy_calibration
     from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
     from specscope.core.engine.sampling import SamplerSettings
     from specscope.core.measure.stats import fold
     from specscope.core.measure.cpuload import LoadMeter
-    from specscope.core.measure.sweep_settings import eog_bias, load_prompts
+    from specscope.core.measure.bench.settings import eog_bias, load_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-m", "--model", type=Path)

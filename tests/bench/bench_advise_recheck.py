@@ -28,9 +28,9 @@ from pathlib import Path
 
 from specscope.core.cli.advise import parse_budget
 from specscope.core.engine.engine import EngineSettings
-from specscope.core.measure.advise import AdviseSettings, advise
-from specscope.core.measure.advise_report import llama_command, summary_lines, to_dict
-from specscope.core.measure.workloads import CATEGORIES
+from specscope.core.measure.advise.advisor import AdviseSettings, advise
+from specscope.core.measure.advise.report import llama_command, summary_lines, to_dict
+from specscope.core.measure.bench.workloads import CATEGORIES
 from specscope.core.models.demo import demo_pair
 
 

@@ -42,14 +42,14 @@ import sys
 import time
 from pathlib import Path
 
-from specscope.core.measure import calibrate as cb
-from specscope.core.measure.lossless import run_result
+from specscope.core.measure.cost import calibrate as cb
+from specscope.core.measure.bench.lossless import run_result
 from specscope.core.measure.cpuload import LoadMeter
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.sweep_rows import Cell, make_row
-from specscope.core.measure.sweep_settings import load_prompts
+from specscope.core.measure.bench.rows import Cell, make_row
+from specscope.core.measure.bench.settings import load_prompts
 
 PHASES = ("draft", "verify", "sync", "python")
 

@@ -38,7 +38,7 @@ def main() -> int:
     import llama_cpp.llama_cpp  # noqa: F401
 
     from specscope.core.models.gguf_file import check_gguf
-    from specscope.core.measure.pairing import check_pair
+    from specscope.core.measure.doctor.pair import check_pair
 
     t_import = time.perf_counter() - t0
 

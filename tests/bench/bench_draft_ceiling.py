@@ -1,5 +1,5 @@
 """Figures (not a test): draft-simple's draft-length policies under the hindsight ceiling, per
-workload category (core/measure/whatif_draft.py, resources/prompts/workloads.json).
+workload category (core/measure/whatif/draft.py, resources/prompts/workloads.json).
 
     python tests/bench/bench_draft_ceiling.py [--pair demo|smollm2|both] [-n 128] [-t 1]
                                               [--traces DIR]
@@ -42,9 +42,9 @@ def collect(target: Path, draft: Path, n_predict: int, threads: int) -> dict:
     """The pair's calibration, and per workload prompt the draft's trace of the target's run."""
     from specscope.core.engine.engine import Engine, EngineSettings
     from specscope.core.engine.sampling import SamplerSettings
-    from specscope.core.measure.calibrate import get_calibration
-    from specscope.core.measure.whatif_draft import N_MAX_RANGE, trace_draft
-    from specscope.core.measure.workloads import load_workloads
+    from specscope.core.measure.cost.calibrate import get_calibration
+    from specscope.core.measure.whatif.draft import N_MAX_RANGE, trace_draft
+    from specscope.core.measure.bench.workloads import load_workloads
     from specscope.core.models.chat import chat_template, render_messages
 
     settings = EngineSettings(n_ctx=N_CTX, target_threads=threads, draft_threads=threads)
@@ -65,8 +65,8 @@ def collect(target: Path, draft: Path, n_predict: int, threads: int) -> dict:
 
 def traces_of(data: dict):
     """(calibration, [(name, category, DraftTrace)]) of collect()'s output, or of its JSON."""
-    from specscope.core.measure.cost_model import Calibration
-    from specscope.core.measure.whatif_draft import DraftTrace
+    from specscope.core.measure.cost.model import Calibration
+    from specscope.core.measure.whatif.draft import DraftTrace
 
     out = []
     for p in data["prompts"]:
@@ -81,7 +81,7 @@ def traces_of(data: dict):
 def tally(data: dict):
     """{category: {setting: [tokens, cost, too long, too short, cost long, cost short, rounds]}}
     over the prompts 1..HELD_OUT ("pick") and the others ("measure") apart, and all."""
-    from specscope.core.measure.whatif_draft import draft_label, draft_specs, hindsight, missed, price, replay_draft
+    from specscope.core.measure.whatif.draft import draft_label, draft_specs, hindsight, missed, price, replay_draft
 
     cal, traces = traces_of(data)
     specs = [s for s in draft_specs() if s.draft_policy == "fixed" or s.n_max == 8]
@@ -170,7 +170,7 @@ def report(title: str, data: dict, cats) -> None:
 
 
 def main(argv=None) -> int:
-    from specscope.core.measure.workloads import CATEGORIES
+    from specscope.core.measure.bench.workloads import CATEGORIES
     from specscope.core.models.demo import demo_pair
     from helpers.realmodel import smollm2_path
 

@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     from specscope.core.engine.engine import Engine, SpecSettings
     from specscope.core.engine.sampling import SamplerSettings
     from specscope.core.measure.stats import TREE_WIDTHS, fold
-    from specscope.core.measure.sweep_settings import eog_bias, load_prompts
+    from specscope.core.measure.bench.settings import eog_bias, load_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-m", "--model", type=Path)

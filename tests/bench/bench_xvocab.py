@@ -6,7 +6,7 @@
 Default pair: the demo target with the foreign-vocabulary demo draft. For each mode and each of
 the first --prompts prompts of resources/prompts, greedy, deterministic settings: the target
 alone, then the speculative run, compared token for token by the lossless check
-(core/measure/lossless.py, which names numerical near-ties). Printed per mode: the verdicts,
+(core/measure/bench/lossless.py, which names numerical near-ties). Printed per mode: the verdicts,
 acceptance by draft position (target tokens), the translation's Python time per round, the
 draft's cost (its llama.cpp time plus the translation) per drafted target token, and the
 speed-up against the target alone (total tokens / total seconds of each side).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
-from specscope.core.measure.lossless import compare
+from specscope.core.measure.bench.lossless import compare
 from specscope.core.models.demo import DEMO_FOREIGN_DRAFT, models_dir, prompts_dir
 from specscope.core.models.vocab_map import vocab_map
 

@@ -35,7 +35,7 @@ def main() -> int:
     logging.getLogger("specscope.llama").setLevel(logging.CRITICAL)
     os.environ["SPECSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="specscope-bench-")
     from specscope.core.errors import SpecScopeError
-    from specscope.core.measure.pairing import check_pair
+    from specscope.core.measure.doctor.pair import check_pair
 
     files = sorted(args.models.glob("ggml-vocab-*.gguf"))
     if not files:

@@ -568,7 +568,7 @@ def main(argv=None) -> int:
                               draft_threads=args.threads)
     prompts = PROMPTS
     if args.prompts:
-        from specscope.core.measure.sweep_settings import load_prompts
+        from specscope.core.measure.bench.settings import load_prompts
         prompts = [text for _, text in load_prompts(args.prompts)]
     total = same = 0
     summary: dict[str, list[int]] = {}

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from specscope.core.cache import cache_root, file_id, read_json, write_json
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.cost.model import Calibration
 from specscope.core.measure.cpuload import LoadReading
 
 CALIBRATION_VERSION = 11      # a cache file of another version is measured again (11: the

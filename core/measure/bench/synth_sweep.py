@@ -36,14 +36,14 @@ from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING, check_sampler, resolve_rates
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
-from specscope.core.measure.cost_model import (Calibration, alpha_from_counts, calibrated_speedup,
+from specscope.core.measure.cost.calibrate import CalibrationStopped, get_calibration
+from specscope.core.measure.cost.model import (Calibration, alpha_from_counts, calibrated_speedup,
                                                textbook_speedup)
 from specscope.core.measure.cpuload import LoadMeter
-from specscope.core.measure.lossless import execute, run_result
+from specscope.core.measure.bench.lossless import execute, run_result
 from specscope.core.measure.progress import Progress, quiet, within
-from specscope.core.measure.sweep_rows import ALL, Cell, Row, make_row
-from specscope.core.measure.sweep_settings import (DRAFT_SIMPLE, Config, SweepSettings, eog_bias,
+from specscope.core.measure.bench.rows import ALL, Cell, Row, make_row
+from specscope.core.measure.bench.settings import (DRAFT_SIMPLE, Config, SweepSettings, eog_bias,
                                                    model_prompts, spec_for, typical_position)
 
 DEFAULT_LEVELS = 6

@@ -1,15 +1,15 @@
-"""The advise report's plots (drawn by core/measure/svg.py): the measured speed-ups with the 95 %
+"""The advise report's plots (drawn by core/measure/advise/svg.py): the measured speed-ups with the 95 %
 ranges of a re-measurement, acceptance by draft position per category, and the break-even plot
-(core/measure/break_even.py) with each draft model placed at its (α, f)."""
+(core/measure/cost/break_even.py) with each draft model placed at its (α, f)."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 
-from specscope.core.measure.advise import Advice, Candidate, CategoryAdvice
-from specscope.core.measure.break_even import SPEEDUPS, curves, point_speed, summary, verdict
-from specscope.core.measure.svg import CHAR_W, MUTED, PALETTE, Chart, nice_ticks
+from specscope.core.measure.advise.advisor import Advice, Candidate, CategoryAdvice
+from specscope.core.measure.cost.break_even import SPEEDUPS, curves, point_speed, summary, verdict
+from specscope.core.measure.advise.svg import CHAR_W, MUTED, PALETTE, Chart, nice_ticks
 
 WIN, OTHER, THIN = "#2ca02c", "#7f9cc4", "#c9d4e4"      # recommended, measured, no interval yet
 DASHES = {1.0: None, 1.5: "6 4"}

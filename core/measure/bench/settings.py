@@ -14,7 +14,7 @@ from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, parse_types
 from specscope.core.engine.drafters.registry import HEAD_KINDS, TARGET, names
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
-from specscope.core.measure.calibrate import TIME_BUDGET_S
+from specscope.core.measure.cost.calibrate import TIME_BUDGET_S
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import prompts_dir
 from specscope.core.models.gguf_file import check_gguf

@@ -1,11 +1,11 @@
 """The advisor: which drafter and settings make this target fastest here, per kind of work.
 
-1. For every workload prompt of the chosen categories (core/measure/workloads.py; a chat prompt in
+1. For every workload prompt of the chosen categories (core/measure/bench/workloads.py; a chat prompt in
    the target's own template where it has one) the target runs alone once, greedy: that fixes
    the continuation whatever the drafter (lossless).
 2. What-ifs over the whole space: every n-gram configuration replayed against it
-   (core/measure/whatif.py), draft-simple at every n_max × p_min and the hf and cost policies from one
-   teacher-forced pass of each draft model (core/measure/whatif_draft.py), priced with this machine's
+   (core/measure/whatif/ngram.py), draft-simple at every n_max × p_min and the hf and cost policies from one
+   teacher-forced pass of each draft model (core/measure/whatif/draft.py), priced with this machine's
    calibration and pooled per category (tokens over cost: a token-weighted harmonic mean of the
    prompts' speed-ups); the hindsight ceiling of draft length beside them.
 3. The best configuration of each drafter family (a draft model's draft-simple, each n-gram
@@ -36,17 +36,17 @@ from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.break_even import DraftPoint
-from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
-from specscope.core.measure.cost_model import Calibration, fit_alpha
-from specscope.core.measure.lossless import execute
+from specscope.core.measure.cost.break_even import DraftPoint
+from specscope.core.measure.cost.calibrate import CalibrationStopped, get_calibration
+from specscope.core.measure.cost.model import Calibration, fit_alpha
+from specscope.core.measure.bench.lossless import execute
 from specscope.core.measure.stats import fold
-from specscope.core.measure.sweep import uncalibratable
-from specscope.core.measure.whatif import WhatIf, configurations, longest_drafted, priced, whatifs
-from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, chain_specs, draft_specs,
+from specscope.core.measure.bench.sweep import uncalibratable
+from specscope.core.measure.whatif.ngram import WhatIf, configurations, longest_drafted, priced, whatifs
+from specscope.core.measure.whatif.draft import (N_MAX_RANGE, P_MINS, chain_specs, draft_specs,
                                                  draft_whatif, draft_whatifs, hindsight, trace_draft)
-from specscope.core.measure.workloads import (CATEGORIES, YOURS, Workload, load_user_prompts,
-                                              load_workloads)
+from specscope.core.measure.bench.workloads import (CATEGORIES, YOURS, Workload, load_user_prompts,
+                                                    load_workloads)
 from specscope.core.models.chat import chat_template, render_messages
 from specscope.core.plain import to_plain
 
@@ -351,7 +351,7 @@ class Advice:
 
     def pair_calibration(self) -> tuple[str, Calibration] | None:
         """(name, calibration) that break-even prices with: a draft model's pair calibration
-        where there is one (it timed a speculative round's own costs: core/measure/break_even.py),
+        where there is one (it timed a speculative round's own costs: core/measure/cost/break_even.py),
         else the target's."""
         cals = sorted(self.calibrations.items(), key=lambda kv: not (kv[1].has_draft and not kv[1].head))
         return cals[0] if cals else None

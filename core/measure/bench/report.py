@@ -13,9 +13,9 @@ from typing import Sequence
 
 from specscope.core.engine.drafters import MODEL_TYPES, type_label
 from specscope.core.engine.drafters.registry import listing
-from specscope.core.measure.cost_model import Calibration
-from specscope.core.measure.sweep_rows import ALL, CSV_COLUMNS, Cell, Row
-from specscope.core.measure.sweep_settings import SweepSettings
+from specscope.core.measure.cost.model import Calibration
+from specscope.core.measure.bench.rows import ALL, CSV_COLUMNS, Cell, Row
+from specscope.core.measure.bench.settings import SweepSettings
 
 BIG_ERROR = 0.25             # a calibrated prediction off by more than this is explained
 BUSY_SHARE = 0.1             # others using more of the CPU than this: the figures are noisy

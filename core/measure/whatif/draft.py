@@ -43,11 +43,11 @@ from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import CalibrationStopped
-from specscope.core.measure.cost_model import Calibration, round_cost
+from specscope.core.measure.cost.calibrate import CalibrationStopped
+from specscope.core.measure.cost.model import Calibration, round_cost
 from specscope.core.measure.progress import Progress, quiet
-from specscope.core.measure.whatif import (Replayed, WhatIf, config_label, configurations, of_rounds,
-                                           priced, replay)
+from specscope.core.measure.whatif.ngram import (Replayed, WhatIf, config_label, configurations, of_rounds,
+                                                 priced, replay)
 
 __all__ = ["DraftTrace", "trace_draft", "replay_draft", "traced_chain", "TracedDraft", "chain_specs",
            "draft_label", "draft_specs", "price",

@@ -9,11 +9,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
-from specscope.core.measure.cost_model import (Calibration, calibrated_speedup, chain_round_cost,
+from specscope.core.measure.cost.model import (Calibration, calibrated_speedup, chain_round_cost,
                                                draft_sync, model_speedup, textbook_from_accepted)
-from specscope.core.measure.lossless import LosslessReport, RunResult
+from specscope.core.measure.bench.lossless import LosslessReport, RunResult
 from specscope.core.measure.stats import DrafterStats
-from specscope.core.measure.sweep_settings import config_name
+from specscope.core.measure.bench.settings import config_name
 
 ALL = "ALL"
 CSV_COLUMNS = ("draft", "drafter", "n_max", "prompt", "tokens", "rounds", "acceptance",

@@ -25,7 +25,7 @@ from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.engine.events import RoundEvent
-from specscope.core.measure.cost_model import Calibration, chain_round_cost, extended
+from specscope.core.measure.cost.model import Calibration, chain_round_cost, extended
 from specscope.core.measure.stats import Stats, fold
 
 __all__ = ["Replayed", "WhatIf", "replay", "of_rounds", "configurations", "config_label", "whatif", "whatifs",

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise import Advice
-from specscope.core.measure.advise_report import from_dict, to_dict
+from specscope.core.measure.advise.advisor import Advice
+from specscope.core.measure.advise.report import from_dict, to_dict
 
 
 def save_advice(a: Advice, path: str | Path) -> Path:

@@ -1,15 +1,15 @@
 """The pair doctor's calibrated estimate: what this machine's cached calibrations say a draft
-would buy a target, beside the textbook figure (core/measure/pairing.py).
+would buy a target, beside the textbook figure (core/measure/doctor/pair.py).
 
 The textbook model prices a verification batch at one target token and a draft token at the
 files' size ratio; on a CPU neither holds (a batch of k tokens costs c(k) > 1, a small model
 costs more per byte than a large one). When a calibration of the target is cached on this
-machine (core/measure/calibration_cache.py: any pair with it, or the target alone), the
+machine (core/measure/cost/cache.py: any pair with it, or the target alone), the
 calibrated round (cost_model.round_cost) prices the draft instead:
 
 - c(k), sampling, the target's token B and the round's own Python and rollback come from the
   target's calibration: a pair's where one is cached (it timed a speculative round's own costs:
-  core/measure/break_even.py), else the target's alone;
+  core/measure/cost/break_even.py), else the target's alone;
 - f is measured where this very pair was calibrated; otherwise it is the draft's file size over
   the target's, scaled by what a pair calibrated here measured (its f ÷ its own size ratio; this
   target's pair where there is one). With no pair calibrated here the ratio stays unscaled, and
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specscope.core.cache import file_id
-from specscope.core.measure.break_even import (SPEEDUPS, DraftPoint, alpha_needed, summary, verdict,
-                                               with_draft)
-from specscope.core.measure.calibration_cache import cached_here
-from specscope.core.measure.cost_model import ALPHAS, N_MAX, Calibration, calibrated_speedup
+from specscope.core.measure.cost.break_even import (SPEEDUPS, DraftPoint, alpha_needed, summary, verdict,
+                                                    with_draft)
+from specscope.core.measure.cost.cache import cached_here
+from specscope.core.measure.cost.model import ALPHAS, N_MAX, Calibration, calibrated_speedup
 
 NO_CALIBRATION = ("no calibration of this target is cached on this machine, so the figures are "
                   "textbook (a verification batch costing one target token, f from file sizes); "

@@ -33,11 +33,11 @@ import llama_cpp.llama_cpp as ll
 
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.drafters.registry import TARGET, listing, names
-from specscope.core.errors import ModelFileError, SpecScopeError, printable
-from specscope.core.measure.calibrated_estimate import (NO_CALIBRATION, RANK_ALPHA, CalibratedEstimate,
-                                                        MachineCosts, machine_costs)
-from specscope.core.measure.cost_model import ALPHAS, N_MAX, best_n, speedup_table
-from specscope.core.measure.cross_vocab import CrossVocabReport, cross_vocab
+from specscope.core.errors import ModelFileError, printable
+from specscope.core.measure.doctor.estimate import (RANK_ALPHA, CalibratedEstimate,
+                                                    MachineCosts, machine_costs)
+from specscope.core.measure.cost.model import ALPHAS, N_MAX, best_n, speedup_table
+from specscope.core.measure.doctor.cross_vocab import CrossVocabReport, cross_vocab
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.dflash import DFlashFacts
 from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts, TargetShape, check_fit
@@ -54,12 +54,9 @@ __all__ = [
     "ModelSummary",
     "CostEstimate",
     "PairReport",
-    "ScanEntry",
-    "ScanReport",
     "vocab_facts",
     "rules_from_facts",
     "check_pair",
-    "scan",
     "escape_token_text",
     "memory_kind",
     "tuning_lineage",
@@ -650,101 +647,3 @@ def check_pair(target_path: str | os.PathLike, draft_path: str | os.PathLike) ->
             for fut in [pool.submit(t.close), pool.submit(d.close)]:
                 fut.result()
     return replace(report, elapsed_s=time.perf_counter() - t0)
-
-
-# ============================================================================ scan
-
-@dataclass(frozen=True)
-class ScanEntry:
-    path: str
-    compatible: bool
-    f: float | None
-    reason: str  # one line
-    report: PairReport | None
-
-
-@dataclass(frozen=True)
-class ScanReport:
-    target: ModelSummary
-    folder: str
-    compatible: tuple[ScanEntry, ...]  # ranked by f, cheapest first
-    incompatible: tuple[ScanEntry, ...]  # with a one-line reason each
-    skipped: tuple[str, ...]  # the target itself, if it lies in the folder
-    elapsed_s: float
-    cross: tuple[ScanEntry, ...] = ()  # refused by llama.cpp, drafted across vocabularies: ranked by f
-    ranking: str = ""                  # which figure ranks the compatible drafts, and why
-    calibration: tuple[str, ...] = ()  # where the calibrated figures come from (MachineCosts.lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
-
-
-def scan(target_path: str | os.PathLike, folder: str | os.PathLike) -> ScanReport:
-    """Check every ``.gguf`` file in ``folder`` (not recursive) as a draft for the target.
-
-    Compatible drafts are ranked by estimated f (cheapest first); each
-    incompatible or unusable file gets a one-line reason.
-    """
-    folder_p = Path(folder)
-    if not folder_p.exists():
-        raise ModelFileError(str(folder), "no such folder")
-    if not folder_p.is_dir():
-        raise ModelFileError(str(folder), "this is not a folder")
-    try:
-        files = sorted(p for p in folder_p.iterdir() if p.suffix.lower() == ".gguf")
-    except OSError as e:
-        raise ModelFileError(str(folder), f"the folder cannot be read ({e.strerror or e})") from None
-    return scan_files(target_path, files, str(folder))
-
-
-def scan_files(target_path: str | os.PathLike, files, where: str) -> ScanReport:
-    """:func:`scan` over ``files`` (``where`` names them in the report: a folder, the model
-    library)."""
-    t0 = time.perf_counter()
-    files = [Path(p) for p in files]
-    good: list[ScanEntry] = []
-    cross: list[ScanEntry] = []
-    bad: list[ScanEntry] = []
-    skipped: list[str] = []
-    here = machine_costs(target_path)
-    with _Loaded(target_path) as t:
-        for p in files:
-            try:
-                if p.samefile(target_path):
-                    skipped.append(str(p))
-                    continue
-            except OSError:
-                pass
-            split = _SPLIT_RE.match(p.name)
-            if split and int(split["no"]) > 1:
-                skipped.append(str(p))
-                continue
-            try:
-                with _Loaded(p) as d:
-                    r = _pair(t, d, time.perf_counter(), here)
-            except SpecScopeError as e:
-                problem = getattr(e, "problem", str(e))
-                bad.append(ScanEntry(str(p), False, None, problem, None))
-                continue
-            if r.compatible:
-                good.append(ScanEntry(str(p), True, r.cost.f, r.verdict, r))
-            elif r.cross_modes:
-                cross.append(ScanEntry(str(p), False, r.cost.f, f"{r.reason}; SpecScope can still "
-                                       f"draft with it: {r.cross.summary()}", r))
-            else:
-                bad.append(ScanEntry(str(p), False, r.cost.f, r.reason, r))
-        good.sort(key=lambda e: (e.report.cost.rank_key, e.path))
-        cross.sort(key=lambda e: (e.f if e.f is not None else float("inf"), e.path))
-        return ScanReport(
-            target=t.summary,
-            folder=where,
-            compatible=tuple(good),
-            incompatible=tuple(bad),
-            skipped=tuple(skipped),
-            elapsed_s=time.perf_counter() - t0,
-            cross=tuple(cross),
-            ranking=(f"ranked by the calibrated estimate on this machine, best speed-up at α = "
-                     f"{RANK_ALPHA} first (the textbook figure beside it)" if here else
-                     f"ranked by the textbook estimate, cheapest f first; {NO_CALIBRATION}"),
-            calibration=tuple(here.lines()) if here else (),
-        )

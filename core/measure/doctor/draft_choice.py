@@ -1,5 +1,5 @@
 """What can draft for a target among the models a user has (the model library,
-core/models/library.py): the pair doctor's ranking of them (``pairing.scan_files``: fitting
+core/models/library.py): the pair doctor's ranking of them (``doctor.scan.scan_files``: fitting
 drafts and heads by the calibrated estimate where one is cached, then drafts across
 vocabularies), the target's own MTP blocks and the draftless n-gram types, each with a verdict
 in one line (``specscope models --for``, the window's model library)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specscope.core.measure import pairing
+from specscope.core.measure.doctor.scan import scan_files
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.library import Library
 from specscope.core.models.mtp import nextn_layers
@@ -24,7 +24,7 @@ def rank_for(target: Path, lib: Library) -> dict:
     and the n-gram types, each with a one-line verdict."""
     info = check_gguf(target)            # (a bad target: ModelFileError, one line)
     others = [m.path for m in lib.models if _other(m.path, target)]
-    report = pairing.scan_files(target, others, "the model library")
+    report = scan_files(target, others, "the model library")
     names = {m.path: f"{m.name} ({m.store})" for m in lib.models}
     lines = [f"What can draft for {target.name} ({report.ranking}):"]
     rows = []

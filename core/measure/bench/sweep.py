@@ -23,14 +23,14 @@ from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters.xvocab import choose_mode
 from specscope.core.errors import ConfigError, IncompatiblePairError
-from specscope.core.measure.calibrate import CalibrationStopped, get_calibration
-from specscope.core.measure.cost_model import Calibration
+from specscope.core.measure.cost.calibrate import CalibrationStopped, get_calibration
+from specscope.core.measure.cost.model import Calibration
 from specscope.core.measure.cpuload import LoadMeter
-from specscope.core.measure.lossless import check_lossless, execute, run_result
+from specscope.core.measure.bench.lossless import check_lossless, execute, run_result
 from specscope.core.measure.progress import Progress, quiet, within
-from specscope.core.measure.sweep_report import SweepResult
-from specscope.core.measure.sweep_rows import Cell, Row, build_rows
-from specscope.core.measure.sweep_settings import (MTP_TYPES, Config, SweepSettings, config_name, eog_bias,
+from specscope.core.measure.bench.report import SweepResult
+from specscope.core.measure.bench.rows import Cell, Row, build_rows
+from specscope.core.measure.bench.settings import (MTP_TYPES, Config, SweepSettings, config_name, eog_bias,
                                                    groups, longest_draft, model_prompts, spec_for,
                                                    sweep_steps, typical_position, vocab_modes)
 

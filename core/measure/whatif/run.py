@@ -23,10 +23,10 @@ from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, NGRAM_TYPES
 from specscope.core.engine.drafters.registry import TYPES
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.cost_model import Calibration, extended
+from specscope.core.measure.cost.model import Calibration, extended
 from specscope.core.measure.progress import Progress, quiet
-from specscope.core.measure.whatif import WhatIf, whatif
-from specscope.core.measure.whatif_draft import (N_MAX_RANGE, P_MINS, DraftTrace, draft_whatif,
+from specscope.core.measure.whatif.ngram import WhatIf, whatif
+from specscope.core.measure.whatif.draft import (N_MAX_RANGE, P_MINS, DraftTrace, draft_whatif,
                                                  hindsight, trace_draft)
 
 __all__ = ["RunWhatIfs", "Ceiling", "N_VALUES", "P_STEP", "GREEDY_ONLY", "unreplayable",

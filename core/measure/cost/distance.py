@@ -1,7 +1,7 @@
 """The cost of distance: the same pair calibrated under several placements (local, the target
 on an rpc-server, both there), side by side in milliseconds.
 
-Every placement's calibration (core/measure/calibrate.py) times real decodes where the models run, so
+Every placement's calibration (core/measure/cost/calibrate.py) times real decodes where the models run, so
 a remote target's ``t1·c(k)`` holds the round trip: sending the batch, computing there, and
 bringing the k rows of logits back. Against the local calibration of the same pair the
 difference per k is what the network costs a verification of k tokens; ``f·t1`` is a draft
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibrate import calibrate_pair
-from specscope.core.measure.cost_model import round_cost
+from specscope.core.measure.cost.calibrate import calibrate_pair
+from specscope.core.measure.cost.model import round_cost
 from specscope.core.measure.progress import Progress, quiet, share
 from specscope.core.models.devices import add_rpc_servers
 
@@ -77,7 +77,7 @@ def cost_lines(cals: dict) -> list[str]:
 
 @dataclass(frozen=True)
 class RoundAccount:
-    """One round of the calibrated model (core/measure/cost_model.py's ``round_cost``) in seconds, where
+    """One round of the calibrated model (core/measure/cost/model.py's ``round_cost``) in seconds, where
     the models run: drafting, the verification batch, and the rest (sampling, the draft's
     sync, the rollback, Python); ``token`` is what the target alone pays per token there."""
 
@@ -134,7 +134,7 @@ def measure_distance(target, draft, engine_settings, *, k_max: int, sampler=None
                      n_past: int | None = None, refresh: bool = False,
                      progress: Progress | None = None, stop=None, **calibration) -> Distance:
     """Calibrate the pair on this machine's CPU, then as ``engine_settings`` place it (each
-    cached like any calibration, core/measure/calibrate.py ``get_calibration``); raises
+    cached like any calibration, core/measure/cost/calibrate.py ``get_calibration``); raises
     CalibrationStopped when ``stop`` is set; ``calibration``: more of ``get_calibration``'s
     keywords (reps, time_budget_s)."""
     say = progress or quiet

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from specscope.core.measure.cost_model import (N_MAX, Calibration, alpha_acceptance, fit_alpha,
+from specscope.core.measure.cost.model import (N_MAX, Calibration, alpha_acceptance, fit_alpha,
                                                round_cost)
 
 SPEEDUPS = (1.0, 1.5)                                   # the curves drawn

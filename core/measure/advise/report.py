@@ -1,4 +1,4 @@
-"""The advisor's output (core/measure/advise.py): the llama.cpp command to copy, the table, the JSON
+"""The advisor's output (core/measure/advise/advisor.py): the llama.cpp command to copy, the table, the JSON
 document and the self-contained Markdown (or HTML) report."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from specscope.core.engine.draft_policy import POLICIES
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise import (Advice, AdviseSettings, Candidate, CategoryAdvice, Measured,
-                                           Pair, Prompt)
-from specscope.core.measure.advise_plots import Figure, break_even_lines, figures
-from specscope.core.measure.break_even import SPEEDUPS, SUMMARY_ALPHAS, curves, verdict
+from specscope.core.measure.advise.advisor import (Advice, AdviseSettings, Candidate, CategoryAdvice, Measured,
+                                                   Pair, Prompt)
+from specscope.core.measure.advise.plots import Figure, break_even_lines, figures
+from specscope.core.measure.cost.break_even import SPEEDUPS, SUMMARY_ALPHAS, curves, verdict
 from specscope.core.measure.command_line import command_line
-from specscope.core.measure.cost_model import Calibration
-from specscope.core.measure.whatif import config_label, configurations
-from specscope.core.measure.workloads import Workload
+from specscope.core.measure.cost.model import Calibration
+from specscope.core.measure.whatif.ngram import config_label, configurations
+from specscope.core.measure.bench.workloads import Workload
 from specscope.core.plain import from_plain, to_plain
 
 TOOLS = ("llama-server", "llama-speculative-simple")

@@ -29,11 +29,11 @@ from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_values
 from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.errors import ConfigError
-from specscope.core.measure.calibration_cache import (CALIBRATION_VERSION, DEFAULT_N_PAST,
-                                                      calibration_key, drift_of, is_under_load,
-                                                      load_cached, save_cached, threads_used)
+from specscope.core.measure.cost.cache import (CALIBRATION_VERSION, DEFAULT_N_PAST,
+                                               calibration_key, drift_of, is_under_load,
+                                               load_cached, save_cached, threads_used)
 from specscope.core.engine.drafters.model import SYNC_MODES
-from specscope.core.measure.cost_model import Calibration, cost_fit, monotone_fit
+from specscope.core.measure.cost.model import Calibration, cost_fit, monotone_fit
 from specscope.core.measure.cpuload import LoadMeter
 from specscope.core.measure.progress import Progress, quiet
 from specscope.core.models.dflash import DFlashHead
