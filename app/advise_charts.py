@@ -53,7 +53,7 @@ class MeasuredChart:
 
     def key_html(self) -> str:
         """The drafters' colours, as a line under the chart (a legend would hide points)."""
-        from specscope.core.measure.advise.advisor import MIN_PASSES
+        from specscope.core.measure.advise.advice import MIN_PASSES
         dots = [f"<span style='color:{drafter_colors(d)[2]}'>●</span>&nbsp;{d}" for d in self.drafters]
         return ("&nbsp;&nbsp; ".join(dots) + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no range yet); "
                 "ringed: the advice") if dots else ""

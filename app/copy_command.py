@@ -19,13 +19,14 @@ COPY_TOOLS = ("llama-server", "llama-cli")
 
 class CopyCommand(QWidget):
     """The button (llama-server; its menu: llama-cli too) and a line saying what was copied,
-    for ``window``'s pair panel and parameters."""
+    for the pair and threads of ``pair_panel``, the drafter settings of ``params`` and the
+    doctor's report on the pair (``pair_report()``)."""
 
     copied = Signal(str, str)          # tool, the command line
 
-    def __init__(self, window, parent=None):
+    def __init__(self, pair_panel, params, pair_report, parent=None):
         super().__init__(parent)
-        self.w = window
+        self.pair_panel, self.params, self.pair_report = pair_panel, params, pair_report
         lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 0, 8, 0)
         top = QHBoxLayout()
@@ -54,14 +55,13 @@ class CopyCommand(QWidget):
     def command(self, tool: str = COPY_TOOLS[0]) -> tuple[str, list[str]]:
         """(the command line, what of the settings it leaves out, in words)."""
         from specscope.core.measure.command_line import command_line, left_out
-        w = self.w
-        target, draft = w.pair_panel.pair()
-        spec = w.params.spec_settings()
+        target, draft = self.pair_panel.pair()
+        spec = self.params.spec_settings()
         spec = spec if spec.types else None             # no type checked: the target alone
-        threads = w.pair_panel.engine_kwargs()
+        threads = self.pair_panel.engine_kwargs()
         missing = left_out(spec, tool)
         if spec is not None and spec.needs_draft:
-            report = w.pairs.report
+            report = self.pair_report()
             if draft is None:
                 missing.append("the draft model (none is chosen)")
             elif report is not None and not report.compatible:

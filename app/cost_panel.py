@@ -21,6 +21,8 @@ from specscope.core.measure.cost.model import (Measured, best_n, calibrated_spee
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats
 
+from .cost_words import measured_sentence
+
 __all__ = ["CostPanel", "N_PLOT_MAX", "ALPHA_DEFAULT", "F_DEFAULT"]
 
 N_PLOT_MAX = 8                # the curve covers n = 1..max(N_PLOT_MAX, n_max)
@@ -32,10 +34,6 @@ WIDE_MIN_WIDTH_PX = 760       # at least this wide: the plot beside the values (
                               # nothing of the room on screen, and beside is what fits 768 pixels)
 WIDE_COLUMN_PX = 400
 _NO_MAX_PX = 16777215         # QWIDGETSIZE_MAX
-WELL_BELOW = 0.8              # measured < 80 % of predicted: say why it may be
-ABOVE_MODEL = 1.25            # measured > 125 % of predicted: the baseline is suspect
-VERIFY_RATIO_NOTABLE = 1.25   # a verify batch costing > 1.25 target tokens is worth naming
-OVERHEAD_NOTABLE = 0.15       # more than 15 % of the time outside llama.cpp
 
 CURVE_COLOR = "#0072b2"
 BEST_COLOR = "#e69f00"
@@ -546,7 +544,7 @@ class CostPanel(QtWidgets.QWidget):
             return model + " Nothing measured yet: these are example values; run a draft to measure α and f."
         if m.speedup is None or self._n_max <= 0:
             return model
-        return self._measured_sentence(m) + " " + model
+        return measured_sentence(m, self._n_max) + " " + model
 
     def _model_sentence(self, nb: int, sb: float, cal_at: dict[int, float]) -> str:
         alpha, f = self._alpha, self._f
@@ -565,32 +563,6 @@ class CostPanel(QtWidgets.QWidget):
         return text + (self._calibrated_sentence(cal_at) or (
             " (The textbook model takes a verification of n + 1 tokens to cost one target token; "
             "Calibrate on this machine draws what this CPU's measured costs predict.)"))
-
-    def _measured_sentence(self, m) -> str:
-        text = f"Measured: {m.speedup:.2f}× at n = {self._n_max} (this run against its baseline)"
-        predicted = textbook_speedup(m.alpha, self._n_max, m.f)  # at the measured α and f
-        if m.speedup < WELL_BELOW * predicted:
-            if m.verify_ratio is not None and m.verify_ratio > VERIFY_RATIO_NOTABLE:
-                text += (f" — verifying a batch of {m.mean_batch:.0f} tokens took {m.verify_ratio:.1f}× "
-                         "as long as one target token on this machine; the textbook model assumes 1×.")
-            elif m.overhead_share > OVERHEAD_NOTABLE:
-                text += (f" — {m.overhead_share:.0%} of the time went outside llama.cpp "
-                         "(overhead), which the textbook model leaves out.")
-            else:
-                text += (f", well below the {predicted:.2f}× predicted at the measured values: "
-                         "this run paid costs the textbook model leaves out (see Time per round).")
-        elif m.speedup > ABOVE_MODEL * predicted:
-            text += f", well above the {predicted:.2f}× the textbook model predicts at the measured values"
-            if (m.baseline_overhead_share or 0.0) > OVERHEAD_NOTABLE:
-                text += (f": the target-only run spent {m.baseline_overhead_share:.0%} of its time "
-                         "outside llama.cpp, once per token, where speculation pays it once per "
-                         "round; the textbook model leaves that out.")
-            else:
-                text += (": the baseline run was probably slowed by something else (a first, "
-                         "cold run or other load on the machine); run it again.")
-        else:
-            text += "."
-        return text
 
 
 def _f_to_slider(f: float) -> int:

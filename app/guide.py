@@ -9,7 +9,7 @@ from PySide6.QtCore import QSize, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMessageBox, QTextBrowser, QVBoxLayout, QWidget
 
-from .token_view import legend_html
+from .legend import legend_html
 
 TITLE = "SpecScope guide"
 

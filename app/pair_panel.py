@@ -146,6 +146,29 @@ class PairPanel(QGroupBox):
         super().__init__("Models", parent)
         lay = QVBoxLayout(self)
         lay.setSpacing(6)
+        lay.addLayout(self._build_paths())
+        lay.addLayout(self._build_recent())
+        self._build_verdict(lay)
+        lay.addWidget(self._build_facts())
+        lay.addWidget(self._build_progress())
+        self.set_load_state("idle")
+        self._build_advanced()
+        lay.addWidget(self.advanced_toggle)
+        lay.addWidget(self.advanced)
+
+        self.target_browse.clicked.connect(self.browse_target)
+        self.draft_browse.clicked.connect(self.browse_draft)
+        for edit in (self.target_edit, self.draft_edit):
+            edit.editingFinished.connect(self._edited)
+            edit.dropped.connect(lambda _p: self._edited(force=True))
+        self.recent.activated.connect(self._recent_chosen)
+        self.demo_button.clicked.connect(self.demo_requested)
+        self._last = (None, None)
+        self.head_slot = None
+        self.set_head_slot("")
+
+    def _build_paths(self) -> QGridLayout:
+        """The target's and the draft's path, each with its browse button."""
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
         self.target_edit = PathEdit("target model (.gguf) — drop a file here")
@@ -160,7 +183,10 @@ class PairPanel(QGroupBox):
             grid.addWidget(label, row, 0)
             grid.addWidget(edit, row, 1)
             grid.addWidget(browse, row, 2)
-        lay.addLayout(grid)
+        return grid
+
+    def _build_recent(self) -> QHBoxLayout:
+        """The pairs used before, and the demo pair's button."""
         recent_row = QHBoxLayout()
         self.recent = QComboBox()
         self.recent.setToolTip("Pairs you used before")
@@ -170,8 +196,10 @@ class PairPanel(QGroupBox):
         self.demo_button.setToolTip("The small target/draft pair bundled with SpecScope")
         recent_row.addWidget(self.recent, 1)
         recent_row.addWidget(self.demo_button)
-        lay.addLayout(recent_row)
+        return recent_row
 
+    def _build_verdict(self, lay: QVBoxLayout) -> None:
+        """The doctor's verdict on the pair, and the target's MTP blocks."""
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         # the layout's width, not the text's: a long unbreakable name must not widen the panel
@@ -190,6 +218,8 @@ class PairPanel(QGroupBox):
         self._mtp_blocks: int | None = None
         self.set_target_mtp(None)
 
+    def _build_facts(self) -> QTableWidget:
+        """The two models' facts side by side."""
         self.facts = QTableWidget(len(FACT_ROWS), 2)
         self.facts.setHorizontalHeaderLabels(["target", "draft"])
         self.facts.setVerticalHeaderLabels(list(FACT_ROWS))
@@ -203,8 +233,10 @@ class PairPanel(QGroupBox):
         self.facts.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.facts.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.facts.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
-        lay.addWidget(self.facts)
+        return self.facts
 
+    def _build_progress(self) -> QWidget:
+        """What is loading, each model's progress bar, and the last load's threads."""
         self.load_label = ElidedLabel()
         self.load_label.setStyleSheet("color:#555")
         self.progress = {role: QProgressBar() for role in ("target", "draft")}
@@ -227,9 +259,10 @@ class PairPanel(QGroupBox):
         self.engine_label.setVisible(False)
         pl.addWidget(self.engine_label)
         pl.addLayout(prog)
-        lay.addWidget(self._progress_box)
-        self.set_load_state("idle")
+        return self._progress_box
 
+    def _build_advanced(self) -> None:
+        """The Advanced toggle and what it shows: threads, GPU layers, repacking, placement."""
         self.advanced_toggle = QToolButton(text="Advanced: threads, devices, RPC, repacking")
         self.advanced_toggle.setCheckable(True)
         self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -277,19 +310,6 @@ class PairPanel(QGroupBox):
         self.placement.rpc_edit.textChanged.connect(self.placement_changed)
         self.advanced_toggle.toggled.connect(self._toggle_advanced)
         self._toggle_advanced(False)
-        lay.addWidget(self.advanced_toggle)
-        lay.addWidget(self.advanced)
-
-        self.target_browse.clicked.connect(self.browse_target)
-        self.draft_browse.clicked.connect(self.browse_draft)
-        for edit in (self.target_edit, self.draft_edit):
-            edit.editingFinished.connect(self._edited)
-            edit.dropped.connect(lambda _p: self._edited(force=True))
-        self.recent.activated.connect(self._recent_chosen)
-        self.demo_button.clicked.connect(self.demo_requested)
-        self._last = (None, None)
-        self.head_slot = None
-        self.set_head_slot("")
 
     # ------------------------------------------------------------------ pair
     def pair(self) -> tuple[Path | None, Path | None]:

@@ -120,132 +120,146 @@ class RoundDiagram(QWidget):
         return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 230, len(ROWS) * (CELL_H + GAP) + GAP)
 
     def paintEvent(self, _event) -> None:  # noqa: N802
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        p.fillRect(self.rect(), QColor("#ffffff"))
-        font = QFont(self.font())
-        small = QFont(font)
-        small.setPointSizeF(max(7.0, font.pointSizeF() - 1.5))
-        p.setFont(font)
+        c = _Cells(self)
         for r, name in enumerate(ROWS):
-            p.setPen(QColor("#444444"))
-            p.drawText(QRectF(4, GAP + r * (CELL_H + GAP), LABEL_W - 8, CELL_H),
-                       Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
+            c.p.setPen(QColor("#444444"))
+            c.p.drawText(QRectF(4, GAP + r * (CELL_H + GAP), LABEL_W - 8, CELL_H),
+                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
         ev = self._ev
         if ev is None:
-            p.setPen(QColor("#888888"))
-            p.drawText(QRectF(LABEL_W, 0, self.width() - LABEL_W, self.height()),
-                       Qt.AlignmentFlag.AlignCenter, "Press Step (F10) to run one round")
+            c.p.setPen(QColor("#888888"))
+            c.p.drawText(QRectF(LABEL_W, 0, self.width() - LABEL_W, self.height()),
+                         Qt.AlignmentFlag.AlignCenter, "Press Step (F10) to run one round")
+            c.p.end()
             return
-        replayed, drafted = list(ev.replayed), list(ev.drafted)
-        batch = [ev.seed, *replayed, *drafted]          # the verification batch
-        a, k = ev.n_accepted, len(drafted)
-        n_after = ev.n_past_after
         batch_text, emitted_text = ([short(x) for x in row] for row in round_labels(ev, self._vocab))
-        self._cells = []
+        n_cols = 2 + len(ev.replayed) + len(ev.drafted)
+        for col in range(n_cols):
+            c.cell(col, 0, f"{ev.n_past + col}" + ("  n_past" if col == 0 else ""), bg="#ffffff")
+        self._paint_batch(c, ev, batch_text)
+        self._paint_samples(c, ev, emitted_text)
+        self._paint_kv(c, ev, n_cols)
+        if ev.mode != "baseline":
+            self._paint_notes(c, ev, LABEL_W + n_cols * (CELL_W + GAP) + 8)
+        c.p.end()
+        self._cells = c.cells
 
-        def cell(col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None,
-                 token=None):
-            x = LABEL_W + col * (CELL_W + GAP)
-            y = GAP + row * (CELL_H + GAP)
-            rect = QRectF(x, y, CELL_W, CELL_H)
-            if token is not None:
-                self._cells.append((rect, token))
-            p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
-            p.setBrush(QColor(bg))
-            p.drawRoundedRect(rect, 5, 5)
-            f = QFont(font)
-            f.setStrikeOut(strike)
-            p.setFont(f)
-            p.setPen(QColor(fg))
-            if sub:
-                p.drawText(rect.adjusted(2, 2, -2, -CELL_H / 2 + 2), Qt.AlignmentFlag.AlignCenter, text)
-                p.setFont(small)
-                p.setPen(QColor("#555555"))
-                p.drawText(rect.adjusted(2, CELL_H / 2 - 1, -2, -2), Qt.AlignmentFlag.AlignCenter, sub)
-            else:
-                p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
-
-        n_cols = len(batch) + 1
-        for c in range(n_cols):
-            pos = ev.n_past + c
-            cell(c, 0, f"{pos}" + ("  n_past" if c == 0 else ""), bg="#ffffff")
-        # row 1: what went into the verification batch
-        cell(0, 1, batch_text[0], sub="seed (id_last)", bg="#ececec", border="#888888", token=ev.seed)
-        for i, t in enumerate(replayed):
-            cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
-        off = 1 + len(replayed)
-        accepted_colors = drafter_colors(ev.drafter)[:2]     # as the token view shows them
+    @staticmethod
+    def _paint_batch(c: "_Cells", ev, batch_text: list[str]) -> None:
+        """Row 1: what went into the verification batch."""
+        c.cell(0, 1, batch_text[0], sub="seed (id_last)", bg="#ececec", border="#888888", token=ev.seed)
+        for i, t in enumerate(ev.replayed):
+            c.cell(1 + i, 1, batch_text[1 + i], sub="replayed", bg="#ececec", token=t)
+        off, a = 1 + len(ev.replayed), ev.n_accepted
         ends = ev.eog_ends_draft              # drafted ⟨end⟩, sampled too: the round stops there
-        for i, t in enumerate(drafted):
+        for i, t in enumerate(ev.drafted):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
                     f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else
                     "translated" if ev.draft_vocab == "translate" else "drafted")
             if i < len(ev.draft_ids):                     # an EAGLE-3 head: its id → the target's
                 prob += f" · {ev.draft_ids[i]}→{t}"
             if i < a:
-                fg, bg = accepted_colors
+                fg, bg = drafter_colors(ev.drafter)[:2]   # as the token view shows them
             elif i == a and ends:
                 fg, bg = COLORS[TARGET]
             elif i == a:
                 fg, bg = COLORS[REJECTED]
             else:
                 fg, bg = COLORS[UNCHECKED][0], "#f7efee"
-            cell(off + i, 1, batch_text[off + i], fg=fg, bg=bg, sub=prob,
-                 strike=i > a or (i == a and not ends), token=t)
-        # row 2: the target's samples, one per batch row, written in the slot they predict
-        emitted = list(ev.emitted)
-        for i, t in enumerate(emitted):
-            col = off + i
+            c.cell(off + i, 1, batch_text[off + i], fg=fg, bg=bg, sub=prob,
+                   strike=i > a or (i == a and not ends), token=t)
+
+    def _paint_samples(self, c: "_Cells", ev, emitted_text: list[str]) -> None:
+        """Row 2: the target's samples, one per batch row, written in the slot they predict."""
+        off, a, drafted = 1 + len(ev.replayed), ev.n_accepted, bool(ev.drafted)
+        for i, t in enumerate(ev.emitted):
+            col, (fg, bg) = off + i, COLORS[TARGET]
             if i < a:
-                fg, bg = accepted_colors
-                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✓ same", token=t)
-            elif drafted and i == a and ends:
-                fg, bg = COLORS[TARGET]
-                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="same: the end", token=t)
-            elif drafted and i == a and a < k:
-                fg, bg = COLORS[TARGET]
-                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✗ replacement",
-                     border=COLORS[REJECTED][0], token=t)
+                fg, bg = drafter_colors(ev.drafter)[:2]
+                c.cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✓ same", token=t)
+            elif drafted and i == a and ev.eog_ends_draft:
+                c.cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="same: the end", token=t)
+            elif drafted and i == a and a < len(ev.drafted):
+                c.cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="✗ replacement",
+                       border=COLORS[REJECTED][0], token=t)
             else:
-                fg, bg = COLORS[TARGET]
-                cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="bonus" if drafted else "target", token=t)
+                c.cell(col, 2, emitted_text[i], fg=fg, bg=bg, sub="bonus" if drafted else "target", token=t)
         for i, t in enumerate(ev.discarded):     # sampled after the end of generation: not output
-            cell(off + len(emitted) + i, 2, short(self._vocab.piece(t).decode("utf-8", "replace")), fg=COLORS[UNCHECKED][0],
-                 bg="#ffffff", sub="not output", strike=True, token=t)
-        # row 3: the KV rows after the round
-        for c in range(n_cols):
-            pos = ev.n_past + c
-            if c < len(batch):
+            c.cell(off + len(ev.emitted) + i, 2, short(self._vocab.piece(t).decode("utf-8", "replace")),
+                   fg=COLORS[UNCHECKED][0], bg="#ffffff", sub="not output", strike=True, token=t)
+
+    @staticmethod
+    def _paint_kv(c: "_Cells", ev, n_cols: int) -> None:
+        """Row 3: the KV rows after the round."""
+        n_batch, n_after = 1 + len(ev.replayed) + len(ev.drafted), ev.n_past_after
+        for col in range(n_cols):
+            pos = ev.n_past + col
+            if col < n_batch:
                 if pos < n_after:
-                    cell(c, 3, "kept", fg="#333333", bg="#e8e8e8")
+                    c.cell(col, 3, "kept", fg="#333333", bg="#e8e8e8")
                 elif pos == n_after and ev.mode != "checkpoint":
-                    cell(c, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff", sub="next seed here",
-                         border=COLORS[TARGET][0])
+                    c.cell(col, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff",
+                           sub="next seed here", border=COLORS[TARGET][0])
                 else:
-                    cell(c, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff")
+                    c.cell(col, 3, "dropped", fg=COLORS[REJECTED][0], bg="#ffffff")
             elif pos == n_after:
-                cell(c, 3, "next seed", fg=COLORS[TARGET][0], bg="#ffffff", border=COLORS[TARGET][0])
-        if ev.mode != "baseline":
-            x = LABEL_W + n_cols * (CELL_W + GAP) + 8
-            y = GAP + 3 * (CELL_H + GAP)
-            p.setFont(small)
-            p.setPen(QColor("#444444"))
-            if spec_type(ev.drafter).p_note and drafted:
-                p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H),
-                           Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                           f"drafted by {drafter_who(ev.drafter)}\n{spec_type(ev.drafter).p_note}")
-            elif ev.draft_vocab and drafted:          # another vocabulary: how many became how many
-                own = "│".join(short(x, 6) for x in ev.draft_own_text)
-                p.drawText(QRectF(x, GAP + CELL_H + GAP, 260, CELL_H),
-                           Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                           f"{ev.draft_vocab}: the draft's {len(ev.draft_own)} → {len(drafted)} "
-                           f"target tokens\n{own}")
-            p.drawText(QRectF(x, y, 220, CELL_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                       f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
-                       f"{spec_type(ev.drafter).cache or 'draft'} dropped {ev.kv_dropped_draft} "
-                       f"row{'s' if ev.kv_dropped_draft != 1 else ''}")
-        p.end()
+                c.cell(col, 3, "next seed", fg=COLORS[TARGET][0], bg="#ffffff", border=COLORS[TARGET][0])
+
+    @staticmethod
+    def _paint_notes(c: "_Cells", ev, x: float) -> None:
+        """Beside the rows: who drafted and what its p means, and the rows each cache dropped."""
+        p, left = c.p, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft
+        p.setFont(c.small)
+        p.setPen(QColor("#444444"))
+        drafter = spec_type(ev.drafter)
+        if drafter.p_note and ev.drafted:
+            p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H), left,
+                       f"drafted by {drafter_who(ev.drafter)}\n{drafter.p_note}")
+        elif ev.draft_vocab and ev.drafted:          # another vocabulary: how many became how many
+            own = "│".join(short(x, 6) for x in ev.draft_own_text)
+            p.drawText(QRectF(x, GAP + CELL_H + GAP, 260, CELL_H), left,
+                       f"{ev.draft_vocab}: the draft's {len(ev.draft_own)} → {len(ev.drafted)} "
+                       f"target tokens\n{own}")
+        p.drawText(QRectF(x, GAP + 3 * (CELL_H + GAP), 220, CELL_H), left,
+                   f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
+                   f"{drafter.cache or 'draft'} dropped {ev.kv_dropped_draft} "
+                   f"row{'s' if ev.kv_dropped_draft != 1 else ''}")
+
+
+class _Cells:
+    """One paint of the round picture: its painter, fonts, and the cells drawn with a token
+    (for the hover)."""
+
+    def __init__(self, widget: QWidget):
+        self.p = QPainter(widget)
+        self.p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.p.fillRect(widget.rect(), QColor("#ffffff"))
+        self.font = QFont(widget.font())
+        self.small = QFont(self.font)
+        self.small.setPointSizeF(max(7.0, self.font.pointSizeF() - 1.5))
+        self.p.setFont(self.font)
+        self.cells: list[tuple[QRectF, int]] = []
+
+    def cell(self, col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None,
+             token=None) -> None:
+        p = self.p
+        rect = QRectF(LABEL_W + col * (CELL_W + GAP), GAP + row * (CELL_H + GAP), CELL_W, CELL_H)
+        if token is not None:
+            self.cells.append((rect, token))
+        p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
+        p.setBrush(QColor(bg))
+        p.drawRoundedRect(rect, 5, 5)
+        f = QFont(self.font)
+        f.setStrikeOut(strike)
+        p.setFont(f)
+        p.setPen(QColor(fg))
+        if sub:
+            p.drawText(rect.adjusted(2, 2, -2, -CELL_H / 2 + 2), Qt.AlignmentFlag.AlignCenter, text)
+            p.setFont(self.small)
+            p.setPen(QColor("#555555"))
+            p.drawText(rect.adjusted(2, CELL_H / 2 - 1, -2, -2), Qt.AlignmentFlag.AlignCenter, sub)
+        else:
+            p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
 
 
 class RoundExplainer(QWidget):

@@ -27,9 +27,10 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QScrollArea, QVBox
 from specscope.core.session.run_state import RunState
 
 from .chat_bar import ChatBar
-from .drafter_panel import SYNTH_WARNING
+from .synth_box import SYNTH_WARNING
 from .playback import Playback, Scrubber
-from .token_view import TokenView, legend_html
+from .legend import legend_html
+from .token_view import TokenView
 
 REFRESH_PERIOD_MS = 50           # the views take new rounds 20 times a second (the text view
                                  # repaint is most of a tick: 30 Hz took 17 % of a core in a run)

@@ -50,14 +50,6 @@ COLORS = {   # kind -> (foreground, background); also used by the legend
 MATCH_COLORS = ("#ffffff", "#c2410c")     # the matched n-gram, earlier and now (fg, bg)
 SOURCE_COLORS = ("#ffffff", "#3b82f6")    # the tokens the draft was copied from
 COPIED_COLORS = ("#ffffff", "#172554")    # the one the hovered token was copied from
-LEGEND = (
-    (ACCEPTED, "draft token, accepted"),
-    (TARGET, "target's own token (replacement or bonus)"),
-    (REJECTED, "draft token, rejected"),
-    (UNCHECKED, "draft token after a rejection (never checked)"),
-)
-
-
 @dataclass(frozen=True, slots=True)
 class TokenSpan:
     kind: str            # prompt | accepted | target | rejected | unchecked
@@ -588,26 +580,3 @@ def expected_kinds(events) -> list[tuple[str, int, int]]:
         if ev.own is not None:
             out.append((TARGET, ev.own, ev.index))
     return out
-
-
-
-NBH = "\u2011"      # a non-breaking hyphen: "ngram-simple" stays on one line
-
-
-def legend_html(drafters=(DRAFT_MODEL,)) -> str:
-    """The colours' meaning; accepted draft tokens once per drafter of ``drafters``."""
-    parts = []
-    for d in drafters if len(drafters) > 1 or drafters[:1] != (DRAFT_MODEL,) else ():
-        fg, bg, _ = drafter_colors(d)
-        parts.append(f"<span style='color:{fg};background:{bg}; padding:1px 4px;'>&nbsp;abc&nbsp;"
-                     f"</span>&nbsp;accepted,&nbsp;drafted&nbsp;by&nbsp;{html.escape(d).replace('-', NBH)}")
-    for kind, label in LEGEND:
-        if kind == ACCEPTED and parts:
-            continue
-        fg, bg = COLORS[kind]
-        style = f"color:{fg};" + (f"background:{bg};" if bg else "")
-        if kind in (REJECTED, UNCHECKED):
-            style += "text-decoration:line-through;"
-        label = label.replace(" ", "&nbsp;")             # the legend wraps between entries only
-        parts.append(f"<span style='{style} padding:1px 4px;'>&nbsp;abc&nbsp;</span>&nbsp;{label}")
-    return " &nbsp;&nbsp;".join(parts)          # (a plain space: the line may break there)

@@ -74,16 +74,18 @@ class _Either:
 
 
 class WhatIfPanel(QWidget):
-    """The tab's page (module docs). ``window`` lends its run controller, engine worker, tabs
-    and cost tab (its calibration and synthetic view)."""
+    """The tab's page (module docs): it follows the run ``controller``, runs the draft's pass
+    on the engine ``worker`` and takes the ``cost_tab``'s calibration; ``synthetic_requested``
+    asks for the cost tab's synthetic-acceptance view."""
 
     updated = Signal()                  # the views show the setting chosen (tests, the benchmark)
     traced = Signal()                   # the draft's pass ended (done, failed or stopped)
     measure_requested = Signal(object)  # a MeasureRequest for the engine's thread
+    synthetic_requested = Signal()      # show the cost tab's synthetic-acceptance view
 
-    def __init__(self, window):
+    def __init__(self, controller, worker, cost_tab):
         super().__init__()
-        self.w = window
+        self.controller, self.worker, self.cost_tab = controller, worker, cost_tab
         self.session = None              # the run shown here
         self.whatifs = None              # its RunWhatIfs (None: nothing to replay)
         self.current = None              # the WhatIf shown (None: none)
@@ -94,12 +96,12 @@ class WhatIfPanel(QWidget):
         self._stale = True               # the controller changed while the tab was hidden
         self._base = None                # the setting the controls start from (the run's own)
         self._build()
-        self.measure_requested.connect(window.worker.measure)
-        self.trace_task = engine_task(self._trace_in, self._submit, window.worker, self)
+        self.measure_requested.connect(worker.measure)
+        self.trace_task = engine_task(self._trace_in, self._submit, worker, self)
         self.trace_task.progressed.connect(self._trace_progress)
         self.trace_task.finished.connect(self._trace_done)
         self.trace_task.failed.connect(self._trace_failed)
-        window.controller.subscribe(self._heard)
+        controller.subscribe(self._heard)
         self._take(None)
 
     # ------------------------------------------------------------------ layout
@@ -116,7 +118,7 @@ class WhatIfPanel(QWidget):
         self.synth_button = QPushButton("Estimate with synthetic acceptance…")
         self.synth_button.setToolTip("The Cost model tab's synthetic sweep: the pair really drafts and "
                                      "verifies at several acceptance levels, each against the target alone")
-        self.synth_button.clicked.connect(self.open_synthetic)
+        self.synth_button.clicked.connect(self.synthetic_requested)
         row.addWidget(self.message, 1)
         row.addWidget(self.synth_button, 0, Qt.AlignmentFlag.AlignTop)
         lay.addLayout(row)
@@ -159,7 +161,7 @@ class WhatIfPanel(QWidget):
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.setToolTip("Time this pair on this machine (the Cost model tab's "
                                          "Calibrate; seconds, cached): predicted speed-ups and the ceiling")
-        self.calibrate_button.clicked.connect(lambda: self.w.cost_tab.calibrate())
+        self.calibrate_button.clicked.connect(lambda: self.cost_tab.calibrate())
         cal_row = QHBoxLayout()
         cal_row.addWidget(self.calibration_line, 1)
         cal_row.addWidget(self.calibrate_button)
@@ -184,7 +186,7 @@ class WhatIfPanel(QWidget):
             self._stale = True
             return
         self._stale = False
-        c = self.w.controller
+        c = self.controller
         session = None if c.busy else c.session
         if force or session is not self.session:
             self._take(session)
@@ -199,7 +201,7 @@ class WhatIfPanel(QWidget):
         self._no_trace = "" if session is None or session.settings.draft else "this run has no draft model"
         self.synth_button.setVisible(False)
         self.trace_progress.setVisible(False)
-        why = ("A run is in progress: its what-ifs come when it ends." if self.w.controller.busy else
+        why = ("A run is in progress: its what-ifs come when it ends." if self.controller.busy else
                "Run with the greedy sampler (or open a recorded session): when it ends, every "
                "n-gram type and draft-simple setting can be replayed against its tokens here."
                ) if session is None else unreplayable(session)
@@ -257,7 +259,7 @@ class WhatIfPanel(QWidget):
         return cached_pair(s.target, s.draft)
 
     def _cost_tab_calibration(self):
-        panel = self.w.cost_panel
+        panel = self.cost_tab.cost_panel
         return panel.calibrated if panel is not None else None
 
     @staticmethod
@@ -396,7 +398,7 @@ class WhatIfPanel(QWidget):
         free (it runs in the window's engine)."""
         s = self.session
         if s is None or self.whatifs is None or self._traced_for is s or not self.isVisible() \
-                or self.trace_task.running or self.w.controller.state not in FREE:
+                or self.trace_task.running or self.controller.state not in FREE:
             return
         draft = s.settings.draft
         if not draft:
@@ -416,14 +418,14 @@ class WhatIfPanel(QWidget):
 
     def _submit(self, fn) -> MeasureRequest:
         s = self.session.settings
-        req = MeasureRequest(self.w.controller.next_id(), Path(s.target), Path(s.draft), s.engine, fn)
+        req = MeasureRequest(self.controller.next_id(), Path(s.target), Path(s.draft), s.engine, fn)
         self.measure_requested.emit(req)
         return req
 
     def _trace_in(self, request, engine, progress, stop):
         from specscope.core.measure.whatif.run import trace_run
         prompt, cont = request
-        return trace_run(engine, prompt, cont, progress, _Either(stop, self.w.worker.abort))
+        return trace_run(engine, prompt, cont, progress, _Either(stop, self.worker.abort))
 
     def _trace_progress(self, fraction: float, what: str) -> None:
         if not self._mine(self._tracing):
@@ -468,13 +470,6 @@ class WhatIfPanel(QWidget):
         self._maybe_trace()
 
     # ------------------------------------------------------------------ elsewhere
-    def open_synthetic(self) -> None:
-        """The synthetic-acceptance estimate, in the Cost model tab."""
-        w = self.w
-        w.tabs.setCurrentWidget(w.cost_tab)
-        w.cost_tab.ensureWidgetVisible(w.synth_view)
-        w.synth_view.measure.setFocus()
-
     def shown(self) -> dict:
         """What the tab shows (numbers and lines, for tests)."""
         return {"message": self.message.text() if self.message.isVisible() else "",
@@ -484,11 +479,18 @@ class WhatIfPanel(QWidget):
 
 
 def install(window) -> WhatIfPanel:
-    """The What-if tab among the window's tabs below the text, told when the cost tab calibrates."""
-    panel = WhatIfPanel(window)
+    """The What-if tab among the window's tabs below the text, told when the cost tab calibrates;
+    its synthetic button shows the cost tab's synthetic-acceptance view."""
+    panel = WhatIfPanel(window.controller, window.worker, window.cost_tab)
     window.tabs.addTab(panel, "What-if")
     window.tabs.setTabToolTip(window.tabs.count() - 1, "What this run would have done with other "
                               "drafters and settings: replayed from its own tokens, exact for greedy")
     window.cost_tab.calibration_task.finished.connect(lambda *_: panel.adopt_calibration())
+
+    def show_synthetic() -> None:
+        window.tabs.setCurrentWidget(window.cost_tab)
+        window.cost_tab.ensureWidgetVisible(window.synth_view)
+        window.synth_view.measure.setFocus()
+    panel.synthetic_requested.connect(show_synthetic)
     return panel
 

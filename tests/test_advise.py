@@ -16,9 +16,9 @@ from helpers.llama_args import unknown_flags
 from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
-from specscope.core.measure.advise.advisor import (MIN_PASSES, AdviseSettings, Advisor, Candidate,
-                                                   CategoryAdvice, Measured, Pair, Prompt, advise, bench_figure,
-                                                   decide, schedule)
+from specscope.core.measure.advise.advice import (MIN_PASSES, AdviseSettings, Candidate, CategoryAdvice,
+                                                  Measured, Pair, Prompt, bench_figure, decide)
+from specscope.core.measure.advise.advisor import Advisor, advise, schedule
 from specscope.core.measure.advise.report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict, write_report)
 from specscope.core.measure.cost.break_even import summary as break_even_summary, verdict

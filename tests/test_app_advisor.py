@@ -18,8 +18,9 @@ from PySide6.QtGui import QGuiApplication  # noqa: E402
 from helpers.llama_args import unknown_flags  # noqa: E402
 from specscope.app.advise_view import AdvisorView  # noqa: E402
 from specscope.core.engine.engine import EngineSettings  # noqa: E402
-from specscope.core.measure.advise.advisor import (MIN_PASSES, Advice, AdviseSettings, Candidate,  # noqa: E402
-                                                   Measured, advise)
+from specscope.core.measure.advise.advice import (MIN_PASSES, Advice, AdviseSettings,  # noqa: E402
+                                                  Candidate, Measured)
+from specscope.core.measure.advise.advisor import advise  # noqa: E402
 from specscope.core.measure.advise.report import llama_command, to_dict  # noqa: E402
 from specscope.core.models.demo import demo_pair  # noqa: E402
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from specscope.core.measure.cost import calibrate as cb
+from specscope.core.measure.cost import timing
 from specscope.core.measure.cost import cache as cc
 from specscope.core.measure.cost import model as cm
 from specscope.core.measure.cost.model import Calibration, calibrated_speedup, round_cost
@@ -215,7 +216,7 @@ def test_timed_batches_are_dense_up_to_the_draft_then_spaced():
     assert all(b > a for a, b in zip(ks, ks[1:]))
     assert cb.timed_batches(40, 20)[:20] == list(range(1, 21))
     # the sizes between two timed ones are interpolated
-    assert cb._fill_between([1.0, None, 3.0, None]) == (1.0, 2.0, 3.0, 3.0)
+    assert timing._fill_between([1.0, None, 3.0, None]) == (1.0, 2.0, 3.0, 3.0)
 
 
 def test_chain_round_cost_on_plain_numbers():

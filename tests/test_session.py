@@ -12,7 +12,8 @@ from specscope.core.errors import SessionFileError
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.session.session import (FORMAT, VERSION, ModelIdentity, RunSettings, Session,
-                                    TokenTable, Workbench)
+                                            TokenTable)
+from specscope.core.session.workbench import Workbench
 from specscope.core.measure.stats import fold
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from specscope.core.cli.args import add_model_args, engine_settings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise.advisor import MIN_PASSES, AdviseSettings, advise
+from specscope.core.measure.advise.advice import MIN_PASSES, AdviseSettings
+from specscope.core.measure.advise.advisor import advise
 from specscope.core.measure.advise.report import summary_lines, to_dict, write_report
 from specscope.core.measure.bench.workloads import CATEGORIES, YOURS, load_user_prompts
 from specscope.core.models.demo import demo_pair

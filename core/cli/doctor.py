@@ -6,7 +6,7 @@
 Exit status: 0 the pair is compatible (with --scan: at least one draft is),
 1 it is not (no draft is), 2 bad input (one sentence naming the file on
 stderr, never a traceback). When no draft fits, the doctor says that llama.cpp's
-draftless n-gram drafters need none (pairing.NGRAM_SUGGESTION).
+draftless n-gram drafters need none (doctor.pair.NGRAM_SUGGESTION).
 """
 
 from __future__ import annotations

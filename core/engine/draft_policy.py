@@ -154,7 +154,7 @@ class BestPredicted(FixedLength):
     def round_price(self, n: int, expected: float, whole: float, held: bool) -> float:
         """The calibrated cost of a round of n drafted tokens (0: none), E accepted on average,
         all n with probability ``whole``; ``held``: a row decoded in vain after them (under
-        reuse it holds the last kept token, as :func:`whatif_draft._round_price` prices it)."""
+        reuse it holds the last kept token, as :func:`whatif.draft._round_price` prices it)."""
         cal = self.cal
         held_sync = held and self.sync == "reuse"
         if n == 0:

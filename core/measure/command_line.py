@@ -1,5 +1,5 @@
 """The llama.cpp command line for a drafter setting, spelled as the vendored llama.cpp spells its
-flags (common/arg.cpp): the advisor's recommendations (advise_report.llama_command) and the
+flags (common/arg.cpp): the advisor's recommendations (advise.report.llama_command) and the
 window's Copy command both write it here, so there is one spelling.
 
 What SpecScope runs but the program has no flag for (the hf and cost draft-length policies, the

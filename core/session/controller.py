@@ -43,7 +43,8 @@ from typing import Callable
 from specscope.core.errors import ConfigError
 from specscope.core.session.run_state import (FREE, MEASURING, RUN_IN_PROGRESS, RUNS, SHARED_CORES,
                                               SWEEPING_IN, TRANSITIONS, RunState, TransitionError)
-from specscope.core.session.session import RunSettings, Session, Workbench
+from specscope.core.session.session import RunSettings, Session
+from specscope.core.session.workbench import Workbench
 
 __all__ = ["RunController", "RunRequest", "Controls", "Ended", "RunState", "TRANSITIONS",
            "TransitionError", "rerun_verdict"]

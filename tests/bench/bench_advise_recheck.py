@@ -28,7 +28,8 @@ from pathlib import Path
 
 from specscope.core.cli.advise import parse_budget
 from specscope.core.engine.engine import EngineSettings
-from specscope.core.measure.advise.advisor import AdviseSettings, advise
+from specscope.core.measure.advise.advice import AdviseSettings
+from specscope.core.measure.advise.advisor import advise
 from specscope.core.measure.advise.report import llama_command, summary_lines, to_dict
 from specscope.core.measure.bench.workloads import CATEGORIES
 from specscope.core.models.demo import demo_pair

@@ -1,5 +1,5 @@
 """An advice in a file: the JSON document of advise_report.to_dict (what ``specscope advise
---json`` prints), saved and opened again without its models (advise_report.from_dict)."""
+--json`` prints), saved and opened again without its models (advise.report.from_dict)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise.advisor import Advice
+from specscope.core.measure.advise.advice import Advice
 from specscope.core.measure.advise.report import from_dict, to_dict
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from specscope.core.measure.advise.advisor import Advice, Candidate, CategoryAdvice
+from specscope.core.measure.advise.advice import Advice, Candidate, CategoryAdvice
 from specscope.core.measure.cost.break_even import SPEEDUPS, curves, point_speed, summary, verdict
 from specscope.core.measure.advise.svg import CHAR_W, MUTED, PALETTE, Chart, nice_ticks
 

@@ -12,8 +12,8 @@ from specscope.core.engine.draft_policy import POLICIES
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
-from specscope.core.measure.advise.advisor import (Advice, AdviseSettings, Candidate, CategoryAdvice, Measured,
-                                                   Pair, Prompt)
+from specscope.core.measure.advise.advice import (Advice, AdviseSettings, Candidate, CategoryAdvice,
+                                                  Measured, Pair, Prompt)
 from specscope.core.measure.advise.plots import Figure, break_even_lines, figures
 from specscope.core.measure.cost.break_even import SPEEDUPS, SUMMARY_ALPHAS, curves, verdict
 from specscope.core.measure.command_line import command_line

@@ -275,9 +275,9 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                  accepted_at: Sequence[int], lookup: float,
                  translate: float = 0.0) -> tuple[float, float, float]:
     """(textbook, calibrated, f) for the runs ``spec`` of one configuration of draft length n:
-    a model drafter's rounds priced with their own statistics (:func:`.cost_model.model_speedup`),
+    a model drafter's rounds priced with their own statistics (:func:`cost.model.model_speedup`),
     n-gram types averaged over every round with the lookup time as their draft cost
-    (:func:`.cost_model.chain_round_cost`); without a calibration f is the runs' own; a DFlash
+    (:func:`cost.model.chain_round_cost`); without a calibration f is the runs' own; a DFlash
     head's f is its block at n shared by the n tokens it drafts.
     ``translate``, the measured seconds per round of drafting across vocabularies, is added
     to every round's calibrated cost (the textbook prices the draft model's decodes only)."""

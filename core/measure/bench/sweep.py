@@ -2,7 +2,7 @@
 lengths × prompts, measured against the target alone and predicted (``specscope bench``, the
 Compare view).
 
-:func:`run_sweep` opens one engine per group of configurations (:func:`.sweep_settings.groups`),
+:func:`run_sweep` opens one engine per group of configurations (:func:`bench.settings.groups`),
 calibrates it, then per prompt and repetition runs a baseline, every configuration in a rotating
 order and a baseline again (the two bracket the speculative runs in time), each speculative run
 checked for losslessness. The settings are in :mod:`.sweep_settings`, the rows in

@@ -2,7 +2,7 @@
 
 For the target's calibration (its batch costs c(k), sampling, rollback, the Python of a round
 and the target-alone token B) and a per-token acceptance α, the calibrated round
-(:func:`cost_model.round_cost`) is linear in the draft's cost f, so the largest f that still
+(:func:`cost.model.round_cost`) is linear in the draft's cost f, so the largest f that still
 reaches a speed-up S solves in closed form for each draft length n; the break-even f is the
 best over n = 1..n_max. A draft that sits below the curve at its own (α, f) beats S here, one
 above it cannot at any draft length.

@@ -5,7 +5,7 @@ The textbook model prices a verification batch at one target token and a draft t
 files' size ratio; on a CPU neither holds (a batch of k tokens costs c(k) > 1, a small model
 costs more per byte than a large one). When a calibration of the target is cached on this
 machine (core/measure/cost/cache.py: any pair with it, or the target alone), the
-calibrated round (cost_model.round_cost) prices the draft instead:
+calibrated round (cost.model.round_cost) prices the draft instead:
 
 - c(k), sampling, the target's token B and the round's own Python and rollback come from the
   target's calibration: a pair's where one is cached (it timed a speculative round's own costs:

@@ -24,7 +24,7 @@ draft's two best tokens are almost tied (``near_ties``) the two can pick differe
 
 :func:`hindsight` prices the best draft length of every round chosen in hindsight (dynamic
 programming over the continuation's positions): the speed-up no draft-length policy can beat.
-Rounds are priced one by one with the calibrated model (:func:`.cost_model.round_cost`, the
+Rounds are priced one by one with the calibrated model (:func:`cost.model.round_cost`, the
 round's own draft length and accepted count; :func:`price`).
 """
 

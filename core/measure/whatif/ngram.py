@@ -7,7 +7,7 @@ loop (the budget, the chain's draft, accept, the history) against the continuati
 target. It is the same oracle the n-gram conformance checks against llama.cpp's own chain
 (tests/conformance/drafter_oracle.py). n-gram drafters need no model, so every configuration of
 :func:`configurations` replays in milliseconds; their rounds are priced by the calibrated cost
-model (:func:`.cost_model.chain_round_cost`, the replay's own Python lookup time as the draft
+model (:func:`cost.model.chain_round_cost`, the replay's own Python lookup time as the draft
 cost) when a calibration of the target is at hand.
 
 Exact for greedy runs only: at temperature the continuation depends on the draft's random draws.
@@ -172,7 +172,7 @@ def of_rounds(name: str, spec: SpecSettings, rounds: Sequence[Replayed], n_past0
 def priced(w: WhatIf, cal: Calibration | None) -> WhatIf:
     """``w`` with the speed-up the calibrated cost model predicts for its rounds (unchanged
     without a calibration), c(k) continued up to its longest draft + 1 where the calibration
-    stops short (:func:`.cost_model.extended`); with draft-simple in the chain, a pair's (its
+    stops short (:func:`cost.model.extended`); with draft-simple in the chain, a pair's (its
     rounds as the model prices them, the n-gram rounds with the draft cache's catch-up), as
     `bench` prices a chain."""
     if cal is None or not w.stats.n_rounds:

@@ -3,7 +3,7 @@
 With greedy sampling the target's output does not depend on the drafter, so the run's own
 tokens are the continuation every other setting would have produced: an n-gram type or chain
 replays against it without a model (:func:`.whatif.whatif`), draft-simple from one
-teacher-forced pass of the draft model (:func:`.whatif_draft.draft_whatif`, the pass made once
+teacher-forced pass of the draft model (:func:`whatif.draft.draft_whatif`, the pass made once
 by :func:`trace_run` on the engine's thread). :class:`RunWhatIfs` keeps the continuation, the
 trace and the calibration, and each setting's replay once made, so a slider coming back to a
 setting costs nothing.

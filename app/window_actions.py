@@ -1,0 +1,173 @@
+"""The main window's actions, its Run toolbar and its menus (a part of MainWindow, app/window.py:
+the actions call the window's own slots)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QToolBar
+
+from .guide import open_log_folder, show_about, show_guide
+from .playback import PaceControl
+
+
+class WindowActions:
+    """MainWindow's actions and menus; ``act_*`` are the actions the window enables."""
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        if tip:
+            a.setToolTip(tip + (f" ({a.shortcut().toString()})" if shortcut else ""))
+            a.setStatusTip(tip)
+        if slot is not None:
+            a.triggered.connect(slot)
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        """The run's actions, the Run toolbar and the menus."""
+        self._build_run_actions()
+        self._build_toolbar()
+        self._build_menus()
+
+    def _build_run_actions(self) -> None:
+        self.act_run = self._action("▶  Run", self.run_clicked, "Ctrl+R",
+                                    "Speculative decoding with the chosen drafter")
+        self.act_step = self._action("⇥  Step", self.step_clicked, "F10", "Run one round and explain it")
+        self.act_stop = self._action("■  Stop", self.stop_clicked, "Esc", "Stop after the current round")
+        self.act_baseline = self._action("◆  Baseline", self.baseline_clicked, "Ctrl+B",
+                                         "Generate with the target alone, for the measured speed-up")
+        self.act_reset = self._action("↺  Reset", self.reset_clicked, "Ctrl+Shift+R",
+                                      "Clear the text, plots and statistics")
+        self.act_rerun = self._action("⟳  Re-run", self.rerun_clicked, "F5",
+                                      "Run the recording shown again with its models and settings, "
+                                      "and say whether it matched")
+        self.act_replay = self._action("▷  Replay", self.shown.replay, "Ctrl+P",
+                                       "Play the run shown again at the chosen pace (no model runs)")
+        # one state: the menu's tick and the checkbox above the text follow each other (toggled
+        # carries the new state; setChecked to the same state emits nothing, so no loop)
+        self.act_hide = self._action("Show rejected drafts", None, "Ctrl+H",
+                                     "Show the drafted tokens the target rejected, struck through")
+        self.act_hide.setCheckable(True)
+        self.act_hide.setChecked(self.show_rejected.isChecked())
+        self.act_hide.toggled.connect(self.show_rejected.setChecked)
+        self.show_rejected.toggled.connect(self.act_hide.setChecked)
+
+    def _build_toolbar(self) -> None:
+        """Run, Step, Stop, Baseline, Reset, Re-run, the pace and Replay."""
+        tb = QToolBar("Run")
+        tb.setObjectName("run_toolbar")
+        tb.setMovable(False)
+        tb.setIconSize(QSize(16, 16))
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset,
+                  self.act_rerun):
+            tb.addAction(a)
+        tb.setStyleSheet("QToolButton { padding: 4px 12px; font-weight: 600; }"
+                         " QToolButton:disabled { color: #aaa; }")
+        run_button = tb.widgetForAction(self.act_run)
+        run_button.setStyleSheet("QToolButton { color: #15803d; } QToolButton:disabled { color: #aaa; }")
+        self.pace = PaceControl(self.playback)
+        tb.addSeparator()
+        tb.addWidget(self.pace)
+        tb.addAction(self.act_replay)
+        tb.addSeparator()
+        self.addToolBar(tb)
+        self.run_toolbar = tb        # for the Run workspace: the Compare tabs have their own controls
+        self.workspace.currentChanged.connect(lambda i: self.run_toolbar.setVisible(i == 0))
+
+    def _build_menus(self) -> None:
+        m = self.menuBar()
+        self._build_file_menu(m.addMenu("&File"))
+        e = m.addMenu("&Edit")
+        e.addAction(self._action("Copy generated text", self.copy_text, "Ctrl+Shift+C"))
+        e.addAction(self._action("Copy prompt and text", lambda: self.copy_text(full=True)))
+        self._build_view_menu(m.addMenu("&View"))
+        r = m.addMenu("&Run")
+        for a in (self.act_run, self.act_step, self.act_stop, self.act_baseline, self.act_reset,
+                  self.act_rerun):
+            r.addAction(a)
+        r.addSeparator()
+        r.addAction(self.act_hide)
+        h = m.addMenu("&Help")
+        h.addAction(self._action("Guide", lambda: show_guide(self), "F1", "What the colours, plots, "
+                                                                          "cost model and step mode show"))
+        h.addAction(self._action("Open the log folder", lambda: open_log_folder(self.log_path)))
+        h.addAction(self._action("About SpecScope", lambda: show_about(self, self.log_path)))
+
+    def _build_file_menu(self, f) -> None:
+        f.addAction(self._action("Open target…", self.pair_panel.browse_target, "Ctrl+O"))
+        f.addAction(self._action("Open draft…", self.pair_panel.browse_draft, "Ctrl+Shift+O"))
+        f.addAction(self._action("Use the demo pair", self.pairs.use_demo_pair))
+        f.addAction(self._action("Model library…", self.model_library, "Ctrl+L",
+                                 "The GGUF models you already have (LM Studio, Ollama, the Hugging "
+                                 "Face cache, llama.cpp's cache, Jan, GPT4All, your folders), and "
+                                 "what among them can draft for the target"))
+        f.addAction(self._action("Quantize the draft…", self.quantize_draft_dialog, None,
+                                 "Make harder-quantized copies of the draft with llama.cpp and "
+                                 "sweep them against it in Compare"))
+        f.addSeparator()
+        f.addAction(self._action("Open session…", self.files.open_session_dialog, "Ctrl+Shift+L",
+                                 "Show a recorded run (a .jsonl session file) without its models"))
+        f.addAction(self._action("Save session…", self.files.save_session_dialog, "Ctrl+Shift+S",
+                                 "Record the run shown (and its baseline) as a session file"))
+        f.addAction(self._action("Compare with session…", self.files.compare_session_dialog, None,
+                                 "The run shown (or a first recording) side by side with a recording"))
+        f.addSeparator()
+        f.addAction(self._action("Save text…", self.files.save_text_dialog, "Ctrl+S"))
+        f.addAction(self._action("Save stats as JSON…", lambda: self.files.save_stats_dialog("json")))
+        f.addAction(self._action("Save stats as CSV…", lambda: self.files.save_stats_dialog("csv")))
+        self.plots_menu = f.addMenu("Save plot")
+        f.addSeparator()
+        f.addAction(self._action("Quit", self.close, "Ctrl+Q"))
+
+    def _build_view_menu(self, v) -> None:
+        v.addAction(self._action("Live run", lambda: self.show_workspace("run"), "Ctrl+1",
+                                 "The pair, prompt, generated text and its plots"))
+        v.addAction(self._action("Compare (sweep)", lambda: self.show_workspace("compare"), "Ctrl+2",
+                                 "Sweep drafters × draft lengths × prompts, with the window's whole height"))
+        v.addAction(self._action("Compare sessions", lambda: self.show_workspace("sessions"), "Ctrl+3",
+                                 "Two recorded sessions side by side"))
+        v.addAction(self._action("Advisor", lambda: self.show_workspace("advisor"), "Ctrl+4",
+                                 "What should I run? The best drafter and settings per kind of work"))
+        v.addAction(self._action("Expand the tabs below the text", lambda: self.set_tabs_expanded(
+            not self.tabs_expanded()), "Ctrl+Shift+E", "Hide the generated text so the plots, cost "
+                                                       "model and round get the whole height"))
+        self.act_left_panel = self._action("Settings panel", None, "F9",
+                                           "Show or hide the panel on the left (prompt, pair, "
+                                           "drafter, settings): the text and plots get its width")
+        self.act_left_panel.setCheckable(True)
+        self.act_left_panel.setChecked(True)
+        self.act_left_panel.toggled.connect(self.set_left_panel_shown)
+        v.addAction(self.act_left_panel)
+
+    # ------------------------------------------------------------------ what menu items open
+    def model_library(self):
+        """File ▸ Model library (app/library_dialog.py): a model picked there becomes the
+        target or the draft."""
+        from .library_dialog import LibraryDialog
+        dialog = LibraryDialog(self.settings, self.pair_panel.pair()[0], self)
+
+        def use(role: str, path: str) -> None:
+            t, d = self.pair_panel.pair()
+            self.pair_panel.set_pair(Path(path) if role == "target" else t,
+                                     Path(path) if role == "draft" else d)
+        dialog.use.connect(use)
+        dialog.setModal(False)
+        dialog.show()
+        self.library_dialog = dialog
+        return dialog
+
+    def quantize_draft_dialog(self) -> None:
+        from .quantize_dialog import open_quantize_dialog
+        open_quantize_dialog(self, self.pair_panel.pair()[1], self.compare)
+
+    def copy_text(self, full: bool = False) -> None:
+        text = self.token_view.full_text() if full else self.token_view.generated_text()
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage("Copied to the clipboard", 2000)
