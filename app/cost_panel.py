@@ -19,7 +19,7 @@ from specscope.app.plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_sta
                                      styled_plot)
 from specscope.core.measure.cost.model import (Measured, best_n, calibrated_speedup, measure,
                                                textbook_speedup)
-from specscope.core.measure.stats import Stats
+from specscope.core.measure.stats import Stats, speedup_of
 
 from .cost_words import measured_sentence
 
@@ -288,8 +288,8 @@ class CostPanel(QtWidgets.QWidget):
         stale = bool(check and check.stale)
         self._measured = measure(stats_spec, None if stale else stats_baseline, self._n_max)
         self._stale_speedup = None
-        if stale and stats_baseline.tokens_per_s > 0 and self._measured is not None:
-            self._stale_speedup = stats_spec.tokens_per_s / stats_baseline.tokens_per_s
+        if stale and self._measured is not None:
+            self._stale_speedup = speedup_of(stats_spec.tokens_per_s, stats_baseline.tokens_per_s)
         self._use_measured.setEnabled(self._measured is not None)
         self._show_values()
         if self._measured is not None and self._follow:

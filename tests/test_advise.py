@@ -17,7 +17,7 @@ from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.measure.advise.advice import (MIN_PASSES, AdviseSettings, Candidate, CategoryAdvice,
-                                                  Measured, Pair, Prompt, bench_figure, decide)
+                                                  MeasuredCandidate, Pair, Prompt, bench_figure, decide)
 from specscope.core.measure.advise.advisor import Advisor, advise, schedule
 from specscope.core.measure.advise.report import (TOOLS, llama_command, markdown, summary_lines,
                                                   to_dict, write_report)
@@ -37,16 +37,16 @@ def candidate(name: str) -> Candidate:
     return Candidate("", SpecSettings(types=("ngram-simple",)), name, 1.2, 0.5, 2.0)
 
 
-def measured(name: str, *ratios: float) -> Measured:
+def measured(name: str, *ratios: float) -> MeasuredCandidate:
     """One pass per ratio, over a category of one prompt."""
-    return Measured(candidate(name), [Pair(i, 10, 1.0 / r, 10, 1.0) for i, r in enumerate(ratios)])
+    return MeasuredCandidate(candidate(name), [Pair(i, 10, 1.0 / r, 10, 1.0) for i, r in enumerate(ratios)])
 
 
 def test_a_pass_is_pooled_over_its_prompts_and_counts_once_complete():
     # pass 0: 3 prompts, tokens over time (not the mean of the ratios); pass 1: 2 of 3 prompts
     runs = [Pair(0, 10, 1.0, 10, 2.0), Pair(0, 30, 1.0, 30, 1.0), Pair(0, 20, 2.0, 20, 2.0),
             Pair(1, 10, 1.0, 10, 1.0), Pair(1, 10, 1.0, 10, 1.0)]
-    m = Measured(candidate("c"), runs, prompts=3)
+    m = MeasuredCandidate(candidate("c"), runs, prompts=3)
     assert m.pass_speedups() == [pytest.approx((60 / 4.0) / (60 / 5.0))]      # 1.25, not 1.33
     assert m.pairs == 5 and m.interval() is None
 
@@ -55,7 +55,7 @@ def test_every_categorys_best_gets_its_interval_before_the_second_best_is_measur
     cats = []
     for name in ("a", "b"):
         cat = CategoryAdvice(name, [Prompt(None, "", [1], [2]), Prompt(None, "", [1], [2])])
-        cat.measured = [Measured(candidate(f"{name}{r}"), prompts=2) for r in (1, 2)]
+        cat.measured = [MeasuredCandidate(candidate(f"{name}{r}"), prompts=2) for r in (1, 2)]
         cats.append(cat)
     order = [(rep, m.candidate.name) for rep, _, m, i, _ in schedule(cats, 8) if i == 0]
     firsts = [name for _, name in order[:2 * MIN_PASSES]]
@@ -69,7 +69,7 @@ def test_the_estimate_is_benchs_own_figure_with_each_pass_a_repetition():
     rng = np.random.default_rng(1)
     runs = [Pair(rep, tok, tok * t * rng.uniform(0.8, 1.6), tok, tok * 0.3 * rng.uniform(0.8, 1.6))
             for rep in range(MIN_PASSES) for tok, t in ((40, 0.2), (64, 0.25))]
-    m = Measured(candidate("c"), runs, prompts=2)
+    m = MeasuredCandidate(candidate("c"), runs, prompts=2)
     groups = lambda kind, tokens: [[SimpleNamespace(stats=SimpleNamespace(
         t_total=getattr(r, kind), n_tokens=getattr(r, tokens))) for r in runs[i::2]] for i in (0, 1)]
     spec, base = robust_time(groups("spec_s", "tokens")), robust_time(groups("base_s", "base_tokens"))
@@ -90,7 +90,7 @@ def test_the_range_holds_95_percent_of_fresh_three_repetition_re_measurements():
     for trial in range(60):
         spec, base = cost_spec * noise(12, 6), cost_base * noise(12, 6)
         runs = [Pair(rep, 64, 64 * spec[rep, p], 64, 64 * base[rep, p]) for rep in range(12) for p in range(6)]
-        _, low, high = Measured(candidate("c"), runs, prompts=6).interval()
+        _, low, high = MeasuredCandidate(candidate("c"), runs, prompts=6).interval()
         fresh = bench_figure(cost_spec * noise(120, 6), cost_base * noise(120, 6), tokens, tokens,
                              np.arange(120).reshape(40, 3))
         hits += int(((fresh >= low) & (fresh <= high)).sum())
@@ -155,7 +155,7 @@ def test_every_emitted_flag_exists_in_the_vendored_llama_cpp():
     used = set()
     for name, spec in specs:
         for tool in (*TOOLS, "llama-cli"):
-            line = llama_command(a, Measured(Candidate(name, spec, spec.label, 1.0, 0, 0)), tool)
+            line = llama_command(a, MeasuredCandidate(Candidate(name, spec, spec.label, 1.0, 0, 0)), tool)
             words = line.split()
             used |= {w for w in words if w.startswith("-")}
             assert "--spec-type" in words and ",".join(spec.types) in words

@@ -19,7 +19,7 @@ from helpers.llama_args import unknown_flags  # noqa: E402
 from specscope.app.advise_view import AdvisorView  # noqa: E402
 from specscope.core.engine.engine import EngineSettings  # noqa: E402
 from specscope.core.measure.advise.advice import (MIN_PASSES, Advice, AdviseSettings,  # noqa: E402
-                                                  Candidate, Measured)
+                                                  Candidate, MeasuredCandidate)
 from specscope.core.measure.advise.advisor import advise  # noqa: E402
 from specscope.core.measure.advise.report import llama_command, to_dict  # noqa: E402
 from specscope.core.models.demo import demo_pair  # noqa: E402
@@ -206,7 +206,7 @@ def test_the_run_tabs_copy_command_spells_the_settings_as_the_advisor(window, qt
     w.pair_panel.threads["draft"].setValue(1)
     spec = w.params.spec_settings()
     s = AdviseSettings(target, (draft,), engine=EngineSettings(target_threads=1, draft_threads=1))
-    expected = {tool: llama_command(Advice(s, []), Measured(Candidate(draft.name, spec, "", None, 0, 0)), tool)
+    expected = {tool: llama_command(Advice(s, []), MeasuredCandidate(Candidate(draft.name, spec, "", None, 0, 0)), tool)
                 for tool in ("llama-server", "llama-cli")}
     qtbot.mouseClick(w.copy_command.button, Qt.MouseButton.LeftButton)
     server = QGuiApplication.clipboard().text()

@@ -287,6 +287,15 @@ class _Tree:
                             tuple((*k, n) for k, n in sorted(self.rounds.items())))
 
 
+def speedup_of(spec_tokens_per_s: float, baseline_tokens_per_s: float) -> float | None:
+    """A measured speed-up: the speculative run's generation speed over the target alone's
+    (None where either generated nothing). The lossless check, the cost tab and a session's
+    speed-up all take it from here."""
+    if spec_tokens_per_s <= 0 or baseline_tokens_per_s <= 0:
+        return None
+    return spec_tokens_per_s / baseline_tokens_per_s
+
+
 def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
     """The statistics of ``events``; with ``start``, of the events that made ``start`` and then
     these (``fold(b, fold(a)) == fold(a + b)``), so a live view folds only what is new."""

@@ -65,7 +65,7 @@ from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
 from specscope.core.errors import SessionFileError, SpecScopeError
 from specscope.core.measure.cpuload import LoadMeter, LoadReading
-from specscope.core.measure.stats import Stats, fold
+from specscope.core.measure.stats import Stats, fold, speedup_of
 from specscope.core.models.devices import placement
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.tokentext import TokenTable, text_of
@@ -321,10 +321,7 @@ class Session:
         """Measured: the speculative run's tokens/s over the baseline's (None without both)."""
         if self.spec is None or self.baseline is None:
             return None
-        s, b = self.spec.stats, self.baseline.stats
-        if s.tokens_per_s <= 0 or b.tokens_per_s <= 0:
-            return None
-        return s.tokens_per_s / b.tokens_per_s
+        return speedup_of(self.spec.stats.tokens_per_s, self.baseline.stats.tokens_per_s)
 
     def freeze_tokens(self) -> None:
         """Keep only the pieces of the tokens the session uses (a TokenTable): the live

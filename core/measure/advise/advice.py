@@ -131,7 +131,7 @@ class Pair:
 
 
 @dataclass
-class Measured:
+class MeasuredCandidate:
     """A candidate's real runs (:class:`Pair`); ``prompts``: how many its category has (a pass
     counts once it measured all of them); ``identical``: pairs whose tokens agreed."""
     candidate: Candidate
@@ -195,8 +195,8 @@ class Measured:
 
 @dataclass(frozen=True)
 class Decision:
-    best: Measured | None            # the recommendation (None: don't speculate)
-    runner_up: Measured | None
+    best: MeasuredCandidate | None            # the recommendation (None: don't speculate)
+    runner_up: MeasuredCandidate | None
     why: str
     judged: bool = True              # False: nothing was measured twice, no advice
 
@@ -206,7 +206,7 @@ class Decision:
             "no advice (not measured)"
 
 
-def decide(measured: Sequence[Measured]) -> Decision:
+def decide(measured: Sequence[MeasuredCandidate]) -> Decision:
     """The best measured candidate whose whole range lies above 1.0× (a re-measurement shows a
     gain 97.5 % of the time; highest estimate among them); if none does, "don't speculate", with
     the best tried as the runner-up. Candidates measured on fewer than MIN_PASSES passes have no
@@ -233,7 +233,7 @@ class CategoryAdvice:
     prompts: list[Prompt] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)   # every configuration, best first
     ceilings: dict[str, float] = field(default_factory=dict)    # per draft: the hindsight ceiling
-    measured: list[Measured] = field(default_factory=list)
+    measured: list[MeasuredCandidate] = field(default_factory=list)
     needs_s: float | None = None      # not done in the budget: about this many seconds more
     left_out: int = 0                 # prompts the budget's plan left out
 

@@ -14,7 +14,7 @@
    pass after pass over the category's prompts, until the budget is spent.
 4. Per category: the measured speed-up of each candidate, as `specscope bench` computes it over
    the passes, with the range a `bench` re-measurement lands in 95 % of the time
-   (:class:`Measured`), and the decision (:func:`decide`): the best candidate whose range lies
+   (:class:`MeasuredCandidate`), and the decision (:func:`decide`): the best candidate whose range lies
    above 1.0×, else "don't speculate".
 
 Only what llama.cpp can run is measured and recommended: the hf and cost policies are SpecScope's
@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 from specscope.core.engine.engine import Engine
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.advise.advice import (MIN_PASSES, Advice, AdviseSettings, Candidate,
-                                                 CategoryAdvice, Measured, Pair, Prompt, pool,
+                                                 CategoryAdvice, MeasuredCandidate, Pair, Prompt, pool,
                                                  pooled_speedup)
 from specscope.core.measure.cost.calibrate import CalibrationStopped, get_calibration
 from specscope.core.measure.cost.model import Calibration
@@ -219,7 +219,7 @@ class Advisor:
         self.predict([cat])
         self.result.phase = "measure"
         n = sum(1 for p in cat.prompts if p.cont)
-        cat.measured = [Measured(c, prompts=n) for c in cat.to_measure(self.s.top)]
+        cat.measured = [MeasuredCandidate(c, prompts=n) for c in cat.to_measure(self.s.top)]
         self.measure((rep, c, m, i, p) for rep, c, m, i, p in schedule([cat], self.s.passes)
                      if m is cat.measured[0] and rep < MIN_PASSES)
 
@@ -323,7 +323,7 @@ class Advisor:
                      f"(pass {rep + 1}; {len(m.pass_speedups())} passes so far)")
             self.pair(m, p, rep, spec_first=(rep + i) % 2 == 1)
 
-    def pair(self, m: Measured, p: Prompt, rep: int, spec_first: bool) -> None:
+    def pair(self, m: MeasuredCandidate, p: Prompt, rep: int, spec_first: bool) -> None:
         """One prompt's speculative run and target-alone run, back to back."""
         engine = self.engines[m.candidate.draft]
         runs = {}

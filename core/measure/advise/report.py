@@ -13,7 +13,7 @@ from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.advise.advice import (Advice, AdviseSettings, Candidate, CategoryAdvice,
-                                                  Measured, Pair, Prompt)
+                                                  MeasuredCandidate, Pair, Prompt)
 from specscope.core.measure.advise.plots import Figure, break_even_lines, figures
 from specscope.core.measure.cost.break_even import SPEEDUPS, SUMMARY_ALPHAS, curves, verdict
 from specscope.core.measure.command_line import command_line
@@ -31,7 +31,7 @@ INTERVAL_NOTE = ("measured: passes over the category's prompts (each prompt's sp
                  "repetitions) lands in 95 % of the time, from resampling the passes (six at least)")
 
 
-def llama_command(a: Advice, m: Measured | None, tool: str = "llama-server") -> str:
+def llama_command(a: Advice, m: MeasuredCandidate | None, tool: str = "llama-server") -> str:
     """The command line for a recommendation (None: the target alone), spelled as the vendored
     llama.cpp spells its flags (core/measure/command_line.py)."""
     s, c = a.settings, m.candidate if m is not None else None
@@ -48,12 +48,12 @@ def _ending(a: Advice) -> str:
     return "every planned pass measured"
 
 
-def _iv(m: Measured | None) -> str:
+def _iv(m: MeasuredCandidate | None) -> str:
     iv = m.interval() if m else None
     return f"{iv[0]:.2f}x ({iv[1]:.2f}-{iv[2]:.2f})" if iv else "-"
 
 
-def _name(m: Measured | None) -> str:
+def _name(m: MeasuredCandidate | None) -> str:
     return m.candidate.name if m else "-"
 
 
@@ -161,7 +161,7 @@ def _category_of(d: dict) -> CategoryAdvice:
     measured = []
     for m in d["measured"]:
         runs, prompts = _runs_of(m, int(d["baselines"]))
-        measured.append(Measured(known[m["name"]], runs, int(m["identical_pairs"]), prompts,
+        measured.append(MeasuredCandidate(known[m["name"]], runs, int(m["identical_pairs"]), prompts,
                                  int(m.get("threads_moved_pairs", 0))))
     conts = d.get("continuations") or {f"prompt {i + 1}": [] for i in range(int(d["prompts"]))}
     prompts = [Prompt(Workload(name, d["category"], "", False, ()), "", [], list(cont))

@@ -59,7 +59,7 @@ import numpy as np
 
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
-from specscope.core.measure.stats import Stats, fold
+from specscope.core.measure.stats import Stats, fold, speedup_of
 
 TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
 # What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
@@ -224,8 +224,7 @@ class Comparison:
 
     @property
     def speedup(self) -> float:
-        b = self.baseline.tokens_per_s
-        return self.spec.tokens_per_s / b if b > 0 else 0.0
+        return speedup_of(self.spec.tokens_per_s, self.baseline.tokens_per_s) or 0.0
 
 
 # ============================================================================ pure helpers

@@ -23,7 +23,7 @@ from specscope.core.engine.drafters.registry import names
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cpuload import LoadReading
-from specscope.core.measure.stats import Stats
+from specscope.core.measure.stats import Stats, speedup_of
 
 ALPHAS = (0.5, 0.7, 0.9)      # the pair doctor's cost table: per-token acceptance rates ...
 N_MAX = 8                     # ... and draft lengths 1..N_MAX
@@ -529,13 +529,9 @@ def measure(spec: Stats, baseline: Stats | None, n_max: int) -> Measured | None:
         target_tok = spec.t_verify / spec.n_rounds
     draft_tok = spec.t_draft / spec.n_drafted
     f = draft_tok / target_tok if target_tok > 0 else float("nan")
-    speedup = None
-    base_tps = None
-    verify_ratio = None
-    if has_base and baseline.tokens_per_s > 0 and spec.tokens_per_s > 0:
-        base_tps = baseline.tokens_per_s
-        speedup = spec.tokens_per_s / base_tps
-        verify_ratio = (spec.t_verify / spec.n_rounds) / target_tok
+    speedup = speedup_of(spec.tokens_per_s, baseline.tokens_per_s) if has_base else None
+    base_tps = baseline.tokens_per_s if speedup is not None else None
+    verify_ratio = (spec.t_verify / spec.n_rounds) / target_tok if speedup is not None else None
     return Measured(
         acceptance_rate=spec.acceptance_rate, alpha=fit_alpha(spec.drafted_at, spec.n_accept),
         mean_accepted_length=spec.mean_accepted_length, draft_s_per_token=draft_tok,
