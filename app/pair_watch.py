@@ -18,16 +18,27 @@ PRELOAD_DELAY_MS = 150           # load the pair this long after it is chosen (t
 
 
 class PairWatch(QObject):
-    """``window`` lends its pair panel, prompt, drafter box, banner, stats bar, run controller
-    and engine worker; ``preload``: load a compatible pair ahead of the first run."""
+    """The pair of ``pair_panel``, checked and loaded: it follows the run ``controller`` and the
+    engine ``worker``, keeps the recent pairs in ``settings``, and preloads a compatible pair
+    with the request ``preload()`` makes (None: no preloading; ``closing()``: the window is
+    closing). What the other views should show it says through its signals."""
 
     check_requested = Signal(int, str, str)
     preload_requested = Signal(object)       # a RunRequest whose pair the engine loads now
     report_shown = Signal(object)            # a PairReport, or an exception: the check is shown
+    pair_switched = Signal(object, object)   # another pair chosen (target, draft)
+    template_available = Signal(object)      # the target has a chat template (None: not known yet)
+    target_mtp = Signal(object, object)      # the target's path and MTP blocks (None: not read yet)
+    draft_kind = Signal(object, str, str)    # the draft slot's path, architecture, llama.cpp's refusal
+    state = Signal(str)                      # what the window is doing now, for the stats bar
+    message = Signal(str, str, str)          # level, message, details: for the banner
+    error = Signal(object, str, str)         # an exception, its traceback, what failed
 
-    def __init__(self, window, preload: bool = True):
-        super().__init__(window)
-        self.w, self.preload = window, preload
+    def __init__(self, pair_panel, controller, worker, settings, preload=None,
+                 closing=lambda: False, parent=None):
+        super().__init__(parent)
+        self.panel, self.controller, self.settings = pair_panel, controller, settings
+        self.preload, self.closing = preload, closing
         self.report = None                   # the doctor's PairReport of the pair (None: none yet)
         self.facts: dict = {}                # the loaded pair's facts (the worker's)
         self._check_id = 0
@@ -36,7 +47,7 @@ class PairWatch(QObject):
         self.check_requested.connect(self.doctor.check)
         self.doctor.pair_checked.connect(self._checked)
         self.doctor.check_failed.connect(self._check_failed)
-        panel, worker = window.pair_panel, window.worker
+        panel = pair_panel
         panel.pair_changed.connect(self.changed)
         panel.demo_requested.connect(self.use_demo_pair)
         self.preload_requested.connect(worker.preload)
@@ -54,32 +65,27 @@ class PairWatch(QObject):
                 from specscope.core.models.demo import demo_pair
                 demo_pair()
             except ConfigError as exc:
-                self.w.banner.show_error(exc)
+                self.error.emit(exc, "", "")
             return
-        self.w.pair_panel.set_pair(*demo)
+        self.panel.set_pair(*demo)
 
     def changed(self) -> None:
         """Another pair: the old one's run (or recording) is not this pair's; check this one."""
-        w = self.w
-        panel = w.pair_panel
+        panel, c = self.panel, self.controller
         t, d = panel.pair()
-        shown = w.controller.session
-        if not w.controller.busy:
-            w.controller.show(None)
+        shown = c.session
+        if not c.busy:
+            c.show(None)
             if shown is not None:           # said, not done silently
                 what = (f"the recording {Path(shown.path).name} was closed (File ▸ Open session… "
                         "opens it again)" if shown.is_recording else
                         "the run shown was cleared (it is kept as last-session.jsonl in "
                         "SpecScope's data folder: File ▸ Open session… opens it)")
-                w.banner.show_message("info", f"Another pair: {what}")
-                w.stats_bar.set_state("Idle")
-        if w.cost_panel is not None:
-            w.cost_panel.show_calibrated(None)
-        for view in (w.compare, w.advisor):        # the workspaces follow, unless running
-            if view is not None and not view.running and t is not None:
-                view.set_pair(t, d)
+                self.message.emit("info", f"Another pair: {what}", "")
+                self.state.emit("Idle")
+        self.pair_switched.emit(t, d)
         self.report = None
-        w.prompt.set_template_available(None)
+        self.template_available.emit(None)
         panel.clear_facts()
         panel.set_load_state("idle")
         self._update_draft_problem()
@@ -101,8 +107,8 @@ class PairWatch(QObject):
     def _checked(self, req_id: int, report) -> None:
         if req_id != self._check_id:
             return
-        panel = self.w.pair_panel
-        self.w.prompt.set_template_available(report.target.has_chat_template)
+        panel = self.panel
+        self.template_available.emit(report.target.has_chat_template)
         self._show_mtp(report.target.nextn_layers)    # the target's MTP blocks, from its header
         if panel.pair()[1] is None:          # a target alone: its facts, no verdict
             panel.set_model_facts(0, report.target)
@@ -112,7 +118,7 @@ class PairWatch(QObject):
         panel.set_report(report)
         self._update_draft_problem()
         if report.compatible or report.cross_modes:
-            panel.set_recent(remember_pair(self.w.settings, *panel.pair()))
+            panel.set_recent(remember_pair(self.settings, *panel.pair()))
             self._preload_later()
         self.report_shown.emit(report)
 
@@ -120,60 +126,60 @@ class PairWatch(QObject):
     def _check_failed(self, req_id: int, exc, tb: str) -> None:
         if req_id != self._check_id:
             return
-        self.w.pair_panel.set_verdict_text(describe(exc), "#b42318")
-        self.w.banner.show_error(exc, tb, "The pair cannot be checked")
+        self.panel.set_verdict_text(describe(exc), "#b42318")
+        self.error.emit(exc, tb, "The pair cannot be checked")
         self.report_shown.emit(exc)
 
     def _show_mtp(self, blocks: int | None) -> None:
         """The target's MTP blocks (None: not read yet), to the pair panel and the picker."""
-        self.w.pair_panel.set_target_mtp(blocks)
-        self.w.params.drafter.set_target_mtp(self.w.pair_panel.pair()[0], blocks)
+        self.panel.set_target_mtp(blocks)
+        self.target_mtp.emit(self.panel.pair()[0], blocks)
 
     def _update_draft_problem(self) -> None:
         """Tell the drafter picker what the draft slot holds: a model drafter that cannot draft
         with it says so there."""
-        d, r = self.w.pair_panel.pair()[1], self.report
-        self.w.params.drafter.set_draft(d, (r.draft.architecture or "") if r is not None and d else "",
-                                        r.reason if r is not None and d and not r.compatible
-                                        and not r.cross_modes else "")
+        d, r = self.panel.pair()[1], self.report
+        self.draft_kind.emit(d, (r.draft.architecture or "") if r is not None and d else "",
+                             r.reason if r is not None and d and not r.compatible
+                             and not r.cross_modes else "")
 
     # ------------------------------------------------------------------ loading
     def _preload_later(self) -> None:
-        if self.preload and not self.w.controller.busy:
+        if self.preload is not None and not self.controller.busy:
             QTimer.singleShot(PRELOAD_DELAY_MS, self._preload)
 
     def _preload(self) -> None:
-        c = self.w.controller
-        if c.busy or c.sweeping or self.w.closing:
+        c = self.controller
+        if c.busy or c.sweeping or self.closing():
             return
-        req = self.w.request("spec", quiet=True)
+        req = self.preload()
         if req is not None:
             self.preload_requested.emit(req)
 
     @Slot(str)
     def _load_started(self, text: str) -> None:
-        self.w.pair_panel.set_load_state("loading", text + "…")
-        self.w.stats_bar.set_state("Loading models…")
+        self.panel.set_load_state("loading", text + "…")
+        self.state.emit("Loading models…")
 
     @Slot(dict)
     def _engine_loaded(self, facts: dict) -> None:
         self.facts = facts
         names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
-        self.w.pair_panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
-        self.w.pair_panel.set_load_facts(facts)
-        s = self.w.controller.session
-        if not self.w.controller.busy and not (s is not None and s.is_recording):
-            self.w.stats_bar.set_state("Ready")
+        self.panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
+        self.panel.set_load_facts(facts)
+        s = self.controller.session
+        if not self.controller.busy and not (s is not None and s.is_recording):
+            self.state.emit("Ready")
 
     @Slot(int, object, str)
     def _load_failed(self, run_id: int, exc, tb: str) -> None:
         """A preload failed (a run's failure is the run controller's)."""
-        if self.w.closing or run_id != 0:
+        if self.closing() or run_id != 0:
             return
-        self.w.pair_panel.set_load_state("idle", "The models could not be loaded.")
-        self.w.banner.show_error(exc, tb, "Loading the models failed")
-        if not self.w.controller.busy:
-            self.w.stats_bar.set_state("Idle")
+        self.panel.set_load_state("idle", "The models could not be loaded.")
+        self.error.emit(exc, tb, "Loading the models failed")
+        if not self.controller.busy:
+            self.state.emit("Idle")
 
     @Slot(object, bool)
     def _model_crashed(self, verdict, retrying: bool) -> None:
@@ -186,7 +192,7 @@ class PairWatch(QObject):
         message += (". Retrying once with repacking off." if retrying else
                     ". The window is unaffected; choose another model or other settings.")
         details = "\n".join([verdict.describe(), "", "Last llama.cpp log lines:", *verdict.log_tail])
-        self.w.banner.show_message("warning" if retrying else "error", message, details)
+        self.message.emit("warning" if retrying else "error", message, details)
 
     def shutdown(self, timeout_ms: int) -> bool:
         self.doctor_thread.quit()

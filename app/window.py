@@ -40,13 +40,14 @@ from .shown_run import ShownRun
 from .stats_bar import StatsBar
 from .legend import legend_html
 from .window_actions import WindowActions
+from .window_chat import WindowChat
 from .window_settings import apply_json, restore_settings, save_settings
 from .worker import EngineWorker, on_ui_thread, start_thread
 
 log = logging.getLogger("specscope.app")
 
 
-class MainWindow(WindowActions, QMainWindow):
+class MainWindow(WindowActions, WindowChat, QMainWindow):
     start_requested = Signal(object)
     warm_up_requested = Signal()
     step_requested = Signal(int)
@@ -306,8 +307,31 @@ class MainWindow(WindowActions, QMainWindow):
                              (w.run_finished, c.on_finished), (w.failed, c.on_failed)):
             on_ui_thread(signal, news, self)                # the run's news: to the controller
         w.calibration_progressed.connect(self.shown.calibration_progressed)
-        self.pairs = PairWatch(self, self._preload_enabled)   # the doctor, loading the pair
+        self.pairs = self._pair_watch()                     # the doctor, loading the pair
         self.warm_up_requested.emit()
+
+    def _pair_watch(self) -> PairWatch:
+        """The pair's doctor and loader, and the views that follow what it says."""
+        preload = (lambda: self.request("spec", quiet=True)) if self._preload_enabled else None
+        pw = PairWatch(self.pair_panel, self.controller, self.worker, self.settings, preload,
+                       lambda: self.closing, self)
+        pw.template_available.connect(self.prompt.set_template_available)
+        pw.target_mtp.connect(self.params.drafter.set_target_mtp)
+        pw.draft_kind.connect(self.params.drafter.set_draft)
+        pw.state.connect(self.stats_bar.set_state)
+        pw.message.connect(self.banner.show_message)
+        pw.error.connect(lambda exc, tb, context: self.banner.show_error(exc, tb, context))
+        pw.pair_switched.connect(self._pair_switched)
+        return pw
+
+    def _pair_switched(self, target, draft) -> None:
+        """Another pair: the cost tab forgets the old pair's calibration; the Compare and
+        Advisor workspaces follow, unless they are running."""
+        if self.cost_panel is not None:
+            self.cost_panel.show_calibrated(None)
+        for view in (self.compare, self.advisor):
+            if view is not None and not view.running and target is not None:
+                view.set_pair(target, draft)
 
     # ================================================================== settings
     def save_settings(self) -> None:
@@ -463,51 +487,6 @@ class MainWindow(WindowActions, QMainWindow):
         self.prompt.set_read_only(busy)
         self._update_chat()
 
-    # ================================================================== the conversation
-    def _update_chat(self) -> None:
-        c, log = self.controller, self.chat_log
-        s = c.session
-        turns = len(log.turns) if s is not None and log.is_last(s) else 0
-        document = s is not None and not s.settings.chat
-        figures = log.figures() if turns else ""
-        if turns and document:
-            figures = ("This target has no chat template: each message continues one document. "
-                       + figures)
-        self.chat_bar.show_state(turns, not c.busy and not c.refusal("run"), document, figures)
-
-    def chat_send(self, message: str, editing: bool = False, step: bool = False) -> None:
-        """Continue the conversation shown with ``message`` (``editing``: in place of the last)."""
-        turns = self.chat_log.turns
-        self._chat_turn(message, turns[:-1] if editing else turns, step=step)
-
-    def chat_regenerate(self) -> None:
-        turns = self.chat_log.turns
-        if turns:
-            self._chat_turn(turns[-1][0], turns[:-1], regenerate=self.chat_log.regenerations + 1)
-
-    def chat_new(self) -> None:
-        self.chat_log.clear()
-        self._update_chat()
-        self.prompt.editor.setFocus()
-        self.stats_bar.set_state("New conversation: type the first message in the prompt box "
-                                 "and press Run")
-
-    def _chat_turn(self, message: str, turns, regenerate: int = 0, step: bool = False) -> None:
-        """A run given the turns before (the engine keeps both caches from the turn before);
-        a regenerate draws with the next seed."""
-        from dataclasses import replace
-        from specscope.core.session.conversation import ChatLog
-        if self.controller.busy or self._refused():
-            return
-        req = self.request("spec", step=step, prompt=message)
-        if req is None:
-            return
-        sampler = replace(req.sampler, seed=req.sampler.seed + regenerate) if regenerate else req.sampler
-        req = replace(req, history=ChatLog.history(turns), turns=tuple(turns), sampler=sampler)
-        if step:
-            self.tabs.setCurrentWidget(self.round_view)
-        self._start(req)
-
     # ================================================================== the controller's news
     def _heard(self, what: str, payload) -> None:
         """What changed in the run controller (core/session/controller.py); the views have
@@ -550,18 +529,6 @@ class MainWindow(WindowActions, QMainWindow):
         self.run_done.emit(ended.request.run_id, ended.finish)
 
     # ================================================================== misc
-    def advise_on_conversation(self) -> None:
-        """The Advisor measures the conversation (ChatLog.write_prompts: each turn's message with
-        the turns before it), from a file in the app's data folder."""
-        from PySide6.QtCore import QStandardPaths
-        if not self.chat_log.turns:
-            self.banner.show_message("info", "No conversation yet: run a prompt in the Run tab and "
-                                             "reply to it; then the Advisor can measure it")
-            return
-        folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
-        path = self.chat_log.write_prompts(folder / "conversation-prompts.jsonl")
-        self.advisor.form.use_prompts(path, f"the conversation ({len(self.chat_log.turns)} turns)")
-
     def shutdown(self, timeout_ms: int = 15000) -> bool:
         """Stop any run and measurement, free the engine on its thread, join the threads."""
         if self.closing:

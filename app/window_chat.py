@@ -1,0 +1,67 @@
+"""The main window's conversation (a part of MainWindow, app/window.py): the chat bar under the
+text continues the conversation shown, regenerates its last reply or starts a new one; the
+Advisor can measure the conversation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class WindowChat:
+    """MainWindow's conversation: each turn a run given the turns before it."""
+
+    def _update_chat(self) -> None:
+        c, log = self.controller, self.chat_log
+        s = c.session
+        turns = len(log.turns) if s is not None and log.is_last(s) else 0
+        document = s is not None and not s.settings.chat
+        figures = log.figures() if turns else ""
+        if turns and document:
+            figures = ("This target has no chat template: each message continues one document. "
+                       + figures)
+        self.chat_bar.show_state(turns, not c.busy and not c.refusal("run"), document, figures)
+
+    def chat_send(self, message: str, editing: bool = False, step: bool = False) -> None:
+        """Continue the conversation shown with ``message`` (``editing``: in place of the last)."""
+        turns = self.chat_log.turns
+        self._chat_turn(message, turns[:-1] if editing else turns, step=step)
+
+    def chat_regenerate(self) -> None:
+        turns = self.chat_log.turns
+        if turns:
+            self._chat_turn(turns[-1][0], turns[:-1], regenerate=self.chat_log.regenerations + 1)
+
+    def chat_new(self) -> None:
+        self.chat_log.clear()
+        self._update_chat()
+        self.prompt.editor.setFocus()
+        self.stats_bar.set_state("New conversation: type the first message in the prompt box "
+                                 "and press Run")
+
+    def _chat_turn(self, message: str, turns, regenerate: int = 0, step: bool = False) -> None:
+        """A run given the turns before (the engine keeps both caches from the turn before);
+        a regenerate draws with the next seed."""
+        from dataclasses import replace
+        from specscope.core.session.conversation import ChatLog
+        if self.controller.busy or self._refused():
+            return
+        req = self.request("spec", step=step, prompt=message)
+        if req is None:
+            return
+        sampler = replace(req.sampler, seed=req.sampler.seed + regenerate) if regenerate else req.sampler
+        req = replace(req, history=ChatLog.history(turns), turns=tuple(turns), sampler=sampler)
+        if step:
+            self.tabs.setCurrentWidget(self.round_view)
+        self._start(req)
+
+    def advise_on_conversation(self) -> None:
+        """The Advisor measures the conversation (ChatLog.write_prompts: each turn's message with
+        the turns before it), from a file in the app's data folder."""
+        from PySide6.QtCore import QStandardPaths
+        if not self.chat_log.turns:
+            self.banner.show_message("info", "No conversation yet: run a prompt in the Run tab and "
+                                             "reply to it; then the Advisor can measure it")
+            return
+        folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
+        path = self.chat_log.write_prompts(folder / "conversation-prompts.jsonl")
+        self.advisor.form.use_prompts(path, f"the conversation ({len(self.chat_log.turns)} turns)")
