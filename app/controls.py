@@ -350,6 +350,32 @@ class ParamsPanel(QGroupBox):
             self.drafter.synth.set_fields(spec.synth_len, spec.synth_rates)
 
 
+class RunControls:
+    """What the window's controls describe, read when asked: the pair (``pair_panel``), the
+    drafter, sampler and engine settings (``params``, the pair panel's threads and placement)
+    and the prompt (``prompt``). Helpers that measure the chosen pair take this, not the window."""
+
+    def __init__(self, pair_panel, params: "ParamsPanel", prompt: PromptEditor):
+        self.pair_panel, self.params, self.prompt = pair_panel, params, prompt
+
+    def pair(self):
+        return self.pair_panel.pair()
+
+    def spec(self):
+        return self.params.spec_settings()
+
+    def sampler(self):
+        return self.params.sampler_settings()
+
+    def n_predict(self) -> int:
+        return self.params.n_predict.value()
+
+    def engine(self):
+        from specscope.core.engine.settings import EngineSettings
+        # threads 0 is "auto": each context follows the load, decode by decode (core/models/threads.py)
+        return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
+
+
 def link_basics(prompt: PromptEditor, params: "ParamsPanel") -> None:
     """The prompt's Max tokens and Temperature follow the parameters (n_predict; the sampler and
     its temperature) and set them: temperature 0 is the greedy sampler."""

@@ -24,18 +24,23 @@ from .worker import MeasureRequest
 
 
 class CostTab(QScrollArea):
-    """The tab's page (it scrolls rather than squeezes: the cost model is tall). ``window``
-    lends its controls (pair, parameters, prompt), its engine worker, run controller, banner
-    and stats bar."""
+    """The tab's page (it scrolls rather than squeezes: the cost model is tall): it measures the
+    pair the ``controls`` (controls.RunControls) describe in the engine ``worker``, holding the
+    cores through the run ``controller``; ``loaded_facts()`` are the facts of the pair the engine
+    loaded last. What the banner and the stats bar should say it says through its signals."""
 
     measure_requested = Signal(object)      # a MeasureRequest for the engine's thread
+    state = Signal(str, str)                # what the window is doing now, and what waits
+    message = Signal(str, str)              # level, message: for the banner
+    error = Signal(object, str, str)        # an exception, its traceback, what failed
 
-    def __init__(self, window):
+    def __init__(self, controller, worker, controls, loaded_facts):
         super().__init__()
-        self.w = window
+        self.controller, self.controls, self.loaded_facts = controller, controls, loaded_facts
         self.setWidgetResizable(True)
         self.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.measure_requested.connect(window.worker.measure)
+        self.measure_requested.connect(worker.measure)
+        self.worker = worker
         self.cost_panel = CostPanel()
         self.synth_view = SynthCurveView()               # below it: the measured synthetic curve
         self.synth_view.source = self.synth_sweep_settings
@@ -53,7 +58,7 @@ class CostTab(QScrollArea):
         self.distance_view = DistanceView()              # then what an rpc-server placement costs
         self.distance_view.source = self.distance_request
         self._hold_cores(self.distance_view.task)
-        window.pair_panel.placement_changed.connect(self.distance_view.refresh)
+        controls.pair_panel.placement_changed.connect(self.distance_view.refresh)
         lay.addWidget(self.distance_view)
         lay.addWidget(self.synth_view)
         self.setWidget(page)
@@ -61,7 +66,7 @@ class CostTab(QScrollArea):
     # ------------------------------------------------------------------ tasks
     def _hold_cores(self, task) -> None:
         """``task`` holds the cores from its start to its end (the controller hears first)."""
-        c = self.w.controller
+        c = self.controller
         task.started.connect(lambda: c.measure_started(task))
         task.finished.connect(lambda *_: c.measure_ended(task))
         task.failed.connect(lambda *_: c.measure_ended(task))
@@ -69,15 +74,15 @@ class CostTab(QScrollArea):
     def _engine_task(self, task) -> EngineTask:
         """An EngineTask: ``task(request, engine, progress, stop)`` in the window's engine, on the
         engine's thread (app/task.py)."""
-        et = engine_task(task, self._submit, self.w.worker, self)
+        et = engine_task(task, self._submit, self.worker, self)
         self._hold_cores(et)
         return et
 
     def _submit(self, fn) -> MeasureRequest:
         """Send ``fn(engine, progress, stop)`` to the engine worker for the pair and settings of
         the controls (loaded first if need be); the MeasureRequest sent."""
-        t, d = self.w.pair_panel.pair()
-        req = MeasureRequest(self.w.controller.next_id(), t, d, self.w.engine_settings(), fn)
+        t, d = self.controls.pair()
+        req = MeasureRequest(self.controller.next_id(), t, d, self.controls.engine(), fn)
         self.measure_requested.emit(req)
         return req
 
@@ -85,7 +90,7 @@ class CostTab(QScrollArea):
         """The controls' engine settings, as the run loaded ``target``'s pair: the thread counts
         "auto" chose and repacking as the crash probe left it (what a measurement of the pair
         in its own engine must use to time what the runs do)."""
-        engine, facts = self.w.engine_settings(), self.w.pairs.facts
+        engine, facts = self.controls.engine(), self.loaded_facts()
         if facts.get("target", {}).get("path") != str(target):
             return engine
         threads = facts.get("threads", {})
@@ -97,7 +102,7 @@ class CostTab(QScrollArea):
         """Where the latest speculative run's typical round sat (the prompt plus half the
         generation, rounded to 16): the position to time decodes at."""
         from specscope.core.measure.cost.calibrate import DEFAULT_N_PAST
-        last = self.w.controller.workbench.last_spec
+        last = self.controller.workbench.last_spec
         if last is None or not last.prompt_tokens:
             return DEFAULT_N_PAST
         return max(16, round((len(last.prompt_tokens) + last.settings.n_predict / 2) / 16) * 16)
@@ -119,21 +124,20 @@ class CostTab(QScrollArea):
             self.calibration_task.request_stop()
             self.cost_panel.set_calibrating("Stopping…")
             return
-        w = self.w
-        t, d = w.pair_panel.pair()
+        t, d = self.controls.pair()
         try:
             if t is None or d is None:
                 raise ConfigError("calibrating needs a target and a draft model")
-            w.controller.require_cores(self.calibration_task)
+            self.controller.require_cores(self.calibration_task)
         except ConfigError as exc:
-            w.banner.show_message("warning", f"Cannot calibrate: {exc}.")
+            self.message.emit("warning", f"Cannot calibrate: {exc}.")
             return
-        spec = w.params.spec_settings()
+        spec = self.controls.spec()
         self.cost_panel.set_calibrating("Stop calibrating (0%)")
-        w.stats_bar.set_state("Calibrating the pair", "Run, Step and Baseline wait until it ends")
+        self.state.emit("Calibrating the pair", "Run, Step and Baseline wait until it ends")
         self.calibration_task.start(dict(
             target=t, draft=d, k_max=max(N_PLOT_MAX, spec.n_max) + 1, sync=spec.sync,
-            sampler=w.params.sampler_settings(), n_past=self._last_run_position()))
+            sampler=self.controls.sampler(), n_past=self._last_run_position()))
 
     def _calibration_progress(self, fraction: float, _what: str) -> None:
         if not self.calibration_task.stopping:
@@ -142,18 +146,18 @@ class CostTab(QScrollArea):
     def _calibration_done(self, request: dict, result) -> None:
         cal, cached = result
         self.cost_panel.set_calibrating(None)
-        if self.w.pair_panel.pair() == (request["target"], request["draft"]):     # still this pair
+        if self.controls.pair() == (request["target"], request["draft"]):     # still this pair
             self.cost_panel.show_calibrated(cal, request["sync"])
             self.cost_panel.set_calibration(Path(request["draft"]).name, cal, cached)
-        if not self.w.controller.busy:
-            self.w.stats_bar.set_state("Idle")
+        if not self.controller.busy:
+            self.state.emit("Idle", "")
 
     def _calibration_failed(self, exc, tb: str) -> None:
         self.cost_panel.set_calibrating(None)
         if exc is not None:
-            self.w.banner.show_error(exc, tb, "The calibration failed")
-        if not self.w.controller.busy:
-            self.w.stats_bar.set_state("Calibration stopped" if exc is None else "Idle")
+            self.error.emit(exc, tb, "The calibration failed")
+        if not self.controller.busy:
+            self.state.emit("Calibration stopped" if exc is None else "Idle", "")
 
     def show_sweep_calibration(self, result) -> None:
         """The cost panel says where a Compare sweep's calibration stands (one taken under load
@@ -169,20 +173,20 @@ class CostTab(QScrollArea):
         (core/measure/bench/synth_sweep.py)."""
         from specscope.core.errors import ConfigError
         from specscope.core.measure.bench.sweep import SweepSettings
-        w = self.w
-        t, d = w.pair_panel.pair()
+        c, prompt = self.controls, self.controls.prompt
+        t, d = c.pair()
         if t is None or d is None:
             raise ConfigError("the synthetic sweep needs a target and a draft model")
-        w.controller.require_cores(self.synth_view.task)
-        spec = replace(w.params.spec_settings(), synth_len=-1.0, synth_rates=())
+        self.controller.require_cores(self.synth_view.task)
+        spec = replace(c.spec(), synth_len=-1.0, synth_rates=())
         if spec.n_max < 1:
             raise ConfigError("set draft-simple's n_max to 1 or more")
         return SweepSettings(target=Path(t), drafts=(Path(d),), n_values=(spec.n_max,),
-                             prompts=(("prompt", w.prompt.text()),),
-                             n_predict=max(2, min(64, w.params.n_predict.value())),
-                             sampler=w.params.sampler_settings(), engine=w.engine_settings(),
+                             prompts=(("prompt", prompt.text()),),
+                             n_predict=max(2, min(64, c.n_predict())),
+                             sampler=c.sampler(), engine=c.engine(),
                              sync=spec.sync, p_min=spec.p_min, spec=spec,
-                             chat=w.prompt.chat_enabled(), system=w.prompt.system_text())
+                             chat=prompt.chat_enabled(), system=prompt.system_text())
 
     def distance_request(self) -> DistanceRequest:
         """What the distance view measures: the pair as the controls place it now, and the round
@@ -191,13 +195,12 @@ class CostTab(QScrollArea):
         α (core/measure/cost/distance.py)."""
         from specscope.core.errors import ConfigError
         from specscope.core.measure.cost.model import alpha_acceptance
-        w = self.w
-        t, d = w.pair_panel.pair()
+        t, d = self.controls.pair()
         if t is None:
             raise ConfigError("choose a target model first")
-        w.controller.require_cores(self.distance_view.task)
-        engine, spec = self._engine_settings_as_loaded(t), w.params.spec_settings()
-        last = w.controller.workbench.last_spec
+        self.controller.require_cores(self.distance_view.task)
+        engine, spec = self._engine_settings_as_loaded(t), self.controls.spec()
+        last = self.controller.workbench.last_spec
         stats = last.spec.stats if last is not None and last.spec is not None else None
         if stats is not None and stats.n_draft_rounds and last.settings.spec.n_max > 0:
             placed = ("rpc", "target_devices", "draft_devices", "target_gpu_layers", "draft_gpu_layers")
@@ -214,7 +217,7 @@ class CostTab(QScrollArea):
             shape = RoundShape(n=n, acceptance=alpha_acceptance(alpha, n), sync=spec.sync,
                                source=f"α = {alpha:.2f}, no run yet")
         return DistanceRequest(target=str(t), draft=str(d) if d else None, engine=engine,
-                               sampler=w.params.sampler_settings(), n_past=self._last_run_position(),
+                               sampler=self.controls.sampler(), n_past=self._last_run_position(),
                                shape=shape)
 
     # ------------------------------------------------------------------ closing

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QScrollArea, QS
 
 from specscope.core.session.run_state import SWEEPING_IN, RunState
 
-from .controls import ParamsPanel, PromptEditor, link_basics
+from .controls import ParamsPanel, PromptEditor, RunControls, link_basics
 from .copy_command import CopyCommand
 from .desktop import guard_wheel
 from .drafter_panel import head_slot
@@ -96,8 +96,11 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         from .timeline_view import TimelineView
         from .whatif_panel import install as install_whatif
         current = self.tabs.currentIndex()
-        self.plots, self.cost_tab = PlotsPanel(), CostTab(self)
-        tab = self.cost_tab
+        self.plots = PlotsPanel()
+        self.cost_tab = tab = CostTab(self.controller, self.worker, self.controls, lambda: self.pairs.facts)
+        tab.state.connect(self.stats_bar.set_state)
+        tab.message.connect(self.banner.show_message)
+        tab.error.connect(lambda exc, tb, context: self.banner.show_error(exc, tb, context))
         self.cost_panel, self.distance_view, self.synth_view = tab.cost_panel, tab.distance_view, tab.synth_view
         for index, (page, title) in enumerate(((self.plots, "Plots"), (self.cost_tab, "Cost model"))):
             old = self.tabs.widget(index)
@@ -167,15 +170,13 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.pair_panel = PairPanel()
         self.prompt = PromptEditor()
         self.params = ParamsPanel()
+        self.controls = RunControls(self.pair_panel, self.params, self.prompt)
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(8, 8, 8, 8)
-        ll.addWidget(self.prompt)               # what a first run needs first, at the top
-        ll.addWidget(self.pair_panel)
-        ll.addWidget(self.params.drafter)
         self.copy_command = CopyCommand(self.pair_panel, self.params, lambda: self.pairs.report)
-        ll.addWidget(self.copy_command)
-        ll.addWidget(self.params)
+        for part in (self.prompt, self.pair_panel, self.params.drafter, self.copy_command, self.params):
+            ll.addWidget(part)                  # what a first run needs first, at the top
         ll.addStretch(1)
         left_scroll = QScrollArea()
         left_scroll.setWidgetResizable(True)
@@ -360,9 +361,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
 
     # ================================================================== runs
     def engine_settings(self):
-        from specscope.core.engine.engine import EngineSettings
-        # threads 0 is "auto": each context follows the load, decode by decode (core/models/threads.py)
-        return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
+        return self.controls.engine()
 
     def request(self, kind: str, step: bool = False, quiet: bool = False, prompt: str | None = None):
         """A RunRequest as the controls ask (the controller checks them), or None when they are
