@@ -15,7 +15,7 @@ import logging
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QStandardPaths
+from PySide6.QtCore import QObject, QStandardPaths, Signal
 from PySide6.QtWidgets import QFileDialog
 
 from .pair_panel import gguf_paths
@@ -42,12 +42,24 @@ def session_paths(mime) -> list[Path]:
             if u.isLocalFile() and u.toLocalFile().lower().endswith(".jsonl")]
 
 
-class SessionFiles:
-    """Files in the main window (see the module docs)."""
+class SessionFiles(QObject):
+    """Files in the main window (see the module docs): the sessions of the run ``controller``,
+    the pair and settings of the ``controls`` (controls.RunControls), the folder saved last in
+    ``settings``; the dialogs open over ``parent``. What the window shows because of a file it
+    hears through the signals; ``text()`` and ``export_plot(name, path)`` give what is saved."""
 
-    def __init__(self, window):
-        self.w = window
-        self.controller = window.controller
+    message = Signal(str, str)               # level, message: for the banner
+    error = Signal(object, str)              # an exception, what failed
+    saved = Signal(str)                      # a file was written (its path)
+    compared = Signal(object)                # two sessions side by side (a SessionComparison)
+
+    def __init__(self, controller, controls, settings, parent):
+        super().__init__(parent)
+        self.controller, self.controls, self.settings, self.parent_widget = (controller, controls,
+                                                                             settings, parent)
+        self.text = lambda: ""                              # the generated text (the token view)
+        self.export_plot = lambda name, path: None          # a plot to a file (the plots tab)
+        self.can_compare = lambda: False                    # the Compare sessions view is built
 
     @property
     def autosave_path(self) -> Path:
@@ -56,7 +68,7 @@ class SessionFiles:
     # ------------------------------------------------------------------ sessions
     def save_session_dialog(self) -> None:
         if not self.controller.shown_events:
-            self.w.banner.show_message("info", "There is no run to save yet: Run or Baseline first.")
+            self.message.emit("info", "There is no run to save yet: Run or Baseline first.")
             return
         path = self.save_path("Save the session", "specscope-session.jsonl", SESSION_FILTER)
         if path:
@@ -74,8 +86,8 @@ class SessionFiles:
             log.warning("the autosave to %s failed: %s", self.autosave_path, exc)
 
     def open_session_dialog(self) -> None:
-        start = self.w.settings.value("export/dir") or str(Path.home())
-        path, _ = QFileDialog.getOpenFileName(self.w, "Open a session", start, SESSION_FILTER)
+        start = self.settings.value("export/dir") or str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self.parent_widget, "Open a session", start, SESSION_FILTER)
         if path:
             self.open_session(Path(path))
 
@@ -84,17 +96,17 @@ class SessionFiles:
         from specscope.core.errors import SpecScopeError
         from specscope.core.session.session import Session
         if self.controller.busy:
-            self.w.banner.show_message("info", "Stop the run before opening a session.")
+            self.message.emit("info", "Stop the run before opening a session.")
             return False
         try:
             session = Session.load(path)
         except SpecScopeError as exc:
-            self.w.banner.show_message("error", f"The session cannot be opened: {exc}")
+            self.message.emit("error", f"The session cannot be opened: {exc}")
             return False
         self.controller.show(session)          # the views show it (app/shown_run.py)
-        self.w.params.show_run_settings(session.settings)     # the controls as it ran
-        self.w.prompt.show_run_settings(session.settings)
-        self.w.pair_panel.set_load_state("idle", self.recording_line())
+        self.controls.params.show_run_settings(session.settings)     # the controls as it ran
+        self.controls.prompt.show_run_settings(session.settings)
+        self.controls.pair_panel.set_load_state("idle", self.recording_line())
         return True
 
     def recording_line(self) -> str:
@@ -112,12 +124,12 @@ class SessionFiles:
         from specscope.core.errors import SpecScopeError
         from specscope.core.session.comparison import compare_sessions
         from specscope.core.session.session import Session
-        if self.w.session_compare is None:
+        if not self.can_compare():
             return
         first = self.controller.session if self.controller.has_rounds else None
         picked = []
         for which in (["second"] if first is not None else ["first", "second"]):
-            path, _ = QFileDialog.getOpenFileName(self.w, f"The {which} session to compare",
+            path, _ = QFileDialog.getOpenFileName(self.parent_widget, f"The {which} session to compare",
                                                   str(self.autosave_path.parent), SESSION_FILTER)
             if not path:
                 return
@@ -125,11 +137,10 @@ class SessionFiles:
         try:
             loaded = [Session.load(p) for p in picked]
         except SpecScopeError as exc:
-            self.w.banner.show_message("error", f"The session cannot be compared: {exc}")
+            self.message.emit("error", f"The session cannot be compared: {exc}")
             return
         a, b = ([first] if first is not None else []) + loaded
-        self.w.session_compare.show_comparison(compare_sessions(a, b))
-        self.w.show_workspace("sessions")
+        self.compared.emit(compare_sessions(a, b))
 
     def accepts(self, mime) -> bool:
         """A drop of model files or of a session file."""
@@ -145,7 +156,7 @@ class SessionFiles:
         paths = gguf_paths(mime)
         if not paths:
             return False
-        panel = self.w.pair_panel
+        panel = self.controls.pair_panel
         if len(paths) >= 2:
             a, b = sorted(paths[:2], key=lambda p: p.stat().st_size if p.exists() else 0, reverse=True)
             panel.set_pair(a, b)
@@ -156,11 +167,11 @@ class SessionFiles:
     # ------------------------------------------------------------------ exports
     def save_path(self, title: str, name: str, filters: str) -> Path | None:
         """Ask where to save (the folder saved last first); None when the user cancels."""
-        start = self.w.settings.value("export/dir") or str(Path.home())
-        path, _ = QFileDialog.getSaveFileName(self.w, title, str(Path(start) / name), filters)
+        start = self.settings.value("export/dir") or str(Path.home())
+        path, _ = QFileDialog.getSaveFileName(self.parent_widget, title, str(Path(start) / name), filters)
         if not path:
             return None
-        self.w.settings.setValue("export/dir", str(Path(path).parent))
+        self.settings.setValue("export/dir", str(Path(path).parent))
         return Path(path)
 
     def export(self, fn, path: Path) -> None:
@@ -168,9 +179,9 @@ class SessionFiles:
         try:
             fn()
         except Exception as exc:  # noqa: BLE001
-            self.w.banner.show_error(exc, context=f"Saving {path.name} failed")
+            self.error.emit(exc, f"Saving {path.name} failed")
             return
-        self.w.statusBar().showMessage(f"Saved {path}", 4000)
+        self.saved.emit(str(path))
 
     def save_text_dialog(self) -> None:
         path = self.save_path("Save the generated text", "specscope.txt", "Text (*.txt);;All files (*)")
@@ -187,10 +198,10 @@ class SessionFiles:
         slug = name.lower().replace(" ", "-")
         path = self.save_path(f"Save “{name}”", f"{slug}.png", "PNG image (*.png);;SVG image (*.svg)")
         if path:
-            self.export(lambda: self.w.plots.export(name, path), path)
+            self.export(lambda: self.export_plot(name, path), path)
 
     def save_text(self, path: Path) -> None:
-        Path(path).write_text(self.w.token_view.full_text(), encoding="utf-8")
+        Path(path).write_text(self.text(), encoding="utf-8")
 
     def save_stats(self, path: Path) -> None:
         path = Path(path)

@@ -69,10 +69,10 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         # (the controller imports the session and the engine's settings: here, not at import)
         from specscope.core.session.controller import RunController
         self.controller = RunController()           # the runs, the session shown, the cores
-        self.files = SessionFiles(self)
         self.closing = False
 
         self._build_ui()                            # (the views hear the controller first)
+        self.files = self._session_files()
         self.controller.subscribe(self._heard)
         self._start_threads()
         self._build_actions()
@@ -324,6 +324,22 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         pw.error.connect(lambda exc, tb, context: self.banner.show_error(exc, tb, context))
         pw.pair_switched.connect(self._pair_switched)
         return pw
+
+    def _session_files(self) -> SessionFiles:
+        """Sessions and exports to and from files, and the views that show what they did."""
+        files = SessionFiles(self.controller, self.controls, self.settings, self)
+        files.text = self.token_view.full_text
+        files.export_plot = lambda name, path: self.plots.export(name, path)
+        files.can_compare = lambda: self.session_compare is not None
+        files.message.connect(self.banner.show_message)
+        files.error.connect(lambda exc, context: self.banner.show_error(exc, context=context))
+        files.saved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 4000))
+        files.compared.connect(self._show_comparison)
+        return files
+
+    def _show_comparison(self, comparison) -> None:
+        self.session_compare.show_comparison(comparison)
+        self.show_workspace("sessions")
 
     def _pair_switched(self, target, draft) -> None:
         """Another pair: the cost tab forgets the old pair's calibration; the Compare and
