@@ -12,7 +12,8 @@ import pytest
 from specscope.core.cli.generate import policy_lines
 from specscope.core.measure.cost.model import Calibration
 from specscope.core.models.demo import demo_pair
-from specscope.core.engine.draft_policy import DROP, LAST, TAKE, BestPredicted, HfHeuristic, make_policy
+from specscope.core.engine.draft_policy import (DROP, LAST, TAKE, BestPredicted, FixedLength, HfHeuristic,
+                                               make_policy)
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings
@@ -113,6 +114,14 @@ def test_cost_policy_learns_what_its_empty_rounds_cost():
     assert len(steps(p, [0.95] * 8)) > 1
 
 
+def test_cost_policy_skips_a_round_where_no_draft_could_pay_and_prices_the_target_token_alone():
+    dear = calibration(f=1.0, slope=1.0)          # a draft token costs a target token
+    p = BestPredicted(8, dear)
+    assert p.next_n() == 0
+    assert p.per_token == pytest.approx(dear.cost(1) + dear.s + dear.r + dear.o0)
+    assert BestPredicted(8, calibration()).next_n() == 8      # a cheap draft: drafting may pay
+
+
 def test_cost_policy_keeps_its_length_where_changing_it_costs_a_graph_rebuild():
     """llama.cpp rebuilds the target's graph for a verification batch of a new size
     (``Calibration.shape``). On a cheap machine the policy drafts a confident run to the cap;
@@ -202,6 +211,63 @@ def test_every_policy_is_lossless(demo, greedy, baseline, policy, sync):
     run, events = spec_run(demo, greedy, policy, sync=sync)
     assert run.tokens == baseline
     assert all(len(e.drafted) <= e.draft_limit <= N_MAX for e in events if e.drafted)
+
+
+def test_rounds_the_cost_policy_skips_decode_nothing_on_the_draft(demo, greedy, baseline):
+    """A draft dearer than the target: every round skips and the draft decodes nothing; the
+    kept tokens wait (a conversation's next turn would decode them with its prompt)."""
+    run = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"), greedy, 120,
+                           calibration=calibration(f=1.0, slope=1.0))
+    drafter, seen, events = None, [], []
+    for e in run:
+        drafter = drafter or run._chain.drafters[0]
+        seen.append(len(drafter.pending))
+        events.append(e)
+    assert run.tokens == baseline
+    assert all(e.mode == "plain" and e.draft_stop == "policy" and e.draft_limit == 0
+               for e in events[:-1]) and events[-1].draft_stop == "budget"
+    assert seen == list(range(1, len(seen) + 1))      # each round's token waits
+    assert drafter.cached == len(run.prompt_tokens) - 1   # the prompt, decoded before the rounds
+
+
+def test_a_turn_after_skipped_rounds_decodes_what_the_draft_lacks_with_its_prompt(demo, greedy):
+    first = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"), greedy, 40,
+                             calibration=calibration(f=1.0, slope=1.0))
+    list(first)
+    assert first._chain.drafters[0].pending                  # the draft's cache lags
+    prompt = [*first.prompt_tokens, *first.tokens, *demo.tokenize("\ndef main(argv):\n")]
+    second = demo.speculative(prompt, SpecSettings(n_max=N_MAX), greedy, 40, resume=first.held)
+    events = list(second)
+    assert second.prefill.reused > 0                         # the target kept its rows
+    alone = demo.baseline(prompt, greedy, 40)
+    list(alone)
+    assert second.tokens == alone.tokens
+    assert sum(e.n_accepted for e in events) > 0              # the draft read the whole text
+
+
+class SkipSome(FixedLength):
+    """n_max but in rounds 2 to 5 (0 there: skipped)."""
+    def __init__(self, n_max):
+        super().__init__(n_max)
+        self.round = -1
+
+    def next_n(self) -> int:
+        self.round += 1
+        return 0 if 2 <= self.round <= 5 else self.n_max
+
+
+def test_a_draft_skipped_for_some_rounds_catches_its_cache_up_in_one_batch(demo, greedy, baseline):
+    run = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX), greedy, 120)
+    run.policy = SkipSome(N_MAX)
+    events = list(run)
+    assert run.tokens == baseline
+    assert [e.draft_limit for e in events[2:6]] == [0] * 4 and not any(e.drafted for e in events[2:6])
+    _, plain = spec_run(demo, greedy, "fixed")
+    drafts = {e.n_past: e.drafted for e in plain if e.drafted}
+    after = [e for e in events[6:] if e.drafted and e.n_past in drafts]
+    same = [e for e in after if e.drafted == drafts[e.n_past]]
+    assert after and len(same) >= 0.8 * len(after)      # the draft reads the same history
+    assert sum(e.n_accepted for e in events[6:]) > 0
 
 
 def test_the_fixed_policy_drafts_n_max_every_round(demo, greedy):

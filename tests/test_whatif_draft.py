@@ -58,6 +58,21 @@ def real_rounds(engine, text, spec):
                  for e in events]
 
 
+def test_rounds_the_cost_policy_skips_are_replayed_and_priced_as_the_target_token_alone(pair):
+    """A draft as dear as the target: the engine's cost policy skips every round (the draft
+    decodes nothing), the replay skips the same rounds, and prices them without the draft."""
+    engine, traces = pair
+    dear = replace(CAL, f=1.0, f_batch=tuple(1.0 * k for k in range(1, 11)),
+                   c=tuple(1.0 + k for k in range(10)), c_raw=tuple(1.0 + k for k in range(10)))
+    spec = replace(BASE, n_max=8, draft_policy="cost")
+    run = engine.speculative(PROMPTS[0], spec, SamplerSettings(), N, calibration=dear)
+    real = [(e.draft_stop, len(e.drafted)) for e in run]
+    rounds = replay_draft(traces[0], spec, n_ctx=N_CTX, n_predict=N, cal=dear)
+    assert [len(r.draft) for r in rounds] == [n for _, n in real] == [0] * len(real)
+    assert all(r.skipped for r in rounds) and all(stop == "policy" for stop, _ in real[:-1])
+    assert price(dear, rounds) == pytest.approx(dear.baseline_token / (dear.cost(1) + dear.s + dear.r + dear.o0))
+
+
 @pytest.mark.parametrize("spec", CASES, ids=lambda s: draft_label(s) + f" n_min={s.n_min}")
 @pytest.mark.parametrize("which", range(len(PROMPTS)))
 def test_a_replayed_draft_setting_is_the_engines_run_round_for_round(pair, spec, which):

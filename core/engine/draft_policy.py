@@ -40,6 +40,12 @@ has seen fewer than ``PRIOR_WEIGHT`` times when drafting could pay there: when t
 that token, and every token after it, certain to be kept would not drop it. Where not even
 that pays (a draft token as dear as the target's), it drops it unseen.
 
+Where not even a draft whose first token has the best confidence seen would pay, ``next_n``
+is 0 and the round drafts nothing: the draft model then decodes nothing either, and catches its
+cache up in one batch when it drafts again (core/engine/drafters/model.py). Such a round costs
+the target's token alone, so a pair whose drafts cannot pay on this machine runs at about the
+target's own speed instead of paying the draft's decode every round.
+
 A policy sees what llama.cpp's drafters see (``Drafter.accept``): the draft model's own
 rounds, with the number of its tokens the target kept, and while drafting the share of each
 token it proposes. (On a target whose memory needs
@@ -191,6 +197,17 @@ class BestPredicted(FixedLength):
         """What verifying n drafted tokens costs more because the batch before had another
         size (the target's graph is rebuilt: ``Calibration.shape``)."""
         return self.cal.shape if n + 1 != self.last_k else 0.0
+
+    def next_n(self) -> int:
+        """n_max, or 0 where no draft would pay even with its first token at the best
+        confidence seen (module docs): the round is priced as the target's token alone."""
+        self.whole = []
+        if self._plan(0, max(self.rates), self.pooled, self.n_max) > 0:
+            return self.n_max
+        cal = self.cal
+        self._spend(1, cal.cost(1) + cal.s + cal.r + cal.o0 + self._reshape(0))
+        self.last_k = 1
+        return 0
 
     def step(self, i: int, p: float, cap: int) -> str:
         if i == 0:

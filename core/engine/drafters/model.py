@@ -14,7 +14,9 @@ step with the target's, by sync mode (``SpecSettings.sync``):
   verified, the whole verification batch is decoded on the draft and the rejected rows dropped
   (llama.cpp does it in ``process``, before sampling; done after, the result is the same);
 * ``reuse``: the rows decoded while drafting stay; after verification only the kept rows it
-  lacks are decoded, and the rest dropped.
+  lacks are decoded, and the rest dropped. A round the draft-length policy skips (its length
+  0: drafting cannot pay) decodes nothing on the draft: the kept tokens wait (``pending``) and
+  go into the draft's first decode of the next round it drafts, as one batch.
 
 A draft memory that cannot drop part of a sequence (recurrent, hybrid) is checkpointed before
 drafting and restored after it, and only the kept tokens are decoded (llama.cpp would leave
@@ -95,6 +97,12 @@ class DraftModel(Drafter):
         self.rows = 0                         # rows the cache holds from the round's n_past on
         self.verified: tuple[list[int], int] = ([], 0)   # the target's last batch and its pos0
         self.dropped = 0                      # rows dropped since take_dropped()
+        # the kept tokens the draft's cache lacks, at [n_past - len(pending), n_past): rounds the
+        # policy skipped (reuse sync, a memory that can drop rows)
+        self.pending: list[int] = []
+        self.lazy = not self.replay and self.checkpoint is None
+        self.skipped = False                  # this round the policy skipped: nothing decoded
+        self.cached = 0                       # rows the draft's cache holds after the last round
 
     def begin(self, prompt: np.ndarray) -> None:
         """The prompt but its last token into the draft's cache, as into the target's."""
@@ -102,7 +110,10 @@ class DraftModel(Drafter):
 
     def resume(self, prompt: np.ndarray, keep: int, before) -> None:
         """A conversation's next turn: the draft's cache holds the same rows as the target's
-        (llama-server cuts both at the first difference), so only the rest is decoded."""
+        (llama-server cuts both at the first difference), but those skipped rounds left, so
+        only the rest is decoded."""
+        if isinstance(before, DraftModel) and before.pending:
+            keep = min(keep, before.cached)
         self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft", keep=keep)
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
@@ -132,15 +143,21 @@ class DraftModel(Drafter):
         self.n_drafted = 0
         batch, n_past = self.verified
         kept = n_accepted + 1
-        if self.replay and self.checkpoint is None:   # llama.cpp: the whole batch, then trim
+        self.cached = n_past + kept
+        if self.skipped or self.pending and not self.rows:   # nothing decoded: the kept rows
+            self.pending.extend(batch[:kept])               # wait (resume: the run's last)
+            self.skipped = False
+            self.cached -= len(self.pending)
+        elif self.replay and self.checkpoint is None:   # llama.cpp: the whole batch, then trim
             self._decode(batch, n_past, "the verification batch (replay sync)")
             self.dropped += len(batch) - kept
             self.ctx.seq_rm(n_past + kept, -1)
         elif self.rows >= kept:                       # reuse: the cache holds what it needs
             self.dropped += self.rows - kept
             self.ctx.seq_rm(n_past + kept, -1)
-        else:                                         # decode only the rows it lacks
-            self._decode(batch[self.rows:kept], n_past + self.rows, "the kept tokens")
+        else:                # decode only the rows it lacks (after those skipped rounds left)
+            lacking, self.pending = [*self.pending, *batch[self.rows:kept]], []
+            self._decode(lacking, n_past + kept - len(lacking), "the kept tokens")
         self.rows = 0
 
     def restore(self, n_past: int) -> None:
@@ -168,6 +185,9 @@ class DraftModel(Drafter):
         limit = max(self.policy.next_n(), self.n_min)    # a policy's n below n_min would drop every draft
         n_past, cap = len(history), min(limit, budget)
         self.n_drafted = 0
+        if limit == 0 < budget and self.n_max > 0 and self.lazy:   # the policy skips the round
+            self.skipped = True
+            return Proposal(self.name, stop="policy", limit=0)
         if cap <= 0:
             return Proposal(self.name, stop="budget", limit=limit)
         draft: list[int] = []
@@ -177,7 +197,11 @@ class DraftModel(Drafter):
         in_vain = 0                         # 1: the last row decoded proposed no token
         clock = time.perf_counter
         while True:
-            batch.fill((token,), n_past + len(draft), logits="all")
+            if self.pending:      # the kept tokens of skipped rounds first, in the same batch
+                batch.fill([*self.pending, token], n_past - len(self.pending), logits="last")
+                self.pending = []
+            else:
+                batch.fill((token,), n_past + len(draft), logits="all")
             t = clock()
             ctx.decode(batch, "a draft token")
             logits = ctx.logits(1)[0]          # llama_get_logits synchronises: llama.cpp time

@@ -194,7 +194,11 @@ class TracedDraft(Drafter):
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         pos = len(history) + 1 - len(self.trace.prompt)        # the continuation's next token
-        cap = min(max(self.policy.next_n(), self.spec.n_min), budget)
+        limit = max(self.policy.next_n(), self.spec.n_min)
+        if limit == 0 < budget and self.spec.n_max > 0 and self.spec.sync == "reuse":
+            self.n_drafted, self.shares = 0, []        # the policy skips: the draft decodes nothing
+            return Proposal(self.name, stop="policy", limit=0)
+        cap = min(limit, budget)
         draft, shares, extra = _draw(self.trace, pos, cap, self.spec.p_min, self.policy) \
             if cap > 0 else ([], [], 0)
         if len(draft) < self.spec.n_min:
@@ -226,14 +230,15 @@ def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
                   n_predict=n_predict)
 
 
-def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str) -> float:
+def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str,
+                 skipped: bool = False) -> float:
     """One round's cost in target-token units: a drafted round as :func:`round_cost` prices it
     (its own length, its accepted positions), an empty one as the target's token and the draft's
     decode of it; each decoded row that proposed nothing costs a draft token f. The draft's cache
     must hold every kept token (``DraftModel.accept``): under reuse a row decoded without
     proposing already holds the last one, so neither an empty round nor a whole accepted draft
     then decodes it again."""
-    held = extra > 0 and sync == "reuse"
+    held = extra > 0 and sync == "reuse" or skipped      # skipped: the draft decodes nothing
     if drafted == 0:
         cost = cal.cost(1) + cal.s + cal.r + cal.o0 + (0.0 if held else cal.draft_batch(1))
     else:
@@ -246,7 +251,7 @@ def price(cal: Calibration, rounds: Sequence[Replayed], sync: str = "reuse") -> 
     """The calibrated speed-up over the target alone of these replayed rounds; a round whose
     verification batch has another size than the round before's also pays ``cal.shape`` (the
     target's graph rebuilt)."""
-    cost = sum(_round_price(cal, len(r.draft), r.accepted, r.extra, sync) for r in rounds)
+    cost = sum(_round_price(cal, len(r.draft), r.accepted, r.extra, sync, r.skipped) for r in rounds)
     cost += cal.shape * sum(len(a.draft) != len(b.draft) for a, b in zip(rounds, rounds[1:]))
     tokens = sum(len(r.emitted) for r in rounds)
     return tokens * cal.baseline_token / cost if cost > 0 else 1.0
@@ -366,7 +371,7 @@ def missed(rounds: Sequence[Replayed], ceiling: Hindsight, cal: Calibration,
     pos = 0
     for r in rounds:
         nxt = min(len(ceiling.to_end) - 1, pos + len(r.emitted))
-        excess = _round_price(cal, len(r.draft), r.accepted, r.extra, sync) \
+        excess = _round_price(cal, len(r.draft), r.accepted, r.extra, sync, r.skipped) \
             + ceiling.to_end[nxt] - ceiling.to_end[pos]
         if len(r.draft) < ceiling.best[pos]:
             short += 1

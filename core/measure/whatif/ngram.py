@@ -43,7 +43,9 @@ class Replayed:
     ends). ``complete``: the round's own token lies inside the continuation; ``budget``: the
     most tokens the round could draft (0: the target's token alone, at the end of the run);
     ``extra``: draft-simple's rows decoded that proposed no token (the row p_min stopped at, a
-    draft dropped for n_min)."""
+    draft dropped for n_min); ``skipped``: its draft-length policy skipped the round, or a
+    round after that drafted nothing, so the draft decoded nothing: the kept tokens wait for its
+    next draft (core/engine/drafters/model.py)."""
     drafter: str
     draft: tuple[int, ...]
     accepted: int
@@ -52,6 +54,7 @@ class Replayed:
     complete: bool
     budget: int
     extra: int = 0
+    skipped: bool = False
 
 
 def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: int = 4096,
@@ -68,6 +71,7 @@ def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: i
     n_past, id_last, pos = len(prompt) - 1, prompt[-1], 0
     chain.begin(hist[:n_past])
     rounds = []
+    lagging = False          # draft-simple's cache lacks the kept tokens of rounds it skipped
     while pos < len(cont):
         budget = max(0, min(n_ctx - n_past - 2, n_predict - pos - 1))
         proposal = chain.draft(hist[:n_past], id_last, budget) if budget > 0 else None
@@ -79,8 +83,12 @@ def replay(chain: Chain, prompt: Sequence[int], cont: Sequence[int], *, n_ctx: i
             acc += 1
         ids = tuple(cont[pos:pos + acc + 1])
         complete = pos + acc < len(cont)
+        decoded = bool(proposal and proposal.drafter == DRAFT_MODEL and proposal.rows)
+        skipped = bool(proposal and proposal.drafter == DRAFT_MODEL and proposal.stop == "policy"
+                       and proposal.limit == 0) or lagging and not decoded and not draft
+        lagging = skipped or lagging and not decoded
         rounds.append(Replayed(proposal.drafter if draft else "", draft, acc, ids, t_lookup, complete,
-                               budget, extra))
+                               budget, extra, skipped))
         if not complete:
             break
         chain.accept(acc)
