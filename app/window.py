@@ -100,7 +100,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.cost_tab = tab = CostTab(self.controller, self.worker, self.controls, lambda: self.pairs.facts)
         tab.state.connect(self.stats_bar.set_state)
         tab.message.connect(self.banner.show_message)
-        tab.error.connect(lambda exc, tb, context: self.banner.show_error(exc, tb, context))
+        tab.error.connect(self.banner.show_error)
         self.cost_panel, self.distance_view, self.synth_view = tab.cost_panel, tab.distance_view, tab.synth_view
         for index, (page, title) in enumerate(((self.plots, "Plots"), (self.cost_tab, "Cost model"))):
             old = self.tabs.widget(index)
@@ -321,7 +321,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         pw.draft_kind.connect(self.params.drafter.set_draft)
         pw.state.connect(self.stats_bar.set_state)
         pw.message.connect(self.banner.show_message)
-        pw.error.connect(lambda exc, tb, context: self.banner.show_error(exc, tb, context))
+        pw.error.connect(self.banner.show_error)
         pw.pair_switched.connect(self._pair_switched)
         return pw
 

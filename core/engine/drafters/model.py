@@ -143,11 +143,9 @@ class DraftModel(Drafter):
         self.n_drafted = 0
         batch, n_past = self.verified
         kept = n_accepted + 1
-        self.cached = n_past + kept
         if self.skipped or self.pending and not self.rows:   # nothing decoded: the kept rows
             self.pending.extend(batch[:kept])               # wait (resume: the run's last)
             self.skipped = False
-            self.cached -= len(self.pending)
         elif self.replay and self.checkpoint is None:   # llama.cpp: the whole batch, then trim
             self._decode(batch, n_past, "the verification batch (replay sync)")
             self.dropped += len(batch) - kept
@@ -155,10 +153,10 @@ class DraftModel(Drafter):
         elif self.rows >= kept:                       # reuse: the cache holds what it needs
             self.dropped += self.rows - kept
             self.ctx.seq_rm(n_past + kept, -1)
-        else:                # decode only the rows it lacks (after those skipped rounds left)
-            lacking, self.pending = [*self.pending, *batch[self.rows:kept]], []
-            self._decode(lacking, n_past + kept - len(lacking), "the kept tokens")
+        else:                                         # decode only the rows it lacks
+            self._decode(batch[self.rows:kept], n_past + self.rows, "the kept tokens")
         self.rows = 0
+        self.cached = n_past + kept - len(self.pending)
 
     def restore(self, n_past: int) -> None:
         self._drop_to(n_past)
