@@ -69,6 +69,7 @@ from specscope.core.engine.round_record import Recorder, RoundCheckpoint, RoundS
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.engine.settings import EngineSettings, SpecSettings
 from specscope.core.engine.synth import check_sampler
+from specscope.core.engine.tree_round import TREE, tree_rounds
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
@@ -246,6 +247,9 @@ class Engine(Closing):
                                   f"--spec-type {types}, not {t.name}")
             if t.source == TARGET:
                 require_nextn(self.target_info, self.target.path)
+            if t.name == "draft-tree" and not (self.tgt_removable and self.dft_removable):
+                raise ConfigError(f"{self.target.path}: draft-tree keeps its branches as sequences "
+                                  "of both caches, which a recurrent or hybrid memory cannot drop")
             if t.reads_target and not self.tgt_removable:
                 raise ConfigError(f"{self.target.path}: {t.name} on a recurrent or hybrid target: "
                                   "llama.cpp rolls such a target back with its n_rs_seq snapshots, "
@@ -319,6 +323,11 @@ class Run:
                 self._watch_threads(e.tgt, None)
                 self._prefill()
                 yield from self._baseline_rounds(smpl)
+                return
+            if self.spec.types == (TREE,):         # llama-speculative's loop: core/engine/tree_round.py
+                self._watch_threads(e.tgt, e.dft)
+                self._prefill()
+                yield from tree_rounds(self, smpl)
                 return
             rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
             chain = self._chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)

@@ -25,7 +25,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specscope.core.plain import from_plain
+from specscope.core.plain import from_plain, to_plain
+
+
+@dataclass(frozen=True, slots=True)
+class TreeShape:
+    """draft-tree's round (llama-speculative): every branch the draft model drafted, the root
+    left out (branch 0 first, then in the order they split off), the draft's probability of each
+    of their tokens, and the branch the target kept (its tokens are the event's ``drafted``)."""
+    branches: tuple[tuple[int, ...], ...]
+    probs: tuple[tuple[float, ...], ...]
+    kept: int
+    nodes: int                       # distinct drafted tokens the target verified in one batch
+    steps: int                       # the draft's decodes (what llama-speculative counts as drafted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +90,7 @@ class RoundEvent:
     threads: tuple[int, ...] = ()    # the thread counts (target, draft; 0: no draft context) the
                                      # round's decodes ran with as it ended (core/models/threads.py)
     threads_note: str = ""           # threads "auto": the changes of count made during this round
+    tree: TreeShape | None = None    # draft-tree: the tree drafted this round (None: another type)
 
     @property
     def own(self) -> int | None:
@@ -120,6 +133,8 @@ class RoundEvent:
             for key in ("draft_probs", "counterfactual"):
                 d[key] = [round(p, 6) for p in d[key]]
         d["t_overhead"] = self.t_overhead
+        if self.tree is not None:
+            d["tree"] = to_plain(self.tree)
         return d
 
     @classmethod

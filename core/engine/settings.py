@@ -38,6 +38,7 @@ class SpecSettings:
     synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
     draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
     vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
+    p_split: float = 0.1      # --spec-draft-p-split: draft-tree splits where a runner-up holds more
 
     def validate(self) -> None:
         if parse_types(self.types) != tuple(self.types):
@@ -60,6 +61,11 @@ class SpecSettings:
         for type_name in NGRAM_TYPES:
             self.params(type_name).validate(type_name)
         self.synth_probs()
+        if not 0.0 <= self.p_split <= 1.0:
+            raise ConfigError(f"p_split must be in [0, 1], not {self.p_split}")
+        if "draft-tree" in self.types and len(self.types) > 1:
+            raise ConfigError("draft-tree is llama-speculative's own loop: it drafts alone, "
+                              "not chained with other --spec-type values")
         if self.synthetic and self.accept_rule != "match":
             raise ConfigError("synthetic acceptance replaces the acceptance rule: "
                               "it cannot be combined with --accept-rule ratio")
@@ -127,6 +133,7 @@ class EngineSettings:
     rpc: tuple[str, ...] = ()
     target_devices: tuple[str, ...] | None = None
     draft_devices: tuple[str, ...] | None = None
+    n_seq: int = 1                         # -np: sequences per context (draft-tree's branches)
 
     @classmethod
     def deterministic(cls, **kw) -> "EngineSettings":
@@ -136,7 +143,7 @@ class EngineSettings:
 
     def context(self, threads: int) -> ContextSettings:
         return ContextSettings(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=threads,
-                               flash_attn=self.flash_attn, kv_type=self.kv_type)
+                               flash_attn=self.flash_attn, kv_type=self.kv_type, n_seq=self.n_seq)
 
 
 __all__ = ["SpecSettings", "EngineSettings"]

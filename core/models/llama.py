@@ -283,6 +283,7 @@ class ContextSettings:
     n_threads: int = 0          # 0: auto, the count that is fastest now (core/models/threads.py)
     flash_attn: str = "auto"    # auto | on | off
     kv_type: str = "f16"        # f16 | f32
+    n_seq: int = 1              # sequences (llama.cpp's -np): draft-tree's branches, in one unified KV
 
     @classmethod
     def deterministic(cls, **kw) -> "ContextSettings":
@@ -290,7 +291,8 @@ class ContextSettings:
 
 
 class Context(Handle):
-    """One llama_context with a single sequence (seq 0). ``other``: the context it reads from
+    """One llama_context; runs use sequence 0 (draft-tree's branches more: models/seqs.py).
+    ``other``: the context it reads from
     (llama.cpp's ``ctx_other``: an EAGLE-3 head reads the target's token embeddings and output
     head through it); it must outlive this one. ``mtp``: an MTP context (``LLAMA_CONTEXT_TYPE_MTP``):
     it runs the model's nextn blocks instead of its layers (core/models/mtp.py)."""
@@ -303,7 +305,8 @@ class Context(Handle):
         params.n_ctx = settings.n_ctx
         params.n_batch = min(settings.n_batch, settings.n_ctx)
         params.n_ubatch = params.n_batch
-        params.n_seq_max = 1
+        params.n_seq_max = settings.n_seq
+        params.kv_unified = settings.n_seq > 1      # branches share their prefix's cells
         # threads 0 ("auto"): a governor moves the count with the machine's load, decode by
         # decode; ``governor``: another context's, when both decode on one thread (one OpenMP team)
         self.governor = None if settings.n_threads else governor or ThreadGovernor(candidates())
@@ -333,6 +336,7 @@ class Context(Handle):
         self.n_ctx = ll.llama_n_ctx(self.ptr)
         self.n_batch = ll.llama_n_batch(self.ptr)
         self.n_ubatch = ll.llama_n_ubatch(self.ptr)
+        self.n_seq = settings.n_seq
         self.mem = ll.llama_get_memory(self.ptr)
         self.n_vocab = model.n_vocab
         self._views: dict[tuple[int, int], np.ndarray] = {}

@@ -93,6 +93,11 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "the draft model: greedy over its top-10 probabilities",
              _n_max, ("#14532d", "#bbf0c6", "#2e9d4b"),                              # green
              who=("the", "draft model"), what="a draft model"),
+    SpecType("draft-tree", MODEL, "tree:TreeDrafter",
+             "the draft model drafts a tree: up to -np branches, split where a runner-up holds "
+             "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
+             _n_max, ("#1e3a8a", "#bfdbfe", "#2563eb"),                              # blue
+             who=("the draft model's", "tree"), what="a draft model"),
     SpecType("draft-eagle3", HEAD, "eagle3:Eagle3",
              "an EAGLE-3 head: one layer that drafts from three of the target's own hidden "
              "states, over a reduced vocabulary",

@@ -1,0 +1,94 @@
+"""Several sequences in one context, as llama.cpp's ``llama-speculative`` keeps a tree's branches:
+a batch whose tokens belong to one or more sequences, the memory calls on a given sequence, and
+a sampler chain's candidates for one output row (``common_sampler_get_candidates``).
+
+A context decodes several sequences when it was made with ``ContextSettings.n_seq`` > 1 (its
+KV cache is then unified: a branch's prefix is one set of cells shared by every sequence).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import llama_cpp.llama_cpp as ll
+import numpy as np
+
+from specscope.core.errors import ConfigError
+from specscope.core.models.llama import Context, Handle, SamplerChain
+
+
+class SeqBatch(Handle):
+    """A llama_batch whose tokens each belong to up to ``n_seq`` sequences (``common_batch``'s
+    ``add`` and ``add_seq``), every token with logits."""
+
+    def __init__(self, capacity: int, n_seq: int):
+        self.capacity, self.n_seq = capacity, n_seq
+        self.ptr = ll.llama_batch_init(capacity, 0, n_seq)
+        self.size = 0
+
+    def clear(self) -> None:
+        self.size = self.ptr.n_tokens = 0
+
+    def add(self, token: int, pos: int, seq: int) -> int:
+        """``token`` at ``pos`` in sequence ``seq``, with logits; its index in the batch."""
+        i = self.size
+        if i >= self.capacity:
+            raise ConfigError(f"a tree of more than {self.capacity} tokens does not fit the batch")
+        b = self.ptr
+        b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, 1
+        b.seq_id[i][0] = seq
+        self.size = b.n_tokens = i + 1
+        return i
+
+    def add_seq(self, i: int, seq: int) -> None:
+        """Token ``i`` belongs to sequence ``seq`` too (a branch split off where it was)."""
+        b = self.ptr
+        b.seq_id[i][b.n_seq_id[i]] = seq
+        b.n_seq_id[i] += 1
+
+    def _free(self, ptr) -> None:
+        ll.llama_batch_free(ptr)
+
+
+def seq_rm(ctx: Context, seq: int, p0: int = -1, p1: int = -1) -> None:
+    ll.llama_memory_seq_rm(ctx.mem, seq, p0, p1)
+
+
+def seq_cp(ctx: Context, src: int, dst: int) -> None:
+    """Every cell of ``src`` belongs to ``dst`` too."""
+    ll.llama_memory_seq_cp(ctx.mem, src, dst, -1, -1)
+
+
+def seq_keep(ctx: Context, seq: int) -> None:
+    """Only ``seq`` stays: the cells of every other sequence are dropped."""
+    ll.llama_memory_seq_keep(ctx.mem, seq)
+
+
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+assert _TOKEN_DATA.itemsize == ctypes.sizeof(ll.llama_token_data)
+
+
+def row_logits(ctx: Context, row: int) -> np.ndarray:
+    """The logits of output row ``row`` of the context's last decode."""
+    ptr = ll.llama_get_logits_ith(ctx.ptr, row)
+    return np.ctypeslib.as_array(ptr, shape=(ctx.n_vocab,))
+
+
+def candidates(chain: SamplerChain, ctx: Context, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, probabilities) of row ``row`` after the chain, most probable first: llama.cpp's
+    ``common_sampler_sample`` then ``common_sampler_get_candidates(.., true)``. The chain runs as
+    when it samples (its final sampler draws: its random state moves on), and its draw is not
+    kept; the probabilities are those its final sampler drew from."""
+    data = np.zeros(ctx.n_vocab, _TOKEN_DATA)
+    data["id"] = np.arange(ctx.n_vocab, dtype=np.int32)
+    data["logit"] = row_logits(ctx, row)
+    arr = ll.llama_token_data_array(data.ctypes.data_as(ll.llama_token_data_p), ctx.n_vocab, -1, False)
+    ll.llama_sampler_apply(chain.ptr, ctypes.byref(arr))
+    n = arr.size
+    out = np.ctypeslib.as_array(ctypes.cast(arr.data, ctypes.POINTER(ctypes.c_uint8)),
+                                shape=(n * _TOKEN_DATA.itemsize,)).view(_TOKEN_DATA).copy()
+    order = np.argsort(-out["p"], kind="stable")
+    return out["id"][order], out["p"][order]
+
+
+__all__ = ["SeqBatch", "seq_rm", "seq_cp", "seq_keep", "row_logits", "candidates"]
