@@ -373,7 +373,8 @@ class RunControls:
     def engine(self):
         from specscope.core.engine.settings import EngineSettings
         # threads 0 is "auto": each context follows the load, decode by decode (core/models/threads.py)
-        return EngineSettings(n_ctx=self.params.n_ctx.value(), **self.pair_panel.engine_kwargs())
+        return EngineSettings(n_ctx=self.params.n_ctx.value(), n_seq=self.params.drafter.n_seq(),
+                              **self.pair_panel.engine_kwargs())
 
 
 def link_basics(prompt: PromptEditor, params: "ParamsPanel") -> None:

@@ -35,6 +35,8 @@ from .drafter_style import swatch_html
 from .synth_box import SynthBox
 
 MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
+TREE = "draft-tree"
+MAX_BRANCHES = 16
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
               "in this order, then the draft model or a head, then the target's MTP layers, then "
               "a DFlash head; the first non-empty draft wins the round.")
@@ -183,6 +185,16 @@ class DrafterPanel(QGroupBox):
                              flag("draft_policy").tooltip())
         self.vocab = _combo({m: VOCAB_TIPS[m] for m in flag("vocab").choices if m in VOCAB_TIPS},
                             flag("vocab").tooltip())
+        # draft-tree (llama-speculative): its branches are sequences of both contexts (-np, an
+        # engine setting: changing it reloads the pair) and its split threshold
+        self.branches = QSpinBox(minimum=1, maximum=MAX_BRANCHES, value=4)
+        self.branches.setToolTip("draft-tree: the most branches a tree holds, llama.cpp's -np "
+                                 "(--parallel): each is a sequence of both models' caches, so "
+                                 "changing it reloads the pair (1: a chain)")
+        f = flag("p_split")
+        self.p_split = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=0.05, decimals=2,
+                                      value=f.default)
+        self.p_split.setToolTip(f.tooltip())
 
     def _rows(self) -> dict[str, list[list[tuple[str, QWidget]]]]:
         """Each type's parameter lines under its check box: (label, widget) pairs."""
@@ -197,6 +209,7 @@ class DrafterPanel(QGroupBox):
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
                           [("p_min", self.p_min), ("sync", self.sync)],
                           [("n policy", self.policy), ("vocab", self.vocab)]],
+            TREE: [[("branches (-np)", self.branches), ("p_split", self.p_split)]],
         }
 
     def _type_grid(self) -> QGridLayout:
@@ -272,7 +285,8 @@ class DrafterPanel(QGroupBox):
         for c in self.checks.values():
             c.toggled.connect(self._edited)
         for w in (*self.size_n.values(), *self.size_m.values(), self.min_hits, self.mod_match,
-                  self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min):
+                  self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min, self.branches,
+                  self.p_split):
             w.valueChanged.connect(self._edited)
         for combo in (self.sync, self.policy, self.vocab):
             combo.currentIndexChanged.connect(self._edited)
@@ -321,7 +335,7 @@ class DrafterPanel(QGroupBox):
         return SpecSettings(
             n_max=self.n_max.value(), n_min=self.n_min.value(), p_min=round(self.p_min.value(), 4),
             sync=self.sync.currentData(), types=self.types(), draft_policy=self.policy.currentData(),
-            vocab=self.vocab.currentData(),
+            vocab=self.vocab.currentData(), p_split=round(self.p_split.value(), 4),
             ngram_simple=maps["ngram-simple"], ngram_map_k=maps["ngram-map-k"],
             ngram_map_k4v=maps["ngram-map-k4v"],
             ngram_mod=NgramModParams(self.mod_match.value(), self.mod_min.value(), self.mod_max.value()),
@@ -344,6 +358,10 @@ class DrafterPanel(QGroupBox):
         self.mtp_note.setText(mtp_note(blocks))
         self._edited()
 
+    def n_seq(self) -> int:
+        """The sequences each context needs (EngineSettings.n_seq): draft-tree's branches, else 1."""
+        return self.branches.value() if TREE in self.types() else 1
+
     def draft_problem(self) -> str:
         """Why the checked model drafter cannot draft with the draft slot's model (or, draft-mtp,
         with the target's own layers), or ""."""
@@ -353,7 +371,7 @@ class DrafterPanel(QGroupBox):
             return (f"{t}: {path.name if path else 'the target'} has no MTP (nextn) blocks "
                     "to draft with: choose a target converted with its MTP layers, or uncheck "
                     f"{t}.")
-        slot = [t for t in types if t == DRAFT_MODEL or t in HEADS]     # the draft slot's drafters
+        slot = [t for t in types if t in (DRAFT_MODEL, TREE) or t in HEADS]  # the draft slot's
         if len({HEADS.get(t, ("",))[0] for t in slot}) > 1:
             listed = ", ".join(slot[:-1]) + " and " + slot[-1]
             return (f"{listed} {'both' if len(slot) == 2 else 'all'} draft with the model in the "
@@ -362,18 +380,18 @@ class DrafterPanel(QGroupBox):
             return ""
         path, arch, refused = self._draft
         name = path.name if path is not None else ""
-        if DRAFT_MODEL in types:
+        for t in (t for t in types if t in (DRAFT_MODEL, TREE)):
             if path is None:
-                return ("draft-simple needs a draft model: choose one under Models, or uncheck "
-                        "draft-simple to draft with the n-gram types alone.")
-            kinds = [t for t, (a, _) in HEADS.items() if a == arch]   # the head types it drafts with
+                return (f"{t} needs a draft model: choose one under Models, or uncheck "
+                        f"{t} to draft with the n-gram types alone.")
+            kinds = [k for k, (a, _) in HEADS.items() if a == arch]   # the head types it drafts with
             if kinds:
                 spec = " or ".join(kinds)
-                return (f"draft-simple: {name} is {HEADS[kinds[0]][1]}, which drafts with {spec}: "
+                return (f"{t}: {name} is {HEADS[kinds[0]][1]}, which drafts with {spec}: "
                         f"check {spec} instead, or choose a draft model.")
             if refused:
-                return (f"draft-simple: {name} cannot draft for this target ({refused}); "
-                        "choose another draft, or uncheck draft-simple.")
+                return (f"{t}: {name} cannot draft for this target ({refused}); "
+                        f"choose another draft, or uncheck {t}.")
         for t in (t for t in types if t in HEADS):
             want, noun = HEADS[t]
             if path is None:
@@ -418,7 +436,8 @@ class DrafterPanel(QGroupBox):
                 "min_hits": self.min_hits.value(),
                 "mod": [self.mod_match.value(), self.mod_min.value(), self.mod_max.value()],
                 "cache": [self.cache_static.text(), self.cache_dynamic.text()],
-                "policy": self.policy.currentData(), "vocab": self.vocab.currentData()}
+                "policy": self.policy.currentData(), "vocab": self.vocab.currentData(),
+                "branches": self.branches.value(), "p_split": self.p_split.value()}
 
     @staticmethod
     def dict_of(spec) -> dict:
@@ -429,7 +448,7 @@ class DrafterPanel(QGroupBox):
                 "min_hits": spec.ngram_map_k4v.min_hits,
                 "mod": [spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max],
                 "cache": [spec.ngram_cache.lookup_cache_static, spec.ngram_cache.lookup_cache_dynamic],
-                "policy": spec.draft_policy, "vocab": spec.vocab}
+                "policy": spec.draft_policy, "vocab": spec.vocab, "p_split": spec.p_split}
 
     def from_dict(self, d: dict) -> None:
         """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
@@ -448,6 +467,10 @@ class DrafterPanel(QGroupBox):
                         num(spins[t], v)
         if "min_hits" in d:
             num(self.min_hits, d["min_hits"])
+        if "branches" in d:
+            num(self.branches, d["branches"])
+        if isinstance(d.get("p_split"), (int, float)):
+            self.p_split.setValue(float(d["p_split"]))
         mod = d.get("mod")
         if isinstance(mod, list) and len(mod) == 3:
             for w, v in zip((self.mod_match, self.mod_min, self.mod_max), mod):

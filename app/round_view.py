@@ -29,6 +29,7 @@ from specscope.core.engine.drafters import DESCRIPTIONS, TYPES, spec_type
 from specscope.core.engine.drafters.registry import MODEL, TARGET as OWN_LAYERS
 from specscope.core.models.tokentext import shares
 
+from . import tree_view
 from .drafter_style import drafter_colors, drafter_html, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
 
@@ -105,7 +106,9 @@ class RoundDiagram(QWidget):
         if event.type() == QEvent.Type.ToolTip:
             tok = self.token_at(QPointF(event.pos()))
             if tok is not None and self._vocab is not None:
-                QToolTip.showText(event.globalPos(), token_tooltip(tok, self._vocab), self)
+                tip = (tree_view.node_tooltip(self._ev, tok, self._vocab) if self._ev.tree
+                       else token_tooltip(tok, self._vocab))
+                QToolTip.showText(event.globalPos(), tip, self)
             else:
                 QToolTip.hideText()
             return True
@@ -114,13 +117,23 @@ class RoundDiagram(QWidget):
     def _n_cols(self) -> int:
         if self._ev is None:
             return 0
+        if self._ev.tree is not None:
+            return tree_view.columns(self._ev)
         return len(self._ev.replayed) + len(self._ev.drafted) + 2
 
     def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 230, len(ROWS) * (CELL_H + GAP) + GAP)
+        height = (tree_view.height(self._ev, GAP) if self._ev is not None and self._ev.tree
+                  else len(ROWS) * (CELL_H + GAP) + GAP)
+        return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 270, height)
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         c = _Cells(self)
+        if self._ev is not None and self._ev.tree is not None:     # a draft-tree round
+            tree_view.paint_tree(c, self._ev, lambda t: short(self._vocab.piece(t).decode("utf-8", "replace")),
+                                 LABEL_W, CELL_W, CELL_H, GAP)
+            c.p.end()
+            self._cells = c.cells
+            return
         for r, name in enumerate(ROWS):
             c.p.setPen(QColor("#444444"))
             c.p.drawText(QRectF(4, GAP + r * (CELL_H + GAP), LABEL_W - 8, CELL_H),
@@ -241,9 +254,10 @@ class _Cells:
         self.cells: list[tuple[QRectF, int]] = []
 
     def cell(self, col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None,
-             token=None) -> None:
+             token=None, rect: QRectF | None = None) -> None:
+        """A cell at (col, row) of the grid, or at ``rect``."""
         p = self.p
-        rect = QRectF(LABEL_W + col * (CELL_W + GAP), GAP + row * (CELL_H + GAP), CELL_W, CELL_H)
+        rect = rect or QRectF(LABEL_W + col * (CELL_W + GAP), GAP + row * (CELL_H + GAP), CELL_W, CELL_H)
         if token is not None:
             self.cells.append((rect, token))
         p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
@@ -254,10 +268,11 @@ class _Cells:
         p.setFont(f)
         p.setPen(QColor(fg))
         if sub:
-            p.drawText(rect.adjusted(2, 2, -2, -CELL_H / 2 + 2), Qt.AlignmentFlag.AlignCenter, text)
+            h = rect.height()
+            p.drawText(rect.adjusted(2, 2, -2, -h / 2 + 2), Qt.AlignmentFlag.AlignCenter, text)
             p.setFont(self.small)
             p.setPen(QColor("#555555"))
-            p.drawText(rect.adjusted(2, CELL_H / 2 - 1, -2, -2), Qt.AlignmentFlag.AlignCenter, sub)
+            p.drawText(rect.adjusted(2, h / 2 - 1, -2, -2), Qt.AlignmentFlag.AlignCenter, sub)
         else:
             p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
 
@@ -312,6 +327,8 @@ class RoundExplainer(QWidget):
         ones), to quote the n-gram an n-gram drafter matched; ``types``: the run's chain."""
         self.shown_event = ev
         self.diagram.show_round(ev, vocab)
+        self.diagram_scroll.setMaximumHeight(self.diagram.sizeHint().height()
+                                             + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
         self.text.setText(explain(ev, vocab, history, types))
 
 
@@ -443,6 +460,11 @@ def explain(ev, vocab, history=(), types=()) -> str:
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
                      f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
                      "draft.")
+    elif ev.tree is not None:              # draft-tree: its own words (app/tree_view.py)
+        lines += tree_view.tree_words(ev, lambda t, i: tok(t, emitted_text[i]))
+        lines.append(f"<b>Next:</b> id_last = {own} at n_past = {ev.n_past_after}." if not ev.finish
+                     else f"<b>The run ended</b> ({ev.finish}).")
+        return "".join(f"<p style='margin:2px 0 6px 0'>{ln}</p>" for ln in lines)
     elif k and ev.drafter and spec_type(ev.drafter).ngram:
         drafted = " ".join(tok(t, x) for t, x in zip(ev.drafted, batch_text[r:]))
         lines.append(ngram_draft_words(ev, vocab, history, drafted) + chain_words(ev, types))

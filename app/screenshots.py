@@ -57,6 +57,7 @@ def main(argv=None) -> int:
     p.add_argument("--advisor", action="store_true", help="the Advisor workspace's screenshots")
     p.add_argument("--whatif", action="store_true", help="the What-if tab's screenshots")
     p.add_argument("--chat", action="store_true", help="a three-turn conversation's screenshots")
+    p.add_argument("--tree", action="store_true", help="draft-tree's screenshots (step mode on a tree)")
     p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -100,9 +101,9 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
-    if args.compare or args.advisor or args.whatif or args.chat:
+    if args.compare or args.advisor or args.whatif or args.chat or args.tree:
         (compare_shots if args.compare else advisor_shots if args.advisor else
-         chat_shots if args.chat else whatif_shots)(w, wait, shot, tmp)
+         chat_shots if args.chat else tree_shots if args.tree else whatif_shots)(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -299,6 +300,30 @@ def chat_shots(w, wait, shot, _tmp: Path) -> None:
     shot("53_chat_step_mode")
     w.stop_clicked()
     wait(lambda: not w.controller.busy)
+
+
+def tree_shots(w, wait, shot, _tmp: Path) -> None:
+    """draft-tree at temperature, 4 branches: step mode on a round whose tree split and whose
+    target kept a split-off branch, then the finished run."""
+    w.params.drafter.set_types(["draft-tree"])
+    w.params.drafter.branches.setValue(4)
+    w.prompt.temp.setValue(0.8)
+    w.params.n_predict.setValue(96)
+    w.step_clicked()
+    for _ in range(60):
+        wait(lambda: w.controller.paused or not w.controller.busy, 120)
+        ev = w.round_view.shown_event
+        if not w.controller.paused or (ev is not None and ev.tree is not None and ev.tree.kept > 0
+                                        and len(ev.tree.branches) > 2 and ev.n_accepted):
+            break
+        w.step_clicked()
+    shot("61_tree_step_mode")
+    w.stop_clicked()
+    wait(lambda: not w.controller.busy)
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    w.tabs.setCurrentIndex(0)
+    shot("62_tree_plots")
 
 
 def whatif_shots(w, wait, shot, _tmp: Path) -> None:

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_registry_holds_llama_cpp_s_types_in_its_priority_order():
     # common_speculative_init: n-gram types first, then the draft model, the heads, MTP, DFlash
     assert SPEC_TYPES == ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
-                          "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark")
+                          "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark",
+                          "draft-tree")      # llama-speculative's tree, SpecScope's name for it
     assert parse_types("draft-dspark,ngram-simple") == ("ngram-simple", "draft-dspark")
 
 
@@ -41,7 +42,7 @@ def test_each_entry_names_a_drafter_class_of_its_own_type(name):
 def test_the_groups_the_program_reads_come_from_the_registry():
     assert NGRAM_TYPES == tuple(n for n, t in TYPES.items() if t.source == LOOKUP)
     assert MODEL_TYPES == tuple(n for n in SPEC_TYPES if n not in NGRAM_TYPES)
-    assert MD_TYPES == ("draft-simple", "draft-eagle3", "draft-dflash", "draft-dspark")
+    assert MD_TYPES == ("draft-simple", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-tree")
     assert BLOCK_TYPES == ("draft-dflash", "draft-dspark")
 
 
@@ -63,7 +64,7 @@ def test_a_head_type_is_refused_with_the_head_it_needs():
         for t in ("draft-dspark", "draft-eagle3"):
             with pytest.raises(ConfigError, match=rf"{t} needs (a DFlash|an EAGLE-3) head as the "
                                                   r"draft model; this is a \w+ model "
-                                                  r"\(--spec-type draft-simple drafts with it\)"):
+                                                  r"\(--spec-type draft-simple or draft-tree drafts with it\)"):
                 engine.speculative("x", SpecSettings(types=(t,)))
 
 

@@ -22,6 +22,9 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
         g.add_argument("-md", "--model-draft", type=Path, help="draft model (GGUF)")
     g.add_argument("-c", "--ctx-size", type=int, default=2048, help="context size of both models (default 2048)")
     g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
+    g.add_argument("-np", "--parallel", type=int, default=1,
+                   help="sequences per context, llama.cpp's -np: the branches of --spec-type draft-tree "
+                        "(default 1: a chain)")
     g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default 0, auto: the count that is fastest now, "
                         "followed as the machine's load changes; N pins N)")
     g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default 0, auto, as -t)")
@@ -105,7 +108,8 @@ def chat_prompt(args, model, prompt: str) -> str | None:
 def engine_settings(args):
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
               kv_type=args.kv_type, target_threads=args.threads,
-              draft_threads=args.threads_draft, repack=args.repack, **placement_kwargs(args))
+              draft_threads=args.threads_draft, repack=args.repack, n_seq=args.parallel,
+              **placement_kwargs(args))
     if args.deterministic:
         kw.update(flash_attn="off", kv_type="f32")
     return EngineSettings(**kw)

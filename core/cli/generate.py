@@ -20,7 +20,7 @@ from specscope.core.models.tokentext import TextStream
 from specscope.core.session.session import RunRecord, RunSettings, Session
 
 
-def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
+def summary_lines(stats, prefill, finish: str, speculative: bool, events=()) -> list[str]:
     lines = [f"prompt:    {len(prefill.tokens)} tokens in {prefill.seconds * 1e3:.1f} ms",
              f"generated: {stats.n_tokens} tokens in {stats.t_total:.3f} s = "
              f"{stats.tokens_per_s:.1f} tokens/s ({stats.n_rounds} rounds, stopped by {finish})"]
@@ -35,6 +35,7 @@ def summary_lines(stats, prefill, finish: str, speculative: bool) -> list[str]:
                   f"acceptance by draft position: {per_pos}",
                   *counterfactual_lines(stats),
                   *tree_lines(stats.tree),
+                  *drafted_tree_lines(events),
                   *drafter_lines(stats),
                   *([f"n-gram lookups: {stats.t_lookup * 1e3:.2f} ms "
                      f"({1e6 * stats.t_lookup / max(1, stats.n_rounds):.0f} µs per round)"]
@@ -85,6 +86,20 @@ def tree_lines(tree) -> list[str]:
     return [f"target's token as the draft's k-th choice (up to the first rejection): {hist} "
             f">10:{tree.rank_hist[-1]}",
             f"a width-w draft tree would accept: {widths}"]
+
+
+def drafted_tree_lines(events) -> list[str]:
+    """draft-tree (llama-speculative): how wide its trees were and which branch was kept."""
+    trees = [e.tree for e in events if e.tree is not None]
+    if not trees:
+        return []
+    widths = Counter(len(t.branches) for t in trees)
+    split_kept = sum(t.kept > 0 for t in trees)
+    return [f"draft tree: {len(trees)} trees, branches per tree "
+            + " ".join(f"{w}:{c}" for w, c in sorted(widths.items()))
+            + f"; {sum(t.nodes for t in trees)} tokens verified in them "
+            f"(n_drafted counts the draft's {sum(t.steps for t in trees)} decodes, as llama-speculative); "
+            f"a split-off branch was kept in {split_kept}"]
 
 
 def policy_lines(session) -> list[str]:
@@ -190,7 +205,7 @@ def print_session(session, args) -> None:
         print(synth_banner(spec))
     run = session.run
     prefill = Prefill(session.prompt_tokens, run.prefill_s)
-    print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec")
+    print("\n".join(summary_lines(run.stats, prefill, run.finish, session.kind == "spec", run.events)
                     + (policy_lines(session) + vocab_lines(run.events)
                        if session.kind == "spec" else [])))
     if session.speedup is not None:

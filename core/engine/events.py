@@ -39,6 +39,21 @@ class TreeShape:
     nodes: int                       # distinct drafted tokens the target verified in one batch
     steps: int                       # the draft's decodes (what llama-speculative counts as drafted)
 
+    def origins(self) -> tuple[tuple[int, int], ...]:
+        """For each branch, (the depth where its own tokens start, the branch it split off;
+        -1 for branch 0): before that depth it shares its parent's tokens (the same cells)."""
+        out = [(0, -1)]
+        for j, b in enumerate(self.branches[1:], 1):
+            best, parent = 0, 0
+            for i, a in enumerate(self.branches[:j]):
+                n = 0
+                while n < min(len(a), len(b)) and a[n] == b[n]:
+                    n += 1
+                if n > best:
+                    best, parent = n, i
+            out.append((best, parent))
+        return tuple(out)
+
 
 @dataclass(frozen=True, slots=True)
 class RoundEvent:

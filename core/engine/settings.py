@@ -135,6 +135,10 @@ class EngineSettings:
     draft_devices: tuple[str, ...] | None = None
     n_seq: int = 1                         # -np: sequences per context (draft-tree's branches)
 
+    def __post_init__(self):
+        if self.n_seq < 1:
+            raise ConfigError(f"-np must be at least 1, not {self.n_seq}")
+
     @classmethod
     def deterministic(cls, **kw) -> "EngineSettings":
         """F32 KV cache and no flash attention: batched and single-token decodes agree as far as

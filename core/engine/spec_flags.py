@@ -25,6 +25,8 @@ from specscope.core.engine.settings import SpecSettings
 SPECULATIVE, LOOKUP, SERVER, CLI = ("llama-speculative-simple", "llama-lookup", "llama-server",
                                     "llama-cli")
 SPEC_TOOLS = (SPECULATIVE, SERVER, CLI)
+TREE = "draft-tree"                 # llama-speculative's own loop: no n_min, no p_min
+CHAIN_TYPES = tuple(t for t in MODEL_TYPES if t != TREE)
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -116,11 +118,15 @@ FLAGS: tuple[Flag, ...] = (
          0, 64, types=MODEL_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
     Flag("n_min", ("--spec-draft-n-min", "--draft-min"),
          "the model drafters: drop drafts shorter than this (the round decodes plainly)",
-         0, 64, types=MODEL_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
+         0, 64, types=CHAIN_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
     Flag("p_min", ("--spec-draft-p-min", "--draft-p-min"),
          "the model drafters: stop drafting when the top token holds less than this share of "
          "its top-10 probability mass (a DSpark head reads its confidence head)",
-         0.0, 1.0, types=MODEL_TYPES, tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
+         0.0, 1.0, types=CHAIN_TYPES, tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
+    Flag("p_split", ("--spec-draft-p-split", "--draft-p-split"),
+         "draft-tree: a branch splits where a runner-up candidate holds more than this "
+         "probability (up to -np branches; greedy, the draft keeps one candidate and never splits)",
+         0.0, 1.0, types=(TREE,), tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
     Flag("draft_policy", ("--spec-draft-policy",),
          "draft-simple's draft length per round: fixed n_max (llama.cpp); hf, Hugging Face's +2 "
          "after a fully accepted draft / -1 otherwise, within 1..n_max; cost, the length with the "

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import shlex
 
-from specscope.core.engine.spec_flags import llama_words, not_carried
+from specscope.core.engine.drafters.registry import TYPES
+from specscope.core.engine.spec_flags import SPECULATIVE, llama_words, not_carried
 
 # SpecScope's settings a llama.cpp command needs no word for: the draft cache's sync gives the
 # same output (llama.cpp replays), and a draft of another vocabulary is refused by llama.cpp anyway
@@ -19,16 +20,21 @@ SAME_OUTPUT = ("sync", "vocab")
 
 
 def command_line(tool: str, target, spec=None, draft=None, target_threads: int = 0,
-                 draft_threads: int = 0) -> str:
+                 draft_threads: int = 0, parallel: int = 1) -> str:
     """``tool`` running ``target`` with the drafter setting ``spec`` (a SpecSettings; None: the
     target alone) and its ``draft`` model (-md: a draft model or a head), on the given threads
     (0: llama.cpp's default, no flag). The setting's flags are the ones of the table that
-    ``tool`` takes (core/engine/spec_flags.py)."""
-    words = [tool, "-m", str(target)]
+    ``tool`` takes (core/engine/spec_flags.py). A type that is a program of its own (draft-tree:
+    ``llama-speculative``, ``parallel`` branches) is written for that program, whatever ``tool``."""
+    program = next((TYPES[t].program for t in spec.types if TYPES[t].program), "") if spec else ""
+    words = [program or tool, "-m", str(target)]
     if spec is not None:
         if draft is not None and spec.needs_draft:
             words += ["-md", str(draft)]
-        words += ["--spec-type", ",".join(spec.types), *llama_words(spec, tool)]
+        if program:          # its flags are llama-speculative-simple's (LLAMA_EXAMPLE_SPECULATIVE)
+            words += ["-np", str(parallel), *llama_words(spec, SPECULATIVE)]
+        else:
+            words += ["--spec-type", ",".join(spec.types), *llama_words(spec, tool)]
     if target_threads:
         words += ["-t", str(target_threads)]
     if draft_threads and spec is not None and draft is not None and spec.needs_draft:

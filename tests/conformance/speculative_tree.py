@@ -43,7 +43,8 @@ PROMPTS = [
     "import os\nimport sys\n\n\ndef main():\n",
 ]
 CHAT = ["<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
-        "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"]
+        "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+        "def parse_args(argv):", "The history of the Roman Empire"]
 N_CTX = 2048
 
 _KEEP = re.compile(r"keeping sequence (\d+), n_past_tgt = (\d+), n_past_dft = (\d+)")
@@ -61,10 +62,15 @@ def llama_rounds(binary: Path, target: Path, draft: Path, prompt: str, n: int, n
            "-np", str(np_), "--temp", str(temp), "--seed", str(seed), "-c", str(N_CTX),
            "--spec-draft-n-max", str(n_max), "-t", "1", "-td", "1", "-v"]
     env = {**os.environ, "LLAMA_ARG_REPACK": "0"}
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=600, env=env)
-    if p.returncode:
-        raise SystemExit(f"{' '.join(cmd)}:\n{p.stderr[-3000:]}")
-    log = p.stdout + p.stderr
+    for _ in range(2):          # a log cut short (seen once in ~100 runs) is read again
+        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=600, env=env)
+        if p.returncode:
+            raise SystemExit(f"{' '.join(cmd)}:\n{p.stderr[-3000:]}")
+        log = p.stdout + p.stderr
+        if "n_accept" in log:
+            break
+    else:
+        raise SystemExit(f"{' '.join(cmd)}: no totals in its log:\n{log[-2000:]}")
     keeps = list(_KEEP.finditer(log))
     rounds, start, prev = [], 0, None
     for k in keeps:
@@ -156,7 +162,7 @@ def main() -> None:
             engine.close()
     print(f"\n{equal} of {total} rounds equal")
     if a.write_golden:
-        a.write_golden.write_text(json.dumps(golden, indent=1) + "\n")
+        a.write_golden.write_text(json.dumps({"cases": golden}, separators=(",", ":")) + "\n")
     sys.exit(0 if equal == total else 1)
 
 

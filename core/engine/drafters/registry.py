@@ -3,7 +3,9 @@ how it is shown. The engine, the drafter factory, the cost model, the doctor, th
 writer and the window read this table; a new type is its drafter module and one entry here.
 
 The entries are in llama.cpp's priority order (``common_speculative_init``): the n-gram types
-before the model drafters, whatever order the user wrote them in.
+before the model drafters, whatever order the user wrote them in. The last, draft-tree, is no
+``--spec-type`` of llama.cpp's but its own program, ``llama-speculative`` (a tree of drafts);
+it drafts alone.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class SpecType:
     p_note: str = ""          # the round picture's note on its p values
     cache: str = ""           # the cache its rows live in, in the round picture ("": the draft's)
     markov: bool = False      # each block position biased by the token drafted before it (DSpark)
+    program: str = ""         # llama.cpp's program for it where it is not a --spec-type of
+                              # llama-server/-cli/-speculative-simple (draft-tree: llama-speculative)
 
     @property
     def ngram(self) -> bool:
@@ -93,11 +97,6 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "the draft model: greedy over its top-10 probabilities",
              _n_max, ("#14532d", "#bbf0c6", "#2e9d4b"),                              # green
              who=("the", "draft model"), what="a draft model"),
-    SpecType("draft-tree", MODEL, "tree:TreeDrafter",
-             "the draft model drafts a tree: up to -np branches, split where a runner-up holds "
-             "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
-             _n_max, ("#1e3a8a", "#bfdbfe", "#2563eb"),                              # blue
-             who=("the draft model's", "tree"), what="a draft model"),
     SpecType("draft-eagle3", HEAD, "eagle3:Eagle3",
              "an EAGLE-3 head: one layer that drafts from three of the target's own hidden "
              "states, over a reduced vocabulary",
@@ -123,6 +122,11 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              who=("the", "DSpark head"), what="a DSpark head", head="dflash", block=True,
              p_note="p: each position's top-10 share,\none decode, each biased by the last",
              cache="head", markov=True),
+    SpecType("draft-tree", MODEL, "tree:TreeDrafter",
+             "the draft model drafts a tree: up to -np branches, split where a runner-up holds "
+             "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
+             _n_max, ("#5a2e0e", "#e8c4a0", "#a0522d"),                              # sienna
+             who=("the draft model's", "tree"), what="a draft model", program="llama-speculative"),
 )}
 
 

@@ -1,0 +1,50 @@
+"""Step mode on a draft-tree round (app/tree_view.py), on a hand-made tree (no model needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from specscope.app.round_view import RoundExplainer, explain  # noqa: E402
+from specscope.app.tree_view import (ACCEPTED_NODE, REJECTED_NODE, UNCHECKED_NODE,  # noqa: E402
+                                     node_state, node_tooltip)
+from specscope.core.engine.events import RoundEvent, TreeShape  # noqa: E402
+from specscope.core.models.tokentext import TokenTable  # noqa: E402
+
+VOCAB = TokenTable.from_pieces([bytes([97 + i % 26]) for i in range(100)], eog=set())
+
+# root 1; branch 0 drafts 2 3; branch 1 splits off at depth 1 with 4 5; branch 2 splits off
+# branch 1 at depth 2 with 6. The target takes 4, then 6, then its bonus token 7.
+TREE = TreeShape(branches=((2, 3), (4, 5), (4, 6)), probs=((0.5, 0.9), (0.3, 0.6), (0.3, 0.25)),
+                 kept=2, nodes=5, steps=2)
+ROUND = RoundEvent(1, 10, 1, (4, 6), (0.3, 0.25), 2, (4, 6, 7), "spec", drafter="draft-tree",
+                   draft_stop="n_max", tree=TREE)
+
+
+def test_each_branch_starts_where_it_split_off():
+    assert TREE.origins() == ((0, -1), (0, 0), (1, 1))
+
+
+def test_a_token_is_accepted_rejected_or_never_checked_along_its_own_branch():
+    states = [[node_state(b, d, ROUND.emitted, ROUND.n_accepted) for d in range(len(b))]
+              for b in TREE.branches]
+    assert states == [[REJECTED_NODE, UNCHECKED_NODE],          # the target took 4, not 2
+                      [ACCEPTED_NODE, REJECTED_NODE],          # then 6, not 5
+                      [ACCEPTED_NODE, ACCEPTED_NODE]]
+
+
+def test_step_mode_draws_every_tree_token_once_and_the_targets_samples(qtbot):
+    w = RoundExplainer()
+    qtbot.addWidget(w)
+    w.show_round(ROUND, VOCAB)
+    w.diagram.resize(w.diagram.sizeHint())
+    w.diagram.grab()                                    # paints it
+    tokens = [t for _rect, t in w.diagram._cells]
+    assert tokens == [1, 2, 3, 4, 5, 6, 4, 6, 7]        # seed, 5 tree nodes, 3 samples
+    assert w.diagram.sizeHint().height() > 4 * 36       # a row per branch
+    text = explain(ROUND, VOCAB)
+    assert "a <b>tree</b>" in text and "kept branch 2: all 2 of its tokens" in text
+    assert "bonus token <code>h</code>" in text and "5 tree tokens in <b>one batch</b>" in text
+    tip = node_tooltip(ROUND, 4, VOCAB)
+    assert "branch 1 at depth 1, p 0.300" in tip and "branch 2 at depth 1" in tip
