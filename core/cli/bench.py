@@ -187,9 +187,10 @@ def settings_from_args(args):
     kinds = {Path(d): file_types(d) for d in args.model_draft or []}
     # a draft model no chain drafts with is left out (unless a head's type has no head: the
     # settings say which files are not one); a head never is (SweepSettings refuses it)
-    no_head = any(t in MD_TYPES and not any(t in k for k in kinds.values()) for t in used - {DRAFT_MODEL})
-    drafts = [d for d, k in kinds.items() if k != DRAFT_SIMPLE or DRAFT_MODEL in used or no_head]
-    no_model = DRAFT_MODEL in used and all(kinds[d] != DRAFT_SIMPLE for d in drafts)
+    models = set(DRAFT_SIMPLE) & used             # the types drafting with a draft model
+    no_head = any(t in MD_TYPES and not any(t in k for k in kinds.values()) for t in used - models)
+    drafts = [d for d, k in kinds.items() if k != DRAFT_SIMPLE or models or no_head]
+    no_model = bool(models) and all(kinds[d] != DRAFT_SIMPLE for d in drafts)
     target = args.model
     if target is None or no_model:
         demo_target, demo_draft = demo_pair()

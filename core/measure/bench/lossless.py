@@ -98,6 +98,8 @@ class RunResult:
     idle_drafts: int = 0               # of them, those whose model drafter decoded and proposed
                                        # nothing (p_min at its first token, n_min): a DFlash
                                        # head paid its block
+    tree_nodes: int = 0                # draft-tree: the tokens its trees verified (each round's batch
+    tree_steps: int = 0                # less the root) and the draft's decodes that drafted them
 
     @property
     def tokens_per_s(self) -> float:
@@ -350,8 +352,10 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
     extra = sum((ev.draft_stop == "p_min") + ev.dropped_draft for ev in events)
     empty = sum(1 for ev in events if not ev.drafted and ev.mode in ("spec", "plain"))
     idle = sum(1 for ev in events if not ev.drafted and ev.draft_stop in ("p_min", "n_min"))
+    trees = [ev.tree for ev in events if ev.tree is not None]
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
-                     run.finish, n_full, n_max, extra, empty, idle)
+                     run.finish, n_full, n_max, extra, empty, idle,
+                     sum(t.nodes for t in trees), sum(t.steps for t in trees))
 
 
 # ============================================================================ with an engine

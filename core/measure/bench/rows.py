@@ -10,6 +10,7 @@ from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
 from specscope.core.measure.cost.model import (Calibration, calibrated_speedup, chain_round_cost,
+                                              tree_speedup,
                                                draft_sync, model_speedup, textbook_from_accepted)
 from specscope.core.measure.bench.lossless import LosslessReport, RunResult
 from specscope.core.measure.stats import DrafterStats
@@ -304,6 +305,12 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                                           mean_len if one_model else n_drafted / rounds,
                                           f) if draft_rounds and rounds else 1.0
         return textbook, float("nan"), f
+    if types == ["draft-tree"]:          # priced as its trees: a batch of nodes, steps of branches
+        textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
+        calibrated = tree_speedup(cal, draft_rounds, sum(r.tree_nodes for r in spec),
+                                  sum(r.tree_steps for r in spec), n_accept,
+                                  sum(r.empty_rounds for r in spec))
+        return textbook, calibrated, cal.f
     block = next((t for t in types if t in cal.block), "")      # a DFlash head's type
     f = cal.block_cost(block, n) / n if block else cal.f
     if one_model:

@@ -226,7 +226,9 @@ class _Sweep:
             return None
         res = run_result("spec", run, events, config.n)
         cell.add(res, base)
-        if s.lossless:
+        # at temperature a tree draws its tokens with llama-speculative's own generator, not the
+        # target sampler's: the same distribution, other tokens (core/engine/tree_round.py)
+        if s.lossless and (s.sampler.greedy or config.types != ("draft-tree",)):
             report = check_lossless(engine, run.prompt_tokens, base.tokens, res.tokens, events,
                                     sampler=s.sampler)
             cell.lossless.append(report)

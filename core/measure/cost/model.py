@@ -340,6 +340,30 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
                      baseline=cal.baseline_token)
 
 
+def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_accept: int,
+                 empty_rounds: int) -> float:
+    """draft-tree's calibrated speed-up (llama-speculative's round): each tree round pays the
+    draft's decode of its root, its draft steps (one batch of the branches drafting each, priced
+    as f at the tree's mean width by f_batch), one verification batch of its nodes and the root,
+    sampling along the kept path and llama.cpp's sequence copies (r); a round without a tree, one
+    target token. The run's own totals: its trees, their nodes and steps, the tokens accepted."""
+    empty = cal.cost(1) + cal.s + cal.r + cal.o0
+    if not tree_rounds:
+        return 1.0 if not empty_rounds else empty_rounds * cal.baseline_token / (empty_rounds * empty)
+    mean_nodes, mean_steps = nodes / tree_rounds, steps / tree_rounds
+    width = nodes / steps if steps else 1.0
+    step = cal.f * _interp(cal.f_batch, width) / cal.draft_batch(1)
+    k, top = mean_nodes + 1.0, float(len(cal.c))
+    verify = _interp(cal.c, min(k, top))
+    if k > top and len(cal.c) > 1:       # past the calibrated batches: their last slope
+        verify += (k - top) * (cal.c[-1] - cal.c[-2])
+    expected = n_accept / tree_rounds
+    per_round = (cal.f + mean_steps * step + verify + cal.s * (1.0 + expected) + cal.r
+                 + cal.o0 + cal.o1 * mean_nodes)
+    tokens = tree_rounds * (1.0 + expected) + empty_rounds
+    return tokens * cal.baseline_token / (tree_rounds * per_round + empty_rounds * empty)
+
+
 def draft_sync(types: Sequence[str], sync: str) -> str:
     """The sync a chain's model drafter is priced with: ``sync`` for a draft model; a drafter on
     the target's hidden states (``HEAD_TYPES``) runs every verification batch through its own
