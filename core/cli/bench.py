@@ -48,7 +48,7 @@ from specscope.core.measure.bench.lossless import DETERMINISTIC_HINT, is_determi
 from specscope.core.measure.bench.sweep import DEFAULT_REPEATS, run_sweep
 from specscope.core.measure.bench.report import (BUSY_SHARE, HEATMAP_KEY, NGRAM_ONLY_NOTE,
                                                  format_heatmap, format_table, prediction_caveat)
-from specscope.core.measure.bench.settings import (DRAFT_SIMPLE, SweepSettings, config_name, eog_bias,
+from specscope.core.measure.bench.settings import (MODEL_FILE, SweepSettings, config_name, eog_bias,
                                                    file_types, load_prompts, parse_n_values,
                                                    parse_p_values)
 from specscope.core.measure.bench.synth_sweep import run_synth_sweep
@@ -187,10 +187,10 @@ def settings_from_args(args):
     kinds = {Path(d): file_types(d) for d in args.model_draft or []}
     # a draft model no chain drafts with is left out (unless a head's type has no head: the
     # settings say which files are not one); a head never is (SweepSettings refuses it)
-    models = set(DRAFT_SIMPLE) & used             # the types drafting with a draft model
+    models = set(MODEL_FILE) & used               # the types drafting with a draft model
     no_head = any(t in MD_TYPES and not any(t in k for k in kinds.values()) for t in used - models)
-    drafts = [d for d, k in kinds.items() if k != DRAFT_SIMPLE or models or no_head]
-    no_model = bool(models) and all(kinds[d] != DRAFT_SIMPLE for d in drafts)
+    drafts = [d for d, k in kinds.items() if k != MODEL_FILE or models or no_head]
+    no_model = bool(models) and all(kinds[d] != MODEL_FILE for d in drafts)
     target = args.model
     if target is None or no_model:
         demo_target, demo_draft = demo_pair()

@@ -21,12 +21,13 @@ from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import Model
 from specscope.core.models.mtp import require_nextn
 
-DRAFT_SIMPLE = names(lambda t: t.source == MODEL)     # draft with a draft model: draft-simple, draft-tree
+DRAFT_SIMPLE = (DRAFT_MODEL,)
+MODEL_FILE = names(lambda t: t.source == MODEL)  # the types a draft model drafts for: draft-simple, draft-tree
 TREE = "draft-tree"
 # the -md files by their GGUF architecture: the types that draft with one, and what it is
 HEADS = {arch: (names(lambda t, a=arch: t.head == a), what) for arch, what in HEAD_KINDS.items()}
 MTP_TYPES = names(lambda t: t.source == TARGET)   # draft with the target's own MTP blocks
-FILE_KINDS = ((DRAFT_SIMPLE, "a draft model"), *HEADS.values())
+FILE_KINDS = ((MODEL_FILE, "a draft model"), *HEADS.values())
 
 
 # ============================================================================ prompt sets
@@ -169,7 +170,7 @@ class SweepSettings:
         kinds = self.draft_types()
         uses = {types: [t for t in types if any(t in c for c in self.chains)] for types, _ in FILE_KINDS}
         for types, what in FILE_KINDS:             # a type without its kind of file
-            if uses[types] and types not in kinds.values() and types == DRAFT_SIMPLE:
+            if uses[types] and types not in kinds.values() and types == MODEL_FILE:
                 raise ConfigError("draft-simple needs a draft model (-md) that is not a head; the "
                                   "n-gram types (--spec-type ngram-...) draft without one")
             if uses[types] and types not in kinds.values():
@@ -285,7 +286,7 @@ def file_types(path) -> tuple[str, ...]:
         arch = check_gguf(path).architecture
     except ModelFileError:
         arch = None
-    return HEADS.get(arch, (DRAFT_SIMPLE, ""))[0]
+    return HEADS.get(arch, (MODEL_FILE, ""))[0]
 
 
 def spec_for(s: SweepSettings, config: Config):
