@@ -11,7 +11,8 @@ import pytest
 
 from helpers import ggufgen
 from specscope.core.cli.main import main
-from specscope.core.engine.drafters import SPEC_TYPES, TYPES, parse_types
+from specscope.core.engine.drafters import TYPES, parse_types
+from specscope.core.engine.drafters.registry import LLAMA_TYPES
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.bench.lossless import compare
@@ -58,10 +59,11 @@ def test_a_dflash_head_drafts_losslessly_and_its_drafts_are_its_own(dflash):
 
 
 def test_the_dflash_types_come_last_in_llama_cpp_s_order_and_in_the_window_s_picker():
-    assert SPEC_TYPES[-3:] == ("draft-mtp", "draft-dflash", "draft-dspark")
+    assert LLAMA_TYPES[-3:] == ("draft-mtp", "draft-dflash", "draft-dspark")
     assert parse_types("draft-dspark,ngram-mod,draft-dflash") == ("ngram-mod", "draft-dflash",
                                                                   "draft-dspark")
-    assert tuple(TYPES)[-2:] == ("draft-dflash", "draft-dspark")
+    # after them only the programs of their own (llama-speculative, llama-lookahead)
+    assert [t for t in TYPES if t not in LLAMA_TYPES] == ["draft-tree", "lookahead"]
 
 
 def test_the_command_line_probes_and_runs_a_dflash_head(dflash):

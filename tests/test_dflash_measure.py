@@ -49,7 +49,7 @@ def test_the_doctor_reports_a_dflash_head_with_what_it_needs_and_the_spec_type(
     assert code == 0
     assert f"COMPATIBLE: {noun} for this target: run it with --spec-type {spec}" in out
     assert "target layers [0, 1, 3], hidden size 64, block size 16, mask token 0" in out
-    assert "draft-simple and draft-eagle3 refuse it" in out
+    assert "draft-simple, draft-eagle3 and draft-tree refuse it" in out
     assert ("its Markov head makes it llama.cpp's draft-dspark" in out) == (which == "spark")
 
 

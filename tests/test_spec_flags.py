@@ -11,12 +11,13 @@ import pytest
 from helpers.llama_args import EXAMPLES, flags_of, unknown_flags
 from specscope.core.cli.spec import spec_from_flags
 from specscope.core.engine.drafters import SPEC_TYPES
+from specscope.core.engine.drafters.registry import LLAMA_TYPES
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.engine.spec_flags import FLAGS, not_carried, read, settings_fields, with_values
 from specscope.core.errors import ConfigError
 from specscope.core.measure.command_line import command_line
 
-TOOLS = tuple(EXAMPLES)          # llama-server, llama-cli, llama-speculative-simple
+TOOLS = ("llama-server", "llama-cli", "llama-speculative-simple")   # the table's columns
 
 
 def test_the_table_sets_every_field_of_the_settings_once():
@@ -51,7 +52,9 @@ def _draw(rng: random.Random, files: list[str]) -> SpecSettings:
             values[f.field] = rng.choice([(), tuple(round(rng.random(), 2) for _ in range(3))])
         elif isinstance(default, str):
             values[f.field] = rng.choice(["", *files])
-    types = tuple(t for t in SPEC_TYPES if rng.random() < 0.3) or ("draft-simple",)
+    # llama.cpp's --spec-type values (draft-tree and lookahead are programs of their own,
+    # written as such: tests/test_tree.py, tests/test_lookahead.py)
+    types = tuple(t for t in LLAMA_TYPES if rng.random() < 0.3) or ("draft-simple",)
     values["n_min"] = min(values["n_min"], values["n_max"])
     if values["synth_len"] != -1.0:
         values["synth_rates"] = ()        # llama.cpp takes one or the other

@@ -9,7 +9,7 @@ from specscope.core.engine.drafters import (BLOCK_TYPES, MD_TYPES, MODEL_TYPES, 
                                             SPEC_TYPES, parse_types)
 from specscope.core.engine.drafters.base import Drafter, NgramMapParams
 from specscope.core.engine.drafters.build import make_drafter
-from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, LOOKUP, MODEL, TARGET, TYPES
+from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, TYPES
 from specscope.core.engine.engine import SpecSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ def test_the_registry_holds_llama_cpp_s_types_in_its_priority_order():
     # common_speculative_init: n-gram types first, then the draft model, the heads, MTP, DFlash
     assert SPEC_TYPES == ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
                           "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark",
-                          "draft-tree")      # llama-speculative's tree, SpecScope's name for it
+                          "draft-tree", "lookahead")   # llama-speculative, llama-lookahead
     assert parse_types("draft-dspark,ngram-simple") == ("ngram-simple", "draft-dspark")
 
 
@@ -28,7 +28,7 @@ def test_each_entry_names_a_drafter_class_of_its_own_type(name):
     t = TYPES[name]
     cls = t.drafter_class()
     assert issubclass(cls, Drafter)
-    assert t.source in (LOOKUP, MODEL, HEAD, TARGET)
+    assert t.source in (LOOKUP, MODEL, HEAD, TARGET, SELF)
     assert (t.source == HEAD) == bool(t.head) and (not t.head or t.head in HEAD_KINDS)
     assert t.description and len(t.colors) == 3 and all(c.startswith("#") for c in t.colors)
     assert t.markov <= t.block and (not t.block or t.source == HEAD)

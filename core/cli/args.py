@@ -105,10 +105,13 @@ def chat_prompt(args, model, prompt: str) -> str | None:
     return render_chat(model, prompt, args.system)
 
 
-def engine_settings(args):
+def engine_settings(args, spec=None):
+    """The engine's settings from the flags; ``spec`` (a SpecSettings): the sequences its types
+    need beside -np (lookahead's W + G + 1)."""
+    n_seq = max(args.parallel, spec.sequences() if spec is not None else 1)
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
               kv_type=args.kv_type, target_threads=args.threads,
-              draft_threads=args.threads_draft, repack=args.repack, n_seq=args.parallel,
+              draft_threads=args.threads_draft, repack=args.repack, n_seq=n_seq,
               **placement_kwargs(args))
     if args.deterministic:
         kw.update(flash_attn="off", kv_type="f32")

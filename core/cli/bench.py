@@ -209,7 +209,7 @@ def settings_from_args(args):
         target=Path(target), drafts=tuple(Path(d) for d in drafts), chains=chains, spec=spec,
         n_values=n_values, prompts=tuple(_prompts(args)),
         n_predict=args.n_predict, sampler=sampler,
-        engine=engine_settings(args), sync=args.sync, p_min=spec.p_min,
+        engine=engine_settings(args, spec), sync=args.sync, p_min=spec.p_min,
         p_min_values=parse_p_values(args.spec_draft_p_min),
         repeats=args.repeats, alpha=args.alpha,
         lossless=lossless and not spec.synthetic,     # synthetic text is not output

@@ -48,7 +48,7 @@ def run(args) -> int:
     spec = None if args.baseline else spec_from_args(args)
     target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft),
                                    head=bool(spec and spec.head_kind == "eagle3"))
-    settings = engine_settings(args)
+    settings = engine_settings(args, spec)
     if not args.no_probe:
         guard(settings, target, draft)
     out = sys.stdout

@@ -138,7 +138,7 @@ def cmd_generate(args) -> int:
     prompt = read_prompt(args)
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
-    settings = engine_settings(args)
+    settings = engine_settings(args, spec)
     if not args.no_probe:            # the crash probe (core/models/probe.py), before this process loads
         guard(settings, target, draft)
     with Engine(target, draft, settings) as engine:

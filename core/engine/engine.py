@@ -69,6 +69,7 @@ from specscope.core.engine.round_record import Recorder, RoundCheckpoint, RoundS
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.engine.settings import EngineSettings, SpecSettings
 from specscope.core.engine.synth import check_sampler
+from specscope.core.engine.lookahead_round import LOOKAHEAD, lookahead_rounds
 from specscope.core.engine.tree_round import TREE, tree_rounds
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
@@ -328,6 +329,11 @@ class Run:
                 self._watch_threads(e.tgt, e.dft)
                 self._prefill()
                 yield from tree_rounds(self, smpl)
+                return
+            if self.spec.types == (LOOKAHEAD,):    # llama-lookahead's: core/engine/lookahead_round.py
+                self._watch_threads(e.tgt, None)
+                self._prefill()
+                yield from lookahead_rounds(self, smpl)
                 return
             rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
             chain = self._chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)

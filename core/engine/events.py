@@ -56,6 +56,15 @@ class TreeShape:
 
 
 @dataclass(frozen=True, slots=True)
+class LookaheadShape:
+    """lookahead's round (llama-lookahead): the n-grams from its pool verified beside the token
+    (each the N - 1 tokens after it), the one the target followed (-1: none) and the pool's size."""
+    verified: tuple[tuple[int, ...], ...]
+    followed: int
+    pool: int
+
+
+@dataclass(frozen=True, slots=True)
 class RoundEvent:
     index: int                       # round number, from 0
     n_past: int                      # position of the seed token
@@ -106,6 +115,7 @@ class RoundEvent:
                                      # round's decodes ran with as it ended (core/models/threads.py)
     threads_note: str = ""           # threads "auto": the changes of count made during this round
     tree: TreeShape | None = None    # draft-tree: the tree drafted this round (None: another type)
+    lookahead: LookaheadShape | None = None   # lookahead: the n-grams verified this round
 
     @property
     def own(self) -> int | None:
@@ -148,8 +158,9 @@ class RoundEvent:
             for key in ("draft_probs", "counterfactual"):
                 d[key] = [round(p, 6) for p in d[key]]
         d["t_overhead"] = self.t_overhead
-        if self.tree is not None:
-            d["tree"] = to_plain(self.tree)
+        for key in ("tree", "lookahead"):
+            if d[key] is not None:
+                d[key] = to_plain(d[key])
         return d
 
     @classmethod

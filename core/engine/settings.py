@@ -9,6 +9,7 @@ from specscope.core.engine.accept_rules import ACCEPT_RULES
 from specscope.core.engine.draft_policy import check_policy
 from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, NGRAM_TYPES, parse_types, type_label
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.lookahead import LookaheadParams
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.registry import TYPES
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES
@@ -39,6 +40,7 @@ class SpecSettings:
     draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
     vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
     p_split: float = 0.1      # --spec-draft-p-split: draft-tree splits where a runner-up holds more
+    lookahead: LookaheadParams = LookaheadParams()   # --lookahead-w/-n/-g (llama-lookahead's W, N, G)
 
     def validate(self) -> None:
         if parse_types(self.types) != tuple(self.types):
@@ -63,9 +65,11 @@ class SpecSettings:
         self.synth_probs()
         if not 0.0 <= self.p_split <= 1.0:
             raise ConfigError(f"p_split must be in [0, 1], not {self.p_split}")
-        if "draft-tree" in self.types and len(self.types) > 1:
-            raise ConfigError("draft-tree is llama-speculative's own loop: it drafts alone, "
-                              "not chained with other --spec-type values")
+        for t in self.types:
+            if TYPES[t].program and len(self.types) > 1:
+                raise ConfigError(f"{t} is {TYPES[t].program}'s own loop: it drafts alone, "
+                                  "not chained with other --spec-type values")
+        self.lookahead.validate()
         if self.synthetic and self.accept_rule != "match":
             raise ConfigError("synthetic acceptance replaces the acceptance rule: "
                               "it cannot be combined with --accept-rule ratio")
@@ -110,6 +114,10 @@ class SpecSettings:
     def ngram_params(self) -> dict:
         """The enabled n-gram types' parameters, for JSON output and session headers."""
         return {t: asdict(self.params(t)) for t in self.types if t in NGRAM_TYPES}
+
+    def sequences(self) -> int:
+        """The sequences a context needs for these types beside -np: lookahead's W + G + 1."""
+        return self.lookahead.n_seq if "lookahead" in self.types else 1
 
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""

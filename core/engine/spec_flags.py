@@ -17,6 +17,8 @@ from specscope.core.engine.accept_rules import ACCEPT_RULES
 from specscope.core.engine.draft_policy import POLICIES
 from specscope.core.engine.drafters import MODEL_TYPES
 from specscope.core.engine.drafters.base import NGRAM_MAX
+from specscope.core.engine.drafters.lookahead import LookaheadParams
+from specscope.core.engine.drafters.registry import TYPES
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES
 from specscope.core.engine.settings import SpecSettings
@@ -26,7 +28,7 @@ SPECULATIVE, LOOKUP, SERVER, CLI = ("llama-speculative-simple", "llama-lookup", 
                                     "llama-cli")
 SPEC_TOOLS = (SPECULATIVE, SERVER, CLI)
 TREE = "draft-tree"                 # llama-speculative's own loop: no n_min, no p_min
-CHAIN_TYPES = tuple(t for t in MODEL_TYPES if t != TREE)
+CHAIN_TYPES = tuple(t for t in MODEL_TYPES if not TYPES[t].program)   # llama.cpp's --spec-type ones
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -115,7 +117,7 @@ def _ngram_map(t: str) -> list[Flag]:
 FLAGS: tuple[Flag, ...] = (
     Flag("n_max", ("--spec-draft-n-max", "--draft-max"),
          "the model drafters: tokens to draft per round at most (a DFlash head: at most its block)",
-         0, 64, types=MODEL_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
+         0, 64, types=(*CHAIN_TYPES, TREE), tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
     Flag("n_min", ("--spec-draft-n-min", "--draft-min"),
          "the model drafters: drop drafts shorter than this (the round decodes plainly)",
          0, 64, types=CHAIN_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
@@ -127,6 +129,12 @@ FLAGS: tuple[Flag, ...] = (
          "draft-tree: a branch splits where a runner-up candidate holds more than this "
          "probability (up to -np branches; greedy, the draft keeps one candidate and never splits)",
          0.0, 1.0, types=(TREE,), tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
+    *(Flag(f"lookahead.{k}", (f"--lookahead-{k}",),
+           f"lookahead: {what} (llama-lookahead fixes it at {LookaheadParams().__dict__[k]})",
+           lo, 64, types=("lookahead",), metavar=k.upper())
+      for k, what, lo in (("w", "the window, W positions guessed ahead", 1),
+                          ("n", "the n-gram size N (the window's levels + 1)", 2),
+                          ("g", "the most n-grams verified per round, G", 1))),
     Flag("draft_policy", ("--spec-draft-policy",),
          "draft-simple's draft length per round: fixed n_max (llama.cpp); hf, Hugging Face's +2 "
          "after a fully accepted draft / -1 otherwise, within 1..n_max; cost, the length with the "

@@ -31,7 +31,9 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
     if spec is not None:
         if draft is not None and spec.needs_draft:
             words += ["-md", str(draft)]
-        if program:          # its flags are llama-speculative-simple's (LLAMA_EXAMPLE_SPECULATIVE)
+        if program == "llama-lookahead":   # W, N and G are constants of its source: no flags
+            pass
+        elif program:        # its flags are llama-speculative-simple's (LLAMA_EXAMPLE_SPECULATIVE)
             words += ["-np", str(parallel), *llama_words(spec, SPECULATIVE)]
         else:
             words += ["--spec-type", ",".join(spec.types), *llama_words(spec, tool)]

@@ -29,14 +29,17 @@ class SeqBatch(Handle):
     def clear(self) -> None:
         self.size = self.ptr.n_tokens = 0
 
-    def add(self, token: int, pos: int, seq: int) -> int:
-        """``token`` at ``pos`` in sequence ``seq``, with logits; its index in the batch."""
+    def add(self, token: int, pos: int, seq, logits: bool = True) -> int:
+        """``token`` at ``pos`` in sequence ``seq`` (or in each of several), with logits or
+        without; its index in the batch."""
         i = self.size
         if i >= self.capacity:
-            raise ConfigError(f"a tree of more than {self.capacity} tokens does not fit the batch")
+            raise ConfigError(f"a batch of more than {self.capacity} tokens does not fit")
         b = self.ptr
-        b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, 1
-        b.seq_id[i][0] = seq
+        seqs = (seq,) if isinstance(seq, int) else tuple(seq)
+        b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, len(seqs), int(logits)
+        for k, s in enumerate(seqs):
+            b.seq_id[i][k] = s
         self.size = b.n_tokens = i + 1
         return i
 
@@ -91,4 +94,15 @@ def candidates(chain: SamplerChain, ctx: Context, row: int) -> tuple[np.ndarray,
     return out["id"][order], out["p"][order]
 
 
-__all__ = ["SeqBatch", "seq_rm", "seq_cp", "seq_keep", "row_logits", "candidates"]
+def draw(chain: SamplerChain, ctx: Context, row: int) -> int:
+    """The token the chain draws from row ``row`` without accepting it (llama.cpp's
+    ``common_sampler_sample`` alone: lookahead's guesses for its window)."""
+    data = np.zeros(ctx.n_vocab, _TOKEN_DATA)
+    data["id"] = np.arange(ctx.n_vocab, dtype=np.int32)
+    data["logit"] = row_logits(ctx, row)
+    arr = ll.llama_token_data_array(data.ctypes.data_as(ll.llama_token_data_p), ctx.n_vocab, -1, False)
+    ll.llama_sampler_apply(chain.ptr, ctypes.byref(arr))
+    return int(arr.data[arr.selected].id)
+
+
+__all__ = ["SeqBatch", "seq_rm", "seq_cp", "seq_keep", "row_logits", "candidates", "draw"]

@@ -23,7 +23,8 @@ def arg_cpp() -> Path:
     from helpers import rpc_build
     with open(os.devnull, "w") as log:
         return rpc_build._source(log) / "common" / "arg.cpp"
-EXAMPLES = {"llama-server": "SERVER", "llama-cli": "CLI", "llama-speculative-simple": "SPECULATIVE"}
+EXAMPLES = {"llama-server": "SERVER", "llama-cli": "CLI", "llama-speculative-simple": "SPECULATIVE",
+            "llama-speculative": "SPECULATIVE", "llama-lookahead": "COMMON"}   # as their main() parses
 
 
 def _names(text: str | None) -> set[str]:

@@ -3,9 +3,10 @@ how it is shown. The engine, the drafter factory, the cost model, the doctor, th
 writer and the window read this table; a new type is its drafter module and one entry here.
 
 The entries are in llama.cpp's priority order (``common_speculative_init``): the n-gram types
-before the model drafters, whatever order the user wrote them in. The last, draft-tree, is no
-``--spec-type`` of llama.cpp's but its own program, ``llama-speculative`` (a tree of drafts);
-it drafts alone.
+before the model drafters, whatever order the user wrote them in. The last two are no
+``--spec-type`` of llama.cpp's but programs of their own (``SpecType.program``): draft-tree is
+``llama-speculative`` (a tree of drafts), lookahead ``llama-lookahead`` (Jacobi decoding, no
+draft model); each drafts alone.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ LOOKUP = "lookup"     # the tokens so far: no model
 MODEL = "model"       # the -md model as a language model (draft-simple)
 HEAD = "head"         # the -md model as a head over the target's hidden states
 TARGET = "target"     # the target's own layers (MTP blocks)
+SELF = "self"         # the target's own guesses, in the verification batch (lookahead)
 # SpecType.head (a head's GGUF architecture), in words
 HEAD_KINDS = {"eagle3": "an EAGLE-3 head", "dflash": "a DFlash head"}
 
@@ -127,7 +129,14 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
              _n_max, ("#5a2e0e", "#e8c4a0", "#a0522d"),                              # sienna
              who=("the draft model's", "tree"), what="a draft model", program="llama-speculative"),
+    SpecType("lookahead", SELF, "lookahead:Lookahead",
+             "the target guesses a window of W positions ahead (Jacobi iterations); n-grams of its "
+             "guesses that follow the token are verified in the same batch (llama-lookahead)",
+             lambda spec: spec.lookahead.n - 1, ("#1f2937", "#cbd5e1", "#475569"),   # slate
+             who=("the target's", "lookahead window"), what="the target's own guesses",
+             program="llama-lookahead"),
 )}
+LLAMA_TYPES = tuple(n for n, t in TYPES.items() if not t.program)   # llama.cpp's --spec-type values
 
 
 def spec_type(name: str) -> SpecType:
@@ -152,4 +161,5 @@ def drafts_with() -> str:
     return ", ".join(f"{n} with {t.what}" for n, t in TYPES.items() if t.what)
 
 
-__all__ = ["drafts_with", "SpecType", "TYPES", "HEAD_KINDS", "LOOKUP", "MODEL", "HEAD", "TARGET", "spec_type", "names", "listing"]
+__all__ = ["drafts_with", "SpecType", "TYPES", "LLAMA_TYPES", "HEAD_KINDS", "LOOKUP", "MODEL", "HEAD", "TARGET",
+           "SELF", "spec_type", "names", "listing"]

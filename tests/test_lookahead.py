@@ -1,0 +1,98 @@
+"""lookahead: llama.cpp's llama-lookahead, Jacobi decoding without a draft model
+(core/engine/drafters/lookahead.py, core/engine/lookahead_round.py).
+
+tests/data/lookahead_golden.json holds what ``llama-lookahead`` (built from llama-cpp-python
+0.3.36's source; tests/conformance/lookahead.py wrote it) printed on the demo target and
+SmolLM2-135M-Instruct, greedy, 128 tokens, at its W = 15, N = 5, G = 15: each token, the
+accepted ones marked. SpecScope's rounds must print the same.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.lookahead import our_stream
+from specscope.core.engine.drafters.lookahead import LookaheadParams, NgramPool
+from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
+from specscope.core.engine.events import RoundEvent
+from specscope.core.engine.sampling import SamplerSettings
+from specscope.core.errors import ConfigError
+from specscope.core.measure.command_line import command_line
+from specscope.core.models.demo import demo_pair
+
+GOLDEN = json.loads((Path(__file__).parent / "data" / "lookahead_golden.json").read_text())["cases"]
+LOOK = ("lookahead",)
+
+
+def _engine(target, n_seq: int = 31) -> Engine:
+    return Engine(target, None, EngineSettings(n_seq=n_seq, n_ctx=2048, target_threads=1, repack="off"))
+
+
+@pytest.mark.parametrize("target", ["demo", "smollm2"])
+def test_lookahead_prints_what_llama_lookahead_prints(request, target):
+    path = demo_pair()[0] if target == "demo" else request.getfixturevalue("smollm2")
+    cases = [c for c in GOLDEN if c["target"] == target]
+    assert len(cases) == 4
+    if target == "smollm2":      # a 121-token batch a round: 30 s a prompt here; the script runs all
+        cases = cases[:1]
+    with _engine(path) as engine:
+        for c in cases:
+            ours, events = our_stream(engine, c["prompt"], c["n"])
+            assert c["stream"].startswith(ours), c["prompt"]
+            assert len(events) > 20 and sum(e.n_accepted for e in events) > 30
+
+
+@pytest.fixture(scope="module")
+def demo():
+    with _engine(demo_pair()[0]) as engine:
+        yield engine
+
+
+def test_greedy_lookahead_emits_the_targets_own_output(demo):
+    prompt = "class Queue:\n    def __init__(self, maxsize=0):\n"
+    run = demo.speculative(prompt, SpecSettings(types=LOOK), n_predict=96)
+    events = list(run)
+    base = demo.baseline(prompt, n_predict=96)
+    list(base)
+    assert run.tokens == base.tokens
+    shaped = [e for e in events if e.lookahead is not None]
+    assert shaped and all(len(g) == 4 for e in shaped for g in e.lookahead.verified)
+    for e in events:        # the draft shown is the n-gram followed, its accepted part emitted
+        if e.drafted:
+            assert list(e.emitted[:e.n_accepted]) == list(e.drafted[:e.n_accepted])
+        assert RoundEvent.from_dict(json.loads(json.dumps(e.to_dict(exact=True)))) == e
+
+
+def test_smaller_windows_are_flags_of_their_own(demo):
+    spec = SpecSettings(types=LOOK, lookahead=LookaheadParams(w=4, n=3, g=2))
+    events = list(demo.speculative("import os\nimport sys\n\n\ndef main():\n", spec, n_predict=64))
+    assert all(len(g) == 2 for e in events if e.lookahead for g in e.lookahead.verified)
+    assert max(len(e.lookahead.verified) for e in events if e.lookahead) <= 2
+    with pytest.raises(ConfigError, match="lookahead N must be between 2 and 64"):
+        SpecSettings(types=LOOK, lookahead=LookaheadParams(n=1)).validate()
+
+
+def test_its_context_needs_w_plus_g_plus_1_sequences():
+    with _engine(demo_pair()[0], n_seq=1) as engine:
+        with pytest.raises(ConfigError, match="needs 31 sequences"):
+            list(engine.speculative("def f():", SpecSettings(types=LOOK), n_predict=8))
+    assert SpecSettings(types=LOOK).sequences() == 31 and SpecSettings().sequences() == 1
+
+
+def test_the_pool_keeps_g_distinct_ngrams_per_token_in_a_ring():
+    pool = NgramPool(g=2)
+    pool.add(7, (1, 2))
+    pool.add(7, (1, 2))                  # a repeat is not added
+    pool.add(7, (3, 4))
+    assert pool.candidates(7) == [(1, 2), (3, 4)] and pool.n_total == 2
+    pool.add(7, (5, 6))                  # full: the ring's head (slot 0) is overwritten
+    assert pool.candidates(7) == [(5, 6), (3, 4)]
+    assert pool.candidates(8) == []
+
+
+def test_its_llama_cpp_command_is_llama_lookahead():
+    assert command_line("llama-server", "t.gguf", SpecSettings(types=LOOK), None, 2) == \
+        "llama-lookahead -m t.gguf -t 2"
