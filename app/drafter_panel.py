@@ -360,7 +360,10 @@ class DrafterPanel(QGroupBox):
 
     def n_seq(self) -> int:
         """The sequences each context needs (EngineSettings.n_seq): draft-tree's branches, else 1."""
-        return self.branches.value() if TREE in self.types() else 1
+        types = self.types()
+        if "lookahead" in types:               # llama-lookahead's W + G + 1 (its defaults here)
+            return self.spec_settings().sequences()
+        return self.branches.value() if TREE in types else 1
 
     def draft_problem(self) -> str:
         """Why the checked model drafter cannot draft with the draft slot's model (or, draft-mtp,
