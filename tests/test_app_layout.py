@@ -127,6 +127,8 @@ def test_the_wheel_scrolls_the_settings_panel_past_its_inputs(qtbot, pair, setti
             assert (box.currentIndex() if box is sync else box.value()) == value
             assert bar.value() != at and not box.hasFocus()     # the panel scrolled instead
         assert sync.currentData() == "reuse"
+        panel.ensureWidgetVisible(sync, 0, 150)                # the panel scrolled it away
+        qtbot.wait(20)
         w.activateWindow()
         qtbot.waitUntil(w.isActiveWindow)
         sync.setFocus()
