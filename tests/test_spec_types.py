@@ -9,18 +9,22 @@ from specscope.core.engine.drafters import (BLOCK_TYPES, MD_TYPES, MODEL_TYPES, 
                                             SPEC_TYPES, parse_types)
 from specscope.core.engine.drafters.base import Drafter, NgramMapParams
 from specscope.core.engine.drafters.build import make_drafter
-from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, TYPES
+from specscope.core.engine.drafters.registry import (HEAD, HEAD_KINDS, LLAMA_TYPES, LOOKUP, MODEL, SELF,
+                                                     TARGET, TYPES)
 from specscope.core.engine.engine import SpecSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_registry_holds_llama_cpp_s_types_in_its_priority_order():
-    # common_speculative_init: n-gram types first, then the draft model, the heads, MTP, DFlash
+    # common_speculative_init: n-gram types first (suffix, vLLM's, draftless with them), then the
+    # draft model, the heads, MTP, DFlash
     assert SPEC_TYPES == ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
-                          "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark",
-                          "draft-tree", "lookahead")   # llama-speculative, llama-lookahead
+                          "suffix", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash",
+                          "draft-dspark", "draft-tree", "lookahead")   # llama-speculative, -lookahead
     assert parse_types("draft-dspark,ngram-simple") == ("ngram-simple", "draft-dspark")
+    assert "suffix" not in LLAMA_TYPES and "draft-tree" not in LLAMA_TYPES
+    assert LLAMA_TYPES == SPEC_TYPES[:5] + SPEC_TYPES[6:11]
 
 
 @pytest.mark.parametrize("name", list(TYPES))

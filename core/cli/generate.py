@@ -89,7 +89,8 @@ def tree_lines(tree) -> list[str]:
 
 
 def drafted_tree_lines(events) -> list[str]:
-    """draft-tree (llama-speculative): how wide its trees were and which branch was kept."""
+    """draft-tree (llama-speculative) and suffix with -np > 1: how wide the trees were and which
+    branch was kept."""
     trees = [e.tree for e in events if e.tree is not None]
     if not trees:
         return []
@@ -98,8 +99,9 @@ def drafted_tree_lines(events) -> list[str]:
     return [f"draft tree: {len(trees)} trees, branches per tree "
             + " ".join(f"{w}:{c}" for w, c in sorted(widths.items()))
             + f"; {sum(t.nodes for t in trees)} tokens verified in them "
-            f"(n_drafted counts the draft's {sum(t.steps for t in trees)} decodes, as llama-speculative); "
-            f"a split-off branch was kept in {split_kept}"]
+            + (f"(n_drafted counts the draft's {steps} decodes, as llama-speculative); "
+               if (steps := sum(t.steps for t in trees)) else "(n_drafted counts the kept branches' tokens); ")
+            + f"a split-off branch was kept in {split_kept}"]
 
 
 def policy_lines(session) -> list[str]:

@@ -69,8 +69,6 @@ from specscope.core.engine.round_record import Recorder, RoundCheckpoint, RoundS
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.engine.settings import EngineSettings, SpecSettings
 from specscope.core.engine.synth import check_sampler
-from specscope.core.engine.lookahead_round import LOOKAHEAD, lookahead_rounds
-from specscope.core.engine.tree_round import TREE, tree_rounds
 from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePairError
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
@@ -325,15 +323,12 @@ class Run:
                 self._prefill()
                 yield from self._baseline_rounds(smpl)
                 return
-            if self.spec.types == (TREE,):         # llama-speculative's loop: core/engine/tree_round.py
-                self._watch_threads(e.tgt, e.dft)
+            alone = TYPES[self.spec.types[0]] if len(self.spec.types) == 1 else None
+            own = alone.own_rounds(e.tgt.n_seq) if alone else None
+            if own is not None:     # a type's own loop: draft-tree's llama-speculative (tree_round.py),
+                self._watch_threads(e.tgt, e.dft if alone.uses_md else None)   # lookahead's ...
                 self._prefill()
-                yield from tree_rounds(self, smpl)
-                return
-            if self.spec.types == (LOOKAHEAD,):    # llama-lookahead's: core/engine/lookahead_round.py
-                self._watch_threads(e.tgt, None)
-                self._prefill()
-                yield from lookahead_rounds(self, smpl)
+                yield from own(self, smpl)
                 return
             rule = make_rule(e, self.spec, self.sampler_settings)   # core/engine/accept_rules.py
             chain = self._chain = make_chain(self.spec, e, self.policy, q=rule.q, vocab=self.vocab_mode)

@@ -12,6 +12,7 @@ from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams
 from specscope.core.engine.drafters.lookahead import LookaheadParams
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.registry import TYPES
+from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES
 from specscope.core.engine.synth import conditional_probs, is_synthetic, resolve_rates
 from specscope.core.errors import ConfigError
@@ -41,6 +42,7 @@ class SpecSettings:
     vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
     p_split: float = 0.1      # --spec-draft-p-split: draft-tree splits where a runner-up holds more
     lookahead: LookaheadParams = LookaheadParams()   # --lookahead-w/-n/-g (llama-lookahead's W, N, G)
+    suffix: SuffixParams = SuffixParams()            # --spec-suffix-* (vLLM's suffix_decoding_*)
 
     def validate(self) -> None:
         if parse_types(self.types) != tuple(self.types):

@@ -135,6 +135,28 @@ FLAGS: tuple[Flag, ...] = (
       for k, what, lo in (("w", "the window, W positions guessed ahead", 1),
                           ("n", "the n-gram size N (the window's levels + 1)", 2),
                           ("g", "the most n-grams verified per round, G", 1))),
+    Flag("suffix.max_depth", ("--spec-suffix-max-depth",),
+         "suffix: the suffix trees' depth, the matched text and the draft together (vLLM's "
+         "suffix_decoding_max_tree_depth)", 1, 1024, types=("suffix",), metavar="N"),
+    Flag("suffix.max_spec_tokens", ("--spec-suffix-max-spec-tokens",),
+         "suffix: the most tokens drafted (nodes, with -np > 1) per round (vLLM's "
+         "num_speculative_tokens)", 1, 1024, types=("suffix",), metavar="N"),
+    Flag("suffix.max_spec_factor", ("--spec-suffix-max-spec-factor",),
+         "suffix: tokens drafted per matched token: a match of k tokens drafts at most "
+         "k x factor + offset (vLLM's suffix_decoding_max_spec_factor)", 0.0, 16.0,
+         types=("suffix",), metavar="F", write=lambda v: f"{v:g}"),
+    Flag("suffix.max_spec_offset", ("--spec-suffix-max-spec-offset",),
+         "suffix: tokens drafted beside those (Arctic Inference's max_spec_offset)", -16.0, 64.0,
+         types=("suffix",), metavar="K", write=lambda v: f"{v:g}"),
+    Flag("suffix.min_token_prob", ("--spec-suffix-min-token-prob",),
+         "suffix: stop drafting where the trees' estimate of the continuation (its count over "
+         "the matched text's, multiplied along the draft) falls below this (vLLM's "
+         "suffix_decoding_min_token_prob)", 0.0, 1.0, types=("suffix",), metavar="P",
+         write=lambda v: f"{v:g}"),
+    Flag("suffix.corpus", ("--spec-suffix-corpus",),
+         "suffix: a text file of earlier replies (documents separated by blank lines) for the "
+         "global suffix tree, as vLLM's cache of earlier requests", types=("suffix",),
+         metavar="FILE", unset=""),
     Flag("draft_policy", ("--spec-draft-policy",),
          "draft-simple's draft length per round: fixed n_max (llama.cpp); hf, Hugging Face's +2 "
          "after a fully accepted draft / -1 otherwise, within 1..n_max; cost, the length with the "

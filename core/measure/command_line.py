@@ -26,6 +26,8 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
     (0: llama.cpp's default, no flag). The setting's flags are the ones of the table that
     ``tool`` takes (core/engine/spec_flags.py). A type that is a program of its own (draft-tree:
     ``llama-speculative``, ``parallel`` branches) is written for that program, whatever ``tool``."""
+    if unrunnable(spec):
+        return f"# {unrunnable(spec)}"
     program = next((TYPES[t].program for t in spec.types if TYPES[t].program), "") if spec else ""
     words = [program or tool, "-m", str(target)]
     if spec is not None:
@@ -42,6 +44,14 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
     if draft_threads and spec is not None and draft is not None and spec.needs_draft:
         words += ["-td", str(draft_threads)]
     return shlex.join(words)
+
+
+def unrunnable(spec) -> str:
+    """Why no llama.cpp program runs ``spec``, in words ("": one does): a type of another
+    project's (suffix: vLLM's), which SpecScope alone runs on a GGUF pair."""
+    other = [t for t in spec.types if TYPES[t].origin != "llama.cpp"] if spec else []
+    return "".join(f"SpecScope only: no llama.cpp program runs {t} ({TYPES[t].origin} has it)"
+                   for t in other[:1])
 
 
 def left_out(spec, tool: str = "llama-server") -> list[str]:

@@ -3,10 +3,11 @@ how it is shown. The engine, the drafter factory, the cost model, the doctor, th
 writer and the window read this table; a new type is its drafter module and one entry here.
 
 The entries are in llama.cpp's priority order (``common_speculative_init``): the n-gram types
-before the model drafters, whatever order the user wrote them in. The last two are no
+(and suffix, no llama.cpp type but draftless as they are) before the model drafters, whatever
+order the user wrote them in. The last two are no
 ``--spec-type`` of llama.cpp's but programs of their own (``SpecType.program``): draft-tree is
 ``llama-speculative`` (a tree of drafts), lookahead ``llama-lookahead`` (Jacobi decoding, no
-draft model); each drafts alone.
+draft model); each drafts alone. suffix (SuffixDecoding) is no llama.cpp program's: vLLM runs it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,21 @@ class SpecType:
     markov: bool = False      # each block position biased by the token drafted before it (DSpark)
     program: str = ""         # llama.cpp's program for it where it is not a --spec-type of
                               # llama-server/-cli/-speculative-simple (draft-tree: llama-speculative)
+    origin: str = "llama.cpp"  # whose it is: a type no llama.cpp program runs names its source
+    rounds: str = ""          # "module:function" under core/engine: its own loop, run where it
+    rounds_np: int = 1        # drafts alone and each context holds at least rounds_np sequences
+
+    @property
+    def llama(self) -> bool:
+        """A ``--spec-type`` of llama-server/-cli/-speculative-simple."""
+        return not self.program and self.origin == "llama.cpp"
+
+    def own_rounds(self, n_seq: int):
+        """Its own loop for contexts of ``n_seq`` sequences (None: the engine's chain)."""
+        if not self.rounds or n_seq < self.rounds_np:
+            return None
+        module, fn = self.rounds.split(":")
+        return getattr(importlib.import_module(f"specscope.core.engine.{module}"), fn)
 
     @property
     def ngram(self) -> bool:
@@ -95,6 +111,13 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "1- to 4-gram statistics of the context: each drafted token is the most frequent "
              "follower (up to 8 tokens)",
              lambda spec: 8, ("#7c2d12", "#fed7aa", "#ea580c")),                     # orange
+    SpecType("suffix", LOOKUP, "suffix:Suffix",
+             "suffix trees over the prompt, the reply and a corpus draft the most frequent "
+             "continuation, longer the longer the match (SuffixDecoding; vLLM's method=suffix); "
+             "with -np > 1 a tree of continuations",
+             lambda spec: spec.suffix.longest, ("#312e81", "#c7d2fe", "#4f46e5"),   # indigo
+             p_note="p: how often the suffix trees saw it", origin="vLLM (Arctic Inference)",
+             rounds="suffix_round:suffix_rounds", rounds_np=2),
     SpecType("draft-simple", MODEL, "model:DraftModel",
              "the draft model: greedy over its top-10 probabilities",
              _n_max, ("#14532d", "#bbf0c6", "#2e9d4b"),                              # green
@@ -128,15 +151,16 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "the draft model drafts a tree: up to -np branches, split where a runner-up holds "
              "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
              _n_max, ("#5a2e0e", "#e8c4a0", "#a0522d"),                              # sienna
-             who=("the draft model's", "tree"), what="a draft model", program="llama-speculative"),
+             who=("the draft model's", "tree"), what="a draft model", program="llama-speculative",
+             rounds="tree_round:tree_rounds"),
     SpecType("lookahead", SELF, "lookahead:Lookahead",
              "the target guesses a window of W positions ahead (Jacobi iterations); n-grams of its "
              "guesses that follow the token are verified in the same batch (llama-lookahead)",
              lambda spec: spec.lookahead.n - 1, ("#1f2937", "#cbd5e1", "#475569"),   # slate
              who=("the target's", "lookahead window"), what="the target's own guesses",
-             program="llama-lookahead"),
+             program="llama-lookahead", rounds="lookahead_round:lookahead_rounds"),
 )}
-LLAMA_TYPES = tuple(n for n, t in TYPES.items() if not t.program)   # llama.cpp's --spec-type values
+LLAMA_TYPES = tuple(n for n, t in TYPES.items() if t.llama)   # llama.cpp's --spec-type values
 
 
 def spec_type(name: str) -> SpecType:
