@@ -27,8 +27,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QVBoxLayout, QWidget)
 
 from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, MODEL_TYPES, TYPES
-from specscope.core.engine.drafters.registry import MODEL, TARGET, names
+from specscope.core.engine.drafters.lookahead import LookaheadParams
+from specscope.core.engine.drafters.registry import MODEL, SELF, TARGET, names
 from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.spec_flags import flag
 
 from .drafter_style import swatch_html
@@ -36,6 +38,14 @@ from .synth_box import SynthBox
 
 MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
 TREE = "draft-tree"
+SUFFIX = "suffix"
+LOOKAHEAD = "lookahead"
+LOOKAHEAD_NOTE = ("Drafts with nothing but the target: beside each token it decodes a window of W "
+                  "guesses and verifies up to G n-grams of N tokens from them in the same batch "
+                  "(W + G + 1 sequences: changing W or G reloads the target).")
+SUFFIX_KNOBS = ("max_depth", "max_spec_tokens", "max_spec_factor", "min_token_prob")
+SUFFIX_NOTE = ("SpecScope only (vLLM has it, llama.cpp does not). Leaves 1: one path, as vLLM "
+               "verifies it; more: a tree of continuations in one batch (reloads the target).")
 MAX_BRANCHES = 16
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
               "in this order, then the draft model or a head, then the target's MTP layers, then "
@@ -83,6 +93,10 @@ MODEL_NOTE = (f"sync, n policy and vocab apply to {DRAFT_MODEL} only; n_max, n_m
 def type_note(name: str) -> str:
     """The line under a model drafter's check box ("" for an n-gram type)."""
     t = TYPES[name]
+    if name == SUFFIX:
+        return SUFFIX_NOTE
+    if t.source == SELF:
+        return LOOKAHEAD_NOTE
     if t.ngram:
         return ""
     if t.source == MODEL:
@@ -103,6 +117,15 @@ def _flag_spin(field: str) -> QSpinBox:
     (core/engine/spec_flags.py)."""
     f = flag(field)
     s = QSpinBox(minimum=int(f.lo), maximum=int(f.hi), value=f.default)
+    s.setToolTip(f.tooltip())
+    s.setMinimumWidth(58)
+    return s
+
+
+def _flag_dspin(field: str, step: float = 0.05) -> QDoubleSpinBox:
+    """A spin box for a float SpecSettings field, as ``_flag_spin``."""
+    f = flag(field)
+    s = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=step, decimals=2, value=f.default)
     s.setToolTip(f.tooltip())
     s.setMinimumWidth(58)
     return s
@@ -158,7 +181,7 @@ class DrafterPanel(QGroupBox):
 
     def _make_ngram_params(self) -> None:
         """The n-gram types' parameters: the map types' sizes N and M (min hits for
-        ngram-map-k4v only: the others ignore it), ngram-mod's, ngram-cache's files."""
+        ngram-map-k4v only: the others ignore it), ngram-mod's, ngram-cache's files; suffix's."""
         self.size_n = {t: _flag_spin(f"{t.replace('-', '_')}.size_n") for t in MAP_TYPES}
         self.size_m = {t: _flag_spin(f"{t.replace('-', '_')}.size_m") for t in MAP_TYPES}
         self.min_hits = _flag_spin("ngram_map_k4v.min_hits")
@@ -169,6 +192,18 @@ class DrafterPanel(QGroupBox):
                                             flag("ngram_cache.lookup_cache_static").tooltip())
         self.cache_dynamic = self._path_edit("optional file (-lcd)",
                                              flag("ngram_cache.lookup_cache_dynamic").tooltip())
+        # suffix (vLLM's suffix decoding): its knobs, its corpus and its tree's leaves (-np)
+        self.suffix = {"max_depth": _flag_spin("suffix.max_depth"),
+                       "max_spec_tokens": _flag_spin("suffix.max_spec_tokens"),
+                       "max_spec_factor": _flag_dspin("suffix.max_spec_factor", 0.25),
+                       "min_token_prob": _flag_dspin("suffix.min_token_prob")}
+        self.suffix_corpus = self._path_edit("optional text file", flag("suffix.corpus").tooltip(),
+                                             "a corpus text")
+        self.lookahead = {k: _flag_spin(f"lookahead.{k}") for k in ("w", "n", "g")}
+        self.suffix_np = QSpinBox(minimum=1, maximum=MAX_BRANCHES, value=1)
+        self.suffix_np.setToolTip("suffix: the most leaves of its tree, llama.cpp's -np: each is a "
+                                  "sequence of the target's cache, so changing it reloads the "
+                                  "target (1: one path, as vLLM verifies it)")
 
     def _make_model_params(self) -> None:
         """draft-simple's parameters: n_max, n_min and p_min (shared with the heads and
@@ -206,6 +241,11 @@ class DrafterPanel(QGroupBox):
             "ngram-map-k4v": [sizes("ngram-map-k4v") + [("min hits", self.min_hits)]],
             "ngram-mod": [[("match", self.mod_match), ("min", self.mod_min), ("max", self.mod_max)]],
             "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
+            LOOKAHEAD: [[(k.upper(), w) for k, w in self.lookahead.items()]],
+            SUFFIX: [[("depth", self.suffix["max_depth"]), ("tokens", self.suffix["max_spec_tokens"])],
+                     [("factor", self.suffix["max_spec_factor"]),
+                      ("min p", self.suffix["min_token_prob"])],
+                     [("leaves (-np)", self.suffix_np), ("corpus", self.suffix_corpus)]],
             DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
                           [("p_min", self.p_min), ("sync", self.sync)],
                           [("n policy", self.policy), ("vocab", self.vocab)]],
@@ -286,15 +326,15 @@ class DrafterPanel(QGroupBox):
             c.toggled.connect(self._edited)
         for w in (*self.size_n.values(), *self.size_m.values(), self.min_hits, self.mod_match,
                   self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min, self.branches,
-                  self.p_split):
+                  self.p_split, *self.suffix.values(), self.suffix_np, *self.lookahead.values()):
             w.valueChanged.connect(self._edited)
         for combo in (self.sync, self.policy, self.vocab):
             combo.currentIndexChanged.connect(self._edited)
-        for e in (self.cache_static, self.cache_dynamic):
+        for e in (self.cache_static, self.cache_dynamic, self.suffix_corpus):
             e.editingFinished.connect(self._edited)
         self.synth.changed.connect(self._edited)
 
-    def _path_edit(self, placeholder: str, tip: str) -> QLineEdit:
+    def _path_edit(self, placeholder: str, tip: str, what: str = "a lookup cache") -> QLineEdit:
         e = QLineEdit()
         e.setPlaceholderText(placeholder)
         e.setToolTip(tip)
@@ -303,12 +343,12 @@ class DrafterPanel(QGroupBox):
         e.setMinimumWidth(80)
         browse = e.addAction(self.style().standardIcon(self.style().StandardPixmap.SP_DirOpenIcon),
                              QLineEdit.ActionPosition.TrailingPosition)
-        browse.setToolTip("Choose a lookup cache file")
-        browse.triggered.connect(lambda: self._browse(e))
+        browse.setToolTip(f"Choose {what} file")
+        browse.triggered.connect(lambda: self._browse(e, what))
         return e
 
-    def _browse(self, edit: QLineEdit) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a lookup cache", edit.text() or str(Path.home()))
+    def _browse(self, edit: QLineEdit, what: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, f"Choose {what}", edit.text() or str(Path.home()))
         if path:
             edit.setText(path)
             self._edited()
@@ -340,6 +380,9 @@ class DrafterPanel(QGroupBox):
             ngram_map_k4v=maps["ngram-map-k4v"],
             ngram_mod=NgramModParams(self.mod_match.value(), self.mod_min.value(), self.mod_max.value()),
             ngram_cache=NgramCacheParams(self.cache_static.text().strip(), self.cache_dynamic.text().strip()),
+            lookahead=LookaheadParams(**{k: w.value() for k, w in self.lookahead.items()}),
+            suffix=SuffixParams(**{k: round(w.value(), 4) for k, w in self.suffix.items()},
+                                corpus=self.suffix_corpus.text().strip()),
             **self.synth.fields())
 
     def set_draft(self, path: Path | None, architecture: str = "", refused: str = "") -> None:
@@ -361,8 +404,10 @@ class DrafterPanel(QGroupBox):
     def n_seq(self) -> int:
         """The sequences each context needs (EngineSettings.n_seq): draft-tree's branches, else 1."""
         types = self.types()
-        if "lookahead" in types:               # llama-lookahead's W + G + 1 (its defaults here)
+        if LOOKAHEAD in types:                 # llama-lookahead's W + G + 1
             return self.spec_settings().sequences()
+        if types == (SUFFIX,):                 # its tree's leaves (1: a path, the chain's)
+            return self.suffix_np.value()
         return self.branches.value() if TREE in types else 1
 
     def draft_problem(self) -> str:
@@ -440,7 +485,10 @@ class DrafterPanel(QGroupBox):
                 "mod": [self.mod_match.value(), self.mod_min.value(), self.mod_max.value()],
                 "cache": [self.cache_static.text(), self.cache_dynamic.text()],
                 "policy": self.policy.currentData(), "vocab": self.vocab.currentData(),
-                "branches": self.branches.value(), "p_split": self.p_split.value()}
+                "branches": self.branches.value(), "p_split": self.p_split.value(),
+                "suffix": {**{k: w.value() for k, w in self.suffix.items()},
+                           "corpus": self.suffix_corpus.text(), "np": self.suffix_np.value()},
+                "lookahead": {k: w.value() for k, w in self.lookahead.items()}}
 
     @staticmethod
     def dict_of(spec) -> dict:
@@ -451,7 +499,9 @@ class DrafterPanel(QGroupBox):
                 "min_hits": spec.ngram_map_k4v.min_hits,
                 "mod": [spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max],
                 "cache": [spec.ngram_cache.lookup_cache_static, spec.ngram_cache.lookup_cache_dynamic],
-                "policy": spec.draft_policy, "vocab": spec.vocab, "p_split": spec.p_split}
+                "policy": spec.draft_policy, "vocab": spec.vocab, "p_split": spec.p_split,
+                "suffix": {k: getattr(spec.suffix, k) for k in (*SUFFIX_KNOBS, "corpus")},
+                "lookahead": {k: getattr(spec.lookahead, k) for k in ("w", "n", "g")}}
 
     def from_dict(self, d: dict) -> None:
         """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
@@ -482,6 +532,19 @@ class DrafterPanel(QGroupBox):
         if isinstance(cache, list) and len(cache) == 2 and all(isinstance(x, str) for x in cache):
             self.cache_static.setText(cache[0])
             self.cache_dynamic.setText(cache[1])
+        if isinstance(d.get("lookahead"), dict):
+            for k, v in d["lookahead"].items():
+                if k in self.lookahead:
+                    num(self.lookahead[k], v)
+        suffix = d.get("suffix")
+        if isinstance(suffix, dict):
+            for k, w in self.suffix.items():
+                if isinstance(suffix.get(k), (int, float)):
+                    w.setValue(type(w.value())(suffix[k]))
+            if isinstance(suffix.get("corpus"), str):
+                self.suffix_corpus.setText(suffix["corpus"])
+            if "np" in suffix:
+                num(self.suffix_np, suffix["np"])
         for combo, key in ((self.policy, "policy"), (self.vocab, "vocab")):
             i = combo.findData(d.get(key))
             if i >= 0:

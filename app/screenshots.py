@@ -58,6 +58,7 @@ def main(argv=None) -> int:
     p.add_argument("--whatif", action="store_true", help="the What-if tab's screenshots")
     p.add_argument("--chat", action="store_true", help="a three-turn conversation's screenshots")
     p.add_argument("--tree", action="store_true", help="draft-tree's screenshots (step mode on a tree)")
+    p.add_argument("--suffix", action="store_true", help="suffix's screenshots (its tree, a run)")
     p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -101,9 +102,13 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
+    if args.suffix:
+        args.tree, tree_shots_of = True, suffix_shots
+    else:
+        tree_shots_of = tree_shots
     if args.compare or args.advisor or args.whatif or args.chat or args.tree:
         (compare_shots if args.compare else advisor_shots if args.advisor else
-         chat_shots if args.chat else tree_shots if args.tree else whatif_shots)(w, wait, shot, tmp)
+         chat_shots if args.chat else tree_shots_of if args.tree else whatif_shots)(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -324,6 +329,38 @@ def tree_shots(w, wait, shot, _tmp: Path) -> None:
     wait(lambda: not w.controller.busy, 600)
     w.tabs.setCurrentIndex(0)
     shot("62_tree_plots")
+
+
+SUFFIX_PROMPT = ("def area(w, h):\n    return w * h\n\n\ndef volume(w, h, d):\n    return w * h * d\n\n\n"
+                 "def area(w, h):\n    return w * h\n\n\ndef volume(")
+
+
+def suffix_shots(w, wait, shot, _tmp: Path) -> None:
+    """suffix with a tree of 4 leaves on a text that repeats itself: step mode on a round whose
+    tree branched and was partly accepted, then the finished run."""
+    d = w.params.drafter
+    d.set_types(["suffix"])
+    d.suffix_np.setValue(4)
+    d.suffix["max_spec_factor"].setValue(2.0)
+    d.suffix["min_token_prob"].setValue(0.05)
+    w.prompt.chat.setChecked(False)
+    w.prompt.set_text(SUFFIX_PROMPT)
+    w.params.n_predict.setValue(96)
+    w.step_clicked()
+    for _ in range(80):
+        wait(lambda: w.controller.paused or not w.controller.busy, 120)
+        ev = w.round_view.shown_event
+        if not w.controller.paused or (ev is not None and ev.tree is not None
+                                        and len(ev.tree.branches) > 1 and ev.n_accepted):
+            break
+        w.step_clicked()
+    shot("63_suffix_tree_step_mode")
+    w.stop_clicked()
+    wait(lambda: not w.controller.busy)
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    w.tabs.setCurrentIndex(0)
+    shot("64_suffix_run")
 
 
 def whatif_shots(w, wait, shot, _tmp: Path) -> None:

@@ -1,4 +1,5 @@
-"""A draft-tree round (llama-speculative) in step mode: the token tree and the round in words.
+"""A draft-tree round (llama-speculative), or suffix's tree (-np > 1), in step mode: the token
+tree and the round in words.
 
 The picture has one column per position from the seed on, one row per branch and a row for the
 target's samples:
@@ -24,6 +25,7 @@ from .drafter_style import drafter_colors
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED
 
 ACCEPTED_NODE, REJECTED_NODE, UNCHECKED_NODE = "accepted", "rejected", "unchecked"
+SUFFIX = "suffix"          # suffix's trees (-np > 1): drafted from counts, not a draft model
 
 
 def node_state(branch, depth: int, emitted, n_accepted: int) -> str:
@@ -121,8 +123,9 @@ def paint_tree(c, ev, short_of, label_w: float, cell_w: float, cell_h: float, ga
     p.drawText(QRectF(x, row_top(1, gap), 260, 3 * ROW_H),
                Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft,
                f"{len(tree.branches)} branch{'es' if len(tree.branches) != 1 else ''}, "
-               f"{tree.nodes} tokens,\n{tree.steps} draft decodes;\nthe target verified them "
-               f"in one batch\nand kept branch {tree.kept}")
+               f"{tree.nodes} tokens,\n"
+               + ("from the suffix trees' counts;" if ev.drafter == SUFFIX else f"{tree.steps} draft decodes;")
+               + f"\nthe target verified them in one batch\nand kept branch {tree.kept}")
 
 
 def node_tooltip(ev, token: int, vocab) -> str:
@@ -154,14 +157,24 @@ def tree_words(ev, tok) -> list[str]:
                   f"the token it took, {own}, its own."
     else:
         result += f"none: at depth 1 no branch held the token it took, {own}, its own."
-    return [f"<b>1. Draft:</b> the draft model decoded the seed and drafted a <b>tree</b> "
-            f"(llama-speculative): each step, every branch took its most probable candidate; "
-            f"{split}. {tree.nodes} tokens in {k} branch{'es' if k != 1 else ''}, {tree.steps} "
-            f"draft decodes (what llama.cpp counts as drafted). ({ev.t_draft * 1e3:.1f} ms)",
+    if ev.drafter == SUFFIX:
+        draft = (f"<b>1. Draft:</b> <b>suffix</b> looked the latest tokens up in its suffix trees "
+                 f"and grew a <b>tree</b> of the continuations seen after them, most frequent "
+                 f"first, while each one's estimate (how often it followed, times its parent's) "
+                 f"held <i>min p</i>, cut to {k} leaf branch{'es' if k != 1 else ''} (-np): "
+                 f"{tree.nodes} tokens, no model decoded. {html.escape(ev.draft_note)} "
+                 f"({ev.t_draft * 1e3:.2f} ms)")
+    else:
+        draft = (f"<b>1. Draft:</b> the draft model decoded the seed and drafted a <b>tree</b> "
+                 f"(llama-speculative): each step, every branch took its most probable candidate; "
+                 f"{split}. {tree.nodes} tokens in {k} branch{'es' if k != 1 else ''}, {tree.steps} "
+                 f"draft decodes (what llama.cpp counts as drafted). ({ev.t_draft * 1e3:.1f} ms)")
+    caches = "the target's cache" if ev.drafter == SUFFIX else "both caches"
+    return [draft,
             f"<b>2. Verify:</b> the target decoded the seed and all {tree.nodes} tree tokens in "
             f"<b>one batch</b>, each token in the sequences of the branches that hold it, so every "
             f"branch is read with its own past. ({ev.t_verify * 1e3:.1f} ms)",
             result,
-            f"<b>4. Keep:</b> the kept branch became sequence 0 of both caches and every other "
+            f"<b>4. Keep:</b> the kept branch became sequence 0 of {caches} and every other "
             f"branch's rows were dropped (the target dropped {ev.kv_dropped_target} rows). "
             f"({ev.t_sync * 1e3:.1f} ms sync)"]

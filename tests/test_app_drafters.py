@@ -113,6 +113,30 @@ def test_the_picker_settings_round_trip(picker, qtbot):
     assert again.to_dict() == saved                         # malformed: nothing changes
 
 
+def test_suffix_has_its_knobs_its_corpus_and_its_leaves(picker, qtbot, tmp_path):
+    picker.show()
+    picker.set_types(["suffix"])
+    picker.suffix["max_spec_factor"].setValue(2.0)
+    picker.suffix["min_token_prob"].setValue(0.05)
+    picker.suffix["max_depth"].setValue(32)
+    picker.suffix_np.setValue(4)
+    spec = picker.spec_settings()
+    assert spec.types == ("suffix",)
+    assert (spec.suffix.max_spec_factor, spec.suffix.min_token_prob, spec.suffix.max_depth) == (2.0, 0.05, 32)
+    assert picker.n_seq() == 4 and not picker.message.isVisible()
+    assert "--spec-suffix-max-spec-factor" in picker.suffix["max_spec_factor"].toolTip()
+    again = DrafterPanel()
+    qtbot.addWidget(again)
+    again.from_dict(picker.to_dict())
+    assert again.to_dict() == picker.to_dict() and again.n_seq() == 4
+    missing = tmp_path / "corpus.txt"
+    picker.suffix_corpus.setText(str(missing))
+    picker.suffix_corpus.editingFinished.emit()
+    assert str(missing) in picker.message.text() and "--spec-suffix-corpus" in picker.message.text()
+    picker.set_types(["suffix", "draft-simple"])          # chained: one path, the chain's
+    assert picker.n_seq() == 1
+
+
 # ------------------------------------------------------------------ the window on the demo pair
 @pytest.fixture
 def window(qtbot, pair, settings):  # noqa: F811 - the fixtures of test_app_window

@@ -80,6 +80,7 @@ def suffix_rounds(run, smpl):
                 d = drafter.best(np.asarray(stream[:-1], np.int32), root, budget, tree=True) \
                     if budget > 0 else None
                 nodes, paths = leaves(d.parents, n_seq) if d else ([], [])
+            rec.time.lookup += rec.time.draft       # a lookup, priced as the n-gram types' (bench)
             # 2. verify: the root and every node in one batch
             with rec.phase("verify"):
                 seq_keep(e.tgt, 0)

@@ -135,17 +135,19 @@ class SuffixTree:
 
     def speculate(self, context, max_spec_tokens: int, max_spec_factor: float = 1.0,
                   max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
-                  tree: bool = False) -> Draft:
+                  tree: bool = False, ends=()) -> Draft:
         """The best draft after ``context`` (its last tokens are matched; Arctic's
-        ``SuffixTree::speculate``)."""
+        ``SuffixTree::speculate``). ``ends``: where a sequence of this tree ends with the
+        context, its active nodes (the context's last k tokens' node is ``ends[-k]``): no walk."""
         best = Draft()
         for match_len in range(1, len(context)):
-            node = self._match(context[len(context) - match_len:])
+            node = ends[-match_len] if match_len <= len(ends) else self._match(
+                context[len(context) - match_len:])
             if node is None or not node[KIDS]:
                 break         # nor does a longer match occur, or continue where this one does not
             n = max(0, min(max_spec_tokens, int(match_len * max_spec_factor + max_spec_offset + 1e-6)))
-            if min(n, self.max_depth - match_len) < best.score:
-                continue      # each token adds at most 1: it cannot beat the best
+            if (n if tree else min(n, self.max_depth - match_len)) < best.score:
+                continue      # each token adds at most 1 (a path: as deep as the tree allows)
             tokens, parents, probs = (_tree if tree else _path)(node, n, min_token_prob)
             score = sum(probs)
             if score >= best.score:
@@ -285,7 +287,7 @@ class Suffix(Drafter):
         context = self.seen[-p.max_depth:]
         args = (min(p.max_spec_tokens, max(1, budget)), p.max_spec_factor, p.max_spec_offset,
                 p.min_token_prob, tree)
-        local = self.local.speculate(context, *args)
+        local = self.local.speculate(context, *args, ends=self.local.active.get(0, ()))
         other = self.corpus.speculate(context, *args)
         best, where = (local, "this prompt and reply") if local.score >= other.score else (
             other, "the corpus and earlier replies")

@@ -305,12 +305,14 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                                           mean_len if one_model else n_drafted / rounds,
                                           f) if draft_rounds and rounds else 1.0
         return textbook, float("nan"), f
-    if types == ["draft-tree"]:          # priced as its trees: a batch of nodes, steps of branches
-        textbook = textbook_from_accepted(expected, mean_len, cal.f) if draft_rounds else 1.0
+    if types == ["draft-tree"] or any(r.tree_nodes for r in spec):   # priced as trees: a batch
+        model = types == ["draft-tree"]      # of nodes; draft-tree's steps, suffix's lookups
+        f = cal.f if model else (lookup / cal.t1 if rounds else 0.0)
+        textbook = textbook_from_accepted(expected, mean_len, f) if draft_rounds else 1.0
         calibrated = tree_speedup(cal, draft_rounds, sum(r.tree_nodes for r in spec),
                                   sum(r.tree_steps for r in spec), n_accept,
-                                  sum(r.empty_rounds for r in spec))
-        return textbook, calibrated, cal.f
+                                  sum(r.empty_rounds for r in spec), model=model, lookup=f)
+        return textbook, calibrated, f
     block = next((t for t in types if t in cal.block), "")      # a DFlash head's type
     f = cal.block_cost(block, n) / n if block else cal.f
     if one_model:

@@ -341,12 +341,14 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
 
 
 def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_accept: int,
-                 empty_rounds: int) -> float:
+                 empty_rounds: int, model: bool = True, lookup: float = 0.0) -> float:
     """draft-tree's calibrated speed-up (llama-speculative's round): each tree round pays the
     draft's decode of its root, its draft steps (one batch of the branches drafting each, priced
     as f at the tree's mean width by f_batch), one verification batch of its nodes and the root,
     sampling along the kept path and llama.cpp's sequence copies (r); a round without a tree, one
-    target token. The run's own totals: its trees, their nodes and steps, the tokens accepted."""
+    target token. The run's own totals: its trees, their nodes and steps, the tokens accepted.
+    A tree drafted without a model (suffix, ``model`` False) pays ``lookup`` (its Python time
+    per round over t1) instead of the draft's decodes."""
     empty = cal.cost(1) + cal.s + cal.r + cal.o0
     if not tree_rounds:
         return 1.0 if not empty_rounds else empty_rounds * cal.baseline_token / (empty_rounds * empty)
@@ -358,8 +360,8 @@ def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_a
     if k > top and len(cal.c) > 1:       # past the calibrated batches: their last slope
         verify += (k - top) * (cal.c[-1] - cal.c[-2])
     expected = n_accept / tree_rounds
-    per_round = (cal.f + mean_steps * step + verify + cal.s * (1.0 + expected) + cal.r
-                 + cal.o0 + cal.o1 * mean_nodes)
+    drafting = cal.f + mean_steps * step if model else lookup
+    per_round = (drafting + verify + cal.s * (1.0 + expected) + cal.r + cal.o0 + cal.o1 * mean_nodes)
     tokens = tree_rounds * (1.0 + expected) + empty_rounds
     return tokens * cal.baseline_token / (tree_rounds * per_round + empty_rounds * empty)
 
