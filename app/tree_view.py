@@ -162,7 +162,7 @@ def tree_words(ev, tok) -> list[str]:
                  f"and grew a <b>tree</b> of the continuations seen after them, most frequent "
                  f"first, while each one's estimate (how often it followed, times its parent's) "
                  f"held <i>min p</i>, cut to {k} leaf branch{'es' if k != 1 else ''} (-np): "
-                 f"{tree.nodes} tokens, no model decoded. {html.escape(ev.draft_note)} "
+                 f"{tree.nodes} tokens, no model decoded. {html.escape(ev.draft_note[:1].upper() + ev.draft_note[1:])} "
                  f"({ev.t_draft * 1e3:.2f} ms)")
     else:
         draft = (f"<b>1. Draft:</b> the draft model decoded the seed and drafted a <b>tree</b> "

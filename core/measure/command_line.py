@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from specscope.core.engine.drafters.registry import TYPES
-from specscope.core.engine.spec_flags import SPECULATIVE, llama_words, not_carried
+from specscope.core.engine.spec_flags import FLAGS, SPECULATIVE, llama_words, not_carried, read
 
 # SpecScope's settings a llama.cpp command needs no word for: the draft cache's sync gives the
 # same output (llama.cpp replays), and a draft of another vocabulary is refused by llama.cpp anyway
@@ -26,8 +26,11 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
     (0: llama.cpp's default, no flag). The setting's flags are the ones of the table that
     ``tool`` takes (core/engine/spec_flags.py). A type that is a program of its own (draft-tree:
     ``llama-speculative``, ``parallel`` branches) is written for that program, whatever ``tool``."""
-    if unrunnable(spec):
-        return f"# {unrunnable(spec)}"
+    if unrunnable(spec):          # SpecScope's own command, and why
+        words = ["specscope", "run", "-m", str(target), "--spec-type", ",".join(spec.types),
+                 *(["-np", str(parallel)] if parallel > 1 else []), *specscope_words(spec),
+                 *(["-t", str(target_threads)] if target_threads else [])]
+        return f"{shlex.join(words)}  # {unrunnable(spec)}"
     program = next((TYPES[t].program for t in spec.types if TYPES[t].program), "") if spec else ""
     words = [program or tool, "-m", str(target)]
     if spec is not None:
@@ -48,15 +51,27 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
 
 def unrunnable(spec) -> str:
     """Why no llama.cpp program runs ``spec``, in words ("": one does): a type of another
-    project's (suffix: vLLM's), which SpecScope alone runs on a GGUF pair."""
+    project's (suffix: vLLM's), which SpecScope alone runs on a GGUF pair; its command line is
+    then ``specscope run``'s, with the reason as a shell comment."""
     other = [t for t in spec.types if TYPES[t].origin != "llama.cpp"] if spec else []
     return "".join(f"SpecScope only: no llama.cpp program runs {t} ({TYPES[t].origin} has it)"
                    for t in other[:1])
 
 
+def specscope_words(spec) -> list[str]:
+    """The flags of ``spec`` that differ from SpecScope's defaults, for its own command line."""
+    words: list[str] = []
+    for f in FLAGS:
+        value = read(spec, f.field)
+        if f.applies(spec) and value != f.default and value != f.unset:
+            words += [f.flag, f.write(value)]
+    return words
+
+
 def left_out(spec, tool: str = "llama-server") -> list[str]:
-    """What of ``spec`` the command line cannot carry, in words (empty: all of it)."""
-    if spec is None:
+    """What of ``spec`` the command line cannot carry, in words (empty: all of it; SpecScope's
+    own command carries all of a type no llama.cpp program runs)."""
+    if spec is None or unrunnable(spec):
         return []
     words = {"draft_policy": f"the {spec.draft_policy} draft-length policy (SpecScope's own: "
                              "llama.cpp drafts n_max every round)",

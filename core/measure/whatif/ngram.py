@@ -22,6 +22,8 @@ import numpy as np
 
 from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, Chain
 from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.registry import LLAMA_TYPES
+from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.engine.events import RoundEvent
@@ -34,6 +36,8 @@ __all__ = ["Replayed", "WhatIf", "replay", "of_rounds", "configurations", "confi
 # the parameters tried per type: llama.cpp's defaults first, then shorter keys and drafts
 MAP_SIZES = ((12, 48), (2, 8), (3, 16), (4, 16), (6, 32))
 MOD_SIZES = ((24, 48, 64), (8, 8, 32), (12, 16, 64), (16, 24, 64))
+SUFFIX_FACTORS = (1.0, 2.0)         # vLLM's default, and twice as long a draft per matched token
+LLAMA_NGRAM = tuple(t for t in NGRAM_TYPES if t in LLAMA_TYPES)   # chained two by two
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,8 @@ def config_label(spec: SpecSettings) -> str:
 
 
 def configurations() -> list[SpecSettings]:
-    """Every n-gram type alone over a few parameter sets, and every chain of two at llama.cpp's
-    defaults."""
+    """Every n-gram type alone over a few parameter sets (suffix too), and every chain of two of
+    llama.cpp's at its defaults."""
     out = []
     fields = {"ngram-simple": "ngram_simple", "ngram-map-k": "ngram_map_k",
               "ngram-map-k4v": "ngram_map_k4v"}
@@ -135,8 +139,10 @@ def configurations() -> list[SpecSettings]:
     for match, lo, hi in MOD_SIZES:
         out.append(SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(match, lo, hi)))
     out.append(SpecSettings(types=("ngram-cache",)))
-    for i, a in enumerate(NGRAM_TYPES):
-        for b in NGRAM_TYPES[i + 1:]:
+    for factor in SUFFIX_FACTORS:
+        out.append(SpecSettings(types=("suffix",), suffix=SuffixParams(max_spec_factor=factor)))
+    for i, a in enumerate(LLAMA_NGRAM):
+        for b in LLAMA_NGRAM[i + 1:]:
             out.append(SpecSettings(types=(a, b)))
     return out
 
