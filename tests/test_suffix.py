@@ -187,3 +187,32 @@ def test_leaves_cut_a_best_first_tree_to_the_sequences():
     kept, paths = leaves(parents, 1)
     assert kept == [0, 2, 5] and paths == [[0, 2, 5]]
     assert leaves(parents, 4)[1] == [[0, 2, 5], [0, 4], [1, 3]]        # best first
+
+
+def test_a_conversations_next_turn_keeps_the_earlier_replies_in_the_global_tree(demo):
+    spec = SpecSettings(types=SUFFIX)
+    first = demo.speculative(PROMPT, spec, n_predict=32)
+    list(first)
+    old = first._chain.drafters[0]
+    prompt = [*first.prompt_tokens, *first.tokens, *demo.target.tokenize("\n\ndef area(", add_special=False)]
+    second = demo.speculative(prompt, spec, n_predict=32, resume=first.held)
+    list(second)
+    new = second._chain.drafters[0]
+    assert new.corpus is old.corpus and new.reply != old.reply        # one global tree, a new reply
+    assert new.corpus.active[old.reply]                              # the first reply is in it
+    alone = demo.baseline(prompt, n_predict=32)
+    list(alone)
+    assert second.tokens == alone.tokens
+
+
+def test_a_suffix_tree_is_priced_as_one_batch_of_its_nodes_and_its_lookups():
+    """cost.model.tree_speedup without a draft model: each tree round pays the lookup and one
+    verification batch of its nodes and the root; a round without a tree, one target token."""
+    from specscope.core.measure.cost.model import Calibration, tree_speedup
+    c = (1.0, 1.5, 2.0, 2.5, 3.0)
+    cal = Calibration(k_max=5, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.0, f_batch=(), k_draft=0)
+    # 10 trees of 3 nodes each (a 4-token batch: 2.5), 15 tokens accepted, 0.1 of lookup a round
+    priced = tree_speedup(cal, 10, 30, 0, 15, 0, model=False, lookup=0.1)
+    assert priced == pytest.approx(10 * 2.5 / (10 * (0.1 + 2.5)))
+    assert tree_speedup(cal, 10, 30, 0, 15, 0, model=False) > priced        # lookups cost
+    assert tree_speedup(cal, 10, 30, 0, 25, 0, model=False, lookup=0.1) > priced   # accepting pays

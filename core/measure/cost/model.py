@@ -353,14 +353,16 @@ def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_a
     if not tree_rounds:
         return 1.0 if not empty_rounds else empty_rounds * cal.baseline_token / (empty_rounds * empty)
     mean_nodes, mean_steps = nodes / tree_rounds, steps / tree_rounds
-    width = nodes / steps if steps else 1.0
-    step = cal.f * _interp(cal.f_batch, width) / cal.draft_batch(1)
     k, top = mean_nodes + 1.0, float(len(cal.c))
     verify = _interp(cal.c, min(k, top))
     if k > top and len(cal.c) > 1:       # past the calibrated batches: their last slope
         verify += (k - top) * (cal.c[-1] - cal.c[-2])
     expected = n_accept / tree_rounds
-    drafting = cal.f + mean_steps * step if model else lookup
+    if model:                            # the root's decode, then steps of the branches' batch
+        width = nodes / steps if steps else 1.0
+        drafting = cal.f + mean_steps * cal.f * _interp(cal.f_batch, width) / cal.draft_batch(1)
+    else:
+        drafting = lookup
     per_round = (drafting + verify + cal.s * (1.0 + expected) + cal.r + cal.o0 + cal.o1 * mean_nodes)
     tokens = tree_rounds * (1.0 + expected) + empty_rounds
     return tokens * cal.baseline_token / (tree_rounds * per_round + empty_rounds * empty)
