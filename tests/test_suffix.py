@@ -216,3 +216,19 @@ def test_a_suffix_tree_is_priced_as_one_batch_of_its_nodes_and_its_lookups():
     assert priced == pytest.approx(10 * 2.5 / (10 * (0.1 + 2.5)))
     assert tree_speedup(cal, 10, 30, 0, 15, 0, model=False) > priced        # lookups cost
     assert tree_speedup(cal, 10, 30, 0, 25, 0, model=False, lookup=0.1) > priced   # accepting pays
+
+
+def test_a_lossless_check_decodes_a_trees_batch_again_as_it_was(demo4):
+    """bench's lossless check replays a run's verification batches: a tree's as its rows were
+    (the same order, the same sequences, then its branch kept), so that every row it decodes
+    again picks the token the run emitted (greedy)."""
+    from specscope.core.measure.bench.lossless import spec_logits_at
+    spec = SpecSettings(types=SUFFIX, suffix=SuffixParams(max_spec_factor=2.0, min_token_prob=0.05))
+    run = demo4.speculative(PROMPT, spec, n_predict=96)
+    events = list(run)
+    trees = [e.tree for e in events if e.tree is not None]
+    assert any(len({s for r in t.rows for s in r[2:]}) > 1 for t in trees)     # several sequences
+    assert all(t.rows[0][:2] == (e.seed, 0) for e, t in ((e, e.tree) for e in events if e.tree))
+    for i, token in enumerate(run.tokens):
+        logits = spec_logits_at(demo4, run.prompt_tokens, events, i)
+        assert int(np.argmax(logits)) == token, i

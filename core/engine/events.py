@@ -30,7 +30,7 @@ from specscope.core.plain import from_plain, to_plain
 
 @dataclass(frozen=True, slots=True)
 class TreeShape:
-    """draft-tree's round (llama-speculative): every branch the draft model drafted, the root
+    """A tree's round (draft-tree's, llama-speculative; suffix's with -np > 1): every branch, the root
     left out (branch 0 first, then in the order they split off), the draft's probability of each
     of their tokens, and the branch the target kept (its tokens are the event's ``drafted``)."""
     branches: tuple[tuple[int, ...], ...]
@@ -38,6 +38,9 @@ class TreeShape:
     kept: int
     nodes: int                       # distinct drafted tokens the target verified in one batch
     steps: int                       # the draft's decodes (what llama-speculative counts as drafted)
+    # the verification batch as decoded: (token, position - n_past, its sequences...) per row,
+    # the root first (a lossless check decodes it again: the cache's cells fall where they fell)
+    rows: tuple[tuple[int, ...], ...] = ()
 
     def origins(self) -> tuple[tuple[int, int], ...]:
         """For each branch, (the depth where its own tokens start, the branch it split off;

@@ -128,7 +128,8 @@ def suffix_rounds(run, smpl):
                              draft_stop="lookup" if drafted else "no match",
                              draft_note=drafter.note if drafted else "",
                              kv_dropped_target=len(nodes) - len(accepted), discarded=discarded,
-                             tree=TreeShape(branches, probs, kept, len(nodes), 0) if drafted else None)
+                             tree=TreeShape(branches, probs, kept, len(nodes), 0,
+                                            batch.rows(n_past)) if drafted else None)
             if run.finish:
                 return
             n_past, index = after, index + 1

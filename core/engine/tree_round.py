@@ -100,7 +100,7 @@ def tree_rounds(run, smpl):
             run.finish = run._finish_after(emitted, after)
             drafted, probs = shape[kept] if index and shape else ((), ())
             tree = TreeShape(tuple(b for b, _ in shape), tuple(p for _, p in shape), kept,
-                             batch.size - 1, drafter.steps) if drafted else None
+                             batch.size - 1, drafter.steps, batch.rows(n_past)) if drafted else None
             yield run._event(rec, index=index, n_past=n_past, seed=root, drafted=drafted,
                              draft_probs=probs, n_accepted=len(accepted), emitted=emitted,
                              mode="spec" if drafted else "plain",

@@ -60,6 +60,7 @@ import numpy as np
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.measure.stats import Stats, fold, speedup_of
+from specscope.core.models.seqs import SeqBatch, row_logits, seq_cp, seq_keep, seq_rm
 
 TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
 # What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
@@ -153,7 +154,8 @@ class Divergence:
         if self.kind == "numerical":
             return (head + f"decoded again, the batch picks the speculative token and the single "
                     f"token the baseline's: {logits} — numerical (batched and one-token kernels "
-                    f"differ; llama.cpp's own speculative program does the same)")
+                    f"differ, and a tree's cache keeps its cells out of position order; "
+                    f"llama.cpp's own speculative programs do the same)")
         best = ", ".join(f"{t} ({x:.4f})" for t, x in self.spec_top[:3])
         return (head + f"decoded again in the speculative round's batch, the target picks "
                 f"{self.spec_top[0][0]}, not the speculative token ({logits}; the batch's best: "
@@ -429,6 +431,11 @@ def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1
     rows kept), then its rounds; the logits row at ``target_pos`` when a round decides it."""
     tgt.prefill(list(prompt_tokens[:-1]), batch, "the prompt (lossless check)", keep=reused)
     for ev in events:
+        if ev.tree is not None and ev.tree.rows:
+            row = _replay_tree(tgt, ev, target_pos)
+            if row is not None:
+                return row
+            continue
         tokens = [ev.seed, *ev.replayed, *ev.drafted]
         first = len(ev.replayed)                     # the batch rows this round decided
         decided = ev.n_past + first <= target_pos < ev.n_past + first + len(ev.emitted)
@@ -441,6 +448,35 @@ def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1
         kept = ev.n_past + first + len(ev.emitted)
         if kept < ev.n_past + len(tokens):
             tgt.seq_rm(kept, -1)
+    return None
+
+
+def _replay_tree(tgt, ev, target_pos: int):
+    """A tree round's batch again (its rows as ``TreeShape.rows`` kept them: the same order, so
+    the cache's cells fall where they fell, each row in the same sequences) and the keeping of
+    its branch (tree_round.py, suffix_round.py); the logits row at ``target_pos`` when the round
+    decides it (a row of the kept branch), else None."""
+    tree, n_past = ev.tree, ev.n_past
+    seqs = sorted({s for r in tree.rows for s in r[2:]})
+    seq_keep(tgt, 0)
+    for s in seqs[1:]:
+        seq_cp(tgt, 0, s)
+    tb = SeqBatch(len(tree.rows), max(seqs) + 1)
+    try:
+        for token, depth, *in_seqs in tree.rows:
+            tb.add(token, n_past + depth, in_seqs)
+        tgt.decode(tb, "a tree's verification batch (lossless check)")
+        if n_past <= target_pos < n_past + len(ev.emitted):
+            i = next(i for i, (_, depth, *in_seqs) in enumerate(tree.rows)
+                     if depth == target_pos - n_past and (depth == 0 or tree.kept in in_seqs))
+            return np.array(row_logits(tgt, i), dtype=np.float64)
+    finally:
+        tb.close()
+    kept, after = tree.kept, n_past + 1 + ev.n_accepted
+    seq_rm(tgt, kept, after, -1)
+    seq_keep(tgt, kept)
+    seq_cp(tgt, kept, 0)
+    seq_keep(tgt, 0)
     return None
 
 
