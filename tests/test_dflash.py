@@ -62,8 +62,10 @@ def test_the_dflash_types_come_last_in_llama_cpp_s_order_and_in_the_window_s_pic
     assert LLAMA_TYPES[-3:] == ("draft-mtp", "draft-dflash", "draft-dspark")
     assert parse_types("draft-dspark,ngram-mod,draft-dflash") == ("ngram-mod", "draft-dflash",
                                                                   "draft-dspark")
-    # after them only the programs of their own (llama-speculative, llama-lookahead)
-    assert [t for t in TYPES if t not in LLAMA_TYPES] == ["draft-tree", "lookahead"]
+    # after them only the programs of their own (llama-speculative, llama-lookahead); suffix
+    # (vLLM's, draftless) sits with the n-gram types
+    assert [t for t in TYPES if t not in LLAMA_TYPES] == ["suffix", "draft-tree", "lookahead"]
+    assert list(TYPES).index("suffix") < list(TYPES).index("draft-simple")
 
 
 def test_the_command_line_probes_and_runs_a_dflash_head(dflash):
