@@ -1,4 +1,5 @@
-"""Step mode on a draft-tree round (app/tree_view.py), on a hand-made tree (no model needed)."""
+"""Step mode on a draft-tree round (app/tree_view.py), a suffix tree and a lookahead round, on
+hand-made rounds (no model needed)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,29 @@ def test_step_mode_draws_every_tree_token_once_and_the_targets_samples(qtbot):
     assert "bonus token <code>h</code>" in text and "5 tree tokens in <b>one batch</b>" in text
     tip = node_tooltip(ROUND, 4, VOCAB)
     assert "branch 1 at depth 1, p 0.300" in tip and "branch 2 at depth 1" in tip
+
+
+def test_a_suffix_tree_is_drawn_and_told_as_drafted_from_counts(qtbot):
+    from dataclasses import replace
+    ev = replace(ROUND, drafter="suffix", draft_note="the last 3 tokens occurred 2 times in this "
+                 "prompt and reply", tree=replace(TREE, steps=0))
+    text = explain(ev, VOCAB)
+    assert "looked the latest tokens up in its suffix trees" in text and "no model decoded" in text
+    assert "The last 3 tokens occurred 2 times" in text and "the target's cache" in text
+    w = RoundExplainer()
+    qtbot.addWidget(w)
+    w.show_round(ev, VOCAB)
+
+
+def test_a_lookahead_round_names_the_ngrams_it_verified_and_the_one_it_followed():
+    from specscope.core.engine.events import LookaheadShape
+    la = LookaheadShape(verified=((4, 6, 8, 9), (5, 5, 5, 5), (4, 7, 1, 1)), followed=0, pool=42)
+    ev = RoundEvent(3, 20, 1, (4, 6, 8, 9), (), 2, (4, 6, 7), "spec", drafter="lookahead",
+                    draft_stop="lookup", kv_dropped_target=118, lookahead=la)
+    text = explain(ev, VOCAB)
+    assert "3 of them follow the seed" in text and "42 so far" in text
+    assert "<b>n-gram 0: " in text and "agreed with n-gram 0 for 2 tokens" in text
+    assert "one batch</b> of 121 tokens" in text
+    none = RoundEvent(3, 20, 1, (), (), 0, (7,), "plain", drafter="", draft_stop="no match",
+                      kv_dropped_target=60, lookahead=LookaheadShape((), -1, 42))
+    assert "only the window rides along" in explain(none, VOCAB)
