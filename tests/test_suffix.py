@@ -232,3 +232,11 @@ def test_a_lossless_check_decodes_a_trees_batch_again_as_it_was(demo4):
     for i, token in enumerate(run.tokens):
         logits = spec_logits_at(demo4, run.prompt_tokens, events, i)
         assert int(np.argmax(logits)) == token, i
+
+
+def test_the_whatifs_replay_suffix_and_say_why_lookahead_and_trees_cannot_be():
+    from specscope.core.measure.whatif.run import spec_problem
+    assert spec_problem(SpecSettings(types=SUFFIX), cal=False) == ""
+    assert "the target's rows there are not in the run" in spec_problem(
+        SpecSettings(types=("lookahead",)), cal=True)
+    assert "runner-up candidates" in spec_problem(SpecSettings(types=("draft-tree",)), cal=True)

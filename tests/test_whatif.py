@@ -8,6 +8,7 @@ import pytest
 
 from specscope.core.cli.main import main as cli_main
 from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.cost.model import Calibration
@@ -24,7 +25,9 @@ CASES = [SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(2, 8)
          SpecSettings(types=("ngram-map-k4v",), ngram_map_k4v=NgramMapParams(2, 8)),
          SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(8, 8, 32)),
          SpecSettings(types=("ngram-cache",)),
-         SpecSettings(types=("ngram-simple", "ngram-cache"), ngram_simple=NgramMapParams(4, 16))]
+         SpecSettings(types=("ngram-simple", "ngram-cache"), ngram_simple=NgramMapParams(4, 16)),
+         SpecSettings(types=("suffix",)),
+         SpecSettings(types=("suffix",), suffix=SuffixParams(max_spec_factor=2.0))]
 
 
 @pytest.fixture(scope="module")

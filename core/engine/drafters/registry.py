@@ -44,6 +44,7 @@ class SpecType:
     program: str = ""         # llama.cpp's program for it where it is not a --spec-type of
                               # llama-server/-cli/-speculative-simple (draft-tree: llama-speculative)
     origin: str = "llama.cpp"  # whose it is: a type no llama.cpp program runs names its source
+    no_replay: str = ""       # why a what-if cannot replay it over a recorded run ("": the generic)
     rounds: str = ""          # "module:function" under core/engine: its own loop, run where it
     rounds_np: int = 1        # drafts alone and each context holds at least rounds_np sequences
 
@@ -152,13 +153,19 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
              _n_max, ("#5a2e0e", "#e8c4a0", "#a0522d"),                              # sienna
              who=("the draft model's", "tree"), what="a draft model", program="llama-speculative",
-             rounds="tree_round:tree_rounds"),
+             rounds="tree_round:tree_rounds",
+             no_replay="its branches split on the draft's runner-up candidates at every position "
+                       "of every branch, which one run does not record (the tree headroom plot "
+                       "says what a wider draft would have accepted)"),
     SpecType("lookahead", SELF, "lookahead:Lookahead",
              "the target guesses a window of W positions ahead (Jacobi iterations); n-grams of its "
              "guesses that follow the token are verified in the same batch (llama-lookahead)",
              lambda spec: spec.lookahead.n - 1, ("#1f2937", "#cbd5e1", "#475569"),   # slate
              who=("the target's", "lookahead window"), what="the target's own guesses",
-             program="llama-lookahead", rounds="lookahead_round:lookahead_rounds"),
+             program="llama-lookahead", rounds="lookahead_round:lookahead_rounds",
+             no_replay="its n-grams come from the target's guesses at the window's positions, "
+                       "decoded beside each token: the target's rows there are not in the run, so "
+                       "its pool cannot be rebuilt from the text"),
 )}
 LLAMA_TYPES = tuple(n for n, t in TYPES.items() if t.llama)   # llama.cpp's --spec-type values
 

@@ -76,7 +76,9 @@ def spec_problem(spec: SpecSettings, *, cal: bool) -> str:
     if not drafts:
         return ""
     if drafts != [DRAFT_MODEL]:
-        return f"{drafts[0]} is not replayed: only draft-simple and the n-gram types are."
+        why = TYPES[drafts[0]].no_replay
+        return (f"{drafts[0]} cannot be replayed: {why}." if why else
+                f"{drafts[0]} is not replayed: only draft-simple and the n-gram types are.")
     if spec.draft_policy == "cost" and not cal:
         return "The cost policy sets each round's length from a calibration: calibrate first."
     return ""
