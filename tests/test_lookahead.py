@@ -96,3 +96,31 @@ def test_the_pool_keeps_g_distinct_ngrams_per_token_in_a_ring():
 def test_its_llama_cpp_command_is_llama_lookahead():
     assert command_line("llama-server", "t.gguf", SpecSettings(types=LOOK), None, 2) == \
         "llama-lookahead -m t.gguf -t 2"
+
+
+def test_bench_runs_lookahead_without_a_draft_model_and_prices_its_batch(tmp_path, capsys):
+    """`bench --spec-type lookahead`: no -md needed (the target guesses in its own batch); its
+    calibration reaches its batch (the token, G n-grams, the window) and every round is priced
+    as one batch of that size (cost.model.lookahead_speedup)."""
+    import json as _json
+    from specscope.core.cli import main as cli
+    out_json = tmp_path / "bench.json"
+    rc = cli.main(["bench", "-m", str(demo_pair()[0]), "--spec-type", "lookahead", "--lookahead-w", "4",
+                   "--lookahead-g", "4", "-n", "24", "-r", "1", "-t", "1", "-q", "-p", "def f(x):\n",
+                   "--no-cache", "--calibration-seconds", "5", "--out-json", str(out_json)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    doc = _json.loads(out_json.read_text())
+    rows = [r for r in doc["rows"] if r["drafter"] == "lookahead"]
+    assert rows and all(r["lossless"] == "identical" for r in rows)
+    # its batch, 1 + (N - 1)(W + G) = 33 tokens at most, is in the calibration, not extrapolated
+    assert doc["calibration"][""]["k_max"] == 1 + 4 * (4 + 4)
+    assert all(r["calibrated_speedup"] > 0 and r["f"] == 0.0 for r in rows)
+
+
+def test_lookahead_is_priced_as_one_batch_a_round():
+    from specscope.core.measure.cost.model import Calibration, batch_cost, lookahead_speedup
+    c = (1.0, 1.2, 1.4, 1.6)
+    cal = Calibration(k_max=4, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.0, f_batch=(), k_draft=0)
+    assert batch_cost(cal, 10) == pytest.approx(1.6 + 6 * 0.2)       # past 4: the last slope
+    assert lookahead_speedup(cal, 10, 100, 20) == pytest.approx(20 * 1.0 / (10 * 2.8))

@@ -101,6 +101,7 @@ class RunResult:
                                        # head paid its block
     tree_nodes: int = 0                # draft-tree: the tokens its trees verified (each round's batch
     tree_steps: int = 0                # less the root) and the draft's decodes that drafted them
+    batch_tokens: int = 0              # lookahead: its rounds' batches (token, n-grams, window)
 
     @property
     def tokens_per_s(self) -> float:
@@ -357,7 +358,8 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
     trees = [ev.tree for ev in events if ev.tree is not None]
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
                      run.finish, n_full, n_max, extra, empty, idle,
-                     sum(t.nodes for t in trees), sum(t.steps for t in trees))
+                     sum(t.nodes for t in trees), sum(t.steps for t in trees),
+                     sum(ev.kv_dropped_target + len(ev.emitted) for ev in events if ev.lookahead))
 
 
 # ============================================================================ with an engine

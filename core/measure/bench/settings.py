@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, parse_types, type_label
-from specscope.core.engine.drafters.registry import HEAD_KINDS, MODEL, TARGET, names
+from specscope.core.engine.drafters.registry import HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, names
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
 from specscope.core.measure.cost.calibrate import TIME_BUDGET_S
@@ -27,6 +27,8 @@ TREE = "draft-tree"
 # the -md files by their GGUF architecture: the types that draft with one, and what it is
 HEADS = {arch: (names(lambda t, a=arch: t.head == a), what) for arch, what in HEAD_KINDS.items()}
 MTP_TYPES = names(lambda t: t.source == TARGET)   # draft with the target's own MTP blocks
+# the types that need a model to draft with (-md, MTP blocks); lookahead guesses in the target's batch
+DRAFTS_WITH_A_MODEL = names(lambda t: t.source not in (LOOKUP, SELF))
 FILE_KINDS = ((MODEL_FILE, "a draft model"), *HEADS.values())
 
 
@@ -259,7 +261,7 @@ def groups(s: SweepSettings) -> list[tuple[Path | None, str, list[Config]]]:
     each: n does not apply to them)."""
     def configs(name: str, chains) -> list[Config]:
         return [Config(name, tuple(c), n, p) for c in chains for p in s.p_mins for n in s.n_values]
-    ngram_chains = [c for c in s.chains if not set(c) & set(MODEL_TYPES)]
+    ngram_chains = [c for c in s.chains if not set(c) & set(DRAFTS_WITH_A_MODEL)]
     out: list[tuple[Path | None, str, list[Config]]] = []
     if ngram_chains:
         out.append((None, "", [Config("", tuple(c), 0) for c in ngram_chains]))
@@ -304,6 +306,9 @@ def longest_draft(s: SweepSettings, config: Config) -> int:
     n-gram type's size, at most n_predict − 1: the round's budget)."""
     if config.types == (TREE,):           # its batch: n tokens and up to a token per other branch
         return config.n + (s.engine.n_seq - 1 if s.engine is not None else 0)
+    if config.types == ("lookahead",):    # its batch: the token, G n-grams and the window
+        la = spec_for(s, config).lookahead
+        return (la.n - 1) * (la.w + la.g)
     if len(config.types) == 1 and config.types[0] in MODEL_TYPES:
         return config.n
     return max(1, min(spec_for(s, config).max_draft(), s.n_predict - 1))

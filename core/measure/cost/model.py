@@ -340,6 +340,27 @@ def round_cost(cal: Calibration, n: int, acceptance: Sequence[float], sync: str 
                      baseline=cal.baseline_token)
 
 
+def batch_cost(cal: Calibration, k: float) -> float:
+    """c(k) for a batch of ``k`` tokens, mean sizes too; past the calibrated batches, their last
+    slope (a CPU's batch costs grow about linearly there)."""
+    top = float(len(cal.c))
+    cost = _interp(cal.c, min(k, top))
+    if k > top and len(cal.c) > 1:
+        cost += (k - top) * (cal.c[-1] - cal.c[-2])
+    return cost
+
+
+def lookahead_speedup(cal: Calibration, rounds: int, batch_tokens: int, n_tokens: int) -> float:
+    """lookahead's calibrated speed-up (llama-lookahead's round): every round is one target batch
+    of its token, the n-grams verified and the window's guesses (``batch_tokens`` over the run),
+    sampling each token it emits, rollback and the loop's Python; no draft model."""
+    if not rounds:
+        return 1.0
+    per_round = (batch_cost(cal, batch_tokens / rounds) + cal.s * n_tokens / rounds + cal.r
+                 + cal.o0)
+    return n_tokens * cal.baseline_token / (rounds * per_round)
+
+
 def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_accept: int,
                  empty_rounds: int, model: bool = True, lookup: float = 0.0) -> float:
     """draft-tree's calibrated speed-up (llama-speculative's round): each tree round pays the
@@ -353,10 +374,7 @@ def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_a
     if not tree_rounds:
         return 1.0 if not empty_rounds else empty_rounds * cal.baseline_token / (empty_rounds * empty)
     mean_nodes, mean_steps = nodes / tree_rounds, steps / tree_rounds
-    k, top = mean_nodes + 1.0, float(len(cal.c))
-    verify = _interp(cal.c, min(k, top))
-    if k > top and len(cal.c) > 1:       # past the calibrated batches: their last slope
-        verify += (k - top) * (cal.c[-1] - cal.c[-2])
+    verify = batch_cost(cal, mean_nodes + 1.0)
     expected = n_accept / tree_rounds
     if model:                            # the root's decode, then steps of the branches' batch
         width = nodes / steps if steps else 1.0
