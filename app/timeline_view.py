@@ -31,6 +31,29 @@ HIGHLIGHT = (255, 200, 0, 70)                          # a shaded round
 SELECTED = (40, 40, 40, 45)
 
 
+def batch_size(ev: RoundEvent) -> int:
+    """The tokens the round's verification batch held."""
+    if ev.tree is not None:
+        return ev.tree.nodes + 1
+    if ev.lookahead is not None:
+        return ev.kv_dropped_target + len(ev.emitted)
+    return 1 + len(ev.replayed) + len(ev.drafted)
+
+
+def batch_of(ev: RoundEvent) -> str:
+    """The round's verification batch in words: its size, and what it held."""
+    n = batch_size(ev)
+    if ev.tree is not None:
+        k = len(ev.tree.branches)
+        return (f"a batch of {n} tokens: the seed and a tree of {n - 1} in {k} "
+                f"branch{'es' if k != 1 else ''} (branch {ev.tree.kept} kept)")
+    if ev.lookahead is not None:
+        return (f"a batch of {n} tokens: the seed, {len(ev.lookahead.verified)} n-grams and the "
+                f"lookahead window")
+    return f"a batch of {n} token{'s' if n != 1 else ''}" + (
+        f": the seed and {len(ev.drafted)} drafted" if ev.drafted else ": the seed")
+
+
 def phase_spans(events: Sequence[RoundEvent], t0: float = 0.0) -> dict[str, np.ndarray]:
     """Each round's start and each phase's (start, length), in seconds from ``t0``: the phases
     run one after another inside the round (draft, translate, verify, sync, then the rest:
@@ -86,6 +109,7 @@ class TimelineView(QtWidgets.QWidget):
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.summary)
         self.plot.scene().sigMouseClicked.connect(self._clicked)
+        self.plot.scene().sigMouseMoved.connect(self._hovered)
         self._events: list[RoundEvent] = []
         self.spans: dict[str, np.ndarray] = phase_spans([])
         self.highlighted: int | None = None
@@ -124,9 +148,12 @@ class TimelineView(QtWidgets.QWidget):
         whole = float(self.spans["end"][-1] - self.spans["start"][0]) or 1.0
         parts = ", ".join(f"{LANE_NAMES[lane]} {1e3 * t:.1f} ms ({100 * t / whole:.0f}%)"
                           for lane, t in totals.items() if t or lane != "translate")
-        self.summary.setText(f"{n} rounds in {1e3 * whole:.1f} ms: {parts}. "
-                             "Click a bar to select its round's tokens; hover a token to find "
-                             "its round here.")
+        wide = [e for e in self._events if e.tree is not None or e.lookahead is not None]
+        batches = (f" Tree and lookahead rounds verify one wide batch each (mean "
+                   f"{np.mean([batch_size(e) for e in wide]):.1f} tokens)." if wide else "")
+        self.summary.setText(f"{n} rounds in {1e3 * whole:.1f} ms: {parts}.{batches} "
+                             "Hover a round for its batch; click a bar to select its round's "
+                             "tokens; hover a token to find its round here.")
 
     # ------------------------------------------------------------------ rounds
     def round_at(self, t_ms: float) -> int | None:
@@ -155,6 +182,19 @@ class TimelineView(QtWidgets.QWidget):
     def select_round(self, index: int | None) -> None:
         self.selected = index
         self._region(self.selected_shade, index)
+
+    def _hovered(self, pos) -> None:
+        """Hovering a round: its phases' times and its verification batch."""
+        vb = self.plot.getPlotItem().getViewBox()
+        index = self.round_at(vb.mapSceneToView(pos).x()) if vb.sceneBoundingRect().contains(pos) else None
+        if index is None:
+            self.plot.setToolTip("")
+            return
+        ev = self._events[index]
+        times = ", ".join(f"{LANE_NAMES[lane]} {1e3 * self.spans[lane + '_w'][index]:.2f} ms"
+                          for lane in LANES if self.spans[lane + "_w"][index] or lane != "translate")
+        self.plot.setToolTip(f"Round {ev.index}: {times}. Verified {batch_of(ev)}; "
+                             f"{ev.n_accepted} accepted, {len(ev.emitted)} emitted.")
 
     def _clicked(self, event) -> None:
         vb = self.plot.getPlotItem().getViewBox()

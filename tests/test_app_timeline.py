@@ -100,3 +100,23 @@ def test_the_token_view_selects_a_round_and_reports_the_hovered_one(qtbot):
     with qtbot.waitSignal(view.round_hovered) as got:
         QApplication.sendEvent(view.viewport(), QEvent(QEvent.Type.Leave))
     assert got.args == [-1]
+
+
+def test_hovering_a_round_names_its_verification_batch(qtbot):
+    """A tree round verifies one wide batch (the seed and every node): the hover says so."""
+    from dataclasses import replace
+    from specscope.core.engine.events import TreeShape
+    tree = TreeShape(((5, 7), (6,)), ((0.5, 0.4), (0.3,)), 0, 3, 0)
+    events = [EVENTS[0], replace(EVENTS[1], tree=tree)]
+    view = TimelineView()
+    qtbot.addWidget(view)
+    view.resize(900, 300)
+    view.show()
+    view.update_events(events)
+    assert "mean 4.0 tokens" in view.summary.text()
+    vb = view.plot.getPlotItem().getViewBox()
+    for i, words in ((0, "a batch of 2 tokens: the seed and 1 drafted"),
+                     (1, "a batch of 4 tokens: the seed and a tree of 3 in 2 branches (branch 0 kept)")):
+        mid = (view.spans["start"][i] + view.spans["end"][i]) / 2 * 1e3
+        view._hovered(vb.mapViewToScene(QPointF(mid, 2.0)))
+        assert f"Round {i}:" in view.plot.toolTip() and words in view.plot.toolTip()
