@@ -164,7 +164,9 @@ class SweepForm(PairRows, QGroupBox):
             raise ConfigError(f"the ticked types draft with a file ({drafts_with()}): add one, or "
                               "pick drafters that need no file (the n-gram types, the target's MTP "
                               "blocks)")
-        threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value())
+        # lookahead's context needs its W + G + 1 sequences (the others: one)
+        threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value(),
+                       n_seq=max(SpecSettings(types=c).sequences() for c in chains))
         temp = self.temperature.value()
         rule = self.accept_rule.currentText() if temp > 0 else "match"
         engine = EngineSettings.deterministic(**threads) if self.deterministic.isChecked() \

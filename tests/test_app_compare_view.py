@@ -415,3 +415,15 @@ def test_compare_sweeps_dflash_heads_among_the_drafts(qtbot, tmp_path):
     assert _calibrated_rows(v, qtbot) == {"draft-simple (cmp-target.gguf)", "draft-dflash (cmp-head.gguf)",
                                           "draft-dspark (cmp-head.gguf)"}
     assert v.shutdown()
+
+
+def test_the_draftless_programs_sweep_beside_the_others(view, qtbot):
+    """suffix and lookahead need no draft file; lookahead's context gets its W + G + 1
+    sequences; both rows come back, each run identical to the target alone."""
+    view.set_drafters("suffix", "lookahead")
+    s = view.settings()
+    assert s.drafts == () and s.engine.n_seq == 31
+    result = run(view, qtbot, engine=replace(QUICK["engine"], n_seq=31, n_ctx=512))
+    pooled = {r.drafter: r for r in result.pooled()}
+    assert set(pooled) == {"suffix", "lookahead"}
+    assert all(r.lossless == "identical" for r in pooled.values())
