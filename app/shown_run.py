@@ -11,7 +11,8 @@ engine's rounds are in the session already; the pace only says how far the views
 
 While a run is in progress the views follow on a timer (``tick``, every REFRESH_PERIOD_MS):
 the text each tick, the stats bar's numbers 4 times a second, the visible tab of the plots,
-round and timeline once a second (a hidden tab catches up when it is shown). Otherwise
+round and timeline once a second (a hidden tab catches up when it is shown); a tick waits while
+the UI thread has used more than UI_SHARE of the time since the last refresh began. Otherwise
 ``draw`` brings them to the round at once.
 """
 
@@ -37,9 +38,21 @@ REFRESH_PERIOD_MS = 50           # the views take new rounds 20 times a second (
 STATS_PERIOD_MS = 250            # the stats bar's numbers: 4 times a second
 PANEL_PERIOD_MS = 1000           # the visible plot / round / timeline tab redraws once a second in
                                  # a run (the four plots' update and repaint cost ~10-20 ms of UI CPU)
+UI_SHARE = 0.05                  # in a live run the views take at most this share of the UI
+                                 # thread's time (a refresh and its repaint waits that many times
+                                 # its cost): on a small machine that thread takes a core from
+                                 # llama.cpp's threads, and a fast run updates less often instead
 TEXT_MIN_LINES = 5               # the generated text never gets fewer lines than this
 FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                 "context": "the context is full", "stopped": "stopped"}
+
+
+def refresh_due(last: tuple[float, float] | None, wall: float, cpu: float,
+                share: float = UI_SHARE) -> bool:
+    """A live refresh may begin at ``wall`` (perf_counter) with the UI thread at ``cpu``
+    (thread_time): the UI thread's time since the last began (``last``: its wall and CPU; the
+    refresh, its repaint, the rest) is at most ``share`` of the time gone since."""
+    return last is None or (cpu - last[1]) <= share * (wall - last[0])
 
 
 class ShownRun(QWidget):
@@ -59,6 +72,7 @@ class ShownRun(QWidget):
         self._stats_stale = self._panels_dirty = False
         self._dirty_tabs: set = set()
         self._stats_shown_at = self._panels_shown_at = 0.0
+        self._refreshed: tuple[float, float] | None = None   # (wall, UI CPU) when the last began
         self.refresh_count = 0
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per live tick
         self.timer = QTimer(self)
@@ -138,7 +152,7 @@ class ShownRun(QWidget):
         panel's measurement, stats bar and scrubber. ``running``: a run starts (the plots say
         they will update, and hold their repaints; the cost panel keeps the what-if sliders
         until the run measures)."""
-        self.drawn, self.stats = 0, None
+        self.drawn, self.stats, self._refreshed = 0, None, None
         self._panels_dirty = self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
@@ -228,6 +242,9 @@ class ShownRun(QWidget):
                 self.update_panels()
             return
         t_wall, t_cpu = time.perf_counter(), time.thread_time()
+        if not refresh_due(self._refreshed, t_wall, t_cpu):
+            return
+        self._refreshed = (t_wall, t_cpu)
         self.refresh_count += 1
         self.draw(live=True)
         self.refresh_costs.append((time.perf_counter() - t_wall, time.thread_time() - t_cpu))
