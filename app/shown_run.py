@@ -42,6 +42,7 @@ UI_SHARE = 0.05                  # in a live run the views take at most this sha
                                  # thread's time (a refresh and its repaint waits that many times
                                  # its cost): on a small machine that thread takes a core from
                                  # llama.cpp's threads, and a fast run updates less often instead
+REFRESH_MAX_WAIT_S = 0.25        # ... but the text takes new rounds at least 4 times a second
 TEXT_MIN_LINES = 5               # the generated text never gets fewer lines than this
 FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                 "context": "the context is full", "stopped": "stopped"}
@@ -51,8 +52,11 @@ def refresh_due(last: tuple[float, float] | None, wall: float, cpu: float,
                 share: float = UI_SHARE) -> bool:
     """A live refresh may begin at ``wall`` (perf_counter) with the UI thread at ``cpu``
     (thread_time): the UI thread's time since the last began (``last``: its wall and CPU; the
-    refresh, its repaint, the rest) is at most ``share`` of the time gone since."""
-    return last is None or (cpu - last[1]) <= share * (wall - last[0])
+    refresh, its repaint, the rest) is at most ``share`` of the time gone since, or
+    REFRESH_MAX_WAIT_S has gone by (the text never waits longer)."""
+    if last is None or wall - last[0] >= REFRESH_MAX_WAIT_S:
+        return True
+    return (cpu - last[1]) <= share * (wall - last[0])
 
 
 class ShownRun(QWidget):
