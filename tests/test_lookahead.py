@@ -124,3 +124,17 @@ def test_lookahead_is_priced_as_one_batch_a_round():
     cal = Calibration(k_max=4, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.0, f_batch=(), k_draft=0)
     assert batch_cost(cal, 10) == pytest.approx(1.6 + 6 * 0.2)       # past 4: the last slope
     assert lookahead_speedup(cal, 10, 100, 20) == pytest.approx(20 * 1.0 / (10 * 2.8))
+
+
+def test_a_lossless_check_decodes_lookaheads_batch_again_as_it_was(demo):
+    """bench's lossless check replays lookahead's rounds with their batches as they were (the
+    n-grams and the window, each in its sequences: LookaheadShape.rows): every row it decodes
+    again picks the token the run emitted (greedy)."""
+    import numpy as np
+    from specscope.core.measure.bench.lossless import spec_logits_at
+    run = demo.speculative("def f(x):\n    return x\n\n\ndef g(x):\n", SpecSettings(types=LOOK),
+                           n_predict=40)
+    events = list(run)
+    assert any(e.lookahead and e.lookahead.followed >= 0 and e.n_accepted for e in events)
+    for i, token in enumerate(run.tokens):
+        assert int(np.argmax(spec_logits_at(demo, run.prompt_tokens, events, i))) == token, i

@@ -227,8 +227,8 @@ def test_a_lossless_check_decodes_a_trees_batch_again_as_it_was(demo4):
     run = demo4.speculative(PROMPT, spec, n_predict=96)
     events = list(run)
     trees = [e.tree for e in events if e.tree is not None]
-    assert any(len({s for r in t.rows for s in r[2:]}) > 1 for t in trees)     # several sequences
-    assert all(t.rows[0][:2] == (e.seed, 0) for e, t in ((e, e.tree) for e in events if e.tree))
+    assert any(len({s for r in t.rows for s in r[3:]}) > 1 for t in trees)     # several sequences
+    assert all(t.rows[0][:3] == (e.seed, 0, 1) for e, t in ((e, e.tree) for e in events if e.tree))
     for i, token in enumerate(run.tokens):
         logits = spec_logits_at(demo4, run.prompt_tokens, events, i)
         assert int(np.argmax(logits)) == token, i

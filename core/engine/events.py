@@ -38,8 +38,8 @@ class TreeShape:
     kept: int
     nodes: int                       # distinct drafted tokens the target verified in one batch
     steps: int                       # the draft's decodes (what llama-speculative counts as drafted)
-    # the verification batch as decoded: (token, position - n_past, its sequences...) per row,
-    # the root first (a lossless check decodes it again: the cache's cells fall where they fell)
+    # the verification batch as decoded: (token, position - n_past, logits 1/0, its sequences...)
+    # per row, the root first (a lossless check decodes it again: the cells fall where they fell)
     rows: tuple[tuple[int, ...], ...] = ()
 
     def origins(self) -> tuple[tuple[int, int], ...]:
@@ -65,6 +65,7 @@ class LookaheadShape:
     verified: tuple[tuple[int, ...], ...]
     followed: int
     pool: int
+    rows: tuple[tuple[int, ...], ...] = ()   # its batch, as TreeShape.rows (n-grams, then window)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,11 +50,12 @@ class SeqBatch(Handle):
         b.n_seq_id[i] += 1
 
     def rows(self, n_past: int) -> tuple[tuple[int, ...], ...]:
-        """Each token as (token, position - n_past, its sequences...), in batch order: what a
-        lossless check needs to decode the same batch again (events.TreeShape.rows)."""
+        """Each token as (token, position - n_past, logits 1 or 0, its sequences...), in batch
+        order: what a lossless check needs to decode the same batch again (events.TreeShape.rows,
+        LookaheadShape.rows)."""
         b = self.ptr
-        return tuple((b.token[i], b.pos[i] - n_past, *(b.seq_id[i][k] for k in range(b.n_seq_id[i])))
-                     for i in range(self.size))
+        return tuple((b.token[i], b.pos[i] - n_past, int(bool(b.logits[i])),
+                      *(b.seq_id[i][k] for k in range(b.n_seq_id[i]))) for i in range(self.size))
 
     def _free(self, ptr) -> None:
         ll.llama_batch_free(ptr)

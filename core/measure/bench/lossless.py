@@ -433,8 +433,8 @@ def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1
     rows kept), then its rounds; the logits row at ``target_pos`` when a round decides it."""
     tgt.prefill(list(prompt_tokens[:-1]), batch, "the prompt (lossless check)", keep=reused)
     for ev in events:
-        if ev.tree is not None and ev.tree.rows:
-            row = _replay_tree(tgt, ev, target_pos)
+        if (ev.tree is not None and ev.tree.rows) or (ev.lookahead is not None and ev.lookahead.rows):
+            row = _replay_wide(tgt, ev, target_pos)
             if row is not None:
                 return row
             continue
@@ -453,33 +453,54 @@ def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1
     return None
 
 
-def _replay_tree(tgt, ev, target_pos: int):
-    """A tree round's batch again (its rows as ``TreeShape.rows`` kept them: the same order, so
-    the cache's cells fall where they fell, each row in the same sequences) and the keeping of
-    its branch (tree_round.py, suffix_round.py); the logits row at ``target_pos`` when the round
-    decides it (a row of the kept branch), else None."""
-    tree, n_past = ev.tree, ev.n_past
-    seqs = sorted({s for r in tree.rows for s in r[2:]})
+def _replay_wide(tgt, ev, target_pos: int):
+    """A round of several sequences again: a tree's batch (TreeShape.rows; tree_round.py,
+    suffix_round.py) or lookahead's (LookaheadShape.rows; lookahead_round.py), in the same
+    order, each row in the same sequences with the same logits flag, so the cache's cells fall
+    where they fell, then what the round kept; the logits row at ``target_pos`` when the round
+    decides it, else None."""
+    shape, n_past = ev.tree or ev.lookahead, ev.n_past
+    seqs = sorted({s for r in shape.rows for s in r[3:]})
     seq_keep(tgt, 0)
     for s in seqs[1:]:
         seq_cp(tgt, 0, s)
-    tb = SeqBatch(len(tree.rows), max(seqs) + 1)
+    tb = SeqBatch(len(shape.rows), max(seqs) + 1)
     try:
-        for token, depth, *in_seqs in tree.rows:
-            tb.add(token, n_past + depth, in_seqs)
-        tgt.decode(tb, "a tree's verification batch (lossless check)")
-        if n_past <= target_pos < n_past + len(ev.emitted):
-            i = next(i for i, (_, depth, *in_seqs) in enumerate(tree.rows)
-                     if depth == target_pos - n_past and (depth == 0 or tree.kept in in_seqs))
-            return np.array(row_logits(tgt, i), dtype=np.float64)
+        for token, depth, logits, *in_seqs in shape.rows:
+            tb.add(token, n_past + depth, in_seqs, bool(logits))
+        tgt.decode(tb, "a wide verification batch (lossless check)")
+        depth = target_pos - n_past
+        if 0 <= depth < len(ev.emitted):
+            return np.array(row_logits(tgt, _deciding_row(ev, depth)), dtype=np.float64)
     finally:
         tb.close()
-    kept, after = tree.kept, n_past + 1 + ev.n_accepted
-    seq_rm(tgt, kept, after, -1)
-    seq_keep(tgt, kept)
-    seq_cp(tgt, kept, 0)
+    after = n_past + len(ev.emitted)
+    if ev.tree is not None:                 # the kept branch becomes sequence 0
+        seq_rm(tgt, ev.tree.kept, after, -1)
+        seq_keep(tgt, ev.tree.kept)
+        seq_cp(tgt, ev.tree.kept, 0)
+    else:                                   # lookahead: the n-gram followed does
+        seq_rm(tgt, -1, after, -1)
+        if ev.lookahead.followed >= 0:      # its sequence: that of its first token's row
+            best = ev.lookahead.rows[1 + ev.lookahead.followed][3]
+            seq_keep(tgt, best)
+            seq_cp(tgt, best, 0)
     seq_keep(tgt, 0)
     return None
+
+
+def _deciding_row(ev, depth: int) -> int:
+    """The batch row whose logits gave the round's emitted token ``depth``: the seed's for the
+    first; then along the kept branch (a tree) or the n-gram followed (lookahead)."""
+    rows = (ev.tree or ev.lookahead).rows
+    if depth == 0:
+        return 0
+    if ev.tree is not None:
+        return next(i for i, (_, d, _, *in_seqs) in enumerate(rows) if d == depth and ev.tree.kept in in_seqs)
+    la = ev.lookahead                       # the first n-gram still in step gave the row; the
+    g = next(g for g, ngram in enumerate(la.verified)           # n-grams' rows come first, level
+             if list(ngram[:depth]) == list(ev.emitted[:depth]))  # by level (Lookahead.fill)
+    return 1 + (depth - 1) * len(la.verified) + g
 
 
 def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequence[int],
