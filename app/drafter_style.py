@@ -8,12 +8,19 @@ from __future__ import annotations
 from specscope.core.engine.drafters import TYPES, spec_type
 from specscope.core.engine.drafters.registry import MODEL
 
+from . import palette
+
 # type -> (text colour, background in the token view, strong colour for plots and swatches)
 DRAFTER_COLORS = {name: t.colors for name, t in TYPES.items()}
 
 
 def drafter_colors(name: str) -> tuple[str, str, str]:
-    """(text, background, strong) of a drafter; an unknown or empty name is the draft model."""
+    """(text, background, strong) of a drafter; an unknown or empty name is the draft model. In
+    the colour-blind safe palette (app/palette.py) every drafter's are the accepted class's."""
+    p = palette.active()
+    if not p.per_drafter:
+        fg, bg = p.tokens["accepted"]
+        return fg, bg, p.plots["accepted"]
     return spec_type(name).colors
 
 

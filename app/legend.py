@@ -7,6 +7,7 @@ import html
 
 from specscope.core.engine.drafters import DRAFT_MODEL
 
+from . import palette
 from .drafter_style import drafter_colors
 from .token_view import ACCEPTED, COLORS, REJECTED, TARGET, UNCHECKED
 
@@ -22,7 +23,14 @@ NBH = "\u2011"      # a non-breaking hyphen: "ngram-simple" stays on one line
 def legend_html(drafters=(DRAFT_MODEL,)) -> str:
     """The colours' meaning; accepted draft tokens once per drafter of ``drafters``."""
     parts = []
-    for d in drafters if len(drafters) > 1 or drafters[:1] != (DRAFT_MODEL,) else ():
+    shown = drafters if len(drafters) > 1 or drafters[:1] != (DRAFT_MODEL,) else ()
+    if shown and not palette.active().per_drafter:     # one colour: hover a token for its drafter
+        fg, bg, _ = drafter_colors(shown[0])
+        who = " or ".join(html.escape(d).replace("-", NBH) for d in shown)
+        parts.append(f"<span style='color:{fg};background:{bg}; padding:1px 4px;'>&nbsp;abc&nbsp;"
+                     f"</span>&nbsp;accepted,&nbsp;drafted&nbsp;by&nbsp;{who}")
+        shown = ()
+    for d in shown:
         fg, bg, _ = drafter_colors(d)
         parts.append(f"<span style='color:{fg};background:{bg}; padding:1px 4px;'>&nbsp;abc&nbsp;"
                      f"</span>&nbsp;accepted,&nbsp;drafted&nbsp;by&nbsp;{html.escape(d).replace('-', NBH)}")

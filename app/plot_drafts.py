@@ -12,7 +12,8 @@ from specscope.core.engine.drafters.registry import listing
 from specscope.core.measure.stats import Stats
 
 from .drafter_style import drafter_colors
-from .plot_base import (ACCEPTED_COLOR, REJECTED_COLOR, LivePlot, empty_note, grow_labels, rgba,
+from . import plot_base as pb
+from .plot_base import (LivePlot, empty_note, grow_labels, rgba,
                         set_text, small_legend, styled_plot)
 
 __all__ = ["AcceptancePlot", "HistogramPlot", "TreePlot", "DrafterTable"]
@@ -100,8 +101,8 @@ class AcceptancePlot(_DraftBars):
                                      "Draft position (1 = first drafted token)", TIPS["acceptance"]))
         p = self.plot
         self.rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
-                                        brush=pg.mkBrush(rgba(REJECTED_COLOR, 70)), pen=pg.mkPen(None))
-        self.accepted = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
+                                        brush=pg.mkBrush(rgba(pb.REJECTED_COLOR, 70)), pen=pg.mkPen(None))
+        self.accepted = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(pb.ACCEPTED_COLOR),
                                         pen=pg.mkPen(None))
         p.addItem(self.rejected)
         p.addItem(self.accepted)
@@ -229,7 +230,7 @@ class HistogramPlot(_DraftBars):
         super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted in the round",
                                      TIPS["accepted_length"]))
         p = self.plot
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(ACCEPTED_COLOR),
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(pb.ACCEPTED_COLOR),
                                     pen=pg.mkPen(None))
         p.addItem(self.bars)
         p.setLimits(yMin=0.0)
@@ -250,7 +251,7 @@ class HistogramPlot(_DraftBars):
         counts = np.asarray(stats.accepted_hist, dtype=float)
         x = np.arange(len(counts), dtype=float)
         if len(self.brushes) != len(counts):
-            self.brushes = [pg.mkBrush(REJECTED_COLOR if k == 0 else ACCEPTED_COLOR) for k in range(len(counts))]
+            self.brushes = [pg.mkBrush(pb.REJECTED_COLOR if k == 0 else pb.ACCEPTED_COLOR) for k in range(len(counts))]
             self.bars.setOpts(x=x, height=counts, brushes=self.brushes)
         else:
             self.bars.setOpts(x=x, height=counts)
@@ -307,7 +308,7 @@ class TreePlot(_DraftBars):
         p = self.plot
         self.bars = pg.BarGraphItem(
             x=np.arange(1, 12, dtype=float), height=np.zeros(11), width=0.7, pen=pg.mkPen(None),
-            brushes=[pg.mkBrush(ACCEPTED_COLOR)] + [pg.mkBrush(REJECTED_COLOR)] * 10)
+            brushes=[pg.mkBrush(pb.ACCEPTED_COLOR)] + [pg.mkBrush(pb.REJECTED_COLOR)] * 10)
         p.addItem(self.bars)
         p.setLimits(yMin=0.0)
         p.setXRange(0.4, 11.6, padding=0)

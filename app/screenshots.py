@@ -59,6 +59,7 @@ def main(argv=None) -> int:
     p.add_argument("--chat", action="store_true", help="a three-turn conversation's screenshots")
     p.add_argument("--tree", action="store_true", help="draft-tree's screenshots (step mode on a tree)")
     p.add_argument("--suffix", action="store_true", help="suffix's screenshots (its tree, a run)")
+    p.add_argument("--safe-palette", action="store_true", help="in the colour-blind safe palette")
     p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -71,6 +72,8 @@ def main(argv=None) -> int:
 
     app = make_app()
     settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
+    if args.safe_palette:
+        settings.setValue("view/palette", "colour-blind safe")
     w = MainWindow(args.model, args.model_draft, settings=settings, preload=args.session is None)
     w.resize(*(int(x) for x in args.size.lower().split("x")))
     w.show()

@@ -39,7 +39,8 @@ from .session_files import SessionFiles
 from .shown_run import ShownRun
 from .stats_bar import StatsBar
 from .legend import legend_html
-from .window_actions import WindowActions
+from . import palette
+from .window_actions import PALETTE_KEY, WindowActions
 from .window_chat import WindowChat
 from .window_settings import apply_json, restore_settings, save_settings
 from .worker import EngineWorker, on_ui_thread, start_thread
@@ -64,6 +65,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.setWindowTitle("SpecScope — speculative decoding, live")
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings()
+        palette.use(str(self.settings.value(PALETTE_KEY, palette.STANDARD)))   # before the plots
         self.log_path = setup_logging()
         self._preload_enabled = preload
         # (the controller imports the session and the engine's settings: here, not at import)

@@ -9,8 +9,12 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
+from . import palette
 from .guide import open_log_folder, show_about, show_guide
 from .playback import PaceControl
+
+
+PALETTE_KEY = "view/palette"
 
 
 class WindowActions:
@@ -145,6 +149,26 @@ class WindowActions:
         self.act_left_panel.setChecked(True)
         self.act_left_panel.toggled.connect(self.set_left_panel_shown)
         v.addAction(self.act_left_panel)
+        self.act_safe_palette = self._action(
+            "Colour-blind safe palette", None, None,
+            "Blue accepted, orange own, struck-through rejected tokens (Okabe and Ito's colours): "
+            "told apart with any common colour-vision deficiency; every drafter's accepted tokens "
+            "take one colour. The text follows at once, the plots at the next start")
+        self.act_safe_palette.setCheckable(True)
+        self.act_safe_palette.setChecked(palette.active_name() == palette.SAFE)
+        self.act_safe_palette.toggled.connect(self.set_safe_palette)
+        v.addAction(self.act_safe_palette)
+
+    def set_safe_palette(self, on: bool) -> None:
+        """View ▸ Colour-blind safe palette (app/palette.py): kept in the settings; the text,
+        its legend and the step picture are drawn again in it (not during a run)."""
+        name = palette.SAFE if on else palette.STANDARD
+        palette.use(name)
+        self.settings.setValue(PALETTE_KEY, name)
+        if not self.controller.busy:
+            self.shown.session = None              # the views are built again from the session
+            self.shown.draw()
+        self.statusBar().showMessage(f"The {name} palette: the plots take it at the next start", 4000)
 
     # ------------------------------------------------------------------ what menu items open
     def model_library(self):

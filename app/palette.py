@@ -1,0 +1,69 @@
+"""The window's colours for the token classes: the standard palette (a hue per drafter, green
+accepted beside red rejected: the pair one student in twelve cannot tell apart) and the
+colour-blind safe one (Okabe and Ito's blue and orange, every drafter's accepted tokens one
+colour), one switch away (View ▸ Colour-blind safe palette). The shapes do not rely on colour
+in either: a rejected draft token is struck through, one never checked struck through and
+pale, the target's own token a box of its own colour.
+
+``python -m specscope.app.colour_check`` prints how far apart each palette's classes look with
+normal vision, protanopia, deuteranopia and tritanopia (CIEDE2000; the safe palette keeps
+every pair at 20 or more). The text, the legend and the step picture follow a switch at once;
+the plots take it when they are next built (the next start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STANDARD, SAFE = "standard", "colour-blind safe"
+
+
+@dataclass(frozen=True)
+class Palette:
+    tokens: dict[str, tuple[str, str | None]]   # kind -> (foreground, background)
+    plots: dict[str, str]                        # accepted / target / rejected -> colour
+    per_drafter: bool                            # accepted tokens take their drafter's colours
+
+
+PALETTES = {
+    STANDARD: Palette(
+        tokens={"accepted": ("#14532d", "#bbf0c6"), "target": ("#1e3a8a", "#c9dcff"),
+                "rejected": ("#b42318", "#fde4e1"), "unchecked": ("#b0837d", None)},
+        plots={"accepted": "#2e9d4b", "target": "#3b6fd8", "rejected": "#d64545"},
+        per_drafter=True),
+    SAFE: Palette(
+        tokens={"accepted": ("#0b3954", "#8fd0f7"), "target": ("#4a3b00", "#f7d46a"),
+                "rejected": ("#c75a1e", None), "unchecked": ("#9a9a9a", None)},
+        plots={"accepted": "#0072b2", "target": "#e69f00", "rejected": "#999999"},
+        per_drafter=False),
+}
+_active = [STANDARD]
+
+
+def token_classes(p: Palette) -> dict[str, str]:
+    """Each token class's mark (its background, or its text colour where it has none): what
+    colour_check compares."""
+    return {kind: bg or fg for kind, (fg, bg) in p.tokens.items()}
+
+
+def active() -> Palette:
+    return PALETTES[_active[0]]
+
+
+def active_name() -> str:
+    return _active[0]
+
+
+def use(name: str) -> None:
+    """Make ``name`` the palette: the token view's colours change in place (token_view.COLORS),
+    the plots' when they are next built."""
+    from . import plot_base, token_view
+    p = PALETTES[name if name in PALETTES else STANDARD]
+    _active[0] = name if name in PALETTES else STANDARD
+    token_view.COLORS.update(p.tokens)
+    plot_base.ACCEPTED_COLOR = p.plots["accepted"]
+    plot_base.TARGET_COLOR = p.plots["target"]
+    plot_base.REJECTED_COLOR = p.plots["rejected"]
+
+
+__all__ = ["Palette", "PALETTES", "STANDARD", "SAFE", "token_classes", "active", "active_name", "use"]

@@ -1,0 +1,52 @@
+"""The colour-blind safe palette (app/palette.py) and its check (app/colour_check.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from specscope.app import palette  # noqa: E402
+from specscope.app.colour_check import CVD, ciede2000, closest_pair, lab  # noqa: E402
+
+
+def test_ciede2000_gives_sharma_s_reference_differences():
+    # Sharma, Wu and Dalal (2005), pairs 1, 7 and 17 of their test data
+    assert ciede2000(np.array([50, 2.6772, -79.7751]), np.array([50, 0, -82.7485])) == pytest.approx(2.0425, abs=1e-4)
+    assert ciede2000(np.array([50, 0, 0]), np.array([50, -1, 2])) == pytest.approx(2.3669, abs=1e-4)
+    assert ciede2000(np.array([50, 2.5, 0]), np.array([73, 25, -18])) == pytest.approx(27.1492, abs=1e-4)
+
+
+def test_the_simulations_confuse_what_they_should():
+    # red and green: far apart seen normally, close with deuteranopia; blue and yellow stay apart
+    red, green = "#d64545", "#2e9d4b"
+    assert ciede2000(lab(red), lab(green)) > 50
+    assert ciede2000(lab(red, "deuteranopia"), lab(green, "deuteranopia")) < 15
+    assert min(ciede2000(lab("#0072b2", v), lab("#e69f00", v)) for v in CVD) > 30
+
+
+@pytest.mark.parametrize("vision", list(CVD))
+def test_the_safe_palette_keeps_every_pair_of_token_classes_20_apart(vision):
+    safe = palette.PALETTES[palette.SAFE]
+    assert closest_pair(palette.token_classes(safe), vision)[0] >= 20
+    assert closest_pair(dict(safe.plots), vision)[0] >= 20
+    if vision == "deuteranopia":      # the standard palette is the reason for the switch
+        assert closest_pair(palette.token_classes(palette.PALETTES[palette.STANDARD]), vision)[0] < 10
+
+
+def test_switching_recolours_the_tokens_the_drafters_and_the_legend():
+    from specscope.app import plot_base
+    from specscope.app.drafter_style import drafter_colors
+    from specscope.app.legend import legend_html
+    from specscope.app.token_view import COLORS
+    try:
+        palette.use(palette.SAFE)
+        assert COLORS["accepted"] == ("#0b3954", "#8fd0f7") and COLORS["rejected"][1] is None
+        assert drafter_colors("ngram-mod")[:2] == drafter_colors("draft-simple")[:2] == COLORS["accepted"]
+        assert plot_base.ACCEPTED_COLOR == "#0072b2"
+        legend = legend_html(("ngram-mod", "draft-simple"))          # one entry for both drafters
+        assert legend.count("#8fd0f7") == 1 and "mod or draft" in legend
+    finally:
+        palette.use(palette.STANDARD)
+    assert COLORS["accepted"] == ("#14532d", "#bbf0c6") and drafter_colors("ngram-mod")[1] != COLORS["accepted"][1]
