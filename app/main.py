@@ -149,6 +149,9 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def _open(args) -> int:
+    if getattr(args, "command", None) == "export":
+        from .export import export
+        return export(args)
     try:
         import pyqtgraph  # noqa: F401  (the window's plots)
         import PySide6  # noqa: F401

@@ -127,6 +127,9 @@ class WindowActions:
         f.addAction(self._action("Save stats as JSON…", lambda: self.files.save_stats_dialog("json")))
         f.addAction(self._action("Save stats as CSV…", lambda: self.files.save_stats_dialog("csv")))
         self.plots_menu = f.addMenu("Save plot")
+        f.addAction(self._action("Export the rounds as a GIF…", self.export_rounds_dialog, None,
+                                 "For slides: each round of the run shown as the text and its step "
+                                 "picture, one frame per round (specscope export does it too)"))
         f.addSeparator()
         f.addAction(self._action("Quit", self.close, "Ctrl+Q"))
 
@@ -158,6 +161,38 @@ class WindowActions:
         self.act_safe_palette.setChecked(palette.active_name() == palette.SAFE)
         self.act_safe_palette.toggled.connect(self.set_safe_palette)
         v.addAction(self.act_safe_palette)
+
+    def export_rounds_dialog(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+        if self.controller.busy or self.controller.session is None or not self.shown.events:
+            self.banner.show_message("info", "Run, or open a session, and let it end: then its "
+                                             "rounds can be exported.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export the rounds as a GIF",
+                                              str(Path.home() / "rounds.gif"), "GIF (*.gif)")
+        if path:
+            self.export_rounds(Path(path))
+
+    def export_rounds(self, path: Path, pace_ms: int = 1500) -> int:
+        """The run shown, round by round as the window draws it (the Round tab shown), into an
+        animated GIF at the window's size; the view comes back to where it was. Frames written."""
+        from PySide6.QtCore import QEventLoop
+        from PySide6.QtWidgets import QApplication
+
+        from .export import write_gif
+        c, tab = self.controller, self.tabs.currentWidget()
+        back, n = c.shown_upto, len(c.session.run.events)
+        self.tabs.setCurrentWidget(self.round_view)
+        images = []
+        for k in range(1, n + 1):
+            self.shown.seek(k)
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents, 50)
+            images.append(self.grab().toImage())
+        self.shown.seek(back)
+        self.tabs.setCurrentWidget(tab)
+        written = write_gif(images, path, pace_ms)
+        self.statusBar().showMessage(f"{path.name}: {written} frames", 4000)
+        return written
 
     def set_safe_palette(self, on: bool) -> None:
         """View ▸ Colour-blind safe palette (app/palette.py): kept in the settings; the text,

@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("-m", "--model", type=Path)
     gui.add_argument("-md", "--model-draft", type=Path)
     gui.add_argument("--session", type=Path, help="open a session file")
+    exp = sub.add_parser("export", help="a recorded session's rounds as a GIF or PNG frames, for "
+                                        "slides (the window's text and step picture, drawn off screen)")
+    exp.add_argument("session", type=Path, help="a session file (specscope run --record)")
+    exp.add_argument("--gif", type=Path, metavar="FILE", help="write an animated GIF, a frame per round")
+    exp.add_argument("--frames", type=Path, metavar="DIR", help="write one PNG per round into DIR")
+    exp.add_argument("--size", default="1280x720", help="each frame's size, WIDTHxHEIGHT (default 1280x720)")
+    exp.add_argument("--pace-ms", type=int, default=1500, help="how long each frame shows in the GIF "
+                                                               "(default 1500 ms)")
     for module in SUBCOMMANDS.values():
         module.add_parser(sub)
     return parser
@@ -65,8 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, gui=None) -> int:
     """The ``specscope`` command line. ``gui(args)`` opens the window (``specscope`` alone, or
-    ``specscope gui``): the app hands it in (specscope.app.main.cli), since core never imports
-    the app."""
+    ``specscope gui``) or draws a session's rounds (``specscope export``): the app hands it in
+    (specscope.app.main.cli), since core never imports the app."""
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if len(argv) == 1 and argv[0].endswith(".jsonl"):     # specscope FILE.jsonl: open the window on it
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None, gui=None) -> int:
     logging.getLogger("specscope.llama").setLevel(
         logging.INFO if getattr(args, "verbose", False) else logging.CRITICAL)
     try:
-        if args.command in (None, "gui"):
+        if args.command in (None, "gui", "export"):     # the window's, or its pictures
             if gui is None:
                 raise SpecScopeError("the window is SpecScope's desktop app (the specscope command); "
                                      "the headless commands are 'specscope run' and 'specscope baseline'")

@@ -1,0 +1,129 @@
+"""``specscope export SESSION --gif FILE`` (and ``--frames DIR``): a recorded session's rounds
+for slides, drawn as the window draws them (the generated text up to the round, and the round's
+step picture and words below it), one frame per round at a chosen size and pace.
+
+The window is built off screen on the session (no model is loaded), its settings panel hidden and
+the Round tab shown; for each round it seeks there (as the Round slider does) and grabs itself.
+GIF frames are written with Pillow (Qt writes no GIF); ``--frames`` writes one PNG per round.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+SIZE = (1280, 720)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size {text}: write it as WIDTHxHEIGHT, e.g. 1280x720") from None
+    if not (320 <= w <= 7680 and 240 <= h <= 4320):
+        raise ValueError(f"--size {text}: between 320x240 and 7680x4320")
+    return w, h
+
+
+def frames(session: Path, size: tuple[int, int] = SIZE):
+    """The session's rounds as QImages, one per round, drawn by an off-screen window;
+    ValueError saying why the file cannot be shown."""
+    from PySide6.QtCore import QEventLoop, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from .window import MainWindow
+    app = QApplication.instance()
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = QSettings(str(Path(tmp) / "export.ini"), QSettings.Format.IniFormat)
+        w = MainWindow(None, None, settings=settings, preload=False)
+        try:
+            w.resize(*size)
+            w.set_left_panel_shown(False)
+            w.show()
+            said: list[str] = []
+            w.files.message.connect(lambda _level, text: said.append(text))
+            if not w.files.open_session(session):
+                raise ValueError(said[-1] if said else f"{session}: the session cannot be opened")
+            w.tabs.setCurrentWidget(w.round_view)
+            n = len(w.controller.session.run.events)
+            if not n:
+                raise ValueError(f"{session}: the session holds no rounds")
+            for k in range(1, n + 1):
+                w.shown.seek(k)
+                for _ in range(3):
+                    app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+                yield fit(w.grab().toImage(), size)
+        finally:
+            w.close()
+            w.shutdown()
+
+
+def fit(img, size: tuple[int, int]):
+    """``img`` at exactly ``size``: the window cannot be smaller than its layout's minimum, so a
+    smaller frame is the window scaled down (its aspect kept, white around it)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QColor, QImage, QPainter
+    if (img.width(), img.height()) == size:
+        return img
+    scaled = img.scaled(*size, Qt.AspectRatioMode.KeepAspectRatio,
+                        Qt.TransformationMode.SmoothTransformation)
+    out = QImage(*size, QImage.Format.Format_RGB32)
+    out.fill(QColor("white"))
+    p = QPainter(out)
+    p.drawImage((size[0] - scaled.width()) // 2, (size[1] - scaled.height()) // 2, scaled)
+    p.end()
+    return out
+
+
+def write_gif(images, path: Path, pace_ms: int) -> int:
+    """The frames as an animated GIF (Pillow), each shown ``pace_ms``; how many were written."""
+    from PIL import Image
+    pictures = []
+    for img in images:
+        rgb = img.convertToFormat(img.Format.Format_RGB888)
+        data = bytes(rgb.constBits())[:rgb.bytesPerLine() * rgb.height()]
+        pictures.append(Image.frombuffer("RGB", (rgb.width(), rgb.height()), data, "raw", "RGB",
+                                         rgb.bytesPerLine(), 1).copy())
+    if not pictures:
+        return 0
+    pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=pace_ms, loop=0,
+                     optimize=False)
+    return len(pictures)
+
+
+def export(args) -> int:
+    """The ``export`` subcommand (core/cli/main.py hands it here: core never imports the app)."""
+    if not (args.gif or args.frames):
+        print("specscope: error: export: say where: --gif FILE and/or --frames DIR", file=sys.stderr)
+        return 2
+    try:
+        size = parse_size(args.size)
+    except ValueError as exc:
+        print(f"specscope: error: {exc}", file=sys.stderr)
+        return 2
+    if not Path(args.session).is_file():
+        print(f"specscope: error: {args.session}: no such file", file=sys.stderr)
+        return 2
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")   # no window is shown
+    from .main import make_app
+    make_app()
+    try:
+        images = list(frames(Path(args.session), size))
+    except ValueError as exc:
+        print(f"specscope: error: {exc}", file=sys.stderr)
+        return 2
+    if args.frames:
+        out = Path(args.frames)
+        out.mkdir(parents=True, exist_ok=True)
+        for k, img in enumerate(images, 1):
+            img.save(str(out / f"round_{k:04d}.png"))
+        print(f"{len(images)} frames: {out}/round_0001.png …")
+    if args.gif:
+        n = write_gif(images, Path(args.gif), args.pace_ms)
+        print(f"{args.gif}: {n} frames, {size[0]}x{size[1]}, {args.pace_ms} ms each")
+    return 0
+
+
+__all__ = ["export", "frames", "write_gif", "parse_size"]
