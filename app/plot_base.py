@@ -38,6 +38,9 @@ def cache_static_parts(plot: pg.PlotItem) -> None:
         plot.legend.setCacheMode(cache)
 
 
+FONT_SCALE = [1.0]         # the plots' titles and labels, times this (presenter mode)
+
+
 class FittedPlot(pg.PlotWidget):
     """A PlotWidget whose title and axis labels are elided to the room it has (the whole text
     in the tooltip and in exports) instead of being clipped mid-word."""
@@ -52,23 +55,24 @@ class FittedPlot(pg.PlotWidget):
         super().resizeEvent(event)
         self.fit_text()
 
-    def fit_text(self) -> None:
+    def fit_text(self, force: bool = False) -> None:
+        """Elide the title and labels to the room (``force``: set them again, in FONT_SCALE)."""
         if self.full_title is None:
             return
-        p = self.getPlotItem()
+        p, k = self.getPlotItem(), FONT_SCALE[0]
         title_font = QtGui.QFont(p.titleLabel.item.font())     # the font it is drawn in
-        title_font.setPointSizeF(11)
+        title_font.setPointSizeF(11 * k)
         title = _elided(self.full_title, title_font, self.width() - 40)
-        if title != p.titleLabel.text:
-            p.setTitle(title, color=TEXT_COLOR, size="11pt")
+        if force or title != p.titleLabel.text:
+            p.setTitle(title, color=TEXT_COLOR, size=f"{11 * k:g}pt")
         label_font = QtGui.QFont(p.getAxis("bottom").label.font())
-        label_font.setPointSizeF(9)
+        label_font.setPointSizeF(9 * k)
         room = {"bottom": self.width() - 70, "left": self.height() - 60}
         for name, text in self.full_labels.items():
             shown = _elided(text, label_font, room[name])
             ax = p.getAxis(name)
-            if shown != ax.labelText:
-                p.setLabel(name, shown, color=LABEL_COLOR, **{"font-size": "9pt"})
+            if force or shown != ax.labelText:
+                p.setLabel(name, shown, color=LABEL_COLOR, **{"font-size": f"{9 * k:g}pt"})
 
 
 def _elided(text: str, font: QtGui.QFont, width: int) -> str:

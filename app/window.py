@@ -40,7 +40,8 @@ from .shown_run import ShownRun
 from .stats_bar import StatsBar
 from .legend import legend_html
 from . import palette
-from .window_actions import PALETTE_KEY, WindowActions
+from .presenter import DEFAULT_SCALE, SCALES, Presenter
+from .window_actions import PALETTE_KEY, PRESENTER_SCALE_KEY, WindowActions
 from .window_chat import WindowChat
 from .window_settings import apply_json, restore_settings, save_settings
 from .worker import EngineWorker, on_ui_thread, start_thread
@@ -66,6 +67,12 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings()
         palette.use(str(self.settings.value(PALETTE_KEY, palette.STANDARD)))   # before the plots
+        self.presenter = Presenter(self)
+        try:
+            scale = float(self.settings.value(PRESENTER_SCALE_KEY, DEFAULT_SCALE))
+        except (TypeError, ValueError):
+            scale = DEFAULT_SCALE
+        self.presenter.scale = scale if scale in SCALES else DEFAULT_SCALE
         self.log_path = setup_logging()
         self._preload_enabled = preload
         # (the controller imports the session and the engine's settings: here, not at import)

@@ -12,9 +12,11 @@ from PySide6.QtWidgets import QToolBar
 from . import palette
 from .guide import open_log_folder, show_about, show_guide
 from .playback import PaceControl
+from .presenter import SCALES
 
 
 PALETTE_KEY = "view/palette"
+PRESENTER_SCALE_KEY = "view/presenter_scale"
 
 
 class WindowActions:
@@ -152,6 +154,20 @@ class WindowActions:
         self.act_left_panel.setChecked(True)
         self.act_left_panel.toggled.connect(self.set_left_panel_shown)
         v.addAction(self.act_left_panel)
+        self.act_presenter = self._action(
+            "Presenter", None, "F11", "For a projector: full screen, larger type in the window and "
+            "the plots (View ▸ Presenter scale), the settings panel hidden; F11 again to leave")
+        self.act_presenter.setCheckable(True)
+        self.act_presenter.toggled.connect(self.set_presenter)
+        v.addAction(self.act_presenter)
+        scale_menu = v.addMenu("Presenter scale")
+        self.presenter_scales = {}
+        for factor in SCALES:
+            a = self._action(f"{factor:g}×", lambda _on=False, f=factor: self.set_presenter_scale(f))
+            a.setCheckable(True)
+            a.setChecked(factor == self.presenter.scale)
+            scale_menu.addAction(a)
+            self.presenter_scales[factor] = a
         self.act_safe_palette = self._action(
             "Colour-blind safe palette", None, None,
             "Blue accepted, orange own, struck-through rejected tokens (Okabe and Ito's colours): "
@@ -193,6 +209,23 @@ class WindowActions:
         written = write_gif(images, path, pace_ms)
         self.statusBar().showMessage(f"{path.name}: {written} frames", 4000)
         return written
+
+    def set_presenter(self, on: bool) -> None:
+        """View ▸ Presenter (app/presenter.py)."""
+        (self.presenter.enter if on else self.presenter.leave)()
+        if self.act_presenter.isChecked() != on:
+            self.act_presenter.setChecked(on)
+
+    def set_presenter_scale(self, factor: float) -> None:
+        """View ▸ Presenter scale: kept in the settings; in presenter mode, applied at once."""
+        for f, a in self.presenter_scales.items():
+            a.setChecked(f == factor)
+        self.settings.setValue(PRESENTER_SCALE_KEY, factor)
+        if self.presenter.on:
+            self.presenter.leave()
+            self.presenter.enter(factor)
+        else:
+            self.presenter.scale = factor
 
     def set_safe_palette(self, on: bool) -> None:
         """View ▸ Colour-blind safe palette (app/palette.py): kept in the settings; the text,

@@ -1,0 +1,106 @@
+"""Presenter mode (View ▸ Presenter, F11): for a lecture hall's projector. The window goes full
+screen, the settings panel on the left is hidden (the toolbar's Run, Step, Pace and Next stay at
+hand), and the type is scaled, the window's and the text's, and the plots' titles, axis labels
+and tick labels, by the factor chosen in View ▸ Presenter scale (1.25×, 1.5× or 2×). Leaving it
+puts everything back as it was.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication
+
+from . import plot_base
+from .plot_base import FittedPlot
+
+SCALES = (1.25, 1.5, 2.0)
+DEFAULT_SCALE = 1.5
+
+
+def _scaled(font: QFont, factor: float) -> QFont:
+    f = QFont(font)
+    if f.pointSizeF() > 0:
+        f.setPointSizeF(f.pointSizeF() * factor)
+    else:
+        f.setPixelSize(max(1, round(f.pixelSize() * factor)))
+    return f
+
+
+def scale_plots(root, factor: float) -> int:
+    """Every plot under ``root``: its title, axis labels and tick labels ``factor`` times their
+    size (a fitted plot's title and labels in plot_base.FONT_SCALE, which it keeps when it sets
+    them again); how many plots."""
+    plot_base.FONT_SCALE[0] *= factor
+    fitted = root.findChildren(FittedPlot)
+    for w in fitted:
+        w.fit_text(force=True)
+    items = [p for w in root.findChildren(pg.PlotWidget) for p in (w.getPlotItem(),)]
+    items += [i for w in root.findChildren(pg.GraphicsLayoutWidget)
+              for i in w.ci.items if isinstance(i, pg.PlotItem)]
+    fitted_items = {w.getPlotItem() for w in fitted}
+    for p in items:
+        title = p.titleLabel
+        if title.text and p not in fitted_items:
+            size = float(str(title.opts.get("size", "11pt")).rstrip("pt") or 11)
+            title.setText(title.text, size=f"{size * factor:.1f}pt")
+        for name in ("left", "bottom", "right", "top"):
+            axis = p.getAxis(name) if name in p.axes else None
+            if axis is None:
+                continue
+            tick = axis.style.get("tickFont") or QFont(axis.font())
+            axis.setStyle(tickFont=_scaled(tick, factor))
+            style = dict(axis.labelStyle)           # a label's size is in its style (setLabel)
+            if p in fitted_items and name in ("left", "bottom"):
+                pass                                # (fit_text set it)
+            elif str(style.get("font-size", "")).endswith("pt"):
+                style["font-size"] = f"{float(style['font-size'][:-2]) * factor:.1f}pt"
+                axis.setLabel(axis.labelText, axis.labelUnits, **style)
+            else:
+                axis.label.setFont(_scaled(axis.label.font(), factor))
+            axis.setWidth() if name in ("left", "right") else axis.setHeight()
+    return len(items)
+
+
+class Presenter:
+    """The window's presenter mode (module docs)."""
+
+    def __init__(self, window):
+        self.w = window
+        self.scale = DEFAULT_SCALE
+        self.saved: dict | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.saved is not None
+
+    def enter(self, scale: float | None = None) -> None:
+        if self.on:
+            return
+        w = self.w
+        self.scale = scale or self.scale
+        self.saved = {"maximized": w.isMaximized(), "geometry": w.saveGeometry(),
+                      "left": w.left_panel_shown(), "app_font": QFont(QApplication.font()),
+                      "text_font": QFont(w.token_view.font())}
+        scale_plots(w, self.scale)                 # (before the window's font: theirs follow it)
+        QApplication.setFont(_scaled(self.saved["app_font"], self.scale))
+        w.token_view.setFont(_scaled(self.saved["text_font"], self.scale))
+        w.set_left_panel_shown(False)
+        w.showFullScreen()
+
+    def leave(self) -> None:
+        if not self.on:
+            return
+        w, saved = self.w, self.saved
+        self.saved = None
+        QApplication.setFont(saved["app_font"])
+        w.token_view.setFont(saved["text_font"])
+        scale_plots(w, 1.0 / self.scale)
+        w.set_left_panel_shown(saved["left"])
+        w.showNormal()
+        w.restoreGeometry(saved["geometry"])
+        if saved["maximized"]:
+            w.showMaximized()
+
+
+__all__ = ["Presenter", "SCALES", "DEFAULT_SCALE", "scale_plots"]

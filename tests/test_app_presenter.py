@@ -1,0 +1,43 @@
+"""Presenter mode (app/presenter.py, View ▸ Presenter, F11): full screen, larger type in the
+window, the text and the plots, the settings panel hidden; leaving puts everything back."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from helpers.window import open_window  # noqa: E402
+
+
+def _tick_size(w) -> float:
+    plot = w.findChildren(pg.PlotWidget)[0].getPlotItem()
+    font = plot.getAxis("bottom").style.get("tickFont")
+    return font.pointSizeF() if font is not None else plot.getAxis("bottom").font().pointSizeF()
+
+
+def test_presenter_mode_scales_the_type_and_hides_the_panel_then_restores(qtbot, pair, settings):
+    w = open_window(qtbot, pair, settings, preload=False)
+    app_font = QApplication.font()
+    try:
+        text, tick = w.token_view.font().pointSizeF(), _tick_size(w)
+        w.set_presenter_scale(2.0)
+        w.act_presenter.trigger()                         # F11
+        assert w.presenter.on and w.isFullScreen() and not w.left_panel_shown()
+        assert QApplication.font().pointSizeF() == pytest.approx(app_font.pointSizeF() * 2)
+        assert w.token_view.font().pointSizeF() == pytest.approx(text * 2)
+        assert _tick_size(w) == pytest.approx(tick * 2, rel=0.01)
+        w.set_presenter_scale(1.25)                       # another scale, applied at once
+        assert w.token_view.font().pointSizeF() == pytest.approx(text * 1.25)
+        assert float(settings.value("view/presenter_scale")) == 1.25
+        w.act_presenter.trigger()                         # F11 again
+        assert not w.presenter.on and not w.isFullScreen() and w.left_panel_shown()
+        assert QApplication.font().pointSizeF() == pytest.approx(app_font.pointSizeF())
+        assert w.token_view.font().pointSizeF() == pytest.approx(text)
+        assert _tick_size(w) == pytest.approx(tick, rel=0.01)
+    finally:
+        QApplication.setFont(app_font)
+        w.close()
