@@ -105,13 +105,9 @@ def main(argv=None) -> int:
         drafter_shots(app, w, wait, shot, args.out)
         w.close()
         return 0
-    if args.suffix:
-        args.tree, tree_shots_of = True, suffix_shots
-    else:
-        tree_shots_of = tree_shots
-    if args.compare or args.advisor or args.whatif or args.chat or args.tree:
-        (compare_shots if args.compare else advisor_shots if args.advisor else
-         chat_shots if args.chat else tree_shots_of if args.tree else whatif_shots)(w, wait, shot, tmp)
+    special = next((shots for flag, shots in SPECIAL if getattr(args, flag)), None)
+    if special is not None:
+        special(w, wait, shot, tmp)
         w.close()
         return 0
     shot("01_fresh")
@@ -406,6 +402,10 @@ def advisor_shots(w, wait, shot, _tmp: Path) -> None:
         scroll.ensureWidgetVisible(w.copy_command)
     shot("33_copy_command")
 
+
+# the options that take one workspace's screenshots instead of the run's
+SPECIAL = (("compare", compare_shots), ("advisor", advisor_shots), ("chat", chat_shots),
+           ("suffix", suffix_shots), ("tree", tree_shots), ("whatif", whatif_shots))
 
 if __name__ == "__main__":
     sys.exit(main())
