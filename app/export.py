@@ -9,10 +9,11 @@ GIF frames are written with Pillow (Qt writes no GIF); ``--frames`` writes one P
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
+
+from .gif import fit, write_gif
 
 SIZE = (1280, 720)
 
@@ -60,41 +61,9 @@ def frames(session: Path, size: tuple[int, int] = SIZE):
             w.shutdown()
 
 
-def fit(img, size: tuple[int, int]):
-    """``img`` at exactly ``size``: the window cannot be smaller than its layout's minimum, so a
-    smaller frame is the window scaled down (its aspect kept, white around it)."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QColor, QImage, QPainter
-    if (img.width(), img.height()) == size:
-        return img
-    scaled = img.scaled(*size, Qt.AspectRatioMode.KeepAspectRatio,
-                        Qt.TransformationMode.SmoothTransformation)
-    out = QImage(*size, QImage.Format.Format_RGB32)
-    out.fill(QColor("white"))
-    p = QPainter(out)
-    p.drawImage((size[0] - scaled.width()) // 2, (size[1] - scaled.height()) // 2, scaled)
-    p.end()
-    return out
-
-
-def write_gif(images, path: Path, pace_ms: int) -> int:
-    """The frames as an animated GIF (Pillow), each shown ``pace_ms``; how many were written."""
-    from PIL import Image
-    pictures = []
-    for img in images:
-        rgb = img.convertToFormat(img.Format.Format_RGB888)
-        data = bytes(rgb.constBits())[:rgb.bytesPerLine() * rgb.height()]
-        pictures.append(Image.frombuffer("RGB", (rgb.width(), rgb.height()), data, "raw", "RGB",
-                                         rgb.bytesPerLine(), 1).copy())
-    if not pictures:
-        return 0
-    pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=pace_ms, loop=0,
-                     optimize=False)
-    return len(pictures)
-
-
 def export(args) -> int:
-    """The ``export`` subcommand (core/cli/main.py hands it here: core never imports the app)."""
+    """The ``export`` subcommand (core/cli/main.py hands it to app/main.py, which makes the
+    application off screen and calls this: core never imports the app)."""
     if not (args.gif or args.frames):
         print("specscope: error: export: say where: --gif FILE and/or --frames DIR", file=sys.stderr)
         return 2
@@ -106,9 +75,6 @@ def export(args) -> int:
     if not Path(args.session).is_file():
         print(f"specscope: error: {args.session}: no such file", file=sys.stderr)
         return 2
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")   # no window is shown
-    from .main import make_app
-    make_app()
     try:
         images = list(frames(Path(args.session), size))
     except ValueError as exc:

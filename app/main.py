@@ -149,7 +149,9 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def _open(args) -> int:
-    if getattr(args, "command", None) == "export":
+    if getattr(args, "command", None) == "export":      # a session's rounds as pictures
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")   # no window is shown
+        make_app()
         from .export import export
         return export(args)
     try:

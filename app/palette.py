@@ -38,6 +38,13 @@ PALETTES = {
         per_drafter=False),
 }
 _active = [STANDARD]
+# the token view's colours, kind -> (foreground, background): the one dict the token view, the
+# legend and the step picture read (token_view.COLORS is it); use() changes it in place
+TOKEN_COLORS: dict[str, tuple[str, str | None]] = {
+    "prompt": ("#6b6b6b", None),
+    **PALETTES[STANDARD].tokens,
+    "message": ("#111827", "#eceff3"),
+}
 
 
 def token_classes(p: Palette) -> dict[str, str]:
@@ -55,15 +62,16 @@ def active_name() -> str:
 
 
 def use(name: str) -> None:
-    """Make ``name`` the palette: the token view's colours change in place (token_view.COLORS),
-    the plots' when they are next built."""
-    from . import plot_base, token_view
-    p = PALETTES[name if name in PALETTES else STANDARD]
+    """Make ``name`` the palette: the token colours change in place (TOKEN_COLORS), the plots'
+    (plot_colour) when they are next built."""
     _active[0] = name if name in PALETTES else STANDARD
-    token_view.COLORS.update(p.tokens)
-    plot_base.ACCEPTED_COLOR = p.plots["accepted"]
-    plot_base.TARGET_COLOR = p.plots["target"]
-    plot_base.REJECTED_COLOR = p.plots["rejected"]
+    TOKEN_COLORS.update(active().tokens)
 
 
-__all__ = ["Palette", "PALETTES", "STANDARD", "SAFE", "token_classes", "active", "active_name", "use"]
+def plot_colour(kind: str) -> str:
+    """The plots' colour of accepted, target or rejected tokens in the palette in use."""
+    return active().plots[kind]
+
+
+__all__ = ["Palette", "PALETTES", "STANDARD", "SAFE", "TOKEN_COLORS", "token_classes", "active",
+           "active_name", "use", "plot_colour"]

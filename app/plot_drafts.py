@@ -12,7 +12,7 @@ from specscope.core.engine.drafters.registry import listing
 from specscope.core.measure.stats import Stats
 
 from .drafter_style import drafter_colors
-from . import plot_base as pb
+from .palette import plot_colour
 from .plot_base import (LivePlot, empty_note, grow_labels, rgba,
                         set_text, small_legend, styled_plot)
 
@@ -101,8 +101,8 @@ class AcceptancePlot(_DraftBars):
                                      "Draft position (1 = first drafted token)", TIPS["acceptance"]))
         p = self.plot
         self.rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
-                                        brush=pg.mkBrush(rgba(pb.REJECTED_COLOR, 70)), pen=pg.mkPen(None))
-        self.accepted = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(pb.ACCEPTED_COLOR),
+                                        brush=pg.mkBrush(rgba(plot_colour("rejected"), 70)), pen=pg.mkPen(None))
+        self.accepted = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(plot_colour("accepted")),
                                         pen=pg.mkPen(None))
         p.addItem(self.rejected)
         p.addItem(self.accepted)
@@ -230,7 +230,7 @@ class HistogramPlot(_DraftBars):
         super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted in the round",
                                      TIPS["accepted_length"]))
         p = self.plot
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(pb.ACCEPTED_COLOR),
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(plot_colour("accepted")),
                                     pen=pg.mkPen(None))
         p.addItem(self.bars)
         p.setLimits(yMin=0.0)
@@ -251,7 +251,7 @@ class HistogramPlot(_DraftBars):
         counts = np.asarray(stats.accepted_hist, dtype=float)
         x = np.arange(len(counts), dtype=float)
         if len(self.brushes) != len(counts):
-            self.brushes = [pg.mkBrush(pb.REJECTED_COLOR if k == 0 else pb.ACCEPTED_COLOR) for k in range(len(counts))]
+            self.brushes = [pg.mkBrush(plot_colour("rejected") if k == 0 else plot_colour("accepted")) for k in range(len(counts))]
             self.bars.setOpts(x=x, height=counts, brushes=self.brushes)
         else:
             self.bars.setOpts(x=x, height=counts)
@@ -308,7 +308,7 @@ class TreePlot(_DraftBars):
         p = self.plot
         self.bars = pg.BarGraphItem(
             x=np.arange(1, 12, dtype=float), height=np.zeros(11), width=0.7, pen=pg.mkPen(None),
-            brushes=[pg.mkBrush(pb.ACCEPTED_COLOR)] + [pg.mkBrush(pb.REJECTED_COLOR)] * 10)
+            brushes=[pg.mkBrush(plot_colour("accepted"))] + [pg.mkBrush(plot_colour("rejected"))] * 10)
         p.addItem(self.bars)
         p.setLimits(yMin=0.0)
         p.setXRange(0.4, 11.6, padding=0)

@@ -13,7 +13,7 @@ from PySide6 import QtCore
 
 from specscope.core.engine.events import RoundEvent
 
-from . import plot_base as pb
+from .palette import plot_colour
 from .plot_base import LivePlot, small_legend, styled_plot
 
 __all__ = ["RoundSeries", "SpeedPlot", "TimeSplitPlot", "SPLIT_COLORS", "SPLIT_PARTS",
@@ -153,7 +153,7 @@ class SpeedPlot(_LegendPlot):
             f"{SPEED_WINDOW_MIN_ROUNDS} rounds), and over the whole run so far.", antialias=True))
         p = self.plot
         self.legend = small_legend(p, colCount=2)
-        self.roll = p.plot([], [], pen=pg.mkPen(pb.TARGET_COLOR, width=2), name=f"last {SPEED_WINDOW_S:g} s")
+        self.roll = p.plot([], [], pen=pg.mkPen(plot_colour("target"), width=2), name=f"last {SPEED_WINDOW_S:g} s")
         self.mean = p.plot([], [], pen=pg.mkPen("#444444", width=1.5, style=QtCore.Qt.PenStyle.DashLine),
                            name="whole run")
         for item in (self.roll, self.mean):

@@ -30,6 +30,7 @@ from specscope.core.engine.drafters.registry import MODEL, TARGET as OWN_LAYERS
 from specscope.core.models.tokentext import shares
 
 from . import tree_view
+from .glossary import term
 from .lookahead_words import lookahead_words
 from .drafter_style import drafter_colors, drafter_html, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
@@ -87,6 +88,7 @@ class RoundDiagram(QWidget):
         self._ev = None
         self._vocab = None
         self._cells: list[tuple[QRectF, int]] = []     # painted token cells, for tooltips
+        self._terms: list[tuple[QRectF, str]] = []     # painted step-mode words, for tooltips
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def show_round(self, ev, vocab) -> None:
@@ -103,12 +105,27 @@ class RoundDiagram(QWidget):
     def token_at(self, point: QPointF) -> int | None:
         return next((tok for rect, tok in self._cells if rect.contains(point)), None)
 
+    def term_at(self, point: QPointF) -> str:
+        """The plain words for the step-mode term under ``point`` (a row's name, a cell's small
+        print: app/glossary.py), or ""."""
+        return next((words for rect, words in self._terms if rect.contains(point)), "")
+
+    def tooltip_at(self, point: QPointF) -> str:
+        """A token's id and piece (and, for a tree, the branches holding it), with the words for
+        the term it is shown with; a term alone over a row's name."""
+        tok, words = self.token_at(point), self.term_at(point)
+        tip = ""
+        if tok is not None and self._vocab is not None:
+            tip = (tree_view.node_tooltip(self._ev, tok, self._vocab) if self._ev.tree
+                   else token_tooltip(tok, self._vocab))
+        if words:
+            tip += ("<br><br>" if tip else "") + html.escape(words)
+        return tip
+
     def event(self, event) -> bool:  # noqa: D401 - Qt override
         if event.type() == QEvent.Type.ToolTip:
-            tok = self.token_at(QPointF(event.pos()))
-            if tok is not None and self._vocab is not None:
-                tip = (tree_view.node_tooltip(self._ev, tok, self._vocab) if self._ev.tree
-                       else token_tooltip(tok, self._vocab))
+            tip = self.tooltip_at(QPointF(event.pos()))
+            if tip:
                 QToolTip.showText(event.globalPos(), tip, self)
             else:
                 QToolTip.hideText()
@@ -133,18 +150,20 @@ class RoundDiagram(QWidget):
             tree_view.paint_tree(c, self._ev, lambda t: short(self._vocab.piece(t).decode("utf-8", "replace")),
                                  LABEL_W, CELL_W, CELL_H, GAP)
             c.p.end()
-            self._cells = c.cells
+            self._cells, self._terms = c.cells, c.terms
             return
         for r, name in enumerate(ROWS):
             c.p.setPen(QColor("#444444"))
-            c.p.drawText(QRectF(4, GAP + r * (CELL_H + GAP), LABEL_W - 8, CELL_H),
-                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
+            label = QRectF(4, GAP + r * (CELL_H + GAP), LABEL_W - 8, CELL_H)
+            c.p.drawText(label, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
+            c.terms.append((label, term(name)))
         ev = self._ev
         if ev is None:
             c.p.setPen(QColor("#888888"))
             c.p.drawText(QRectF(LABEL_W, 0, self.width() - LABEL_W, self.height()),
                          Qt.AlignmentFlag.AlignCenter, "Press Step (F10) to run one round")
             c.p.end()
+            self._cells, self._terms = [], c.terms
             return
         batch_text, emitted_text = ([short(x) for x in row] for row in round_labels(ev, self._vocab))
         n_cols = 2 + len(ev.replayed) + len(ev.drafted)
@@ -156,7 +175,7 @@ class RoundDiagram(QWidget):
         if ev.mode != "baseline":
             self._paint_notes(c, ev, LABEL_W + n_cols * (CELL_W + GAP) + 8)
         c.p.end()
-        self._cells = c.cells
+        self._cells, self._terms = c.cells, c.terms
 
     @staticmethod
     def _paint_batch(c: "_Cells", ev, batch_text: list[str]) -> None:
@@ -253,6 +272,7 @@ class _Cells:
         self.small.setPointSizeF(max(7.0, self.font.pointSizeF() - 1.5))
         self.p.setFont(self.font)
         self.cells: list[tuple[QRectF, int]] = []
+        self.terms: list[tuple[QRectF, str]] = []     # where a word of step mode is, and its words
 
     def cell(self, col, row, text, fg="#222222", bg="#f2f2f2", sub=None, strike=False, border=None,
              token=None, rect: QRectF | None = None) -> None:
@@ -261,6 +281,9 @@ class _Cells:
         rect = rect or QRectF(LABEL_W + col * (CELL_W + GAP), GAP + row * (CELL_H + GAP), CELL_W, CELL_H)
         if token is not None:
             self.cells.append((rect, token))
+        words = term(sub or "") or term(text)
+        if words:
+            self.terms.append((rect, words))
         p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
         p.setBrush(QColor(bg))
         p.drawRoundedRect(rect, 5, 5)

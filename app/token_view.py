@@ -33,18 +33,12 @@ from specscope.core.engine.drafters import DRAFT_MODEL, TYPES, spec_type
 from specscope.core.models.tokentext import TokenText, hex_bytes, shares
 
 from .drafter_style import drafter_colors, drafter_html
+from .palette import TOKEN_COLORS
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
 MESSAGE = "message"      # a conversation's user message (the chat template's tokens hidden)
 
-COLORS = {   # kind -> (foreground, background); also used by the legend
-    PROMPT: ("#6b6b6b", None),
-    ACCEPTED: ("#14532d", "#bbf0c6"),
-    TARGET: ("#1e3a8a", "#c9dcff"),
-    REJECTED: ("#b42318", "#fde4e1"),
-    UNCHECKED: ("#b0837d", None),
-    MESSAGE: ("#111827", "#eceff3"),
-}
+COLORS = TOKEN_COLORS   # kind -> (foreground, background), the palette's (app/palette.py); the legend's too
 # hovering an n-gram draft's token highlights where it came from
 # (saturated, white text: unlike any token colour)
 MATCH_COLORS = ("#ffffff", "#c2410c")     # the matched n-gram, earlier and now (fg, bg)

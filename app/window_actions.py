@@ -195,7 +195,7 @@ class WindowActions:
         from PySide6.QtCore import QEventLoop
         from PySide6.QtWidgets import QApplication
 
-        from .export import write_gif
+        from .gif import write_gif
         c, tab = self.controller, self.tabs.currentWidget()
         back, n = c.shown_upto, len(c.session.run.events)
         self.tabs.setCurrentWidget(self.round_view)

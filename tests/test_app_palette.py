@@ -36,7 +36,6 @@ def test_the_safe_palette_keeps_every_pair_of_token_classes_20_apart(vision):
 
 
 def test_switching_recolours_the_tokens_the_drafters_and_the_legend():
-    from specscope.app import plot_base
     from specscope.app.drafter_style import drafter_colors
     from specscope.app.legend import legend_html
     from specscope.app.token_view import COLORS
@@ -44,7 +43,7 @@ def test_switching_recolours_the_tokens_the_drafters_and_the_legend():
         palette.use(palette.SAFE)
         assert COLORS["accepted"] == ("#0b3954", "#8fd0f7") and COLORS["rejected"][1] is None
         assert drafter_colors("ngram-mod")[:2] == drafter_colors("draft-simple")[:2] == COLORS["accepted"]
-        assert plot_base.ACCEPTED_COLOR == "#0072b2"
+        assert palette.plot_colour("accepted") == "#0072b2" and palette.plot_colour("rejected") == "#999999"
         legend = legend_html(("ngram-mod", "draft-simple"))          # one entry for both drafters
         assert legend.count("#8fd0f7") == 1 and "mod or draft" in legend
     finally:

@@ -75,3 +75,31 @@ def test_a_lookahead_round_names_the_ngrams_it_verified_and_the_one_it_followed(
     none = RoundEvent(3, 20, 1, (), (), 0, (7,), "plain", drafter="", draft_stop="no match",
                       kv_dropped_target=60, lookahead=LookaheadShape((), -1, 42))
     assert "only the window rides along" in explain(none, VOCAB)
+
+
+def test_step_modes_words_are_explained_where_they_appear(qtbot):
+    """Hovering a row's name or a cell's small print (n_past, seed (id_last), bonus, KV rows ...)
+    gives its plain words (app/glossary.py), beside the token's own id and piece."""
+    from PySide6.QtCore import QPointF
+    from specscope.app.glossary import TERMS
+    from specscope.app.round_view import CELL_H, CELL_W, GAP, LABEL_W
+    ev = RoundEvent(2, 10, 1, (4, 6), (0.9, 0.8), 2, (4, 6, 7), "spec", drafter="draft-simple",
+                    draft_stop="n_max")
+    w = RoundExplainer()
+    qtbot.addWidget(w)
+    w.resize(1000, 400)
+    w.show()
+    w.show_round(ev, VOCAB)
+    d = w.diagram
+    d.grab()                                   # painted: its cells and words are known
+
+    def at(col, row):
+        return QPointF(LABEL_W + col * (CELL_W + GAP) + CELL_W / 2, GAP + row * (CELL_H + GAP) + CELL_H / 2)
+    import html
+    assert d.tooltip_at(QPointF(20, GAP + 3 * (CELL_H + GAP) + CELL_H / 2)) == html.escape(
+        TERMS["target KV after"])                                                # a row's name
+    seed = d.tooltip_at(at(0, 1))
+    assert seed.startswith("token 1") and "id_last" in seed                      # the seed's cell
+    assert "n_past" in d.tooltip_at(at(0, 0))
+    assert "bonus token" in d.tooltip_at(at(3, 2))                               # all accepted: bonus
+    assert "probability" in d.tooltip_at(at(1, 1))                               # p 0.90

@@ -1,0 +1,42 @@
+"""Frames into an animated GIF (Pillow: Qt writes no GIF), each at the size asked: what
+``specscope export`` (app/export.py) and the window's File ▸ Export the rounds as a GIF write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def fit(img, size: tuple[int, int]):
+    """``img`` at exactly ``size``: the window cannot be smaller than its layout's minimum, so a
+    smaller frame is the window scaled down (its aspect kept, white around it)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QColor, QImage, QPainter
+    if (img.width(), img.height()) == size:
+        return img
+    scaled = img.scaled(*size, Qt.AspectRatioMode.KeepAspectRatio,
+                        Qt.TransformationMode.SmoothTransformation)
+    out = QImage(*size, QImage.Format.Format_RGB32)
+    out.fill(QColor("white"))
+    p = QPainter(out)
+    p.drawImage((size[0] - scaled.width()) // 2, (size[1] - scaled.height()) // 2, scaled)
+    p.end()
+    return out
+
+
+def write_gif(images, path: Path, pace_ms: int) -> int:
+    """The frames as an animated GIF (Pillow), each shown ``pace_ms``; how many were written."""
+    from PIL import Image
+    pictures = []
+    for img in images:
+        rgb = img.convertToFormat(img.Format.Format_RGB888)
+        data = bytes(rgb.constBits())[:rgb.bytesPerLine() * rgb.height()]
+        pictures.append(Image.frombuffer("RGB", (rgb.width(), rgb.height()), data, "raw", "RGB",
+                                         rgb.bytesPerLine(), 1).copy())
+    if not pictures:
+        return 0
+    pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=pace_ms, loop=0,
+                     optimize=False)
+    return len(pictures)
+
+
+__all__ = ["fit", "write_gif"]
