@@ -18,6 +18,13 @@ TERMS = {
                 "it again before the new draft.",
     "p": "p: how sure the drafter was of this token (the draft model's probability among its top "
          "10; an n-gram type's count, suffix's estimate).",
+    "q": "q: the drafter's probability of this token; p: the target's, read from its row of the "
+         "verification batch (before the sampler's settings). Greedy, a token is accepted when it "
+         "is the target's top choice; sampling, the ratio rule keeps it with probability "
+         "min(1, p/q).",
+    "H": "H: the entropy of the target's distribution at this batch row (what it predicts for the "
+         "next position), in bits: 0 when it is sure of one token, higher the more tokens it "
+         "spreads over. A drafter rarely guesses right where H is high.",
     "target samples": "What the target itself chose at each batch row, reading everything before "
                       "it. A drafted token is accepted while it is the same; the first that is "
                       "not is replaced by the target's choice.",
@@ -41,8 +48,12 @@ TERMS = {
 
 def term(key: str) -> str:
     """The plain words for ``key`` (a row label or a cell's small print), or ""."""
+    if key.startswith("H "):                      # a batch row's entropy (a run that teaches)
+        return TERMS["H"]
     if key in TERMS:
         return TERMS[key]
+    if key.startswith("q "):
+        return TERMS["q"]
     if key.startswith("p "):
         return TERMS["p"]
     if key.endswith("n_past"):

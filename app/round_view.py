@@ -167,8 +167,9 @@ class RoundDiagram(QWidget):
             return
         batch_text, emitted_text = ([short(x) for x in row] for row in round_labels(ev, self._vocab))
         n_cols = 2 + len(ev.replayed) + len(ev.drafted)
-        for col in range(n_cols):
-            c.cell(col, 0, f"{ev.n_past + col}" + ("  n_past" if col == 0 else ""), bg="#ffffff")
+        for col in range(n_cols):        # (a run that teaches: the entropy H of that batch row)
+            c.cell(col, 0, f"{ev.n_past + col}" + ("  n_past" if col == 0 else ""), bg="#ffffff",
+                   sub=f"H {ev.entropy[col]:.1f} bits" if col < len(ev.entropy) else None)
         self._paint_batch(c, ev, batch_text)
         self._paint_samples(c, ev, emitted_text)
         self._paint_kv(c, ev, n_cols)
@@ -189,6 +190,9 @@ class RoundDiagram(QWidget):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
                     f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else
                     "translated" if ev.draft_vocab == "translate" else "drafted")
+            if i < len(ev.target_p):                     # a run that teaches: q (the draft's) and p
+                prob = (f"q {ev.draft_probs[i]:.2f} · " if i < len(ev.draft_probs) else "") + \
+                    f"p {ev.target_p[i]:.2f}"
             if i < len(ev.draft_ids):                     # an EAGLE-3 head: its id → the target's
                 prob += f" · {ev.draft_ids[i]}→{t}"
             if i < a:
@@ -281,7 +285,7 @@ class _Cells:
         rect = rect or QRectF(LABEL_W + col * (CELL_W + GAP), GAP + row * (CELL_H + GAP), CELL_W, CELL_H)
         if token is not None:
             self.cells.append((rect, token))
-        words = term(sub or "") or term(text)
+        words = " ".join(w for w in dict.fromkeys((term(text), term(sub or ""))) if w)
         if words:
             self.terms.append((rect, words))
         p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
@@ -415,8 +419,10 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
            "budget": "the per-round budget (context / n_predict) was reached",
            "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
         ev.draft_stop, ev.draft_stop or "the draft ended")
-    items = [f"draft id {ev.draft_ids[i]} → target id {t} {text} (p {p:.2f})" if i < len(ev.draft_ids)
-             else f"{text} (p {p:.2f})"
+    def prob(i: int, p: float) -> str:     # a run that teaches: the draft's q beside the target's p
+        return f"q {p:.2f}, the target's p {ev.target_p[i]:.2f}" if i < len(ev.target_p) else f"p {p:.2f}"
+    items = [f"draft id {ev.draft_ids[i]} → target id {t} {text} ({prob(i, p)})" if i < len(ev.draft_ids)
+             else f"{text} ({prob(i, p)})"
              for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs))]
     tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.draft_ids else ', ').join(items)}; "
               f"it stopped because {why}.")

@@ -210,7 +210,7 @@ class EngineWorker(QObject):
             if request.kind == "spec":
                 run = e.speculative(prompt, request.spec, request.sampler, request.n_predict,
                                     request.stop, calibration[0] if calibration else None,
-                                    resume=resume)
+                                    resume=resume, teach=request.step)
             else:
                 run = e.baseline(prompt, request.sampler, request.n_predict, request.stop,
                                  resume=resume)

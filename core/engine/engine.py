@@ -210,8 +210,10 @@ class Engine(Closing):
     def speculative(self, prompt: str | list[int], spec: SpecSettings = SpecSettings(),
                     sampler: SamplerSettings = SamplerSettings(), n_predict: int = 128,
                     stop: threading.Event | None = None, calibration=None,
-                    resume: Held | None = None) -> "Run":
-        """``calibration``: what the ``cost`` draft policy predicts with
+                    resume: Held | None = None, teach: bool = False) -> "Run":
+        """``teach``: each round also keeps the target's p of the drafted tokens and the entropy
+        of its rows (step mode; RoundEvent.target_p, .entropy). ``calibration``: what the
+        ``cost`` draft policy predicts with
         (``measure.cost.calibrate.policy_calibration``: the caller measures it, or takes it from the cache,
         before the run, so that a run never starts with seconds of timing). ``resume``: what the
         turn before left in the caches (a conversation: ``Run.held``), reused where it matches."""
@@ -226,7 +228,9 @@ class Engine(Closing):
             raise ConfigError("the cost draft policy needs the pair's calibration "
                               "(measure.cost.calibrate.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
-        return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume)
+        run = Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume)
+        run.teach = teach
+        return run
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
         """Each type drafts with what its registry entry says: a head type with a head of its
@@ -310,6 +314,7 @@ class Run:
         self.finish = ""
         self._contexts: tuple = ()           # (target, draft) contexts: their thread counts
         self._changes_seen: list[int] = []
+        self.teach = False                   # keep the target's p and entropies (Engine.speculative)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -469,6 +474,8 @@ class Run:
             with rec.phase("verify"):
                 verdict = rule.verify(smpl, draft, proposal, st.replay)
             rec.verified(rule, proposal, draft, verdict)
+            if self.teach:
+                rec.taught(e.tgt, len(batch), draft)
             # 5. partial acceptance where the target cannot drop rows: restore, replay next round
             if checkpoint is not None and len(verdict.ids) - 1 < len(draft):
                 event = self._restore(st, chain, checkpoint, batch, verdict.ids, rec)

@@ -119,6 +119,10 @@ class RoundEvent:
                                      # round's decodes ran with as it ended (core/models/threads.py)
     threads_note: str = ""           # threads "auto": the changes of count made during this round
     tree: TreeShape | None = None    # draft-tree: the tree drafted this round (None: another type)
+    # a run that teaches (step mode): the target's probability p of each drafted token, and the
+    # entropy (bits) of the target's distribution at each row of the verification batch
+    target_p: tuple[float, ...] = ()
+    entropy: tuple[float, ...] = ()
     lookahead: LookaheadShape | None = None   # lookahead: the n-grams verified this round
 
     @property

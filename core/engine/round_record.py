@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specscope.core.engine.drafters import MODEL_TYPES
+from specscope.core.models.seqs import row_logits
 from specscope.core.models.tokentext import shares
 
 
@@ -109,6 +110,23 @@ class Recorder:
                                counterfactual_rule=verdict.counterfactual_rule)
         if proposal is not None and draft:
             self.fields["draft_ranks"] = proposal.ranks(verdict.ids)
+
+    def taught(self, ctx, n_rows: int, draft: list[int]) -> None:
+        """Step 4 of a run that teaches: from the verification batch's rows, the target's
+        probability of each drafted token and the entropy of each row (softmax of the raw
+        logits, before the sampler's transforms); observation time, not the round's."""
+        t0 = time.perf_counter()
+        p, h = [], []
+        for i in range(n_rows):
+            logits = row_logits(ctx, i).astype(np.float64)
+            e = np.exp(logits - logits.max())
+            probs = e / e.sum()
+            nz = probs[probs > 0]
+            h.append(float(-(nz * np.log2(nz)).sum()))
+            if i < len(draft):
+                p.append(float(probs[draft[i]]))
+        self.fields.update(target_p=tuple(p), entropy=tuple(h))
+        self.time.observe += time.perf_counter() - t0
 
     def restored(self, chain) -> None:
         """Step 5: the drafters went back to the checkpoint too."""

@@ -36,7 +36,9 @@ __all__ = ["Replayed", "WhatIf", "replay", "of_rounds", "configurations", "confi
 # the parameters tried per type: llama.cpp's defaults first, then shorter keys and drafts
 MAP_SIZES = ((12, 48), (2, 8), (3, 16), (4, 16), (6, 32))
 MOD_SIZES = ((24, 48, 64), (8, 8, 32), (12, 16, 64), (16, 24, 64))
-SUFFIX_FACTORS = (1.0, 2.0)         # vLLM's default, and twice as long a draft per matched token
+# suffix: vLLM's defaults, twice as long a draft per matched token, and a stricter estimate (on a
+# CPU every rejected token costs nearly a decode: docs/suffix.md)
+SUFFIX_SETTINGS = ((1.0, 0.1), (2.0, 0.1), (1.0, 0.5))
 LLAMA_NGRAM = tuple(t for t in NGRAM_TYPES if t in LLAMA_TYPES)   # chained two by two
 
 
@@ -139,8 +141,9 @@ def configurations() -> list[SpecSettings]:
     for match, lo, hi in MOD_SIZES:
         out.append(SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(match, lo, hi)))
     out.append(SpecSettings(types=("ngram-cache",)))
-    for factor in SUFFIX_FACTORS:
-        out.append(SpecSettings(types=("suffix",), suffix=SuffixParams(max_spec_factor=factor)))
+    for factor, min_p in SUFFIX_SETTINGS:
+        out.append(SpecSettings(types=("suffix",),
+                                suffix=SuffixParams(max_spec_factor=factor, min_token_prob=min_p)))
     for i, a in enumerate(LLAMA_NGRAM):
         for b in LLAMA_NGRAM[i + 1:]:
             out.append(SpecSettings(types=(a, b)))
