@@ -115,7 +115,7 @@ def test_step_mode_tells_an_mtp_draft_in_words(qtbot, targets, settings, model):
         assert f"the target's last hidden state at position {ev.n_past - 1}" in text
         assert f"the seed at position {ev.n_past}" in text
         for p in ev.draft_probs:
-            assert f"(p {p:.2f})" in text
+            assert (f"(p {p:.2f})" in text or f"(q {p:.2f}, the target" in text)   # step mode: q beside p
         if model == "two":                                        # chained: one block per step
             assert "2 MTP blocks, chained" in text and "block 1" in text
         else:

@@ -529,7 +529,10 @@ def test_calibrate_draws_the_machines_curve_and_holds_runs_back(qtbot, pair, set
     """The cost panel's Calibrate times the pair in the window's engine, on the engine's thread
     (no second copy of the models); a run or a sweep asked for meanwhile is refused with one
     line; the button stops it; the curve appears for this pair and goes when the pair changes."""
-    w = open_window(qtbot, pair, settings)
+    import shutil
+    from specscope.core.measure.cost.cache import cache_dir
+    shutil.rmtree(cache_dir(), ignore_errors=True)   # another test's cached calibration of this pair
+    w = open_window(qtbot, pair, settings)          # would end it before the button can stop it
     try:
         qtbot.waitUntil(lambda: w.panels_ready, timeout=30_000)
         w.params.n_predict.setValue(16)

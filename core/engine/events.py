@@ -160,10 +160,11 @@ class RoundEvent:
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks", "draft_ids", "discarded", "draft_own", "draft_own_text", "threads"):
+                    "draft_ranks", "draft_ids", "discarded", "draft_own", "draft_own_text", "threads",
+                    "target_p", "entropy"):
             d[key] = list(d[key])
         if not exact:
-            for key in ("draft_probs", "counterfactual"):
+            for key in ("draft_probs", "counterfactual", "target_p", "entropy"):
                 d[key] = [round(p, 6) for p in d[key]]
         d["t_overhead"] = self.t_overhead
         for key in ("tree", "lookahead"):
