@@ -306,6 +306,25 @@ def chat_shots(w, wait, shot, _tmp: Path) -> None:
     wait(lambda: not w.controller.busy)
 
 
+def _tree_shots(w, wait, shot, names: tuple[str, str], wanted, steps: int) -> None:
+    """Step mode until a round ``wanted(ev)`` is shown (at most ``steps`` rounds), its shot, then
+    the whole run's."""
+    w.step_clicked()
+    for _ in range(steps):
+        wait(lambda: w.controller.paused or not w.controller.busy, 120)
+        ev = w.round_view.shown_event
+        if not w.controller.paused or (ev is not None and ev.tree is not None and wanted(ev)):
+            break
+        w.step_clicked()
+    shot(names[0])
+    w.stop_clicked()
+    wait(lambda: not w.controller.busy)
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    w.tabs.setCurrentIndex(0)
+    shot(names[1])
+
+
 def tree_shots(w, wait, shot, _tmp: Path) -> None:
     """draft-tree at temperature, 4 branches: step mode on a round whose tree split and whose
     target kept a split-off branch, then the finished run."""
@@ -313,21 +332,8 @@ def tree_shots(w, wait, shot, _tmp: Path) -> None:
     w.params.drafter.branches.setValue(4)
     w.prompt.temp.setValue(0.8)
     w.params.n_predict.setValue(96)
-    w.step_clicked()
-    for _ in range(60):
-        wait(lambda: w.controller.paused or not w.controller.busy, 120)
-        ev = w.round_view.shown_event
-        if not w.controller.paused or (ev is not None and ev.tree is not None and ev.tree.kept > 0
-                                        and len(ev.tree.branches) > 2 and ev.n_accepted):
-            break
-        w.step_clicked()
-    shot("61_tree_step_mode")
-    w.stop_clicked()
-    wait(lambda: not w.controller.busy)
-    w.run_clicked()
-    wait(lambda: not w.controller.busy, 600)
-    w.tabs.setCurrentIndex(0)
-    shot("62_tree_plots")
+    _tree_shots(w, wait, shot, ("61_tree_step_mode", "62_tree_plots"),
+                lambda ev: ev.tree.kept > 0 and len(ev.tree.branches) > 2 and ev.n_accepted, 60)
 
 
 SUFFIX_PROMPT = ("def area(w, h):\n    return w * h\n\n\ndef volume(w, h, d):\n    return w * h * d\n\n\n"
@@ -345,21 +351,8 @@ def suffix_shots(w, wait, shot, _tmp: Path) -> None:
     w.prompt.chat.setChecked(False)
     w.prompt.set_text(SUFFIX_PROMPT)
     w.params.n_predict.setValue(96)
-    w.step_clicked()
-    for _ in range(80):
-        wait(lambda: w.controller.paused or not w.controller.busy, 120)
-        ev = w.round_view.shown_event
-        if not w.controller.paused or (ev is not None and ev.tree is not None
-                                        and len(ev.tree.branches) > 1 and ev.n_accepted):
-            break
-        w.step_clicked()
-    shot("63_suffix_tree_step_mode")
-    w.stop_clicked()
-    wait(lambda: not w.controller.busy)
-    w.run_clicked()
-    wait(lambda: not w.controller.busy, 600)
-    w.tabs.setCurrentIndex(0)
-    shot("64_suffix_run")
+    _tree_shots(w, wait, shot, ("63_suffix_tree_step_mode", "64_suffix_run"),
+                lambda ev: len(ev.tree.branches) > 1 and ev.n_accepted, 80)
 
 
 def whatif_shots(w, wait, shot, _tmp: Path) -> None:

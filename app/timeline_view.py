@@ -31,18 +31,9 @@ HIGHLIGHT = (255, 200, 0, 70)                          # a shaded round
 SELECTED = (40, 40, 40, 45)
 
 
-def batch_size(ev: RoundEvent) -> int:
-    """The tokens the round's verification batch held."""
-    if ev.tree is not None:
-        return ev.tree.nodes + 1
-    if ev.lookahead is not None:
-        return ev.kv_dropped_target + len(ev.emitted)
-    return 1 + len(ev.replayed) + len(ev.drafted)
-
-
 def batch_of(ev: RoundEvent) -> str:
     """The round's verification batch in words: its size, and what it held."""
-    n = batch_size(ev)
+    n = ev.batch_size
     if ev.tree is not None:
         k = len(ev.tree.branches)
         return (f"a batch of {n} tokens: the seed and a tree of {n - 1} in {k} "
@@ -150,7 +141,7 @@ class TimelineView(QtWidgets.QWidget):
                           for lane, t in totals.items() if t or lane != "translate")
         wide = [e for e in self._events if e.tree is not None or e.lookahead is not None]
         batches = (f" Tree and lookahead rounds verify one wide batch each (mean "
-                   f"{np.mean([batch_size(e) for e in wide]):.1f} tokens)." if wide else "")
+                   f"{np.mean([e.batch_size for e in wide]):.1f} tokens)." if wide else "")
         self.summary.setText(f"{n} rounds in {1e3 * whole:.1f} ms: {parts}.{batches} "
                              "Hover a round for its batch; click a bar to select its round's "
                              "tokens; hover a token to find its round here.")

@@ -228,9 +228,7 @@ class Engine(Closing):
             raise ConfigError("the cost draft policy needs the pair's calibration "
                               "(measure.cost.calibrate.policy_calibration)")
         policy = make_policy(spec, calibration) if spec.uses_draft_model else None
-        run = Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume)
-        run.teach = teach
-        return run
+        return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume, teach)
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
         """Each type drafts with what its registry entry says: a head type with a head of its
@@ -291,7 +289,7 @@ class Run:
 
     def __init__(self, engine: Engine, prompt, spec: SpecSettings | None,
                  sampler: SamplerSettings, n_predict: int, stop: threading.Event | None,
-                 policy=None, vocab: str = "", resume: Held | None = None):
+                 policy=None, vocab: str = "", resume: Held | None = None, teach: bool = False):
         if n_predict < 1:
             raise ConfigError(f"n_predict must be >= 1, not {n_predict}")
         sampler.validate()
@@ -314,7 +312,7 @@ class Run:
         self.finish = ""
         self._contexts: tuple = ()           # (target, draft) contexts: their thread counts
         self._changes_seen: list[int] = []
-        self.teach = False                   # keep the target's p and entropies (Engine.speculative)
+        self.teach = teach                   # keep the target's p and entropies (Engine.speculative)
 
     def stop(self) -> None:
         self.stop_event.set()

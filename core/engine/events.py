@@ -155,6 +155,17 @@ class RoundEvent:
         return (not self.synthetic and a < len(self.drafted) and self.own is not None
                 and self.drafted[a] == self.own)
 
+    @property
+    def batch_size(self) -> int:
+        """The tokens the round's verification batch held: a tree's seed and nodes, lookahead's
+        seed, n-grams and window (all its rows dropped but the emitted ones), else the seed, the
+        replayed and the drafted tokens."""
+        if self.tree is not None:
+            return self.tree.nodes + 1
+        if self.lookahead is not None:
+            return self.kv_dropped_target + len(self.emitted)
+        return 1 + len(self.replayed) + len(self.drafted)
+
     def to_dict(self, exact: bool = False) -> dict:
         """The event as JSON values, with the derived ``t_overhead``; draft probabilities are
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""

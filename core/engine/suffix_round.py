@@ -28,7 +28,7 @@ import numpy as np
 from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.events import TreeShape
 from specscope.core.engine.round_record import Recorder
-from specscope.core.models.seqs import SeqBatch, seq_cp, seq_keep, seq_rm
+from specscope.core.models.seqs import SeqBatch, keep_branch, seq_cp, seq_keep
 
 SUFFIX = "suffix"
 
@@ -108,11 +108,7 @@ def suffix_rounds(run, smpl):
             with rec.phase("sync"):
                 kept = next((s for s, p in enumerate(paths) if at in p), 0) if at != -1 else 0
                 after = n_past + 1 + len(accepted)
-                seq_rm(e.tgt, kept, after, -1)
-                seq_keep(e.tgt, kept)
-                if kept:
-                    seq_cp(e.tgt, kept, 0)
-                    seq_keep(e.tgt, 0)
+                keep_branch(e.tgt, kept, after)
             emitted, discarded = run._through_eog((*accepted, token))
             run.tokens.extend(emitted)
             stream.extend(emitted)

@@ -47,7 +47,7 @@ from specscope.core.engine.cxx_random import MinstdRand0
 from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.events import TreeShape
 from specscope.core.engine.round_record import Recorder
-from specscope.core.models.seqs import candidates, seq_cp, seq_keep, seq_rm
+from specscope.core.models.seqs import candidates, keep_branch, seq_cp, seq_keep
 
 TREE = "draft-tree"
 
@@ -90,10 +90,7 @@ def tree_rounds(run, smpl):
             with rec.phase("sync"):
                 after = n_past + 1 + len(accepted)
                 drafter.keep(kept, after)
-                seq_rm(e.tgt, kept, after, -1)
-                seq_keep(e.tgt, kept)
-                seq_cp(e.tgt, kept, 0)
-                seq_keep(e.tgt, 0)
+                keep_branch(e.tgt, kept, after)
             ids = (*accepted, own)
             emitted, discarded = run._through_eog(ids)
             run.tokens.extend(emitted)

@@ -75,6 +75,16 @@ def seq_keep(ctx: Context, seq: int) -> None:
     ll.llama_memory_seq_keep(ctx.mem, seq)
 
 
+def keep_branch(ctx: Context, kept: int, after: int) -> None:
+    """A tree's round ends: sequence ``kept`` loses its cells from ``after`` on, every other
+    sequence's cells go, and what stays is sequence 0 (llama-speculative's keep of a branch)."""
+    seq_rm(ctx, kept, after, -1)
+    seq_keep(ctx, kept)
+    if kept:
+        seq_cp(ctx, kept, 0)
+        seq_keep(ctx, 0)
+
+
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 assert _TOKEN_DATA.itemsize == ctypes.sizeof(ll.llama_token_data)
 

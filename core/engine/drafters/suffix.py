@@ -241,40 +241,39 @@ class Suffix(Drafter):
         self.corpus = SuffixTree(params.max_depth)     # the global tree
         for doc in corpus:
             self.corpus.add(doc)
-        self.n_docs = self.corpus.n_seqs
         self.reply = self.corpus.add(())               # this request's output, as it grows
-        self.seen: list[int] = []                      # the tokens in the local tree
+        self.n_seen = 0                                # the tokens in the local tree
         self.n_prompt = 0                              # where the output starts
         self.note = ""                                 # where the last draft came from, in words
 
     def begin(self, prompt: np.ndarray) -> None:
-        self.seen = prompt.tolist()
-        self.n_prompt = len(self.seen) + 1              # the prompt's last token comes as id_last
-        self.local.extend(0, self.seen)
+        self.n_seen = len(prompt)
+        self.n_prompt = len(prompt) + 1                 # the prompt's last token comes as id_last
+        self.local.extend(0, prompt.tolist())
 
     def resume(self, prompt: np.ndarray, keep: int, before) -> None:
         """A conversation's next turn: the earlier replies stay in the global tree (and the
         prompt, which holds them, is the local tree's again)."""
         if before is not None:
-            self.corpus, self.n_docs = before.corpus, before.n_docs
+            self.corpus = before.corpus
             self.reply = self.corpus.add(())
         self.begin(prompt)
 
     def _grow(self, history: np.ndarray, id_last: int) -> None:
         """The local tree (and the reply in the global one) up to ``history`` and ``id_last``;
         the history only grows within a run (a shorter one, a regenerated reply: anew)."""
-        n = len(self.seen)
+        n = self.n_seen
         if n > len(history) + 1:
-            self.local, self.seen = SuffixTree(self.p.max_depth), []
+            self.local = SuffixTree(self.p.max_depth)
             self.reply = self.corpus.add(())
             self.begin(history)
-            n = len(self.seen)
+            n = self.n_seen
         if n > len(history):
             return
         new = [*history[n:].tolist(), int(id_last)]
         self.local.extend(0, new)
         out = new[max(0, self.n_prompt - n):]              # the prompt's tokens are no reply
-        self.seen.extend(new)
+        self.n_seen += len(new)
         if out:
             self.corpus.extend(self.reply, out)
 
@@ -284,7 +283,7 @@ class Suffix(Drafter):
         ``note`` says where it came from."""
         self._grow(history, id_last)
         p = self.p
-        context = self.seen[-p.max_depth:]
+        context = [*history[max(0, len(history) - p.max_depth + 1):].tolist(), int(id_last)]
         args = (min(p.max_spec_tokens, max(1, budget)), p.max_spec_factor, p.max_spec_offset,
                 p.min_token_prob, tree)
         local = self.local.speculate(context, *args, ends=self.local.active.get(0, ()))

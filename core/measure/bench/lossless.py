@@ -60,7 +60,7 @@ import numpy as np
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.measure.stats import Stats, fold, speedup_of
-from specscope.core.models.seqs import SeqBatch, row_logits, seq_cp, seq_keep, seq_rm
+from specscope.core.models.seqs import SeqBatch, keep_branch, row_logits, seq_cp, seq_keep, seq_rm
 
 TOP_EVIDENCE = 5              # a mismatch keeps each side's best tokens and their logits
 # What --deterministic (EngineSettings.deterministic(): F32 KV cache, flash attention off)
@@ -359,7 +359,7 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
                      run.finish, n_full, n_max, extra, empty, idle,
                      sum(t.nodes for t in trees), sum(t.steps for t in trees),
-                     sum(ev.kv_dropped_target + len(ev.emitted) for ev in events if ev.lookahead))
+                     sum(ev.batch_size for ev in events if ev.lookahead))
 
 
 # ============================================================================ with an engine
@@ -475,17 +475,11 @@ def _replay_wide(tgt, ev, target_pos: int):
     finally:
         tb.close()
     after = n_past + len(ev.emitted)
-    if ev.tree is not None:                 # the kept branch becomes sequence 0
-        seq_rm(tgt, ev.tree.kept, after, -1)
-        seq_keep(tgt, ev.tree.kept)
-        seq_cp(tgt, ev.tree.kept, 0)
-    else:                                   # lookahead: the n-gram followed does
-        seq_rm(tgt, -1, after, -1)
-        if ev.lookahead.followed >= 0:      # its sequence: that of its first token's row
-            best = ev.lookahead.rows[1 + ev.lookahead.followed][3]
-            seq_keep(tgt, best)
-            seq_cp(tgt, best, 0)
-    seq_keep(tgt, 0)
+    if ev.tree is None:                     # lookahead: drop the rows past the round's; the
+        seq_rm(tgt, -1, after, -1)          # n-gram followed is its first token's row's sequence
+    kept = ev.tree.kept if ev.tree is not None else (
+        ev.lookahead.rows[1 + ev.lookahead.followed][3] if ev.lookahead.followed >= 0 else 0)
+    keep_branch(tgt, kept, after)           # the kept branch (or n-gram) becomes sequence 0
     return None
 
 
