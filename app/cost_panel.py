@@ -239,6 +239,8 @@ class CostPanel(QtWidgets.QWidget):
     # ------------------------------------------------------------------ layout
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         self._arrange(wide=event.size().width() >= WIDE_MIN_WIDTH_PX)
+        if event.size().width() != event.oldSize().width():
+            self._fit_height()
         super().resizeEvent(event)
 
     def _arrange(self, wide: bool) -> None:
@@ -275,6 +277,19 @@ class CostPanel(QtWidgets.QWidget):
             for w in (self._box, self._controls, self._summary, self._calibration_note):
                 w.setMinimumWidth(0)
                 w.setMaximumWidth(_NO_MAX_PX)
+        # The wrapped sentence gives the grid a height for each width, and Qt's grid leaves the
+        # plot's fixed minimum out of it: in a column the panel was given less than its parts
+        # need and they overlapped. A column's minimum height is therefore set outright.
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """In a column: the parts' minimum heights, the sentence's as wrapped at this width."""
+        if self._wide is not False:
+            self.setMinimumHeight(0)
+            return
+        s = self._summary
+        extra = max(0, s.heightForWidth(max(s.width(), self.width() - 12)) - s.minimumHeight())
+        self.setMinimumHeight(self._layout.totalMinimumSize().height() + extra)
 
     # ------------------------------------------------------------------ public API
     def update_measured(self, stats_spec: Stats, stats_baseline: Stats | None, n_max: int,
@@ -370,6 +385,14 @@ class CostPanel(QtWidgets.QWidget):
     def set_f(self, f: float) -> None:
         """As if the user moved the f slider (clamped to 0..1)."""
         self._f_slider.setValue(_f_to_slider(f))
+
+    @property
+    def f_slider(self) -> QtWidgets.QSlider:
+        return self._f_slider
+
+    def calibrated_values(self) -> dict[int, float]:
+        """n -> the calibrated curve's speed-up at the slider's α, as drawn ({}: none)."""
+        return self._calibrated_values(max(N_PLOT_MAX, self._n_max))
 
     def curve(self) -> tuple[np.ndarray, np.ndarray]:
         """The predicted speed-up curve: (n, speed-up)."""
@@ -517,6 +540,7 @@ class CostPanel(QtWidgets.QWidget):
             p.setYRange(0.0, view[1], padding=0)
             p.getAxis("bottom").setTicks([[(float(k), str(k)) for k in n]])
         self._summary.setText(self._sentence(nb, sb, cal_at))
+        self._fit_height()
 
     def _calibrated_values(self, n_top: int) -> dict[int, float]:
         """n -> the calibrated speed-up at the slider's α, for the n the calibration covers."""

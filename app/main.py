@@ -161,11 +161,18 @@ def _open(args) -> int:
         from specscope.core.errors import SpecScopeError
         raise SpecScopeError(f"the window needs PySide6 and pyqtgraph ({exc}); "
                              "the headless commands are 'specscope run' and 'specscope baseline'")
+    lesson = getattr(args, "lesson", None)
+    if lesson is not None:
+        from .lessons import LESSONS
+        if not 1 <= lesson <= len(LESSONS):
+            from specscope.core.errors import SpecScopeError
+            raise SpecScopeError(f"--lesson {lesson}: there are {len(LESSONS)} lessons, 1 to {len(LESSONS)}")
     return main(model=getattr(args, "model", None), draft=getattr(args, "model_draft", None),
-                session=getattr(args, "session", None))
+                session=getattr(args, "session", None), lesson=lesson)
 
 
-def main(model: Path | None = None, draft: Path | None = None, session: Path | None = None) -> int:
+def main(model: Path | None = None, draft: Path | None = None, session: Path | None = None,
+         lesson: int | None = None) -> int:
     problem = display_problem()
     if problem:
         print(f"specscope: error: {problem}", file=sys.stderr)
@@ -178,6 +185,8 @@ def main(model: Path | None = None, draft: Path | None = None, session: Path | N
     window = MainWindow(model=Path(model) if model else None, draft=Path(draft) if draft else None)
     if session is not None:
         window.files.open_session(Path(session))      # a bad file: one banner line, the window opens
+    if lesson is not None:
+        window.show_lessons(lesson - 1)               # once the plots exist
     hook = report_uncaught(window.banner)
     window.show()
     t0 = os.environ.get(STARTUP_T0_ENV)

@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     p.add_argument("--tree", action="store_true", help="draft-tree's screenshots (step mode on a tree)")
     p.add_argument("--suffix", action="store_true", help="suffix's screenshots (its tree, a run)")
     p.add_argument("--safe-palette", action="store_true", help="in the colour-blind safe palette")
+    p.add_argument("--lesson", type=int, metavar="N", help="lesson N's screenshots (Help ▸ Lessons)")
     p.add_argument("--size", default="x".join(map(str, SIZE)), help="the window's size, WxH")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -103,6 +104,10 @@ def main(argv=None) -> int:
         return 0
     if args.drafters:
         drafter_shots(app, w, wait, shot, args.out)
+        w.close()
+        return 0
+    if args.lesson is not None:
+        lesson_shots(w, wait, shot, args.lesson)
         w.close()
         return 0
     special = next((shots for flag, shots in SPECIAL if getattr(args, flag)), None)
@@ -304,6 +309,18 @@ def chat_shots(w, wait, shot, _tmp: Path) -> None:
     shot("53_chat_step_mode")
     w.stop_clicked()
     wait(lambda: not w.controller.busy)
+
+
+def lesson_shots(w, wait, shot, n: int) -> None:
+    """Lesson ``n`` as set up (and pointing), then after a run and Check, with its hint shown."""
+    w.show_lessons(n - 1)
+    wait(lambda: w.lessons is not None and w.lessons.pointer.isVisible(), 10)
+    shot(f"70_lesson_{n}_set_up")
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    w.lessons.check()
+    w.lessons.hint_button.click()
+    shot(f"71_lesson_{n}_checked")
 
 
 def _tree_shots(w, wait, shot, names: tuple[str, str], wanted, steps: int) -> None:

@@ -79,6 +79,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         from specscope.core.session.controller import RunController
         self.controller = RunController()           # the runs, the session shown, the cores
         self.closing = False
+        self.lessons = None                         # Help ▸ Lessons, made when first opened
 
         self._build_ui()                            # (the views hear the controller first)
         self.files = self._session_files()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
@@ -103,6 +103,9 @@ class WindowActions:
         h = m.addMenu("&Help")
         h.addAction(self._action("Guide", lambda: show_guide(self), "F1", "What the colours, plots, "
                                                                           "cost model and step mode show"))
+        h.addAction(self._action("Lessons", lambda: self.show_lessons(), "Shift+F1",
+                                 "Eight short lessons on the demo pair, each with an exercise the "
+                                 "window checks"))
         h.addAction(self._action("Open the log folder", lambda: open_log_folder(self.log_path)))
         h.addAction(self._action("About SpecScope", lambda: show_about(self, self.log_path)))
 
@@ -239,6 +242,19 @@ class WindowActions:
         self.statusBar().showMessage(f"The {name} palette: the plots take it at the next start", 4000)
 
     # ------------------------------------------------------------------ what menu items open
+    def show_lessons(self, index: int | None = None) -> None:
+        """Help ▸ Lessons: the lessons' panel at lesson ``index`` (from 0; None: where the user
+        left off), the window set up for it (once the plots exist)."""
+        if not self.panels_ready:
+            QTimer.singleShot(100, lambda: self.show_lessons(index))
+            return
+        if self.lessons is None:
+            from .lesson_panel import PANEL_WIDTH, LessonPanel
+            self.lessons = LessonPanel(self, self.settings)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.lessons)
+            self.resizeDocks([self.lessons], [PANEL_WIDTH], Qt.Orientation.Horizontal)
+        self.lessons.open(self.lessons.saved_index() if index is None else index)
+
     def model_library(self):
         """File ▸ Model library (app/library_dialog.py): a model picked there becomes the
         target or the draft."""

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
                        whatif=cli_whatif, advise=cli_advise, chat=cli_chat,
                        models=cli_models)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
+    lesson_help = "open the window on lesson N of Help ▸ Lessons (1 to 8)"
+    parser.add_argument("--lesson", type=int, metavar="N", help=lesson_help)
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")
     add_model_args(run)
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("-m", "--model", type=Path)
     gui.add_argument("-md", "--model-draft", type=Path)
     gui.add_argument("--session", type=Path, help="open a session file")
+    gui.add_argument("--lesson", type=int, metavar="N", default=argparse.SUPPRESS, help=lesson_help)
     exp = sub.add_parser("export", help="a recorded session's rounds as a GIF or PNG frames, for "
                                         "slides (the window's text and step picture, drawn off screen)")
     exp.add_argument("session", type=Path, help="a session file (specscope run --record)")

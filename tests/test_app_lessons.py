@@ -1,0 +1,246 @@
+"""Help ▸ Lessons (app/lessons.py, app/lesson_panel.py) walked on the real demo pair and its
+EAGLE-3 head: each lesson sets the window up, its exercise is solved the way a student would
+(buttons, settings, runs), and the check refuses a wrong answer and accepts the right one;
+progress is kept; ``specscope --lesson N`` opens lesson N."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPoint, QRect  # noqa: E402
+
+from specscope.app.lesson_panel import CURRENT_KEY, DONE_KEY, LessonPanel  # noqa: E402
+from specscope.app.lessons import LESSONS, demo_files  # noqa: E402
+from specscope.core.session.controller import RunState  # noqa: E402
+
+from helpers.window import RUN_TIMEOUT_MS, open_window, run_and_wait  # noqa: E402
+
+REPEATING = ("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+             "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+             "def add(a, b):\n    return a + b\n\n\ndef sub(")
+
+
+@pytest.fixture
+def lesson_window(qtbot, settings, tmp_path, monkeypatch):
+    """The window on the demo pair, with a calibration cache of its own (lesson 8 calibrates)."""
+    from specscope.core.measure.cost import cache as cc
+    monkeypatch.setattr(cc, "cache_dir", lambda: tmp_path / "calibration")
+    files = demo_files()
+    w = open_window(qtbot, (files["target"], files["draft"]), settings)
+    yield w
+    w.close()
+
+
+def open_lesson(qtbot, w, index: int) -> LessonPanel:
+    w.show_lessons(index)
+    qtbot.waitUntil(lambda: w.lessons is not None and w.lessons.index == index, timeout=10_000)
+    wait_for_pair(qtbot, w)
+    return w.lessons
+
+
+def wait_for_pair(qtbot, w) -> None:
+    qtbot.waitUntil(lambda: w.pairs.report is not None and not w.pair_panel.loading(), timeout=60_000)
+
+
+def refused(panel, *words: str) -> str:
+    assert not panel.check(), panel.result.text()
+    text = panel.result.text()
+    assert text.startswith("Not yet.") and all(word in text for word in words), text
+    return text
+
+
+def accepted(panel) -> str:
+    assert panel.check(), panel.result.text()
+    assert panel.index in panel.done()
+    return panel.result.text()
+
+
+def run(qtbot, w, action=None) -> None:
+    assert run_and_wait(qtbot, w, action or w.run_clicked) in ("n_predict", "eog")
+
+
+# ------------------------------------------------------------------ the lessons, one by one
+def test_lesson_1_a_rejected_draft_in_step_mode(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 0)
+    assert w.params.drafter.types() == ("draft-simple",) and w.tabs.currentWidget() is w.round_view
+    qtbot.waitUntil(lambda: panel.pointer.isVisible(), timeout=5_000)
+    step = w.run_toolbar.widgetForAction(w.act_step)
+    assert panel.pointer.target is step
+    assert panel.pointer.geometry().contains(QRect(step.mapTo(w, QPoint(0, 0)), step.size()))
+    refused(panel, "No round")
+    kept_all = rejected = None                       # each checked as it is shown
+    w.step_clicked()
+    for _ in range(60):
+        qtbot.waitUntil(lambda: w.controller.state in (RunState.PAUSED, RunState.IDLE), timeout=RUN_TIMEOUT_MS)
+        ev = w.round_view.shown_event
+        if ev is not None and ev.drafted and ev.n_accepted == len(ev.drafted) and kept_all is None:
+            kept_all = refused(panel, "kept all")
+        if ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted) and rejected is None:
+            rejected = accepted(panel)
+            assert f"it kept {ev.n_accepted}" in rejected
+        if kept_all and rejected or w.controller.state is not RunState.PAUSED:
+            break
+        with qtbot.waitSignal(w.step_done, timeout=RUN_TIMEOUT_MS):
+            w.step_clicked()
+    assert rejected is not None and kept_all is not None
+    w.stop_clicked()
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=RUN_TIMEOUT_MS)
+
+
+def test_lesson_2_the_pair_writes_the_target_s_own_text(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 1)
+    refused(panel, "Press Run")
+    run(qtbot, w)
+    refused(panel, "Baseline")
+    run(qtbot, w, w.baseline_clicked)
+    assert w.controller.session.baseline is not None
+    assert "The same 96 tokens" in accepted(panel)
+
+
+def test_lesson_3_acceptance_below_30_percent(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 2)
+    assert w.tabs.currentWidget() is w.plots and w.params.n_max.value() == 3
+    run(qtbot, w)                                   # greedy: the demo draft is kept about half the time
+    refused(panel, "find settings")
+    w.prompt.temp.setValue(1.0)                     # the answer
+    run(qtbot, w)
+    assert "The target kept" in accepted(panel)
+
+
+def test_lesson_4_break_even_on_the_sliders(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 3)
+    c = w.cost_panel
+    assert w.tabs.currentWidget() is w.cost_tab
+    c.set_f(0.2)
+    refused(panel, "Set f to 0.50")
+    c.set_f(0.5)
+    c.set_alpha(0.9)
+    refused(panel, "move α lower")
+    c.set_alpha(0.3)
+    refused(panel, "no draft length pays")
+    c.set_alpha(0.52)
+    assert "n = 1" in accepted(panel)
+
+
+def test_lesson_5_a_draftless_drafter_on_a_text_that_repeats(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 4)
+    assert w.params.drafter.types() == ("ngram-simple",)
+    refused(panel, "Run first")
+    run(qtbot, w)                                    # the code prompt never repeats itself
+    refused(panel, "find a prompt")
+    w.params.drafter.set_types(["draft-simple"])     # a wrong answer: it needs a model
+    run(qtbot, w)
+    refused(panel, "needs a model")
+    w.params.drafter.set_types(["suffix"])           # the answer
+    w.prompt.set_text(REPEATING)
+    run(qtbot, w)
+    assert "with no draft model" in accepted(panel)
+
+
+def test_lesson_6_the_head_against_the_draft_model(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 5)
+    assert w.pair_panel.pair()[1] == demo_files()["head"] and w.params.drafter.types() == ("draft-eagle3",)
+    run(qtbot, w)
+    refused(panel, "once each")
+    buttons = [panel.actions_row.itemAt(i).widget() for i in range(panel.actions_row.count())]
+    assert [b.text() for b in buttons] == [label for label, _ in LESSONS[5].actions]
+    buttons[1].click()                               # the draft model in the draft slot
+    assert w.pair_panel.pair()[1] == demo_files()["draft"]
+    wait_for_pair(qtbot, w)
+    run(qtbot, w)
+    head, model = (next(n for n in panel.notes if n.types == (t,)) for t in ("draft-eagle3", "draft-simple"))
+    faster, slower = (("draft-eagle3", "draft-simple") if head.tokens_per_s >= model.tokens_per_s
+                      else ("draft-simple", "draft-eagle3"))
+    w.params.drafter.set_types([slower])
+    refused(panel, "Select the faster one")
+    w.params.drafter.set_types([faster])
+    assert "faster here" in accepted(panel)
+
+
+def test_lesson_7_the_rule_that_keeps_more(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 6)
+    p = w.params
+    assert p.sampler.currentData() == "temperature" and p.temperature.value() == 1.0
+    run(qtbot, w)
+    refused(panel, "once with each")
+    p.accept_rule.setCurrentIndex(p.accept_rule.findData("ratio"))
+    run(qtbot, w)
+    rate = {n.rule: n.rate for n in panel.notes}
+    best, worst = sorted(rate, key=rate.get, reverse=True)
+    p.accept_rule.setCurrentIndex(p.accept_rule.findData(worst))
+    refused(panel, "Select the rule that kept more")
+    p.accept_rule.setCurrentIndex(p.accept_rule.findData(best))
+    assert "target's own distribution" in accepted(panel)
+
+
+def test_lesson_8_n_max_where_the_calibrated_curve_peaks(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 7)
+    refused(panel, "Run the pair first")
+    w.params.n_predict.setValue(48)
+    run(qtbot, w)
+    refused(panel, "Calibrate")
+    w.cost_tab.calibrate()
+    qtbot.waitUntil(lambda: w.cost_panel.calibrated_values() != {}, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=RUN_TIMEOUT_MS)
+    values = w.cost_panel.calibrated_values()
+    best, worst = max(values, key=values.get), min(values, key=values.get)
+    assert values[worst] < values[best] - 0.005
+    w.params.n_max.setValue(worst)
+    refused(panel, f"n_max = {worst}")
+    w.params.n_max.setValue(best)
+    assert f"n_max = {best}" in accepted(panel)
+
+
+# ------------------------------------------------------------------ the panel
+def test_progress_is_kept_and_the_panel_opens_where_it_was_left(qtbot, lesson_window, settings):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 3)
+    w.cost_panel.set_f(0.5)
+    w.cost_panel.set_alpha(0.52)
+    accepted(panel)
+    panel.next_button.click()
+    assert panel.index == 4 and int(settings.value(CURRENT_KEY)) == 4
+    assert settings.value(DONE_KEY) == "3"
+    assert panel.picker.itemText(3).startswith("✓") and not panel.picker.itemText(4).startswith("✓")
+    assert panel.progress.text() == f"1 of {len(LESSONS)} lessons solved"
+    again = LessonPanel(w, settings)                 # a new start reads them back
+    assert again.done() == {3} and again.saved_index() == 4
+    again.deleteLater()
+    panel.hint_button.click()
+    assert panel.extra.isVisible() and LESSONS[4].hint in panel.extra.text()
+    panel.answer_button.click()
+    assert LESSONS[4].answer in panel.extra.text()
+
+
+def test_a_lesson_does_not_touch_the_window_during_a_run(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 0)
+    w.params.n_predict.setValue(4000)
+    w.params.n_ctx.setValue(4096)
+    w.run_clicked()
+    qtbot.waitUntil(lambda: w.controller.busy, timeout=RUN_TIMEOUT_MS)
+    panel.open(4)                                    # would set ngram-simple
+    assert "stop it" in panel.result.text() and w.params.drafter.types() == ("draft-simple",)
+    w.stop_clicked()
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=RUN_TIMEOUT_MS)
+    panel.setup_button.click()
+    assert w.params.drafter.types() == ("ngram-simple",)
+
+
+def test_the_command_line_opens_a_lesson_and_refuses_one_that_does_not_exist(capsys, monkeypatch):
+    from specscope.app.main import cli
+    from specscope.core.cli.main import build_parser
+    assert build_parser().parse_args(["--lesson", "3"]).lesson == 3
+    assert build_parser().parse_args(["gui", "--lesson", "2"]).lesson == 2
+    assert cli(["--lesson", "9"]) == 2
+    assert f"there are {len(LESSONS)} lessons" in capsys.readouterr().err
