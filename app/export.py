@@ -1,10 +1,11 @@
-"""``specscope export SESSION --gif FILE`` (and ``--frames DIR``): a recorded session's rounds
+"""``specscope export SESSION --gif FILE`` (and ``--mp4 FILE``, ``--frames DIR``): a recorded session's rounds
 for slides, drawn as the window draws them (the generated text up to the round, and the round's
 step picture and words below it), one frame per round at a chosen size and pace.
 
 The window is built off screen on the session (no model is loaded), its settings panel hidden and
 the Round tab shown; for each round it seeks there (as the Round slider does) and grabs itself.
-GIF frames are written with Pillow (Qt writes no GIF); ``--frames`` writes one PNG per round.
+GIF frames are written with Pillow (Qt writes no GIF), an MP4 by ffmpeg (app/video.py);
+``--frames`` writes one PNG (or, ``--format svg``, one SVG) per round.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .gif import fit, write_gif
+from .gif import fit, write_gif, write_svg
 
 SIZE = (1280, 720)
 
@@ -28,9 +29,10 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def frames(session: Path, size: tuple[int, int] = SIZE):
-    """The session's rounds as QImages, one per round, drawn by an off-screen window;
-    ValueError saying why the file cannot be shown."""
+def walk(session: Path, size: tuple[int, int] = SIZE):
+    """An off-screen window on the session, shown at each of its rounds in turn (yields it, the
+    round number from 1 and the number of rounds); ValueError saying why the file cannot be
+    shown."""
     from PySide6.QtCore import QEventLoop, QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -55,41 +57,66 @@ def frames(session: Path, size: tuple[int, int] = SIZE):
                 w.shown.seek(k)
                 for _ in range(3):
                     app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-                yield fit(w.grab().toImage(), size)
+                yield w, k, n
         finally:
             w.close()
             w.shutdown()
 
 
+def frames(session: Path, size: tuple[int, int] = SIZE):
+    """The session's rounds as QImages of ``size``, one per round."""
+    for w, _k, _n in walk(session, size):
+        yield fit(w.grab().toImage(), size)
+
+
+def _fail(text: str) -> int:
+    print(f"specscope: error: {text}", file=sys.stderr)
+    return 2
+
+
 def export(args) -> int:
     """The ``export`` subcommand (core/cli/main.py hands it to app/main.py, which makes the
     application off screen and calls this: core never imports the app)."""
-    if not (args.gif or args.frames):
-        print("specscope: error: export: say where: --gif FILE and/or --frames DIR", file=sys.stderr)
-        return 2
+    if not (args.gif or args.mp4 or args.frames):
+        return _fail("export: say where: --gif FILE, --mp4 FILE and/or --frames DIR")
     try:
         size = parse_size(args.size)
     except ValueError as exc:
-        print(f"specscope: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     if not Path(args.session).is_file():
-        print(f"specscope: error: {args.session}: no such file", file=sys.stderr)
-        return 2
-    try:
-        images = list(frames(Path(args.session), size))
-    except ValueError as exc:
-        print(f"specscope: error: {exc}", file=sys.stderr)
-        return 2
-    if args.frames:
-        out = Path(args.frames)
+        return _fail(f"{args.session}: no such file")
+    if args.mp4:
+        from .video import NO_FFMPEG, ffmpeg_exe
+        if ffmpeg_exe() is None:
+            return _fail(f"--mp4: {NO_FFMPEG}")
+    out = Path(args.frames) if args.frames else None
+    if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        for k, img in enumerate(images, 1):
-            img.save(str(out / f"round_{k:04d}.png"))
-        print(f"{len(images)} frames: {out}/round_0001.png …")
+    images = []
+    try:
+        for w, k, n in walk(Path(args.session), size):
+            if args.gif or args.mp4 or args.format == "png":
+                images.append(fit(w.grab().toImage(), size))
+            if out is not None and args.format == "svg":
+                write_svg(w, out / f"round_{k:04d}.svg", f"round {k} of {n}")
+            elif out is not None:
+                images[-1].save(str(out / f"round_{k:04d}.png"))
+    except ValueError as exc:
+        return _fail(str(exc))
+    n = len(images) or k
+    if out is not None:
+        print(f"{n} frames: {out}/round_0001.{args.format} …")
     if args.gif:
-        n = write_gif(images, Path(args.gif), args.pace_ms)
+        write_gif(images, Path(args.gif), args.pace_ms)
         print(f"{args.gif}: {n} frames, {size[0]}x{size[1]}, {args.pace_ms} ms each")
+    if args.mp4:
+        from .video import write_mp4
+        try:
+            write_mp4(images, Path(args.mp4), args.pace_ms)
+        except ValueError as exc:
+            return _fail(str(exc))
+        print(f"{args.mp4}: {n} rounds, {size[0]}x{size[1]}, {args.pace_ms} ms each (H.264)")
     return 0
 
 
-__all__ = ["export", "frames", "write_gif", "parse_size"]
+__all__ = ["export", "frames", "walk", "parse_size"]

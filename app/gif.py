@@ -1,5 +1,6 @@
 """Frames into an animated GIF (Pillow: Qt writes no GIF), each at the size asked: what
-``specscope export`` (app/export.py) and the window's File ▸ Export the rounds as a GIF write."""
+``specscope export`` (app/export.py) and the window's File ▸ Export the rounds write; and a
+widget as an SVG picture (``--frames DIR --format svg``)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,19 @@ def write_gif(images, path: Path, pace_ms: int) -> int:
     return len(pictures)
 
 
-__all__ = ["fit", "write_gif"]
+def write_svg(widget, path: Path, title: str = "") -> None:
+    """``widget`` as it is drawn now, as an SVG picture (Qt's SVG generator: text stays text)."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtGui import QPainter
+    from PySide6.QtSvg import QSvgGenerator
+    gen = QSvgGenerator()
+    gen.setFileName(str(path))
+    gen.setSize(widget.size())
+    gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
+    gen.setTitle(title)
+    p = QPainter(gen)
+    widget.render(p, QPoint(0, 0))
+    p.end()
+
+
+__all__ = ["fit", "write_gif", "write_svg"]

@@ -132,7 +132,7 @@ class WindowActions:
         f.addAction(self._action("Save stats as JSON…", lambda: self.files.save_stats_dialog("json")))
         f.addAction(self._action("Save stats as CSV…", lambda: self.files.save_stats_dialog("csv")))
         self.plots_menu = f.addMenu("Save plot")
-        f.addAction(self._action("Export the rounds as a GIF…", self.export_rounds_dialog, None,
+        f.addAction(self._action("Export the rounds (GIF, MP4)…", self.export_rounds_dialog, None,
                                  "For slides: each round of the run shown as the text and its step "
                                  "picture, one frame per round (specscope export does it too)"))
         f.addSeparator()
@@ -187,18 +187,23 @@ class WindowActions:
             self.banner.show_message("info", "Run, or open a session, and let it end: then its "
                                              "rounds can be exported.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export the rounds as a GIF",
-                                              str(Path.home() / "rounds.gif"), "GIF (*.gif)")
+        path, chosen = QFileDialog.getSaveFileName(self, "Export the rounds", str(Path.home() / "rounds.gif"),
+                                                   "GIF (*.gif);;MP4 video (*.mp4)")
         if path:
-            self.export_rounds(Path(path))
+            path = Path(path)
+            if path.suffix.lower() not in (".gif", ".mp4"):
+                path = path.with_suffix(".mp4" if "mp4" in chosen else ".gif")
+            self.export_rounds(path)
 
     def export_rounds(self, path: Path, pace_ms: int = 1500) -> int:
         """The run shown, round by round as the window draws it (the Round tab shown), into an
-        animated GIF at the window's size; the view comes back to where it was. Frames written."""
+        animated GIF or (``path`` ending .mp4) an MP4 video at the window's size; the view comes
+        back to where it was. Frames written (0: the banner says why none)."""
         from PySide6.QtCore import QEventLoop
         from PySide6.QtWidgets import QApplication
 
         from .gif import write_gif
+        from .video import write_mp4
         c, tab = self.controller, self.tabs.currentWidget()
         back, n = c.shown_upto, len(c.session.run.events)
         self.tabs.setCurrentWidget(self.round_view)
@@ -209,7 +214,12 @@ class WindowActions:
             images.append(self.grab().toImage())
         self.shown.seek(back)
         self.tabs.setCurrentWidget(tab)
-        written = write_gif(images, path, pace_ms)
+        try:
+            write = write_mp4 if path.suffix.lower() == ".mp4" else write_gif
+            written = write(images, path, pace_ms)
+        except (ValueError, OSError) as exc:
+            self.banner.show_message("warning", f"The rounds were not exported: {exc}.")
+            return 0
         self.statusBar().showMessage(f"{path.name}: {written} frames", 4000)
         return written
 

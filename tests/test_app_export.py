@@ -1,5 +1,6 @@
-"""``specscope export``: a recorded session's rounds as a GIF (and PNG frames) for slides, drawn
-as the window draws them: the text up to each round and the round's step picture."""
+"""``specscope export``: a recorded session's rounds as a GIF, an MP4 video and PNG or SVG frames
+for slides, drawn as the window draws them: the text up to each round and the round's step
+picture."""
 
 from __future__ import annotations
 
@@ -40,6 +41,46 @@ def test_a_gif_has_a_frame_per_round_at_the_size_asked(qtbot, session, tmp_path,
     assert len(list(pngs.iterdir())) == rounds
 
 
+def test_an_mp4_shows_each_round_for_its_pace(qtbot, session, tmp_path, capsys):
+    from specscope.app.video import FPS, ffmpeg_exe
+    from specscope.core.session.session import Session
+    if ffmpeg_exe() is None:
+        pytest.skip("no ffmpeg (the test extra installs imageio-ffmpeg)")
+    import imageio_ffmpeg
+    rounds = len(Session.load(session).run.events)
+    mp4 = tmp_path / "run.mp4"
+    assert cli(["export", str(session), "--mp4", str(mp4), "--size", "641x361", "--pace-ms", "400"]) == 0
+    assert f"{rounds} rounds, 641x361, 400 ms each" in capsys.readouterr().out
+    assert mp4.read_bytes()[4:8] == b"ftyp"                    # an MP4 container
+    n_frames, seconds = imageio_ffmpeg.count_frames_and_secs(str(mp4))
+    assert seconds == pytest.approx(rounds * 0.4, abs=2 / FPS)
+    assert n_frames == pytest.approx(rounds * 0.4 * FPS, abs=2)
+    reader = imageio_ffmpeg.read_frames(str(mp4))
+    meta = next(reader)
+    assert tuple(meta["size"]) == (642, 362)                    # padded to even sides for H.264
+    reader.close()
+
+
+def test_svg_frames_keep_the_text_as_text(qtbot, session, tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+    from specscope.core.session.session import Session
+    s = Session.load(session)
+    out = tmp_path / "svg"
+    assert cli(["export", str(session), "--frames", str(out), "--format", "svg", "--size", "1024x640"]) == 0
+    files = sorted(out.iterdir())
+    assert [f.name for f in files[:2]] == ["round_0001.svg", "round_0002.svg"] and len(files) == len(s.run.events)
+    root = ET.parse(files[-1]).getroot()
+    assert root.tag.endswith("svg") and root.get("viewBox") == "0 0 1024 640"
+    words = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "Round" in words and "seed" in words              # the step picture's words, as text
+
+
+def test_mp4_without_ffmpeg_says_how_to_get_it(qtbot, session, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("specscope.app.video.ffmpeg_exe", lambda: None)
+    assert cli(["export", str(session), "--mp4", str(tmp_path / "x.mp4")]) == 2
+    assert "specscope[video]" in capsys.readouterr().err and not (tmp_path / "x.mp4").exists()
+
+
 def test_bad_input_is_one_line_and_exit_status_2(qtbot, tmp_path, capsys):
     assert cli(["export", str(tmp_path / "none.jsonl"), "--gif", str(tmp_path / "x.gif")]) == 2
     assert "none.jsonl: no such file" in capsys.readouterr().err
@@ -51,7 +92,7 @@ def test_bad_input_is_one_line_and_exit_status_2(qtbot, tmp_path, capsys):
     assert not (tmp_path / "x.gif").exists()
 
 
-def test_the_window_exports_the_run_shown_and_comes_back(qtbot, pair, settings, session, tmp_path):
+def test_the_window_exports_the_run_shown_and_comes_back(qtbot, pair, settings, session, tmp_path, monkeypatch):
     from helpers.window import open_window
     w = open_window(qtbot, pair, settings, preload=False)
     try:
@@ -62,5 +103,13 @@ def test_the_window_exports_the_run_shown_and_comes_back(qtbot, pair, settings, 
         with PIL.open(tmp_path / "w.gif") as im:
             assert im.n_frames == n and im.size == (w.width(), w.height())
         assert w.controller.shown_upto == n and w.tabs.currentIndex() == 0
+        from specscope.app import video
+        if video.ffmpeg_exe() is not None:
+            assert w.export_rounds(tmp_path / "w.mp4", pace_ms=500) == n
+            assert (tmp_path / "w.mp4").read_bytes()[4:8] == b"ftyp"
+        monkeypatch.setattr(video, "ffmpeg_exe", lambda: None)   # no ffmpeg: the banner says how
+        assert w.export_rounds(tmp_path / "x.mp4") == 0
+        assert w.banner.level == "warning" and "specscope[video]" in w.banner.message
+        assert w.controller.shown_upto == n
     finally:
         w.close()

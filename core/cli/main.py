@@ -61,11 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("-md", "--model-draft", type=Path)
     gui.add_argument("--session", type=Path, help="open a session file")
     gui.add_argument("--lesson", type=int, metavar="N", default=argparse.SUPPRESS, help=lesson_help)
-    exp = sub.add_parser("export", help="a recorded session's rounds as a GIF or PNG frames, for "
+    exp = sub.add_parser("export", help="a recorded session's rounds as a GIF, an MP4 or frames, for "
                                         "slides (the window's text and step picture, drawn off screen)")
     exp.add_argument("session", type=Path, help="a session file (specscope run --record)")
     exp.add_argument("--gif", type=Path, metavar="FILE", help="write an animated GIF, a frame per round")
-    exp.add_argument("--frames", type=Path, metavar="DIR", help="write one PNG per round into DIR")
+    exp.add_argument("--mp4", type=Path, metavar="FILE", help="write an H.264 MP4 video, a round per "
+                                                            "--pace-ms (needs ffmpeg: specscope[video])")
+    exp.add_argument("--frames", type=Path, metavar="DIR", help="write one picture per round into DIR")
+    exp.add_argument("--format", choices=("png", "svg"), default="png",
+                     help="the --frames pictures: PNG (default) or SVG (text stays text)")
     exp.add_argument("--size", default="1280x720", help="each frame's size, WIDTHxHEIGHT (default 1280x720)")
     exp.add_argument("--pace-ms", type=int, default=1500, help="how long each frame shows in the GIF "
                                                                "(default 1500 ms)")
