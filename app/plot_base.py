@@ -119,7 +119,7 @@ def grow_labels(labels: list[pg.TextItem], n: int, plot: pg.PlotItem) -> list[pg
     while len(labels) < n:
         t = pg.TextItem("", color=LABEL_COLOR, anchor=(0.5, 1.0))
         f = t.textItem.font()
-        f.setPointSizeF(LABEL_POINT_SIZE)
+        f.setPointSizeF(LABEL_POINT_SIZE * FONT_SCALE[0])
         t.setFont(f)
         plot.addItem(t, ignoreBounds=True)
         labels.append(t)
@@ -128,7 +128,8 @@ def grow_labels(labels: list[pg.TextItem], n: int, plot: pg.PlotItem) -> list[pg
 
 def small_legend(plot: pg.PlotItem, offset=(-6, 2), **kw) -> pg.LegendItem:
     """A legend in the top right corner (``offset``: another), on a light background."""
-    legend = plot.addLegend(offset=offset, labelTextColor=TEXT_COLOR, labelTextSize="8pt", **kw)
+    legend = plot.addLegend(offset=offset, labelTextColor=TEXT_COLOR,
+                            labelTextSize=f"{8 * FONT_SCALE[0]:.1f}pt", **kw)
     legend.setBrush(pg.mkBrush(255, 255, 255, 215))
     legend.setPen(pg.mkPen("#cccccc"))
     return legend

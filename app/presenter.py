@@ -1,7 +1,7 @@
 """Presenter mode (View ▸ Presenter, F11): for a lecture hall's projector. The window goes full
 screen, the settings panel on the left is hidden (the toolbar's Run, Step, Pace and Next stay at
-hand), and the type is scaled, the window's and the text's, and the plots' titles, axis labels
-and tick labels, by the factor chosen in View ▸ Presenter scale (1.25×, 1.5× or 2×). Leaving it
+hand), and the type is scaled, the window's and the text's, and the plots' titles, axis labels,
+tick labels, legends and value labels, by the factor chosen in View ▸ Presenter scale (1.25×, 1.5× or 2×). Leaving it
 puts everything back as it was.
 """
 
@@ -59,7 +59,25 @@ def scale_plots(root, factor: float) -> int:
             else:
                 axis.label.setFont(_scaled(axis.label.font(), factor))
             axis.setWidth() if name in ("left", "right") else axis.setHeight()
+        scale_texts(p, factor)
     return len(items)
+
+
+def scale_texts(p: pg.PlotItem, factor: float) -> None:
+    """A plot's legend, its text items (bar values, notes, a star's label) and its lines' labels
+    ``factor`` times their size; those made later take plot_base.FONT_SCALE."""
+    legend = getattr(p, "legend", None)
+    if legend is not None:
+        size = float(str(legend.opts.get("labelTextSize") or "9pt").rstrip("pt")) * factor
+        legend.opts["labelTextSize"] = f"{size:.1f}pt"
+        for _sample, label in legend.items:
+            label.setText(label.text, size=f"{size:.1f}pt")
+        legend.updateSize()
+    for item in p.getViewBox().childGroup.childItems():      # (text items ignore the bounds:
+                                                              # not in addedItems)
+        text = getattr(item, "label", None) if isinstance(item, pg.InfiniteLine) else item
+        if isinstance(text, pg.TextItem):
+            text.setFont(_scaled(text.textItem.font(), factor))
 
 
 class Presenter:
@@ -103,4 +121,4 @@ class Presenter:
             w.showMaximized()
 
 
-__all__ = ["Presenter", "SCALES", "DEFAULT_SCALE", "scale_plots"]
+__all__ = ["Presenter", "SCALES", "DEFAULT_SCALE", "scale_plots", "scale_texts"]

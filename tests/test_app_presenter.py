@@ -41,3 +41,30 @@ def test_presenter_mode_scales_the_type_and_hides_the_panel_then_restores(qtbot,
     finally:
         QApplication.setFont(app_font)
         w.close()
+
+
+def test_presenter_mode_scales_the_legends_and_value_labels_too(qtbot, pair, settings):
+    from helpers.window import for_short_runs, run_and_wait
+    w = for_short_runs(open_window(qtbot, pair, settings))
+    app_font = QApplication.font()
+    try:
+        assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+        w.tabs.setCurrentWidget(w.plots)
+        w.shown.refresh_panels()
+        legend = w.cost_panel._plot.getPlotItem().legend
+        values = [t for t in w.plots.acceptance.labels if t.textItem.toPlainText()]
+        star = w.cost_panel._best_label
+        before = (float(legend.opts["labelTextSize"].rstrip("pt")), values[0].textItem.font().pointSizeF(),
+                  star.textItem.font().pointSizeF(), float(legend.items[0][1].opts["size"].rstrip("pt")))
+        w.set_presenter_scale(2.0)
+        w.act_presenter.trigger()
+        after = (float(legend.opts["labelTextSize"].rstrip("pt")), values[0].textItem.font().pointSizeF(),
+                 star.textItem.font().pointSizeF(), float(legend.items[0][1].opts["size"].rstrip("pt")))
+        assert after == pytest.approx(tuple(2 * x for x in before), rel=0.02)
+        w.act_presenter.trigger()                         # and back
+        back = (float(legend.opts["labelTextSize"].rstrip("pt")), values[0].textItem.font().pointSizeF(),
+                star.textItem.font().pointSizeF(), float(legend.items[0][1].opts["size"].rstrip("pt")))
+        assert back == pytest.approx(before, rel=0.02)
+    finally:
+        QApplication.setFont(app_font)
+        w.close()
