@@ -350,7 +350,9 @@ HEADS = Lesson(
     "<p><b>Look at</b> the acceptance plot and the speed in the stats bar, for each.</p>",
     "Run the EAGLE-3 head, then the draft model, at the same n_max (the buttons put each in the "
     "draft slot). Select the one that ran faster (tokens/s) in the drafter box, and Check.",
-    "The stats bar shows tokens/s after each run; the acceptance rate beside it.",
+    "The stats bar shows tokens/s after each run; the acceptance rate beside it. A run just "
+    "after a model loaded can lose time in its first round: when the two are close, run each "
+    "again (the check reads the latest run of each).",
     "On this machine's CPU the demo target is so small that the head's decode costs nearly as much "
     "as the target's: the draft model is usually faster although the head is kept more often. "
     "Select draft-simple (or whichever ran faster here).",

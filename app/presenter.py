@@ -1,7 +1,7 @@
 """Presenter mode (View ▸ Presenter, F11): for a lecture hall's projector. The window goes full
 screen, the settings panel on the left is hidden (the toolbar's Run, Step, Pace and Next stay at
 hand), and the type is scaled, the window's and the text's, and the plots' titles, axis labels,
-tick labels, legends and value labels, by the factor chosen in View ▸ Presenter scale (1.25×, 1.5× or 2×). Leaving it
+tick labels, legends and value labels, and the round picture (cells and type together) by the factor chosen in View ▸ Presenter scale (1.25×, 1.5× or 2×). Leaving it
 puts everything back as it was.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
-from . import plot_base
+from . import plot_base, round_view
 from .plot_base import FittedPlot
 
 SCALES = (1.25, 1.5, 2.0)
@@ -80,6 +80,15 @@ def scale_texts(p: pg.PlotItem, factor: float) -> None:
             text.setFont(_scaled(text.textItem.font(), factor))
 
 
+def _restyle(window) -> None:
+    """Widgets with a style sheet of their own (the toolbar's buttons) keep the font they were
+    polished with: setting their sheet again lets them take the application's new font."""
+    for widget in window.findChildren(QWidget):
+        sheet = widget.styleSheet()
+        if sheet:
+            widget.setStyleSheet(sheet)
+
+
 class Presenter:
     """The window's presenter mode (module docs)."""
 
@@ -101,7 +110,10 @@ class Presenter:
                       "left": w.left_panel_shown(), "app_font": QFont(QApplication.font()),
                       "text_font": QFont(w.token_view.font())}
         scale_plots(w, self.scale)                 # (before the window's font: theirs follow it)
+        round_view.ZOOM[0] = self.scale
+        w.round_view.rezoom()
         QApplication.setFont(_scaled(self.saved["app_font"], self.scale))
+        _restyle(w)
         w.token_view.setFont(_scaled(self.saved["text_font"], self.scale))
         w.set_left_panel_shown(False)
         w.showFullScreen()
@@ -112,8 +124,11 @@ class Presenter:
         w, saved = self.w, self.saved
         self.saved = None
         QApplication.setFont(saved["app_font"])
+        _restyle(w)
         w.token_view.setFont(saved["text_font"])
         scale_plots(w, 1.0 / self.scale)
+        round_view.ZOOM[0] = 1.0
+        w.round_view.rezoom()
         w.set_left_panel_shown(saved["left"])
         w.showNormal()
         w.restoreGeometry(saved["geometry"])

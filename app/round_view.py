@@ -36,6 +36,7 @@ from .drafter_style import drafter_colors, drafter_html, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
 
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
+ZOOM = [1.0]           # the round picture's scale (presenter mode's; RoundDiagram.zoom)
 DIAGRAM_MIN_PX = 110      # the round's diagram scrolls below this height (a 600-pixel screen)
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
 
@@ -93,6 +94,16 @@ class RoundDiagram(QWidget):
 
     def show_round(self, ev, vocab) -> None:
         self._ev, self._vocab = ev, vocab
+        self.rezoom()
+
+    @staticmethod
+    def zoom() -> float:
+        """The picture's scale: presenter mode's (app/presenter.py sets ZOOM), 1 otherwise. The
+        whole picture is drawn at it, cells and type alike, so a larger type never overflows a cell."""
+        return ZOOM[0]
+
+    def rezoom(self) -> None:
+        """Take a new size (a round shown, or presenter mode's scale changed)."""
         self.updateGeometry()
         self.setMinimumWidth(self.sizeHint().width())
         self.update()
@@ -103,11 +114,13 @@ class RoundDiagram(QWidget):
         self.update()
 
     def token_at(self, point: QPointF) -> int | None:
+        point = point / self.zoom()
         return next((tok for rect, tok in self._cells if rect.contains(point)), None)
 
     def term_at(self, point: QPointF) -> str:
         """The plain words for the step-mode term under ``point`` (a row's name, a cell's small
         print: app/glossary.py), or ""."""
+        point = point / self.zoom()
         return next((words for rect, words in self._terms if rect.contains(point)), "")
 
     def tooltip_at(self, point: QPointF) -> str:
@@ -142,7 +155,8 @@ class RoundDiagram(QWidget):
     def sizeHint(self) -> QSize:  # noqa: N802
         height = (tree_view.height(self._ev, GAP) if self._ev is not None and self._ev.tree
                   else len(ROWS) * (CELL_H + GAP) + GAP)
-        return QSize(LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 270, height)
+        k = self.zoom()
+        return QSize(round((LABEL_W + max(self._n_cols(), 5) * (CELL_W + GAP) + 270) * k), round(height * k))
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         c = _Cells(self)
@@ -160,7 +174,7 @@ class RoundDiagram(QWidget):
         ev = self._ev
         if ev is None:
             c.p.setPen(QColor("#888888"))
-            c.p.drawText(QRectF(LABEL_W, 0, self.width() - LABEL_W, self.height()),
+            c.p.drawText(QRectF(LABEL_W, 0, self.width() / c.zoom - LABEL_W, self.height() / c.zoom),
                          Qt.AlignmentFlag.AlignCenter, "Press Step (F10) to run one round")
             c.p.end()
             self._cells, self._terms = [], c.terms
@@ -271,7 +285,11 @@ class _Cells:
         self.p = QPainter(widget)
         self.p.setRenderHint(QPainter.RenderHint.Antialiasing)
         self.p.fillRect(widget.rect(), QColor("#ffffff"))
+        self.zoom = RoundDiagram.zoom()
+        self.p.scale(self.zoom, self.zoom)            # (the widget's type is already that large)
         self.font = QFont(widget.font())
+        if self.font.pointSizeF() > 0:
+            self.font.setPointSizeF(self.font.pointSizeF() / self.zoom)
         self.small = QFont(self.font)
         self.small.setPointSizeF(max(7.0, self.font.pointSizeF() - 1.5))
         self.p.setFont(self.font)
@@ -322,9 +340,7 @@ class RoundExplainer(QWidget):
         self.diagram_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self.diagram_scroll.setWidget(self.diagram)
         # its whole height where there is room; on a short screen (600 pixels) it scrolls
-        self.diagram_scroll.setMaximumHeight(self.diagram.sizeHint().height()
-                                             + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
-        self.diagram_scroll.setMinimumHeight(DIAGRAM_MIN_PX)
+        self.fit_diagram()
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
@@ -355,9 +371,21 @@ class RoundExplainer(QWidget):
         ones), to quote the n-gram an n-gram drafter matched; ``types``: the run's chain."""
         self.shown_event = ev
         self.diagram.show_round(ev, vocab)
-        self.diagram_scroll.setMaximumHeight(self.diagram.sizeHint().height()
-                                             + self.diagram_scroll.horizontalScrollBar().sizeHint().height())
+        self.fit_diagram()
         self.text.setText(explain(ev, vocab, history, types))
+
+    def fit_diagram(self) -> None:
+        """The picture's whole height where there is room (on a short screen it scrolls); in
+        presenter mode all of it, the words below scrolling instead (a projector's screen is
+        at least 720 pixels tall)."""
+        h = self.diagram.sizeHint().height() + self.diagram_scroll.horizontalScrollBar().sizeHint().height()
+        self.diagram_scroll.setMaximumHeight(h)
+        self.diagram_scroll.setMinimumHeight(h if self.diagram.zoom() > 1 else DIAGRAM_MIN_PX)
+
+    def rezoom(self) -> None:
+        """Presenter mode's scale changed: the picture takes its new size."""
+        self.diagram.rezoom()
+        self.fit_diagram()
 
 
 def chain_words(ev, types) -> str:

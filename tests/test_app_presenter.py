@@ -24,9 +24,13 @@ def test_presenter_mode_scales_the_type_and_hides_the_panel_then_restores(qtbot,
     app_font = QApplication.font()
     try:
         text, tick = w.token_view.font().pointSizeF(), _tick_size(w)
+        picture = w.round_view.diagram.sizeHint()
         w.set_presenter_scale(2.0)
         w.act_presenter.trigger()                         # F11
         assert w.presenter.on and w.isFullScreen() and not w.left_panel_shown()
+        # the round picture zooms whole, cells with their type
+        assert w.round_view.diagram.sizeHint().height() == pytest.approx(2 * picture.height(), abs=1)
+        assert w.round_view.diagram_scroll.minimumHeight() >= w.round_view.diagram.sizeHint().height()
         assert QApplication.font().pointSizeF() == pytest.approx(app_font.pointSizeF() * 2)
         assert w.token_view.font().pointSizeF() == pytest.approx(text * 2)
         assert _tick_size(w) == pytest.approx(tick * 2, rel=0.01)
@@ -35,6 +39,7 @@ def test_presenter_mode_scales_the_type_and_hides_the_panel_then_restores(qtbot,
         assert float(settings.value("view/presenter_scale")) == 1.25
         w.act_presenter.trigger()                         # F11 again
         assert not w.presenter.on and not w.isFullScreen() and w.left_panel_shown()
+        assert w.round_view.diagram.sizeHint() == picture
         assert QApplication.font().pointSizeF() == pytest.approx(app_font.pointSizeF())
         assert w.token_view.font().pointSizeF() == pytest.approx(text)
         assert _tick_size(w) == pytest.approx(tick, rel=0.01)
