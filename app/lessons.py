@@ -1,4 +1,4 @@
-"""Help ▸ Lessons: eight short lessons on live data from the demo pair (and its EAGLE-3 head).
+"""Help ▸ Lessons: nine short lessons on live data from the demo pair (and its EAGLE-3 head).
 
 Each lesson sets the window up (models, drafter, sampler, prompt, the tab to look at), says in
 a few sentences what to look at, points at it, and ends with an exercise that ``check`` reads
@@ -20,7 +20,7 @@ BREAK_EVEN_BAND = (1.0, 1.05)  # and the textbook best speed-up asked for
 LOW_ACCEPTANCE = 0.30          # lesson 3
 MIN_DRAFTED = 20               # a rate read from fewer drafted tokens says little
 DRAFTLESS_ACCEPTED = 20        # lesson 5
-HOT = 0.5                      # lesson 7: the least temperature at which the two rules differ much
+HOT = 0.5                      # lesson 8: the least temperature at which the two rules differ much
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ TARGETS_OWN = Lesson(
     "at that position, and a rejected one is replaced by it. With greedy sampling the text is "
     "therefore exactly what the target alone would write; the draft only decides how many tokens "
     "one pass of the target yields. (At temperature the same holds for the distribution of the "
-    "text: lesson 7.)</p>"
+    "text: lesson 8.)</p>"
     "<p><b>Look at</b> the colours of the text: green tokens were drafted and kept, blue ones are "
     "the target's own (a replacement or the bonus). The stats bar gives the speed-up once the "
     "target alone has run.</p>",
@@ -309,7 +309,56 @@ DRAFTLESS = Lesson(
     lambda w: w.params.drafter.checks["ngram-simple"])
 
 
-# ------------------------------------------------------------------ 6. heads
+# ------------------------------------------------------------------ 6. a tree
+def _check_tree(w, _notes):
+    ev = w.round_view.shown_event
+    if ev is None or ev.tree is None:
+        return False, "No tree round is shown: press Step (F10) with draft-tree set up."
+    tree = ev.tree
+    if len(tree.branches) < 2:
+        return False, (f"Round {ev.index}'s tree did not split (one branch): the draft was sure of "
+                       "every token. Step on.")
+    if tree.kept == 0:
+        return False, (f"In round {ev.index} the target kept branch 0, the draft's first choice, "
+                       f"of {len(tree.branches)}: a chain would have done as well. Step on.")
+    from .tree_view import mismatch
+    if mismatch(ev) >= 0:
+        return False, (f"Round {ev.index} shows llama-speculative's slip (the words under the "
+                       "picture explain it): its kept branch is not the path the text took. "
+                       "Step on to a round whose kept branch is the path taken.")
+    a = ev.n_accepted
+    return True, (f"Round {ev.index}: {len(tree.branches)} branches, {tree.nodes} drafted tokens in one "
+                  f"verification batch; the target kept branch {tree.kept} ({a} token"
+                  f"{'s' if a != 1 else ''} of it), which a single chain of the draft's first "
+                  "choices would have lost at the split.")
+
+
+TREE = Lesson(
+    "A tree of drafts",
+    "<p>Where the draft is unsure between two tokens, one chain of guesses bets on one of them. "
+    "llama.cpp's <b>llama-speculative</b> (SpecScope's <b>draft-tree</b>) drafts a <b>tree</b> "
+    "instead: where a runner-up token holds more than p_split of the draft's probability, a new "
+    "branch starts with it. The target verifies every branch in one batch (each branch is a "
+    "sequence of its cache, sharing the rows before its split) and keeps the branch it agrees with "
+    "longest. More rows in the batch cost more, so a tree pays where the draft is often torn "
+    "between two tokens: at temperature, on varied text.</p>"
+    "<p><b>Look at</b> the Round tab: each branch on its own row, where it split off, the kept "
+    "branch marked, and the words below.</p>",
+    "Press <b>Step</b> until the target keeps a branch other than branch 0 (the draft's first "
+    "choices), and Check.",
+    "Branches appear where the draft hesitates; at temperature the target's own sample picks "
+    "among them. Each Step runs one round.",
+    "With the setup here (temperature 0.8, up to 4 branches) a round that keeps branch 1 or later "
+    "comes within the first ten or so rounds. A round whose words say \"llama-speculative's "
+    "slip\" does not count: there llama.cpp kept a branch that is not the path the text took "
+    "(a flaw of llama-speculative that SpecScope mirrors and shows).",
+    lambda w: (base_setup(w, types=("draft-tree",), temperature=0.8, tab=lambda w: w.round_view),
+               w.params.drafter.branches.setValue(4)),
+    _check_tree,
+    lambda w: w.params.drafter.branches)
+
+
+# ------------------------------------------------------------------ 7. heads
 def _faster(notes, a, b, key, same):
     """The latest runs of types ``a`` and ``b`` whose ``same`` fields agree, and the one higher by ``key``."""
     runs = {}
@@ -365,7 +414,7 @@ HEADS = Lesson(
               lambda w: (use_models(w, "draft"), w.params.drafter.set_types(["draft-simple"])))))
 
 
-# ------------------------------------------------------------------ 7. sampling
+# ------------------------------------------------------------------ 8. sampling
 def _check_rules(w, notes):
     hot = [n for n in notes if n.kind == "spec" and n.temperature >= HOT]
     by_rule = {n.rule: n for n in hot}
@@ -404,7 +453,7 @@ SAMPLING = Lesson(
     lambda w: w.params.accept_rule)
 
 
-# ------------------------------------------------------------------ 8. this machine
+# ------------------------------------------------------------------ 9. this machine
 def _check_calibrated_n(w, _notes):
     c = w.cost_panel
     if c.measured is None:
@@ -444,5 +493,5 @@ THIS_MACHINE = Lesson(
     lambda w: w.cost_panel.calibrate_button)
 
 
-LESSONS: tuple[Lesson, ...] = (ONE_BATCH, TARGETS_OWN, BY_POSITION, DRAFT_COST, DRAFTLESS, HEADS,
-                               SAMPLING, THIS_MACHINE)
+LESSONS: tuple[Lesson, ...] = (ONE_BATCH, TARGETS_OWN, BY_POSITION, DRAFT_COST, DRAFTLESS, TREE,
+                               HEADS, SAMPLING, THIS_MACHINE)

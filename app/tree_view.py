@@ -136,6 +136,14 @@ def node_tooltip(ev, token: int, vocab) -> str:
             + "".join(f"<br>{w}" for w in where[:6]))
 
 
+def mismatch(ev) -> int:
+    """The first depth where the kept branch's token differs from the one the round emitted
+    there (-1: none). At temperature llama-speculative can keep a branch whose earlier token
+    was not the one taken (docs/tree.md), and SpecScope mirrors it."""
+    kept = ev.tree.branches[ev.tree.kept]
+    return next((d for d in range(min(ev.n_accepted, len(kept))) if kept[d] != ev.emitted[d]), -1)
+
+
 def tree_words(ev, tok) -> list[str]:
     """Steps 1 and 3 of the round's words for a tree; ``tok(token, i)``: the i-th emitted
     (or -1: the seed's) token as HTML."""
@@ -157,6 +165,12 @@ def tree_words(ev, tok) -> list[str]:
                   f"the token it took, {own}, its own."
     else:
         result += f"none: at depth 1 no branch held the token it took, {own}, its own."
+    off = mismatch(ev)
+    if off >= 0:
+        result += (f" <b>llama-speculative's slip:</b> at depth {off + 1} the text took "
+                   f"{tok(ev.emitted[off], off)} from another branch, but branch {tree.kept} holds "
+                   f"another token there, so the caches now hold a token the text does not "
+                   f"(docs/tree.md).")
     if ev.drafter == SUFFIX:
         draft = (f"<b>1. Draft:</b> <b>suffix</b> looked the latest tokens up in its suffix trees "
                  f"and grew a <b>tree</b> of the continuations seen after them, most frequent "

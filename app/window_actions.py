@@ -104,7 +104,7 @@ class WindowActions:
         h.addAction(self._action("Guide", lambda: show_guide(self), "F1", "What the colours, plots, "
                                                                           "cost model and step mode show"))
         h.addAction(self._action("Lessons", lambda: self.show_lessons(), "Shift+F1",
-                                 "Eight short lessons on the demo pair, each with an exercise the "
+                                 "Nine short lessons on the demo pair, each with an exercise the "
                                  "window checks"))
         h.addAction(self._action("Open the log folder", lambda: open_log_folder(self.log_path)))
         h.addAction(self._action("About SpecScope", lambda: show_about(self, self.log_path)))

@@ -144,14 +144,42 @@ def test_lesson_5_a_draftless_drafter_on_a_text_that_repeats(qtbot, lesson_windo
     assert "with no draft model" in accepted(panel)
 
 
-def test_lesson_6_the_head_against_the_draft_model(qtbot, lesson_window):
+def test_lesson_6_a_kept_branch_other_than_the_first(qtbot, lesson_window):
     w = lesson_window
     panel = open_lesson(qtbot, w, 5)
+    assert w.params.drafter.types() == ("draft-tree",) and w.params.drafter.branches.value() == 4
+    assert w.params.sampler.currentData() == "temperature" and w.tabs.currentWidget() is w.round_view
+    from specscope.app.tree_view import mismatch
+    seen = {"first": None, "other": None}
+    w.step_clicked()
+    for _ in range(80):
+        qtbot.waitUntil(lambda: w.controller.state in (RunState.PAUSED, RunState.IDLE), timeout=RUN_TIMEOUT_MS)
+        ev = w.round_view.shown_event
+        if ev is not None and ev.tree is not None and len(ev.tree.branches) > 1:
+            if mismatch(ev) >= 0:                   # llama-speculative's slip: not an answer
+                refused(panel, "slip")
+            elif ev.tree.kept == 0 and seen["first"] is None:
+                seen["first"] = refused(panel, "kept branch 0")
+            elif ev.tree.kept > 0 and seen["other"] is None:
+                seen["other"] = accepted(panel)
+                assert f"kept branch {ev.tree.kept}" in seen["other"]
+        if all(seen.values()) or w.controller.state is not RunState.PAUSED:
+            break
+        with qtbot.waitSignal(w.step_done, timeout=RUN_TIMEOUT_MS):
+            w.step_clicked()
+    assert all(seen.values()), seen
+    w.stop_clicked()
+    qtbot.waitUntil(lambda: not w.controller.busy, timeout=RUN_TIMEOUT_MS)
+
+
+def test_lesson_7_the_head_against_the_draft_model(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 6)
     assert w.pair_panel.pair()[1] == demo_files()["head"] and w.params.drafter.types() == ("draft-eagle3",)
     run(qtbot, w)
     refused(panel, "once each")
     buttons = [panel.actions_row.itemAt(i).widget() for i in range(panel.actions_row.count())]
-    assert [b.text() for b in buttons] == [label for label, _ in LESSONS[5].actions]
+    assert [b.text() for b in buttons] == [label for label, _ in LESSONS[6].actions]
     buttons[1].click()                               # the draft model in the draft slot
     assert w.pair_panel.pair()[1] == demo_files()["draft"]
     wait_for_pair(qtbot, w)
@@ -165,9 +193,9 @@ def test_lesson_6_the_head_against_the_draft_model(qtbot, lesson_window):
     assert "faster here" in accepted(panel)
 
 
-def test_lesson_7_the_rule_that_keeps_more(qtbot, lesson_window):
+def test_lesson_8_the_rule_that_keeps_more(qtbot, lesson_window):
     w = lesson_window
-    panel = open_lesson(qtbot, w, 6)
+    panel = open_lesson(qtbot, w, 7)
     p = w.params
     assert p.sampler.currentData() == "temperature" and p.temperature.value() == 1.0
     run(qtbot, w)
@@ -182,9 +210,9 @@ def test_lesson_7_the_rule_that_keeps_more(qtbot, lesson_window):
     assert "target's own distribution" in accepted(panel)
 
 
-def test_lesson_8_n_max_where_the_calibrated_curve_peaks(qtbot, lesson_window):
+def test_lesson_9_n_max_where_the_calibrated_curve_peaks(qtbot, lesson_window):
     w = lesson_window
-    panel = open_lesson(qtbot, w, 7)
+    panel = open_lesson(qtbot, w, 8)
     refused(panel, "Run the pair first")
     w.params.n_predict.setValue(48)
     run(qtbot, w)
@@ -242,5 +270,5 @@ def test_the_command_line_opens_a_lesson_and_refuses_one_that_does_not_exist(cap
     from specscope.core.cli.main import build_parser
     assert build_parser().parse_args(["--lesson", "3"]).lesson == 3
     assert build_parser().parse_args(["gui", "--lesson", "2"]).lesson == 2
-    assert cli(["--lesson", "9"]) == 2
+    assert cli(["--lesson", str(len(LESSONS) + 1)]) == 2
     assert f"there are {len(LESSONS)} lessons" in capsys.readouterr().err

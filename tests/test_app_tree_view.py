@@ -51,6 +51,19 @@ def test_step_mode_draws_every_tree_token_once_and_the_targets_samples(qtbot):
     assert "branch 1 at depth 1, p 0.300" in tip and "branch 2 at depth 1" in tip
 
 
+def test_a_kept_branch_that_is_not_the_path_taken_is_said(qtbot):
+    """llama-speculative's slip at temperature (docs/tree.md): the text took 4 from branch 1,
+    then 6; branch 0 (2, 6) was left in the draw and its 6 kept, so branch 0 is kept."""
+    from dataclasses import replace
+    from specscope.app.tree_view import mismatch
+    tree = replace(TREE, branches=((2, 6), (4, 5)), probs=((0.5, 0.9), (0.3, 0.6)), kept=0, nodes=4)
+    ev = replace(ROUND, drafted=(2, 6), tree=tree)
+    assert mismatch(ev) == 0 and mismatch(ROUND) == -1
+    text = explain(ev, VOCAB)
+    assert "llama-speculative's slip" in text and "at depth 1 the text took <code>e</code>" in text
+    assert "slip" not in explain(ROUND, VOCAB)
+
+
 def test_a_suffix_tree_is_drawn_and_told_as_drafted_from_counts(qtbot):
     from dataclasses import replace
     ev = replace(ROUND, drafter="suffix", draft_note="the last 3 tokens occurred 2 times in this "

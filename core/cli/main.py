@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
                        whatif=cli_whatif, advise=cli_advise, chat=cli_chat,
                        models=cli_models)
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
-    lesson_help = "open the window on lesson N of Help ▸ Lessons (1 to 8)"
+    lesson_help = "open the window on lesson N of Help ▸ Lessons (from 1)"
     parser.add_argument("--lesson", type=int, metavar="N", help=lesson_help)
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="speculative decoding, headless")
