@@ -71,7 +71,7 @@ class SynthCurveView(MeasureView):
         cache_static_parts(p)
         lay.addWidget(self.plot, 1)
         self.table = table_label("Press Measure to run the pair at several synthetic acceptance levels.")
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)          # the sentence wraps on a narrow tab; the table won't
         lay.addWidget(self.table)
         lay.addWidget(self.row)
 
@@ -101,6 +101,7 @@ class SynthCurveView(MeasureView):
         self.plot.getPlotItem().setYRange(0.0, top * 1.12, padding=0)
         self.plot.getPlotItem().setTitle(
             f"Speed-up against per-token acceptance α (n = {curve.n}, f = {curve.calibration.f:.3f})")
+        self.table.setWordWrap(False)
         self.table.setText("\n".join(curve.lines()[2:]))
         busy = curve.others_cpu
         self.status.setText(("stopped: the points measured so far" if curve.stopped else
