@@ -115,37 +115,7 @@ def main(argv=None) -> int:
         special(w, wait, shot, tmp)
         w.close()
         return 0
-    shot("01_fresh")
-    w.params.n_predict.setValue(args.n_predict)
-    w.run_clicked()
-    wait(lambda: len(w.shown.events) >= 12 or not w.controller.busy)
-    shot("02_mid_run")
-    wait(lambda: not w.controller.busy, 600)
-    w.tabs.setCurrentIndex(0)
-    shot("03_finished_with_plots")
-    w.baseline_clicked()                # measured beside the run: the views keep the run
-    wait(lambda: not w.controller.busy, 600)
-    shot("03b_run_after_baseline")
-    w.run_clicked()
-    wait(lambda: not w.controller.busy, 600)
-    w.tabs.setCurrentIndex(1)
-    shot("04_cost_model")
-    w.step_clicked()
-    for _ in range(12):
-        wait(lambda: w.controller.paused or not w.controller.busy)
-        ev = w.round_view.shown_event
-        if not w.controller.paused or (ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted)):
-            break
-        w.step_clicked()
-    shot("05_step_mode")
-    w.stop_clicked()
-    wait(lambda: not w.controller.busy)
-    bad = tmp / "not-a-model.gguf"
-    bad.write_bytes(b"hello, I am not a GGUF file")
-    t, d = w.pair_panel.pair()
-    w.pair_panel.set_pair(bad, d)
-    wait(lambda: w.banner.isVisible() and w.banner.level == "error", 30)
-    shot("06_error")
+    default_shots(w, wait, shot, args.n_predict, tmp)
     w.close()
     return 0
 
@@ -309,6 +279,42 @@ def chat_shots(w, wait, shot, _tmp: Path) -> None:
     shot("53_chat_step_mode")
     w.stop_clicked()
     wait(lambda: not w.controller.busy)
+
+
+def default_shots(w, wait, shot, n_predict: int, tmp: Path) -> None:
+    """Fresh, mid-run, finished with plots, after a Baseline, the cost model, step mode and a
+    bad file's banner."""
+    shot("01_fresh")
+    w.params.n_predict.setValue(n_predict)
+    w.run_clicked()
+    wait(lambda: len(w.shown.events) >= 12 or not w.controller.busy)
+    shot("02_mid_run")
+    wait(lambda: not w.controller.busy, 600)
+    w.tabs.setCurrentIndex(0)
+    shot("03_finished_with_plots")
+    w.baseline_clicked()                # measured beside the run: the views keep the run
+    wait(lambda: not w.controller.busy, 600)
+    shot("03b_run_after_baseline")
+    w.run_clicked()
+    wait(lambda: not w.controller.busy, 600)
+    w.tabs.setCurrentIndex(1)
+    shot("04_cost_model")
+    w.step_clicked()
+    for _ in range(12):
+        wait(lambda: w.controller.paused or not w.controller.busy)
+        ev = w.round_view.shown_event
+        if not w.controller.paused or (ev is not None and ev.drafted and ev.n_accepted < len(ev.drafted)):
+            break
+        w.step_clicked()
+    shot("05_step_mode")
+    w.stop_clicked()
+    wait(lambda: not w.controller.busy)
+    bad = tmp / "not-a-model.gguf"
+    bad.write_bytes(b"hello, I am not a GGUF file")
+    t, d = w.pair_panel.pair()
+    w.pair_panel.set_pair(bad, d)
+    wait(lambda: w.banner.isVisible() and w.banner.level == "error", 30)
+    shot("06_error")
 
 
 def lesson_shots(w, wait, shot, n: int) -> None:
