@@ -244,8 +244,13 @@ class LessonPanel(QDockWidget):
         QTimer.singleShot(300, self.point)
 
     def point(self) -> None:
-        if self.index >= 0:
-            self.pointer.point_at(self.lesson.point(self.w))
+        """Frame what the lesson is about (the settings panel comes back if it was hidden)."""
+        if self.index < 0:
+            return
+        widget = self.lesson.point(self.w)
+        if widget is not None and self.w.left_panel.isAncestorOf(widget):
+            self.w.set_left_panel_shown(True)
+        self.pointer.point_at(widget)
 
     def check(self) -> bool:
         ok, sentence = self.lesson.check(self.w, list(self.notes))

@@ -11,6 +11,7 @@ shows them and keeps the progress is app/lesson_panel.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 CODE_PROMPT = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'
@@ -44,7 +45,7 @@ class RunNote:
     def of(cls, session) -> "RunNote":
         s, st = session.settings, session.run.stats
         spec = s.spec
-        return cls(session.kind, tuple(spec.types) if spec else (), (s.draft or "").split("/")[-1],
+        return cls(session.kind, tuple(spec.types) if spec else (), Path(s.draft).name if s.draft else "",
                    spec.n_max if spec else 0, float(s.sampler.temperature),
                    getattr(spec, "accept_rule", "match") if spec else "", float(st.tokens_per_s),
                    st.n_drafted, st.n_accept)

@@ -250,6 +250,15 @@ def test_progress_is_kept_and_the_panel_opens_where_it_was_left(qtbot, lesson_wi
     assert LESSONS[4].answer in panel.extra.text()
 
 
+def test_show_me_brings_back_a_hidden_settings_panel(qtbot, lesson_window):
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 7)                 # points at the acceptance rule, on the left
+    w.set_left_panel_shown(False)
+    panel.show_button.click()
+    assert w.left_panel_shown() and panel.pointer.target is w.params.accept_rule
+    qtbot.waitUntil(lambda: panel.pointer.isVisible(), timeout=5_000)
+
+
 def test_a_lesson_does_not_touch_the_window_during_a_run(qtbot, lesson_window):
     w = lesson_window
     panel = open_lesson(qtbot, w, 0)
