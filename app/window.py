@@ -43,7 +43,7 @@ from . import palette
 from .presenter import DEFAULT_SCALE, SCALES, Presenter
 from .window_actions import PALETTE_KEY, PRESENTER_SCALE_KEY, WindowActions
 from .window_chat import WindowChat
-from .window_settings import apply_json, restore_settings, save_settings
+from .window_settings import Layout, apply_json, restore_controls, restore_layout, save_settings
 from .worker import EngineWorker, on_ui_thread, start_thread
 
 log = logging.getLogger("specscope.app")
@@ -87,8 +87,11 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self._start_threads()
         self._build_actions()
         # the tab and workspace shown last are chosen once they exist (_build_panels)
-        self._restore_tab, self._restore_workspace, self._splits_restored = restore_settings(
-            self, model, draft)
+        self._restore_tab, self._restore_workspace, self._splits_restored = restore_layout(
+            self.settings, self.kept_layout())
+        if not restore_controls(self.settings, self.controls, model, draft):
+            self.banner.show_message("info", "No demo model pair is installed. Choose a target and a "
+                                             "draft model (File ▸ Open, or drop .gguf files on the window).")
         self._update_buttons()
         guard_wheel(self)         # a wheel scrolling the panels passes over their inputs
         QTimer.singleShot(0, self._build_panels)
@@ -362,7 +365,14 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
 
     # ================================================================== settings
     def save_settings(self) -> None:
-        save_settings(self)
+        save_settings(self.settings, self.controls, self.kept_layout())
+
+    def kept_layout(self) -> Layout:
+        """The parts whose arrangement the settings keep (app/window_settings.py)."""
+        return Layout(self, {"window/main_split": self.main_split, "window/right_split": self.right_split},
+                      self.tabs, self.workspace, (self.tabs_expanded, self.set_tabs_expanded),
+                      (self.left_panel_shown, self.set_left_panel_shown),
+                      lambda: {"compare": self.compare, "advisor": self.advisor})
 
     # ================================================================== pair
     def _params_changed(self) -> None:

@@ -1,10 +1,14 @@
-"""The main window as it was left: its geometry, splitters, tabs and workspace, the pair, the
-parameters and the prompt, and the recent pairs, in the window's QSettings."""
+"""The main window as it was left, in its QSettings: the controls (the pair, the parameters, the
+prompt, the recent pairs) and the layout (geometry, splitters, tabs and workspace, the two
+toggles, the Compare and Advisor forms). The window hands in the parts (``RunControls``,
+``Layout``); nothing here reaches through the window."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .controls import DEFAULT_PROMPT
 from .desktop import place_window
@@ -48,34 +52,54 @@ def apply_json(settings, key: str, apply) -> None:
         pass
 
 
-def restore_settings(w, model: Path | None, draft: Path | None) -> tuple[int | None, int | None, bool]:
-    """Set the window ``w`` as its settings left it, with ``model`` and ``draft`` (the command
-    line's) before the saved pair. Returns what waits until the plots are built: the tab and the
-    workspace to show, and whether the splitters had saved sizes."""
-    s = w.settings
-    place_window(w, s.value("window/geometry"))     # inside the screen it opens on
-    state = s.value("window/state")
+@dataclass
+class Layout:
+    """The parts of the window whose arrangement is kept: the window itself (its geometry and
+    its docks' state), the splitters by key, the tab stacks, the two toggles and the workspaces
+    whose forms are kept (by key; None until built)."""
+    window: object                                  # the QMainWindow
+    splits: dict                                    # settings key -> QSplitter
+    tabs: object                                    # the run's tabs (plots, cost model, ...)
+    workspace: object                               # Run / Compare / sessions / Advisor
+    tabs_expanded: tuple[Callable[[], bool], Callable[[bool], None]]   # (get, set)
+    left_panel: tuple[Callable[[], bool], Callable[[bool], None]]
+    views: Callable[[], dict] = dict                # key -> a view with to_dict (Compare, Advisor)
+
+
+def restore_layout(settings, layout: Layout) -> tuple[int | None, int | None, bool]:
+    """The window arranged as it was left. Returns what waits until the plots are built: the
+    tab and the workspace to show, and whether the splitters had saved sizes."""
+    place_window(layout.window, settings.value("window/geometry"))   # inside the screen it opens on
+    state = settings.value("window/state")
     if state is not None:
-        w.restoreState(state)
+        layout.window.restoreState(state)
     splits_restored = False
-    for key, split in (("window/main_split", w.main_split), ("window/right_split", w.right_split)):
-        v = s.value(key)
+    for key, split in layout.splits.items():
+        v = settings.value(key)
         if v is not None:
             split.restoreState(v)
             splits_restored = True
-    tab = s.value("window/tab")
+    tab = settings.value("window/tab")
     if tab is not None:
-        w.tabs.setCurrentIndex(int(tab))
-    workspace = s.value("window/workspace")
-    w.set_tabs_expanded(str(s.value("window/tabs_expanded", "false")).lower() == "true")
-    w.set_left_panel_shown(str(s.value("window/left_panel", "true")).lower() == "true")
-    if s.value("params/json"):
-        apply_json(s, "params/json", w.params.from_dict)
-    if s.value("params/engine_json"):
-        apply_json(s, "params/engine_json", w.pair_panel.set_engine_kwargs)
-    w.prompt.set_text(s.value("params/prompt", DEFAULT_PROMPT) or DEFAULT_PROMPT)
-    apply_json(s, "params/prompt_json", w.prompt.from_dict)
-    w.pair_panel.set_recent(recent_pairs(s))
+        layout.tabs.setCurrentIndex(int(tab))
+    workspace = settings.value("window/workspace")
+    layout.tabs_expanded[1](str(settings.value("window/tabs_expanded", "false")).lower() == "true")
+    layout.left_panel[1](str(settings.value("window/left_panel", "true")).lower() == "true")
+    return (int(tab) if tab is not None else None,
+            int(workspace) if workspace is not None else None, splits_restored)
+
+
+def restore_controls(settings, controls, model: Path | None, draft: Path | None) -> bool:
+    """The controls (``controls.RunControls``: the pair, the parameters, the prompt) as their
+    settings left them, with ``model`` and ``draft`` (the command line's) before the saved
+    pair; False when there is no pair at all (no demo pair installed and none saved)."""
+    if settings.value("params/json"):
+        apply_json(settings, "params/json", controls.params.from_dict)
+    if settings.value("params/engine_json"):
+        apply_json(settings, "params/engine_json", controls.pair_panel.set_engine_kwargs)
+    controls.prompt.set_text(settings.value("params/prompt", DEFAULT_PROMPT) or DEFAULT_PROMPT)
+    apply_json(settings, "params/prompt_json", controls.prompt.from_dict)
+    controls.pair_panel.set_recent(recent_pairs(settings))
     if model is not None or draft is not None:
         t, d = model, draft
         demo = demo_pair_or_none()
@@ -85,38 +109,35 @@ def restore_settings(w, model: Path | None, draft: Path | None) -> tuple[int | N
             d = demo[1]                        # another target alone stays alone: the demo draft
                                                # would not fit it (n-gram types and MTP need none)
     else:
-        t, d = s.value("pair/target"), s.value("pair/draft")
+        t, d = settings.value("pair/target"), settings.value("pair/draft")
         # a target alone is a pair too (the n-gram drafters need no draft model)
         if not (t and Path(t).is_file() and (not d or Path(d).is_file())):
             demo = demo_pair_or_none()
             t, d = demo if demo else (t, d)
-    w.pair_panel.set_pair(t, d)
-    if not t:
-        w.banner.show_message("info", "No demo model pair is installed. Choose a target and a "
-                                      "draft model (File ▸ Open, or drop .gguf files on the window).")
-    return (int(tab) if tab is not None else None,
-            int(workspace) if workspace is not None else None, splits_restored)
+    controls.pair_panel.set_pair(t, d)
+    return bool(t)
 
 
-def save_settings(w) -> None:
-    s = w.settings
+def save_settings(settings, controls, layout: Layout) -> None:
+    """The controls and the layout, as restore_controls and restore_layout read them."""
+    s = settings
     s.setValue("version", SETTINGS_VERSION)
-    t, d = w.pair_panel.pair()
+    t, d = controls.pair()
     s.setValue("pair/target", str(t) if t else "")
     s.setValue("pair/draft", str(d) if d else "")
-    s.setValue("params/json", json.dumps(w.params.to_dict()))
-    s.setValue("params/engine_json", json.dumps(w.pair_panel.engine_kwargs()))
-    s.setValue("params/prompt", w.prompt.text())
-    s.setValue("params/prompt_json", json.dumps(w.prompt.to_dict()))
-    s.setValue("window/geometry", w.saveGeometry())
-    s.setValue("window/state", w.saveState())
-    s.setValue("window/main_split", w.main_split.saveState())
-    s.setValue("window/right_split", w.right_split.saveState())
-    s.setValue("window/tab", w.tabs.currentIndex())
-    s.setValue("window/workspace", w.workspace.currentIndex())
-    s.setValue("window/tabs_expanded", w.tabs_expanded())
-    s.setValue("window/left_panel", w.left_panel_shown())
-    for key, view in (("compare", w.compare), ("advisor", w.advisor)):
+    s.setValue("params/json", json.dumps(controls.params.to_dict()))
+    s.setValue("params/engine_json", json.dumps(controls.pair_panel.engine_kwargs()))
+    s.setValue("params/prompt", controls.prompt.text())
+    s.setValue("params/prompt_json", json.dumps(controls.prompt.to_dict()))
+    s.setValue("window/geometry", layout.window.saveGeometry())
+    s.setValue("window/state", layout.window.saveState())
+    for key, split in layout.splits.items():
+        s.setValue(key, split.saveState())
+    s.setValue("window/tab", layout.tabs.currentIndex())
+    s.setValue("window/workspace", layout.workspace.currentIndex())
+    s.setValue("window/tabs_expanded", layout.tabs_expanded[0]())
+    s.setValue("window/left_panel", layout.left_panel[0]())
+    for key, view in layout.views().items():
         if view is not None:
             s.setValue(f"{key}/json", json.dumps(view.to_dict()))
     s.sync()
