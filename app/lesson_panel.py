@@ -232,16 +232,23 @@ class LessonPanel(QDockWidget):
             return True
         return False
 
-    def _act(self, action) -> None:
-        if not self._busy():
+    def _act(self, action) -> bool:
+        """Run a lesson's change to the window unless a run is going; a missing demo model is
+        said in the panel (the window stays as it was)."""
+        from specscope.core.errors import SpecScopeError
+        if self._busy():
+            return False
+        try:
             action(self.w)
+        except SpecScopeError as exc:
+            self._say(False, f"This lesson needs SpecScope's demo models: {exc}")
+            return False
+        return True
 
     def set_up(self) -> None:
         """The lesson's models, settings and tab; then point at what to look at."""
-        if self._busy():
-            return
-        self.lesson.setup(self.w)
-        QTimer.singleShot(300, self.point)
+        if self._act(self.lesson.setup):
+            QTimer.singleShot(300, self.point)
 
     def point(self) -> None:
         """Frame what the lesson is about (the settings panel comes back if it was hidden)."""

@@ -259,6 +259,20 @@ def test_show_me_brings_back_a_hidden_settings_panel(qtbot, lesson_window):
     qtbot.waitUntil(lambda: panel.pointer.isVisible(), timeout=5_000)
 
 
+def test_without_the_demo_models_a_lesson_says_so_and_changes_nothing(qtbot, lesson_window, monkeypatch):
+    from specscope.core.errors import ConfigError
+    w = lesson_window
+    panel = open_lesson(qtbot, w, 0)
+
+    def missing():
+        raise ConfigError("demo-target.gguf: not installed")
+    monkeypatch.setattr("specscope.app.lessons.demo_files", missing)
+    w.params.drafter.set_types(["suffix"])
+    panel.open(4)                                    # would set ngram-simple
+    assert "needs SpecScope's demo models" in panel.result.text() and "demo-target.gguf" in panel.result.text()
+    assert w.params.drafter.types() == ("suffix",) and w.banner.level != "error"
+
+
 def test_a_lesson_does_not_touch_the_window_during_a_run(qtbot, lesson_window):
     w = lesson_window
     panel = open_lesson(qtbot, w, 0)
