@@ -133,8 +133,9 @@ ONE_BATCH = Lesson(
     "A draft, checked in one batch",
     "<p>A small <b>draft model</b> guesses the next few tokens, one cheap decode each. The "
     "<b>target</b> then decodes the last token and all the guesses in <b>one batch</b>: one pass "
-    "over its weights scores every position, and a batch of five costs little more than one "
-    "token because the weights are read once.</p>"
+    "over its weights scores every position. Where reading the weights is the cost (a GPU, a "
+    "large model) a batch of five costs little more than one token; on a small CPU it can cost "
+    "two or three (the Cost model tab's calibration measures it here).</p>"
     "<p>At each position the target picks its own token. The guesses are kept while they equal "
     "it; at the first mismatch the target's token replaces the guess and the round ends. When all "
     "are kept, the last position gives a <b>bonus</b> token.</p>"
@@ -181,9 +182,9 @@ TARGETS_OWN = Lesson(
     "therefore exactly what the target alone would write; the draft only decides how many tokens "
     "one pass of the target yields. (At temperature the same holds for the distribution of the "
     "text: lesson 8.)</p>"
-    "<p><b>Look at</b> the colours of the text: green tokens were drafted and kept, blue ones are "
-    "the target's own (a replacement or the bonus). The stats bar gives the speed-up once the "
-    "target alone has run.</p>",
+    "<p><b>Look at</b> the colours of the text (the legend above it names them): drafted tokens "
+    "the target kept, and the target's own tokens (a replacement or the bonus). The stats bar "
+    "gives the speed-up once the target alone has run.</p>",
     "Press <b>Run</b>, then <b>Baseline</b> (the target alone, the same prompt and settings), and "
     "press Check: it compares the two texts token by token.",
     "Baseline runs the target without a draft and keeps the result beside the run shown.",
@@ -393,8 +394,8 @@ HEADS = Lesson(
     "Heads that read the target's hidden states",
     "<p>An <b>EAGLE-3 head</b> is one small layer trained to read three of the target's own "
     "hidden states at the last position and guess the next tokens from them. It sees what the "
-    "target computed, so its guesses are kept more often than a separate small model's; it has no "
-    "model of its own, but each of its guesses is still a decode. SpecScope ships one for the demo "
+    "target computed, so its guesses are kept more often than a separate small model's; it is one "
+    "layer, not a whole model, but each of its guesses is still a decode. SpecScope ships one for the demo "
     "target; DFlash heads draft a whole block in one decode, and some targets carry MTP blocks "
     "that do the same job.</p>"
     "<p><b>Look at</b> the acceptance plot and the speed in the stats bar, for each.</p>",
