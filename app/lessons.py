@@ -139,8 +139,11 @@ ONE_BATCH = Lesson(
     "<p>At each position the target picks its own token. The guesses are kept while they equal "
     "it; at the first mismatch the target's token replaces the guess and the round ends. When all "
     "are kept, the last position gives a <b>bonus</b> token.</p>"
-    "<p><b>Look at</b> the Round tab: the seed, the drafted tokens, ✓ where the target agreed, ✗ "
-    "where it did not (hover any word for its meaning).</p>",
+    "<p><b>Look at</b> the Round tab. <i>n_past</i> is how many positions both caches hold; the "
+    "<i>seed</i> (<i>id_last</i>) is the last token, sampled but not yet decoded, so it goes first "
+    "into the batch; ✓ marks a guess the target agreed with, ✗ its own token where it did not; "
+    "the last row shows the <i>KV rows</i> each cache keeps or drops (a rejected guess's row is "
+    "dropped). Hover any word for its meaning.</p>",
     "Press <b>Step</b> until the round shown has a rejected drafted token (✗, struck through in "
     "the text), leave it on screen and press Check.",
     "The draft agrees with the target on predictable code; it misses where the code could go two "
