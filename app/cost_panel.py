@@ -288,7 +288,7 @@ class CostPanel(QtWidgets.QWidget):
             self.setMinimumHeight(0)
             return
         s = self._summary
-        extra = max(0, s.heightForWidth(max(s.width(), self.width() - 12)) - s.minimumHeight())
+        extra = max(0, s.heightForWidth(max(s.width(), self.width() - 12)) - s.minimumSizeHint().height())
         self.setMinimumHeight(self._layout.totalMinimumSize().height() + extra)
 
     # ------------------------------------------------------------------ public API

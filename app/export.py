@@ -83,6 +83,8 @@ def export(args) -> int:
         size = parse_size(args.size)
     except ValueError as exc:
         return _fail(str(exc))
+    if args.pace_ms <= 0:
+        return _fail(f"--pace-ms {args.pace_ms}: a frame shows for more than 0 ms")
     if not Path(args.session).is_file():
         return _fail(f"{args.session}: no such file")
     if args.mp4:

@@ -50,6 +50,7 @@ def write_svg(widget, path: Path, title: str = "") -> None:
     gen.setSize(widget.size())
     gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
     gen.setTitle(title)
+    gen.setResolution(widget.logicalDpiX())     # (its default 72 dpi draws the type at 3/4 size)
     p = QPainter(gen)
     widget.render(p, QPoint(0, 0))
     p.end()

@@ -281,7 +281,7 @@ class LessonPanel(QDockWidget):
     def _heard(self, what: str, payload) -> None:
         if what == "finished" and self.index >= 0 and self.isVisible() and payload.session is not None \
                 and payload.finish != "stopped" and payload.session.run.events:
-            self.notes.append(RunNote.of(payload.session))
+            self.notes.append(RunNote.of(payload.session, step=payload.request.step))
 
 
 def _row(*widgets: QWidget) -> QHBoxLayout:

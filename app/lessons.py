@@ -36,19 +36,21 @@ class RunNote:
     tokens_per_s: float
     n_drafted: int
     n_accept: int
+    key: int = 0               # id() of its session (is the run shown one of the lesson's?)
+    step: bool = False         # a step-mode run: its tokens/s are no speed sample
 
     @property
     def rate(self) -> float:
         return self.n_accept / self.n_drafted if self.n_drafted else 0.0
 
     @classmethod
-    def of(cls, session) -> "RunNote":
+    def of(cls, session, step: bool = False) -> "RunNote":
         s, st = session.settings, session.run.stats
         spec = s.spec
         return cls(session.kind, tuple(spec.types) if spec else (), Path(s.draft).name if s.draft else "",
                    spec.n_max if spec else 0, float(s.sampler.temperature),
                    getattr(spec, "accept_rule", "match") if spec else "", float(st.tokens_per_s),
-                   st.n_drafted, st.n_accept)
+                   st.n_drafted, st.n_accept, id(session), step)
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,13 @@ def base_setup(w, *, types=("draft-simple",), n_max: int = 4, temperature: float
         w.tabs.setCurrentWidget(tab(w))
 
 
-def shown(w):
-    """The session shown, when it is a speculative run; else None."""
+def shown(w, notes=None):
+    """The session shown, when it is a speculative run (and, given the lesson's ``notes``, one
+    made since the lesson opened); else None."""
     s = w.controller.session
-    return s if s is not None and s.kind == "spec" else None
+    if s is None or s.kind != "spec":
+        return None
+    return s if notes is None or any(n.key == id(s) for n in notes) else None
 
 
 # ------------------------------------------------------------------ 1. one batch
@@ -121,6 +126,9 @@ def _check_rejection(w, _notes):
         return False, (f"Round {ev.index} had no draft (the target decoded one token alone). Press "
                        "Step again.")
     n, k = len(ev.drafted), ev.n_accepted
+    if k < n and ev.eog_ends_draft:
+        return False, (f"Round {ev.index} ended at an end-of-text token the target took too: nothing "
+                       "was rejected. Step on (or press Run again).")
     if k == n:
         return False, (f"In round {ev.index} the target kept all {n} drafted tokens (and added a bonus "
                        "token of its own). Step on until it rejects one.")
@@ -156,10 +164,10 @@ ONE_BATCH = Lesson(
 
 
 # ------------------------------------------------------------------ 2. the target's own output
-def _check_same_text(w, _notes):
-    s = shown(w)
+def _check_same_text(w, notes):
+    s = shown(w, notes)
     if s is None:
-        return False, "Press Run first: the pair's run must be the one shown."
+        return False, "Press Run first (in this lesson): the pair's run must be the one shown."
     if s.run.stats.n_drafted == 0:
         return False, "The run shown drafted nothing: run it with a drafter that drafts."
     if s.baseline is None:
@@ -171,6 +179,9 @@ def _check_same_text(w, _notes):
         return True, (f"The same {len(a)} tokens, with and without the draft: the draft changed how "
                       f"many tokens came out of each target pass{at}, never which.")
     at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    if at == min(len(a), len(b)):
+        return False, (f"The two texts agree as far as both go, but one run stopped early ({len(a)} "
+                       f"tokens against {len(b)}): run both to the end.")
     if s.settings.sampler.temperature > 0:
         return False, (f"The two texts part at token {at}: at temperature each run draws its own "
                        "sample. Set the sampler to greedy and run both again.")
@@ -199,10 +210,10 @@ TARGETS_OWN = Lesson(
 
 
 # ------------------------------------------------------------------ 3. acceptance by position
-def _check_low_acceptance(w, _notes):
-    s = shown(w)
+def _check_low_acceptance(w, notes):
+    s = shown(w, notes)
     if s is None:
-        return False, "Run the pair first: the check reads the run shown."
+        return False, "Run the pair (in this lesson) first: the check reads the run shown."
     st = s.run.stats
     if st.n_drafted < MIN_DRAFTED:
         return False, (f"The run shown drafted {st.n_drafted} tokens: a rate needs at least "
@@ -275,11 +286,11 @@ DRAFT_COST = Lesson(
 
 
 # ------------------------------------------------------------------ 5. no draft model
-def _check_draftless(w, _notes):
+def _check_draftless(w, notes):
     from specscope.core.engine.drafters.registry import spec_type
-    s = shown(w)
+    s = shown(w, notes)
     if s is None:
-        return False, "Run first: the check reads the run shown."
+        return False, "Run first (in this lesson): the check reads the run shown."
     types = tuple(s.settings.spec.types)
     with_model = [t for t in types if spec_type(t).uses_md or spec_type(t).reads_target]
     if with_model:
@@ -323,19 +334,20 @@ def _check_tree(w, _notes):
     if len(tree.branches) < 2:
         return False, (f"Round {ev.index}'s tree did not split (one branch): the draft was sure of "
                        "every token. Step on.")
-    if tree.kept == 0:
-        return False, (f"In round {ev.index} the target kept branch 0, the draft's first choice, "
-                       f"of {len(tree.branches)}: a chain would have done as well. Step on.")
     from .tree_view import mismatch
     if mismatch(ev) >= 0:
         return False, (f"Round {ev.index} shows llama-speculative's slip (the words under the "
                        "picture explain it): its kept branch is not the path the text took. "
                        "Step on to a round whose kept branch is the path taken.")
     a = ev.n_accepted
+    first = tree.branches[0]
+    if a == 0 or list(ev.emitted[:a]) == list(first[:a]):
+        return False, (f"In round {ev.index} the tokens the target kept ({a}) are the draft's first "
+                       f"choices (branch 0's), so a chain would have done as well. Step on.")
     return True, (f"Round {ev.index}: {len(tree.branches)} branches, {tree.nodes} drafted tokens in one "
-                  f"verification batch; the target kept branch {tree.kept} ({a} token"
-                  f"{'s' if a != 1 else ''} of it), which a single chain of the draft's first "
-                  "choices would have lost at the split.")
+                  f"verification batch; the target kept {a} token{'s' if a != 1 else ''} along branch "
+                  f"{tree.kept}, off the draft's first choices: a single chain of them would have "
+                  "lost at the split.")
 
 
 TREE = Lesson(
@@ -349,8 +361,8 @@ TREE = Lesson(
     "between two tokens: at temperature, on varied text.</p>"
     "<p><b>Look at</b> the Round tab: each branch on its own row, where it split off, the kept "
     "branch marked, and the words below.</p>",
-    "Press <b>Step</b> until the target keeps a branch other than branch 0 (the draft's first "
-    "choices), and Check.",
+    "Press <b>Step</b> until the target keeps tokens off branch 0 (the draft's first choices), "
+    "and Check.",
     "Branches appear where the draft hesitates; at temperature the target's own sample picks "
     "among them. Each Step runs one round.",
     "With the setup here (temperature 0.8, up to 4 branches) a round that keeps branch 1 or later "
@@ -368,7 +380,7 @@ def _faster(notes, a, b, key, same):
     """The latest runs of types ``a`` and ``b`` whose ``same`` fields agree, and the one higher by ``key``."""
     runs = {}
     for n in notes:
-        if n.kind == "spec" and n.types in (a, b):
+        if n.kind == "spec" and not n.step and n.types in (a, b):
             runs[n.types] = n
     if len(runs) < 2 or any(getattr(runs[a], f) != getattr(runs[b], f) for f in same):
         return None
@@ -421,11 +433,13 @@ HEADS = Lesson(
 
 # ------------------------------------------------------------------ 8. sampling
 def _check_rules(w, notes):
-    hot = [n for n in notes if n.kind == "spec" and n.temperature >= HOT]
+    hot = [n for n in notes if n.kind == "spec" and n.temperature >= HOT and n.n_drafted >= MIN_DRAFTED]
     by_rule = {n.rule: n for n in hot}
-    if len(by_rule) < 2 or by_rule["match"].temperature != by_rule["ratio"].temperature:
+    if len(by_rule) < 2 or any(getattr(by_rule["match"], f) != getattr(by_rule["ratio"], f)
+                               for f in ("temperature", "types", "n_max")):
         return False, (f"Run at a temperature of {HOT} or more once with each acceptance rule (match, "
-                       "then ratio), at the same temperature.")
+                       f"then ratio), with the same temperature, drafter and n_max, each drafting at "
+                       f"least {MIN_DRAFTED} tokens.")
     m, r = by_rule["match"], by_rule["ratio"]
     best = "match" if m.rate > r.rate else "ratio"
     said = (f"At temperature {m.temperature:.2f} match kept {m.rate:.0%} of its guesses, ratio "
@@ -491,8 +505,9 @@ THIS_MACHINE = Lesson(
     "the sentence under them.</p>",
     "Run the pair (for α), press <b>Calibrate on this machine</b>, then set n_max to where the "
     "calibrated curve is highest, and Check.",
-    "The sentence under the plot names the calibrated best n.",
-    "After calibrating, the sentence says '… at n = N (best)': set n_max to N.",
+    "The sentence under the plot names the calibrated best n after 'Calibrated on this machine'.",
+    "After calibrating, the sentence under the plot goes on 'Calibrated on this machine … at n = N "
+    "(best)': set n_max to that N (the textbook's best comes earlier in the sentence).",
     lambda w: (base_setup(w, tab=lambda w: w.cost_tab), w.cost_tab.cost_panel.use_measured()),
     _check_calibrated_n,
     lambda w: w.cost_panel.calibrate_button)

@@ -123,10 +123,10 @@ class Presenter:
             return
         w, saved = self.w, self.saved
         self.saved = None
+        scale_plots(w, 1.0 / self.scale)          # (before the window's font, as enter())
         QApplication.setFont(saved["app_font"])
         _restyle(w)
         w.token_view.setFont(saved["text_font"])
-        scale_plots(w, 1.0 / self.scale)
         round_view.ZOOM[0] = 1.0
         w.round_view.rezoom()
         w.set_left_panel_shown(saved["left"])

@@ -290,6 +290,8 @@ class _Cells:
         self.font = QFont(widget.font())
         if self.font.pointSizeF() > 0:
             self.font.setPointSizeF(self.font.pointSizeF() / self.zoom)
+        elif self.font.pixelSize() > 0:
+            self.font.setPixelSize(max(1, round(self.font.pixelSize() / self.zoom)))
         self.small = QFont(self.font)
         self.small.setPointSizeF(max(7.0, self.font.pointSizeF() - 1.5))
         self.p.setFont(self.font)

@@ -141,7 +141,8 @@ def mismatch(ev) -> int:
     there (-1: none). At temperature llama-speculative can keep a branch whose earlier token
     was not the one taken (docs/tree.md), and SpecScope mirrors it."""
     kept = ev.tree.branches[ev.tree.kept]
-    return next((d for d in range(min(ev.n_accepted, len(kept))) if kept[d] != ev.emitted[d]), -1)
+    depth = min(ev.n_accepted, len(kept), len(ev.emitted))      # (an accepted ⟨end⟩ cuts emitted)
+    return next((d for d in range(depth) if kept[d] != ev.emitted[d]), -1)
 
 
 def tree_words(ev, tok) -> list[str]:

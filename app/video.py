@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -47,16 +48,25 @@ def write_mp4(images, path: Path, pace_ms: int) -> int:
            # yuv420p (what every player takes) needs even sides
            "-vf", f"pad=ceil(iw/2)*2:ceil(ih/2)*2:color=white,fps={FPS}",
            "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart", str(path)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        for img in images:
-            proc.stdin.write(_rgb(img))
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
-    err = proc.stderr.read().decode(errors="replace")
-    if proc.wait():
-        raise ValueError(f"ffmpeg could not write {path}: {err.strip()[-300:] or f'exit {proc.returncode}'}")
+    if pace_ms <= 0:
+        raise ValueError(f"a frame's pace must be above 0 ms, not {pace_ms}")
+    with tempfile.TemporaryFile() as log:      # (a pipe could fill while we write the frames)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=log)
+        try:
+            for img in images:
+                proc.stdin.write(_rgb(img))
+        except OSError:                        # ffmpeg gave up: its log says why
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        code = proc.wait()
+        log.seek(0)
+        err = log.read().decode(errors="replace")
+    if code:
+        raise ValueError(f"ffmpeg could not write {path}: {err.strip()[-300:] or f'exit {code}'}")
     return len(images)
 
 

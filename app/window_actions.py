@@ -187,12 +187,13 @@ class WindowActions:
             self.banner.show_message("info", "Run, or open a session, and let it end: then its "
                                              "rounds can be exported.")
             return
-        path, chosen = QFileDialog.getSaveFileName(self, "Export the rounds", str(Path.home() / "rounds.gif"),
+        default = Path.home() / "rounds.gif"
+        path, chosen = QFileDialog.getSaveFileName(self, "Export the rounds", str(default),
                                                    "GIF (*.gif);;MP4 video (*.mp4)")
         if path:
-            path = Path(path)
-            if path.suffix.lower() not in (".gif", ".mp4"):
-                path = path.with_suffix(".mp4" if "mp4" in chosen else ".gif")
+            path, wanted = Path(path), ".mp4" if "mp4" in chosen else ".gif"
+            if path.suffix.lower() not in (".gif", ".mp4") or (path == default and wanted == ".mp4"):
+                path = path.with_suffix(wanted)        # (the filter chosen, the name left as it was)
             self.export_rounds(path)
 
     def export_rounds(self, path: Path, pace_ms: int = 1500) -> int:
@@ -203,7 +204,10 @@ class WindowActions:
         from PySide6.QtWidgets import QApplication
 
         from .gif import write_gif
-        from .video import write_mp4
+        from .video import NO_FFMPEG, ffmpeg_exe, write_mp4
+        if path.suffix.lower() == ".mp4" and ffmpeg_exe() is None:
+            self.banner.show_message("warning", f"The rounds were not exported: {NO_FFMPEG}.")
+            return 0
         c, tab = self.controller, self.tabs.currentWidget()
         back, n = c.shown_upto, len(c.session.run.events)
         self.tabs.setCurrentWidget(self.round_view)
@@ -263,6 +267,10 @@ class WindowActions:
             self.lessons = LessonPanel(self, self.settings)
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.lessons)
             self.resizeDocks([self.lessons], [PANEL_WIDTH], Qt.Orientation.Horizontal)
+        elif index is None and self.lessons.index >= 0:   # back to the lesson as it was left:
+            self.lessons.show()                           # its runs and settings kept
+            self.lessons.raise_()
+            return
         self.lessons.open(self.lessons.saved_index() if index is None else index)
 
     def model_library(self):

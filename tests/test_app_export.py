@@ -71,6 +71,8 @@ def test_svg_frames_keep_the_text_as_text(qtbot, session, tmp_path, capsys):
     assert [f.name for f in files[:2]] == ["round_0001.svg", "round_0002.svg"] and len(files) == len(s.run.events)
     root = ET.parse(files[-1]).getroot()
     assert root.tag.endswith("svg") and root.get("viewBox") == "0 0 1024 640"
+    sizes = {float(e.get("font-size")) for e in root.iter() if e.get("font-size")}
+    assert max(sizes) >= 12                                   # the type at the window's dpi, not 72
     words = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
     assert "Round" in words and "seed" in words              # the step picture's words, as text
 
@@ -89,6 +91,8 @@ def test_bad_input_is_one_line_and_exit_status_2(qtbot, tmp_path, capsys):
     assert cli(["export", str(bad), "--gif", str(tmp_path / "x.gif")]) == 2
     assert "cannot be opened" in capsys.readouterr().err
     assert cli(["export", str(bad)]) == 2 and "--gif FILE" in capsys.readouterr().err
+    assert cli(["export", str(bad), "--gif", str(tmp_path / "x.gif"), "--pace-ms", "0"]) == 2
+    assert "--pace-ms 0" in capsys.readouterr().err
     assert not (tmp_path / "x.gif").exists()
 
 
