@@ -29,15 +29,27 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
+def each_round(w, settle: int = 1):
+    """Show the window's session at each of its rounds in turn, as the Round slider does (the
+    Round tab shown), letting it paint ``settle`` times; yields (round from 1, rounds)."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+    w.tabs.setCurrentWidget(w.round_view)
+    n = len(w.controller.session.run.events)
+    for k in range(1, n + 1):
+        w.shown.seek(k)
+        for _ in range(settle):
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents, 50)
+        yield k, n
+
+
 def walk(session: Path, size: tuple[int, int] = SIZE):
     """An off-screen window on the session, shown at each of its rounds in turn (yields it, the
     round number from 1 and the number of rounds); ValueError saying why the file cannot be
     shown."""
-    from PySide6.QtCore import QEventLoop, QSettings
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtCore import QSettings
 
     from .window import MainWindow
-    app = QApplication.instance()
     with tempfile.TemporaryDirectory() as tmp:
         settings = QSettings(str(Path(tmp) / "export.ini"), QSettings.Format.IniFormat)
         w = MainWindow(None, None, settings=settings, preload=False)
@@ -49,14 +61,9 @@ def walk(session: Path, size: tuple[int, int] = SIZE):
             w.files.message.connect(lambda _level, text: said.append(text))
             if not w.files.open_session(session):
                 raise ValueError(said[-1] if said else f"{session}: the session cannot be opened")
-            w.tabs.setCurrentWidget(w.round_view)
-            n = len(w.controller.session.run.events)
-            if not n:
+            if not w.controller.session.run.events:
                 raise ValueError(f"{session}: the session holds no rounds")
-            for k in range(1, n + 1):
-                w.shown.seek(k)
-                for _ in range(3):
-                    app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+            for k, n in each_round(w, settle=3):
                 yield w, k, n
         finally:
             w.close()
@@ -121,4 +128,4 @@ def export(args) -> int:
     return 0
 
 
-__all__ = ["export", "frames", "walk", "parse_size"]
+__all__ = ["each_round", "export", "frames", "walk", "parse_size"]

@@ -24,15 +24,20 @@ def fit(img, size: tuple[int, int]):
     return out
 
 
+def rgb_bytes(img) -> bytes:
+    """A QImage's pixels as packed RGB rows (Qt pads each row to 4 bytes): what the GIF and
+    MP4 writers take."""
+    import numpy as np
+    rgb = img.convertToFormat(img.Format.Format_RGB888)
+    w, h, line = rgb.width(), rgb.height(), rgb.bytesPerLine()
+    rows = np.frombuffer(rgb.constBits(), np.uint8, count=line * h).reshape(h, line)
+    return rows[:, :w * 3].tobytes()
+
+
 def write_gif(images, path: Path, pace_ms: int) -> int:
     """The frames as an animated GIF (Pillow), each shown ``pace_ms``; how many were written."""
     from PIL import Image
-    pictures = []
-    for img in images:
-        rgb = img.convertToFormat(img.Format.Format_RGB888)
-        data = bytes(rgb.constBits())[:rgb.bytesPerLine() * rgb.height()]
-        pictures.append(Image.frombuffer("RGB", (rgb.width(), rgb.height()), data, "raw", "RGB",
-                                         rgb.bytesPerLine(), 1).copy())
+    pictures = [Image.frombytes("RGB", (img.width(), img.height()), rgb_bytes(img)) for img in images]
     if not pictures:
         return 0
     pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=pace_ms, loop=0,
@@ -56,4 +61,4 @@ def write_svg(widget, path: Path, title: str = "") -> None:
     p.end()
 
 
-__all__ = ["fit", "write_gif", "write_svg"]
+__all__ = ["fit", "rgb_bytes", "write_gif", "write_svg"]

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import numpy as np
+from .gif import rgb_bytes
 
 FPS = 25                       # the output's frame rate: each round's frame is repeated to its pace
 NO_FFMPEG = ("writing an MP4 needs ffmpeg: pip install 'specscope[video]' (imageio-ffmpeg, which "
@@ -23,14 +23,6 @@ def ffmpeg_exe() -> str | None:
         return imageio_ffmpeg.get_ffmpeg_exe()
     except (ImportError, RuntimeError):
         return shutil.which("ffmpeg")
-
-
-def _rgb(img) -> bytes:
-    """A QImage's pixels as packed RGB rows (Qt pads each row to 4 bytes)."""
-    rgb = img.convertToFormat(img.Format.Format_RGB888)
-    w, h, line = rgb.width(), rgb.height(), rgb.bytesPerLine()
-    rows = np.frombuffer(rgb.constBits(), np.uint8, count=line * h).reshape(h, line)
-    return rows[:, :w * 3].tobytes()
 
 
 def write_mp4(images, path: Path, pace_ms: int) -> int:
@@ -54,7 +46,7 @@ def write_mp4(images, path: Path, pace_ms: int) -> int:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=log)
         try:
             for img in images:
-                proc.stdin.write(_rgb(img))
+                proc.stdin.write(rgb_bytes(img))
         except OSError:                        # ffmpeg gave up: its log says why
             pass
         finally:

@@ -200,22 +200,15 @@ class WindowActions:
         """The run shown, round by round as the window draws it (the Round tab shown), into an
         animated GIF or (``path`` ending .mp4) an MP4 video at the window's size; the view comes
         back to where it was. Frames written (0: the banner says why none)."""
-        from PySide6.QtCore import QEventLoop
-        from PySide6.QtWidgets import QApplication
-
+        from .export import each_round
         from .gif import write_gif
         from .video import NO_FFMPEG, ffmpeg_exe, write_mp4
         if path.suffix.lower() == ".mp4" and ffmpeg_exe() is None:
             self.banner.show_message("warning", f"The rounds were not exported: {NO_FFMPEG}.")
             return 0
         c, tab = self.controller, self.tabs.currentWidget()
-        back, n = c.shown_upto, len(c.session.run.events)
-        self.tabs.setCurrentWidget(self.round_view)
-        images = []
-        for k in range(1, n + 1):
-            self.shown.seek(k)
-            QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents, 50)
-            images.append(self.grab().toImage())
+        back = c.shown_upto
+        images = [self.grab().toImage() for _ in each_round(self)]
         self.shown.seek(back)
         self.tabs.setCurrentWidget(tab)
         try:
