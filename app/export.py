@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .gif import fit, write_gif, write_svg
+from .gif import each_round, fit, write_gif, write_svg
 
 SIZE = (1280, 720)
 
@@ -27,20 +27,6 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (320 <= w <= 7680 and 240 <= h <= 4320):
         raise ValueError(f"--size {text}: between 320x240 and 7680x4320")
     return w, h
-
-
-def each_round(w, settle: int = 1):
-    """Show the window's session at each of its rounds in turn, as the Round slider does (the
-    Round tab shown), letting it paint ``settle`` times; yields (round from 1, rounds)."""
-    from PySide6.QtCore import QEventLoop
-    from PySide6.QtWidgets import QApplication
-    w.tabs.setCurrentWidget(w.round_view)
-    n = len(w.controller.session.run.events)
-    for k in range(1, n + 1):
-        w.shown.seek(k)
-        for _ in range(settle):
-            QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents, 50)
-        yield k, n
 
 
 def walk(session: Path, size: tuple[int, int] = SIZE):
@@ -128,4 +114,4 @@ def export(args) -> int:
     return 0
 
 
-__all__ = ["each_round", "export", "frames", "walk", "parse_size"]
+__all__ = ["export", "frames", "walk", "parse_size"]

@@ -1,6 +1,7 @@
 """Frames into an animated GIF (Pillow: Qt writes no GIF), each at the size asked: what
 ``specscope export`` (app/export.py) and the window's File ▸ Export the rounds write; and a
-widget as an SVG picture (``--frames DIR --format svg``)."""
+widget as an SVG picture (``--frames DIR --format svg``); and the walk over a shown session's
+rounds both draw from (``each_round``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,20 @@ def fit(img, size: tuple[int, int]):
     p.drawImage((size[0] - scaled.width()) // 2, (size[1] - scaled.height()) // 2, scaled)
     p.end()
     return out
+
+
+def each_round(w, settle: int = 1):
+    """Show the window's session at each of its rounds in turn, as the Round slider does (the
+    Round tab shown), letting it paint ``settle`` times; yields (round from 1, rounds)."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+    w.tabs.setCurrentWidget(w.round_view)
+    n = len(w.controller.session.run.events)
+    for k in range(1, n + 1):
+        w.shown.seek(k)
+        for _ in range(settle):
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents, 50)
+        yield k, n
 
 
 def rgb_bytes(img) -> bytes:
@@ -61,4 +76,4 @@ def write_svg(widget, path: Path, title: str = "") -> None:
     p.end()
 
 
-__all__ = ["fit", "rgb_bytes", "write_gif", "write_svg"]
+__all__ = ["each_round", "fit", "rgb_bytes", "write_gif", "write_svg"]

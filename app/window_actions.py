@@ -200,8 +200,7 @@ class WindowActions:
         """The run shown, round by round as the window draws it (the Round tab shown), into an
         animated GIF or (``path`` ending .mp4) an MP4 video at the window's size; the view comes
         back to where it was. Frames written (0: the banner says why none)."""
-        from .export import each_round
-        from .gif import write_gif
+        from .gif import each_round, write_gif
         from .video import NO_FFMPEG, ffmpeg_exe, write_mp4
         if path.suffix.lower() == ".mp4" and ffmpeg_exe() is None:
             self.banner.show_message("warning", f"The rounds were not exported: {NO_FFMPEG}.")
