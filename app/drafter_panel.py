@@ -26,27 +26,16 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
+from specscope.core.engine.draft_policy import POLICY_DESCRIPTIONS
 from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, MODEL_TYPES, TYPES
-from specscope.core.engine.drafters.lookahead import LookaheadParams
-from specscope.core.engine.drafters.registry import MODEL, SELF, TARGET, names
-from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
-from specscope.core.engine.drafters.suffix import SuffixParams
-from specscope.core.engine.spec_flags import flag
+from specscope.core.engine.drafters.registry import MODEL, TARGET, names
+from specscope.core.engine.flag import read, with_values
+from specscope.core.engine.spec_flags import FLAGS, flag
 
 from .drafter_style import swatch_html
 from .synth_box import SynthBox
 
-MAP_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
-TREE = "draft-tree"
-SUFFIX = "suffix"
-LOOKAHEAD = "lookahead"
-LOOKAHEAD_NOTE = ("Drafts with nothing but the target: beside each token it decodes a window of W "
-                  "guesses and verifies up to G n-grams of N tokens from them in the same batch "
-                  "(W + G + 1 sequences: changing W or G reloads the target).")
-SUFFIX_KNOBS = ("max_depth", "max_spec_tokens", "max_spec_factor", "min_token_prob")
-SUFFIX_NOTE = ("SpecScope only (vLLM has it, llama.cpp does not). Leaves 1: one path, as vLLM "
-               "verifies it; more: a tree of continuations in one batch (reloads the target).")
-MAX_BRANCHES = 16
+MAX_NP = 16             # the most sequences -np offers
 CHAIN_NOTE = ("Check one type, or several for a chain: llama.cpp tries the n-gram types first, "
               "in this order, then the draft model or a head, then the target's MTP layers, then "
               "a DFlash head; the first non-empty draft wins the round.")
@@ -91,13 +80,10 @@ MODEL_NOTE = (f"sync, n policy and vocab apply to {DRAFT_MODEL} only; n_max, n_m
 
 
 def type_note(name: str) -> str:
-    """The line under a model drafter's check box ("" for an n-gram type)."""
+    """The line under a type's check box (its registry note; "" for an n-gram type)."""
     t = TYPES[name]
-    if name == SUFFIX:
-        return SUFFIX_NOTE
-    if t.source == SELF:
-        return LOOKAHEAD_NOTE
-    if t.ngram:
+    if t.note or t.ngram:
+        return t.note
         return ""
     if t.source == MODEL:
         return MODEL_NOTE
@@ -112,23 +98,42 @@ def head_slot(types) -> str:
     return next((HEADS[t][1].split(" ", 1)[1] for t in types if t in HEADS), "")
 
 
-def _flag_spin(field: str) -> QSpinBox:
-    """A spin box for a SpecSettings field: its flag's range, default and tooltip
-    (core/engine/spec_flags.py)."""
-    f = flag(field)
-    s = QSpinBox(minimum=int(f.lo), maximum=int(f.hi), value=f.default)
+# the combos' items, with a tooltip each, by field
+ITEM_TIPS = {"sync": SYNC_TIPS, "draft_policy": POLICY_DESCRIPTIONS, "vocab": VOCAB_TIPS}
+WIDTHS = (1.0, 1.5, 3.0)     # a line's share taken by a spin box, a combo, a file (a line holds 3)
+
+
+def _spin(f) -> QSpinBox | QDoubleSpinBox:
+    """A spin box for a flag's field: its range, default and tooltip (core/engine/spec_flags.py)."""
+    if isinstance(f.default, float):
+        s = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=f.step, decimals=2, value=f.default)
+    else:
+        s = QSpinBox(minimum=int(f.lo), maximum=int(f.hi), value=f.default)
     s.setToolTip(f.tooltip())
     s.setMinimumWidth(58)
     return s
 
 
-def _flag_dspin(field: str, step: float = 0.05) -> QDoubleSpinBox:
-    """A spin box for a float SpecSettings field, as ``_flag_spin``."""
-    f = flag(field)
-    s = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=step, decimals=2, value=f.default)
-    s.setToolTip(f.tooltip())
-    s.setMinimumWidth(58)
-    return s
+def _value(w):
+    """A knob's value: a spin box's (floats to 4 digits), a combo's data, a file's path."""
+    if isinstance(w, QComboBox):
+        return w.currentData()
+    if isinstance(w, QLineEdit):
+        return w.text().strip()
+    return round(w.value(), 4) if isinstance(w, QDoubleSpinBox) else w.value()
+
+
+def _set_value(w, value) -> None:
+    """Set a knob from a saved value; one of the wrong kind leaves it as it is."""
+    if isinstance(w, QComboBox):
+        i = w.findData(value)
+        if i >= 0:
+            w.setCurrentIndex(i)
+    elif isinstance(w, QLineEdit):
+        if isinstance(value, str):
+            w.setText(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        w.setValue(type(w.value())(value))
 
 
 def _combo(items: dict[str, str], tip: str) -> QComboBox:
@@ -161,8 +166,7 @@ class DrafterPanel(QGroupBox):
         lay.setSpacing(4)
         self.note = _wrapped(CHAIN_NOTE, "color:#555")
         lay.addWidget(self.note)
-        self._make_ngram_params()
-        self._make_model_params()
+        self._make_knobs()
         lay.addLayout(self._type_grid())
         self.synth = SynthBox()
         lay.addWidget(self.synth)
@@ -179,86 +183,57 @@ class DrafterPanel(QGroupBox):
         self._connect()
         self._edited()
 
-    def _make_ngram_params(self) -> None:
-        """The n-gram types' parameters: the map types' sizes N and M (min hits for
-        ngram-map-k4v only: the others ignore it), ngram-mod's, ngram-cache's files; suffix's."""
-        self.size_n = {t: _flag_spin(f"{t.replace('-', '_')}.size_n") for t in MAP_TYPES}
-        self.size_m = {t: _flag_spin(f"{t.replace('-', '_')}.size_m") for t in MAP_TYPES}
-        self.min_hits = _flag_spin("ngram_map_k4v.min_hits")
-        self.mod_match = _flag_spin("ngram_mod.n_match")
-        self.mod_min = _flag_spin("ngram_mod.n_min")
-        self.mod_max = _flag_spin("ngram_mod.n_max")
-        self.cache_static = self._path_edit("optional file (-lcs)",
-                                            flag("ngram_cache.lookup_cache_static").tooltip())
-        self.cache_dynamic = self._path_edit("optional file (-lcd)",
-                                             flag("ngram_cache.lookup_cache_dynamic").tooltip())
-        # suffix (vLLM's suffix decoding): its knobs, its corpus and its tree's leaves (-np)
-        self.suffix = {"max_depth": _flag_spin("suffix.max_depth"),
-                       "max_spec_tokens": _flag_spin("suffix.max_spec_tokens"),
-                       "max_spec_factor": _flag_dspin("suffix.max_spec_factor", 0.25),
-                       "min_token_prob": _flag_dspin("suffix.min_token_prob")}
-        self.suffix_corpus = self._path_edit("optional text file", flag("suffix.corpus").tooltip(),
-                                             "a corpus text")
-        self.lookahead = {k: _flag_spin(f"lookahead.{k}") for k in ("w", "n", "g")}
-        self.suffix_np = QSpinBox(minimum=1, maximum=MAX_BRANCHES, value=1)
-        self.suffix_np.setToolTip("suffix: the most leaves of its tree, llama.cpp's -np: each is a "
-                                  "sequence of the target's cache, so changing it reloads the "
-                                  "target (1: one path, as vLLM verifies it)")
+    def _make_knobs(self) -> None:
+        """A widget per flag the panel shows (``knobs``, by field), and -np for the types that
+        offer it (``np``, by type): each type's knobs come from its flags and registry entry."""
+        self.knobs: dict[str, QWidget] = {}
+        for f in (f for f in FLAGS if f.label):
+            if f.choices:
+                w = _combo({m: ITEM_TIPS.get(f.field, {}).get(m, "") for m in f.choices}, f.tooltip())
+            elif f.metavar == "FILE":
+                short = next((n for n in f.names if not n.startswith("--")), "")
+                w = self._path_edit(f"optional file{f' ({short})' if short else ''}", f.tooltip(),
+                                    f.flag)
+            else:
+                w = _spin(f)
+            self.knobs[f.field] = w
+        self.np: dict[str, QSpinBox] = {}
+        for name, t in TYPES.items():
+            if t.np:
+                label, default, tip = t.np
+                self.np[name] = QSpinBox(minimum=1, maximum=MAX_NP, value=default)
+                self.np[name].setToolTip(tip)
+        # draft-simple's, shared with the other model drafters
+        self.n_max, self.n_min, self.p_min = (self.knobs[k] for k in ("n_max", "n_min", "p_min"))
+        self.sync, self.policy, self.vocab = (self.knobs[k] for k in ("sync", "draft_policy", "vocab"))
 
-    def _make_model_params(self) -> None:
-        """draft-simple's parameters: n_max, n_min and p_min (shared with the heads and
-        draft-mtp), its cache sync, its draft-length policy and its vocabulary mode."""
-        self.n_max = _flag_spin("n_max")
-        self.n_min = _flag_spin("n_min")
-        f = flag("p_min")
-        self.p_min = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=0.05, decimals=2,
-                                    value=f.default)
-        self.p_min.setToolTip(f.tooltip())
-        from specscope.core.engine.draft_policy import POLICY_DESCRIPTIONS
-        self.sync = _combo({m: SYNC_TIPS[m] for m in flag("sync").choices}, flag("sync").tooltip())
-        self.policy = _combo({m: POLICY_DESCRIPTIONS[m] for m in flag("draft_policy").choices},
-                             flag("draft_policy").tooltip())
-        self.vocab = _combo({m: VOCAB_TIPS[m] for m in flag("vocab").choices if m in VOCAB_TIPS},
-                            flag("vocab").tooltip())
-        # draft-tree (llama-speculative): its branches are sequences of both contexts (-np, an
-        # engine setting: changing it reloads the pair) and its split threshold
-        self.branches = QSpinBox(minimum=1, maximum=MAX_BRANCHES, value=4)
-        self.branches.setToolTip("draft-tree: the most branches a tree holds, llama.cpp's -np "
-                                 "(--parallel): each is a sequence of both models' caches, so "
-                                 "changing it reloads the pair (1: a chain)")
-        f = flag("p_split")
-        self.p_split = QDoubleSpinBox(minimum=f.lo, maximum=f.hi, singleStep=0.05, decimals=2,
-                                      value=f.default)
-        self.p_split.setToolTip(f.tooltip())
-
-    def _rows(self) -> dict[str, list[list[tuple[str, QWidget]]]]:
-        """Each type's parameter lines under its check box: (label, widget) pairs."""
-        def sizes(t):
-            return [("n", self.size_n[t]), ("m", self.size_m[t])]
-        return {
-            "ngram-simple": [sizes("ngram-simple")],
-            "ngram-map-k": [sizes("ngram-map-k")],
-            "ngram-map-k4v": [sizes("ngram-map-k4v") + [("min hits", self.min_hits)]],
-            "ngram-mod": [[("match", self.mod_match), ("min", self.mod_min), ("max", self.mod_max)]],
-            "ngram-cache": [[("static", self.cache_static)], [("dynamic", self.cache_dynamic)]],
-            LOOKAHEAD: [[(k.upper(), w) for k, w in self.lookahead.items()]],
-            SUFFIX: [[("depth", self.suffix["max_depth"]), ("tokens", self.suffix["max_spec_tokens"])],
-                     [("factor", self.suffix["max_spec_factor"]),
-                      ("min p", self.suffix["min_token_prob"])],
-                     [("leaves (-np)", self.suffix_np), ("corpus", self.suffix_corpus)]],
-            DRAFT_MODEL: [[("n_max", self.n_max), ("n_min", self.n_min)],
-                          [("p_min", self.p_min), ("sync", self.sync)],
-                          [("n policy", self.policy), ("vocab", self.vocab)]],
-            TREE: [[("branches (-np)", self.branches), ("p_split", self.p_split)]],
-        }
+    def _rows(self) -> dict[str, list[list[tuple[str, QWidget, tuple]]]]:
+        """Each type's parameter lines under its check box: (label, widget, the types it
+        steers), -np first, then its flags in the table's order, three spin boxes a line."""
+        rows: dict[str, list] = {}
+        items = [(t, (TYPES[t].np[0], w, (t,))) for t, w in self.np.items()]
+        items += [(f.types[0], (f.label, self.knobs[f.field], f.types)) for f in FLAGS if f.label]
+        for t in TYPES:
+            lines, used = [], 3.0
+            for item in (item for owner, item in items if owner == t):
+                w = item[1]
+                width = WIDTHS[2 if w.property("path") else 1 if isinstance(w, QComboBox) else 0]
+                if used + width > 3.0:
+                    lines.append([])
+                    used = 0.0
+                lines[-1].append(item)
+                used += width
+            rows[t] = lines
+        return rows
 
     def _type_grid(self) -> QGridLayout:
         """One check box per type, its parameter lines and its note under it; ``checks``,
         ``params`` (each type's widgets, greyed out while it is not checked) and
-        ``model_params`` (draft-simple's shared lengths, enabled for any model drafter)."""
+        ``shared`` (widgets that steer other types too, with those types: enabled when one of
+        them is checked)."""
         self.checks: dict[str, QCheckBox] = {}
         self.params: dict[str, list[QWidget]] = {}
-        self.model_params: list[QWidget] = []
+        self.shared: dict[QWidget, tuple[str, ...]] = {}
         grid = QGridLayout()
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(2)
@@ -279,7 +254,7 @@ class DrafterPanel(QGroupBox):
                 widgets.append(note)
                 if t == DRAFT_MODEL:
                     self.draft_note = note
-                    self.model_params.append(note)
+                    self.shared[note] = flag("n_max").types
                 if t in MTP_TYPES:
                     self.mtp_note = note
             self.params[t] = widgets
@@ -301,12 +276,11 @@ class DrafterPanel(QGroupBox):
         return head
 
     def _param_line(self, line, widgets: list[QWidget]) -> QHBoxLayout:
-        """One line of (label, widget) pairs; its labels and widgets are added to ``widgets``
-        (and the shared lengths to ``model_params``)."""
-        shared = (self.n_max, self.n_min, self.p_min)
+        """One line of (label, widget, types) items; its labels and widgets are added to
+        ``widgets`` (and to ``shared`` where they steer more than one type)."""
         box = QHBoxLayout()
         box.setSpacing(4)
-        for label, w in line:
+        for label, w, types in line:
             lab = QLabel(label)
             lab.setToolTip(w.toolTip())
             lab.setStyleSheet("color:#444")
@@ -314,9 +288,9 @@ class DrafterPanel(QGroupBox):
             box.addWidget(w, 1 if w.property("path") else 0)
             box.addSpacing(8)
             widgets += [lab, w]
-            if w in shared:
-                self.model_params += [lab, w]
-        if not any(w.property("path") for _, w in line):
+            if len(types) > 1:
+                self.shared.update({lab: types, w: types})
+        if not any(w.property("path") for _, w, _ in line):
             box.addStretch(1)
         return box
 
@@ -324,17 +298,16 @@ class DrafterPanel(QGroupBox):
         """Every edit re-checks the settings (``_edited``)."""
         for c in self.checks.values():
             c.toggled.connect(self._edited)
-        for w in (*self.size_n.values(), *self.size_m.values(), self.min_hits, self.mod_match,
-                  self.mod_min, self.mod_max, self.n_max, self.n_min, self.p_min, self.branches,
-                  self.p_split, *self.suffix.values(), self.suffix_np, *self.lookahead.values()):
-            w.valueChanged.connect(self._edited)
-        for combo in (self.sync, self.policy, self.vocab):
-            combo.currentIndexChanged.connect(self._edited)
-        for e in (self.cache_static, self.cache_dynamic, self.suffix_corpus):
-            e.editingFinished.connect(self._edited)
+        for w in (*self.knobs.values(), *self.np.values()):
+            if isinstance(w, QComboBox):
+                w.currentIndexChanged.connect(self._edited)
+            elif isinstance(w, QLineEdit):
+                w.editingFinished.connect(self._edited)
+            else:
+                w.valueChanged.connect(self._edited)
         self.synth.changed.connect(self._edited)
 
-    def _path_edit(self, placeholder: str, tip: str, what: str = "a lookup cache") -> QLineEdit:
+    def _path_edit(self, placeholder: str, tip: str, what: str) -> QLineEdit:
         e = QLineEdit()
         e.setPlaceholderText(placeholder)
         e.setToolTip(tip)
@@ -343,12 +316,13 @@ class DrafterPanel(QGroupBox):
         e.setMinimumWidth(80)
         browse = e.addAction(self.style().standardIcon(self.style().StandardPixmap.SP_DirOpenIcon),
                              QLineEdit.ActionPosition.TrailingPosition)
-        browse.setToolTip(f"Choose {what} file")
+        browse.setToolTip(f"Choose the file for {what}")
         browse.triggered.connect(lambda: self._browse(e, what))
         return e
 
     def _browse(self, edit: QLineEdit, what: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, f"Choose {what}", edit.text() or str(Path.home()))
+        path, _ = QFileDialog.getOpenFileName(self, f"Choose the file for {what}",
+                                              edit.text() or str(Path.home()))
         if path:
             edit.setText(path)
             self._edited()
@@ -369,21 +343,8 @@ class DrafterPanel(QGroupBox):
     def spec_settings(self):
         """The SpecSettings the rows describe (not validated: see ``problem``)."""
         from specscope.core.engine.engine import SpecSettings
-        maps = {t: NgramMapParams(self.size_n[t].value(), self.size_m[t].value(),
-                                  self.min_hits.value() if t == "ngram-map-k4v" else 1)
-                for t in MAP_TYPES}
-        return SpecSettings(
-            n_max=self.n_max.value(), n_min=self.n_min.value(), p_min=round(self.p_min.value(), 4),
-            sync=self.sync.currentData(), types=self.types(), draft_policy=self.policy.currentData(),
-            vocab=self.vocab.currentData(), p_split=round(self.p_split.value(), 4),
-            ngram_simple=maps["ngram-simple"], ngram_map_k=maps["ngram-map-k"],
-            ngram_map_k4v=maps["ngram-map-k4v"],
-            ngram_mod=NgramModParams(self.mod_match.value(), self.mod_min.value(), self.mod_max.value()),
-            ngram_cache=NgramCacheParams(self.cache_static.text().strip(), self.cache_dynamic.text().strip()),
-            lookahead=LookaheadParams(**{k: w.value() for k, w in self.lookahead.items()}),
-            suffix=SuffixParams(**{k: round(w.value(), 4) for k, w in self.suffix.items()},
-                                corpus=self.suffix_corpus.text().strip()),
-            **self.synth.fields())
+        return with_values(SpecSettings(types=self.types(), **self.synth.fields()),
+                           {field: _value(w) for field, w in self.knobs.items()})
 
     def set_draft(self, path: Path | None, architecture: str = "", refused: str = "") -> None:
         """The model in the draft slot: its path (None: none), its architecture ("eagle3": an
@@ -402,13 +363,11 @@ class DrafterPanel(QGroupBox):
         self._edited()
 
     def n_seq(self) -> int:
-        """The sequences each context needs (EngineSettings.n_seq): draft-tree's branches, else 1."""
+        """The sequences each context needs (EngineSettings.n_seq): what the checked types need
+        (registry.SpecType.sequences), or the -np of the one type checked that offers it."""
         types = self.types()
-        if LOOKAHEAD in types:                 # llama-lookahead's W + G + 1
-            return self.spec_settings().sequences()
-        if types == (SUFFIX,):                 # its tree's leaves (1: a path, the chain's)
-            return self.suffix_np.value()
-        return self.branches.value() if TREE in types else 1
+        alone = self.np.get(types[0]) if len(types) == 1 else None
+        return max(self.spec_settings().sequences(), alone.value() if alone else 1)
 
     def draft_problem(self) -> str:
         """Why the checked model drafter cannot draft with the draft slot's model (or, draft-mtp,
@@ -419,7 +378,7 @@ class DrafterPanel(QGroupBox):
             return (f"{t}: {path.name if path else 'the target'} has no MTP (nextn) blocks "
                     "to draft with: choose a target converted with its MTP layers, or uncheck "
                     f"{t}.")
-        slot = [t for t in types if t in (DRAFT_MODEL, TREE) or t in HEADS]  # the draft slot's
+        slot = [t for t in types if TYPES[t].uses_md]        # the draft slot's
         if len({HEADS.get(t, ("",))[0] for t in slot}) > 1:
             listed = ", ".join(slot[:-1]) + " and " + slot[-1]
             return (f"{listed} {'both' if len(slot) == 2 else 'all'} draft with the model in the "
@@ -428,7 +387,7 @@ class DrafterPanel(QGroupBox):
             return ""
         path, arch, refused = self._draft
         name = path.name if path is not None else ""
-        for t in (t for t in types if t in (DRAFT_MODEL, TREE)):
+        for t in (t for t in types if TYPES[t].source == MODEL):
             if path is None:
                 return (f"{t} needs a draft model: choose one under Models, or uncheck "
                         f"{t} to draft with the n-gram types alone.")
@@ -464,10 +423,9 @@ class DrafterPanel(QGroupBox):
     def _edited(self, *_args) -> None:
         chosen = set(self.types())
         self.synth.set_n_max(self.spec_settings().max_draft())
-        model = bool(chosen & set(MODEL_TYPES))
         for t, widgets in self.params.items():
             for w in widgets:
-                w.setEnabled(t in chosen or (model and w in self.model_params))
+                w.setEnabled(t in chosen or bool(chosen & set(self.shared.get(w, ()))))
         # a target without MTP blocks: draft-mtp is not offered (but can be unchecked)
         for t in MTP_TYPES:
             self.checks[t].setEnabled(self._mtp[1] != 0 or t in chosen)
@@ -479,74 +437,54 @@ class DrafterPanel(QGroupBox):
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict:
         return {"types": list(self.types()),
-                "size_n": {t: s.value() for t, s in self.size_n.items()},
-                "size_m": {t: s.value() for t, s in self.size_m.items()},
-                "min_hits": self.min_hits.value(),
-                "mod": [self.mod_match.value(), self.mod_min.value(), self.mod_max.value()],
-                "cache": [self.cache_static.text(), self.cache_dynamic.text()],
-                "policy": self.policy.currentData(), "vocab": self.vocab.currentData(),
-                "branches": self.branches.value(), "p_split": self.p_split.value(),
-                "suffix": {**{k: w.value() for k, w in self.suffix.items()},
-                           "corpus": self.suffix_corpus.text(), "np": self.suffix_np.value()},
-                "lookahead": {k: w.value() for k, w in self.lookahead.items()}}
+                "knobs": {field: _value(w) for field, w in self.knobs.items()},
+                "np": {t: w.value() for t, w in self.np.items()}}
 
     @staticmethod
     def dict_of(spec) -> dict:
         """``to_dict``'s form of a SpecSettings (what a recorded run drafted with)."""
         return {"types": list(spec.types),
-                "size_n": {t: spec.params(t).size_n for t in MAP_TYPES},
-                "size_m": {t: spec.params(t).size_m for t in MAP_TYPES},
-                "min_hits": spec.ngram_map_k4v.min_hits,
-                "mod": [spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max],
-                "cache": [spec.ngram_cache.lookup_cache_static, spec.ngram_cache.lookup_cache_dynamic],
-                "policy": spec.draft_policy, "vocab": spec.vocab, "p_split": spec.p_split,
-                "suffix": {k: getattr(spec.suffix, k) for k in (*SUFFIX_KNOBS, "corpus")},
-                "lookahead": {k: getattr(spec.lookahead, k) for k in ("w", "n", "g")}}
+                "knobs": {f.field: read(spec, f.field) for f in FLAGS if f.label}}
 
     def from_dict(self, d: dict) -> None:
-        """Restore what ``to_dict`` saved; anything malformed keeps its current value."""
-        def num(widget, value):
-            try:
-                widget.setValue(int(value))
-            except (TypeError, ValueError):
-                pass
+        """Restore what ``to_dict`` saved (or an earlier version's form of it); anything
+        malformed keeps its current value."""
         types = d.get("types")
         if isinstance(types, list) and any(t in TYPES for t in types):
             self.set_types([t for t in types if t in TYPES])
-        for key, spins in (("size_n", self.size_n), ("size_m", self.size_m)):
-            if isinstance(d.get(key), dict):
-                for t, v in d[key].items():
-                    if t in spins:
-                        num(spins[t], v)
-        if "min_hits" in d:
-            num(self.min_hits, d["min_hits"])
-        if "branches" in d:
-            num(self.branches, d["branches"])
-        if isinstance(d.get("p_split"), (int, float)):
-            self.p_split.setValue(float(d["p_split"]))
-        mod = d.get("mod")
-        if isinstance(mod, list) and len(mod) == 3:
-            for w, v in zip((self.mod_match, self.mod_min, self.mod_max), mod):
-                num(w, v)
-        cache = d.get("cache")
-        if isinstance(cache, list) and len(cache) == 2 and all(isinstance(x, str) for x in cache):
-            self.cache_static.setText(cache[0])
-            self.cache_dynamic.setText(cache[1])
-        if isinstance(d.get("lookahead"), dict):
-            for k, v in d["lookahead"].items():
-                if k in self.lookahead:
-                    num(self.lookahead[k], v)
-        suffix = d.get("suffix")
-        if isinstance(suffix, dict):
-            for k, w in self.suffix.items():
-                if isinstance(suffix.get(k), (int, float)):
-                    w.setValue(type(w.value())(suffix[k]))
-            if isinstance(suffix.get("corpus"), str):
-                self.suffix_corpus.setText(suffix["corpus"])
-            if "np" in suffix:
-                num(self.suffix_np, suffix["np"])
-        for combo, key in ((self.policy, "policy"), (self.vocab, "vocab")):
-            i = combo.findData(d.get(key))
-            if i >= 0:
-                combo.setCurrentIndex(i)
+        knobs, np_ = d.get("knobs"), d.get("np")
+        if not isinstance(knobs, dict):
+            knobs, np_ = _earlier_form(d)
+        for field, value in knobs.items():
+            if field in self.knobs:
+                _set_value(self.knobs[field], value)
+        for t, value in (np_ if isinstance(np_, dict) else {}).items():
+            if t in self.np:
+                _set_value(self.np[t], value)
         self._edited()
+
+
+def _earlier_form(d: dict) -> tuple[dict, dict]:
+    """The knobs and -np of a panel saved before they were kept by field (SpecScope 0.x's
+    window settings): its per-type dicts, lists and keys read as fields."""
+    knobs: dict = {}
+    for key in ("size_n", "size_m"):
+        for t, v in (d.get(key) if isinstance(d.get(key), dict) else {}).items():
+            knobs[f"{str(t).replace('-', '_')}.{key}"] = v
+    for key, fields in (("mod", ("ngram_mod.n_match", "ngram_mod.n_min", "ngram_mod.n_max")),
+                        ("cache", ("ngram_cache.lookup_cache_static",
+                                   "ngram_cache.lookup_cache_dynamic"))):
+        if isinstance(d.get(key), list) and len(d[key]) == len(fields):
+            knobs.update(zip(fields, d[key]))
+    renamed = {"min_hits": "ngram_map_k4v.min_hits", "policy": "draft_policy"}
+    np_ = {}
+    for key, v in d.items():
+        if isinstance(v, dict) and key not in ("size_n", "size_m"):   # a type's parameters
+            knobs.update({f"{key}.{k}": x for k, x in v.items()})
+            if "np" in v:
+                np_[key] = v["np"]
+        elif not isinstance(v, list):
+            knobs[renamed.get(key, key)] = v
+    if "branches" in d:
+        np_.update({t: d["branches"] for t, st in TYPES.items() if st.np and st.source == MODEL})
+    return knobs, np_

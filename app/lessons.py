@@ -370,9 +370,9 @@ TREE = Lesson(
     "slip\" does not count: there llama.cpp kept a branch that is not the path the text took "
     "(a flaw of llama-speculative that SpecScope mirrors and shows).",
     lambda w: (base_setup(w, types=("draft-tree",), temperature=0.8, tab=lambda w: w.round_view),
-               w.params.drafter.branches.setValue(4)),
+               w.params.drafter.np["draft-tree"].setValue(4)),
     _check_tree,
-    lambda w: w.params.drafter.branches)
+    lambda w: w.params.drafter.np["draft-tree"])
 
 
 # ------------------------------------------------------------------ 7. heads

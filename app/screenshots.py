@@ -195,8 +195,8 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     w.prompt.set_text(REPEATING)
     w.params.n_predict.setValue(96)
     d.set_types(["ngram-simple", "draft-simple"])
-    d.size_n["ngram-simple"].setValue(2)
-    d.size_m["ngram-simple"].setValue(6)
+    d.knobs["ngram_simple.size_n"].setValue(2)
+    d.knobs["ngram_simple.size_m"].setValue(6)
     shot("11_drafter_picker")
 
     d.set_types(["ngram-simple"])
@@ -352,7 +352,7 @@ def tree_shots(w, wait, shot, _tmp: Path) -> None:
     """draft-tree at temperature, 4 branches: step mode on a round whose tree split and whose
     target kept a split-off branch, then the finished run."""
     w.params.drafter.set_types(["draft-tree"])
-    w.params.drafter.branches.setValue(4)
+    w.params.drafter.np["draft-tree"].setValue(4)
     w.prompt.temp.setValue(0.8)
     w.params.n_predict.setValue(96)
     _tree_shots(w, wait, shot, ("61_tree_step_mode", "62_tree_plots"),
@@ -368,9 +368,9 @@ def suffix_shots(w, wait, shot, _tmp: Path) -> None:
     tree branched and was partly accepted, then the finished run."""
     d = w.params.drafter
     d.set_types(["suffix"])
-    d.suffix_np.setValue(4)
-    d.suffix["max_spec_factor"].setValue(2.0)
-    d.suffix["min_token_prob"].setValue(0.05)
+    d.np["suffix"].setValue(4)
+    d.knobs["suffix.max_spec_factor"].setValue(2.0)
+    d.knobs["suffix.min_token_prob"].setValue(0.05)
     w.prompt.chat.setChecked(False)
     w.prompt.set_text(SUFFIX_PROMPT)
     w.params.n_predict.setValue(96)

@@ -41,20 +41,20 @@ def test_the_picker_lists_every_type_in_llama_cpps_priority_order(picker):
     for t, check in picker.checks.items():
         assert f"--spec-type {t}" in check.toolTip()
     assert "first non-empty draft wins" in picker.note.text()
-    assert "--spec-ngram-mod-n-match" in picker.mod_match.toolTip()
-    assert "default 24" in picker.mod_match.toolTip()
-    assert "--spec-ngram-map-k4v-size-n" in picker.size_n["ngram-map-k4v"].toolTip()
+    assert "--spec-ngram-mod-n-match" in picker.knobs["ngram_mod.n_match"].toolTip()
+    assert "default 24" in picker.knobs["ngram_mod.n_match"].toolTip()
+    assert "--spec-ngram-map-k4v-size-n" in picker.knobs["ngram_map_k4v.size_n"].toolTip()
 
 
 def test_the_picker_builds_the_spec_settings(picker):
     picker.checks["draft-simple"].setChecked(False)
     picker.checks["ngram-mod"].setChecked(True)             # checked in another order than
     picker.checks["ngram-simple"].setChecked(True)          # llama.cpp tries them
-    picker.size_n["ngram-simple"].setValue(3)
-    picker.size_m["ngram-simple"].setValue(7)
-    picker.mod_match.setValue(16)
-    picker.mod_min.setValue(2)
-    picker.mod_max.setValue(32)
+    picker.knobs["ngram_simple.size_n"].setValue(3)
+    picker.knobs["ngram_simple.size_m"].setValue(7)
+    picker.knobs["ngram_mod.n_match"].setValue(16)
+    picker.knobs["ngram_mod.n_min"].setValue(2)
+    picker.knobs["ngram_mod.n_max"].setValue(32)
     spec = picker.spec_settings()
     assert spec.types == ("ngram-simple", "ngram-mod")
     assert (spec.ngram_simple.size_n, spec.ngram_simple.size_m) == (3, 7)
@@ -67,11 +67,11 @@ def test_the_picker_builds_the_spec_settings(picker):
 def test_draft_model_settings_are_greyed_unless_draft_simple_is_checked(picker):
     draft_widgets = (picker.n_max, picker.n_min, picker.p_min, picker.sync)
     assert all(w.isEnabled() for w in draft_widgets)
-    assert not picker.mod_match.isEnabled()                 # ngram-mod is not checked
+    assert not picker.knobs["ngram_mod.n_match"].isEnabled()                 # ngram-mod is not checked
     picker.checks["draft-simple"].setChecked(False)
     picker.checks["ngram-mod"].setChecked(True)
     assert not any(w.isEnabled() for w in draft_widgets)
-    assert picker.mod_match.isEnabled()
+    assert picker.knobs["ngram_mod.n_match"].isEnabled()
     assert "draft-simple only" in picker.draft_note.text() and not picker.draft_note.isEnabled()
 
 
@@ -84,11 +84,11 @@ def test_bad_settings_get_one_inline_line(picker, qtbot, tmp_path):
     assert not picker.message.isVisible()
     picker.checks["ngram-cache"].setChecked(True)
     missing = tmp_path / "nope.bin"
-    picker.cache_static.setText(str(missing))
-    picker.cache_static.editingFinished.emit()
+    picker.knobs["ngram_cache.lookup_cache_static"].setText(str(missing))
+    picker.knobs["ngram_cache.lookup_cache_static"].editingFinished.emit()
     assert str(missing) in picker.message.text() and "no such file" in picker.message.text()
-    picker.cache_static.setText("")
-    picker.cache_static.editingFinished.emit()
+    picker.knobs["ngram_cache.lookup_cache_static"].setText("")
+    picker.knobs["ngram_cache.lookup_cache_static"].editingFinished.emit()
     assert not picker.message.isVisible()
     picker.set_draft(None)                                  # no model in the draft slot
     assert "needs a draft model" in picker.message.text()
@@ -100,9 +100,9 @@ def test_bad_settings_get_one_inline_line(picker, qtbot, tmp_path):
 
 def test_the_picker_settings_round_trip(picker, qtbot):
     picker.set_types(["ngram-map-k4v", "draft-simple"])
-    picker.min_hits.setValue(3)
-    picker.size_m["ngram-map-k4v"].setValue(9)
-    picker.cache_dynamic.setText("/somewhere/dyn.bin")
+    picker.knobs["ngram_map_k4v.min_hits"].setValue(3)
+    picker.knobs["ngram_map_k4v.size_m"].setValue(9)
+    picker.knobs["ngram_cache.lookup_cache_dynamic"].setText("/somewhere/dyn.bin")
     saved = picker.to_dict()
     again = DrafterPanel()
     qtbot.addWidget(again)
@@ -113,25 +113,43 @@ def test_the_picker_settings_round_trip(picker, qtbot):
     assert again.to_dict() == saved                         # malformed: nothing changes
 
 
+
+def test_settings_saved_by_the_earlier_panel_are_restored(picker):
+    """A window saved before the knobs were kept by field restores them (nothing lost on upgrade)."""
+    picker.from_dict({"types": ["ngram-simple", "draft-tree"], "size_n": {"ngram-simple": 2},
+                      "size_m": {"ngram-simple": 6}, "min_hits": 3, "mod": [16, 2, 32],
+                      "cache": ["/a/static.bin", ""], "policy": "cost", "vocab": "translate",
+                      "branches": 6, "p_split": 0.3,
+                      "suffix": {"max_depth": 32, "max_spec_factor": 2.0, "corpus": "", "np": 3},
+                      "lookahead": {"w": 7, "n": 4, "g": 5}})
+    spec = picker.spec_settings()
+    assert (spec.ngram_simple.size_n, spec.ngram_simple.size_m, spec.ngram_map_k4v.min_hits) == (2, 6, 3)
+    assert (spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max) == (16, 2, 32)
+    assert spec.ngram_cache.lookup_cache_static == "/a/static.bin"
+    assert (spec.draft_policy, spec.vocab, spec.p_split) == ("cost", "translate", 0.3)
+    assert (spec.suffix.max_depth, spec.suffix.max_spec_factor) == (32, 2.0)
+    assert (spec.lookahead.w, spec.lookahead.n, spec.lookahead.g) == (7, 4, 5)
+    assert picker.np["draft-tree"].value() == 6 and picker.np["suffix"].value() == 3
+
 def test_suffix_has_its_knobs_its_corpus_and_its_leaves(picker, qtbot, tmp_path):
     picker.show()
     picker.set_types(["suffix"])
-    picker.suffix["max_spec_factor"].setValue(2.0)
-    picker.suffix["min_token_prob"].setValue(0.05)
-    picker.suffix["max_depth"].setValue(32)
-    picker.suffix_np.setValue(4)
+    picker.knobs["suffix.max_spec_factor"].setValue(2.0)
+    picker.knobs["suffix.min_token_prob"].setValue(0.05)
+    picker.knobs["suffix.max_depth"].setValue(32)
+    picker.np["suffix"].setValue(4)
     spec = picker.spec_settings()
     assert spec.types == ("suffix",)
     assert (spec.suffix.max_spec_factor, spec.suffix.min_token_prob, spec.suffix.max_depth) == (2.0, 0.05, 32)
     assert picker.n_seq() == 4 and not picker.message.isVisible()
-    assert "--spec-suffix-max-spec-factor" in picker.suffix["max_spec_factor"].toolTip()
+    assert "--spec-suffix-max-spec-factor" in picker.knobs["suffix.max_spec_factor"].toolTip()
     again = DrafterPanel()
     qtbot.addWidget(again)
     again.from_dict(picker.to_dict())
     assert again.to_dict() == picker.to_dict() and again.n_seq() == 4
     missing = tmp_path / "corpus.txt"
-    picker.suffix_corpus.setText(str(missing))
-    picker.suffix_corpus.editingFinished.emit()
+    picker.knobs["suffix.corpus"].setText(str(missing))
+    picker.knobs["suffix.corpus"].editingFinished.emit()
     assert str(missing) in picker.message.text() and "--spec-suffix-corpus" in picker.message.text()
     picker.set_types(["suffix", "draft-simple"])          # chained: one path, the chain's
     assert picker.n_seq() == 1
@@ -148,8 +166,8 @@ def window(qtbot, pair, settings):  # noqa: F811 - the fixtures of test_app_wind
     w.prompt.set_text(REPEATING)
     d = w.params.drafter
     d.set_types(["ngram-simple"])
-    d.size_n["ngram-simple"].setValue(2)
-    d.size_m["ngram-simple"].setValue(6)
+    d.knobs["ngram_simple.size_n"].setValue(2)
+    d.knobs["ngram_simple.size_m"].setValue(6)
     yield w
     w.close()
 
@@ -294,8 +312,8 @@ def test_a_target_alone_and_the_drafter_survive_a_restart(qtbot, pair, tmp_path,
     w.pair_panel.set_pair(pair[0], None)
     d = w.params.drafter
     d.set_types(["ngram-map-k", "ngram-mod"])
-    d.size_m["ngram-map-k"].setValue(20)
-    d.mod_min.setValue(8)
+    d.knobs["ngram_map_k.size_m"].setValue(20)
+    d.knobs["ngram_mod.n_min"].setValue(8)
     saved = d.to_dict()
     w.close()
     again = MainWindow(settings=settings, preload=False)
@@ -338,13 +356,14 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
 def test_every_ngram_type_runs_in_the_window_and_marks_its_tokens(qtbot, window, type_name):
     d = window.params.drafter
     d.set_types([type_name, "draft-simple"])                 # a chain before the draft model
-    if type_name in d.size_n:
-        d.size_n[type_name].setValue(2)
-        d.size_m[type_name].setValue(6)
+    field = type_name.replace("-", "_")
+    if f"{field}.size_n" in d.knobs:
+        d.knobs[f"{field}.size_n"].setValue(2)
+        d.knobs[f"{field}.size_m"].setValue(6)
     if type_name == "ngram-mod":
-        d.mod_match.setValue(3)
-        d.mod_min.setValue(1)
-        d.mod_max.setValue(8)
+        d.knobs["ngram_mod.n_match"].setValue(3)
+        d.knobs["ngram_mod.n_min"].setValue(1)
+        d.knobs["ngram_mod.n_max"].setValue(8)
     spec = d.spec_settings()
     assert spec.types == (type_name, "draft-simple")
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")

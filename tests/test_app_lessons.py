@@ -150,7 +150,7 @@ def test_lesson_5_a_draftless_drafter_on_a_text_that_repeats(qtbot, lesson_windo
 def test_lesson_6_a_kept_branch_other_than_the_first(qtbot, lesson_window):
     w = lesson_window
     panel = open_lesson(qtbot, w, 5)
-    assert w.params.drafter.types() == ("draft-tree",) and w.params.drafter.branches.value() == 4
+    assert w.params.drafter.types() == ("draft-tree",) and w.params.drafter.np["draft-tree"].value() == 4
     assert w.params.sampler.currentData() == "temperature" and w.tabs.currentWidget() is w.round_view
     from specscope.app.tree_view import mismatch
     seen = {"first": None, "other": None}

@@ -123,8 +123,8 @@ def test_an_ngram_what_if_is_what_the_engine_then_runs_round_for_round(qtbot, wi
     # the engine runs that setting: the same rounds
     d = w.params.drafter
     d.set_types(["ngram-map-k"])
-    d.size_n["ngram-map-k"].setValue(2)
-    d.size_m["ngram-map-k"].setValue(8)
+    d.knobs["ngram_map_k.size_n"].setValue(2)
+    d.knobs["ngram_map_k.size_m"].setValue(8)
     assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
     real = w.controller.session.run
     assert real.tokens == list(wi.cont)

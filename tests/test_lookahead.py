@@ -101,7 +101,7 @@ def test_its_llama_cpp_command_is_llama_lookahead():
 def test_bench_runs_lookahead_without_a_draft_model_and_prices_its_batch(tmp_path, capsys):
     """`bench --spec-type lookahead`: no -md needed (the target guesses in its own batch); its
     calibration reaches its batch (the token, G n-grams, the window) and every round is priced
-    as one batch of that size (cost.model.lookahead_speedup)."""
+    as one batch of that size (cost.model.batch_speedup)."""
     import json as _json
     from specscope.core.cli import main as cli
     out_json = tmp_path / "bench.json"
@@ -119,11 +119,11 @@ def test_bench_runs_lookahead_without_a_draft_model_and_prices_its_batch(tmp_pat
 
 
 def test_lookahead_is_priced_as_one_batch_a_round():
-    from specscope.core.measure.cost.model import Calibration, batch_cost, lookahead_speedup
+    from specscope.core.measure.cost.model import Calibration, batch_cost, batch_speedup
     c = (1.0, 1.2, 1.4, 1.6)
     cal = Calibration(k_max=4, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.0, f_batch=(), k_draft=0)
     assert batch_cost(cal, 10) == pytest.approx(1.6 + 6 * 0.2)       # past 4: the last slope
-    assert lookahead_speedup(cal, 10, 100, 20) == pytest.approx(20 * 1.0 / (10 * 2.8))
+    assert batch_speedup(cal, 10, 100, 20) == pytest.approx(20 * 1.0 / (10 * 2.8))
 
 
 def test_a_lossless_check_decodes_lookaheads_batch_again_as_it_was(demo):

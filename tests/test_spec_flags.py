@@ -103,16 +103,26 @@ def test_the_model_drafters_length_flags_are_written_only_for_a_model_drafter():
 
 
 def test_the_window_takes_its_ranges_and_tooltips_from_the_table(qtbot):
+    """Every flag with a label is a knob under its first type, with the flag's range, default,
+    choices and tooltip; each type that offers -np has its spin box, under it."""
+    from PySide6.QtWidgets import QComboBox, QLineEdit
     from specscope.app.drafter_panel import DrafterPanel
-    from specscope.core.engine.spec_flags import flag
+    from specscope.core.engine.drafters.registry import TYPES
+    from specscope.core.engine.spec_flags import FLAGS
     panel = DrafterPanel()
     qtbot.addWidget(panel)
-    for widget, field in ((panel.n_max, "n_max"), (panel.n_min, "n_min"),
-                          (panel.mod_match, "ngram_mod.n_match"),
-                          (panel.size_n["ngram-map-k"], "ngram_map_k.size_n"),
-                          (panel.min_hits, "ngram_map_k4v.min_hits")):
-        f = flag(field)
-        assert (widget.minimum(), widget.maximum(), widget.value()) == (f.lo, f.hi, f.default)
-        assert widget.toolTip() == f.tooltip()
-    assert (panel.p_min.minimum(), panel.p_min.maximum()) == (flag("p_min").lo, flag("p_min").hi)
-    assert [panel.sync.itemData(i) for i in range(panel.sync.count())] == list(flag("sync").choices)
+    shown = [f for f in FLAGS if f.label]
+    assert set(panel.knobs) == {f.field for f in shown}
+    assert {"n_max", "ngram_mod.n_match", "suffix.max_depth", "p_split", "lookahead.w",
+            "ngram_map_k4v.min_hits"} <= set(panel.knobs)
+    assert "ngram_map_k.min_hits" not in panel.knobs          # llama.cpp ignores it there
+    for f in shown:
+        widget = panel.knobs[f.field]
+        assert widget.toolTip() == f.tooltip() and widget in panel.params[f.types[0]]
+        if isinstance(widget, QComboBox):
+            assert [widget.itemData(i) for i in range(widget.count())] == list(f.choices)
+        elif not isinstance(widget, QLineEdit):
+            assert (widget.minimum(), widget.maximum(), widget.value()) == (f.lo, f.hi, f.default)
+    assert set(panel.np) == {n for n, t in TYPES.items() if t.np}
+    for name, spin in panel.np.items():
+        assert spin.value() == TYPES[name].np[1] and spin in panel.params[name]

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from specscope.core.cli.devices import add_placement_args, placement_kwargs
+from specscope.core.engine.drafters.registry import listing
 from specscope.core.engine.engine import EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import SpecScopeError
@@ -23,8 +24,8 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("-c", "--ctx-size", type=int, default=2048, help="context size of both models (default 2048)")
     g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
     g.add_argument("-np", "--parallel", type=int, default=1,
-                   help="sequences per context, llama.cpp's -np: the branches of --spec-type draft-tree "
-                        "(default 1: a chain)")
+                   help="sequences per context, llama.cpp's -np: the branches of --spec-type "
+                        f"{listing(lambda t: bool(t.np), last=' or ')} (default 1: a chain)")
     g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default 0, auto: the count that is fastest now, "
                         "followed as the machine's load changes; N pins N)")
     g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default 0, auto, as -t)")
@@ -107,7 +108,7 @@ def chat_prompt(args, model, prompt: str) -> str | None:
 
 def engine_settings(args, spec=None):
     """The engine's settings from the flags; ``spec`` (a SpecSettings): the sequences its types
-    need beside -np (lookahead's W + G + 1)."""
+    need beside -np (SpecSettings.sequences)."""
     n_seq = max(args.parallel, spec.sequences() if spec is not None else 1)
     kw = dict(n_ctx=args.ctx_size, n_batch=args.batch_size, flash_attn=args.flash_attn,
               kv_type=args.kv_type, target_threads=args.threads,

@@ -248,8 +248,8 @@ class Engine(Closing):
                                   f"--spec-type {types}, not {t.name}")
             if t.source == TARGET:
                 require_nextn(self.target_info, self.target.path)
-            if t.name == "draft-tree" and not (self.tgt_removable and self.dft_removable):
-                raise ConfigError(f"{self.target.path}: draft-tree keeps its branches as sequences "
+            if t.branches and not (self.tgt_removable and self.dft_removable):
+                raise ConfigError(f"{self.target.path}: {t.name} keeps its branches as sequences "
                                   "of both caches, which a recurrent or hybrid memory cannot drop")
             if t.reads_target and not self.tgt_removable:
                 raise ConfigError(f"{self.target.path}: {t.name} on a recurrent or hybrid target: "
@@ -328,8 +328,8 @@ class Run:
                 return
             alone = TYPES[self.spec.types[0]] if len(self.spec.types) == 1 else None
             own = alone.own_rounds(e.tgt.n_seq) if alone else None
-            if own is not None:     # a type's own loop: draft-tree's llama-speculative (tree_round.py),
-                self._watch_threads(e.tgt, e.dft if alone.uses_md else None)   # lookahead's ...
+            if own is not None:     # a type's own loop (registry.SpecType.rounds)
+                self._watch_threads(e.tgt, e.dft if alone.uses_md else None)
                 self._prefill()
                 yield from own(self, smpl)
                 return

@@ -40,7 +40,7 @@ class SpecSettings:
     synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
     draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
     vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
-    p_split: float = 0.1      # --spec-draft-p-split: draft-tree splits where a runner-up holds more
+    p_split: float = 0.1      # --spec-draft-p-split: a tree splits where a runner-up holds more
     lookahead: LookaheadParams = LookaheadParams()   # --lookahead-w/-n/-g (llama-lookahead's W, N, G)
     suffix: SuffixParams = SuffixParams()            # --spec-suffix-* (vLLM's suffix_decoding_*)
 
@@ -118,8 +118,8 @@ class SpecSettings:
         return {t: asdict(self.params(t)) for t in self.types if t in NGRAM_TYPES}
 
     def sequences(self) -> int:
-        """The sequences a context needs for these types beside -np: lookahead's W + G + 1."""
-        return self.lookahead.n_seq if "lookahead" in self.types else 1
+        """The sequences a context needs for these types beside -np (registry.SpecType.seqs)."""
+        return max((TYPES[t].sequences(self) for t in self.types), default=1)
 
     def max_draft(self) -> int:
         """The longest draft the enabled types can propose (``common_speculative_n_max``)."""
@@ -143,7 +143,7 @@ class EngineSettings:
     rpc: tuple[str, ...] = ()
     target_devices: tuple[str, ...] | None = None
     draft_devices: tuple[str, ...] | None = None
-    n_seq: int = 1                         # -np: sequences per context (draft-tree's branches)
+    n_seq: int = 1                         # -np: sequences per context (a tree's branches)
 
     def __post_init__(self):
         if self.n_seq < 1:

@@ -10,24 +10,21 @@ are the command lines' own (core/cli/spec.py, core/cli/bench.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import Callable
+from dataclasses import fields, is_dataclass
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES
 from specscope.core.engine.draft_policy import POLICIES
 from specscope.core.engine.drafters import MODEL_TYPES
 from specscope.core.engine.drafters.base import NGRAM_MAX
-from specscope.core.engine.drafters.lookahead import LookaheadParams
-from specscope.core.engine.drafters.registry import TYPES
+from specscope.core.engine.drafters.registry import TYPES, names
+from specscope.core.engine.flag import (CLI, LOOKUP, SERVER, SPEC_TOOLS, SPECULATIVE, Flag, fmt, read,
+                                      with_values)
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES
 from specscope.core.engine.settings import SpecSettings
 
-# llama.cpp's programs, by the example names arg.cpp gives them
-SPECULATIVE, LOOKUP, SERVER, CLI = ("llama-speculative-simple", "llama-lookup", "llama-server",
-                                    "llama-cli")
-SPEC_TOOLS = (SPECULATIVE, SERVER, CLI)
-TREE = "draft-tree"                 # llama-speculative's own loop: no n_min, no p_min
+# each type's own settings, declared in its drafter module (SpecType.flags)
+TYPE_FLAGS = tuple(f for t in TYPES.values() for f in t.flags())
 CHAIN_TYPES = tuple(t for t in MODEL_TYPES if not TYPES[t].program)   # llama.cpp's --spec-type ones
 
 
@@ -44,128 +41,42 @@ def _synth_len(text: str) -> float:
     return value
 
 
-@dataclass(frozen=True)
-class Flag:
-    field: str                     # SpecSettings field; "ngram_mod.n_match" inside a type's parameters
-    names: tuple[str, ...]         # llama.cpp's spelling first, then its aliases
-    help: str                      # what it does; "(default …)" is added
-    lo: float | None = None        # the range the window offers
-    hi: float | None = None
-    choices: tuple[str, ...] = ()
-    types: tuple[str, ...] = ()    # the types it steers: written for llama.cpp when one is on
-    tools: tuple[str, ...] = ()    # the llama.cpp programs that take it; (): SpecScope's own
-    metavar: str = ""
-    parse: Callable | None = None  # text -> value, where not the default's type
-    write: Callable = str          # value -> the word llama.cpp reads
-    unset: object = None           # a value that means "not given" (not written)
-
-    @property
-    def flag(self) -> str:
-        return self.names[0]
-
-    @property
-    def dest(self) -> str:
-        return self.field.replace(".", "__")
-
-    @property
-    def default(self):
-        return read(SpecSettings(), self.field)
-
-    def tooltip(self) -> str:
-        """The window's tooltip: what it does, its flag, its default and range."""
-        span = f", {self.lo:g}–{self.hi:g}" if self.lo is not None else ""
-        return f"{self.help} ({self.flag}; default {self.default}{span})"
-
-    def applies(self, spec) -> bool:
-        return not self.types or bool(set(self.types) & set(spec.types))
-
-
-def read(spec, path: str):
-    for part in path.split("."):
-        spec = getattr(spec, part)
-    return spec
-
-
-def with_values(spec, values: dict):
-    """``spec`` with ``values`` ({field path: value}) set, nested parameters included."""
-    top: dict = {}
-    for path, value in values.items():
-        head, _, rest = path.partition(".")
-        top.setdefault(head, {})
-        if rest:
-            top[head][rest] = value
-        else:
-            top[head] = value
-    return replace(spec, **{k: replace(getattr(spec, k), **v) if isinstance(v, dict) and
-                            is_dataclass(getattr(spec, k)) else v for k, v in top.items()})
-
-
 def _ngram_map(t: str) -> list[Flag]:
     key, attr = t.removeprefix("ngram-"), t.replace("-", "_")
     hits = "" if t == "ngram-map-k4v" else "; unused, as in llama.cpp"
     return [Flag(f"{attr}.size_n", (f"--spec-ngram-{key}-size-n",),
                  f"{t}: length of the n-gram looked up", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
-                 metavar="N"),
+                 metavar="N", label="n"),
             Flag(f"{attr}.size_m", (f"--spec-ngram-{key}-size-m",),
                  f"{t}: length of the m-gram drafted", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
-                 metavar="M"),
+                 metavar="M", label="m"),
             Flag(f"{attr}.min_hits", (f"--spec-ngram-{key}-min-hits",),
                  f"{t}: key hits before drafting{hits}", 1, 1_000_000, types=(t,), tools=SPEC_TOOLS,
-                 metavar="N")]
+                 metavar="N", label="" if hits else "min hits")]
 
 
 FLAGS: tuple[Flag, ...] = (
     Flag("n_max", ("--spec-draft-n-max", "--draft-max"),
          "the model drafters: tokens to draft per round at most (a DFlash head: at most its block)",
-         0, 64, types=(*CHAIN_TYPES, TREE), tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
+         0, 64, types=names(lambda t: t.reads_n_max), tools=(*SPEC_TOOLS, LOOKUP), metavar="N",
+         label="n_max"),
     Flag("n_min", ("--spec-draft-n-min", "--draft-min"),
          "the model drafters: drop drafts shorter than this (the round decodes plainly)",
-         0, 64, types=CHAIN_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N"),
+         0, 64, types=CHAIN_TYPES, tools=(*SPEC_TOOLS, LOOKUP), metavar="N", label="n_min"),
     Flag("p_min", ("--spec-draft-p-min", "--draft-p-min"),
          "the model drafters: stop drafting when the top token holds less than this share of "
          "its top-10 probability mass (a DSpark head reads its confidence head)",
-         0.0, 1.0, types=CHAIN_TYPES, tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
-    Flag("p_split", ("--spec-draft-p-split", "--draft-p-split"),
-         "draft-tree: a branch splits where a runner-up candidate holds more than this "
-         "probability (up to -np branches; greedy, the draft keeps one candidate and never splits)",
-         0.0, 1.0, types=(TREE,), tools=SPEC_TOOLS, metavar="P", write=lambda v: f"{v:g}"),
-    *(Flag(f"lookahead.{k}", (f"--lookahead-{k}",),
-           f"lookahead: {what} (llama-lookahead fixes it at {LookaheadParams().__dict__[k]})",
-           lo, 64, types=("lookahead",), metavar=k.upper())
-      for k, what, lo in (("w", "the window, W positions guessed ahead", 1),
-                          ("n", "the n-gram size N (the window's levels + 1)", 2),
-                          ("g", "the most n-grams verified per round, G", 1))),
-    Flag("suffix.max_depth", ("--spec-suffix-max-depth",),
-         "suffix: the suffix trees' depth, the matched text and the draft together (vLLM's "
-         "suffix_decoding_max_tree_depth)", 1, 1024, types=("suffix",), metavar="N"),
-    Flag("suffix.max_spec_tokens", ("--spec-suffix-max-spec-tokens",),
-         "suffix: the most tokens drafted (nodes, with -np > 1) per round (vLLM's "
-         "num_speculative_tokens)", 1, 1024, types=("suffix",), metavar="N"),
-    Flag("suffix.max_spec_factor", ("--spec-suffix-max-spec-factor",),
-         "suffix: tokens drafted per matched token: a match of k tokens drafts at most "
-         "k x factor + offset (vLLM's suffix_decoding_max_spec_factor)", 0.0, 16.0,
-         types=("suffix",), metavar="F", write=lambda v: f"{v:g}"),
-    Flag("suffix.max_spec_offset", ("--spec-suffix-max-spec-offset",),
-         "suffix: tokens drafted beside those (Arctic Inference's max_spec_offset)", -16.0, 64.0,
-         types=("suffix",), metavar="K", write=lambda v: f"{v:g}"),
-    Flag("suffix.min_token_prob", ("--spec-suffix-min-token-prob",),
-         "suffix: stop drafting where the trees' estimate of the continuation (its count over "
-         "the matched text's, multiplied along the draft) falls below this (vLLM's "
-         "suffix_decoding_min_token_prob)", 0.0, 1.0, types=("suffix",), metavar="P",
-         write=lambda v: f"{v:g}"),
-    Flag("suffix.corpus", ("--spec-suffix-corpus",),
-         "suffix: a text file of earlier replies (documents separated by blank lines) for the "
-         "global suffix tree, as vLLM's cache of earlier requests", types=("suffix",),
-         metavar="FILE", unset=""),
+         0.0, 1.0, types=CHAIN_TYPES, tools=SPEC_TOOLS, metavar="P", write=fmt, label="p_min"),
+    *TYPE_FLAGS,
     Flag("draft_policy", ("--spec-draft-policy",),
          "draft-simple's draft length per round: fixed n_max (llama.cpp); hf, Hugging Face's +2 "
          "after a fully accepted draft / -1 otherwise, within 1..n_max; cost, the length with the "
          "best predicted speed-up for this machine's calibrated costs and the run's acceptance "
          "so far (calibrates the pair first when no calibration is cached)",
-         choices=POLICIES, types=("draft-simple",)),
+         choices=POLICIES, types=("draft-simple",), label="n policy"),
     Flag("sync", ("--sync",),
          "draft cache sync: reuse its own rows (faster) or replay the verification batch as "
-         "llama.cpp does", choices=SYNC_MODES, types=("draft-simple",)),
+         "llama.cpp does", choices=SYNC_MODES, types=("draft-simple",), label="sync"),
     Flag("accept_rule", ("--accept-rule",),
          "how the target accepts a drafted token: match (llama.cpp's rule: its sampler must draw "
          "the same token) or ratio (speculative sampling: the draft samples at the same "
@@ -178,25 +89,25 @@ FLAGS: tuple[Flag, ...] = (
          "assisted decoding), intersect drafts only tokens whose text both vocabularies have and "
          "maps their ids; auto uses translate where llama.cpp's vocabulary check fails (intersect "
          "with --accept-rule ratio); off keeps llama.cpp's refusal",
-         choices=VOCAB_MODES, types=("draft-simple",)),
+         choices=VOCAB_MODES, types=("draft-simple",), label="vocab"),
     *_ngram_map("ngram-simple"), *_ngram_map("ngram-map-k"), *_ngram_map("ngram-map-k4v"),
     Flag("ngram_mod.n_match", ("--spec-ngram-mod-n-match",), "ngram-mod: lookup length",
-         1, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N"),
+         1, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="match"),
     Flag("ngram_mod.n_min", ("--spec-ngram-mod-n-min",),
          "ngram-mod: fewer drafted tokens than this is no draft",
-         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N"),
+         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="min"),
     Flag("ngram_mod.n_max", ("--spec-ngram-mod-n-max",), "ngram-mod: most tokens drafted",
-         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N"),
+         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="max"),
     Flag("ngram_cache.lookup_cache_static", ("-lcs", "--lookup-cache-static"),
          "ngram-cache: static lookup cache saved by llama.cpp's lookup tools",
-         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset=""),
+         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset="", label="static"),
     Flag("ngram_cache.lookup_cache_dynamic", ("-lcd", "--lookup-cache-dynamic"),
          "ngram-cache: dynamic lookup cache saved by llama.cpp's lookup tools",
-         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset=""),
+         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset="", label="dynamic"),
     Flag("synth_len", ("--spec-synth-len",),
          "target mean synthetic acceptance length, including the target token (benchmarking "
          "only: drafts are accepted at random, the text is NOT valid output)",
-         tools=(SERVER, CLI), metavar="L", parse=_synth_len, write=lambda v: f"{v:g}", unset=-1.0),
+         tools=(SERVER, CLI), metavar="L", parse=_synth_len, write=fmt, unset=-1.0),
     Flag("synth_rates", ("--spec-synth-rates",),
          "comma-separated unconditional per-position synthetic acceptance probabilities "
          "(benchmarking only: the text is NOT valid output)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from specscope.core.engine.drafters.registry import TYPES
-from specscope.core.engine.spec_flags import FLAGS, SPECULATIVE, llama_words, not_carried, read
+from specscope.core.engine.spec_flags import FLAGS, llama_words, not_carried, read
 
 # SpecScope's settings a llama.cpp command needs no word for: the draft cache's sync gives the
 # same output (llama.cpp replays), and a draft of another vocabulary is refused by llama.cpp anyway
@@ -24,22 +24,22 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
     """``tool`` running ``target`` with the drafter setting ``spec`` (a SpecSettings; None: the
     target alone) and its ``draft`` model (-md: a draft model or a head), on the given threads
     (0: llama.cpp's default, no flag). The setting's flags are the ones of the table that
-    ``tool`` takes (core/engine/spec_flags.py). A type that is a program of its own (draft-tree:
-    ``llama-speculative``, ``parallel`` branches) is written for that program, whatever ``tool``."""
+    ``tool`` takes (core/engine/spec_flags.py). A type that is a program of its own
+    (registry.SpecType.program, with ``parallel`` sequences) is written for that program, whatever
+    ``tool``, with the flags it takes (SpecType.program_args)."""
     if unrunnable(spec):          # SpecScope's own command, and why
         words = ["specscope", "run", "-m", str(target), "--spec-type", ",".join(spec.types),
                  *(["-np", str(parallel)] if parallel > 1 else []), *specscope_words(spec),
                  *(["-t", str(target_threads)] if target_threads else [])]
         return f"{shlex.join(words)}  # {unrunnable(spec)}"
-    program = next((TYPES[t].program for t in spec.types if TYPES[t].program), "") if spec else ""
+    own = next((TYPES[t] for t in spec.types if TYPES[t].program), None) if spec else None
+    program = own.program if own else ""
     words = [program or tool, "-m", str(target)]
     if spec is not None:
         if draft is not None and spec.needs_draft:
             words += ["-md", str(draft)]
-        if program == "llama-lookahead":   # W, N and G are constants of its source: no flags
-            pass
-        elif program:        # its flags are llama-speculative-simple's (LLAMA_EXAMPLE_SPECULATIVE)
-            words += ["-np", str(parallel), *llama_words(spec, SPECULATIVE)]
+        if own is not None:   # a program of its own: its flags, if any (LLAMA_EXAMPLE_SPECULATIVE)
+            words += ["-np", str(parallel), *llama_words(spec, own.program_args)] if own.program_args else []
         else:
             words += ["--spec-type", ",".join(spec.types), *llama_words(spec, tool)]
     if target_threads:
@@ -51,7 +51,7 @@ def command_line(tool: str, target, spec=None, draft=None, target_threads: int =
 
 def unrunnable(spec) -> str:
     """Why no llama.cpp program runs ``spec``, in words ("": one does): a type of another
-    project's (suffix: vLLM's), which SpecScope alone runs on a GGUF pair; its command line is
+    project's (registry.SpecType.origin), which SpecScope alone runs on a GGUF pair; its command line is
     then ``specscope run``'s, with the reason as a shell comment."""
     other = [t for t in spec.types if TYPES[t].origin != "llama.cpp"] if spec else []
     return "".join(f"SpecScope only: no llama.cpp program runs {t} ({TYPES[t].origin} has it)"

@@ -22,10 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter
+from specscope.core.engine.flag import Flag
 from specscope.core.errors import ConfigError
 from specscope.core.models.seqs import SeqBatch, draw, row_logits
 
 WINDOW_START = 100     # llama-lookahead fills the window with 100, 101, ... before its first round
+NAME = "lookahead"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,14 @@ class LookaheadParams:
     def n_seq(self) -> int:
         """The sequences its context needs: W + G + 1."""
         return self.w + self.g + 1
+
+
+FLAGS = tuple(Flag(f"lookahead.{k}", (f"--lookahead-{k}",),
+                   f"{NAME}: {what} (llama-lookahead fixes it at {getattr(LookaheadParams(), k)})",
+                   lo, 64, types=(NAME,), metavar=k.upper(), label=k.upper())
+              for k, what, lo in (("w", "the window, W positions guessed ahead", 1),
+                                  ("n", "the n-gram size N (the window's levels + 1)", 2),
+                                  ("g", "the most n-grams verified per round, G", 1)))
 
 
 class NgramPool:

@@ -47,6 +47,18 @@ class SpecType:
     no_replay: str = ""       # why a what-if cannot replay it over a recorded run ("": the generic)
     rounds: str = ""          # "module:function" under core/engine: its own loop, run where it
     rounds_np: int = 1        # drafts alone and each context holds at least rounds_np sequences
+    program_args: str = ""    # whose flags its program takes (program: llama-speculative-simple's)
+    np: tuple[str, int, str] = ()   # -np in the window: (label, default, tooltip); (): not offered
+    seqs: Callable | None = None    # SpecSettings -> the sequences each context needs (None: 1)
+    batch: Callable | None = None   # (SpecSettings, n_seq) -> its longest verification batch, where
+                              # not its longest draft (a tree's nodes, a window beside its n-grams)
+    note: str = ""            # the window's line under its check box
+    priced: str = ""          # its own loop's price in the cost model: "tree" (a batch of nodes,
+                              # the draft's steps) | "batch" (one target batch a round); a run
+                              # that verified trees is priced as trees whatever its type
+    own_rng: bool = False     # at temperature it draws with its program's own generator (the
+                              # same distribution as the target's sampler, other tokens)
+    branches: bool = False    # it keeps branches as sequences of both caches (seq_rm on both)
 
     @property
     def llama(self) -> bool:
@@ -79,9 +91,23 @@ class SpecType:
         """Who drafted, in plain words: "the EAGLE-3 head", or the type's name."""
         return f"{self.who[0]} {self.who[1]}".strip() if self.who[1] else self.name
 
+    @property
+    def reads_n_max(self) -> bool:
+        """Its length is --spec-draft-n-max (the model drafters')."""
+        return self.length is _n_max
+
+    def drafter_module(self):
+        return importlib.import_module(f"specscope.core.engine.drafters.{self.drafter.split(':')[0]}")
+
     def drafter_class(self):
-        module, cls = self.drafter.split(":")
-        return getattr(importlib.import_module(f"specscope.core.engine.drafters.{module}"), cls)
+        return getattr(self.drafter_module(), self.drafter.split(":")[1])
+
+    def flags(self) -> tuple:
+        """Its own settings' flags (core/engine/flag.py), declared in its drafter module."""
+        return getattr(self.drafter_module(), "FLAGS", ())
+
+    def sequences(self, spec) -> int:
+        return self.seqs(spec) if self.seqs else 1
 
 
 def _n_max(spec) -> int:
@@ -118,7 +144,12 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "with -np > 1 a tree of continuations",
              lambda spec: spec.suffix.longest, ("#312e81", "#c7d2fe", "#4f46e5"),   # indigo
              p_note="p: how often the suffix trees saw it", origin="vLLM (Arctic Inference)",
-             rounds="suffix_round:suffix_rounds", rounds_np=2),
+             rounds="suffix_round:suffix_rounds", rounds_np=2,
+             np=("leaves (-np)", 1, "suffix: the most leaves of its tree, llama.cpp's -np: each is "
+                 "a sequence of the target's cache, so changing it reloads the target (1: one "
+                 "path, as vLLM verifies it)"),
+             note="SpecScope only (vLLM has it, llama.cpp does not). Leaves 1: one path, as vLLM "
+                  "verifies it; more: a tree of continuations in one batch (reloads the target)."),
     SpecType("draft-simple", MODEL, "model:DraftModel",
              "the draft model: greedy over its top-10 probabilities",
              _n_max, ("#14532d", "#bbf0c6", "#2e9d4b"),                              # green
@@ -153,7 +184,12 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "more than --spec-draft-p-split, verified in one batch (llama-speculative)",
              _n_max, ("#5a2e0e", "#e8c4a0", "#a0522d"),                              # sienna
              who=("the draft model's", "tree"), what="a draft model", program="llama-speculative",
-             rounds="tree_round:tree_rounds",
+             rounds="tree_round:tree_rounds", program_args="llama-speculative-simple",
+             priced="tree", own_rng=True, branches=True,
+             np=("branches (-np)", 4, "draft-tree: the most branches a tree holds, llama.cpp's -np "
+                 "(--parallel): each is a sequence of both models' caches, so changing it "
+                 "reloads the pair (1: a chain)"),
+             batch=lambda spec, n_seq: spec.n_max + n_seq - 1,   # n nodes, a bonus row per branch
              no_replay="its branches split on the draft's runner-up candidates at every position "
                        "of every branch, which one run does not record (the tree headroom plot "
                        "says what a wider draft would have accepted)"),
@@ -162,7 +198,12 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "guesses that follow the token are verified in the same batch (llama-lookahead)",
              lambda spec: spec.lookahead.n - 1, ("#1f2937", "#cbd5e1", "#475569"),   # slate
              who=("the target's", "lookahead window"), what="the target's own guesses",
-             program="llama-lookahead", rounds="lookahead_round:lookahead_rounds",
+             program="llama-lookahead", rounds="lookahead_round:lookahead_rounds", priced="batch",
+             seqs=lambda spec: spec.lookahead.n_seq,          # W + G + 1
+             batch=lambda spec, n_seq: (spec.lookahead.n - 1) * (spec.lookahead.w + spec.lookahead.g),
+             note="Drafts with nothing but the target: beside each token it decodes a window of W "
+                  "guesses and verifies up to G n-grams of N tokens from them in the same batch "
+                  "(W + G + 1 sequences: changing W or G reloads the target).",
              no_replay="its n-grams come from the target's guesses at the window's positions, "
                        "decoded beside each token: the target's rows there are not in the run, so "
                        "its pool cannot be rebuilt from the text"),

@@ -23,11 +23,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter
+from specscope.core.engine.flag import SPEC_TOOLS, Flag, fmt
 from specscope.core.errors import ConfigError
 from specscope.core.models.llama import SamplerChain
 from specscope.core.models.seqs import SeqBatch, candidates, row_logits, seq_cp, seq_keep, seq_rm
 
 SPLIT_RANKS = 8      # llama-speculative looks at candidates 1..7 for a split
+NAME = "draft-tree"
+
+FLAGS = (Flag("p_split", ("--spec-draft-p-split", "--draft-p-split"),
+              f"{NAME}: a branch splits where a runner-up candidate holds more than this "
+              "probability (up to -np branches; greedy, the draft keeps one candidate and never splits)",
+              0.0, 1.0, types=(NAME,), tools=SPEC_TOOLS, metavar="P", write=fmt, label="p_split"),)
 
 
 @dataclass
@@ -48,14 +55,14 @@ class Branch:
 class TreeDrafter(Drafter):
     """The draft model's side of draft-tree: its cache (one sequence per branch), the branches
     and the target's batch they make."""
-    name = "draft-tree"
+    name = NAME
     resumes = False      # a conversation's next turn starts the tree's caches afresh
 
     def __init__(self, engine, spec):
         self.ctx = engine.dft
         self.n_seq = engine.dft.n_seq
         if engine.tgt.n_seq < self.n_seq:
-            raise ConfigError("draft-tree: the target's context has fewer sequences than the draft's")
+            raise ConfigError(f"{NAME}: the target's context has fewer sequences than the draft's")
         self.p_split = spec.p_split
         self.dbatch = SeqBatch(max(self.n_seq, 1) * 2, self.n_seq)
         self.tbatch = SeqBatch(engine.tgt.n_batch, self.n_seq)

@@ -9,8 +9,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
+from specscope.core.engine.drafters.registry import MODEL, TYPES
 from specscope.core.measure.cost.model import (Calibration, calibrated_speedup, chain_round_cost,
-                                               draft_sync, lookahead_speedup, model_speedup,
+                                               draft_sync, batch_speedup, model_speedup,
                                                textbook_from_accepted, tree_speedup)
 from specscope.core.measure.bench.lossless import LosslessReport, RunResult
 from specscope.core.measure.stats import DrafterStats
@@ -305,13 +306,14 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                                           mean_len if one_model else n_drafted / rounds,
                                           f) if draft_rounds and rounds else 1.0
         return textbook, float("nan"), f
-    if types == ["lookahead"]:           # every round one batch: token, n-grams, window
+    own = TYPES[types[0]] if len(types) == 1 else None     # a type's own loop, its price
+    if own is not None and own.priced == "batch":    # every round one batch of the target's
         textbook = textbook_from_accepted(expected, mean_len, 0.0) if draft_rounds else 1.0
-        calibrated = lookahead_speedup(cal, rounds, sum(r.batch_tokens for r in spec),
+        calibrated = batch_speedup(cal, rounds, sum(r.batch_tokens for r in spec),
                                        sum(r.stats.n_tokens for r in spec))
         return textbook, calibrated, 0.0
-    if types == ["draft-tree"] or any(r.tree_nodes for r in spec):   # priced as trees: a batch
-        model = types == ["draft-tree"]      # of nodes; draft-tree's steps, suffix's lookups
+    if (own is not None and own.priced == "tree") or any(r.tree_nodes for r in spec):
+        model = own is not None and own.source == MODEL   # a batch of nodes, and the draft's
         f = cal.f if model else (lookup / cal.t1 if rounds else 0.0)
         textbook = textbook_from_accepted(expected, mean_len, f) if draft_rounds else 1.0
         calibrated = tree_speedup(cal, draft_rounds, sum(r.tree_nodes for r in spec),

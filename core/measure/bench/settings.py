@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, parse_types, type_label
-from specscope.core.engine.drafters.registry import HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, names
+from specscope.core.engine.drafters.registry import HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, TYPES, names
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
 from specscope.core.measure.cost.calibrate import TIME_BUDGET_S
@@ -22,12 +22,11 @@ from specscope.core.models.llama import Model
 from specscope.core.models.mtp import require_nextn
 
 DRAFT_SIMPLE = (DRAFT_MODEL,)
-MODEL_FILE = names(lambda t: t.source == MODEL)  # the types a draft model drafts for: draft-simple, draft-tree
-TREE = "draft-tree"
+MODEL_FILE = names(lambda t: t.source == MODEL)  # the types a draft model drafts for
 # the -md files by their GGUF architecture: the types that draft with one, and what it is
 HEADS = {arch: (names(lambda t, a=arch: t.head == a), what) for arch, what in HEAD_KINDS.items()}
 MTP_TYPES = names(lambda t: t.source == TARGET)   # draft with the target's own MTP blocks
-# the types that need a model to draft with (-md, MTP blocks); lookahead guesses in the target's batch
+# the types that need a model to draft with (-md, MTP blocks), not the target's own guesses
 DRAFTS_WITH_A_MODEL = names(lambda t: t.source not in (LOOKUP, SELF))
 FILE_KINDS = ((MODEL_FILE, "a draft model"), *HEADS.values())
 
@@ -304,11 +303,9 @@ def spec_for(s: SweepSettings, config: Config):
 def longest_draft(s: SweepSettings, config: Config) -> int:
     """The longest draft a configuration can verify in these runs (the draft model's n, an
     n-gram type's size, at most n_predict − 1: the round's budget)."""
-    if config.types == (TREE,):           # its batch: n tokens and up to a token per other branch
-        return config.n + (s.engine.n_seq - 1 if s.engine is not None else 0)
-    if config.types == ("lookahead",):    # its batch: the token, G n-grams and the window
-        la = spec_for(s, config).lookahead
-        return (la.n - 1) * (la.w + la.g)
+    own = TYPES[config.types[0]] if len(config.types) == 1 else None
+    if own is not None and own.batch is not None:       # a tree's nodes, a window's guesses
+        return own.batch(spec_for(s, config), s.engine.n_seq if s.engine is not None else 1)
     if len(config.types) == 1 and config.types[0] in MODEL_TYPES:
         return config.n
     return max(1, min(spec_for(s, config).max_draft(), s.n_predict - 1))

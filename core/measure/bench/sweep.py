@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
+from specscope.core.engine.drafters.registry import TYPES
 from specscope.core.engine.engine import Engine, EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters.xvocab import choose_mode
@@ -226,9 +227,9 @@ class _Sweep:
             return None
         res = run_result("spec", run, events, config.n)
         cell.add(res, base)
-        # at temperature a tree draws its tokens with llama-speculative's own generator, not the
-        # target sampler's: the same distribution, other tokens (core/engine/tree_round.py)
-        if s.lossless and (s.sampler.greedy or config.types != ("draft-tree",)):
+        # at temperature a type may draw with its program's own generator, not the target
+        # sampler's: the same distribution, other tokens (registry.SpecType.own_rng)
+        if s.lossless and (s.sampler.greedy or not any(TYPES[t].own_rng for t in config.types)):
             report = check_lossless(engine, run.prompt_tokens, base.tokens, res.tokens, events,
                                     sampler=s.sampler)
             cell.lossless.append(report)

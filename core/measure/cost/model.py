@@ -350,10 +350,10 @@ def batch_cost(cal: Calibration, k: float) -> float:
     return cost
 
 
-def lookahead_speedup(cal: Calibration, rounds: int, batch_tokens: int, n_tokens: int) -> float:
-    """lookahead's calibrated speed-up (llama-lookahead's round): every round is one target batch
-    of its token, the n-grams verified and the window's guesses (``batch_tokens`` over the run),
-    sampling each token it emits, rollback and the loop's Python; no draft model."""
+def batch_speedup(cal: Calibration, rounds: int, batch_tokens: int, n_tokens: int) -> float:
+    """The calibrated speed-up of a loop whose every round is one target batch and no draft model
+    (registry ``priced="batch"``: llama-lookahead's token, n-grams verified and window's guesses):
+    ``batch_tokens`` over the run, sampling each token it emits, rollback and the loop's Python."""
     if not rounds:
         return 1.0
     per_round = (batch_cost(cal, batch_tokens / rounds) + cal.s * n_tokens / rounds + cal.r
@@ -363,12 +363,12 @@ def lookahead_speedup(cal: Calibration, rounds: int, batch_tokens: int, n_tokens
 
 def tree_speedup(cal: Calibration, tree_rounds: int, nodes: int, steps: int, n_accept: int,
                  empty_rounds: int, model: bool = True, lookup: float = 0.0) -> float:
-    """draft-tree's calibrated speed-up (llama-speculative's round): each tree round pays the
+    """A tree's calibrated speed-up (llama-speculative's round): each tree round pays the
     draft's decode of its root, its draft steps (one batch of the branches drafting each, priced
     as f at the tree's mean width by f_batch), one verification batch of its nodes and the root,
     sampling along the kept path and llama.cpp's sequence copies (r); a round without a tree, one
     target token. The run's own totals: its trees, their nodes and steps, the tokens accepted.
-    A tree drafted without a model (suffix, ``model`` False) pays ``lookup`` (its Python time
+    A tree drafted without a model (``model`` False, from counts) pays ``lookup`` (its Python time
     per round over t1) instead of the draft's decodes."""
     empty = cal.cost(1) + cal.s + cal.r + cal.o0
     if not tree_rounds:

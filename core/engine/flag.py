@@ -1,0 +1,83 @@
+"""One speculative setting's flag (:class:`Flag`): the SpecSettings field it sets, its spelling in
+llama.cpp (common/arg.cpp), its range and the llama.cpp programs that take it. The table of them
+is core/engine/spec_flags.py; a type's own settings are declared in its drafter module
+(``FLAGS``) and gathered there through the registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, is_dataclass, replace
+from typing import Callable
+
+# llama.cpp's programs, by the example names arg.cpp gives them
+SPECULATIVE, LOOKUP, SERVER, CLI = ("llama-speculative-simple", "llama-lookup", "llama-server",
+                                    "llama-cli")
+SPEC_TOOLS = (SPECULATIVE, SERVER, CLI)
+
+
+@dataclass(frozen=True)
+class Flag:
+    field: str                     # SpecSettings field; "ngram_mod.n_match" inside a type's parameters
+    names: tuple[str, ...]         # llama.cpp's spelling first, then its aliases
+    help: str                      # what it does; "(default …)" is added
+    lo: float | None = None        # the range the window offers
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()    # the types it steers: written for llama.cpp when one is on
+    tools: tuple[str, ...] = ()    # the llama.cpp programs that take it; (): SpecScope's own
+    metavar: str = ""
+    parse: Callable | None = None  # text -> value, where not the default's type
+    write: Callable = str          # value -> the word llama.cpp reads
+    unset: object = None           # a value that means "not given" (not written)
+    label: str = ""                # its label in the window's drafter panel, under its first
+                                   # type ("": not there)
+    step: float = 0.05             # a float's step in the window
+
+    @property
+    def flag(self) -> str:
+        return self.names[0]
+
+    @property
+    def dest(self) -> str:
+        return self.field.replace(".", "__")
+
+    @property
+    def default(self):
+        from specscope.core.engine.settings import SpecSettings
+        return read(SpecSettings(), self.field)
+
+    def tooltip(self) -> str:
+        """The window's tooltip: what it does, its flag, its default and range."""
+        span = f", {self.lo:g}–{self.hi:g}" if self.lo is not None else ""
+        return f"{self.help} ({self.flag}; default {self.default}{span})"
+
+    def applies(self, spec) -> bool:
+        return not self.types or bool(set(self.types) & set(spec.types))
+
+
+def read(spec, path: str):
+    for part in path.split("."):
+        spec = getattr(spec, part)
+    return spec
+
+
+def with_values(spec, values: dict):
+    """``spec`` with ``values`` ({field path: value}) set, nested parameters included."""
+    top: dict = {}
+    for path, value in values.items():
+        head, _, rest = path.partition(".")
+        top.setdefault(head, {})
+        if rest:
+            top[head][rest] = value
+        else:
+            top[head] = value
+    return replace(spec, **{k: replace(getattr(spec, k), **v) if isinstance(v, dict) and
+                            is_dataclass(getattr(spec, k)) else v for k, v in top.items()})
+
+
+def fmt(v) -> str:
+    """A float as llama.cpp reads it back (no trailing zeros)."""
+    return f"{v:g}"
+
+
+__all__ = ["Flag", "read", "with_values", "fmt", "SPECULATIVE", "LOOKUP", "SERVER", "CLI", "SPEC_TOOLS"]
