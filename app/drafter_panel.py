@@ -189,7 +189,9 @@ class DrafterPanel(QGroupBox):
         self.knobs: dict[str, QWidget] = {}
         for f in (f for f in FLAGS if f.label):
             if f.choices:
-                w = _combo({m: ITEM_TIPS.get(f.field, {}).get(m, "") for m in f.choices}, f.tooltip())
+                tips = ITEM_TIPS.get(f.field)     # the window offers the choices it explains
+                w = _combo({m: tips[m] if tips else "" for m in f.choices if not tips or m in tips},
+                           f.tooltip())
             elif f.metavar == "FILE":
                 short = next((n for n in f.names if not n.startswith("--")), "")
                 w = self._path_edit(f"optional file{f' ({short})' if short else ''}", f.tooltip(),
