@@ -23,7 +23,7 @@ PROMPT = "The lighthouse keeper had not spoken to anyone in eleven days when the
 # ----------------------------------------------------------------------------- top_entries
 def test_top_entries_are_the_k_largest_largest_first_with_their_ids():
     rng = np.random.default_rng(1)
-    for n in (12, 2559, 4096, 49_155, 152_064):
+    for n in (12, 2559, 4096, 10_239, 10_300, 49_155, 152_064):   # both paths, by the boundary
         row = rng.standard_normal(n).astype(np.float32)      # no ties: one right answer
         ids, values = top_entries(row, 10)
         expected = np.argsort(-row, kind="stable")[:10]

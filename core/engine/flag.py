@@ -32,6 +32,7 @@ class Flag:
     label: str = ""                # its label in the window's drafter panel, under its first
                                    # type ("": not there)
     step: float = 0.05             # a float's step in the window
+    default: object = None         # SpecSettings' value (the table fills it in: spec_flags.FLAGS)
 
     @property
     def flag(self) -> str:
@@ -40,11 +41,6 @@ class Flag:
     @property
     def dest(self) -> str:
         return self.field.replace(".", "__")
-
-    @property
-    def default(self):
-        from specscope.core.engine.settings import SpecSettings
-        return read(SpecSettings(), self.field)
 
     def tooltip(self) -> str:
         """The window's tooltip: what it does, its flag, its default and range."""

@@ -10,7 +10,7 @@ are the command lines' own (core/cli/spec.py, core/cli/bench.py).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES
 from specscope.core.engine.draft_policy import POLICIES
@@ -55,7 +55,7 @@ def _ngram_map(t: str) -> list[Flag]:
                  metavar="N", label="" if hits else "min hits")]
 
 
-FLAGS: tuple[Flag, ...] = (
+_TABLE: tuple[Flag, ...] = (
     Flag("n_max", ("--spec-draft-n-max", "--draft-max"),
          "the model drafters: tokens to draft per round at most (a DFlash head: at most its block)",
          0, 64, types=names(lambda t: t.reads_n_max), tools=(*SPEC_TOOLS, LOOKUP), metavar="N",
@@ -114,6 +114,7 @@ FLAGS: tuple[Flag, ...] = (
          tools=(SERVER, CLI), metavar="P0,P1,...", parse=_rates,
          write=lambda v: ",".join(f"{p:g}" for p in v), unset=()),
 )
+FLAGS = tuple(replace(f, default=read(SpecSettings(), f.field)) for f in _TABLE)   # defaults are SpecSettings'
 BY_FIELD = {f.field: f for f in FLAGS}
 
 
