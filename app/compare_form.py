@@ -164,7 +164,7 @@ class SweepForm(PairRows, QGroupBox):
             raise ConfigError(f"the ticked types draft with a file ({drafts_with()}): add one, or "
                               "pick drafters that need no file (the n-gram types, the target's MTP "
                               "blocks)")
-        # lookahead's context needs its W + G + 1 sequences (the others: one)
+        # the sequences each chain's types need (registry.SpecType.seqs; most need one)
         threads = dict(target_threads=self.threads.value(), draft_threads=self.threads.value(),
                        n_seq=max(SpecSettings(types=c).sequences() for c in chains))
         temp = self.temperature.value()

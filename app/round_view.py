@@ -160,7 +160,7 @@ class RoundDiagram(QWidget):
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         c = _Cells(self)
-        if self._ev is not None and self._ev.tree is not None:     # a draft-tree round
+        if self._ev is not None and self._ev.tree is not None:     # a tree's round
             tree_view.paint_tree(c, self._ev, lambda t: short(self._vocab.piece(t).decode("utf-8", "replace")),
                                  LABEL_W, CELL_W, CELL_H, GAP)
             c.p.end()

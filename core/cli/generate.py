@@ -89,7 +89,7 @@ def tree_lines(tree) -> list[str]:
 
 
 def drafted_tree_lines(events) -> list[str]:
-    """draft-tree (llama-speculative) and suffix with -np > 1: how wide the trees were and which
+    """A run that verified trees (llama-speculative's, a suffix tree's): how wide they were and which
     branch was kept."""
     trees = [e.tree for e in events if e.tree is not None]
     if not trees:

@@ -3,7 +3,7 @@
 three libstdc++ distributions it draws from (``uniform_real_distribution<double>``,
 ``uniform_int_distribution<unsigned>``, ``discrete_distribution<int>``).
 
-With them, a draft-tree run at temperature picks the same branch to verify, the same ``r`` for
+With them, a llama-speculative round at temperature picks the same branch to verify, the same ``r`` for
 the ratio test and the same token from the residual as the C++ program, round for round
 (core/engine/tree_round.py). The algorithms are libstdc++'s (bits/random.tcc,
 bits/uniform_int_dist.h), the compiler's library on the Linux builds llama.cpp ships.

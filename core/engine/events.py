@@ -30,7 +30,7 @@ from specscope.core.plain import from_plain, to_plain
 
 @dataclass(frozen=True, slots=True)
 class TreeShape:
-    """A tree's round (draft-tree's, llama-speculative; suffix's with -np > 1): every branch, the root
+    """A tree's round (llama-speculative's; registry types that verify trees): every branch, the root
     left out (branch 0 first, then in the order they split off), the draft's probability of each
     of their tokens, and the branch the target kept (its tokens are the event's ``drafted``)."""
     branches: tuple[tuple[int, ...], ...]
@@ -118,7 +118,7 @@ class RoundEvent:
     threads: tuple[int, ...] = ()    # the thread counts (target, draft; 0: no draft context) the
                                      # round's decodes ran with as it ended (core/models/threads.py)
     threads_note: str = ""           # threads "auto": the changes of count made during this round
-    tree: TreeShape | None = None    # draft-tree: the tree drafted this round (None: another type)
+    tree: TreeShape | None = None    # a tree's round: the tree drafted (None: a chain's round)
     # a run that teaches (step mode): the target's probability p of each drafted token, and the
     # entropy (bits) of the target's distribution at each row of the verification batch
     target_p: tuple[float, ...] = ()

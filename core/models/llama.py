@@ -283,7 +283,7 @@ class ContextSettings:
     n_threads: int = 0          # 0: auto, the count that is fastest now (core/models/threads.py)
     flash_attn: str = "auto"    # auto | on | off
     kv_type: str = "f16"        # f16 | f32
-    n_seq: int = 1              # sequences (llama.cpp's -np): draft-tree's branches, in one unified KV
+    n_seq: int = 1              # sequences (llama.cpp's -np): a tree's branches, in one unified KV
 
     @classmethod
     def deterministic(cls, **kw) -> "ContextSettings":
@@ -291,7 +291,7 @@ class ContextSettings:
 
 
 class Context(Handle):
-    """One llama_context; runs use sequence 0 (draft-tree's branches more: models/seqs.py).
+    """One llama_context; runs use sequence 0 (a tree's branches more: models/seqs.py).
     ``other``: the context it reads from
     (llama.cpp's ``ctx_other``: an EAGLE-3 head reads the target's token embeddings and output
     head through it); it must outlive this one. ``mtp``: an MTP context (``LLAMA_CONTEXT_TYPE_MTP``):

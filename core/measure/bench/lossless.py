@@ -99,9 +99,9 @@ class RunResult:
     idle_drafts: int = 0               # of them, those whose model drafter decoded and proposed
                                        # nothing (p_min at its first token, n_min): a DFlash
                                        # head paid its block
-    tree_nodes: int = 0                # draft-tree: the tokens its trees verified (each round's batch
+    tree_nodes: int = 0                # trees: the tokens they verified (each round's batch
     tree_steps: int = 0                # less the root) and the draft's decodes that drafted them
-    batch_tokens: int = 0              # lookahead: its rounds' batches (token, n-grams, window)
+    batch_tokens: int = 0              # a loop priced by its batches (registry priced="batch")
 
     @property
     def tokens_per_s(self) -> float:

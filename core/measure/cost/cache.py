@@ -22,8 +22,8 @@ from specscope.core.cache import cache_root, file_id, read_json, write_json
 from specscope.core.measure.cost.model import Calibration
 from specscope.core.measure.cpuload import LoadReading
 
-CALIBRATION_VERSION = 11      # a cache file of another version is measured again (11: the
-                              # cost of changing the verification batch's size, Calibration.shape)
+CALIBRATION_VERSION = 12      # a cache file of another version is measured again (12: a draft
+                              # step's Python is cheaper on a small vocabulary: o1 measured again)
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DRIFT_TOLERANCE = 0.15        # the check's median further than this from the cached one: recalibrate
 LOAD_SLACK_CORES = 0.2        # other processes may take this much of the cores llama.cpp's threads
