@@ -39,4 +39,10 @@ def lookahead_words(ev, tok, piece) -> list[str]:
             f"({ev.kv_dropped_target}){kept}. ({ev.t_sync * 1e3:.1f} ms)"]
 
 
-__all__ = ["lookahead_words"]
+def batch_words(ev) -> str:
+    """The round's verification batch in words (the timeline's)."""
+    return (f"a batch of {ev.batch_size} tokens: the seed, {len(ev.lookahead.verified)} n-grams "
+            "and the lookahead window")
+
+
+__all__ = ["lookahead_words", "batch_words"]

@@ -29,9 +29,8 @@ from specscope.core.engine.drafters import DESCRIPTIONS, TYPES, spec_type
 from specscope.core.engine.drafters.registry import MODEL, TARGET as OWN_LAYERS
 from specscope.core.models.tokentext import shares
 
-from . import tree_view
+from . import shape_words, tree_view
 from .glossary import term
-from .lookahead_words import lookahead_words
 from .drafter_style import drafter_colors, drafter_html, drafter_who
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED, translation_html, visible
 
@@ -520,10 +519,10 @@ def explain(ev, vocab, history=(), types=()) -> str:
         lines.append(f"<b>Replay:</b> a checkpoint restore last round left {len(ev.replayed)} decided "
                      f"tokens ({replayed}); the target re-verifies them in this batch instead of a "
                      "draft.")
-    elif ev.tree is not None or ev.lookahead is not None:   # a tree's, lookahead's own words
+    elif ev.shape is not None:                             # its own loop's words (shape_words)
         emitted = lambda t, i: tok(t, emitted_text[i])         # noqa: E731
-        lines += (tree_view.tree_words(ev, emitted) if ev.tree is not None else lookahead_words(
-            ev, emitted, lambda t: tok(t, vocab.piece(t).decode("utf-8", "replace"))))
+        lines += shape_words.round_words(ev, emitted,
+                                         lambda t: tok(t, vocab.piece(t).decode("utf-8", "replace")))
         lines.append(f"<b>Next:</b> id_last = {own} at n_past = {ev.n_past_after}." if not ev.finish
                      else f"<b>The run ended</b> ({ev.finish}).")
         return "".join(f"<p style='margin:2px 0 6px 0'>{ln}</p>" for ln in lines)

@@ -20,6 +20,7 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.core.engine.events import RoundEvent
 
+from . import shape_words
 from .plot_base import styled_plot
 from .plot_rounds import SPLIT_COLORS
 
@@ -34,13 +35,8 @@ SELECTED = (40, 40, 40, 45)
 def batch_of(ev: RoundEvent) -> str:
     """The round's verification batch in words: its size, and what it held."""
     n = ev.batch_size
-    if ev.tree is not None:
-        k = len(ev.tree.branches)
-        return (f"a batch of {n} tokens: the seed and a tree of {n - 1} in {k} "
-                f"branch{'es' if k != 1 else ''} (branch {ev.tree.kept} kept)")
-    if ev.lookahead is not None:
-        return (f"a batch of {n} tokens: the seed, {len(ev.lookahead.verified)} n-grams and the "
-                f"lookahead window")
+    if ev.shape is not None:
+        return shape_words.batch_words(ev)
     return f"a batch of {n} token{'s' if n != 1 else ''}" + (
         f": the seed and {len(ev.drafted)} drafted" if ev.drafted else ": the seed")
 
@@ -139,7 +135,7 @@ class TimelineView(QtWidgets.QWidget):
         whole = float(self.spans["end"][-1] - self.spans["start"][0]) or 1.0
         parts = ", ".join(f"{LANE_NAMES[lane]} {1e3 * t:.1f} ms ({100 * t / whole:.0f}%)"
                           for lane, t in totals.items() if t or lane != "translate")
-        wide = [e for e in self._events if e.tree is not None or e.lookahead is not None]
+        wide = [e for e in self._events if e.shape is not None]
         batches = (f" Tree and lookahead rounds verify one wide batch each (mean "
                    f"{np.mean([e.batch_size for e in wide]):.1f} tokens)." if wide else "")
         self.summary.setText(f"{n} rounds in {1e3 * whole:.1f} ms: {parts}.{batches} "

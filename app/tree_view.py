@@ -145,9 +145,16 @@ def mismatch(ev) -> int:
     return next((d for d in range(depth) if kept[d] != ev.emitted[d]), -1)
 
 
-def tree_words(ev, tok) -> list[str]:
+def batch_words(ev) -> str:
+    """The round's verification batch in words (the timeline's)."""
+    n, k = ev.batch_size, len(ev.tree.branches)
+    return (f"a batch of {n} tokens: the seed and a tree of {n - 1} in {k} "
+            f"branch{'es' if k != 1 else ''} (branch {ev.tree.kept} kept)")
+
+
+def tree_words(ev, tok, piece=None) -> list[str]:
     """Steps 1 and 3 of the round's words for a tree; ``tok(token, i)``: the i-th emitted
-    (or -1: the seed's) token as HTML."""
+    (or -1: the seed's) token as HTML (``piece``: unused, as the other shapes' words take it)."""
     tree = ev.tree
     k, a = len(tree.branches), ev.n_accepted
     split = (f"where a runner-up candidate held more than <i>p_split</i>, a new branch split off "

@@ -24,6 +24,7 @@ Round modes:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from specscope.core.plain import from_plain, to_plain
 
@@ -41,6 +42,23 @@ class TreeShape:
     # the verification batch as decoded: (token, position - n_past, logits 1/0, its sequences...)
     # per row, the root first (a lossless check decodes it again: the cells fall where they fell)
     rows: tuple[tuple[int, ...], ...] = ()
+    trims: ClassVar[bool] = False    # the round leaves no rows past its own to drop
+
+    def batch_size(self, ev) -> int:
+        """The tokens of its verification batch: the seed and the nodes."""
+        return self.nodes + 1
+
+    def kept_seq(self) -> int:
+        """The sequence the round kept (it becomes sequence 0)."""
+        return self.kept
+
+    def deciding_row(self, emitted, depth: int) -> int:
+        """The batch row whose logits gave the round's emitted token ``depth``: the seed's for
+        the first, then along the kept branch."""
+        if depth == 0:
+            return 0
+        return next(i for i, (_, d, _, *in_seqs) in enumerate(self.rows)
+                    if d == depth and self.kept in in_seqs)
 
     def origins(self) -> tuple[tuple[int, int], ...]:
         """For each branch, (the depth where its own tokens start, the branch it split off;
@@ -66,6 +84,25 @@ class LookaheadShape:
     followed: int
     pool: int
     rows: tuple[tuple[int, ...], ...] = ()   # its batch, as TreeShape.rows (n-grams, then window)
+    trims: ClassVar[bool] = True     # the window's rows past the round's are dropped after it
+
+    def batch_size(self, ev) -> int:
+        """The tokens of its batch: the seed, the n-grams and the window (all dropped but the
+        emitted ones)."""
+        return ev.kv_dropped_target + len(ev.emitted)
+
+    def kept_seq(self) -> int:
+        """The sequence of the n-gram followed (its first token's row's), 0 when none was."""
+        return self.rows[1 + self.followed][3] if self.followed >= 0 else 0
+
+    def deciding_row(self, emitted, depth: int) -> int:
+        """The batch row whose logits gave the round's emitted token ``depth``: the seed's for
+        the first, then the first n-gram still in step with the emitted tokens (the n-grams'
+        rows come first, level by level: Lookahead.fill)."""
+        if depth == 0:
+            return 0
+        g = next(g for g, ngram in enumerate(self.verified) if list(ngram[:depth]) == list(emitted[:depth]))
+        return 1 + (depth - 1) * len(self.verified) + g
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +193,17 @@ class RoundEvent:
                 and self.drafted[a] == self.own)
 
     @property
+    def shape(self) -> "TreeShape | LookaheadShape | None":
+        """The round's batch of several sequences, where its type's own loop verified one (a
+        tree's, a lookahead window's), else None (a chain's round: one sequence)."""
+        return self.tree if self.tree is not None else self.lookahead
+
+    @property
     def batch_size(self) -> int:
-        """The tokens the round's verification batch held: a tree's seed and nodes, lookahead's
-        seed, n-grams and window (all its rows dropped but the emitted ones), else the seed, the
-        replayed and the drafted tokens."""
-        if self.tree is not None:
-            return self.tree.nodes + 1
-        if self.lookahead is not None:
-            return self.kv_dropped_target + len(self.emitted)
+        """The tokens the round's verification batch held: its shape's (``shape.batch_size``),
+        else the seed, the replayed and the drafted tokens."""
+        if self.shape is not None:
+            return self.shape.batch_size(self)
         return 1 + len(self.replayed) + len(self.drafted)
 
     def to_dict(self, exact: bool = False) -> dict:

@@ -359,7 +359,7 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
                      run.finish, n_full, n_max, extra, empty, idle,
                      sum(t.nodes for t in trees), sum(t.steps for t in trees),
-                     sum(ev.batch_size for ev in events if ev.lookahead))
+                     sum(ev.batch_size for ev in events if ev.shape is not None and ev.tree is None))   # a window's
 
 
 # ============================================================================ with an engine
@@ -433,7 +433,7 @@ def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1
     rows kept), then its rounds; the logits row at ``target_pos`` when a round decides it."""
     tgt.prefill(list(prompt_tokens[:-1]), batch, "the prompt (lossless check)", keep=reused)
     for ev in events:
-        if (ev.tree is not None and ev.tree.rows) or (ev.lookahead is not None and ev.lookahead.rows):
+        if ev.shape is not None and ev.shape.rows:
             row = _replay_wide(tgt, ev, target_pos)
             if row is not None:
                 return row
@@ -454,12 +454,11 @@ def _replay(tgt, batch, prompt_tokens, reused: int, events, target_pos: int = -1
 
 
 def _replay_wide(tgt, ev, target_pos: int):
-    """A round of several sequences again: a tree's batch (TreeShape.rows; tree_round.py,
-    suffix_round.py) or lookahead's (LookaheadShape.rows; lookahead_round.py), in the same
-    order, each row in the same sequences with the same logits flag, so the cache's cells fall
-    where they fell, then what the round kept; the logits row at ``target_pos`` when the round
-    decides it, else None."""
-    shape, n_past = ev.tree or ev.lookahead, ev.n_past
+    """A round of several sequences again (its ``shape``: the rows its own loop decoded), in the
+    same order, each row in the same sequences with the same logits flag, so the cache's cells
+    fall where they fell, then what the round kept; the logits row at ``target_pos`` when the
+    round decides it, else None."""
+    shape, n_past = ev.shape, ev.n_past
     seqs = sorted({s for r in shape.rows for s in r[3:]})
     seq_keep(tgt, 0)
     for s in seqs[1:]:
@@ -471,30 +470,14 @@ def _replay_wide(tgt, ev, target_pos: int):
         tgt.decode(tb, "a wide verification batch (lossless check)")
         depth = target_pos - n_past
         if 0 <= depth < len(ev.emitted):
-            return np.array(row_logits(tgt, _deciding_row(ev, depth)), dtype=np.float64)
+            return np.array(row_logits(tgt, shape.deciding_row(ev.emitted, depth)), dtype=np.float64)
     finally:
         tb.close()
     after = n_past + len(ev.emitted)
-    if ev.tree is None:                     # lookahead: drop the rows past the round's; the
-        seq_rm(tgt, -1, after, -1)          # n-gram followed is its first token's row's sequence
-    kept = ev.tree.kept if ev.tree is not None else (
-        ev.lookahead.rows[1 + ev.lookahead.followed][3] if ev.lookahead.followed >= 0 else 0)
-    keep_branch(tgt, kept, after)           # the kept branch (or n-gram) becomes sequence 0
+    if shape.trims:                         # rows past the round's in every sequence
+        seq_rm(tgt, -1, after, -1)
+    keep_branch(tgt, shape.kept_seq(), after)   # the kept branch (or n-gram) becomes sequence 0
     return None
-
-
-def _deciding_row(ev, depth: int) -> int:
-    """The batch row whose logits gave the round's emitted token ``depth``: the seed's for the
-    first; then along the kept branch (a tree) or the n-gram followed (lookahead)."""
-    rows = (ev.tree or ev.lookahead).rows
-    if depth == 0:
-        return 0
-    if ev.tree is not None:
-        return next(i for i, (_, d, _, *in_seqs) in enumerate(rows) if d == depth and ev.tree.kept in in_seqs)
-    la = ev.lookahead                       # the first n-gram still in step gave the row; the
-    g = next(g for g, ngram in enumerate(la.verified)           # n-grams' rows come first, level
-             if list(ngram[:depth]) == list(ev.emitted[:depth]))  # by level (Lookahead.fill)
-    return 1 + (depth - 1) * len(la.verified) + g
 
 
 def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequence[int],
