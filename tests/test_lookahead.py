@@ -138,3 +138,21 @@ def test_a_lossless_check_decodes_lookaheads_batch_again_as_it_was(demo):
     assert any(e.lookahead and e.lookahead.followed >= 0 and e.n_accepted for e in events)
     for i, token in enumerate(run.tokens):
         assert int(np.argmax(spec_logits_at(demo, run.prompt_tokens, events, i))) == token, i
+
+
+def test_a_lookahead_round_is_told_by_its_shape_in_step_mode_and_the_timeline(demo):
+    """The window's words come from the round's shape (app/shape_words.py): step mode names the
+    pool, the n-grams verified and the one the target followed; the timeline its batch."""
+    pytest.importorskip("PySide6")
+    from specscope.app.round_view import explain
+    from specscope.app.timeline_view import batch_of
+    from specscope.core.engine.events import LookaheadShape
+    prompt = "class Queue:\n    def __init__(self, maxsize=0):\n"
+    events = list(demo.speculative(prompt, SpecSettings(types=LOOK), n_predict=64))
+    ev = next(e for e in events if e.n_accepted and e.lookahead.verified)
+    assert isinstance(ev.shape, LookaheadShape) and ev.shape.kept_seq() > 0
+    text = explain(ev, demo.target, (), LOOK)
+    assert "<b>pool</b>" in text and f"n-gram {ev.lookahead.followed}" in text
+    assert f"one batch</b> of {ev.batch_size} tokens" in text
+    assert batch_of(ev) == (f"a batch of {ev.batch_size} tokens: the seed, "
+                            f"{len(ev.lookahead.verified)} n-grams and the lookahead window")
