@@ -1,7 +1,7 @@
 """Benchmark (prints figures, asserts nothing): SpecScope's per-round cost beside llama.cpp's own
 ``llama-speculative-simple``, idle, the same pair, prompt, flags and thread counts.
 
-    python tests/bench/bench_vs_llama.py --llama-bin build/bin [-n 256] [-r 5] [-t 2]
+    python tests/bench/bench_vs_llama.py --llama-bin build/bin [-n 256] [-r 5] [-t 2] [--pair smollm2]
 
 For draft-simple in SpecScope's reuse sync (its default) and replay sync (llama.cpp's), and each
 n-gram type alone with llama.cpp's defaults, runs SpecScope (``specscope run --json``) and
@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_load import PROMPT, llama_cpp   # (this folder is on the path when run as a script)
+from bench_load import PROMPT, llama_cpp, pairs   # (this folder is on the path when run as a script)
 MODES = {"draft-simple reuse": (["--spec-type", "draft-simple"], ["--sync", "reuse"]),
          "draft-simple replay": (["--spec-type", "draft-simple"], ["--sync", "replay"]),
          **{t: (["--spec-type", t], []) for t in
@@ -50,11 +50,15 @@ def main() -> None:
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--pair", default="demo", choices=("demo", "smollm2"),
+                    help="the demo pair, or SmolLM2-135M-Instruct as its own draft (a token ~10x dearer)")
     a = ap.parse_args()
-    from specscope.core.models.demo import demo_pair
-    target, draft = demo_pair()
+    found = pairs([a.pair])
+    if not found:
+        raise SystemExit(f"no {a.pair} pair here")
+    (label, (target, draft)), = found.items()
     binary = a.llama_bin / "llama-speculative-simple"
-    print(f"{os.cpu_count()} cores; demo pair, -n {a.n}, -t {a.threads}, {a.repeats} runs each, alternating")
+    print(f"{os.cpu_count()} cores; {label}, -n {a.n}, -t {a.threads}, {a.repeats} runs each, alternating")
     print("| mode | SpecScope tokens/s | llama.cpp tokens/s | SpecScope / llama.cpp |\n|---|---|---|---|")
     for mode in a.modes.split(","):
         common, ours_only = MODES[mode]
