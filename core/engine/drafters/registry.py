@@ -190,6 +190,9 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
                  "(--parallel): each is a sequence of both models' caches, so changing it "
                  "reloads the pair (1: a chain)"),
              batch=lambda spec, n_seq: spec.n_max + n_seq - 1,   # n nodes, a bonus row per branch
+             note="Drafts a tree with the model in the draft slot: up to -np branches, split where a "
+                  "runner-up holds more than p_split; n_max above caps its tokens (llama-speculative "
+                  "has no n_min or p_min). Changing the branches reloads the pair.",
              no_replay="its branches split on the draft's runner-up candidates at every position "
                        "of every branch, which one run does not record (the tree headroom plot "
                        "says what a wider draft would have accepted)"),
