@@ -1,4 +1,4 @@
-"""A draft-tree round (llama-speculative), or suffix's tree (-np > 1), in step mode: the token
+"""A tree's round (llama-speculative's; a suffix tree's with -np > 1) in step mode: the token
 tree and the round in words.
 
 The picture has one column per position from the seed on, one row per branch and a row for the
@@ -21,12 +21,17 @@ import html
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPen
 
+from specscope.core.engine.drafters.registry import MODEL, spec_type
+
 from .drafter_style import drafter_colors
 from .token_view import COLORS, REJECTED, TARGET, UNCHECKED
 
 ACCEPTED_NODE, REJECTED_NODE, UNCHECKED_NODE = "accepted", "rejected", "unchecked"
-SUFFIX = "suffix"          # suffix's trees (-np > 1): drafted from counts, not a draft model
 
+
+def by_model(ev) -> bool:
+    """The round's tree was drafted by a draft model (llama-speculative's), not from counts."""
+    return spec_type(ev.drafter).source == MODEL
 
 def node_state(branch, depth: int, emitted, n_accepted: int) -> str:
     """Whether the target took the token at ``depth`` of ``branch`` (accepted), took another there
@@ -124,7 +129,7 @@ def paint_tree(c, ev, short_of, label_w: float, cell_w: float, cell_h: float, ga
                Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft,
                f"{len(tree.branches)} branch{'es' if len(tree.branches) != 1 else ''}, "
                f"{tree.nodes} tokens,\n"
-               + ("from the suffix trees' counts;" if ev.drafter == SUFFIX else f"{tree.steps} draft decodes;")
+               + (f"{tree.steps} draft decodes;" if by_model(ev) else "from the suffix trees' counts;")
                + f"\nthe target verified them in one batch\nand kept branch {tree.kept}")
 
 
@@ -179,8 +184,8 @@ def tree_words(ev, tok, piece=None) -> list[str]:
                    f"{tok(ev.emitted[off], off)} from another branch, but branch {tree.kept} holds "
                    f"another token there, so the caches now hold a token the text does not "
                    f"(docs/tree.md).")
-    if ev.drafter == SUFFIX:
-        draft = (f"<b>1. Draft:</b> <b>suffix</b> looked the latest tokens up in its suffix trees "
+    if not by_model(ev):
+        draft = (f"<b>1. Draft:</b> <b>{ev.drafter}</b> looked the latest tokens up in its suffix trees "
                  f"and grew a <b>tree</b> of the continuations seen after them, most frequent "
                  f"first, while each one's estimate (how often it followed, times its parent's) "
                  f"held <i>min p</i>, cut to {k} leaf branch{'es' if k != 1 else ''} (-np): "
@@ -191,7 +196,7 @@ def tree_words(ev, tok, piece=None) -> list[str]:
                  f"(llama-speculative): each step, every branch took its most probable candidate; "
                  f"{split}. {tree.nodes} tokens in {k} branch{'es' if k != 1 else ''}, {tree.steps} "
                  f"draft decodes (what llama.cpp counts as drafted). ({ev.t_draft * 1e3:.1f} ms)")
-    caches = "the target's cache" if ev.drafter == SUFFIX else "both caches"
+    caches = "both caches" if by_model(ev) else "the target's cache"
     return [draft,
             f"<b>2. Verify:</b> the target decoded the seed and all {tree.nodes} tree tokens in "
             f"<b>one batch</b>, each token in the sequences of the branches that hold it, so every "

@@ -1,7 +1,7 @@
 """suffix's rounds with a tree (``-np`` > 1): the suffix trees draft a speculation tree (Arctic
 Inference's ``use_tree_spec``, best first), its root-to-leaf paths become sequences of the
 target's context, and the target verifies every node in one batch, as llama-speculative
-verifies draft-tree's branches (core/engine/tree_round.py). With ``-np 1`` suffix drafts one
+verifies a draft model's branches (core/engine/tree_round.py). With ``-np 1`` suffix drafts one
 path and the engine's chain verifies it, as vLLM does (core/engine/engine.py).
 
 Each round, with the target's cache holding [0, n_past) and the token emitted last (the root) not
