@@ -9,7 +9,7 @@ SHOWN = 6          # n-grams listed by their tokens; the rest are counted
 def lookahead_words(ev, tok, piece) -> list[str]:
     """Steps 1 to 4 for a lookahead round. ``tok(token, i)``: the i-th emitted token as HTML;
     ``piece(token)``: any token as HTML."""
-    la, a = ev.lookahead, ev.n_accepted
+    la, a = ev.shape, ev.n_accepted
     ngrams = la.verified
     size = ev.kv_dropped_target + len(ev.emitted)             # the batch: dropped rows + kept ones
     listed = "; ".join(f"{'<b>' if g == la.followed else ''}n-gram {g}: "
@@ -41,7 +41,7 @@ def lookahead_words(ev, tok, piece) -> list[str]:
 
 def batch_words(ev) -> str:
     """The round's verification batch in words (the timeline's)."""
-    return (f"a batch of {ev.batch_size} tokens: the seed, {len(ev.lookahead.verified)} n-grams "
+    return (f"a batch of {ev.batch_size} tokens: the seed, {len(ev.shape.verified)} n-grams "
             "and the lookahead window")
 
 

@@ -107,7 +107,7 @@ def test_hovering_a_round_names_its_verification_batch(qtbot):
     from dataclasses import replace
     from specscope.core.engine.events import TreeShape
     tree = TreeShape(((5, 7), (6,)), ((0.5, 0.4), (0.3,)), 0, 3, 0)
-    events = [EVENTS[0], replace(EVENTS[1], tree=tree)]
+    events = [EVENTS[0], replace(EVENTS[1], shape=tree)]
     view = TimelineView()
     qtbot.addWidget(view)
     view.resize(900, 300)

@@ -20,7 +20,7 @@ VOCAB = TokenTable.from_pieces([bytes([97 + i % 26]) for i in range(100)], eog=s
 TREE = TreeShape(branches=((2, 3), (4, 5), (4, 6)), probs=((0.5, 0.9), (0.3, 0.6), (0.3, 0.25)),
                  kept=2, nodes=5, steps=2)
 ROUND = RoundEvent(1, 10, 1, (4, 6), (0.3, 0.25), 2, (4, 6, 7), "spec", drafter="draft-tree",
-                   draft_stop="n_max", tree=TREE)
+                   draft_stop="n_max", shape=TREE)
 
 
 def test_each_branch_starts_where_it_split_off():
@@ -57,7 +57,7 @@ def test_a_kept_branch_that_is_not_the_path_taken_is_said(qtbot):
     from dataclasses import replace
     from specscope.app.tree_view import mismatch
     tree = replace(TREE, branches=((2, 6), (4, 5)), probs=((0.5, 0.9), (0.3, 0.6)), kept=0, nodes=4)
-    ev = replace(ROUND, drafted=(2, 6), tree=tree)
+    ev = replace(ROUND, drafted=(2, 6), shape=tree)
     assert mismatch(ev) == 0 and mismatch(ROUND) == -1
     text = explain(ev, VOCAB)
     assert "llama-speculative's slip" in text and "at depth 1 the text took <code>e</code>" in text
@@ -67,7 +67,7 @@ def test_a_kept_branch_that_is_not_the_path_taken_is_said(qtbot):
 def test_a_suffix_tree_is_drawn_and_told_as_drafted_from_counts(qtbot):
     from dataclasses import replace
     ev = replace(ROUND, drafter="suffix", draft_note="the last 3 tokens occurred 2 times in this "
-                 "prompt and reply", tree=replace(TREE, steps=0))
+                 "prompt and reply", shape=replace(TREE, steps=0))
     text = explain(ev, VOCAB)
     assert "looked the latest tokens up in its suffix trees" in text and "no model decoded" in text
     assert "The last 3 tokens occurred 2 times" in text and "the target's cache" in text
@@ -80,13 +80,13 @@ def test_a_lookahead_round_names_the_ngrams_it_verified_and_the_one_it_followed(
     from specscope.core.engine.events import LookaheadShape
     la = LookaheadShape(verified=((4, 6, 8, 9), (5, 5, 5, 5), (4, 7, 1, 1)), followed=0, pool=42)
     ev = RoundEvent(3, 20, 1, (4, 6, 8, 9), (), 2, (4, 6, 7), "spec", drafter="lookahead",
-                    draft_stop="lookup", kv_dropped_target=118, lookahead=la)
+                    draft_stop="lookup", kv_dropped_target=118, shape=la)
     text = explain(ev, VOCAB)
     assert "3 of them follow the seed" in text and "42 so far" in text
     assert "<b>n-gram 0: " in text and "agreed with n-gram 0 for 2 tokens" in text
     assert "one batch</b> of 121 tokens" in text
     none = RoundEvent(3, 20, 1, (), (), 0, (7,), "plain", drafter="", draft_stop="no match",
-                      kv_dropped_target=60, lookahead=LookaheadShape((), -1, 42))
+                      kv_dropped_target=60, shape=LookaheadShape((), -1, 42))
     assert "only the window rides along" in explain(none, VOCAB)
 
 

@@ -58,8 +58,8 @@ def test_greedy_lookahead_emits_the_targets_own_output(demo):
     base = demo.baseline(prompt, n_predict=96)
     list(base)
     assert run.tokens == base.tokens
-    shaped = [e for e in events if e.lookahead is not None]
-    assert shaped and all(len(g) == 4 for e in shaped for g in e.lookahead.verified)
+    shaped = [e for e in events if e.shape is not None]
+    assert shaped and all(len(g) == 4 for e in shaped for g in e.shape.verified)
     for e in events:        # the draft shown is the n-gram followed, its accepted part emitted
         if e.drafted:
             assert list(e.emitted[:e.n_accepted]) == list(e.drafted[:e.n_accepted])
@@ -69,8 +69,8 @@ def test_greedy_lookahead_emits_the_targets_own_output(demo):
 def test_smaller_windows_are_flags_of_their_own(demo):
     spec = SpecSettings(types=LOOK, lookahead=LookaheadParams(w=4, n=3, g=2))
     events = list(demo.speculative("import os\nimport sys\n\n\ndef main():\n", spec, n_predict=64))
-    assert all(len(g) == 2 for e in events if e.lookahead for g in e.lookahead.verified)
-    assert max(len(e.lookahead.verified) for e in events if e.lookahead) <= 2
+    assert all(len(g) == 2 for e in events if e.shape for g in e.shape.verified)
+    assert max(len(e.shape.verified) for e in events if e.shape) <= 2
     with pytest.raises(ConfigError, match="lookahead N must be between 2 and 64"):
         SpecSettings(types=LOOK, lookahead=LookaheadParams(n=1)).validate()
 
@@ -135,7 +135,7 @@ def test_a_lossless_check_decodes_lookaheads_batch_again_as_it_was(demo):
     run = demo.speculative("def f(x):\n    return x\n\n\ndef g(x):\n", SpecSettings(types=LOOK),
                            n_predict=40)
     events = list(run)
-    assert any(e.lookahead and e.lookahead.followed >= 0 and e.n_accepted for e in events)
+    assert any(e.shape and e.shape.followed >= 0 and e.n_accepted for e in events)
     for i, token in enumerate(run.tokens):
         assert int(np.argmax(spec_logits_at(demo, run.prompt_tokens, events, i))) == token, i
 
@@ -149,10 +149,10 @@ def test_a_lookahead_round_is_told_by_its_shape_in_step_mode_and_the_timeline(de
     from specscope.core.engine.events import LookaheadShape
     prompt = "class Queue:\n    def __init__(self, maxsize=0):\n"
     events = list(demo.speculative(prompt, SpecSettings(types=LOOK), n_predict=64))
-    ev = next(e for e in events if e.n_accepted and e.lookahead.verified)
+    ev = next(e for e in events if e.n_accepted and e.shape.verified)
     assert isinstance(ev.shape, LookaheadShape) and ev.shape.kept_seq() > 0
     text = explain(ev, demo.target, (), LOOK)
-    assert "<b>pool</b>" in text and f"n-gram {ev.lookahead.followed}" in text
+    assert "<b>pool</b>" in text and f"n-gram {ev.shape.followed}" in text
     assert f"one batch</b> of {ev.batch_size} tokens" in text
     assert batch_of(ev) == (f"a batch of {ev.batch_size} tokens: the seed, "
-                            f"{len(ev.lookahead.verified)} n-grams and the lookahead window")
+                            f"{len(ev.shape.verified)} n-grams and the lookahead window")

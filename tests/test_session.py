@@ -217,3 +217,21 @@ def test_a_file_written_before_a_field_was_added_still_loads(tmp_path, recorded)
     assert events and not any(k in ev for ev in events for k in added)
     loaded, original = Session.load(path), Session.load(recorded)
     assert loaded.spec.events == original.spec.events and loaded.spec.events
+
+
+def test_a_version_1_round_keeps_its_shape_under_the_key_of_its_kind():
+    """Version 1 wrote a round's tree or lookahead window under "tree" / "lookahead"; version 2
+    under "shape". A version-1 round reads into the same event."""
+    from specscope.core.engine.events import LookaheadShape, RoundEvent, TreeShape
+    tree = TreeShape(((5, 6), (5, 7)), ((0.9, 0.6), (0.9, 0.3)), 1, 3, 2, ((1, 0, 1, 0, 1),))
+    window = LookaheadShape(((4, 5),), 0, 12, ((3, 0, 1, 0),))
+    for shape in (tree, window):
+        ev = RoundEvent(index=0, n_past=9, seed=3, drafted=(5, 7), draft_probs=(), n_accepted=2,
+                        emitted=(5, 7, 8), mode="spec", shape=shape)
+        d = ev.to_dict(exact=True)
+        assert RoundEvent.from_dict(d) == ev and "tree" not in d and "lookahead" not in d
+        v1 = {k: v for k, v in d.items() if k != "shape"}
+        v1 |= {"tree": d["shape"] if shape is tree else None,
+               "lookahead": d["shape"] if shape is window else None}
+        assert RoundEvent.from_dict(v1) == ev
+        assert (ev.tree is shape) == (shape is tree)

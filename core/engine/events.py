@@ -28,6 +28,8 @@ from typing import ClassVar
 
 from specscope.core.plain import from_plain, to_plain
 
+V1_SHAPES = ("tree", "lookahead")   # where a version-1 session kept a round's shape
+
 
 @dataclass(frozen=True, slots=True)
 class TreeShape:
@@ -155,12 +157,13 @@ class RoundEvent:
     threads: tuple[int, ...] = ()    # the thread counts (target, draft; 0: no draft context) the
                                      # round's decodes ran with as it ended (core/models/threads.py)
     threads_note: str = ""           # threads "auto": the changes of count made during this round
-    tree: TreeShape | None = None    # a tree's round: the tree drafted (None: a chain's round)
+    # a round of a type's own loop: the batch of several sequences it verified (a tree, a
+    # lookahead window; None: a chain's round, one sequence)
+    shape: TreeShape | LookaheadShape | None = None
     # a run that teaches (step mode): the target's probability p of each drafted token, and the
     # entropy (bits) of the target's distribution at each row of the verification batch
     target_p: tuple[float, ...] = ()
     entropy: tuple[float, ...] = ()
-    lookahead: LookaheadShape | None = None   # lookahead: the n-grams verified this round
 
     @property
     def own(self) -> int | None:
@@ -193,10 +196,9 @@ class RoundEvent:
                 and self.drafted[a] == self.own)
 
     @property
-    def shape(self) -> "TreeShape | LookaheadShape | None":
-        """The round's batch of several sequences, where its type's own loop verified one (a
-        tree's, a lookahead window's), else None (a chain's round: one sequence)."""
-        return self.tree if self.tree is not None else self.lookahead
+    def tree(self) -> TreeShape | None:
+        """The round's tree, where its shape is one (llama-speculative's, a suffix tree's)."""
+        return self.shape if isinstance(self.shape, TreeShape) else None
 
     @property
     def batch_size(self) -> int:
@@ -218,17 +220,22 @@ class RoundEvent:
             for key in ("draft_probs", "counterfactual", "target_p", "entropy"):
                 d[key] = [round(p, 6) for p in d[key]]
         d["t_overhead"] = self.t_overhead
-        for key in ("tree", "lookahead"):
-            if d[key] is not None:
-                d[key] = to_plain(d[key])
+        if d["shape"] is not None:
+            d["shape"] = to_plain(d["shape"])
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "RoundEvent":
-        """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored). Every field must be
-        there with its type: ``plain.PlainError`` names the one that is not."""
-        return from_plain(cls, {"synthetic": False, **{k: v for k, v in d.items() if k != "t_overhead"}}
-                          if isinstance(d, dict) else d, "the round")
+        """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored), or a version-1
+        session's (its shape under the key of its kind, ``V1_SHAPES``). Every field must be there
+        with its type: ``plain.PlainError`` names the one that is not."""
+        if not isinstance(d, dict):
+            return from_plain(cls, d, "the round")
+        d = {"synthetic": False, **{k: v for k, v in d.items() if k != "t_overhead"}}
+        old = [d.pop(k) for k in V1_SHAPES if k in d]
+        if old and "shape" not in d:
+            d["shape"] = next((x for x in old if x is not None), None)
+        return from_plain(cls, d, "the round")
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,7 @@ def lookahead_rounds(run, smpl):
                              draft_stop="lookup" if drafted else "no match",
                              kv_dropped_target=max(0, la.batch.size - len(emitted)),
                              discarded=discarded,
-                             lookahead=LookaheadShape(tuple(la.verified), followed, la.pool.n_total,
+                             shape=LookaheadShape(tuple(la.verified), followed, la.pool.n_total,
                                                       la.batch.rows(seed_pos(n_past, emitted)))
                              if index else None)
             if run.finish:

@@ -124,7 +124,7 @@ def suffix_rounds(run, smpl):
                              draft_stop="lookup" if drafted else "no match",
                              draft_note=drafter.note if drafted else "",
                              kv_dropped_target=len(nodes) - len(accepted), discarded=discarded,
-                             tree=TreeShape(branches, probs, kept, len(nodes), 0,
+                             shape=TreeShape(branches, probs, kept, len(nodes), 0,
                                             batch.rows(n_past)) if drafted else None)
             if run.finish:
                 return

@@ -105,7 +105,7 @@ def tree_rounds(run, smpl):
                              draft_stop=("n_max" if n_draft == spec.n_max else "budget") if drafted else "",
                              kv_dropped_target=batch.size - 1 - len(accepted),
                              kv_dropped_draft=max(0, batch.size - 1 - len(accepted)) if index else 0,
-                             discarded=discarded, tree=tree)
+                             discarded=discarded, shape=tree)
             if run.finish:
                 return
             n_past, root, index = after, own, index + 1

@@ -14,7 +14,8 @@ The session file (JSON Lines, UTF-8, one JSON value per line)
 Line 1, the header, an object:
 
     format    "specscope-session"
-    version   1 (a reader refuses a newer version)
+    version   2 (a reader refuses a newer version; reads version 1, whose rounds kept their
+              shape under "tree" or "lookahead")
     settings  {"target": path, "draft": path | null, "engine": EngineSettings,
                "spec": SpecSettings | null (types, n_max, n_min, p_min, sync, every
                n-gram type's parameters, synth_len and synth_rates: synthetic acceptance,
@@ -36,7 +37,7 @@ Line 1, the header, an object:
                time) and what other processes took of the CPU meanwhile (core/measure/cpuload.py:
                {"others", "cores", "seconds", "loadavg"}): the baseline's age and load beside
                the speed-up (core/session/baseline_check.py). The last three are optional (absent in
-               older files and for runs not timed live); readers of version 1 ignore them
+               older files and for runs not timed live); readers of version 1 ignored them
 
 Then one line per round event, the runs one after the other in the order of ``runs``:
 ``{"run": "spec" | "baseline", "event": RoundEvent}`` with every field of
@@ -73,7 +74,7 @@ from specscope.core.plain import PlainError, from_plain, to_plain
 from specscope.core.session.baseline_check import check_baseline
 
 FORMAT = "specscope-session"
-VERSION = 1
+VERSION = 2             # 2: a round's own batch is its "shape" (version 1: "tree", "lookahead")
 RUN_KINDS = ("spec", "baseline")
 
 
