@@ -26,7 +26,7 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from specscope.core.engine.drafters import DESCRIPTIONS, TYPES, spec_type
-from specscope.core.engine.drafters.registry import MODEL, TARGET as OWN_LAYERS
+from specscope.core.engine.drafters.registry import LOOKUP, MODEL, SELF, TARGET as OWN_LAYERS
 from specscope.core.models.tokentext import shares
 
 from . import shape_words, tree_view
@@ -491,6 +491,12 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
             f"({ev.t_draft * 1e3:.1f} ms)")
 
 
+def _caches(ev, types) -> str:
+    """The target's cache alone where nothing drafts with a model (a baseline, lookups, a window)."""
+    alone = ev.mode == "baseline" or bool(types) and all(spec_type(t).source in (LOOKUP, SELF) for t in types)
+    return "The target's cache" if alone else "Both caches"
+
+
 def explain(ev, vocab, history=(), types=()) -> str:
     """The round in words (HTML). Tokens are read along the verification batch and along
     what was emitted, so a character split over tokens shows as its shares. ``history``
@@ -508,7 +514,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
     n_past, k, a = ev.n_past, len(ev.drafted), ev.n_accepted
     origin = ("the prompt's last token, left out of the prefill" if ev.index == 0
               else "sampled last round")
-    lines = [f"<b>Round {ev.index}</b> ({ev.mode}). Both caches held positions 0–{n_past - 1}; "
+    lines = [f"<b>Round {ev.index}</b> ({ev.mode}). {_caches(ev, types)} held positions 0–{n_past - 1}; "
              f"the seed <i>id_last</i> = {seed} (id {ev.seed}) sits at "
              f"<i>n_past</i> = {n_past}: "
              f"{origin}, not yet evaluated."]

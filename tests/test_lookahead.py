@@ -156,3 +156,12 @@ def test_a_lookahead_round_is_told_by_its_shape_in_step_mode_and_the_timeline(de
     assert f"one batch</b> of {ev.batch_size} tokens" in text
     assert batch_of(ev) == (f"a batch of {ev.batch_size} tokens: the seed, "
                             f"{len(ev.shape.verified)} n-grams and the lookahead window")
+
+
+def test_step_mode_says_which_caches_a_round_holds(demo):
+    """A draftless type's round lives in the target's cache alone; a draft model's in both."""
+    pytest.importorskip("PySide6")
+    from specscope.app.round_view import explain
+    ev = next(e for e in demo.speculative("def f(x):\n", SpecSettings(types=LOOK), n_predict=8))
+    assert "The target's cache held positions" in explain(ev, demo.target, (), LOOK)
+    assert "Both caches held positions" in explain(ev, demo.target, (), ("draft-simple",))
