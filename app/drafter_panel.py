@@ -84,7 +84,6 @@ def type_note(name: str) -> str:
     t = TYPES[name]
     if t.note or t.ngram:
         return t.note
-        return ""
     if t.source == MODEL:
         return MODEL_NOTE
     if t.source == TARGET:

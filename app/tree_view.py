@@ -33,6 +33,7 @@ def by_model(ev) -> bool:
     """The round's tree was drafted by a draft model (llama-speculative's), not from counts."""
     return spec_type(ev.drafter).source == MODEL
 
+
 def node_state(branch, depth: int, emitted, n_accepted: int) -> str:
     """Whether the target took the token at ``depth`` of ``branch`` (accepted), took another there
     (rejected), or never got there along this branch (unchecked)."""

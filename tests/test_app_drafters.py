@@ -113,7 +113,6 @@ def test_the_picker_settings_round_trip(picker, qtbot):
     assert again.to_dict() == saved                         # malformed: nothing changes
 
 
-
 def test_settings_saved_by_the_earlier_panel_are_restored(picker):
     """A window saved before the knobs were kept by field restores them (nothing lost on upgrade)."""
     picker.from_dict({"types": ["ngram-simple", "draft-tree"], "size_n": {"ngram-simple": 2},
@@ -130,6 +129,7 @@ def test_settings_saved_by_the_earlier_panel_are_restored(picker):
     assert (spec.suffix.max_depth, spec.suffix.max_spec_factor) == (32, 2.0)
     assert (spec.lookahead.w, spec.lookahead.n, spec.lookahead.g) == (7, 4, 5)
     assert picker.np["draft-tree"].value() == 6 and picker.np["suffix"].value() == 3
+
 
 def test_suffix_has_its_knobs_its_corpus_and_its_leaves(picker, qtbot, tmp_path):
     picker.show()

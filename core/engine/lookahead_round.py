@@ -16,7 +16,7 @@ with the target's cache holding [0, n_past) and the token emitted last not yet i
        its sequence becomes sequence 0 and is copied into every other.
 
 ``RoundEvent.drafted`` is the n-gram the round followed (the first one when none was: every
-n-gram verified is in ``RoundEvent.lookahead``), so ``n_drafted`` counts N - 1 per round that
+n-gram verified is in ``RoundEvent.shape``), so ``n_drafted`` counts N - 1 per round that
 verified one. Differences from llama-lookahead, as for the other types (core/engine/engine.py):
 ``n_predict`` is exact and a round stops at its first end-of-generation token.
 """
