@@ -62,7 +62,7 @@ from specscope.core.engine.accept_rules import make_rule
 from specscope.core.engine.draft_policy import make_policy
 from specscope.core.engine.drafters import MD_TYPES, MODEL_TYPES
 from specscope.core.engine.drafters.build import make_chain
-from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, MODEL, TARGET, TYPES, listing
+from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, MODEL, TARGET, TYPES, alone, listing
 from specscope.core.engine.drafters.xvocab import choose_mode
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.round_record import Recorder, RoundCheckpoint, RoundState
@@ -326,10 +326,10 @@ class Run:
                 self._prefill()
                 yield from self._baseline_rounds(smpl)
                 return
-            alone = TYPES[self.spec.types[0]] if len(self.spec.types) == 1 else None
-            own = alone.own_rounds(e.tgt.n_seq) if alone else None
+            single = alone(self.spec.types)
+            own = single.own_rounds(e.tgt.n_seq) if single else None
             if own is not None:     # a type's own loop (registry.SpecType.rounds)
-                self._watch_threads(e.tgt, e.dft if alone.uses_md else None)
+                self._watch_threads(e.tgt, e.dft if single.uses_md else None)
                 self._prefill()
                 yield from own(self, smpl)
                 return

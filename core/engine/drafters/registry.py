@@ -219,6 +219,12 @@ def spec_type(name: str) -> SpecType:
     return TYPES.get(name or "draft-simple", TYPES["draft-simple"])
 
 
+def alone(types) -> SpecType | None:
+    """The descriptor of the one type ``types`` holds (None: a chain of several): a type with a
+    loop, a price or a batch of its own has them only when it drafts alone."""
+    return TYPES[types[0]] if len(types) == 1 else None
+
+
 def names(test: Callable[[SpecType], bool] = lambda t: True) -> tuple[str, ...]:
     """The types (in priority order) whose descriptor passes ``test``."""
     return tuple(n for n, t in TYPES.items() if test(t))
@@ -236,5 +242,5 @@ def drafts_with() -> str:
     return ", ".join(f"{n} with {t.what}" for n, t in TYPES.items() if t.what)
 
 
-__all__ = ["drafts_with", "SpecType", "TYPES", "LLAMA_TYPES", "HEAD_KINDS", "LOOKUP", "MODEL", "HEAD", "TARGET",
+__all__ = ["alone", "drafts_with", "SpecType", "TYPES", "LLAMA_TYPES", "HEAD_KINDS", "LOOKUP", "MODEL", "HEAD", "TARGET",
            "SELF", "spec_type", "names", "listing"]

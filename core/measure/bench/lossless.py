@@ -101,7 +101,7 @@ class RunResult:
                                        # head paid its block
     tree_nodes: int = 0                # trees: the tokens they verified (each round's batch
     tree_steps: int = 0                # less the root) and the draft's decodes that drafted them
-    batch_tokens: int = 0              # a loop priced by its batches (registry priced="batch")
+    batch_tokens: int = 0              # the tokens its own loop's batches held (RoundEvent.shape)
 
     @property
     def tokens_per_s(self) -> float:
@@ -359,7 +359,7 @@ def run_result(kind: str, run, events: list[RoundEvent], n_max: int = 0) -> RunR
     return RunResult(kind, tuple(run.tokens), fold(events), run.prefill.seconds if run.prefill else 0.0,
                      run.finish, n_full, n_max, extra, empty, idle,
                      sum(t.nodes for t in trees), sum(t.steps for t in trees),
-                     sum(ev.batch_size for ev in events if ev.shape is not None and ev.tree is None))   # a window's
+                     sum(ev.batch_size for ev in events if ev.shape is not None))
 
 
 # ============================================================================ with an engine

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES
-from specscope.core.engine.drafters.registry import MODEL, TYPES
+from specscope.core.engine.drafters.registry import MODEL, alone
 from specscope.core.measure.cost.model import (Calibration, calibrated_speedup, chain_round_cost,
                                                draft_sync, batch_speedup, model_speedup,
                                                textbook_from_accepted, tree_speedup)
@@ -306,7 +306,7 @@ def _predictions(cal: Calibration | None, n: int, sync: str, spec: Sequence[RunR
                                           mean_len if one_model else n_drafted / rounds,
                                           f) if draft_rounds and rounds else 1.0
         return textbook, float("nan"), f
-    own = TYPES[types[0]] if len(types) == 1 else None     # a type's own loop, its price
+    own = alone(types)                                      # a type's own loop, its price
     if own is not None and own.priced == "batch":    # every round one batch of the target's
         textbook = textbook_from_accepted(expected, mean_len, 0.0) if draft_rounds else 1.0
         calibrated = batch_speedup(cal, rounds, sum(r.batch_tokens for r in spec),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, parse_types, type_label
-from specscope.core.engine.drafters.registry import HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, TYPES, names
+from specscope.core.engine.drafters.registry import HEAD_KINDS, LOOKUP, MODEL, SELF, TARGET, alone, names
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
 from specscope.core.measure.cost.calibrate import TIME_BUDGET_S
@@ -303,7 +303,7 @@ def spec_for(s: SweepSettings, config: Config):
 def longest_draft(s: SweepSettings, config: Config) -> int:
     """The longest draft a configuration can verify in these runs (the draft model's n, an
     n-gram type's size, at most n_predict − 1: the round's budget)."""
-    own = TYPES[config.types[0]] if len(config.types) == 1 else None
+    own = alone(config.types)
     if own is not None and own.batch is not None:       # a tree's nodes, a window's guesses
         return own.batch(spec_for(s, config), s.engine.n_seq if s.engine is not None else 1)
     if len(config.types) == 1 and config.types[0] in MODEL_TYPES:
