@@ -391,7 +391,7 @@ class DrafterTable(QtWidgets.QTableWidget):
         self._rows: tuple = ()
 
     def show_stats(self, stats: Stats, modes: dict | None = None) -> None:
-        """``modes``: a drafter's vocabulary mode (RoundEvent.draft_vocab), named beside it."""
+        """``modes``: a drafter's vocabulary mode (RoundEvent.xvocab), named beside it."""
         modes = modes or {}
         rows = tuple((f"{d.name} ({modes[d.name]})" if modes.get(d.name) else d.name,
                       d.n_draft_rounds, d.n_accept, d.n_drafted, d.mean_accepted_length)

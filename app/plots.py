@@ -197,8 +197,8 @@ class PlotsPanel(QtWidgets.QWidget):
         if n < self._n_seen or (self._n_seen and events[self._n_seen - 1] is not self._last_event):
             self.clear()  # another run's events: start over
         for ev in events[self._n_seen:n]:          # a draft of another vocabulary: its mode
-            if ev.draft_vocab:
-                self._vocab_modes[ev.drafter] = ev.draft_vocab
+            if ev.xvocab:
+                self._vocab_modes[ev.drafter] = ev.xvocab.mode
         if stats is not self._last_stats and stats != self._last_stats:
             self._last_stats = stats
             self.acceptance.show(stats)

@@ -201,13 +201,13 @@ class RoundDiagram(QWidget):
         ends = ev.eog_ends_draft              # drafted ⟨end⟩, sampled too: the round stops there
         for i, t in enumerate(ev.drafted):
             prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
-                    f"from pos {ev.draft_source + i}" if ev.draft_source >= 0 else
-                    "translated" if ev.draft_vocab == "translate" else "drafted")
+                    f"from pos {ev.ngram.source + i}" if ev.ngram and ev.ngram.source >= 0 else
+                    "translated" if ev.xvocab and ev.xvocab.mode == "translate" else "drafted")
             if i < len(ev.target_p):                     # a run that teaches: q (the draft's) and p
                 prob = (f"q {ev.draft_probs[i]:.2f} · " if i < len(ev.draft_probs) else "") + \
                     f"p {ev.target_p[i]:.2f}"
-            if i < len(ev.draft_ids):                     # an EAGLE-3 head: its id → the target's
-                prob += f" · {ev.draft_ids[i]}→{t}"
+            if i < len(ev.head_ids):                      # an EAGLE-3 head: its id → the target's
+                prob += f" · {ev.head_ids[i]}→{t}"
             if i < a:
                 fg, bg = drafter_colors(ev.drafter)[:2]   # as the token view shows them
             elif i == a and ends:
@@ -265,10 +265,10 @@ class RoundDiagram(QWidget):
         if drafter.p_note and ev.drafted:
             p.drawText(QRectF(x, GAP + CELL_H + GAP, 220, CELL_H), left,
                        f"drafted by {drafter_who(ev.drafter)}\n{drafter.p_note}")
-        elif ev.draft_vocab and ev.drafted:          # another vocabulary: how many became how many
-            own = "│".join(short(x, 6) for x in ev.draft_own_text)
+        elif ev.xvocab and ev.drafted:               # another vocabulary: how many became how many
+            own = "│".join(short(x, 6) for x in ev.xvocab.text)
             p.drawText(QRectF(x, GAP + CELL_H + GAP, 260, CELL_H), left,
-                       f"{ev.draft_vocab}: the draft's {len(ev.draft_own)} → {len(ev.drafted)} "
+                       f"{ev.xvocab.mode}: the draft's {len(ev.xvocab.own)} → {len(ev.drafted)} "
                        f"target tokens\n{own}")
         p.drawText(QRectF(x, GAP + 3 * (CELL_H + GAP), 220, CELL_H), left,
                    f"target dropped {ev.kv_dropped_target} row{'s' if ev.kv_dropped_target != 1 else ''}\n"
@@ -417,20 +417,21 @@ def ngram_draft_words(ev, vocab, history, drafted: str) -> str:
     k, name = len(ev.drafted), ev.drafter
     text = (f"<b>1. Draft:</b> <b>{html.escape(name)}</b> ({html.escape(DESCRIPTIONS.get(name, ''))}) "
             f"proposed {k} token{'s' if k != 1 else ''} without a draft model")
-    if ev.draft_key >= 0 and ev.draft_key_len:
-        n, lo = ev.draft_key_len, ev.draft_key
+    m = ev.ngram
+    if m and m.key >= 0 and m.key_len:
+        n, lo = m.key_len, m.key
         now = ev.n_past - n + 1
         text += (f": the latest {n} token{'s' if n != 1 else ''}, "
                  f"{_quote(history, now, ev.n_past + 1, vocab)} at positions {now}–{ev.n_past} "
                  f"(ending with the seed), occurred before at positions {lo}–{lo + n - 1}")
-    if ev.draft_source >= 0:
-        src = ev.draft_source
+    if m and m.source >= 0:
+        src = m.source
         text += (f"; it copied the {k} token{'s' if k != 1 else ''} that followed there, "
                  f"positions {src}–{src + k - 1}: {drafted}")
     else:
         text += f": {drafted}"
     text += f". ({ev.t_lookup * 1e3:.2f} ms of lookup)"
-    if ev.draft_note and ev.draft_key < 0:          # its own words, where ours had nothing to say
+    if ev.draft_note and not m:                     # its own words, where ours had nothing to say
         text += f"<br><span style='color:#555'>{html.escape(name)}: {html.escape(ev.draft_note)}</span>"
     return text
 
@@ -450,10 +451,10 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
         ev.draft_stop, ev.draft_stop or "the draft ended")
     def prob(i: int, p: float) -> str:     # a run that teaches: the draft's q beside the target's p
         return f"q {p:.2f}, the target's p {ev.target_p[i]:.2f}" if i < len(ev.target_p) else f"p {p:.2f}"
-    items = [f"draft id {ev.draft_ids[i]} → target id {t} {text} ({prob(i, p)})" if i < len(ev.draft_ids)
+    items = [f"draft id {ev.head_ids[i]} → target id {t} {text} ({prob(i, p)})" if i < len(ev.head_ids)
              else f"{text} ({prob(i, p)})"
              for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs))]
-    tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.draft_ids else ', ').join(items)}; "
+    tokens = (f"{k} token{'s' if k != 1 else ''} greedily: {('; ' if ev.head_ids else ', ').join(items)}; "
               f"it stopped because {why}.")
     note = html.escape(ev.draft_note, quote=False)
     t = spec_type(ev.drafter)
@@ -479,13 +480,13 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
                 f"predicted the token at {p + 1}; each further step read the token just drafted "
                 f"with the block's own hidden state of the step before. It proposed {tokens} "
                 f"({ev.t_draft * 1e3:.1f} ms)")
-    if ev.draft_vocab:
+    if ev.xvocab:
         probs = "" if ev.draft_probs else f"{k} token{'s' if k != 1 else ''}: {', '.join(drafted)}. "
         return (f"<b>1. Draft:</b> the draft model, whose vocabulary is not the target's, read the "
                 f"target's text in its own tokens and drafted in its own vocabulary "
                 f"({ev.t_draft * 1e3:.1f} ms); SpecScope turned that into target tokens "
-                f"({ev.draft_vocab} mode, {ev.t_translate * 1e3:.2f} ms translating), which the "
-                f"target verifies as usual. {probs if ev.draft_vocab == 'translate' else tokens}"
+                f"({ev.xvocab.mode} mode, {ev.t_translate * 1e3:.2f} ms translating), which the "
+                f"target verifies as usual. {probs if ev.xvocab.mode == 'translate' else tokens}"
                 f"<br>{translation_html(ev, list(texts))}")
     return (f"<b>1. Draft:</b> the draft model decoded the seed and proposed {tokens} "
             f"({ev.t_draft * 1e3:.1f} ms)")

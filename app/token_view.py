@@ -88,10 +88,10 @@ def pieces_html(texts, mark: int | None = None) -> str:
 
 
 def translation_html(ev, target_texts, mark: int | None = None) -> str:
-    """A round drafted across vocabularies (RoundEvent.draft_vocab): the draft's own pieces
+    """A round drafted across vocabularies (RoundEvent.xvocab): the draft's own pieces
     against the target's pieces they became (``target_texts``: the drafted target tokens'
     texts; ``mark``: the one to stress), and what a difference in the text means."""
-    own, mode = list(ev.draft_own_text), ev.draft_vocab
+    own, mode = list(ev.xvocab.text), ev.xvocab.mode
     how = ("re-tokenized with the target's tokenizer" if mode == "translate" else
            "mapped one for one (the tokens both vocabularies share)")
     out = (f"<i>{html.escape(mode)}:</i> the draft's {len(own)} piece{'s' if len(own) != 1 else ''} "
@@ -372,29 +372,30 @@ class TokenView(QPlainTextEdit):
     def _why(self, ev, i: int) -> str:
         """For an n-gram draft's i-th token: why it matched, and where it was copied from
         (the same colours as the hover's highlight)."""
-        if not ev.draft_note and ev.draft_key < 0 and ev.draft_source < 0:
+        m = ev.ngram
+        if not ev.draft_note and m is None:
             return ""
         def tag(colors, text):
             return f"<span style='background:{colors[1]}; color:{colors[0]}'>&nbsp;{text}&nbsp;</span>"
         lines = [html.escape(ev.draft_note)] if ev.draft_note else []
-        if ev.draft_vocab:                        # another vocabulary: its pieces against ours
+        if ev.xvocab:                             # another vocabulary: its pieces against ours
             lines.append(translation_html(ev, [self._piece_text(t) for t in ev.drafted], i))
-        if i < len(ev.draft_ids):                 # an EAGLE-3 head's reduced vocabulary
-            lines.append(f"the head's draft id {ev.draft_ids[i]} → target id {ev.drafted[i]} (d2t)")
+        if i < len(ev.head_ids):                  # an EAGLE-3 head's reduced vocabulary
+            lines.append(f"the head's draft id {ev.head_ids[i]} → target id {ev.drafted[i]} (d2t)")
         if spec_type(ev.drafter).block:           # a DFlash head's block, drafted at once
             before = ev.drafted[i - 1] if i else ev.seed
             lines.append(f"block position {i + 1}: its logits came with the others' from that "
                          "one decode" + (f", biased by the Markov head by the token drafted before "
                             f"it, <code>{self._esc(before)}</code>{'' if i else ' (the seed)'}"
                             if spec_type(ev.drafter).markov else ""))
-        if ev.draft_key >= 0 and ev.draft_key_len:
-            lo, n = ev.draft_key, ev.draft_key_len
+        if m is not None and m.key >= 0 and m.key_len:
+            lo, n = m.key, m.key_len
             now = ev.n_past - n + 1
             lines.append(f"{tag(MATCH_COLORS, 'matched n-gram')} positions {lo}–{lo + n - 1} "
                          f"<code>{self._span_text(lo, lo + n)}</code>, the same as the latest "
                          f"{n} tokens (positions {now}–{ev.n_past})")
-        if ev.draft_source >= 0:
-            lo, k, src = ev.draft_source, len(ev.drafted), ev.draft_source + i
+        if m is not None and m.source >= 0:
+            lo, k, src = m.source, len(ev.drafted), m.source + i
             lines.append(f"{tag(SOURCE_COLORS, 'copied from')} positions {lo}–{lo + k - 1} "
                          f"<code>{self._span_text(lo, lo + k)}</code>; this token from "
                          f"{tag(COPIED_COLORS, f'position {src}')} <code>{self._span_text(src, src + 1)}</code>")
@@ -508,7 +509,8 @@ class TokenView(QPlainTextEdit):
         """Hovering a token an n-gram drafter proposed: mark the n-gram that matched (earlier
         and now) and the tokens the draft was copied from, the hovered one's source darker."""
         ev = span.event if span is not None and span.kind != TARGET else None
-        if ev is None or (ev.draft_key < 0 and ev.draft_source < 0):
+        m = ev.ngram if ev is not None else None
+        if m is None:
             if self.highlighted is not None:
                 self.highlighted = None
                 self.setExtraSelections([])
@@ -518,13 +520,13 @@ class TokenView(QPlainTextEdit):
         self.highlighted = span
         i = span.position - (ev.n_past + len(ev.replayed) + 1)     # its index in the draft
         marks: list[tuple[int, tuple[str, str]]] = []
-        if ev.draft_key >= 0 and ev.draft_key_len:
-            now = ev.n_past - ev.draft_key_len + 1     # the latest n-gram ends with the seed
-            for lo in (ev.draft_key, now):
-                marks += [(p, MATCH_COLORS) for p in range(lo, lo + ev.draft_key_len)]
-        if ev.draft_source >= 0:
-            marks += [(p, SOURCE_COLORS) for p in range(ev.draft_source, ev.draft_source + len(ev.drafted))]
-            marks.append((ev.draft_source + i, COPIED_COLORS))
+        if m.key >= 0 and m.key_len:
+            now = ev.n_past - m.key_len + 1            # the latest n-gram ends with the seed
+            for lo in (m.key, now):
+                marks += [(p, MATCH_COLORS) for p in range(lo, lo + m.key_len)]
+        if m.source >= 0:
+            marks += [(p, SOURCE_COLORS) for p in range(m.source, m.source + len(ev.drafted))]
+            marks.append((m.source + i, COPIED_COLORS))
         selections = []
         for pos, (fg, bg) in marks:
             s = self._pos_span.get(pos)

@@ -139,7 +139,7 @@ def test_step_mode_tells_a_block_draft_in_words(qtbot, window, spark_window, whi
     assert "drafted in one decode" in text and "mask tokens after it <b>together</b>" in text
     for p in ev.draft_probs:
         assert (f"(p {p:.2f})" in text or f"(q {p:.2f}, the target" in text)   # step mode: q beside p
-    assert not ev.draft_ids and "draft id" not in text      # the target's own ids: no d2t
+    assert not ev.head_ids and "draft id" not in text      # the target's own ids: no d2t
     assert ("Its Markov head biased each position's logits" in text) == (which == "draft-dspark")
     assert f"the {who}'s cache" in text
     w.stop_clicked()

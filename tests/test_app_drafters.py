@@ -198,12 +198,12 @@ def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, p
     # hovering an accepted n-gram token names the drafter and highlights where it came from
     span = accepted[0]
     ev = span.event
-    n = ev.draft_key_len
+    n = ev.ngram.key_len
     tip = span.tooltip
     assert "by <b>ngram-simple</b>" in tip
-    assert f"positions {ev.draft_key}–{ev.draft_key + n - 1}" in tip
+    assert f"positions {ev.ngram.key}–{ev.ngram.key + n - 1}" in tip
     i = span.position - (ev.n_past + 1)
-    assert f"position {ev.draft_source + i}" in tip
+    assert f"position {ev.ngram.source + i}" in tip
     tv.ensureCursorVisible()
     rect = tv.cursorRect(_cursor_at(tv, span.start))
     point = QPoint(rect.x() + 2, rect.center().y())
@@ -211,13 +211,13 @@ def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, p
                                                      tv.viewport().mapToGlobal(point)))
     assert tv.highlighted is span
     marks = tv.highlighted_positions()
-    for p in range(ev.draft_key, ev.draft_key + n):             # the earlier n-gram
+    for p in range(ev.ngram.key, ev.ngram.key + n):             # the earlier n-gram
         assert marks[p] == MATCH_COLORS[1]
     for p in range(ev.n_past - n + 1, ev.n_past + 1):           # the latest one
         assert marks[p] == MATCH_COLORS[1]
-    assert marks[ev.draft_source + i] == COPIED_COLORS[1]       # this token's source
-    others = [p for p in range(ev.draft_source, ev.draft_source + len(ev.drafted))
-              if p != ev.draft_source + i]
+    assert marks[ev.ngram.source + i] == COPIED_COLORS[1]       # this token's source
+    others = [p for p in range(ev.ngram.source, ev.ngram.source + len(ev.drafted))
+              if p != ev.ngram.source + i]
     assert all(marks[p] == SOURCE_COLORS[1] for p in others)
     QApplication.sendEvent(tv.viewport(), QEvent(QEvent.Type.Leave))
     assert tv.highlighted is None and not tv.extraSelections()
@@ -245,14 +245,14 @@ def test_step_mode_names_the_matched_ngram(qtbot, window):
     ev = step_to_a_draft(qtbot, window)
     assert ev is not None and ev.drafted and ev.drafter == "ngram-simple"
     text = window.round_view.text.text()
-    n = ev.draft_key_len
+    n = ev.ngram.key_len
     assert "<b>ngram-simple</b>" in text
-    assert f"occurred before at positions {ev.draft_key}–{ev.draft_key + n - 1}" in text
-    assert f"positions {ev.draft_source}–{ev.draft_source + len(ev.drafted) - 1}" in text
+    assert f"occurred before at positions {ev.ngram.key}–{ev.ngram.key + n - 1}" in text
+    assert f"positions {ev.ngram.source}–{ev.ngram.source + len(ev.drafted) - 1}" in text
     # the matched n-gram quoted as text: the tokens at those positions
     from specscope.app.round_view import labels
     hist = window.token_view.history
-    quoted = "".join(labels(hist[ev.draft_key:ev.draft_key + n], window.controller.session.vocab))
+    quoted = "".join(labels(hist[ev.ngram.key:ev.ngram.key + n], window.controller.session.vocab))
     import html
     from specscope.app.token_view import visible
     assert html.escape(visible(quoted)) in text
@@ -332,11 +332,11 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
     'bc' at 1-2 and copied 'ab' from 3-4; the target kept 1 of them."""
     from specscope.app.round_view import explain
     from specscope.core.models.tokentext import TokenTable
-    from specscope.core.engine.events import RoundEvent
+    from specscope.core.engine.events import NgramMatch, RoundEvent
     vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])
     history = [0, 1, 2, 0, 1, 2]                          # a b c a b c (the seed c at 5)
     ev = RoundEvent(3, 5, 2, (0, 1), (), 1, (0, 7), "spec", draft_stop="lookup",
-                    drafter="ngram-simple", draft_key=1, draft_key_len=2, draft_source=3)
+                    drafter="ngram-simple", detail=NgramMatch(1, 2, 3))
     text = explain(ev, vocab, history, ("ngram-simple", "draft-simple"))
     assert "<b>ngram-simple</b>" in text
     assert "the latest 2 tokens, <code>bc</code> at positions 4–5" in text
@@ -378,7 +378,7 @@ def test_step_mode_says_why_a_draft_length_policy_stopped_the_draft():
     """Hand-made: hf stops at its length for the round; cost stops short of it, while drafting."""
     from specscope.app.round_view import explain
     from specscope.core.models.tokentext import TokenTable
-    from specscope.core.engine.events import RoundEvent
+    from specscope.core.engine.events import NgramMatch, RoundEvent
     vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])
     hf = RoundEvent(4, 7, 7, (3, 4), (0.9, 0.8), 2, (3, 4, 5), "spec", draft_stop="policy",
                     drafter="draft-simple", draft_limit=2)

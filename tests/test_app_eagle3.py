@@ -15,7 +15,7 @@ from helpers.window import (RUN_TIMEOUT_MS, chain_after_ngram_simple, check_draf
                             check_shared_lengths, for_short_runs, open_window, run_and_wait,
                             step_to_a_draft)
 from specscope.app.drafter_panel import DrafterPanel  # noqa: E402
-from specscope.core.engine.events import RoundEvent  # noqa: E402
+from specscope.core.engine.events import HeadIds, RoundEvent  # noqa: E402
 from specscope.core.session.controller import RunState  # noqa: E402
 
 PROMPT = "def parse_args(argv=None):\n"
@@ -86,7 +86,7 @@ def test_a_head_run_colours_its_tokens_and_its_plots(qtbot, window):
     tip, ev = span.tooltip, span.event
     i = span.position - (ev.n_past + 1)
     assert "drafted by the <b>EAGLE-3 head</b>" in tip
-    assert f"draft id {ev.draft_ids[i]} → target id {ev.drafted[i]}" in tip
+    assert f"draft id {ev.head_ids[i]} → target id {ev.drafted[i]}" in tip
     window.params.drafter.set_types(["draft-simple"])            # the head for draft-simple
     assert panel.draft_label.text() == "Draft"
     window.run_clicked()
@@ -96,12 +96,12 @@ def test_a_head_run_colours_its_tokens_and_its_plots(qtbot, window):
 
 def test_step_mode_tells_a_head_s_draft_in_words(qtbot, window):
     ev = step_to_a_draft(qtbot, window)
-    assert ev is not None and ev.drafter == "draft-eagle3" and len(ev.draft_ids) == len(ev.drafted)
+    assert ev is not None and ev.drafter == "draft-eagle3" and len(ev.head_ids) == len(ev.drafted)
     text = window.round_view.text.text()
     assert "<b>EAGLE-3 head</b>" in text and "without a draft model" not in text
     assert "the inputs of the target's layers 0, 1 and 3" in text
     assert "reduced vocabulary of 200 tokens" in text
-    for d, t, p in zip(ev.draft_ids, ev.drafted, ev.draft_probs):
+    for d, t, p in zip(ev.head_ids, ev.drafted, ev.draft_probs):
         assert f"draft id {d} → target id {t} <code>" in text and (f"(p {p:.2f})" in text or f"(q {p:.2f}, the target" in text)   # step mode: q beside p
     assert "the EAGLE-3 head's cache" in text
     window.stop_clicked()
@@ -110,11 +110,13 @@ def test_step_mode_tells_a_head_s_draft_in_words(qtbot, window):
 
 def test_a_head_s_draft_ids_survive_a_session_file():
     ev = RoundEvent(3, 20, 7, (11, 12), (0.9, 0.4), 1, (11, 13), "spec", drafter="draft-eagle3",
-                    draft_ids=(4, 5))
+                    detail=HeadIds((4, 5)))
     assert RoundEvent.from_dict(ev.to_dict(exact=True)) == ev
     old = ev.to_dict(exact=True)
-    del old["draft_ids"]                                          # a file written before them
-    assert RoundEvent.from_dict(old).draft_ids == ()
+    del old["detail"]                                             # a file written before them
+    assert RoundEvent.from_dict(old).head_ids == ()
+    old["draft_ids"] = [4, 5]                                     # session version 2's field
+    assert RoundEvent.from_dict(old) == ev
 
 
 @pytest.mark.parametrize("target, draft, types, words", [

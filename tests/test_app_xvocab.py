@@ -49,11 +49,11 @@ def test_a_run_drafts_in_translate_mode_and_shows_the_pieces(qtbot, window):
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     assert window.banner.level != "error", window.banner.message
     drafted = [e for e in window.shown.events if e.drafted]
-    assert drafted and {e.draft_vocab for e in drafted} == {"translate"}
-    assert all(e.draft_own and len(e.draft_own_text) == len(e.draft_own) for e in drafted)
+    assert drafted and {e.xvocab.mode for e in drafted} == {"translate"}
+    assert all(e.xvocab.own and len(e.xvocab.text) == len(e.xvocab.own) for e in drafted)
     # hovering a drafted token: the draft's pieces against the target's, this one marked
     spans = [s for s in window.token_view.spans if s.kind in (ACCEPTED, REJECTED, UNCHECKED)
-             and s.event is not None and s.event.draft_vocab]
+             and s.event is not None and s.event.xvocab.mode]
     assert spans
     tip = spans[0].tooltip
     assert "<i>translate:</i> the draft's" in tip and "re-tokenized with the target's tokenizer" in tip
@@ -68,7 +68,7 @@ def test_a_run_drafts_in_translate_mode_and_shows_the_pieces(qtbot, window):
 
 def test_step_mode_explains_a_translated_round(qtbot, window):
     ev = step_to_a_draft(qtbot, window)
-    assert ev is not None and ev.draft_vocab == "translate"
+    assert ev is not None and ev.xvocab.mode == "translate"
     text = window.round_view.text.text()
     assert "whose vocabulary is not the target's" in text and "translate mode" in text
     assert "the draft's" in text and "the target's" in text and "ms translating" in text
@@ -81,7 +81,7 @@ def test_intersect_is_a_choice_under_draft_simple(qtbot, window):
     assert window.params.drafter.spec_settings().vocab == "intersect"
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
     drafted = [e for e in window.shown.events if e.drafted]
-    assert drafted and {e.draft_vocab for e in drafted} == {"intersect"}
+    assert drafted and {e.xvocab.mode for e in drafted} == {"intersect"}
 
 
 def test_a_draft_no_mode_takes_is_one_line_and_the_window_runs_on(qtbot, window, pair, tmp_path):

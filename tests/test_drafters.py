@@ -71,7 +71,7 @@ def test_ngram_simple_copies_what_followed_the_latest_earlier_match():
     d.begin(np.array(seq[:1], dtype=np.int32))
     h = np.array(seq[:13], dtype=np.int32)          # ... 3 5 | id_last 6
     p = d.draft(h, 6, 10)
-    assert p.tokens == (7, 3, 5) and p.key == 8 and p.source == 10
+    assert p.tokens == (7, 3, 5) and p.detail.key == 8 and p.detail.source == 10
     assert "position 8" in p.note
     assert NgramSimple(NgramMapParams(size_n=2, size_m=3)).draft(h[:6], 6, 10).tokens == ()
 
@@ -109,9 +109,9 @@ def test_an_ngram_run_is_lossless_and_says_who_drafted_and_from_where(demo):
         assert e.drafter == "ngram-simple" and e.draft_stop in ("lookup", "budget")
         # the n-gram it matched is the one ending with the seed, and the draft was copied from
         # right after that earlier occurrence
-        assert context[e.draft_key:e.draft_key + 2] == context[e.n_past - 1:e.n_past + 1]
-        assert tuple(context[e.draft_source:e.draft_source + len(e.drafted)]) == e.drafted
-        assert f"position {e.draft_key}" in e.draft_note
+        assert context[e.ngram.key:e.ngram.key + 2] == context[e.n_past - 1:e.n_past + 1]
+        assert tuple(context[e.ngram.source:e.ngram.source + len(e.drafted)]) == e.drafted
+        assert f"position {e.ngram.key}" in e.draft_note
     stats = fold(events)
     assert [d.name for d in stats.by_drafter] == ["ngram-simple"]
     assert stats.drafter("ngram-simple").n_drafted == stats.n_drafted > 0

@@ -60,7 +60,7 @@ def test_no_draft_before_the_history_holds_2n_plus_m_tokens():
     assert draft(d, [5, 1, 2, 3, 7, 1, 2], 3).tokens == ()        # 7 tokens < 2n + m
     p = draft(drafter(3, 2), [5, 1, 2, 3, 7, 8, 1, 2], 3)         # 8 tokens
     assert p.tokens == (7, 8)
-    assert (p.key, p.key_len, p.source) == (1, 3, 4)
+    assert (p.detail.key, p.detail.key_len, p.detail.source) == (1, 3, 4)
     assert "position 1" in p.note and "2 tokens" in p.note
 
 
@@ -72,7 +72,7 @@ def test_the_hash_map_keeps_an_older_occurrence_than_the_latest():
     assert draft(d, prompt, 9).tokens == ()
     history = prompt + [9, 7, 5, 6, 8, 8, 8]
     p = draft(d, history, 7)
-    assert (p.tokens, p.key, p.source) == ((1, 2), 1, 2)
+    assert (p.tokens, p.detail.key, p.detail.source) == ((1, 2), 1, 2)
     assert "hash map" in p.note
     assert draft(d, history + [8, 8], 7).tokens == (1, 2)          # position 7 is indexed now
     # ngram-simple, searching backwards, copies after the latest 7
@@ -121,7 +121,7 @@ def test_the_accepted_count_sets_the_next_draft_length_and_zero_empties_it_for_g
     d.accept(0, True)
     history += [0]
     p = draft(d, history, 7)
-    assert p.tokens == () and p.key == 1 and "none of" in p.note
+    assert p.tokens == () and p.detail.key == 1 and "none of" in p.note
     d.accept(0, True)      # llama.cpp's last winner is told 0 again when nobody drafted
     history += [0, 0]
     assert draft(d, history, 7).tokens == ()
@@ -139,7 +139,7 @@ def test_k4v_declines_an_even_split_and_counts_the_last_occurrence_again():
     # stat_idx stays at the match (3) and the next count starts there, inclusive: the
     # continuation 2 is counted again, 2 against 1, and drafted
     p = draft(d, prompt + [9, 0], 7)
-    assert (p.tokens, p.key, p.source) == ((2,), 3, 4)
+    assert (p.tokens, p.detail.key, p.detail.source) == ((2,), 3, 4)
     assert "2 times" in p.note and "others 1 time" in p.note
 
 
@@ -149,7 +149,7 @@ def test_k4v_copies_after_the_match_not_the_most_frequent_continuation():
     d = drafter(1, 1, key_only=False, prompt=prompt)
     assert draft(d, prompt, 9).tokens == ()
     p = draft(d, prompt + [9], 7)
-    assert (p.tokens, p.source) == ((2,), 8)                       # 3 against 1, yet 2
+    assert (p.tokens, p.detail.source) == ((2,), 8)                       # 3 against 1, yet 2
     assert "3 times" in p.note
 
 

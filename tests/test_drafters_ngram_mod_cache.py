@@ -106,7 +106,7 @@ def test_mod_hash_slots_are_shared_by_colliding_ngrams():
     hist = np.array(prompt[:-1], H)
     d.begin(hist)
     p = d.draft(hist, 5, 8)
-    assert (p.source, p.key, p.key_len) == (3, 2, 1)
+    assert (p.detail.source, p.detail.key, p.detail.key_len) == (3, 2, 1)
     assert "different n-gram with the same hash" in p.note
 
 
@@ -127,7 +127,7 @@ def test_mod_note_and_positions():
     d.begin(hist)
     p = d.draft(hist, 2, 8)
     assert p.tokens == (3, 4, 5) and p.stop == "n_max"
-    assert (p.source, p.key, p.key_len) == (2, 0, 2)
+    assert (p.detail.source, p.detail.key, p.detail.key_len) == (2, 0, 2)
     assert p.note.startswith("each token is the hash table's entry for the 2 tokens before it "
                              "(3 found")
     assert "different n-gram" not in p.note

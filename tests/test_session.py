@@ -235,3 +235,29 @@ def test_a_version_1_round_keeps_its_shape_under_the_key_of_its_kind():
                "lookahead": d["shape"] if shape is window else None}
         assert RoundEvent.from_dict(v1) == ev
         assert (ev.tree is shape) == (shape is tree)
+
+
+def test_a_version_2_round_keeps_its_detail_as_fields_of_their_own():
+    """Versions 1 and 2 wrote what a drafter adds to its draft as fields of the round
+    (draft_key, draft_key_len, draft_source; draft_ids; draft_vocab, draft_own, draft_own_text);
+    version 3 as its "detail". Each reads into the same event, and a round with none as none."""
+    from specscope.core.engine.events import HeadIds, NgramMatch, OwnVocab, RoundEvent
+    empty = {"draft_key": -1, "draft_key_len": 0, "draft_source": -1, "draft_ids": [],
+             "draft_vocab": "", "draft_own": [], "draft_own_text": []}
+    cases = [(NgramMatch(2, 3, 5), {"draft_key": 2, "draft_key_len": 3, "draft_source": 5}),
+             (NgramMatch(2, 3), {"draft_key": 2, "draft_key_len": 3}),
+             (HeadIds((40, 41)), {"draft_ids": [40, 41]}),
+             (OwnVocab("translate", (9, 8, 7), ("a", "b", "c")),
+              {"draft_vocab": "translate", "draft_own": [9, 8, 7], "draft_own_text": ["a", "b", "c"]}),
+             (None, {})]
+    for detail, fields in cases:
+        ev = RoundEvent(index=0, n_past=9, seed=3, drafted=(5, 7), draft_probs=(), n_accepted=2,
+                        emitted=(5, 7, 8), mode="spec", detail=detail)
+        d = ev.to_dict(exact=True)
+        assert RoundEvent.from_dict(d) == ev and not set(empty) & set(d)
+        v2 = {k: v for k, v in d.items() if k != "detail"} | empty | fields
+        back = RoundEvent.from_dict(v2)
+        assert back == ev, (detail, back.detail)
+        assert back.ngram == (detail if isinstance(detail, NgramMatch) else None)
+        assert back.head_ids == (detail.ids if isinstance(detail, HeadIds) else ())
+        assert back.xvocab == (detail if isinstance(detail, OwnVocab) else None)

@@ -1,6 +1,7 @@
 """The speculative-type registry (core/engine/drafters/registry.py): every entry builds its
 drafter, the groups the program reads come from it, and a type lives in few files."""
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,26 @@ def _files_naming(word: str) -> list[str]:
 def test_the_newest_type_lives_in_its_registry_entry_drafter_and_head_reader():
     # issue 32: a type is its drafter module and one registry entry (and its head reader)
     assert len(_files_naming("draft-dspark")) <= 4, _files_naming("draft-dspark")
+
+
+def _files_coding(name: str) -> list[str]:
+    """The files of core/ and app/ whose code holds the string ``name`` (a literal, outside
+    docstrings: prose may say "lookahead window" and a path its ``.suffix``)."""
+    out = []
+    for p in sorted(p for d in ("core", "app") for p in (ROOT / d).rglob("*.py")):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        if any(isinstance(n, ast.Constant) and n.value == name and id(n) not in docs for n in ast.walk(tree)):
+            out.append(str(p.relative_to(ROOT)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["draft-dspark", "draft-tree", "lookahead", "suffix"])
+def test_a_type_added_since_the_registry_is_named_in_at_most_four_files(name):
+    """issue 32: the types added with or after the registry are named in code by their registry
+    entry, their drafter module and at most two more (a lesson, the screenshots, a what-if's
+    parameter sets, a session version's old key): their own loops take the name from the run."""
+    files = _files_coding(name)
+    assert "core/engine/drafters/registry.py" in files and len(files) <= 4, files

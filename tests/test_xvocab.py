@@ -71,13 +71,13 @@ def test_rounds_say_the_mode_count_target_tokens_and_time_the_translation(foreig
     for mode in ("translate", "intersect"):
         _, events = events_of(foreign, PROMPTS[1], SpecSettings(n_max=4, vocab=mode))
         spec = [ev for ev in events if ev.drafted]
-        assert spec and {ev.draft_vocab for ev in spec} == {mode}
+        assert spec and {ev.xvocab.mode for ev in spec} == {mode}
         assert all(t < foreign.target.n_vocab for ev in spec for t in ev.drafted)
         assert all(len(ev.drafted) <= 4 and ev.n_accepted <= len(ev.drafted) for ev in spec)
-        assert all(ev.draft_own for ev in spec) and sum(ev.t_translate for ev in events) > 0
+        assert all(ev.xvocab.own for ev in spec) and sum(ev.t_translate for ev in events) > 0
         if mode == "intersect":      # one for one: the draft's own tokens have the same text
             pieces = [(foreign.draft.piece(d), foreign.target.piece(t))
-                      for ev in spec for d, t in zip(ev.draft_own, ev.drafted)]
+                      for ev in spec for d, t in zip(ev.xvocab.own, ev.drafted)]
             assert all(a == b for a, b in pieces)
 
 

@@ -52,11 +52,11 @@ def summary_lines(stats, prefill, finish: str, speculative: bool, events=()) -> 
 def vocab_lines(events) -> list[str]:
     """Drafting across vocabularies (core/engine/drafters/xvocab.py): the mode, and what it cost
     per round (the translation's Python time; the draft's own decodes are in "draft")."""
-    modes = Counter(e.draft_vocab for e in events if e.draft_vocab)
+    modes = Counter(e.xvocab.mode for e in events if e.xvocab)
     if not modes:
         return []
     rounds = [e for e in events if e.mode in ("spec", "plain")]
-    drafted = sum(len(e.drafted) for e in events if e.draft_vocab)
+    drafted = sum(len(e.drafted) for e in events if e.xvocab)
     t = sum(e.t_translate for e in events)
     return [f"vocabulary: drafted across vocabularies with "
             + ", ".join(f"--spec-vocab {m} ({n} rounds)" for m, n in modes.items())

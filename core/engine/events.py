@@ -29,6 +29,46 @@ from typing import ClassVar
 from specscope.core.plain import from_plain, to_plain
 
 V1_SHAPES = ("tree", "lookahead")   # where a version-1 session kept a round's shape
+# where a session before version 3 kept a round's detail: its fields' keys, by kind
+V2_DETAILS = {"draft_key": "key", "draft_key_len": "key_len", "draft_source": "source",
+              "draft_ids": "ids", "draft_vocab": "mode", "draft_own": "own", "draft_own_text": "text"}
+
+
+@dataclass(frozen=True, slots=True)
+class NgramMatch:
+    """An n-gram lookup's draft (the ngram-* types): the earlier n-gram that matched the
+    context's last one, and where the drafted tokens were copied from."""
+    key: int = -1                    # history position of the matched n-gram (-1: none)
+    key_len: int = 0                 # its length
+    source: int = -1                 # history position the tokens were copied from (-1: none)
+
+    def truncated(self, n: int) -> "NgramMatch":
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class HeadIds:
+    """draft-eagle3 with a reduced vocabulary: each drafted token's id in the head's own
+    vocabulary (its d2t table maps it to the target id drafted)."""
+    ids: tuple[int, ...]
+
+    def truncated(self, n: int) -> "HeadIds":
+        return HeadIds(self.ids[:n])
+
+
+@dataclass(frozen=True, slots=True)
+class OwnVocab:
+    """A draft model with another vocabulary (drafters/xvocab.py): the mode, the tokens it
+    drafted in its own vocabulary, and their text as read along the row (tokentext.shares)."""
+    mode: str                        # translate | intersect
+    own: tuple[int, ...] = ()
+    text: tuple[str, ...] = ()
+
+    def truncated(self, n: int) -> "OwnVocab":
+        return self                  # its own tokens do not line up with the target's
+
+
+Detail = NgramMatch | HeadIds | OwnVocab    # what one kind of drafter adds to its draft
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +161,6 @@ class RoundEvent:
                                      # (draft-simple); lookup | budget (n-gram drafters)
     drafter: str = ""                # llama.cpp type that proposed ``drafted`` ("" when none)
     draft_note: str = ""             # that drafter's reason, in words (which n-gram matched where)
-    draft_source: int = -1           # n-gram drafters: position the draft was copied from
-    draft_key: int = -1              # n-gram drafters: position of the matched n-gram
-    draft_key_len: int = 0           # and its length
     t_lookup: float = 0.0            # seconds in n-gram drafters (Python; part of t_draft)
     dropped_draft: int = 0           # length of a draft discarded for being shorter than n_min
     replayed: tuple[int, ...] = ()   # replay rounds: the tokens decided by the checkpoint round
@@ -143,17 +180,14 @@ class RoundEvent:
                                      # and with the first rejection (drafters.base.Proposal.ranks)
     draft_limit: int = 0             # draft-simple: the most tokens the draft-length policy allowed
                                      # this round (n_max under llama.cpp's fixed policy; draft_policy)
-    draft_ids: tuple[int, ...] = ()  # draft-eagle3: each drafted token's id in the head's reduced
-                                     # vocabulary (its d2t table maps it to the target id drafted)
     discarded: tuple[int, ...] = ()  # tokens the target sampled after an end-of-generation token
                                      # this round: not output (the bonus token after an accepted
                                      # drafted EOG; speculative-simple.cpp stops at the first EOG)
-    draft_vocab: str = ""            # draft-simple across vocabularies: translate | intersect
-                                     # (drafters/xvocab.py); "" when the draft reads the target's tokens
-    draft_own: tuple[int, ...] = ()  # and the tokens it drafted in its own vocabulary
-    draft_own_text: tuple[str, ...] = ()  # their text, read along the row (tokentext.shares)
     t_translate: float = 0.0         # seconds translating between the vocabularies (Python; in no
                                      # other phase)
+    # what the round's drafter adds to its draft, by kind (an n-gram's match, a head's own ids,
+    # another vocabulary's tokens; None: nothing)
+    detail: NgramMatch | HeadIds | OwnVocab | None = None
     threads: tuple[int, ...] = ()    # the thread counts (target, draft; 0: no draft context) the
                                      # round's decodes ran with as it ended (core/models/threads.py)
     threads_note: str = ""           # threads "auto": the changes of count made during this round
@@ -196,6 +230,21 @@ class RoundEvent:
                 and self.drafted[a] == self.own)
 
     @property
+    def ngram(self) -> NgramMatch | None:
+        """The n-gram lookup's match, where the round's draft came from one."""
+        return self.detail if isinstance(self.detail, NgramMatch) else None
+
+    @property
+    def head_ids(self) -> tuple[int, ...]:
+        """The drafted tokens' ids in an EAGLE-3 head's reduced vocabulary (empty: none)."""
+        return self.detail.ids if isinstance(self.detail, HeadIds) else ()
+
+    @property
+    def xvocab(self) -> OwnVocab | None:
+        """The draft's own vocabulary, where the round drafted across vocabularies."""
+        return self.detail if isinstance(self.detail, OwnVocab) else None
+
+    @property
     def tree(self) -> TreeShape | None:
         """The round's tree, where its shape is one (llama-speculative's, a suffix tree's)."""
         return self.shape if isinstance(self.shape, TreeShape) else None
@@ -213,21 +262,23 @@ class RoundEvent:
         rounded to 6 digits unless ``exact`` (session files keep every bit)."""
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for key in ("drafted", "draft_probs", "emitted", "replayed", "counterfactual",
-                    "draft_ranks", "draft_ids", "discarded", "draft_own", "draft_own_text", "threads",
+                    "draft_ranks", "discarded", "threads",
                     "target_p", "entropy"):
             d[key] = list(d[key])
         if not exact:
             for key in ("draft_probs", "counterfactual", "target_p", "entropy"):
                 d[key] = [round(p, 6) for p in d[key]]
         d["t_overhead"] = self.t_overhead
-        if d["shape"] is not None:
-            d["shape"] = to_plain(d["shape"])
+        for key in ("shape", "detail"):
+            if d[key] is not None:
+                d[key] = to_plain(d[key])
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "RoundEvent":
-        """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored), or a version-1
-        session's (its shape under the key of its kind, ``V1_SHAPES``). Every field must be there
+        """The event ``to_dict`` wrote (``t_overhead``, derived, is ignored), or an earlier
+        session's: version 1 kept its shape under the key of its kind (``V1_SHAPES``), versions
+        1 and 2 its detail as fields of their own (``V2_DETAILS``). Every field must be there
         with its type: ``plain.PlainError`` names the one that is not."""
         if not isinstance(d, dict):
             return from_plain(cls, d, "the round")
@@ -235,7 +286,21 @@ class RoundEvent:
         old = [d.pop(k) for k in V1_SHAPES if k in d]
         if old and "shape" not in d:
             d["shape"] = next((x for x in old if x is not None), None)
+        old = {V2_DETAILS[k]: d.pop(k) for k in list(d) if k in V2_DETAILS}
+        if old and "detail" not in d:
+            d["detail"] = _v2_detail(old)
         return from_plain(cls, d, "the round")
+
+
+def _v2_detail(old: dict) -> dict | None:
+    """A round's detail from the fields a session before version 3 wrote (``V2_DETAILS``)."""
+    if old.get("mode"):
+        return {k: old[k] for k in ("mode", "own", "text") if k in old}
+    if old.get("ids"):
+        return {"ids": old["ids"]}
+    if old.get("key", -1) >= 0 or old.get("source", -1) >= 0:
+        return {k: old[k] for k in ("key", "key_len", "source") if k in old}
+    return None
 
 
 @dataclass(frozen=True, slots=True)

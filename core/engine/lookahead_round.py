@@ -28,13 +28,13 @@ from specscope.core.engine.events import LookaheadShape
 from specscope.core.engine.round_record import Recorder
 from specscope.core.models.seqs import seq_cp, seq_keep, seq_rm
 
-LOOKAHEAD = "lookahead"
 
 
 def lookahead_rounds(run, smpl):
     """The rounds of ``run`` (an engine.Run whose spec is lookahead): its RoundEvents."""
     e, greedy = run.engine, run.sampler_settings.greedy
-    la = make_drafter(LOOKAHEAD, run.spec, e)
+    name = run.spec.types[0]            # the type whose loop this is: it drafts alone
+    la = make_drafter(name, run.spec, e)
     p = la.p
     try:
         n_past, token, index = len(run.prompt_tokens) - 1, run.prompt_tokens[-1], 0
@@ -73,7 +73,7 @@ def lookahead_rounds(run, smpl):
             yield run._event(rec, index=index, n_past=seed_pos(n_past, emitted), seed=seed,
                              drafted=tuple(drafted), n_accepted=accepted, emitted=out,
                              mode="spec" if drafted else "plain",
-                             drafter=LOOKAHEAD if drafted else "",
+                             drafter=name if drafted else "",
                              draft_stop="lookup" if drafted else "no match",
                              kv_dropped_target=max(0, la.batch.size - len(emitted)),
                              discarded=discarded,

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from specscope.core.engine.drafters import MODEL_TYPES
+from specscope.core.engine.events import OwnVocab
 from specscope.core.models.seqs import row_logits
 from specscope.core.models.tokentext import shares
 
@@ -148,11 +149,11 @@ class Recorder:
         stop = p.stop if p.drafter in MODEL_TYPES else p.stop or ("lookup" if p.tokens else "no match")
         fields = dict(draft_stop=stop, dropped_draft=p.dropped, draft_limit=p.limit)
         if draft:
-            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs, draft_ids=p.draft_ids,
-                          draft_source=p.source, draft_key=p.key, draft_key_len=p.key_len)
-        if p.vocab:           # across vocabularies: the mode, its note and the draft's own tokens
-            fields.update(draft_vocab=p.vocab, draft_note=p.note, draft_own=p.own,
-                          draft_own_text=tuple(shares([self.piece(t) for t in p.own])))
+            fields.update(drafter=p.drafter, draft_note=p.note, draft_probs=p.probs, detail=p.detail)
+        if isinstance(p.detail, OwnVocab):     # across vocabularies, drafted or not: its note and
+            own = p.detail.own                 # the draft's own tokens, with their text
+            fields.update(draft_note=p.note,
+                          detail=replace(p.detail, text=tuple(shares([self.piece(t) for t in own]))))
         return fields
 
 

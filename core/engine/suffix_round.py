@@ -30,7 +30,6 @@ from specscope.core.engine.events import TreeShape
 from specscope.core.engine.round_record import Recorder
 from specscope.core.models.seqs import SeqBatch, keep_branch, seq_cp, seq_keep
 
-SUFFIX = "suffix"
 
 
 def leaves(parents, n_leaves: int) -> tuple[list[int], list[list[int]]]:
@@ -62,7 +61,8 @@ def leaves(parents, n_leaves: int) -> tuple[list[int], list[list[int]]]:
 def suffix_rounds(run, smpl):
     """The rounds of ``run`` (an engine.Run drafting suffix alone with -np > 1): its RoundEvents."""
     e, spec = run.engine, run.spec
-    drafter = make_drafter(SUFFIX, spec, e)
+    name = run.spec.types[0]            # the type whose loop this is: it drafts alone
+    drafter = make_drafter(name, spec, e)
     n_seq = e.tgt.n_seq
     batch = SeqBatch(spec.suffix.max_spec_tokens + 1, n_seq)
     try:
@@ -120,7 +120,7 @@ def suffix_rounds(run, smpl):
                              draft_probs=probs[kept] if branches else (),
                              n_accepted=len(accepted), emitted=emitted,
                              mode="spec" if drafted else "plain",
-                             drafter=SUFFIX if drafted else "",
+                             drafter=name if drafted else "",
                              draft_stop="lookup" if drafted else "no match",
                              draft_note=drafter.note if drafted else "",
                              kv_dropped_target=len(nodes) - len(accepted), discarded=discarded,
@@ -133,4 +133,4 @@ def suffix_rounds(run, smpl):
         batch.close()
 
 
-__all__ = ["SUFFIX", "suffix_rounds", "leaves"]
+__all__ = ["suffix_rounds", "leaves"]

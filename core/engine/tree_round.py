@@ -49,13 +49,13 @@ from specscope.core.engine.events import TreeShape
 from specscope.core.engine.round_record import Recorder
 from specscope.core.models.seqs import candidates, keep_branch, seq_cp, seq_keep
 
-TREE = "draft-tree"
 
 
 def tree_rounds(run, smpl):
     """The rounds of ``run`` (an engine.Run whose spec is draft-tree): its RoundEvents."""
     e, spec, settings = run.engine, run.spec, run.sampler_settings
-    drafter = make_drafter(TREE, spec, e)
+    name = run.spec.types[0]            # the type whose loop this is: it drafts alone
+    drafter = make_drafter(name, spec, e)
     try:
         t0 = time.perf_counter()
         drafter.begin(np.asarray(run.prompt_tokens, np.int32))
@@ -101,7 +101,7 @@ def tree_rounds(run, smpl):
             yield run._event(rec, index=index, n_past=n_past, seed=root, drafted=drafted,
                              draft_probs=probs, n_accepted=len(accepted), emitted=emitted,
                              mode="spec" if drafted else "plain",
-                             drafter=TREE if drafted else "",
+                             drafter=name if drafted else "",
                              draft_stop=("n_max" if n_draft == spec.n_max else "budget") if drafted else "",
                              kv_dropped_target=batch.size - 1 - len(accepted),
                              kv_dropped_draft=max(0, batch.size - 1 - len(accepted)) if index else 0,
@@ -210,4 +210,4 @@ def _residual(ids, p, q_ids, q):
     return ids[order], p[order]
 
 
-__all__ = ["TREE", "tree_rounds", "Walk"]
+__all__ = ["tree_rounds", "Walk"]

@@ -321,7 +321,7 @@ def fold(events: Iterable[RoundEvent], start: Stats = Stats()) -> Stats:
                 drafters[name] = _Counts(DrafterStats(name))
             drafters[name].add(ev)
             # ranks: a draft model's top-10 (translate has none; a tree's or window's rounds their own)
-            if name in MODEL_TYPES and ev.draft_vocab != "translate" and ev.shape is None:
+            if name in MODEL_TYPES and not (ev.xvocab and ev.xvocab.mode == "translate") and ev.shape is None:
                 tree.add(ev)
         if ev.drafted and ev.counterfactual:
             cf_rule = ev.counterfactual_rule

@@ -14,8 +14,9 @@ The session file (JSON Lines, UTF-8, one JSON value per line)
 Line 1, the header, an object:
 
     format    "specscope-session"
-    version   2 (a reader refuses a newer version; reads version 1, whose rounds kept their
-              shape under "tree" or "lookahead")
+    version   3 (a reader refuses a newer version; reads version 1, whose rounds kept their
+              shape under "tree" or "lookahead", and versions 1 and 2, whose rounds kept their
+              detail as fields of their own: events.V2_DETAILS)
     settings  {"target": path, "draft": path | null, "engine": EngineSettings,
                "spec": SpecSettings | null (types, n_max, n_min, p_min, sync, every
                n-gram type's parameters, synth_len and synth_rates: synthetic acceptance,
@@ -74,7 +75,7 @@ from specscope.core.plain import PlainError, from_plain, to_plain
 from specscope.core.session.baseline_check import check_baseline
 
 FORMAT = "specscope-session"
-VERSION = 2             # 2: a round's own batch is its "shape" (version 1: "tree", "lookahead")
+VERSION = 3             # 3: a drafter's additions are a round's "detail"; 2: its batch is its "shape"
 RUN_KINDS = ("spec", "baseline")
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specscope.core.engine.events import Detail
 from specscope.core.errors import ConfigError
 
 NGRAM_MAX = 1024     # llama.cpp's bound on every n-gram size flag (common/arg.cpp)
@@ -30,9 +31,6 @@ class Proposal:
     drafter: str                        # llama.cpp's type name: "ngram-simple", "draft-simple" …
     tokens: tuple[int, ...] = ()
     note: str = ""                      # why, in words: which earlier n-gram matched where
-    source: int = -1                    # history position the tokens were copied from (-1: none)
-    key: int = -1                       # history position of the matched n-gram (-1: none)
-    key_len: int = 0                    # its length
     probs: tuple[float, ...] = ()       # draft-simple: top-10 renormalised probability of each
     stop: str = ""                      # why drafting stopped (events.RoundEvent.draft_stop)
     dropped: int = 0                    # draft-simple: length of a draft shorter than n_min
@@ -42,10 +40,7 @@ class Proposal:
     limit: int = 0                      # draft-simple: the most tokens its policy allowed
     top_ids: tuple[tuple[int, ...], ...] = ()   # draft-simple: the top-10 ids at each position,
                                                 # most probable first (tokens[i] == top_ids[i][0])
-    draft_ids: tuple[int, ...] = ()     # draft-eagle3: each token's id in the head's reduced
-                                        # vocabulary (its d2t table maps it to tokens[i])
-    vocab: str = ""                     # draft-simple across vocabularies: translate | intersect
-    own: tuple[int, ...] = ()           # and the tokens it drafted in its own vocabulary
+    detail: Detail | None = None        # what its kind adds (events.NgramMatch, HeadIds, OwnVocab)
 
     def truncated(self, n: int) -> "Proposal":
         """The first n tokens (llama.cpp's truncation to the round's budget)."""
@@ -53,7 +48,7 @@ class Proposal:
             return self
         return replace(self, tokens=self.tokens[:n], probs=self.probs[:n],
                        dists=self.dists[:n], top_ids=self.top_ids[:n],
-                       draft_ids=self.draft_ids[:n], stop="budget")
+                       detail=self.detail and self.detail.truncated(n), stop="budget")
 
     def ranks(self, ids) -> tuple[int, ...]:
         """Tree headroom (draft-simple): the rank of the target's token ``ids[i]`` among the

@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter, Proposal
+from specscope.core.engine.events import HeadIds
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
 
 
@@ -75,7 +76,7 @@ class HeadDrafter(Drafter):
                             t_decode=t_decode, limit=self.n_max)
         return Proposal(self.name, tuple(draft), probs=tuple(probs), stop=stop, rows=rows,
                         t_decode=t_decode, top_ids=tuple(tops), limit=self.n_max, note=self.note,
-                        draft_ids=self._draft_ids(draft))
+                        detail=self._draft_ids(draft))
 
     @staticmethod
     def _pick(logits: np.ndarray) -> tuple[int, float, tuple[int, ...]]:
@@ -111,12 +112,12 @@ class HeadDrafter(Drafter):
         self._done()
         return draft, probs, tops, stop, len(draft) + (stop == "p_min")
 
-    def _draft_ids(self, draft: list[int]) -> tuple[int, ...]:
-        """The drafting context's own ids of the drafted tokens (RoundEvent.draft_ids; empty:
-        the target's): a head with a d2t table maps them (``draft_id``)."""
+    def _draft_ids(self, draft: list[int]) -> HeadIds | None:
+        """The drafting context's own ids of the drafted tokens (None: the target's): a head
+        with a d2t table maps them (``draft_id``)."""
         if not getattr(self.head, "n_draft_vocab", 0):        # no d2t table: the target's ids
-            return ()
-        return tuple(self.head.draft_id(t) for t in draft)
+            return None
+        return HeadIds(tuple(self.head.draft_id(t) for t in draft))
 
     def _done(self) -> None:
         """After the draft loop (draft-mtp's chained blocks: back to the first)."""

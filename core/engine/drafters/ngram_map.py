@@ -38,6 +38,7 @@ from bisect import bisect_left, bisect_right
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter, NgramMapParams, Proposal
+from specscope.core.engine.events import NgramMatch
 
 LCG_FACTOR = 2654435761              # llama.cpp's LCG_FACTOR
 KEY_MAP_SIZE = 1 << 18               # COMMON_NGRAM_HASH_MAP_SIZE
@@ -241,7 +242,7 @@ class NgramMap(Drafter):
         if self.key_only:
             return self._propose(history, match_pos, offset, 0, where)
         if k.key_num < self.min_hits:
-            return Proposal(self.name, key=match_pos, key_len=n,
+            return Proposal(self.name, detail=NgramMatch(match_pos, n),
                             note=f"{where}: hit {k.key_num} of the {self.min_hits} it needs "
                                  "before drafting")
         self._count_values(history, k, key, key_hash, match_pos)
@@ -251,7 +252,7 @@ class NgramMap(Drafter):
         seen = (f"its most frequent continuation was seen {_count(top, 'time')} after it, the "
                 f"others {_count(others, 'time')}")
         if others > 0 and top < 2 * others:
-            return Proposal(self.name, key=match_pos, key_len=n,
+            return Proposal(self.name, detail=NgramMatch(match_pos, n),
                             note=f"{where}; {seen}: not twice as often, so no draft")
         return self._propose(history, match_pos, offset, slot, f"{where}; {seen}")
 
@@ -289,7 +290,7 @@ class NgramMap(Drafter):
         else:
             what = f"drafting the {_count(count, 'token')} that followed position {match_pos}"
         return Proposal(self.name, tuple(history[start:start + count].tolist()),
-                        note=f"{why}; {what}", source=start, key=match_pos, key_len=n)
+                        note=f"{why}; {what}", detail=NgramMatch(match_pos, n, start))
 
     def accept(self, n_accepted: int, mine: bool) -> None:
         if mine and self.last is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter, NgramModParams, Proposal
+from specscope.core.engine.events import NgramMatch
 
 TABLE_SIZE = 4 * 1024 * 1024          # llama.cpp: mod(n_match, 4*1024*1024)
 _MASK = TABLE_SIZE - 1                # a power of two: slot = hash & _MASK
@@ -125,7 +126,7 @@ class NgramMod(Drafter):
         key = source - n
         same = history[key:source].tolist() == window[:n]
         return Proposal(
-            self.name, tuple(drafted), source=source, key=key, key_len=n,
+            self.name, tuple(drafted), detail=NgramMatch(key, n, source),
             stop="n_max" if len(drafted) == self.n_max else "",
             note=f"each token is the hash table's entry for the {n} tokens before it "
                  f"({len(drafted)} found; n-min {self.n_min}, n-max {self.n_max}); the first "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter, NgramMapParams, Proposal
+from specscope.core.engine.events import NgramMatch
 
 
 class NgramSimple(Drafter):
@@ -62,4 +63,4 @@ class NgramSimple(Drafter):
         return Proposal(self.name, tuple(history[start:start + copy].tolist()),
                         note=f"the last {n} tokens occurred before at position {match}; "
                              f"drafting the {copy} tokens that followed them there",
-                        source=start, key=match, key_len=n)
+                        detail=NgramMatch(match, n, start))

@@ -52,6 +52,7 @@ import numpy as np
 
 from specscope.core.engine.accept_rules import DraftDist
 from specscope.core.engine.drafters.base import Drafter, Proposal
+from specscope.core.engine.events import OwnVocab
 from specscope.core.engine.drafters.model import DraftModel
 from specscope.core.errors import ConfigError
 from specscope.core.models.vocab_map import (ATTR_CONTROL, ATTR_UNKNOWN, ATTR_UNUSED, spelling_gap,
@@ -172,7 +173,7 @@ class CrossVocab(Drafter):
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
         if self.off:
-            return Proposal(self.name, stop="none", vocab=self.mode, note=self.off)
+            return Proposal(self.name, stop="none", detail=OwnVocab(self.mode), note=self.off)
         t = time.perf_counter()
         self._add(history[self.n_text:].tolist())
         whole = self.reading.read(bytes(self.text) + self.target.piece(id_last))
@@ -180,7 +181,7 @@ class CrossVocab(Drafter):
         self.t_translate += time.perf_counter() - t
         t_sync = self._sync(ids[:-1]) if whole and ids else 0.0
         if self.off or not whole or not ids:
-            return Proposal(self.name, stop="none", vocab=self.mode, note=self.off or
+            return Proposal(self.name, stop="none", detail=OwnVocab(self.mode), note=self.off or
                             "the target's text ends inside a character: no draft")
         room = self.ctx.n_ctx - len(ids)            # the draft's rows from id_last on
         p = self.inner.draft(np.asarray(ids[:-1], np.int32), ids[-1], min(budget, room))
@@ -191,7 +192,7 @@ class CrossVocab(Drafter):
         self.cache = ids[:-1] + seen
         self.inner.rows = 0
         t = time.perf_counter()
-        out = self._translate(p, budget) if p.tokens else replace(p, vocab=self.mode)
+        out = self._translate(p, budget) if p.tokens else replace(p, detail=OwnVocab(self.mode))
         self.t_translate += time.perf_counter() - t
         self.n_drafted = len(out.tokens)
         return replace(out, t_decode=p.t_decode + t_sync)
@@ -279,7 +280,7 @@ class CrossVocab(Drafter):
         note = f"translate: {len(p.tokens)} draft tokens -> {len(tokens)} target tokens"
         return Proposal(self.name, tuple(tokens), note=note + (f"; {why}" if why else ""),
                         stop=p.stop if not why else "budget", rows=p.rows, limit=p.limit,
-                        vocab=self.mode, own=tuple(own))
+                        detail=OwnVocab(self.mode, tuple(own)))
 
     def _encode(self, data: bytes) -> list[tuple[int, int]] | None:
         """``data`` as target tokens with the byte each starts at; an unfinished character at
@@ -304,10 +305,10 @@ class CrossVocab(Drafter):
         dists = tuple(DraftDist(d2t[d.ids[d.probs > 0]], d.probs[d.probs > 0], int(d2t[d.greedy]))
                       for d in p.dists)
         tops = tuple(tuple(int(t) for t in d2t[list(top)]) for top in p.top_ids)
-        out = replace(p, tokens=tokens, dists=dists, top_ids=tops, vocab=self.mode, own=p.tokens,
+        out = replace(p, tokens=tokens, dists=dists, top_ids=tops, detail=OwnVocab(self.mode, p.tokens),
                       note=f"intersect: {len(tokens)} shared tokens")
         return out.truncated(budget)
 
     def _none(self, p: Proposal, why: str) -> Proposal:
         return Proposal(self.name, stop="none", note=f"{self.mode}: {why}", rows=p.rows,
-                        limit=p.limit, dropped=len(p.tokens), vocab=self.mode, own=p.tokens)
+                        limit=p.limit, dropped=len(p.tokens), detail=OwnVocab(self.mode, p.tokens))

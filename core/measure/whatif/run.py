@@ -62,7 +62,7 @@ def own_setting_problem(session) -> str:
     if heads:
         return (f"{heads[0]} drafts with {TYPES[heads[0]].what} from the target's hidden states, "
                 "which one run does not record: this run's own setting cannot be replayed.")
-    modes = {e.draft_vocab for e in session.run.events if e.draft_vocab}
+    modes = {e.xvocab.mode for e in session.run.events if e.xvocab}
     if modes:
         return (f"This run drafted across vocabularies ({', '.join(sorted(modes))}): a replay reads "
                 "the target's tokens, so draft-simple's rounds here cannot be replayed.")
