@@ -9,7 +9,7 @@ from specscope.core.models.demo import demo_pair
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, ModelFileError
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.quantize import Quantization, output_name, parse_types
+from specscope.core.models.quantize import Quantization, output_name, parse_quant_types
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
 
@@ -124,7 +124,7 @@ def test_requantizing_and_pointless_f16_are_refused(q8, tmp_path):
     with pytest.raises(ModelFileError, match="F16 copy would gain nothing"):
         Quantization(demo_pair()[1], ["F16"], tmp_path)
     with pytest.raises(ConfigError, match="unknown quantization type 'Q9_9'"):
-        parse_types("Q8_0,q9_9")
+        parse_quant_types("Q8_0,q9_9")
 
 
 def test_cli_prints_each_file_and_the_bench_line(tmp_path, capsys):

@@ -76,7 +76,7 @@ class ProbeSettings:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ProbeResult:
     ok: bool
     model: str
     settings: dict
@@ -181,7 +181,7 @@ def tokenizer_key(path) -> str:
 
 
 def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = True,
-          timeout_s: float = TIMEOUT_S, target=None) -> Verdict:
+          timeout_s: float = TIMEOUT_S, target=None) -> ProbeResult:
     """How a child process fared with this model and these settings (cached); ``target``: the
     target an EAGLE-3 head is probed with (the head's settings are ``settings``)."""
     path = Path(path)
@@ -191,7 +191,7 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
         if isinstance(doc, dict):
             try:
                 doc["log_tail"] = tuple(doc.get("log_tail", ()))
-                return Verdict(**{**doc, "cached": True})
+                return ProbeResult(**{**doc, "cached": True})
             except TypeError:
                 pass
     t0 = time.perf_counter()
@@ -220,7 +220,7 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
     if rc == _CHILD_ERROR:
         # a clean error (a missing or malformed file, a setting llama.cpp refused): not a
         # crash; the in-process load reports it the usual way. Not cached.
-        return Verdict(True, str(path), asdict(settings), "error", seconds=seconds)
+        return ProbeResult(True, str(path), asdict(settings), "error", seconds=seconds)
     used = {**asdict(settings), **report}
     lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
     tail = tuple(lines[-LOG_TAIL:])
@@ -228,7 +228,7 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
     if asserts and asserts[-1] not in tail:
         tail = (asserts[-1], *tail[1:])
     if rc == 0:
-        verdict = Verdict(True, str(path), used, "ok", seconds=seconds)
+        verdict = ProbeResult(True, str(path), used, "ok", seconds=seconds)
     else:
         sig = ""
         if status is None:
@@ -238,14 +238,14 @@ def probe(path, settings: ProbeSettings = ProbeSettings(), *, use_cache: bool = 
                     sig = signal.Signals(-rc).name
                 except ValueError:
                     sig = f"signal {-rc}"
-        verdict = Verdict(False, str(path), used, status, sig, rc or 0, tail,
+        verdict = ProbeResult(False, str(path), used, status, sig, rc or 0, tail,
                           likely_cause(used, tail, sig, step, path), seconds, step=step)
     if status != "timeout" and use_cache:     # a timeout may be a busy machine: ask again next time
         write_json(_cache_path(key), {k: v for k, v in asdict(verdict).items() if k != "cached"})
     return verdict
 
 
-def first_crash(engine_settings, target, draft=None) -> Verdict | None:
+def first_crash(engine_settings, target, draft=None) -> ProbeResult | None:
     """The verdict of the first model of a pair (target, then draft) that crashes a child
     process with these EngineSettings; None when both run. A model placed on an rpc-server
     is not probed: its kernels run there (a crash ends that server, and llama.cpp here stops

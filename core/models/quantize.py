@@ -89,7 +89,7 @@ def output_name(source: str | Path, qtype: str) -> str:
     return f"{stem}.{qtype}.gguf"
 
 
-def parse_types(text: str | Sequence[str]) -> list[str]:
+def parse_quant_types(text: str | Sequence[str]) -> list[str]:
     names = text.split(",") if isinstance(text, str) else list(text)
     out = []
     for name in (n.strip().upper() for n in names):
@@ -126,7 +126,7 @@ class Quantization:
                  pure: bool = False):
         self.source = Path(source)
         self.info = check_gguf(self.source)          # missing, unreadable, not GGUF: one line
-        self.types = parse_types(types)
+        self.types = parse_quant_types(types)
         self.out_dir = Path(out_dir)
         self.nthread = nthread
         self.allow_requantize = allow_requantize

@@ -110,7 +110,7 @@ def fitting(counts: tuple[int, ...], samples: int = 5) -> int:
     return max((n for n in counts if n <= free), default=min(counts))
 
 
-def trimmed_mean(times) -> float:
+def mean_without_slowest(times) -> float:
     """The mean without the slowest (of three or more): a stall that comes now and then (the
     window's own UI thread painting on a core) is not a load, one in most decodes is."""
     if len(times) < 3:
@@ -270,7 +270,7 @@ class ThreadGovernor:
         self._trial_n += 1
         mine = self._recent.get((self.current, *key[1:]))
         if mine:
-            ref = trimmed_mean(mine)
+            ref = mean_without_slowest(mine)
             self._pairs.append((seconds, ref))
             if seconds > self.ABORT * ref:
                 return self._next_count()                  # far slower: no more of it
