@@ -60,6 +60,32 @@ class Tally:
         return self.tokens[rep] / self.seconds[rep]
 
 
+def held_out(configs, tallies, base, reps: list[int]) -> str:
+    """The best fixed n without hindsight: picked on half the repetitions (every other one),
+    measured on the other half, both ways round; beside it each adaptive policy on the same
+    halves. The best of eight noisy medians is higher than the best n's true speed-up (the
+    maximum of noisy values is biased up); picked on one half and measured on the other, it is not."""
+    if len(reps) < 2:
+        return ""
+    halves = (reps[0::2], reps[1::2])
+    def speedup(name, half):
+        return statistics.median(tallies[name].tok_s(r) / base.tok_s(r) for r in half)
+    fixed = [name for name, _ in configs if name.startswith("fixed")]
+    adaptive = [name for name, _ in configs if not name.startswith("fixed")]
+    parts, picked_means, mean = [], [], {a: [] for a in adaptive}
+    for pick, measure in (halves, halves[::-1]):
+        n = max(fixed, key=lambda name: speedup(name, pick))
+        picked_means.append(speedup(n, measure))
+        parts.append(n.split("=")[1])
+        for a in adaptive:
+            mean[a].append(speedup(a, measure))
+    fixed_s = statistics.fmean(picked_means)
+    return (f"held out (fixed n picked on one half of the repetitions, n={'/'.join(parts)}, "
+            f"measured on the other, both ways): fixed {fixed_s:.3f}x; "
+            + "; ".join(f"{a.split()[0]} {statistics.fmean(v):.3f}x ({statistics.fmean(v) / fixed_s:.3f} of it)"
+                        for a, v in mean.items()))
+
+
 def report(configs, tallies, base, reps, pair, prompts, args, others=None, elapsed=None):
     """Print the table over repetitions ``reps``; (rows, best fixed row)."""
     rows = []
@@ -86,6 +112,9 @@ def report(configs, tallies, base, reps, pair, prompts, args, others=None, elaps
               f"{r['speedup_min']:6.2f}-{r['speedup_max']:.2f}x {100 * r['acceptance']:7.1f}% "
               f"{r['mean_n']:7.2f} {vs:13.3f}x {'ok' if not r['lossless_mismatches'] else r['lossless_mismatches']:>9}"
               f"{mark}")
+    held = held_out(configs, tallies, base, list(reps))
+    if held:
+        print(held)
     print("* best fixed n_max (picked after the fact)"
           + (f"; took {elapsed:.0f} s" if elapsed is not None else "")
           + (f"; other processes used {100 * others:.0f}% of the CPU meanwhile"
