@@ -1,4 +1,4 @@
-"""draft-tree's rounds, as llama.cpp's ``llama-speculative`` (examples/speculative/speculative.cpp)
+"""A tree's rounds, as llama.cpp's ``llama-speculative`` (examples/speculative/speculative.cpp)
 runs them; the tree itself is drafted by core/engine/drafters/tree.py.
 
 The first round samples the first token from the prompt's last row and drafts nothing, as
@@ -52,7 +52,7 @@ from specscope.core.models.seqs import candidates, keep_branch, seq_cp, seq_keep
 
 
 def tree_rounds(run, smpl):
-    """The rounds of ``run`` (an engine.Run whose spec is draft-tree): its RoundEvents."""
+    """The rounds of ``run`` (an engine.Run drafting a tree: registry.SpecType.rounds): its RoundEvents."""
     e, spec, settings = run.engine, run.spec, run.sampler_settings
     name = run.spec.types[0]            # the type whose loop this is: it drafts alone
     drafter = make_drafter(name, spec, e)
