@@ -250,7 +250,7 @@ def test_step_mode_names_the_matched_ngram(qtbot, window):
     assert f"occurred before at positions {ev.ngram.key}–{ev.ngram.key + n - 1}" in text
     assert f"positions {ev.ngram.source}–{ev.ngram.source + len(ev.drafted) - 1}" in text
     # the matched n-gram quoted as text: the tokens at those positions
-    from specscope.app.round_view import labels
+    from specscope.app.round_words import labels
     hist = window.token_view.history
     quoted = "".join(labels(hist[ev.ngram.key:ev.ngram.key + n], window.controller.session.vocab))
     import html
@@ -330,7 +330,7 @@ def test_a_target_alone_and_the_drafter_survive_a_restart(qtbot, pair, tmp_path,
 def test_step_mode_words_for_an_ngram_draft_in_a_chain():
     """Hand-made: history 'abcab' + seed 'c' repeats 'abc' at 0; ngram-simple (n 2) matched
     'bc' at 1-2 and copied 'ab' from 3-4; the target kept 1 of them."""
-    from specscope.app.round_view import explain
+    from specscope.app.round_words import explain
     from specscope.core.models.tokentext import TokenTable
     from specscope.core.engine.events import NgramMatch, RoundEvent
     vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])
@@ -376,7 +376,7 @@ def test_every_ngram_type_runs_in_the_window_and_marks_its_tokens(qtbot, window,
 
 def test_step_mode_says_why_a_draft_length_policy_stopped_the_draft():
     """Hand-made: hf stops at its length for the round; cost stops short of it, while drafting."""
-    from specscope.app.round_view import explain
+    from specscope.app.round_words import explain
     from specscope.core.models.tokentext import TokenTable
     from specscope.core.engine.events import NgramMatch, RoundEvent
     vocab = TokenTable.from_pieces([bytes([97 + i]) for i in range(26)])

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from specscope.app.round_view import RoundExplainer, explain  # noqa: E402
+from specscope.app.round_view import RoundExplainer  # noqa: E402
+from specscope.app.round_words import explain  # noqa: E402
 from specscope.app.token_view import (ACCEPTED, PROMPT, REJECTED, TARGET, UNCHECKED,  # noqa: E402
                                       TokenView, expected_kinds)
 from specscope.core.models.tokentext import TokenTable  # noqa: E402
@@ -137,7 +138,7 @@ def test_explainer_words(qtbot):
 def test_the_words_show_whitespace_tokens_as_the_picture_does(qtbot):
     """Issue 20 item 9: a drafted space read "proposed <code> </code>" (nothing to see) where
     the picture shows ␣; both write ␣ for spaces, ↵ for a line break, ⇥ for a tab."""
-    from specscope.app.round_view import round_labels, short
+    from specscope.app.round_words import round_labels, short
     vocab = TokenTable.from_pieces((b"x", b" ", b"    ", b"\n", b"\t", b" \n"))
     round_ = ev(0, 3, 0, (1, 2, 4), 0, (3,))           # drafted " ", "    ", "\t"; sampled "\n"
     text = explain(round_, vocab)
@@ -258,7 +259,7 @@ def test_prompt_is_shown_token_by_token(qtbot, real_vocabs):
 
 
 def test_step_mode_shows_split_characters_and_hover(qtbot, real_vocabs):
-    from specscope.app.round_view import labels, token_tooltip
+    from specscope.app.round_words import labels, token_tooltip
     vocab, tokens = real_vocabs["spm"]
     han = [t for t in tokens if vocab.text(t) in ("<0xE4>", "<0xB8>", "<0xAD>")]
     newline = ids_of(vocab, b"<0x0A>")
@@ -266,7 +267,7 @@ def test_step_mode_shows_split_characters_and_hover(qtbot, real_vocabs):
     assert labels([newline, *han], vocab) == ["\n", "中 (1/3)", "中 (2/3)", "中 (3/3)"]
     # the draft row and the target's samples read the same where the draft was accepted, even
     # when the character is finished only by the bonus token (which the batch does not hold)
-    from specscope.app.round_view import round_labels
+    from specscope.app.round_words import round_labels
     cut = ev(1, 5, newline, han[:2], 2, (*han, newline))
     assert round_labels(cut, vocab) == (["\n", "中 (1/3)", "中 (2/3)"], ["中 (1/3)", "中 (2/3)", "中 (3/3)", "\n"])
     # kept: 0xE4 then a line break (no character: its byte shows); the rejected drafts would

@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from specscope.app.round_view import RoundExplainer, explain  # noqa: E402
+from specscope.app.round_view import RoundExplainer  # noqa: E402
+from specscope.app.round_words import explain  # noqa: E402
 from specscope.app.tree_view import (ACCEPTED_NODE, REJECTED_NODE, UNCHECKED_NODE,  # noqa: E402
                                      node_state, node_tooltip)
 from specscope.core.engine.events import RoundEvent, TreeShape  # noqa: E402

@@ -144,7 +144,7 @@ def test_a_lookahead_round_is_told_by_its_shape_in_step_mode_and_the_timeline(de
     """The window's words come from the round's shape (app/shape_words.py): step mode names the
     pool, the n-grams verified and the one the target followed; the timeline its batch."""
     pytest.importorskip("PySide6")
-    from specscope.app.round_view import explain
+    from specscope.app.round_words import explain
     from specscope.app.timeline_view import batch_of
     from specscope.core.engine.events import LookaheadShape
     prompt = "class Queue:\n    def __init__(self, maxsize=0):\n"
@@ -161,7 +161,7 @@ def test_a_lookahead_round_is_told_by_its_shape_in_step_mode_and_the_timeline(de
 def test_step_mode_says_which_caches_a_round_holds(demo):
     """A draftless type's round lives in the target's cache alone; a draft model's in both."""
     pytest.importorskip("PySide6")
-    from specscope.app.round_view import explain
+    from specscope.app.round_words import explain
     ev = next(e for e in demo.speculative("def f(x):\n", SpecSettings(types=LOOK), n_predict=8))
     assert "The target's cache held positions" in explain(ev, demo.target, (), LOOK)
     assert "Both caches held positions" in explain(ev, demo.target, (), ("draft-simple",))
