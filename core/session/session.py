@@ -467,6 +467,44 @@ def _timing_in(run: RunRecord, info: dict) -> None:
             raise PlainError(f"runs.{run.kind}.load is malformed") from None
 
 
+def _header(head: dict):
+    """The header's parts, checked: (settings, models, prompt, token table, runs as the header
+    lists them, a RunRecord per run); ``PlainError`` names what is wrong."""
+    for key in ("settings", "models", "prompt", "tokens", "runs"):
+        if key not in head:
+            raise PlainError(f"the header lacks {key!r}")
+    settings = RunSettings.from_plain(head["settings"])
+    models = head["models"]
+    if not isinstance(models, dict) or set(models) != {"target", "draft"}:
+        raise PlainError("models must name \"target\" and \"draft\"")
+    models = {role: from_plain(ModelIdentity, m, f"models.{role}")
+              for role, m in models.items() if m is not None}
+    if "target" not in models:
+        raise PlainError("models.target is missing")
+    prompt = head["prompt"]
+    if not (isinstance(prompt, dict) and isinstance(prompt.get("text"), str)
+            and isinstance(prompt.get("tokens"), list)
+            and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt["tokens"])):
+        raise PlainError("prompt must be {\"text\": str, \"tokens\": [int, ...]}")
+    tokens = TokenTable.from_plain(head["tokens"])
+    runs_info = head["runs"]
+    if not isinstance(runs_info, dict) or not runs_info or set(runs_info) - set(RUN_KINDS):
+        raise PlainError(f"runs must name one or both of {', '.join(RUN_KINDS)}")
+    runs = {}
+    for kind, info in runs_info.items():
+        if not (isinstance(info, dict) and isinstance(info.get("rounds"), int)
+                and isinstance(info.get("finish"), str)
+                and isinstance(info.get("prefill_s"), (int, float))):
+            raise PlainError(f"runs.{kind} must be {{\"rounds\": int, \"finish\": str, "
+                             "\"prefill_s\": float}")
+        runs[kind] = RunRecord(kind, float(info["prefill_s"]))
+        runs[kind].finish = info["finish"]
+        _timing_in(runs[kind], info)
+    if "spec" in runs and settings.spec is None:
+        raise PlainError("a speculative run is recorded but settings.spec is null")
+    return settings, models, prompt, tokens, runs_info, runs
+
+
 def _load(path: Path) -> Session:
 
     def bad(line: int, problem: str):
@@ -503,38 +541,7 @@ def _load(path: Path) -> Session:
         raise bad(1, f"written by a newer SpecScope (session version {version}; this one reads "
                      f"up to {VERSION}): update SpecScope to open it")
     try:
-        for key in ("settings", "models", "prompt", "tokens", "runs"):
-            if key not in head:
-                raise PlainError(f"the header lacks {key!r}")
-        settings = RunSettings.from_plain(head["settings"])
-        models = head["models"]
-        if not isinstance(models, dict) or set(models) != {"target", "draft"}:
-            raise PlainError("models must name \"target\" and \"draft\"")
-        models = {role: from_plain(ModelIdentity, m, f"models.{role}")
-                  for role, m in models.items() if m is not None}
-        if "target" not in models:
-            raise PlainError("models.target is missing")
-        prompt = head["prompt"]
-        if not (isinstance(prompt, dict) and isinstance(prompt.get("text"), str)
-                and isinstance(prompt.get("tokens"), list)
-                and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt["tokens"])):
-            raise PlainError("prompt must be {\"text\": str, \"tokens\": [int, ...]}")
-        tokens = TokenTable.from_plain(head["tokens"])
-        runs_info = head["runs"]
-        if not isinstance(runs_info, dict) or not runs_info or set(runs_info) - set(RUN_KINDS):
-            raise PlainError(f"runs must name one or both of {', '.join(RUN_KINDS)}")
-        runs = {}
-        for kind, info in runs_info.items():
-            if not (isinstance(info, dict) and isinstance(info.get("rounds"), int)
-                    and isinstance(info.get("finish"), str)
-                    and isinstance(info.get("prefill_s"), (int, float))):
-                raise PlainError(f"runs.{kind} must be {{\"rounds\": int, \"finish\": str, "
-                                 "\"prefill_s\": float}")
-            runs[kind] = RunRecord(kind, float(info["prefill_s"]))
-            runs[kind].finish = info["finish"]
-            _timing_in(runs[kind], info)
-        if "spec" in runs and settings.spec is None:
-            raise PlainError("a speculative run is recorded but settings.spec is null")
+        settings, models, prompt, tokens, runs_info, runs = _header(head)
     except PlainError as exc:
         raise bad(1, f"a malformed header: {exc}") from None
 
