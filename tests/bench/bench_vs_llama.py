@@ -6,7 +6,9 @@
 For draft-simple in SpecScope's reuse sync (its default) and replay sync (llama.cpp's), and each
 n-gram type alone with llama.cpp's defaults, runs SpecScope (``specscope run --json``) and
 llama.cpp alternately, ``-r`` times each, and prints the median generation tokens/s of each
-(as each program reports it: prompt processing excluded) and their ratio. The demo pair and
+(as each program reports it: prompt processing excluded), their ratio, and the median of
+the paired ratios (each run of ours beside the llama.cpp run next to it) with a 90 % bootstrap
+interval: on a VM whose speed drifts, the interval says whether a ratio is above 1. The demo pair and
 ``-p "def parse_args(argv):"``; repacking off on both sides (LLAMA_ARG_REPACK=0, SpecScope
 ``--repack off``) so the kernels are the same on every CPU.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -59,15 +62,29 @@ def main() -> None:
     (label, (target, draft)), = found.items()
     binary = a.llama_bin / "llama-speculative-simple"
     print(f"{os.cpu_count()} cores; {label}, -n {a.n}, -t {a.threads}, {a.repeats} runs each, alternating")
-    print("| mode | SpecScope tokens/s | llama.cpp tokens/s | SpecScope / llama.cpp |\n|---|---|---|---|")
+    print("| mode | SpecScope tokens/s | llama.cpp tokens/s | SpecScope / llama.cpp | paired ratios: "
+          "median (90 % interval) |\n|---|---|---|---|---|")
     for mode in a.modes.split(","):
         common, ours_only = MODES[mode]
         mine, other = [], []
-        for _ in range(a.repeats):
-            mine.append(ours(target, draft, common + ours_only, a.n, a.threads))
+        for i in range(a.repeats):          # who runs first alternates from pair to pair
+            if i % 2 == 0:
+                mine.append(ours(target, draft, common + ours_only, a.n, a.threads))
             other.append(theirs(binary, target, draft, common, a.n, a.threads))
+            if i % 2 == 1:
+                mine.append(ours(target, draft, common + ours_only, a.n, a.threads))
         m, o = statistics.median(mine), statistics.median(other)
-        print(f"| {mode} | {m:,.1f} | {o:,.1f} | {m / o:.2f}× |", flush=True)
+        lo, mid, hi = paired_interval([x / y for x, y in zip(mine, other)])
+        print(f"| {mode} | {m:,.1f} | {o:,.1f} | {m / o:.2f}× | {mid:.2f}× ({lo:.2f}–{hi:.2f}) |",
+              flush=True)
+
+
+def paired_interval(ratios: list[float], draws: int = 2000) -> tuple[float, float, float]:
+    """The median of the paired ratios and a 90 % bootstrap interval of it (the machine's speed
+    drifts between runs: one median says little without its spread)."""
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    return meds[int(0.05 * draws)], statistics.median(ratios), meds[int(0.95 * draws) - 1]
 
 
 if __name__ == "__main__":

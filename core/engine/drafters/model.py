@@ -117,6 +117,10 @@ class DraftModel(Drafter):
         self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft", keep=keep)
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
+        if self.checkpoint is None and not self.replay:   # reuse: the rows stay, no cache work
+            proposal = self._draft(history, id_last, budget)
+            self.rows = proposal.rows
+            return proposal
         clock = time.perf_counter
         t = clock()
         if self.checkpoint is not None:           # a memory that cannot drop rows
@@ -124,11 +128,9 @@ class DraftModel(Drafter):
         t_cache = clock() - t
         proposal = self._draft(history, id_last, budget)
         self.rows = proposal.rows
-        if self.checkpoint is not None or self.replay:   # back to n_past before verifying
-            t = clock()
-            self._drop_to(len(history))
-            t_cache += clock() - t
-        return replace(proposal, t_decode=proposal.t_decode + t_cache)
+        t = clock()                               # back to n_past before verifying
+        self._drop_to(len(history))
+        return replace(proposal, t_decode=proposal.t_decode + t_cache + clock() - t)
 
     def process(self, tokens: list[int], pos0: int) -> None:
         """Kept until ``accept`` says how much of it the target kept (module docs)."""
