@@ -62,7 +62,6 @@ def short(text: str, n: int = 10) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-
 def chain_words(ev, types) -> str:
     """In a chain: which drafters came up empty before the winner, and which were not asked."""
     if len(types) < 2 or not ev.drafted or ev.drafter not in types:
@@ -218,7 +217,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
 
     seed = tok(ev.seed, batch_text[0])
     own = tok(ev.emitted[-1], emitted_text[-1])   # the target's own token (or an accepted ⟨end⟩)
-    n_past, k, a = ev.n_past, len(ev.drafted), ev.n_accepted
+    n_past, k = ev.n_past, len(ev.drafted)
     origin = ("the prompt's last token, left out of the prefill" if ev.index == 0
               else "sampled last round")
     lines = [f"<b>Round {ev.index}</b> ({ev.mode}). {_caches(ev, types)} held positions 0–{n_past - 1}; "

@@ -76,7 +76,7 @@ class EngineWorker(QObject):
     measure_failed = Signal(int, object, str)       # run_id, exception (None: stopped), traceback
     step_paused = Signal(int)                   # run_id: one step done, waiting for the next
     failed = Signal(int, object, str)           # run_id (0: load), exception, traceback
-    crashed = Signal(object, bool)              # a probe ProbeResult; True: retrying with safe settings
+    crashed = Signal(object, bool)              # the probe's ProbeResult; True: retrying with safe settings
     closed = Signal()
 
     def __init__(self):

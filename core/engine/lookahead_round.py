@@ -29,7 +29,6 @@ from specscope.core.engine.round_record import Recorder
 from specscope.core.models.seqs import seq_cp, seq_keep, seq_rm
 
 
-
 def lookahead_rounds(run, smpl):
     """The rounds of ``run`` (an engine.Run whose spec is lookahead): its RoundEvents."""
     e, greedy = run.engine, run.sampler_settings.greedy

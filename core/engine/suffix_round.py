@@ -31,7 +31,6 @@ from specscope.core.engine.round_record import Recorder
 from specscope.core.models.seqs import SeqBatch, keep_branch, seq_cp, seq_keep
 
 
-
 def leaves(parents, n_leaves: int) -> tuple[list[int], list[list[int]]]:
     """The nodes kept (best first: ``parents`` is in that order, each parent before its children)
     so that they make at most ``n_leaves`` leaves, and each leaf's path of node indices."""

@@ -50,7 +50,6 @@ from specscope.core.engine.round_record import Recorder
 from specscope.core.models.seqs import candidates, keep_branch, seq_cp, seq_keep
 
 
-
 def tree_rounds(run, smpl):
     """The rounds of ``run`` (an engine.Run drafting a tree: registry.SpecType.rounds): its RoundEvents."""
     e, spec, settings = run.engine, run.spec, run.sampler_settings

@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter, Proposal
-from specscope.core.engine.events import HeadIds
 from specscope.core.engine.drafters.model import DRAFT_TOP_K, top_entries
+from specscope.core.engine.events import HeadIds
 
 
 class HeadDrafter(Drafter):

@@ -117,10 +117,6 @@ class DraftModel(Drafter):
         self.ctx.prefill(prompt.tolist(), self.batch, "the prompt on the draft", keep=keep)
 
     def draft(self, history: np.ndarray, id_last: int, budget: int) -> Proposal:
-        if self.checkpoint is None and not self.replay:   # reuse: the rows stay, no cache work
-            proposal = self._draft(history, id_last, budget)
-            self.rows = proposal.rows
-            return proposal
         clock = time.perf_counter
         t = clock()
         if self.checkpoint is not None:           # a memory that cannot drop rows
@@ -128,6 +124,8 @@ class DraftModel(Drafter):
         t_cache = clock() - t
         proposal = self._draft(history, id_last, budget)
         self.rows = proposal.rows
+        if self.checkpoint is None and not self.replay:   # reuse: the rows stay, as made
+            return proposal
         t = clock()                               # back to n_past before verifying
         self._drop_to(len(history))
         return replace(proposal, t_decode=proposal.t_decode + t_cache + clock() - t)

@@ -52,8 +52,8 @@ import numpy as np
 
 from specscope.core.engine.accept_rules import DraftDist
 from specscope.core.engine.drafters.base import Drafter, Proposal
-from specscope.core.engine.events import OwnVocab
 from specscope.core.engine.drafters.model import DraftModel
+from specscope.core.engine.events import OwnVocab
 from specscope.core.errors import ConfigError
 from specscope.core.models.vocab_map import (ATTR_CONTROL, ATTR_UNKNOWN, ATTR_UNUSED, spelling_gap,
                                              vocab_map)
