@@ -157,15 +157,19 @@ def test_one_count_only_never_trials():
 # ---------------------------------------------------------------------------- real runs
 
 def loaded_after(ctx, load):
-    """Make ``ctx``'s decode times those of a model that 2 threads decode clearly faster on an
-    idle machine (1 thread: 10 ms more), and 1 thread while ``load()`` is true (2 threads: 30 ms
-    more, what another process on one of 2 cores does to llama.cpp's OpenMP team)."""
-    g = ctx.governor
+    """Time ``ctx``'s decodes on the simulated :class:`Machine` (its table and its clock, in
+    place of the real decode's seconds and ``perf_counter``), loaded while ``load()`` is true:
+    the run is real, the governor's decisions do not hang on how busy the test's machine is
+    (a CI machine with a core taken would otherwise decide for itself)."""
+    g, m = ctx.governor, Machine()
     real = g.after
+    g.clock = m.clock
 
     def after(n_tokens, seconds, tag=0):
-        slow = 2 if load() else 1
-        real(n_tokens, seconds + (0.0 if g.running != slow else 0.03 if load() else 0.01), tag)
+        m.loaded = load()
+        t = m.seconds(g.running, n_tokens)
+        m.now += t
+        real(n_tokens, t, tag)
     g.after = after
 
 
