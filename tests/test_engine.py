@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from specscope.core.engine.drafters.model import top_values
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import (ConfigError, ContextFullError, IncompatiblePairError,
                                    ModelFileError)
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
+from specscope.core.models.top_k import top_k
 
 from helpers import ggufgen
 
@@ -212,25 +212,43 @@ def test_bad_files_are_refused_before_llama_cpp_sees_them(tmp_path, tiny_models)
         assert str(path) in str(err.value), what
 
 
-def test_top_values_are_the_k_largest_values_and_the_argmax_exactly():
+def test_top_k_gives_the_k_largest_logits_largest_first_as_llama_cpp_orders_them():
     rng = np.random.default_rng(0)
-    for n in (5, 2559, 2560, 4096, 49_155, 152_064, 262_144):
-        for row in (rng.standard_normal(n).astype(np.float32),
-                    rng.integers(-3, 3, n).astype(np.float32)):      # many ties
-            k = min(10, n)
-            expected = np.sort(np.partition(row, -k)[-k:])
-            top, best = top_values(row, k)
-            assert np.array_equal(np.sort(top), expected), n
-            assert best == row.argmax(), n                           # the first of tied maxima
-    # the largest values in the leftover tail and all in one column
-    row = np.zeros(64 * 100 + 7, np.float32)
-    row[-3:] = 5
-    row[np.arange(10) * 100 + 42] = 4
-    top, best = top_values(row, 10)
-    assert np.array_equal(np.sort(top), [4] * 7 + [5] * 3) and best == 64 * 100 + 4
-    # tied maxima in the grid and the tail: the lowest index wins, as with argmax
-    row[[77, 6000]] = 5
-    assert top_values(row, 10)[1] == 77
+    for n in (5, 12, 4096, 49_155, 152_064):
+        k = min(10, n)
+        row = rng.standard_normal(n).astype(np.float32)         # no ties: one right answer
+        ids, values = top_k(row, 10)
+        expected = np.argsort(-row, kind="stable")[:k]
+        assert np.array_equal(ids, expected) and np.array_equal(values, row[expected]), n
+        ties = rng.integers(-3, 3, n).astype(np.float32)        # many ties: any of them, once
+        ids, values = top_k(ties, 10)
+        assert len(set(ids.tolist())) == k and np.array_equal(ties[ids], values), n
+        assert np.array_equal(values, np.sort(ties)[::-1][:k]), n
+    row = np.zeros(4096, np.float32)
+    row[[5, 17, 900, 3000]] = 1.0                    # tied maxima: in the partial sort's order
+    ids, _ = top_k(row, 10)
+    assert sorted(ids[:4].tolist()) == [5, 17, 900, 3000]
+    assert top_k(row, 10)[0].tolist() == ids.tolist()          # the same order every time
+
+
+def test_top_k_keeps_one_sampler_per_thread():
+    import threading
+    from specscope.core.models import top_k as module
+    rows = [np.random.default_rng(i).standard_normal(4096).astype(np.float32) for i in range(4)]
+    seen, wrong = [], []
+
+    def work(row):
+        for _ in range(200):
+            ids, _ = top_k(row, 10)
+            if ids.tolist() != np.argsort(-row)[:10].tolist():
+                wrong.append(ids)
+        seen.append(module._mine.samplers[(4096, 10)])     # kept alive: ids stay distinct
+    threads = [threading.Thread(target=work, args=(r,)) for r in rows]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong and len({id(s) for s in seen}) == 4
 
 
 def test_one_holder_at_a_time(pair):

@@ -11,33 +11,12 @@ import pytest
 
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.drafters.base import Proposal
-from specscope.core.engine.drafters.model import top_entries
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import RANK_BINS, fold
 
 PROMPT = "The lighthouse keeper had not spoken to anyone in eleven days when the storm finally broke, and"
-
-
-# ----------------------------------------------------------------------------- top_entries
-def test_top_entries_are_the_k_largest_largest_first_with_their_ids():
-    rng = np.random.default_rng(1)
-    for n in (12, 2559, 4096, 10_239, 10_300, 49_155, 152_064):   # both paths, by the boundary
-        row = rng.standard_normal(n).astype(np.float32)      # no ties: one right answer
-        ids, values = top_entries(row, 10)
-        expected = np.argsort(-row, kind="stable")[:10]
-        assert np.array_equal(ids, expected), n
-        assert np.array_equal(values, row[expected])
-        ties = rng.integers(-3, 3, n).astype(np.float32)     # many ties
-        ids, values = top_entries(ties, 10)
-        assert ids[0] == ties.argmax() and len(set(ids.tolist())) == 10
-        assert np.array_equal(values, np.sort(ties)[::-1][:10]) and np.array_equal(ties[ids], values)
-    row = np.zeros(64 * 100, np.float32)
-    row[[5000, 17, 300]] = 2.0                   # three tied maxima: lowest id first
-    row[[42, 4242]] = 1.0
-    ids, _ = top_entries(row, 4)
-    assert ids.tolist()[:3] == [17, 300, 5000] and ids[3] in (42, 4242)
 
 
 # ----------------------------------------------------------------------------- Proposal.ranks

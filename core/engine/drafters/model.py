@@ -33,47 +33,10 @@ import numpy as np
 from specscope.core.engine.draft_policy import DROP, LAST, FixedLength
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.errors import ConfigError
+from specscope.core.models.top_k import top_k
 
 SYNC_MODES = ("reuse", "replay")   # how the draft cache follows the target's (module docs)
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
-
-
-def top_values(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, int]:
-    """(the k largest values of ``row``, largest first; ``row.argmax()``), exactly, in one pass
-    over the row instead of two (argmax, then a partition): on a 150k-token vocabulary that
-    pass is most of a draft step's Python time. :func:`top_entries` also gives their ids."""
-    ids, values = top_entries(row, k, groups)
-    return values, int(ids[0])
-
-
-def top_entries(row: np.ndarray, k: int, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, values) of the k largest values of ``row``, largest first, ties by the lower id
-    (so ``ids[0] == row.argmax()``), exactly, in one pass over the row.
-
-    The row is read as a grid of ``groups`` rows (``row.reshape(groups, -1)``). Take the k
-    columns with the largest maxima: a value outside them is at most its column's maximum,
-    hence at most each of the k chosen maxima, so it is not needed among the k largest. Those
-    columns and the few elements left over by the reshape hold the k largest values. Where k
-    or more of them share the maximum (rare: which k is then a matter of ties), the k lowest
-    ids holding it are taken from the whole row, as ``argmax`` would pick."""
-    n = row.size - row.size % groups
-    if n < 16 * k * groups:     # a small vocabulary (under ~10k): one partition is quicker
-        ids = np.argpartition(row, -k)[-k:]
-    else:
-        width = n // groups
-        grid = row[:n].reshape(groups, width)
-        columns = np.argpartition(grid.max(axis=0), -k)[-k:]
-        # candidate ids: every element of the chosen columns, then the tail
-        ids = np.concatenate(((np.arange(groups)[:, None] * width + columns).ravel(),
-                              np.arange(n, row.size)))
-        ids = ids[np.argpartition(row[ids], -k)[-k:]]
-    values = row[ids]
-    order = np.lexsort((ids, -values))
-    ids, values = ids[order], values[order]
-    if values[-1] == values[0]:                   # k or more ties at the maximum
-        ids = np.flatnonzero(row == values[0])[:k]
-        values = row[ids]
-    return ids, values
 
 
 class DraftModel(Drafter):
@@ -206,7 +169,7 @@ class DraftModel(Drafter):
             t_decode += clock() - t
             if self.mask is not None:
                 logits = logits + self.mask
-            ids, top = top_entries(logits, DRAFT_TOP_K)                # the top-10, largest first
+            ids, top = top_k(logits, DRAFT_TOP_K)          # llama.cpp's top-10, largest first
             best = int(ids[0])
             p = float(1.0 / np.exp(top - top[0]).sum())                # argmax's share of their mass
             if p < p_min:
