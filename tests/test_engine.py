@@ -10,7 +10,7 @@ from specscope.core.errors import (ConfigError, ContextFullError, IncompatiblePa
                                    ModelFileError)
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.measure.stats import fold
-from specscope.core.models.top_k import top_k
+from specscope.core.models.candidates import top_k
 
 from helpers import ggufgen
 
@@ -233,7 +233,7 @@ def test_top_k_gives_the_k_largest_logits_largest_first_as_llama_cpp_orders_them
 
 def test_top_k_keeps_one_sampler_per_thread():
     import threading
-    from specscope.core.models import top_k as module
+    from specscope.core.models import candidates as module
     rows = [np.random.default_rng(i).standard_normal(4096).astype(np.float32) for i in range(4)]
     seen, wrong = [], []
 

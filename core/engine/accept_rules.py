@@ -57,7 +57,6 @@ within a run (same contexts), not one run's measurement with another's.
 
 from __future__ import annotations
 
-import ctypes
 import time
 from dataclasses import dataclass
 
@@ -65,10 +64,10 @@ import llama_cpp.llama_cpp as ll
 import numpy as np
 
 from specscope.core.engine.synth import SynthAcceptance
+from specscope.core.models.candidates import Candidates
+from specscope.core.models.quick import quick
 
 ACCEPT_RULES = ("match", "ratio")
-
-_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])   # llama_token_data
 
 
 def _draw(weights: np.ndarray, u: float) -> int:
@@ -105,24 +104,15 @@ class TargetDistribution:
     takes its softmax, ``greedy`` its first maximum (all the mass)."""
 
     def __init__(self, n_vocab: int, greedy: bool):
-        self._buf = (ll.llama_token_data * n_vocab)()
-        self._view = np.frombuffer(self._buf, _TOKEN_DATA)
-        self._view["id"] = np.arange(n_vocab, dtype=np.int32)
-        self._address = ctypes.addressof(self._buf)
+        self._candidates = Candidates(n_vocab)
         self.greedy = greedy
 
     def __call__(self, chain, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        v = self._view
-        v["id"] = np.arange(len(v), dtype=np.int32)    # a sampler may have reordered them
-        v["logit"] = logits
-        arr = ll.llama_token_data_array(ctypes.cast(self._buf, ll.llama_token_data_p), len(v), -1,
-                                        False)
+        c = self._candidates
+        c.fill(logits)
         for i in range(ll.llama_sampler_chain_n(chain.ptr) - 1):
-            ll.llama_sampler_apply(ll.llama_sampler_chain_get(chain.ptr, i), ctypes.byref(arr))
-        n = int(arr.size)
-        address = ctypes.cast(arr.data, ctypes.c_void_p).value
-        left = v[:n] if address == self._address else np.frombuffer(
-            (ll.llama_token_data * n).from_address(address), _TOKEN_DATA)
+            c.apply(quick.llama_sampler_chain_get(chain.ptr, i))
+        left = c.left()
         ids, x = left["id"].copy(), left["logit"].astype(np.float64)
         if self.greedy:
             return ids[[int(x.argmax())]], np.ones(1)

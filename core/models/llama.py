@@ -24,6 +24,7 @@ import numpy as np
 
 from specscope.core.errors import ConfigError, DecodeError, ModelFileError
 from specscope.core.models.gguf_file import check_gguf
+from specscope.core.models.quick import quick
 from specscope.core.models.threads import ThreadGovernor, candidates
 
 log = logging.getLogger("specscope.llama")
@@ -204,7 +205,7 @@ class Model(Handle):
     add_eos = _fact(ll.llama_vocab_get_add_eos, bool, "vocab")
 
     def is_eog(self, token: int) -> bool:
-        return bool(ll.llama_vocab_is_eog(self.vocab, token))
+        return bool(quick.llama_vocab_is_eog(self.vocab, token))
 
     def meta(self, key: str) -> str | None:
         buf = ctypes.create_string_buffer(512)
@@ -247,10 +248,10 @@ class Model(Handle):
         cached = self._pieces.get(token)
         if cached is None:
             buf = ctypes.create_string_buffer(64)
-            n = ll.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
+            n = quick.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
             if n < 0:
                 buf = ctypes.create_string_buffer(-n)
-                n = ll.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
+                n = quick.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
             cached = buf.raw[:max(n, 0)]
             self._pieces[token] = cached
         return cached
@@ -266,7 +267,8 @@ class Model(Handle):
 # ---------------------------------------------------------------------------- context
 
 # llama_get_logits returning a plain address (the binding's version returns a ctypes pointer)
-_get_logits_address = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("llama_get_logits", ll._lib))
+# the logits' address as an int, holding the GIL (core/models/quick.py)
+_get_logits_address = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("llama_get_logits", ll._lib))
 
 GGML_TYPE_F32 = 0
 GGML_TYPE_F16 = 1
@@ -416,16 +418,16 @@ class Context(Handle):
         return view
 
     def seq_rm(self, p0: int, p1: int = -1) -> bool:
-        return bool(ll.llama_memory_seq_rm(self.mem, 0, p0, p1))
+        return bool(quick.llama_memory_seq_rm(self.mem, 0, p0, p1))
 
     def clear(self) -> None:
         ll.llama_memory_clear(self.mem, True)
 
     def pos_max(self) -> int:
-        return int(ll.llama_memory_seq_pos_max(self.mem, 0))
+        return int(quick.llama_memory_seq_pos_max(self.mem, 0))
 
     def pos_min(self) -> int:
-        return int(ll.llama_memory_seq_pos_min(self.mem, 0))
+        return int(quick.llama_memory_seq_pos_min(self.mem, 0))
 
     def can_remove_partial(self, probe_token: int = 0) -> bool:
         """llama.cpp's common_context_can_seq_rm: decode two tokens, try to drop the second.
@@ -578,10 +580,10 @@ class SamplerChain(Handle):
         return cls(chain)
 
     def sample(self, ctx: Context, row: int) -> int:
-        return ll.llama_sampler_sample(self.ptr, ctx.ptr, row)
+        return quick.llama_sampler_sample(self.ptr, ctx.ptr, row)
 
     def accept(self, token: int) -> None:
-        ll.llama_sampler_accept(self.ptr, token)
+        quick.llama_sampler_accept(self.ptr, token)
 
     def clone(self) -> "SamplerChain":
         return SamplerChain(ll.llama_sampler_clone(self.ptr))

@@ -8,13 +8,14 @@ KV cache is then unified: a branch's prefix is one set of cells shared by every 
 
 from __future__ import annotations
 
-import ctypes
 
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
 from specscope.core.errors import ConfigError
 from specscope.core.models.llama import Context, Handle, SamplerChain
+from specscope.core.models.candidates import Candidates
+from specscope.core.models.quick import quick
 
 
 class SeqBatch(Handle):
@@ -62,7 +63,7 @@ class SeqBatch(Handle):
 
 
 def seq_rm(ctx: Context, seq: int, p0: int = -1, p1: int = -1) -> None:
-    ll.llama_memory_seq_rm(ctx.mem, seq, p0, p1)
+    quick.llama_memory_seq_rm(ctx.mem, seq, p0, p1)
 
 
 def seq_cp(ctx: Context, src: int, dst: int) -> None:
@@ -85,13 +86,9 @@ def keep_branch(ctx: Context, kept: int, after: int) -> None:
         seq_keep(ctx, 0)
 
 
-_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
-assert _TOKEN_DATA.itemsize == ctypes.sizeof(ll.llama_token_data)
-
-
 def row_logits(ctx: Context, row: int) -> np.ndarray:
     """The logits of output row ``row`` of the context's last decode."""
-    ptr = ll.llama_get_logits_ith(ctx.ptr, row)
+    ptr = quick.llama_get_logits_ith(ctx.ptr, row)
     return np.ctypeslib.as_array(ptr, shape=(ctx.n_vocab,))
 
 
@@ -100,14 +97,10 @@ def candidates(chain: SamplerChain, ctx: Context, row: int) -> tuple[np.ndarray,
     ``common_sampler_sample`` then ``common_sampler_get_candidates(.., true)``. The chain runs as
     when it samples (its final sampler draws: its random state moves on), and its draw is not
     kept; the probabilities are those its final sampler drew from."""
-    data = np.zeros(ctx.n_vocab, _TOKEN_DATA)
-    data["id"] = np.arange(ctx.n_vocab, dtype=np.int32)
-    data["logit"] = row_logits(ctx, row)
-    arr = ll.llama_token_data_array(data.ctypes.data_as(ll.llama_token_data_p), ctx.n_vocab, -1, False)
-    ll.llama_sampler_apply(chain.ptr, ctypes.byref(arr))
-    n = arr.size
-    out = np.ctypeslib.as_array(ctypes.cast(arr.data, ctypes.POINTER(ctypes.c_uint8)),
-                                shape=(n * _TOKEN_DATA.itemsize,)).view(_TOKEN_DATA).copy()
+    c = Candidates(ctx.n_vocab)
+    c.fill(row_logits(ctx, row))
+    c.apply(chain.ptr)
+    out = c.left().copy()
     order = np.argsort(-out["p"], kind="stable")
     return out["id"][order], out["p"][order]
 
@@ -115,12 +108,10 @@ def candidates(chain: SamplerChain, ctx: Context, row: int) -> tuple[np.ndarray,
 def draw(chain: SamplerChain, ctx: Context, row: int) -> int:
     """The token the chain draws from row ``row`` without accepting it (llama.cpp's
     ``common_sampler_sample`` alone: lookahead's guesses for its window)."""
-    data = np.zeros(ctx.n_vocab, _TOKEN_DATA)
-    data["id"] = np.arange(ctx.n_vocab, dtype=np.int32)
-    data["logit"] = row_logits(ctx, row)
-    arr = ll.llama_token_data_array(data.ctypes.data_as(ll.llama_token_data_p), ctx.n_vocab, -1, False)
-    ll.llama_sampler_apply(chain.ptr, ctypes.byref(arr))
-    return int(arr.data[arr.selected].id)
+    c = Candidates(ctx.n_vocab)
+    c.fill(row_logits(ctx, row))
+    c.apply(chain.ptr)
+    return int(c.left()[c.array.selected]["id"])
 
 
 __all__ = ["SeqBatch", "seq_rm", "seq_cp", "seq_keep", "row_logits", "candidates", "draw"]

@@ -27,7 +27,7 @@ import numpy as np
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.engine.drafters.model import DRAFT_TOP_K
 from specscope.core.engine.events import HeadIds
-from specscope.core.models.top_k import top_k
+from specscope.core.models.candidates import top_k
 
 
 class HeadDrafter(Drafter):

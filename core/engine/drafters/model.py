@@ -33,7 +33,7 @@ import numpy as np
 from specscope.core.engine.draft_policy import DROP, LAST, FixedLength
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.errors import ConfigError
-from specscope.core.models.top_k import top_k
+from specscope.core.models.candidates import top_k
 
 SYNC_MODES = ("reuse", "replay")   # how the draft cache follows the target's (module docs)
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist

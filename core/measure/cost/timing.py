@@ -22,7 +22,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.measure.cost.model import Calibration, cost_fit, monotone_fit
 from specscope.core.measure.progress import Progress
 from specscope.core.models.dflash import DFlashHead
-from specscope.core.models.top_k import top_k
+from specscope.core.models.candidates import top_k
 
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget

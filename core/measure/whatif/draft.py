@@ -48,7 +48,7 @@ from specscope.core.measure.cost.model import Calibration, round_cost
 from specscope.core.measure.progress import Progress, quiet
 from specscope.core.measure.whatif.ngram import (Replayed, WhatIf, config_label, configurations, of_rounds,
                                                  priced, replay)
-from specscope.core.models.top_k import top_k
+from specscope.core.models.candidates import top_k
 
 __all__ = ["DraftTrace", "trace_draft", "replay_draft", "traced_chain", "TracedDraft", "chain_specs",
            "draft_label", "draft_specs", "price",
