@@ -170,11 +170,16 @@ class BestPredicted(FixedLength):
         return zero + first * (expected - whole) + (first if held_sync else last) * whole + held * cal.f
 
     def _learn(self) -> None:
-        """What step() reads: the pooled rate, the shrunk rate of every band, and V, what a
-        token has cost this run (module docs)."""
+        """What step() reads: the pooled rate, the shrunk rate of every band (module docs), and
+        their best, where a draft's first token would start."""
         self.pooled = (self.pool[1] + PRIOR_WEIGHT * PRIOR_RATE) / (self.pool[0] + PRIOR_WEIGHT)
         self.rates = [(k + PRIOR_WEIGHT * self.pooled) / (r + PRIOR_WEIGHT)
                       for k, r in zip(self.kept, self.reached)]
+        self.best_rate = max(self.rates)
+        self._price()
+
+    def _price(self) -> None:
+        """V: what a token has cost this run (module docs)."""
         self.per_token = self.spent[1] / self.spent[0] if self.spent[0] else self.cal.baseline_token
 
     def _plan(self, i: int, kept: float, rate: float, cap: int) -> int:
@@ -202,7 +207,7 @@ class BestPredicted(FixedLength):
         """n_max, or 0 where no draft would pay even with its first token at the best
         confidence seen (module docs): the round is priced as the target's token alone."""
         self.whole = []
-        if self._plan(0, max(self.rates), self.pooled, self.n_max) > 0:
+        if self._plan(0, self.best_rate, self.pooled, self.n_max) > 0:
             return self.n_max
         cal = self.cal
         self._spend(1, cal.cost(1) + cal.s + cal.r + cal.o0 + self._reshape(0))
@@ -241,12 +246,13 @@ class BestPredicted(FixedLength):
         n = min(n_drafted, self.n_max)
         self._spend(n_accepted + 1, self.round_price(n, n_accepted, whole, self.dropped) + self._reshape(n))
         self.last_k = n + 1
+        self._learn()
 
     def _spend(self, tokens: int, cost: float) -> None:
         """A round of the run, priced: V follows what a token has cost so far."""
         self.spent[0] += tokens
         self.spent[1] += cost
-        self._learn()
+        self._price()
 
 
 def make_policy(spec, calibration=None) -> FixedLength:
