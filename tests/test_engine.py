@@ -251,6 +251,26 @@ def test_top_k_keeps_one_sampler_per_thread():
     assert not wrong and len({id(s) for s in seen}) == 4
 
 
+def test_quick_calls_keep_the_gil_and_answer_as_llama_cpp_python_does(pair):
+    """core/models/quick.py: the same functions of the same library, bound through
+    ctypes.PyDLL (called holding the GIL), where llama_cpp's own let go of it."""
+    import ctypes
+    import llama_cpp.llama_cpp as ll
+    from specscope.core.models.quick import quick
+    for name in ("llama_memory_seq_rm", "llama_sampler_sample", "llama_sampler_apply",
+                 "llama_vocab_is_eog", "llama_token_to_piece"):
+        assert getattr(quick, name)._flags_ & ctypes._FUNCFLAG_PYTHONAPI, name
+        assert not getattr(ll, name)._flags_ & ctypes._FUNCFLAG_PYTHONAPI, name
+    e = pair
+    vocab = e.target.vocab
+    eos = ll.llama_vocab_eos(vocab)
+    assert [quick.llama_vocab_is_eog(vocab, t) for t in (eos, 0, 1)] == \
+        [ll.llama_vocab_is_eog(vocab, t) for t in (eos, 0, 1)] and quick.llama_vocab_is_eog(vocab, eos)
+    events = list(e.speculative("def main():", SpecSettings(), SamplerSettings(), 24))
+    assert len(events[-1].emitted) > 0 and e.tgt.pos_max() >= 8
+    assert e.tgt.seq_rm(4, -1) and e.tgt.pos_max() == 3             # the trim took effect
+
+
 def test_one_holder_at_a_time(pair):
     """A run holds the engine while it iterates: another run, a calibration and a lossless
     check are refused in one line until it ends."""
