@@ -25,9 +25,8 @@ import time
 import numpy as np
 
 from specscope.core.engine.drafters.base import Drafter, Proposal
-from specscope.core.engine.drafters.model import DRAFT_TOP_K
+from specscope.core.engine.drafters.model import draft_top
 from specscope.core.engine.events import HeadIds
-from specscope.core.models.candidates import top_k
 
 
 class HeadDrafter(Drafter):
@@ -83,8 +82,8 @@ class HeadDrafter(Drafter):
     def _pick(logits: np.ndarray) -> tuple[int, float, tuple[int, ...]]:
         """A draft position's token as llama.cpp's top-10 sampler picks it: the argmax, its
         renormalised probability among the top 10, and the top 10 ids."""
-        ids, top = top_k(logits, DRAFT_TOP_K)
-        return int(ids[0]), float(1.0 / np.exp(top - top[0]).sum()), tuple(ids.tolist())
+        ids, _, p = draft_top(logits)
+        return int(ids[0]), p, tuple(ids.tolist())
 
     def _draft_tokens(self, history: np.ndarray, id_last: int):
         """(tokens, probabilities, top-10 ids, why it stopped, rows decoded), or None: no draft

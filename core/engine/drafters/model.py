@@ -39,6 +39,13 @@ SYNC_MODES = ("reuse", "replay")   # how the draft cache follows the target's (m
 DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, then dist
 
 
+def draft_top(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """A row as llama.cpp's draft sampler sees it: the top-10 ids and logits, largest first
+    (its top-k sampler's order), and the first's share of their probability mass (p_min reads it)."""
+    ids, top = top_k(logits, DRAFT_TOP_K)
+    return ids, top, float(1.0 / np.exp(top - top[0]).sum())
+
+
 class DraftModel(Drafter):
     name = "draft-simple"
 
@@ -169,9 +176,8 @@ class DraftModel(Drafter):
             t_decode += clock() - t
             if self.mask is not None:
                 logits = logits + self.mask
-            ids, top = top_k(logits, DRAFT_TOP_K)          # llama.cpp's top-10, largest first
+            ids, _, p = draft_top(logits)
             best = int(ids[0])
-            p = float(1.0 / np.exp(top - top[0]).sum())                # argmax's share of their mass
             if p < p_min:
                 stop, in_vain = "p_min", 1
                 break

@@ -14,7 +14,7 @@ import numpy as np
 
 from specscope.core.engine.drafters import BLOCK_TYPES, DRAFT_MODEL
 from specscope.core.engine.drafters.build import make_drafter
-from specscope.core.engine.drafters.model import DRAFT_TOP_K
+from specscope.core.engine.drafters.model import draft_top
 from specscope.core.engine.drafters.registry import TARGET, names
 from specscope.core.engine.sampling import build_chain
 from specscope.core.engine.settings import SpecSettings
@@ -22,7 +22,6 @@ from specscope.core.errors import ConfigError
 from specscope.core.measure.cost.model import Calibration, cost_fit, monotone_fit
 from specscope.core.measure.progress import Progress
 from specscope.core.models.dflash import DFlashHead
-from specscope.core.models.candidates import top_k
 
 DEFAULT_REPS = 25             # timed repetitions of every decode kind (at most)
 MIN_REPS = 5                  # ... and at least, whatever the time budget
@@ -128,8 +127,7 @@ class _Timing:
         draft's logits): the time between decodes changes how long llama.cpp's worker threads
         wait, and so what the next decode costs."""
         logits = ctx.logits(1)[0]
-        _, top = top_k(logits, DRAFT_TOP_K)
-        float(1.0 / np.exp(top - top[0]).sum())
+        draft_top(logits)
 
     def block(self, k: int, keep: bool) -> None:
         """ROUNDS_PER_BLOCK simulated rounds with a verification batch of k tokens, the

@@ -40,7 +40,7 @@ from specscope.core.engine.draft_policy import DROP, LAST, make_policy
 from specscope.core.engine.drafters import DRAFT_MODEL, MODEL_TYPES, Chain
 from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.engine.drafters.build import make_drafter
-from specscope.core.engine.drafters.model import DRAFT_TOP_K
+from specscope.core.engine.drafters.model import draft_top
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cost.calibrate import CalibrationStopped
@@ -48,7 +48,6 @@ from specscope.core.measure.cost.model import Calibration, round_cost
 from specscope.core.measure.progress import Progress, quiet
 from specscope.core.measure.whatif.ngram import (Replayed, WhatIf, config_label, configurations, of_rounds,
                                                  priced, replay)
-from specscope.core.models.candidates import top_k
 
 __all__ = ["DraftTrace", "trace_draft", "replay_draft", "traced_chain", "TracedDraft", "chain_specs",
            "draft_label", "draft_specs", "price",
@@ -86,8 +85,8 @@ class DraftTrace:
 
 def _row(logits: np.ndarray) -> tuple[int, float, float]:
     """(argmax, its share of the top-10 mass, the gap to the second logit), as DraftModel."""
-    ids, top = top_k(logits, DRAFT_TOP_K)
-    return int(ids[0]), float(1.0 / np.exp(top - top[0]).sum()), float(top[0] - top[1])
+    ids, top, p = draft_top(logits)
+    return int(ids[0]), p, float(top[0] - top[1])
 
 
 def trace_draft(engine, prompt: Sequence[int], cont: Sequence[int], *, depth: int = 0,
