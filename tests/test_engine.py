@@ -242,7 +242,7 @@ def test_top_k_keeps_one_sampler_per_thread():
             ids, _ = top_k(row, 10)
             if ids.tolist() != np.argsort(-row)[:10].tolist():
                 wrong.append(ids)
-        seen.append(module._mine.samplers[(4096, 10)])     # kept alive: ids stay distinct
+        seen.append(module._mine.kept[("top-k", 4096, 10)])     # kept alive: ids stay distinct
     threads = [threading.Thread(target=work, args=(r,)) for r in rows]
     for t in threads:
         t.start()

@@ -145,6 +145,7 @@ class BestPredicted(FixedLength):
         self.dropped = False            # this round stopped on a token it proposed
         self.last_k = n_max + 1         # the last verification batch's size (a change costs shape)
         self._learn()
+        self._price()
 
     def _affine(self, n: int) -> tuple[float, float, float]:
         """round_cost(n, a) is affine in E = Σa_i and in a_n (sampling the kept rows; the reuse
@@ -176,7 +177,6 @@ class BestPredicted(FixedLength):
         self.rates = [(k + PRIOR_WEIGHT * self.pooled) / (r + PRIOR_WEIGHT)
                       for k, r in zip(self.kept, self.reached)]
         self.best_rate = max(self.rates)
-        self._price()
 
     def _price(self) -> None:
         """V: what a token has cost this run (module docs)."""

@@ -64,12 +64,12 @@ class Candidates:
 
 class TopK:
     """One top-k sampler and its candidates, for rows of ``n_vocab`` logits; it owns the
-    sampler (freed by :meth:`close`, or when it is collected)."""
+    sampler (freed when it is collected: with its thread, ``top_k``)."""
 
     def __init__(self, n_vocab: int, k: int):
         self.k = k
         self._ptr = ll.llama_sampler_init_top_k(k)
-        self._free = weakref.finalize(self, ll.llama_sampler_free, self._ptr)
+        weakref.finalize(self, ll.llama_sampler_free, self._ptr)
         self._candidates = Candidates(n_vocab)
 
     def __call__(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,20 +81,27 @@ class TopK:
         top = c.left()
         return top["id"].copy(), top["logit"].copy()
 
-    def close(self) -> None:
-        self._free()
 
 
-_mine = threading.local()      # each thread its own samplers: the candidate array is scratch
+_mine = threading.local()      # each thread its own: the candidate arrays are scratch
+
+
+def _per_thread(key, make):
+    kept = getattr(_mine, "kept", None)
+    if kept is None:
+        kept = _mine.kept = {}
+    got = kept.get(key)
+    if got is None:
+        got = kept[key] = make()
+    return got
+
+
+def scratch(n_vocab: int) -> Candidates:
+    """This thread's candidate array for rows of ``n_vocab`` logits (refilled by each user)."""
+    return _per_thread(("candidates", n_vocab), lambda: Candidates(n_vocab))
 
 
 def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(ids, logits) of the k largest logits of ``row``, largest first, as llama.cpp's top-k
     sampler orders them (module docs); a :class:`TopK` per thread, row size and k."""
-    samplers = getattr(_mine, "samplers", None)
-    if samplers is None:
-        samplers = _mine.samplers = {}
-    sampler = samplers.get((row.size, k))
-    if sampler is None:
-        sampler = samplers[(row.size, k)] = TopK(row.size, min(k, row.size))
-    return sampler(row)
+    return _per_thread(("top-k", row.size, k), lambda: TopK(row.size, min(k, row.size)))(row)

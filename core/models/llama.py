@@ -266,8 +266,8 @@ class Model(Handle):
 
 # ---------------------------------------------------------------------------- context
 
-# llama_get_logits returning a plain address (the binding's version returns a ctypes pointer)
-# the logits' address as an int, holding the GIL (core/models/quick.py)
+# llama_get_logits returning a plain address (the binding's version returns a ctypes pointer),
+# called holding the GIL as the other quick calls (core/models/quick.py)
 _get_logits_address = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("llama_get_logits", ll._lib))
 
 GGML_TYPE_F32 = 0

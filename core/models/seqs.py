@@ -8,13 +8,12 @@ KV cache is then unified: a branch's prefix is one set of cells shared by every 
 
 from __future__ import annotations
 
-
 import llama_cpp.llama_cpp as ll
 import numpy as np
 
 from specscope.core.errors import ConfigError
+from specscope.core.models.candidates import scratch
 from specscope.core.models.llama import Context, Handle, SamplerChain
-from specscope.core.models.candidates import Candidates
 from specscope.core.models.quick import quick
 
 
@@ -97,7 +96,7 @@ def candidates(chain: SamplerChain, ctx: Context, row: int) -> tuple[np.ndarray,
     ``common_sampler_sample`` then ``common_sampler_get_candidates(.., true)``. The chain runs as
     when it samples (its final sampler draws: its random state moves on), and its draw is not
     kept; the probabilities are those its final sampler drew from."""
-    c = Candidates(ctx.n_vocab)
+    c = scratch(ctx.n_vocab)
     c.fill(row_logits(ctx, row))
     c.apply(chain.ptr)
     out = c.left().copy()
@@ -108,7 +107,7 @@ def candidates(chain: SamplerChain, ctx: Context, row: int) -> tuple[np.ndarray,
 def draw(chain: SamplerChain, ctx: Context, row: int) -> int:
     """The token the chain draws from row ``row`` without accepting it (llama.cpp's
     ``common_sampler_sample`` alone: lookahead's guesses for its window)."""
-    c = Candidates(ctx.n_vocab)
+    c = scratch(ctx.n_vocab)
     c.fill(row_logits(ctx, row))
     c.apply(chain.ptr)
     return int(c.left()[c.array.selected]["id"])
