@@ -311,7 +311,8 @@ class Run:
         self.tokens: list[int] = []
         self.finish = ""
         self._contexts: tuple = ()           # (target, draft) contexts: their thread counts
-        self._changes_seen: list[int] = []
+        self._governors: list = []           # (role, governor) of those that follow the load
+        self._changes_seen: list[int] = []   # each governor's changes reported so far
         self.teach = teach                   # keep the target's p and entropies (Engine.speculative)
 
     def stop(self) -> None:
@@ -527,7 +528,7 @@ class Run:
                                "round: the sampler state was not restored")
         chain.accept(len(ids) - 1)
         rec.accepted(chain)
-        if e.tgt_removable:
+        if e.tgt_removable and len(ids) < len(batch):     # rows rejected: drop them
             with rec.phase("sync"):
                 e.tgt.seq_rm(st.n_past + len(ids), -1)
         n_past, seed = st.n_past, st.id_last
@@ -547,21 +548,22 @@ class Run:
         """The contexts whose thread counts each round's event reports (threads "auto": their
         governors, core/models/threads.py, change them as the load changes)."""
         self._contexts = (target, draft)
-        self._changes_seen = [len(c.governor.changes) if c is not None and c.governor else 0
-                              for c in self._contexts]
+        shared = draft is not None and draft.governor is not None and draft.governor is target.governor
+        self._governors = [(role, ctx.governor) for role, ctx in
+                           ((("target+draft" if shared else "target"), target),
+                            ("draft", None if shared else draft))
+                           if ctx is not None and ctx.governor is not None]
+        self._changes_seen = [len(g.changes) for _, g in self._governors]
 
     def _threads(self) -> tuple[tuple[int, ...], str]:
         """(the counts now, the changes since the last round's event, in words)."""
         notes = []
-        target, draft = self._contexts
-        shared = draft is not None and draft.governor is not None and draft.governor is target.governor
-        for i, (role, ctx) in enumerate(zip(("target+draft" if shared else "target", "draft"),
-                                            self._contexts)):
-            g = ctx.governor if ctx is not None and not (shared and i) else None
-            if g is not None and len(g.changes) > self._changes_seen[i]:
+        for i, (role, g) in enumerate(self._governors):
+            if len(g.changes) > self._changes_seen[i]:
                 notes += [f"{role} {c.describe()}" for c in g.changes[self._changes_seen[i]:]]
                 self._changes_seen[i] = len(g.changes)
-        return tuple(c.threads if c is not None else 0 for c in self._contexts), "; ".join(notes)
+        target, draft = self._contexts
+        return (target.threads, draft.threads if draft is not None else 0), "; ".join(notes)
 
     def _event(self, rec: Recorder, **fields) -> RoundEvent:
         """The round's event: what the round says, what its Recorder kept, its phase timings,
