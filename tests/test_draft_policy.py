@@ -3,6 +3,7 @@ llama.cpp with the shipped demo pair: the engine drafts what the policy allows, 
 policy leaves greedy output exactly the target's own."""
 
 import math
+import random
 from dataclasses import replace
 from collections import Counter
 from types import SimpleNamespace
@@ -120,6 +121,18 @@ def test_cost_policy_skips_a_round_where_no_draft_could_pay_and_prices_the_targe
     assert p.next_n() == 0
     assert p.per_token == pytest.approx(dear.cost(1) + dear.s + dear.r + dear.o0)
     assert BestPredicted(8, calibration()).next_n() == 8      # a cheap draft: drafting may pay
+
+
+def test_cost_policy_decides_whether_to_draft_by_a_threshold_as_its_plan_would():
+    """``next_n`` compares V with a threshold worked out once per rates and batch size; over
+    random states, machines and lengths it decides as the full plan from the first token does."""
+    rng = random.Random(7)
+    for _ in range(3000):
+        p = BestPredicted(8, calibration(f=rng.uniform(0.01, 1.5), slope=rng.uniform(0.0, 1.0)))
+        p.best_rate, p.pooled, p.last_k = rng.random(), rng.random(), rng.randint(1, 9)
+        p.per_token = rng.uniform(0.2, 6.0)
+        plan = p._plan(0, p.best_rate, p.pooled, 8)      # before next_n: a skip is spent
+        assert (p.next_n() > 0) == (plan > 0)
 
 
 def test_cost_policy_keeps_its_length_where_changing_it_costs_a_graph_rebuild():

@@ -144,6 +144,7 @@ class BestPredicted(FixedLength):
         self.whole: list[float] = []    # this round: a_1..a_i, the chance the draft so far is kept
         self.dropped = False            # this round stopped on a token it proposed
         self.last_k = n_max + 1         # the last verification batch's size (a change costs shape)
+        self._threshold: tuple = (None, 0.0)   # (rates and size, the V above which a draft pays)
         self._learn()
         self._price()
 
@@ -207,12 +208,31 @@ class BestPredicted(FixedLength):
         """n_max, or 0 where no draft would pay even with its first token at the best
         confidence seen (module docs): the round is priced as the target's token alone."""
         self.whole = []
-        if self._plan(0, self.best_rate, self.pooled, self.n_max) > 0:
+        if self.per_token > self._pays_above():
             return self.n_max
         cal = self.cal
         self._spend(1, cal.cost(1) + cal.s + cal.r + cal.o0 + self._reshape(0))
         self.last_k = 1
         return 0
+
+    def _pays_above(self) -> float:
+        """The V above which some draft pays where ``next_n`` asks, i.e. where ``_plan(0,
+        best_rate, pooled, n_max)`` would choose a length over 0: a length m beats none when
+        V·E_m > cost_m − cost_0, E_m its expected kept tokens. It depends on the rates and the
+        last batch's size only, so it is worked out again only when they change (a round that
+        drafts nothing then costs a comparison, not a plan)."""
+        key = (self.best_rate, self.pooled, self.last_k)
+        if self._threshold[0] != key:
+            none = self.round_price(0, 0.0, 0.0, True) + self._reshape(0)
+            best, e, a = float("inf"), 0.0, self.best_rate
+            for m in range(1, self.n_max + 1):
+                e += a
+                zero, first, last = self._terms[m - 1]
+                extra = zero + first * (e - a) + last * a + self._reshape(m) - none
+                best = min(best, extra / e if e > 0 else (float("-inf") if extra < 0 else best))
+                a *= self.pooled
+            self._threshold = (key, best)
+        return self._threshold[1]
 
     def step(self, i: int, p: float, cap: int) -> str:
         if i == 0:
