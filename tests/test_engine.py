@@ -217,17 +217,20 @@ def test_top_k_gives_the_k_largest_logits_largest_first_as_llama_cpp_orders_them
     for n in (5, 12, 4096, 49_155, 152_064):
         k = min(10, n)
         row = rng.standard_normal(n).astype(np.float32)         # no ties: one right answer
-        ids, values = top_k(row, 10)
+        ids, values, probs = top_k(row, 10)
         expected = np.argsort(-row, kind="stable")[:k]
         assert np.array_equal(ids, expected) and np.array_equal(values, row[expected]), n
+        softmax = np.exp(values.astype(np.float64) - values[0])
+        assert np.allclose(probs, softmax / softmax.sum(), rtol=1e-6), n     # dist's, in float32
         ties = rng.integers(-3, 3, n).astype(np.float32)        # many ties: any of them, once
-        ids, values = top_k(ties, 10)
+        ids, values, _ = top_k(ties, 10)
         assert len(set(ids.tolist())) == k and np.array_equal(ties[ids], values), n
         assert np.array_equal(values, np.sort(ties)[::-1][:k]), n
     row = np.zeros(4096, np.float32)
     row[[5, 17, 900, 3000]] = 1.0                    # tied maxima: in the partial sort's order
-    ids, _ = top_k(row, 10)
+    ids, _, probs = top_k(row, 10)
     assert sorted(ids[:4].tolist()) == [5, 17, 900, 3000]
+    assert len(set(probs[:4].tolist())) == 1 and probs[0] > probs[4]
     assert top_k(row, 10)[0].tolist() == ids.tolist()          # the same order every time
 
 
@@ -239,7 +242,7 @@ def test_top_k_keeps_one_sampler_per_thread():
 
     def work(row):
         for _ in range(200):
-            ids, _ = top_k(row, 10)
+            ids, _, _ = top_k(row, 10)
             if ids.tolist() != np.argsort(-row)[:10].tolist():
                 wrong.append(ids)
         seen.append(module._mine.kept[("top-k", 4096, 10)])     # kept alive: ids stay distinct

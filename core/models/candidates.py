@@ -8,10 +8,12 @@ the top-k below.
 
 draft-simple's draft sampler in llama.cpp is a chain of top-k 10 and dist
 (``common_speculative_impl_draft_simple``): the top-k sampler partially sorts the candidates
-(``std::partial_sort``) and the draft takes the first. Running that same sampler gives its order
-exactly, ties included (which of two equal logits comes first is the partial sort's choice, not
-the lower id), and costs the same on every numpy: about 6 µs on a 4k vocabulary, where
-``np.argpartition`` took 8 µs with one numpy and 50 µs with another (numpy 2.4).
+(``std::partial_sort``), dist writes each one's probability (a softmax of the k: ``expf`` of
+each logit less the first, summed in double), and the draft takes the first and compares its
+probability with p_min. Running those same two samplers gives its order exactly, ties included
+(which of two equal logits comes first is the partial sort's choice, not the lower id), and its
+probabilities to the bit, and costs the same on every numpy: about 6 µs on a 4k vocabulary,
+where ``np.argpartition`` took 8 µs with one numpy and 50 µs with another (numpy 2.4).
 """
 
 from __future__ import annotations
@@ -63,24 +65,26 @@ class Candidates:
 
 
 class TopK:
-    """One top-k sampler and its candidates, for rows of ``n_vocab`` logits; it owns the
-    sampler (freed when it is collected: with its thread, ``top_k``)."""
+    """llama.cpp's draft sampler on rows of ``n_vocab`` logits: a top-k sampler, then a dist
+    sampler for the probabilities (its draw is not used), and their candidates; it owns the
+    samplers (freed when it is collected: with its thread, ``top_k``)."""
 
     def __init__(self, n_vocab: int, k: int):
         self.k = k
-        self._ptr = ll.llama_sampler_init_top_k(k)
-        weakref.finalize(self, ll.llama_sampler_free, self._ptr)
+        self._samplers = (ll.llama_sampler_init_top_k(k), ll.llama_sampler_init_dist(0))
+        for ptr in self._samplers:
+            weakref.finalize(self, ll.llama_sampler_free, ptr)
         self._candidates = Candidates(n_vocab)
 
-    def __call__(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, logits) of the k largest logits of ``row``, largest first, in the order the
-        sampler leaves them."""
+    def __call__(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, logits, probabilities) of the k largest logits of ``row``, largest first, in
+        the order the top-k sampler leaves them, with the probabilities dist gives them."""
         c = self._candidates
         c.fill(row)
-        c.apply(self._ptr)
+        for ptr in self._samplers:
+            c.apply(ptr)
         top = c.left()
-        return top["id"].copy(), top["logit"].copy()
-
+        return top["id"].copy(), top["logit"].copy(), top["p"].copy()
 
 
 _mine = threading.local()      # each thread its own: the candidate arrays are scratch
@@ -101,7 +105,8 @@ def scratch(n_vocab: int) -> Candidates:
     return _per_thread(("candidates", n_vocab), lambda: Candidates(n_vocab))
 
 
-def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, logits) of the k largest logits of ``row``, largest first, as llama.cpp's top-k
-    sampler orders them (module docs); a :class:`TopK` per thread, row size and k."""
+def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids, logits, probabilities) of the k largest logits of ``row``, largest first, as
+    llama.cpp's draft sampler orders them and computes their probabilities (module docs); a
+    :class:`TopK` per thread, row size and k."""
     return _per_thread(("top-k", row.size, k), lambda: TopK(row.size, min(k, row.size)))(row)

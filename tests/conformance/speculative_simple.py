@@ -75,10 +75,17 @@ SMALL = {  # sizes that find matches within 128 tokens of these prompts
 }
 
 
+P_MINS = ("0.5", "0.8")     # draft-simple's p_min cases: a draft that stops early, often
+
+
 def cases(n_maxes: list[int], types: list[str]) -> list[tuple[str, list[str]]]:
     """(label, llama.cpp flags) for every case; draft-simple's n_max comes with it."""
     out = [(f"draft-simple n_max {n}", ["--spec-type", "draft-simple", "--spec-draft-n-max", str(n)])
            for n in n_maxes if "draft-simple" in types]
+    # p_min compares the draft's first probability as llama.cpp's dist sampler computes it
+    out += [(f"draft-simple n_max 8 p_min {p}", ["--spec-type", "draft-simple", "--spec-draft-n-max",
+                                                 "8", "--spec-draft-p-min", p])
+            for p in P_MINS if "draft-simple" in types]
     for t, small in SMALL.items():
         if t not in types:
             continue

@@ -41,9 +41,10 @@ DRAFT_TOP_K = 10          # the draft's sampler chain in llama.cpp: top-k 10, th
 
 def draft_top(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """A row as llama.cpp's draft sampler sees it: the top-10 ids and logits, largest first
-    (its top-k sampler's order), and the first's share of their probability mass (p_min reads it)."""
-    ids, top = top_k(logits, DRAFT_TOP_K)
-    return ids, top, float(1.0 / np.exp(top - top[0]).sum())
+    (its top-k sampler's order), and the first's share of their probability mass as its dist
+    sampler computes it (p_min reads it)."""
+    ids, top, probs = top_k(logits, DRAFT_TOP_K)
+    return ids, top, float(probs[0])
 
 
 class DraftModel(Drafter):
