@@ -26,7 +26,6 @@ it stale).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import numpy as np
 
@@ -99,7 +98,8 @@ class DraftModel(Drafter):
             return proposal
         t = clock()                               # back to n_past before verifying
         self._drop_to(len(history))
-        return replace(proposal, t_decode=proposal.t_decode + t_cache + clock() - t)
+        proposal.t_decode += t_cache + clock() - t          # this round's own Proposal
+        return proposal
 
     def process(self, tokens: list[int], pos0: int) -> None:
         """Kept until ``accept`` says how much of it the target kept (module docs)."""
