@@ -6,7 +6,7 @@
 For each load k (k busy loops started by this script, each one process spinning on the CPU,
 bounded by its own deadline and stopped by its PID when the load's runs are done), for each
 pair (the demo pair; SmolLM2-135M-Instruct as its own draft, where the real-model tier's copy
-is there), runs in turn, round-robin, ``-r`` times each:
+is there), runs in turn, round-robin (the order rotated each round), ``-r`` times each:
 
 - SpecScope's default (``specscope run``: threads auto, core/models/threads.py),
 - SpecScope with each fixed thread count (``-t N -td N``, N in the counts auto chooses from),
@@ -112,7 +112,7 @@ def main() -> None:
     env = {**os.environ, **dict(e.split("=", 1) for e in a.env)}
     binary = a.llama_bin / "llama-speculative-simple" if a.llama_bin else None
     counts = candidates()
-    print(f"{cores()} cores, {os.uname().machine}; -n {a.n}, {a.repeats} runs each, round-robin"
+    print(f"{cores()} cores, {os.uname().machine}; -n {a.n}, {a.repeats} runs each, round-robin (rotated)"
           + (f"; env {' '.join(a.env)}" if a.env else ""))
     rows = []
     for load in a.loads.split(","):
@@ -125,8 +125,10 @@ def main() -> None:
             procs = busy_loops(k)
             try:
                 time.sleep(0.5 if k else 0)
-                for _ in range(a.repeats):
-                    for label in runs:
+                labels = list(runs)
+                for r in range(a.repeats):      # the order rotated each time: under load a run
+                    turn = r % len(labels)      # after a slow one is not like one after a quick one
+                    for label in labels[turn:] + labels[:turn]:
                         if label == "llama.cpp":
                             runs[label].append(llama_cpp(binary, target, draft, a.n, env))
                             continue
