@@ -314,6 +314,7 @@ class Run:
         self._governors: list = []           # (role, governor) of those that follow the load
         self._changes_seen: list[int] = []   # each governor's changes reported so far
         self.teach = teach                   # keep the target's p and entropies (Engine.speculative)
+        self.synthetic = bool(spec and spec.synthetic)   # synthetic acceptance: every event says so
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -574,7 +575,7 @@ class Run:
         return RoundEvent(**fields, t_draft=tm.draft, t_verify=tm.verify, t_sync=tm.sync,
                           t_lookup=tm.lookup, t_translate=tm.translate,
                           t_round=time.perf_counter() - rec.t0 - tm.observe,
-                          finish=self.finish, synthetic=bool(self.spec and self.spec.synthetic),
+                          finish=self.finish, synthetic=self.synthetic,
                           threads=threads, threads_note=note)
 
 

@@ -34,7 +34,10 @@ class RoundState:
 
     def commit(self, ids) -> None:
         """The round kept ``ids``: id_last and all of them but the last join the history."""
-        self.history[self.n_past:self.n_past + len(ids)] = [self.id_last, *ids[:-1]]
+        if len(ids) == 1:               # a round that drafted nothing: one item, not a slice
+            self.history[self.n_past] = self.id_last
+        else:
+            self.history[self.n_past:self.n_past + len(ids)] = [self.id_last, *ids[:-1]]
         self.n_past += len(ids)
         self.id_last, self.replay = ids[-1], ()
 

@@ -57,6 +57,9 @@ class Chain:
     def __init__(self, drafters: list[Drafter]):
         order = {t: i for i, t in enumerate(SPEC_TYPES)}
         self.drafters = sorted(drafters, key=lambda d: order[d.name])
+        # those that translate between vocabularies (asked for their time twice a round)
+        self._translating = [d for d in self.drafters
+                             if type(d).take_translate is not Drafter.take_translate]
         self.last: Drafter | None = None      # llama.cpp's impl_last: kept across rounds
         self.t_lookup = 0.0                   # seconds in n-gram drafters in the last draft()/accept()
         self.t_sync = 0.0                     # seconds the model drafters synced in accept()/restore()
@@ -124,7 +127,7 @@ class Chain:
 
     def take_translate(self) -> float:
         """Seconds the drafters spent translating between vocabularies since the last call."""
-        return sum(d.take_translate() for d in self.drafters)
+        return sum(d.take_translate() for d in self._translating) if self._translating else 0.0
 
 
 __all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES",
