@@ -229,7 +229,7 @@ class BestPredicted(FixedLength):
                 e += a
                 zero, first, last = self._terms[m - 1]
                 extra = zero + first * (e - a) + last * a + self._reshape(m) - none
-                best = min(best, extra / e if e > 0 else (float("-inf") if extra < 0 else best))
+                best = min(best, extra / e)       # e > 0: every rate is shrunk towards a prior > 0
                 a *= self.pooled
             self._threshold = (key, best)
         return self._threshold[1]

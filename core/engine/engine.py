@@ -550,10 +550,10 @@ class Run:
         governors, core/models/threads.py, change them as the load changes)."""
         self._contexts = (target, draft)
         shared = draft is not None and draft.governor is not None and draft.governor is target.governor
-        self._governors = [(role, ctx.governor) for role, ctx in
-                           ((("target+draft" if shared else "target"), target),
-                            ("draft", None if shared else draft))
-                           if ctx is not None and ctx.governor is not None]
+        roles = [("target+draft" if shared else "target", target)]
+        if draft is not None and not shared:
+            roles.append(("draft", draft))
+        self._governors = [(role, ctx.governor) for role, ctx in roles if ctx.governor is not None]
         self._changes_seen = [len(g.changes) for _, g in self._governors]
 
     def _threads(self) -> tuple[tuple[int, ...], str]:

@@ -127,7 +127,7 @@ class Chain:
 
     def take_translate(self) -> float:
         """Seconds the drafters spent translating between vocabularies since the last call."""
-        return sum(d.take_translate() for d in self._translating) if self._translating else 0.0
+        return sum(d.take_translate() for d in self._translating)
 
 
 __all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES",
