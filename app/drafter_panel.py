@@ -27,9 +27,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QVBoxLayout, QWidget)
 
 from specscope.core.engine.draft_policy import POLICY_DESCRIPTIONS
-from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, MODEL_TYPES, TYPES
+from specscope.core.engine.drafters import DESCRIPTIONS, DRAFT_MODEL, TYPES
 from specscope.core.engine.drafters.registry import MODEL, TARGET, names
 from specscope.core.engine.flag import read, with_values
+from specscope.core.engine.settings import earlier_field
 from specscope.core.engine.spec_flags import FLAGS, flag
 
 from .drafter_style import swatch_html
@@ -456,7 +457,7 @@ class DrafterPanel(QGroupBox):
         knobs, np_ = d.get("knobs"), d.get("np")
         if not isinstance(knobs, dict):
             knobs, np_ = _earlier_form(d)
-        for field, value in knobs.items():
+        for field, value in ((earlier_field(k), v) for k, v in knobs.items()):
             if field in self.knobs:
                 _set_value(self.knobs[field], value)
         for t, value in (np_ if isinstance(np_, dict) else {}).items():

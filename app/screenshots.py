@@ -195,8 +195,8 @@ def drafter_shots(app, w, wait, shot, out: Path) -> None:
     w.prompt.set_text(REPEATING)
     w.params.n_predict.setValue(96)
     d.set_types(["ngram-simple", "draft-simple"])
-    d.knobs["ngram_simple.size_n"].setValue(2)
-    d.knobs["ngram_simple.size_m"].setValue(6)
+    d.knobs["ngram-simple.size_n"].setValue(2)
+    d.knobs["ngram-simple.size_m"].setValue(6)
     shot("11_drafter_picker")
 
     d.set_types(["ngram-simple"])

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, Q
                                QVBoxLayout, QWidget)
 
 from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES
-from specscope.core.engine.drafters.base import NgramModParams
+from specscope.core.engine.drafters.ngram_mod import NgramModParams
 
 __all__ = ["WhatIfControls", "Knob"]
 
@@ -140,9 +140,9 @@ class WhatIfControls(QWidget):
         for t in MAP_TYPES:
             k[f"{t} n"].set(spec.params(t).size_n)
             k[f"{t} m"].set(spec.params(t).size_m)
-        k["ngram-map-k4v min hits"].set(spec.ngram_map_k4v.min_hits)
-        for key, value in (("match", spec.ngram_mod.n_match), ("min", spec.ngram_mod.n_min),
-                           ("max", spec.ngram_mod.n_max)):
+        k["ngram-map-k4v min hits"].set(spec.params("ngram-map-k4v").min_hits)
+        mod = spec.params("ngram-mod")
+        for key, value in (("match", mod.n_match), ("min", mod.n_min), ("max", mod.n_max)):
             k[f"ngram-mod {key}"].set(value)
         k["n_max"].set(max(1, spec.n_max))
         k["p_min"].set(spec.p_min)
@@ -164,12 +164,13 @@ class WhatIfControls(QWidget):
         """The setting the controls describe: ``base`` (a SpecSettings: the run's own) with
         what they set."""
         k = self.knobs
-        maps = {t.replace("-", "_"): replace(base.params(t), size_n=k[f"{t} n"].value,
-                                             size_m=k[f"{t} m"].value) for t in MAP_TYPES}
-        maps["ngram_map_k4v"] = replace(maps["ngram_map_k4v"], min_hits=k["ngram-map-k4v min hits"].value)
+        own = {t: replace(base.params(t), size_n=k[f"{t} n"].value, size_m=k[f"{t} m"].value)
+               for t in MAP_TYPES}
+        own["ngram-map-k4v"] = replace(own["ngram-map-k4v"], min_hits=k["ngram-map-k4v min hits"].value)
+        own["ngram-mod"] = NgramModParams(k["ngram-mod match"].value, k["ngram-mod min"].value,
+                                          k["ngram-mod max"].value)
         n_max = k["n_max"].value
         return replace(base, types=tuple(t for t, c in self.checks.items() if c.isChecked()),
                        n_max=n_max, n_min=min(base.n_min, n_max), p_min=k["p_min"].value,
                        draft_policy=self.policy.currentData(), synth_len=-1.0, synth_rates=(),
-                       ngram_mod=NgramModParams(k["ngram-mod match"].value, k["ngram-mod min"].value,
-                                                k["ngram-mod max"].value), **maps)
+                       own=base.own.with_(own))

@@ -1,7 +1,8 @@
 """Frozen dataclasses to plain JSON values and back, strictly (the session file's records).
 
 ``to_plain`` turns a dataclass into a dict of JSON values (tuples become lists; floats stay
-floats, which JSON round-trips exactly through ``repr``). ``from_plain`` rebuilds it from
+floats, which JSON round-trips exactly through ``repr``; a field's class with ``to_plain`` and
+``from_plain`` of its own writes and reads itself). ``from_plain`` rebuilds it from
 the field type hints and raises ``PlainError`` naming the field when a key is missing (a
 field with a default may be: files written before it was added still load), unknown or of
 the wrong type."""
@@ -20,6 +21,8 @@ class PlainError(ValueError):
 def to_plain(obj):
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if hasattr(obj, "to_plain"):           # a value class with its own form (its from_plain reads it)
+        return obj.to_plain()
     if isinstance(obj, (tuple, list)):
         return [to_plain(x) for x in obj]
     return obj
@@ -48,6 +51,8 @@ def from_plain(cls, data: dict, what: str = ""):
 def _value(tp, v, what: str):
     if dataclasses.is_dataclass(tp):
         return from_plain(tp, v, what)
+    if isinstance(tp, type) and hasattr(tp, "from_plain"):
+        return tp.from_plain(v, what)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         for a in args:

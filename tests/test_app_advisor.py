@@ -201,10 +201,10 @@ def test_the_run_tabs_copy_command_spells_the_settings_as_the_advisor(window, qt
     d.set_types(["ngram-simple", "ngram-cache", "draft-simple"])
     d.n_max.setValue(5)
     d.p_min.setValue(0.5)
-    d.knobs["ngram_simple.size_n"].setValue(3)
+    d.knobs["ngram-simple.size_n"].setValue(3)
     cache = tmp_path / "static.bin"
     cache.write_bytes(b"")
-    d.knobs["ngram_cache.lookup_cache_static"].setText(str(cache))
+    d.knobs["ngram-cache.lookup_cache_static"].setText(str(cache))
     w.pair_panel.threads["target"].setValue(1)
     w.pair_panel.threads["draft"].setValue(1)
     spec = w.params.spec_settings()

@@ -41,24 +41,25 @@ def test_the_picker_lists_every_type_in_llama_cpps_priority_order(picker):
     for t, check in picker.checks.items():
         assert f"--spec-type {t}" in check.toolTip()
     assert "first non-empty draft wins" in picker.note.text()
-    assert "--spec-ngram-mod-n-match" in picker.knobs["ngram_mod.n_match"].toolTip()
-    assert "default 24" in picker.knobs["ngram_mod.n_match"].toolTip()
-    assert "--spec-ngram-map-k4v-size-n" in picker.knobs["ngram_map_k4v.size_n"].toolTip()
+    assert "--spec-ngram-mod-n-match" in picker.knobs["ngram-mod.n_match"].toolTip()
+    assert "default 24" in picker.knobs["ngram-mod.n_match"].toolTip()
+    assert "--spec-ngram-map-k4v-size-n" in picker.knobs["ngram-map-k4v.size_n"].toolTip()
 
 
 def test_the_picker_builds_the_spec_settings(picker):
     picker.checks["draft-simple"].setChecked(False)
     picker.checks["ngram-mod"].setChecked(True)             # checked in another order than
     picker.checks["ngram-simple"].setChecked(True)          # llama.cpp tries them
-    picker.knobs["ngram_simple.size_n"].setValue(3)
-    picker.knobs["ngram_simple.size_m"].setValue(7)
-    picker.knobs["ngram_mod.n_match"].setValue(16)
-    picker.knobs["ngram_mod.n_min"].setValue(2)
-    picker.knobs["ngram_mod.n_max"].setValue(32)
+    picker.knobs["ngram-simple.size_n"].setValue(3)
+    picker.knobs["ngram-simple.size_m"].setValue(7)
+    picker.knobs["ngram-mod.n_match"].setValue(16)
+    picker.knobs["ngram-mod.n_min"].setValue(2)
+    picker.knobs["ngram-mod.n_max"].setValue(32)
     spec = picker.spec_settings()
     assert spec.types == ("ngram-simple", "ngram-mod")
-    assert (spec.ngram_simple.size_n, spec.ngram_simple.size_m) == (3, 7)
-    assert (spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max) == (16, 2, 32)
+    mod = spec.params("ngram-mod")
+    assert (spec.params("ngram-simple").size_n, spec.params("ngram-simple").size_m) == (3, 7)
+    assert (mod.n_match, mod.n_min, mod.n_max) == (16, 2, 32)
     assert not spec.uses_draft_model
     spec.validate()
     assert not picker.message.isVisible() and picker.problem() == ""
@@ -67,11 +68,11 @@ def test_the_picker_builds_the_spec_settings(picker):
 def test_draft_model_settings_are_greyed_unless_draft_simple_is_checked(picker):
     draft_widgets = (picker.n_max, picker.n_min, picker.p_min, picker.sync)
     assert all(w.isEnabled() for w in draft_widgets)
-    assert not picker.knobs["ngram_mod.n_match"].isEnabled()                 # ngram-mod is not checked
+    assert not picker.knobs["ngram-mod.n_match"].isEnabled()                 # ngram-mod is not checked
     picker.checks["draft-simple"].setChecked(False)
     picker.checks["ngram-mod"].setChecked(True)
     assert not any(w.isEnabled() for w in draft_widgets)
-    assert picker.knobs["ngram_mod.n_match"].isEnabled()
+    assert picker.knobs["ngram-mod.n_match"].isEnabled()
     assert "draft-simple only" in picker.draft_note.text() and not picker.draft_note.isEnabled()
 
 
@@ -84,11 +85,11 @@ def test_bad_settings_get_one_inline_line(picker, qtbot, tmp_path):
     assert not picker.message.isVisible()
     picker.checks["ngram-cache"].setChecked(True)
     missing = tmp_path / "nope.bin"
-    picker.knobs["ngram_cache.lookup_cache_static"].setText(str(missing))
-    picker.knobs["ngram_cache.lookup_cache_static"].editingFinished.emit()
+    picker.knobs["ngram-cache.lookup_cache_static"].setText(str(missing))
+    picker.knobs["ngram-cache.lookup_cache_static"].editingFinished.emit()
     assert str(missing) in picker.message.text() and "no such file" in picker.message.text()
-    picker.knobs["ngram_cache.lookup_cache_static"].setText("")
-    picker.knobs["ngram_cache.lookup_cache_static"].editingFinished.emit()
+    picker.knobs["ngram-cache.lookup_cache_static"].setText("")
+    picker.knobs["ngram-cache.lookup_cache_static"].editingFinished.emit()
     assert not picker.message.isVisible()
     picker.set_draft(None)                                  # no model in the draft slot
     assert "needs a draft model" in picker.message.text()
@@ -100,15 +101,15 @@ def test_bad_settings_get_one_inline_line(picker, qtbot, tmp_path):
 
 def test_the_picker_settings_round_trip(picker, qtbot):
     picker.set_types(["ngram-map-k4v", "draft-simple"])
-    picker.knobs["ngram_map_k4v.min_hits"].setValue(3)
-    picker.knobs["ngram_map_k4v.size_m"].setValue(9)
-    picker.knobs["ngram_cache.lookup_cache_dynamic"].setText("/somewhere/dyn.bin")
+    picker.knobs["ngram-map-k4v.min_hits"].setValue(3)
+    picker.knobs["ngram-map-k4v.size_m"].setValue(9)
+    picker.knobs["ngram-cache.lookup_cache_dynamic"].setText("/somewhere/dyn.bin")
     saved = picker.to_dict()
     again = DrafterPanel()
     qtbot.addWidget(again)
     again.from_dict(saved)
     assert again.to_dict() == saved
-    assert again.spec_settings().ngram_map_k4v.min_hits == 3
+    assert again.spec_settings().params("ngram-map-k4v").min_hits == 3
     again.from_dict({"types": ["nonsense"], "mod": "x", "size_n": {"ngram-simple": "y"}})
     assert again.to_dict() == saved                         # malformed: nothing changes
 
@@ -122,13 +123,26 @@ def test_settings_saved_by_the_earlier_panel_are_restored(picker):
                       "suffix": {"max_depth": 32, "max_spec_factor": 2.0, "corpus": "", "np": 3},
                       "lookahead": {"w": 7, "n": 4, "g": 5}})
     spec = picker.spec_settings()
-    assert (spec.ngram_simple.size_n, spec.ngram_simple.size_m, spec.ngram_map_k4v.min_hits) == (2, 6, 3)
-    assert (spec.ngram_mod.n_match, spec.ngram_mod.n_min, spec.ngram_mod.n_max) == (16, 2, 32)
-    assert spec.ngram_cache.lookup_cache_static == "/a/static.bin"
-    assert (spec.draft_policy, spec.vocab, spec.p_split) == ("cost", "translate", 0.3)
-    assert (spec.suffix.max_depth, spec.suffix.max_spec_factor) == (32, 2.0)
-    assert (spec.lookahead.w, spec.lookahead.n, spec.lookahead.g) == (7, 4, 5)
+    simple, mod, suffix, look = (spec.params(t) for t in ("ngram-simple", "ngram-mod", "suffix", "lookahead"))
+    assert (simple.size_n, simple.size_m, spec.params("ngram-map-k4v").min_hits) == (2, 6, 3)
+    assert (mod.n_match, mod.n_min, mod.n_max) == (16, 2, 32)
+    assert spec.params("ngram-cache").lookup_cache_static == "/a/static.bin"
+    assert (spec.draft_policy, spec.vocab, spec.params("draft-tree").p_split) == ("cost", "translate", 0.3)
+    assert (suffix.max_depth, suffix.max_spec_factor) == (32, 2.0)
+    assert (look.w, look.n, look.g) == (7, 4, 5)
     assert picker.np["draft-tree"].value() == 6 and picker.np["suffix"].value() == 3
+
+
+def test_knobs_saved_under_their_earlier_field_names_are_restored(picker):
+    """A window saved while each type's parameters were fields of their own ("ngram_simple.size_n",
+    "p_split" beside n_max) restores them under today's names."""
+    picker.from_dict({"types": ["ngram-simple", "draft-simple"], "np": {},
+                      "knobs": {"ngram_simple.size_n": 3, "ngram_mod.n_match": 9, "p_split": 0.4,
+                                "suffix.max_depth": 30, "lookahead.w": 6, "n_max": 5}})
+    spec = picker.spec_settings()
+    assert (spec.params("ngram-simple").size_n, spec.params("ngram-mod").n_match) == (3, 9)
+    assert (spec.params("draft-tree").p_split, spec.params("suffix").max_depth) == (0.4, 30)
+    assert (spec.params("lookahead").w, spec.n_max) == (6, 5)
 
 
 def test_suffix_has_its_knobs_its_corpus_and_its_leaves(picker, qtbot, tmp_path):
@@ -140,7 +154,8 @@ def test_suffix_has_its_knobs_its_corpus_and_its_leaves(picker, qtbot, tmp_path)
     picker.np["suffix"].setValue(4)
     spec = picker.spec_settings()
     assert spec.types == ("suffix",)
-    assert (spec.suffix.max_spec_factor, spec.suffix.min_token_prob, spec.suffix.max_depth) == (2.0, 0.05, 32)
+    suffix = spec.params("suffix")
+    assert (suffix.max_spec_factor, suffix.min_token_prob, suffix.max_depth) == (2.0, 0.05, 32)
     assert picker.n_seq() == 4 and not picker.message.isVisible()
     assert "--spec-suffix-max-spec-factor" in picker.knobs["suffix.max_spec_factor"].toolTip()
     again = DrafterPanel()
@@ -166,8 +181,8 @@ def window(qtbot, pair, settings):  # noqa: F811 - the fixtures of test_app_wind
     w.prompt.set_text(REPEATING)
     d = w.params.drafter
     d.set_types(["ngram-simple"])
-    d.knobs["ngram_simple.size_n"].setValue(2)
-    d.knobs["ngram_simple.size_m"].setValue(6)
+    d.knobs["ngram-simple.size_n"].setValue(2)
+    d.knobs["ngram-simple.size_m"].setValue(6)
     yield w
     w.close()
 
@@ -223,7 +238,7 @@ def test_an_ngram_run_needs_no_draft_model_and_marks_its_tokens(qtbot, window, p
     assert tv.highlighted is None and not tv.extraSelections()
 
     run = window.controller.stats_document()["run"]                    # the export says what drafted
-    assert run["spec_type"] == ["ngram-simple"] and run["ngram"]["ngram-simple"]["size_n"] == 2
+    assert run["spec_type"] == ["ngram-simple"] and run["params"]["ngram-simple"]["size_n"] == 2
     assert run["draft"] is None
 
     # the plots' per-drafter table reads the fold
@@ -312,8 +327,8 @@ def test_a_target_alone_and_the_drafter_survive_a_restart(qtbot, pair, tmp_path,
     w.pair_panel.set_pair(pair[0], None)
     d = w.params.drafter
     d.set_types(["ngram-map-k", "ngram-mod"])
-    d.knobs["ngram_map_k.size_m"].setValue(20)
-    d.knobs["ngram_mod.n_min"].setValue(8)
+    d.knobs["ngram-map-k.size_m"].setValue(20)
+    d.knobs["ngram-mod.n_min"].setValue(8)
     saved = d.to_dict()
     w.close()
     again = MainWindow(settings=settings, preload=False)
@@ -321,8 +336,8 @@ def test_a_target_alone_and_the_drafter_survive_a_restart(qtbot, pair, tmp_path,
         assert again.pair_panel.pair() == (Path(pair[0]), None)   # not replaced by the demo pair
         assert again.params.drafter.to_dict() == saved
         spec = again.params.spec_settings()
-        assert spec.types == ("ngram-map-k", "ngram-mod") and spec.ngram_map_k.size_m == 20
-        assert spec.ngram_mod.n_min == 8
+        assert spec.types == ("ngram-map-k", "ngram-mod") and spec.params("ngram-map-k").size_m == 20
+        assert spec.params("ngram-mod").n_min == 8
     finally:
         again.close()
 
@@ -356,14 +371,13 @@ def test_step_mode_words_for_an_ngram_draft_in_a_chain():
 def test_every_ngram_type_runs_in_the_window_and_marks_its_tokens(qtbot, window, type_name):
     d = window.params.drafter
     d.set_types([type_name, "draft-simple"])                 # a chain before the draft model
-    field = type_name.replace("-", "_")
-    if f"{field}.size_n" in d.knobs:
-        d.knobs[f"{field}.size_n"].setValue(2)
-        d.knobs[f"{field}.size_m"].setValue(6)
+    if type_name.startswith("ngram-map"):
+        d.knobs[f"{type_name}.size_n"].setValue(2)
+        d.knobs[f"{type_name}.size_m"].setValue(6)
     if type_name == "ngram-mod":
-        d.knobs["ngram_mod.n_match"].setValue(3)
-        d.knobs["ngram_mod.n_min"].setValue(1)
-        d.knobs["ngram_mod.n_max"].setValue(8)
+        d.knobs["ngram-mod.n_match"].setValue(3)
+        d.knobs["ngram-mod.n_min"].setValue(1)
+        d.knobs["ngram-mod.n_max"].setValue(8)
     spec = d.spec_settings()
     assert spec.types == (type_name, "draft-simple")
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
 from specscope.core.engine.engine import SpecSettings
 from specscope.core.cache import file_id
 from specscope.core.measure.cost.cache import CALIBRATION_VERSION, save_cached, this_machine
@@ -114,7 +114,7 @@ def test_an_ngram_what_if_is_what_the_engine_then_runs_round_for_round(qtbot, wi
     panel.controls.knobs["ngram-map-k n"].slider.setValue(2)
     panel.controls.knobs["ngram-map-k m"].slider.setValue(8)
     spec = panel.spec()
-    assert spec.types == ("ngram-map-k",) and spec.ngram_map_k == NgramMapParams(2, 8)
+    assert spec.types == ("ngram-map-k",) and spec.params("ngram-map-k") == NgramMapParams(2, 8)
     what = panel.current
     core = whatif(spec, wi.prompt, wi.cont, n_ctx=wi.n_ctx, n_predict=wi.n_predict)
     assert what.stats.position_acceptance == core.stats.position_acceptance
@@ -123,8 +123,8 @@ def test_an_ngram_what_if_is_what_the_engine_then_runs_round_for_round(qtbot, wi
     # the engine runs that setting: the same rounds
     d = w.params.drafter
     d.set_types(["ngram-map-k"])
-    d.knobs["ngram_map_k.size_n"].setValue(2)
-    d.knobs["ngram_map_k.size_m"].setValue(8)
+    d.knobs["ngram-map-k.size_n"].setValue(2)
+    d.knobs["ngram-map-k.size_m"].setValue(8)
     assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
     real = w.controller.session.run
     assert real.tokens == list(wi.cont)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from helpers import ggufgen
-from specscope.core.measure.bench.lossless import (Candidates, baseline_logits_at, candidates, check_lossless, classify,
-                                                   classify_sampled, compare, disagreement, dist_draw, first_divergence,
-                                                   mt19937_words, spec_logits_at)
+from specscope.core.measure.bench.lossless import (DistRow, baseline_logits_at, check_lossless, classify,
+                                                   classify_sampled, compare, disagreement, dist_draw, dist_row,
+                                                   first_divergence, mt19937_words, spec_logits_at)
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError, IncompatiblePairError
 from specscope.core.engine.sampling import SamplerSettings
@@ -51,8 +51,8 @@ def test_classify_lets_the_two_decodes_decide_not_the_logit_gap():
     K-quant kernels switching with the batch size is numerical), a mismatch when the batched row
     does not give the speculative token, however close the logits."""
     ids = [0, 1, 2, 3]
-    base = Candidates.from_logits(ids, [0.0, 5.0, 4.871, 1.0], False)
-    spec = Candidates.from_logits(ids, [0.0, 5.0, 5.004, 1.0], False)
+    base = DistRow.from_logits(ids, [0.0, 5.0, 4.871, 1.0], False)
+    spec = DistRow.from_logits(ids, [0.0, 5.0, 5.004, 1.0], False)
     d = classify(base, spec, 1, 2)
     assert d["kind"] == "numerical"
     assert d["token_gap"] == pytest.approx(0.129, abs=1e-5)
@@ -117,17 +117,17 @@ def test_mt19937_is_cpps():
 
 
 def test_candidates_pick_by_running_probability():
-    c = Candidates.from_logits([7, 3, 9], np.log([0.5, 0.3, 0.2]), True)
+    c = DistRow.from_logits([7, 3, 9], np.log([0.5, 0.3, 0.2]), True)
     assert [c.pick(u) for u in (0.0, 0.49, 0.51, 0.79, 0.81, 0.999)] == [7, 7, 3, 3, 9, 9]
     assert c.share(3) == pytest.approx((0.5, 0.8)) and c.share(4) is None
-    other = Candidates.from_logits([7, 3, 9], np.log([0.45, 0.35, 0.2]), True)
+    other = DistRow.from_logits([7, 3, 9], np.log([0.45, 0.35, 0.2]), True)
     assert disagreement(c, other) == pytest.approx(0.05)   # u in (0.45, 0.5] picks 3 there, 7 here
     assert disagreement(c, c) == 0.0
 
 
 def test_classify_sampled():
-    base = Candidates.from_logits([7, 3, 9], np.log([0.5, 0.3, 0.2]), True)
-    spec = Candidates.from_logits([7, 3, 9], np.log([0.45, 0.35, 0.2]), True)
+    base = DistRow.from_logits([7, 3, 9], np.log([0.5, 0.3, 0.2]), True)
+    spec = DistRow.from_logits([7, 3, 9], np.log([0.45, 0.35, 0.2]), True)
     # u = 0.47: the single-token row picks 7, the batched one 3: numerics decided
     d = classify_sampled(base, spec, 0.47, 7, 3)
     assert d["kind"] == "numerical" and d["draw_spec_pick"] == 3 and d["disagreement"] == pytest.approx(0.05)
@@ -146,7 +146,7 @@ def test_the_draws_reproduce_a_sampled_baseline(det_engine):
         list(run)
         for i, token in enumerate(run.tokens):
             row = baseline_logits_at(det_engine, run.prompt_tokens, run.tokens[:i])
-            cands = candidates(det_engine, sampler, row, run.tokens[:i])
+            cands = dist_row(det_engine, sampler, row, run.tokens[:i])
             assert cands.pick(dist_draw(sampler.seed, i)) == token, (sampler.describe(), i)
 
 
@@ -174,11 +174,11 @@ def test_rows_that_pick_differently_at_the_draw_make_a_numerical_divergence(det_
     prompt_tokens = det_engine.tokenize(PROMPT)
     base_row = baseline_logits_at(det_engine, prompt_tokens, [])
     u = dist_draw(sampler.seed, 0)
-    base = candidates(det_engine, sampler, base_row, [])
+    base = dist_row(det_engine, sampler, base_row, [])
     b_tok = base.pick(u)
     lowered = base_row.copy()
     lowered[b_tok] -= 30.0
-    spec = candidates(det_engine, sampler, lowered, [])
+    spec = dist_row(det_engine, sampler, lowered, [])
     s_tok = spec.pick(u)
     assert s_tok != b_tok
     d = classify_sampled(base, spec, u, b_tok, s_tok)

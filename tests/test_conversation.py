@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from specscope.core.cli.main import main
-from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
+from specscope.core.engine.drafters.ngram_mod import NgramModParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.events import RoundEvent
@@ -97,8 +98,8 @@ def test_each_turn_equals_the_target_alone_and_prefills_only_what_is_new(smol, s
 
 
 @pytest.mark.parametrize("spec", [
-    SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=3, size_m=16)),
-    SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(n_match=4, n_min=2, n_max=16))],
+    SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(size_n=3, size_m=16)}),
+    SpecSettings(types=("ngram-mod",), own={"ngram-mod": NgramModParams(n_match=4, n_min=2, n_max=16)})],
     ids=["ngram-simple", "ngram-mod"])
 def test_ngram_drafters_learn_a_repeated_answer_from_the_turns_before(smol, smollm2, spec):
     """The third turn asks the first turn's question again: its answer is in the history."""

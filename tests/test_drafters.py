@@ -8,7 +8,7 @@ from specscope.core.cli.main import main as cli_main
 from specscope.core.models.demo import demo_pair
 from specscope.core.engine.drafters import Chain, Drafter, Proposal, parse_types
 from specscope.core.engine.drafters.ngram_simple import NgramSimple
-from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings
@@ -96,7 +96,7 @@ def demo():
 
 
 def test_an_ngram_run_is_lossless_and_says_who_drafted_and_from_where(demo):
-    spec = SpecSettings(types=("ngram-simple",), ngram_simple=SMALL)
+    spec = SpecSettings(types=("ngram-simple",), own={"ngram-simple": SMALL})
     base = demo.baseline(REPEATING, SamplerSettings(), 96)
     list(base)
     run = demo.speculative(REPEATING, spec, SamplerSettings(), 96)
@@ -119,7 +119,7 @@ def test_an_ngram_run_is_lossless_and_says_who_drafted_and_from_where(demo):
 
 
 def test_a_chain_splits_its_rounds_and_counts_between_its_drafters(demo):
-    spec = SpecSettings(types=("ngram-simple", "draft-simple"), ngram_simple=SMALL, n_max=4)
+    spec = SpecSettings(types=("ngram-simple", "draft-simple"), own={"ngram-simple": SMALL}, n_max=4)
     base = demo.baseline(REPEATING, SamplerSettings(), 96)
     list(base)
     run = demo.speculative(REPEATING, spec, SamplerSettings(), 96)
@@ -169,7 +169,7 @@ def test_every_drafter_sees_each_verification_batch_right_after_the_target(demo,
 def test_ngram_types_need_no_draft_model_but_draft_simple_does():
     target, _ = demo_pair()
     with Engine(target, None, EngineSettings(n_ctx=256)) as engine:
-        run = engine.speculative(REPEATING, SpecSettings(types=("ngram-simple",), ngram_simple=SMALL),
+        run = engine.speculative(REPEATING, SpecSettings(types=("ngram-simple",), own={"ngram-simple": SMALL}),
                                  SamplerSettings(), 24)
         assert len(list(run)) >= 1 and len(run.tokens) == 24
         with pytest.raises(ConfigError, match="draft-simple needs a draft model"):
@@ -178,9 +178,9 @@ def test_ngram_types_need_no_draft_model_but_draft_simple_does():
 
 @pytest.mark.parametrize("spec, says", [
     (SpecSettings(types=("draft-simple", "ngram-simple")), "priority order"),
-    (SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=0)),
+    (SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(size_n=0)}),
      "ngram-simple size N must be between 1 and 1024"),
-    (SpecSettings(types=("ngram-map-k4v",), ngram_map_k4v=NgramMapParams(min_hits=0)),
+    (SpecSettings(types=("ngram-map-k4v",), own={"ngram-map-k4v": NgramMapParams(min_hits=0)}),
      "min hits must be at least 1"),
 ])
 def test_bad_spec_settings_say_what_is_wrong(spec, says):

@@ -13,9 +13,8 @@ import pytest
 
 from conformance.drafter_oracle import oracle_rounds
 from specscope.core.engine.drafters import Chain
-from specscope.core.engine.drafters.base import NgramMapParams
 from specscope.core.engine.drafters.ngram_map import (KEY_MAP_SIZE, LCG_FACTOR, NgramMap,
-    WindowHashes)
+                                                       NgramMapParams, WindowHashes)
 from specscope.core.engine.drafters.ngram_simple import NgramSimple
 from specscope.core.errors import ConfigError
 

@@ -23,9 +23,8 @@ import pytest
 
 from conformance.drafter_oracle import oracle_rounds
 from specscope.core.engine.drafters import Chain
-from specscope.core.engine.drafters.base import NgramCacheParams, NgramModParams
-from specscope.core.engine.drafters.ngram_cache import Followers, NgramCache
-from specscope.core.engine.drafters.ngram_mod import NgramMod
+from specscope.core.engine.drafters.ngram_cache import Followers, NgramCache, NgramCacheParams
+from specscope.core.engine.drafters.ngram_mod import NgramMod, NgramModParams
 from specscope.core.errors import ConfigError
 
 H = np.int32

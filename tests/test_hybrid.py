@@ -79,13 +79,13 @@ def test_the_lossless_check_decodes_a_checkpoint_runs_batches_again(hybrid):
     """The lossless check's speculative side decodes the run's own verification batches again,
     checkpoint and replay rounds included: every emitted token is the best of its row (a wrong
     row would call a numerical divergence an engine bug, or the reverse)."""
-    from specscope.core.measure.bench.lossless import candidates, spec_logits_at
+    from specscope.core.measure.bench.lossless import dist_row, spec_logits_at
     with Engine(hybrid["hybrid"], hybrid["hybrid_draft"], DETERMINISTIC) as e:
         run, events = generate(e, SpecSettings(n_max=3), GREEDY, n_predict=30)
         assert any(ev.mode == "checkpoint" for ev in events) and any(ev.mode == "replay" for ev in events)
         for i, token in enumerate(run.tokens):
             row = spec_logits_at(e, run.prompt_tokens, events, i)
-            assert candidates(e, GREEDY, row, run.tokens[:i]).best() == token, i
+            assert dist_row(e, GREEDY, row, run.tokens[:i]).best() == token, i
 
 
 def test_caches_hold_exactly_the_accepted_history_after_every_hybrid_round(hybrid):
@@ -176,8 +176,8 @@ def test_a_mamba_checkpoint_is_its_whole_state(tiny_models):
 def test_ngram_drafting_on_a_hybrid_target_checkpoints_and_equals_the_baseline(hybrid, sampler):
     """No draft model: the chain is ngram-simple alone; its partial acceptances restore the
     target's checkpoint and replay, as with a draft model."""
-    from specscope.core.engine.drafters.base import NgramMapParams
-    spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=1, size_m=4))
+    from specscope.core.engine.drafters.ngram_map import NgramMapParams
+    spec = SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(size_n=1, size_m=4)})
     with Engine(hybrid["hybrid"], None, DETERMINISTIC) as e:
         base, _ = generate(e, None, sampler, n_predict=120)
         run, events = generate(e, spec, sampler, n_predict=120)

@@ -67,12 +67,12 @@ def test_greedy_lookahead_emits_the_targets_own_output(demo):
 
 
 def test_smaller_windows_are_flags_of_their_own(demo):
-    spec = SpecSettings(types=LOOK, lookahead=LookaheadParams(w=4, n=3, g=2))
+    spec = SpecSettings(types=LOOK, own={"lookahead": LookaheadParams(w=4, n=3, g=2)})
     events = list(demo.speculative("import os\nimport sys\n\n\ndef main():\n", spec, n_predict=64))
     assert all(len(g) == 2 for e in events if e.shape for g in e.shape.verified)
     assert max(len(e.shape.verified) for e in events if e.shape) <= 2
     with pytest.raises(ConfigError, match="lookahead N must be between 2 and 64"):
-        SpecSettings(types=LOOK, lookahead=LookaheadParams(n=1)).validate()
+        SpecSettings(types=LOOK, own={"lookahead": LookaheadParams(n=1)}).validate()
 
 
 def test_its_context_needs_w_plus_g_plus_1_sequences():

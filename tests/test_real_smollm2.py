@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from specscope.core.measure.bench.lossless import baseline_logits_at, candidates, compare, dist_draw
+from specscope.core.measure.bench.lossless import baseline_logits_at, compare, dist_draw, dist_row
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 
@@ -27,7 +27,7 @@ def test_the_draws_reproduce_a_sampled_baseline_on_a_real_vocabulary(smol_engine
     list(run)
     for i, token in enumerate(run.tokens):
         row = baseline_logits_at(smol_engine, run.prompt_tokens, run.tokens[:i])
-        assert candidates(smol_engine, sampler, row, run.tokens[:i]).pick(dist_draw(5, i)) == token, i
+        assert dist_row(smol_engine, sampler, row, run.tokens[:i]).pick(dist_draw(5, i)) == token, i
 
 
 @pytest.mark.parametrize("sampler", [SamplerSettings(), SamplerSettings(temperature=0.8, seed=5)],
@@ -45,7 +45,7 @@ def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
     template (--chat), and n-gram drafts are copied from the quoted text and accepted."""
     from pathlib import Path
 
-    from specscope.core.engine.drafters.base import NgramMapParams
+    from specscope.core.engine.drafters.ngram_map import NgramMapParams
     from specscope.core.measure.bench.settings import SweepSettings, model_prompts
     text = ("Copy this sentence exactly: The committee met on Tuesday to review the budget for "
             "the new library and the reading room.")
@@ -54,7 +54,7 @@ def test_ngram_drafting_and_the_bench_take_its_chat_template(smol_engine):
     [(name, rendered)] = model_prompts(s, smol_engine)
     assert rendered.startswith("<|im_start|>system\nBe exact.<|im_end|>\n<|im_start|>user\n" + text)
     assert rendered.endswith("<|im_start|>assistant\n")
-    spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=4, size_m=8))
+    spec = SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(size_n=4, size_m=8)})
     base = smol_engine.baseline(rendered, SamplerSettings(), 40)
     list(base)
     run = smol_engine.speculative(rendered, spec, SamplerSettings(), 40)

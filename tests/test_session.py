@@ -261,3 +261,30 @@ def test_a_version_2_round_keeps_its_detail_as_fields_of_their_own():
         assert back.ngram == (detail if isinstance(detail, NgramMatch) else None)
         assert back.head_ids == (detail.ids if isinstance(detail, HeadIds) else ())
         assert back.xvocab == (detail if isinstance(detail, OwnVocab) else None)
+
+
+def test_a_spec_before_version_4_keeps_each_types_parameters_as_a_field_of_its_own():
+    """Versions 1 to 3 wrote each type's own parameters as a field of the spec ("ngram_mod",
+    "suffix", "lookahead", ...) and draft-tree's p_split beside n_max; version 4 under "own" by
+    type name. Both read into the same settings; a type the file does not name keeps its default."""
+    from specscope.core.engine.drafters.lookahead import LookaheadParams
+    from specscope.core.engine.drafters.ngram_mod import NgramModParams
+    from specscope.core.engine.drafters.suffix import SuffixParams
+    from specscope.core.engine.settings import SpecSettings, earlier_spec
+    from specscope.core.plain import PlainError, from_plain, to_plain
+    spec = SpecSettings(types=("ngram-mod",), n_max=5, own={
+        "ngram-mod": NgramModParams(8, 2, 16), "suffix": SuffixParams(max_depth=30),
+        "lookahead": LookaheadParams(w=7), "draft-tree": type(SpecSettings().params("draft-tree"))(0.3)})
+    d = to_plain(spec)
+    assert set(d["own"]) >= {"ngram-simple", "ngram-mod", "suffix", "lookahead", "draft-tree"}
+    assert from_plain(SpecSettings, d) == spec and hash(from_plain(SpecSettings, d)) == hash(spec)
+    v3 = {k: v for k, v in d.items() if k != "own"}
+    v3 |= {"ngram_mod": d["own"]["ngram-mod"], "suffix": d["own"]["suffix"],
+           "lookahead": d["own"]["lookahead"], "p_split": 0.3}
+    back = from_plain(SpecSettings, earlier_spec(v3))
+    assert back == spec and back.params("draft-tree").p_split == 0.3
+    assert back.params("ngram-simple") == SpecSettings().params("ngram-simple")
+    with pytest.raises(PlainError, match="unknown type 'draft-nope'"):
+        from_plain(SpecSettings, {**d, "own": {"draft-nope": {}}})
+    with pytest.raises(PlainError, match="own.ngram-mod"):
+        from_plain(SpecSettings, {**d, "own": {"ngram-mod": {"n_match": "8"}}})

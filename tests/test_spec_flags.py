@@ -113,9 +113,9 @@ def test_the_window_takes_its_ranges_and_tooltips_from_the_table(qtbot):
     qtbot.addWidget(panel)
     shown = [f for f in FLAGS if f.label]
     assert set(panel.knobs) == {f.field for f in shown}
-    assert {"n_max", "ngram_mod.n_match", "suffix.max_depth", "p_split", "lookahead.w",
-            "ngram_map_k4v.min_hits"} <= set(panel.knobs)
-    assert "ngram_map_k.min_hits" not in panel.knobs          # llama.cpp ignores it there
+    assert {"n_max", "ngram-mod.n_match", "suffix.max_depth", "draft-tree.p_split", "lookahead.w",
+            "ngram-map-k4v.min_hits"} <= set(panel.knobs)
+    assert "ngram-map-k.min_hits" not in panel.knobs          # llama.cpp ignores it there
     for f in shown:
         widget = panel.knobs[f.field]
         assert widget.toolTip() == f.tooltip() and widget in panel.params[f.types[0]]
@@ -127,3 +127,25 @@ def test_the_window_takes_its_ranges_and_tooltips_from_the_table(qtbot):
     assert set(panel.np) == {n for n, t in TYPES.items() if t.np}
     for name, spin in panel.np.items():
         assert spin.value() == TYPES[name].np[1] and spin in panel.params[name]
+
+
+def test_a_types_own_parameters_are_a_value_held_by_its_name():
+    """SpecSettings.own holds each type's parameters (its drafter module's PARAMS) by type name:
+    defaults where none were given, equal and hashed alike however they were given, and a
+    parameter class that is not the type's is refused."""
+    from specscope.core.engine.drafters.ngram_map import NgramMapParams
+    from specscope.core.engine.drafters.ngram_mod import NgramModParams
+    from specscope.core.engine.settings import TypeParams
+    a = SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(3, 11)})
+    b = with_values(SpecSettings(types=("ngram-simple",)), {"ngram-simple.size_n": 3,
+                                                             "ngram-simple.size_m": 11})
+    assert a == b and hash(a) == hash(b) and read(a, "ngram-simple.size_m") == 11
+    assert a.params("ngram-map-k") == NgramMapParams()                   # another type: its default
+    assert SpecSettings(own={"ngram-mod": NgramModParams()}) == SpecSettings()   # defaults: none given
+    assert a.own.given() == {"ngram-simple": NgramMapParams(3, 11)}
+    with pytest.raises(ConfigError, match="NgramMapParams, not a NgramModParams"):
+        TypeParams({"ngram-simple": NgramModParams()})
+    with pytest.raises(ConfigError, match="no speculative type with parameters"):
+        a.params("draft-simple")
+    with pytest.raises(ConfigError, match="size N"):
+        SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(0)}).validate()

@@ -8,7 +8,8 @@ import pytest
 
 from specscope.core.engine.drafters import (BLOCK_TYPES, MD_TYPES, MODEL_TYPES, NGRAM_TYPES,
                                             SPEC_TYPES, parse_types)
-from specscope.core.engine.drafters.base import Drafter, NgramMapParams
+from specscope.core.engine.drafters.base import Drafter
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
 from specscope.core.engine.drafters.build import make_drafter
 from specscope.core.engine.drafters.registry import (HEAD, HEAD_KINDS, LLAMA_TYPES, LOOKUP, MODEL, SELF,
                                                      TARGET, TYPES)
@@ -53,7 +54,7 @@ def test_the_groups_the_program_reads_come_from_the_registry():
 
 def test_the_longest_draft_is_each_type_s_own_length_knob():
     spec = SpecSettings(n_max=5, types=("ngram-simple", "draft-simple"),
-                        ngram_simple=NgramMapParams(size_n=3, size_m=11))
+                        own={"ngram-simple": NgramMapParams(size_n=3, size_m=11)})
     assert spec.max_draft() == 11                     # ngram-simple's m beats n_max
     assert SpecSettings(n_max=5, types=("draft-mtp",)).max_draft() == 5
     assert SpecSettings(types=("ngram-cache",)).max_draft() == 8    # llama.cpp's fixed 8

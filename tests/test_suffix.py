@@ -135,7 +135,8 @@ def test_a_corpus_file_drafts_its_text(demo, tmp_path):
             "An unrelated second document.")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(text)
-    with_corpus = SpecSettings(types=SUFFIX, suffix=SuffixParams(corpus=str(corpus), max_spec_factor=4.0))
+    with_corpus = SpecSettings(types=SUFFIX,
+                               own={"suffix": SuffixParams(corpus=str(corpus), max_spec_factor=4.0)})
     prompt = "Repeat: The quick brown fox"
     run = demo.speculative(prompt, with_corpus, n_predict=24)
     events = list(run)
@@ -161,7 +162,7 @@ def test_suffix_trees_verified_in_one_batch_emit_the_targets_own_output(demo4, t
     tips a sample, as any batched verification does)."""
     from specscope.core.engine.sampling import SamplerSettings
     sampler = SamplerSettings(temperature=temperature, seed=7)
-    spec = SpecSettings(types=SUFFIX, suffix=SuffixParams(max_spec_factor=2.0, min_token_prob=0.05))
+    spec = SpecSettings(types=SUFFIX, own={"suffix": SuffixParams(max_spec_factor=2.0, min_token_prob=0.05)})
     run = demo4.speculative(PROMPT, spec, sampler, n_predict=96)
     events = list(run)
     base = demo4.baseline(PROMPT, sampler, n_predict=96)
@@ -223,7 +224,7 @@ def test_a_lossless_check_decodes_a_trees_batch_again_as_it_was(demo4):
     (the same order, the same sequences, then its branch kept), so that every row it decodes
     again picks the token the run emitted (greedy)."""
     from specscope.core.measure.bench.lossless import spec_logits_at
-    spec = SpecSettings(types=SUFFIX, suffix=SuffixParams(max_spec_factor=2.0, min_token_prob=0.05))
+    spec = SpecSettings(types=SUFFIX, own={"suffix": SuffixParams(max_spec_factor=2.0, min_token_prob=0.05)})
     run = demo4.speculative(PROMPT, spec, n_predict=96)
     events = list(run)
     trees = [e.tree for e in events if e.tree is not None]

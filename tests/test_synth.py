@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specscope.core.models.demo import demo_pair
-from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings, build_chain
@@ -85,7 +85,7 @@ def test_spec_settings_validate_the_rates_against_the_longest_draft():
     with pytest.raises(ConfigError, match="mutually exclusive"):
         SpecSettings(n_max=3, synth_len=2.0, synth_rates=(0.5, 0.2, 0.1)).validate()
     # the n-gram types count too, as llama.cpp's common_speculative_n_max
-    spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(2, 5, 1), synth_len=6.0)
+    spec = SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(2, 5, 1)}, synth_len=6.0)
     assert len(spec.synth_rates_resolved()) == 5
     assert not SpecSettings().synthetic and SpecSettings(synth_len=1.0).synthetic
 
@@ -111,7 +111,7 @@ def test_a_drafted_end_of_generation_token_is_never_accepted(demo):
     eog = next(t for t in range(demo.target.n_vocab) if demo.target.is_eog(t))
     words = demo.target.tokenize("alpha beta gamma")
     prompt = words + [eog] + demo.target.tokenize(" one two three four") + words
-    spec = SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(2, 4, 1),
+    spec = SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(2, 4, 1)},
                         synth_rates=(1.0,) * 4)
     r, events = run(demo, spec, prompt=prompt, n_predict=24)
     with_eog = [ev for ev in events if eog in ev.drafted]

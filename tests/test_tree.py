@@ -18,6 +18,7 @@ import pytest
 
 from conformance.speculative_tree import compare, ours
 from specscope.core.engine.cxx_random import MinstdRand0
+from specscope.core.engine.drafters.tree import TreeParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings
@@ -91,7 +92,7 @@ def test_greedy_tree_emits_the_targets_own_output_and_never_splits(demo4):
 
 
 def test_a_tree_at_temperature_splits_only_where_a_runner_up_holds_more_than_p_split(demo4):
-    spec = SpecSettings(types=TREE, n_max=5, p_split=0.15)
+    spec = SpecSettings(types=TREE, n_max=5, own={"draft-tree": TreeParams(0.15)})
     events = list(demo4.speculative("class Queue:\n", spec, SamplerSettings(temperature=0.8, seed=3),
                                     n_predict=96))
     trees = [e.tree for e in events if e.tree]
@@ -103,13 +104,14 @@ def test_a_tree_at_temperature_splits_only_where_a_runner_up_holds_more_than_p_s
         assert t.nodes <= spec.n_max + 4
         for j, (depth, parent) in enumerate(t.origins()[1:], 1):
             assert parent < j and t.branches[j][:depth] == t.branches[parent][:depth]
-            assert t.probs[j][depth] > spec.p_split        # the runner-up it split off with
+            assert t.probs[j][depth] > spec.params("draft-tree").p_split   # the runner-up it split off with
     # llama-speculative's n_drafted: the draft's decodes (the kept branch is as long)
     assert sum(len(e.drafted) for e in events) == sum(t.steps for t in trees)
 
 
 def test_p_split_1_keeps_the_tree_a_chain(demo4):
-    events = list(demo4.speculative("class Queue:\n", SpecSettings(types=TREE, p_split=1.0),
+    spec = SpecSettings(types=TREE, own={"draft-tree": TreeParams(1.0)})
+    events = list(demo4.speculative("class Queue:\n", spec,
                                     SamplerSettings(temperature=0.8, seed=3), n_predict=48))
     assert all(len(e.tree.branches) == 1 for e in events if e.tree)
 
@@ -129,12 +131,12 @@ def test_draft_tree_drafts_alone_and_needs_a_sequence():
     with pytest.raises(ConfigError, match="-np must be at least 1"):
         EngineSettings(n_seq=0)
     with pytest.raises(ConfigError, match="p_split"):
-        SpecSettings(types=TREE, p_split=1.5).validate()
+        SpecSettings(types=TREE, own={"draft-tree": TreeParams(1.5)}).validate()
 
 
 def test_its_llama_cpp_command_is_llama_speculative():
-    line = command_line("llama-server", "t.gguf", SpecSettings(types=TREE, n_max=5, p_split=0.2),
-                        "d.gguf", parallel=4)
+    spec = SpecSettings(types=TREE, n_max=5, own={"draft-tree": TreeParams(0.2)})
+    line = command_line("llama-server", "t.gguf", spec, "d.gguf", parallel=4)
     assert line == "llama-speculative -m t.gguf -md d.gguf -np 4 --spec-draft-n-max 5 --spec-draft-p-split 0.2"
 
 

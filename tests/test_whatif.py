@@ -7,7 +7,8 @@ import json
 import pytest
 
 from specscope.core.cli.main import main as cli_main
-from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
+from specscope.core.engine.drafters.ngram_mod import NgramModParams
 from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
@@ -20,14 +21,14 @@ from specscope.core.models.demo import demo_pair
 PROMPT = ("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
           "def mul(a, b):\n")
 N = 120
-CASES = [SpecSettings(types=("ngram-simple",), ngram_simple=NgramMapParams(2, 8)),
-         SpecSettings(types=("ngram-map-k",), ngram_map_k=NgramMapParams(3, 16)),
-         SpecSettings(types=("ngram-map-k4v",), ngram_map_k4v=NgramMapParams(2, 8)),
-         SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(8, 8, 32)),
+CASES = [SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(2, 8)}),
+         SpecSettings(types=("ngram-map-k",), own={"ngram-map-k": NgramMapParams(3, 16)}),
+         SpecSettings(types=("ngram-map-k4v",), own={"ngram-map-k4v": NgramMapParams(2, 8)}),
+         SpecSettings(types=("ngram-mod",), own={"ngram-mod": NgramModParams(8, 8, 32)}),
          SpecSettings(types=("ngram-cache",)),
-         SpecSettings(types=("ngram-simple", "ngram-cache"), ngram_simple=NgramMapParams(4, 16)),
+         SpecSettings(types=("ngram-simple", "ngram-cache"), own={"ngram-simple": NgramMapParams(4, 16)}),
          SpecSettings(types=("suffix",)),
-         SpecSettings(types=("suffix",), suffix=SuffixParams(max_spec_factor=2.0))]
+         SpecSettings(types=("suffix",), own={"suffix": SuffixParams(max_spec_factor=2.0)})]
 
 
 @pytest.fixture(scope="module")

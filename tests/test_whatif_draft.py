@@ -9,7 +9,8 @@ import pytest
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.drafters import DRAFT_MODEL
-from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
+from specscope.core.engine.drafters.ngram_mod import NgramModParams
 from specscope.core.measure.cost.model import Calibration, chain_round_cost, round_cost
 from specscope.core.measure.whatif.ngram import Replayed
 from specscope.core.measure.whatif.draft import (draft_label, draft_specs, draft_whatif, draft_whatifs,
@@ -29,11 +30,12 @@ CASES = [replace(BASE, n_max=1), replace(BASE, n_max=4), replace(BASE, n_max=8),
          replace(BASE, n_max=5, n_min=3), replace(BASE, n_max=8, draft_policy="hf"),
          replace(BASE, n_max=8, draft_policy="cost")]
 # draft-simple after n-gram types: the n-gram drafter's draft wins a round where it has one
-CHAINS = [replace(BASE, types=("ngram-simple", DRAFT_MODEL), n_max=4, ngram_simple=NgramMapParams(3, 8)),
+CHAINS = [replace(BASE, types=("ngram-simple", DRAFT_MODEL), n_max=4,
+                  own={"ngram-simple": NgramMapParams(3, 8)}),
           replace(BASE, types=("ngram-mod", DRAFT_MODEL), n_max=6, p_min=0.5,
-                  ngram_mod=NgramModParams(4, 2, 16)),
+                  own={"ngram-mod": NgramModParams(4, 2, 16)}),
           replace(BASE, types=("ngram-map-k", DRAFT_MODEL), n_max=8, draft_policy="hf",
-                  ngram_map_k=NgramMapParams(2, 8))]
+                  own={"ngram-map-k": NgramMapParams(2, 8)})]
 CASES += CHAINS
 
 

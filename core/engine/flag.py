@@ -6,7 +6,7 @@ is core/engine/spec_flags.py; a type's own settings are declared in its drafter 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 # llama.cpp's programs, by the example names arg.cpp gives them
@@ -17,7 +17,7 @@ SPEC_TOOLS = (SPECULATIVE, SERVER, CLI)
 
 @dataclass(frozen=True)
 class Flag:
-    field: str                     # SpecSettings field; "ngram_mod.n_match" inside a type's parameters
+    field: str                     # SpecSettings field; "ngram-mod.n_match": a type's own parameter
     names: tuple[str, ...]         # llama.cpp's spelling first, then its aliases
     help: str                      # what it does; "(default …)" is added
     lo: float | None = None        # the range the window offers
@@ -40,7 +40,7 @@ class Flag:
 
     @property
     def dest(self) -> str:
-        return self.field.replace(".", "__")
+        return self.field.replace(".", "__").replace("-", "_")
 
     def tooltip(self) -> str:
         """The window's tooltip: what it does, its flag, its default and range."""
@@ -52,23 +52,24 @@ class Flag:
 
 
 def read(spec, path: str):
-    for part in path.split("."):
-        spec = getattr(spec, part)
-    return spec
+    """The value of a field, or of a type's own parameter ("ngram-mod.n_match")."""
+    name, _, field = path.partition(".")
+    return getattr(spec.params(name), field) if field else getattr(spec, name)
 
 
 def with_values(spec, values: dict):
-    """``spec`` with ``values`` ({field path: value}) set, nested parameters included."""
+    """``spec`` with ``values`` ({field path: value}) set, types' own parameters included."""
     top: dict = {}
+    own: dict = {}
     for path, value in values.items():
-        head, _, rest = path.partition(".")
-        top.setdefault(head, {})
-        if rest:
-            top[head][rest] = value
+        name, _, field = path.partition(".")
+        if field:
+            own.setdefault(name, {})[field] = value
         else:
-            top[head] = value
-    return replace(spec, **{k: replace(getattr(spec, k), **v) if isinstance(v, dict) and
-                            is_dataclass(getattr(spec, k)) else v for k, v in top.items()})
+            top[name] = value
+    if own:
+        top["own"] = spec.own.with_({t: replace(spec.params(t), **kw) for t, kw in own.items()})
+    return replace(spec, **top)
 
 
 def fmt(v) -> str:

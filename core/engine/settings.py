@@ -7,16 +7,107 @@ from dataclasses import asdict, dataclass
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES
 from specscope.core.engine.draft_policy import check_policy
-from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, NGRAM_TYPES, parse_types, type_label
-from specscope.core.engine.drafters.base import NgramCacheParams, NgramMapParams, NgramModParams
-from specscope.core.engine.drafters.lookahead import LookaheadParams
+from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, parse_types, type_label
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.drafters.registry import TYPES
-from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.drafters.xvocab import VOCAB_MODES
 from specscope.core.engine.synth import conditional_probs, is_synthetic, resolve_rates
 from specscope.core.errors import ConfigError
 from specscope.core.models.llama import ContextSettings
+from specscope.core.plain import PlainError, from_plain, to_plain
+
+# the fields an earlier SpecSettings had for a type's own parameters (read from session files
+# and the window's saved knobs): a field per type, and single parameters beside n_max
+# (its name with underscores)
+EARLIER_FIELDS = {n.replace("-", "_"): n for n, t in TYPES.items() if t.params is not None}
+EARLIER_SINGLE = ("p_split",)
+
+
+def _owner(field: str) -> str:
+    """The type whose own parameters hold ``field`` (one of EARLIER_SINGLE)."""
+    return next(n for n, t in TYPES.items() if t.params and field in t.params.__dataclass_fields__)
+
+
+_DEFAULTS: dict = {}
+
+
+def _default(name: str):
+    """``name``'s default parameters (its PARAMS())."""
+    if name not in _DEFAULTS:
+        if name not in TYPES or TYPES[name].params is None:
+            raise ConfigError(f"{name!r} is no speculative type with parameters of its own")
+        _DEFAULTS[name] = TYPES[name].params()
+    return _DEFAULTS[name]
+
+
+class TypeParams:
+    """Each type's own parameters (its drafter module's ``PARAMS``, registry.SpecType.params) by
+    type name: those given, the type's defaults for the rest. A value, compared and hashed by
+    what differs from the defaults."""
+    __slots__ = ("_given",)
+
+    def __init__(self, given=()):
+        given = dict(given)
+        for name, p in given.items():
+            if type(p) is not type(_default(name)):
+                raise ConfigError(f"{name}'s parameters are a {type(_default(name)).__name__}, "
+                                  f"not a {type(p).__name__}")
+        self._given = {n: given[n] for n in sorted(given) if given[n] != _default(n)}
+
+    def __getitem__(self, name: str):
+        p = self._given.get(name)
+        return _default(name) if p is None else p
+
+    def given(self) -> dict:
+        """The parameters that differ from their types' defaults."""
+        return dict(self._given)
+
+    def with_(self, given: dict) -> "TypeParams":
+        return TypeParams({**self._given, **given})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TypeParams) and self._given == other._given
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._given.items()))
+
+    def __repr__(self) -> str:
+        return f"TypeParams({self._given!r})"
+
+    def to_plain(self) -> dict:
+        """Every type's parameters, defaults included (a session file says what ran)."""
+        return {n: to_plain(self[n]) for n, t in TYPES.items() if t.params is not None}
+
+    @classmethod
+    def from_plain(cls, d, what: str = "own") -> "TypeParams":
+        if not isinstance(d, dict):
+            raise PlainError(f"{what} is not a JSON object")
+        unknown = [n for n in d if n not in TYPES or TYPES[n].params is None]
+        if unknown:
+            raise PlainError(f"{what} has an unknown type {unknown[0]!r}")
+        return cls({n: from_plain(TYPES[n].params, v, f"{what}.{n}") for n, v in d.items()})
+
+
+def earlier_field(path: str) -> str:
+    """A flag's field as an earlier version spelled it ("ngram_mod.n_match", "p_split") in
+    today's form ("ngram-mod.n_match", p_split under its type's name): the window's saved knobs."""
+    if path in EARLIER_SINGLE:
+        return f"{_owner(path)}.{path}"
+    name, dot, rest = path.partition(".")
+    return f"{EARLIER_FIELDS.get(name, name) if dot else name}{dot}{rest}"
+
+
+def earlier_spec(d: dict) -> dict:
+    """A SpecSettings' plain form as an earlier version wrote it (each type's parameters a field
+    of their own, EARLIER_FIELDS and EARLIER_SINGLE) in today's form."""
+    if not isinstance(d, dict) or "own" in d:
+        return d
+    d = dict(d)
+    own = {t: d.pop(k) for k, t in EARLIER_FIELDS.items() if k in d}
+    for k in EARLIER_SINGLE:
+        if k in d:
+            own.setdefault(_owner(k), {})[k] = d.pop(k)
+    return {**d, "own": own} if own else d
 
 
 @dataclass(frozen=True)
@@ -24,25 +115,22 @@ class SpecSettings:
     """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),
     run in llama.cpp's priority order whatever order they are given in; n_max, n_min, p_min
     and sync belong to draft-simple (the draft model; draft-eagle3 and draft-mtp read n_max,
-    n_min and p_min too), the ``ngram_*`` fields to their types."""
+    n_min and p_min too); a type's own parameters are in ``own``, by its name."""
     n_max: int = 3            # --spec-draft-n-max (llama.cpp's default 3)
     n_min: int = 0            # --spec-draft-n-min: shorter drafts are dropped
     p_min: float = 0.0        # --spec-draft-p-min: stop when the argmax holds less of the top-10 mass
     sync: str = "reuse"       # reuse | replay, see the module docs
     accept_rule: str = "match"  # match (llama.cpp) | ratio (speculative sampling): accept_rules
     types: tuple[str, ...] = ("draft-simple",)
-    ngram_simple: NgramMapParams = NgramMapParams()
-    ngram_map_k: NgramMapParams = NgramMapParams()
-    ngram_map_k4v: NgramMapParams = NgramMapParams()
-    ngram_mod: NgramModParams = NgramModParams()
-    ngram_cache: NgramCacheParams = NgramCacheParams()
     synth_len: float = -1.0   # --spec-synth-len: benchmark-only synthetic acceptance (core/engine/synth.py)
     synth_rates: tuple[float, ...] = ()   # --spec-synth-rates: its unconditional rates per position
     draft_policy: str = "fixed"  # draft-simple's draft length per round: fixed | hf | cost (draft_policy)
     vocab: str = "auto"       # --spec-vocab: auto | translate | intersect | off (drafters/xvocab.py)
-    p_split: float = 0.1      # --spec-draft-p-split: a tree splits where a runner-up holds more
-    lookahead: LookaheadParams = LookaheadParams()   # --lookahead-w/-n/-g (llama-lookahead's W, N, G)
-    suffix: SuffixParams = SuffixParams()            # --spec-suffix-* (vLLM's suffix_decoding_*)
+    own: TypeParams = TypeParams()   # each type's own parameters by name (params(name); or a dict)
+
+    def __post_init__(self):
+        if not isinstance(self.own, TypeParams):
+            object.__setattr__(self, "own", TypeParams(self.own))
 
     def validate(self) -> None:
         if parse_types(self.types) != tuple(self.types):
@@ -62,16 +150,13 @@ class SpecSettings:
         if self.accept_rule not in ACCEPT_RULES:
             raise ConfigError(f"the acceptance rule must be one of {', '.join(ACCEPT_RULES)}, "
                               f"not {self.accept_rule!r}")
-        for type_name in NGRAM_TYPES:
-            self.params(type_name).validate(type_name)
+        for type_name, params in self.own.given().items():
+            params.validate(type_name)
         self.synth_probs()
-        if not 0.0 <= self.p_split <= 1.0:
-            raise ConfigError(f"p_split must be in [0, 1], not {self.p_split}")
         for t in self.types:
             if TYPES[t].program and len(self.types) > 1:
                 raise ConfigError(f"{t} is {TYPES[t].program}'s own loop: it drafts alone, "
                                   "not chained with other --spec-type values")
-        self.lookahead.validate()
         if self.synthetic and self.accept_rule != "match":
             raise ConfigError("synthetic acceptance replaces the acceptance rule: "
                               "it cannot be combined with --accept-rule ratio")
@@ -110,12 +195,12 @@ class SpecSettings:
         return type_label(self.types)
 
     def params(self, type_name: str):
-        """An n-gram type's parameters (``ngram-map-k`` -> ``self.ngram_map_k``)."""
-        return getattr(self, type_name.replace("-", "_"))
+        """A type's own parameters (registry.SpecType.params: ``ngram-map-k``'s NgramMapParams)."""
+        return self.own[type_name]
 
-    def ngram_params(self) -> dict:
-        """The enabled n-gram types' parameters, for JSON output and session headers."""
-        return {t: asdict(self.params(t)) for t in self.types if t in NGRAM_TYPES}
+    def own_params(self) -> dict:
+        """The enabled types' own parameters, for JSON output."""
+        return {t: asdict(self.own[t]) for t in self.types if TYPES[t].params is not None}
 
     def sequences(self) -> int:
         """The sequences a context needs for these types beside -np (registry.SpecType.seqs)."""

@@ -1,7 +1,7 @@
 """One table of the speculative settings' flags: the command line's argparse flags, the llama.cpp
 command a setting is written as, and the window's ranges and tooltips are all made from it.
 
-Each :class:`Flag` is one SpecSettings field (a dotted path into the n-gram parameters), spelled
+Each :class:`Flag` is one SpecSettings field (or "type.field": a type's own parameter), spelled
 as the vendored llama.cpp spells it (common/arg.cpp), with its range and the llama.cpp programs
 that take it (``tools``; none: SpecScope's own setting, which a llama.cpp command cannot carry).
 Defaults are SpecSettings' own. ``--spec-type`` (a list of types) and the bench's lists of values
@@ -10,12 +10,11 @@ are the command lines' own (core/cli/spec.py, core/cli/bench.py).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import fields, replace
 
 from specscope.core.engine.accept_rules import ACCEPT_RULES
 from specscope.core.engine.draft_policy import POLICIES
 from specscope.core.engine.drafters import MODEL_TYPES
-from specscope.core.engine.drafters.base import NGRAM_MAX
 from specscope.core.engine.drafters.registry import TYPES, names
 from specscope.core.engine.flag import (CLI, LOOKUP, SERVER, SPEC_TOOLS, SPECULATIVE, Flag, fmt, read,
                                       with_values)
@@ -39,20 +38,6 @@ def _synth_len(text: str) -> float:
     if value == -1.0:
         raise ValueError("-1 means off")
     return value
-
-
-def _ngram_map(t: str) -> list[Flag]:
-    key, attr = t.removeprefix("ngram-"), t.replace("-", "_")
-    hits = "" if t == "ngram-map-k4v" else "; unused, as in llama.cpp"
-    return [Flag(f"{attr}.size_n", (f"--spec-ngram-{key}-size-n",),
-                 f"{t}: length of the n-gram looked up", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
-                 metavar="N", label="n"),
-            Flag(f"{attr}.size_m", (f"--spec-ngram-{key}-size-m",),
-                 f"{t}: length of the m-gram drafted", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
-                 metavar="M", label="m"),
-            Flag(f"{attr}.min_hits", (f"--spec-ngram-{key}-min-hits",),
-                 f"{t}: key hits before drafting{hits}", 1, 1_000_000, types=(t,), tools=SPEC_TOOLS,
-                 metavar="N", label="" if hits else "min hits")]
 
 
 _TABLE: tuple[Flag, ...] = (
@@ -90,20 +75,6 @@ _TABLE: tuple[Flag, ...] = (
          "maps their ids; auto uses translate where llama.cpp's vocabulary check fails (intersect "
          "with --accept-rule ratio); off keeps llama.cpp's refusal",
          choices=VOCAB_MODES, types=("draft-simple",), label="vocab"),
-    *_ngram_map("ngram-simple"), *_ngram_map("ngram-map-k"), *_ngram_map("ngram-map-k4v"),
-    Flag("ngram_mod.n_match", ("--spec-ngram-mod-n-match",), "ngram-mod: lookup length",
-         1, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="match"),
-    Flag("ngram_mod.n_min", ("--spec-ngram-mod-n-min",),
-         "ngram-mod: fewer drafted tokens than this is no draft",
-         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="min"),
-    Flag("ngram_mod.n_max", ("--spec-ngram-mod-n-max",), "ngram-mod: most tokens drafted",
-         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="max"),
-    Flag("ngram_cache.lookup_cache_static", ("-lcs", "--lookup-cache-static"),
-         "ngram-cache: static lookup cache saved by llama.cpp's lookup tools",
-         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset="", label="static"),
-    Flag("ngram_cache.lookup_cache_dynamic", ("-lcd", "--lookup-cache-dynamic"),
-         "ngram-cache: dynamic lookup cache saved by llama.cpp's lookup tools",
-         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset="", label="dynamic"),
     Flag("synth_len", ("--spec-synth-len",),
          "target mean synthetic acceptance length, including the target token (benchmarking "
          "only: drafts are accepted at random, the text is NOT valid output)",
@@ -119,13 +90,12 @@ BY_FIELD = {f.field: f for f in FLAGS}
 
 
 def settings_fields() -> set[str]:
-    """Every SpecSettings value a flag sets: its fields but the types, the n-gram types'
-    parameters field by field."""
-    out = set()
-    for f in fields(SpecSettings):
-        value = getattr(SpecSettings(), f.name)
-        if f.name != "types":
-            out |= ({f"{f.name}.{g.name}" for g in fields(value)} if is_dataclass(value) else {f.name})
+    """Every SpecSettings value a flag sets: its fields but the types, and each type's own
+    parameters field by field ("ngram-mod.n_match")."""
+    out = {f.name for f in fields(SpecSettings) if f.name not in ("types", "own")}
+    for name, t in TYPES.items():
+        if t.params is not None:
+            out |= {f"{name}.{g.name}" for g in fields(t.params)}
     return out
 
 

@@ -63,7 +63,7 @@ def suffix_rounds(run, smpl):
     name = run.spec.types[0]            # the type whose loop this is: it drafts alone
     drafter = make_drafter(name, spec, e)
     n_seq = e.tgt.n_seq
-    batch = SeqBatch(spec.suffix.max_spec_tokens + 1, n_seq)
+    batch = SeqBatch(spec.params(name).max_spec_tokens + 1, n_seq)
     try:
         t0 = time.perf_counter()
         stream = list(run.prompt_tokens)

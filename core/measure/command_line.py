@@ -83,7 +83,7 @@ def left_out(spec, tool: str = "llama-server") -> list[str]:
             continue
         if f.field.startswith("synth_"):
             what = f"synthetic acceptance ({tool} has no {f.flag})"
-        elif f.field.startswith("ngram_cache."):
+        elif f.field.startswith("ngram-cache."):
             what = f"the lookup-cache files ({tool} has no -lcs/-lcd)"
         else:
             what = words.get(f.field, f"{f.flag} ({tool} has no such flag)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from specscope.core.engine.drafters.registry import TYPES
 from specscope.core.models.tokentext import text_of
 
 SHOWN_CONTEXT_CHARS = 40      # shared text quoted before a divergence
@@ -91,7 +92,7 @@ def _differences(a, b) -> tuple[str, ...]:
         if "draft-simple" in types:
             for field in ("n_max", "n_min", "p_min", "sync", "draft_policy"):
                 differ(field, getattr(spa, field), getattr(spb, field))
-        for t in sorted(types - {"draft-simple"}):
+        for t in sorted(t for t in types if TYPES[t].params is not None):
             differ(t, _params(spa.params(t)), _params(spb.params(t)))
     differ("sampler", sa.sampler.describe() if hasattr(sa.sampler, "describe") else sa.sampler,
            sb.sampler.describe() if hasattr(sb.sampler, "describe") else sb.sampler)
@@ -106,7 +107,7 @@ def _differences(a, b) -> tuple[str, ...]:
 
 
 def _params(p) -> str:
-    """An n-gram type's parameters in a few words (the flags' names, shortened)."""
+    """A type's own parameters in a few words (the flags' names, shortened)."""
     words = {"size_n": "n", "size_m": "m", "min_hits": "min-hits", "n_match": "match",
              "n_min": "min", "n_max": "max", "lookup_cache_static": "static",
              "lookup_cache_dynamic": "dynamic"}

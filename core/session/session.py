@@ -14,13 +14,14 @@ The session file (JSON Lines, UTF-8, one JSON value per line)
 Line 1, the header, an object:
 
     format    "specscope-session"
-    version   3 (a reader refuses a newer version; reads version 1, whose rounds kept their
-              shape under "tree" or "lookahead", and versions 1 and 2, whose rounds kept their
-              detail as fields of their own: events.V2_DETAILS)
+    version   4 (a reader refuses a newer version; reads version 1, whose rounds kept their
+              shape under "tree" or "lookahead", versions 1 and 2, whose rounds kept their
+              detail as fields of their own: events.V2_DETAILS, and versions 1 to 3, whose
+              spec kept each type's parameters as a field of their own: settings.earlier_spec)
     settings  {"target": path, "draft": path | null, "engine": EngineSettings,
-               "spec": SpecSettings | null (types, n_max, n_min, p_min, sync, every
-               n-gram type's parameters, synth_len and synth_rates: synthetic acceptance,
-               absent in older files), "sampler": SamplerSettings (logit_bias as
+               "spec": SpecSettings | null (types, n_max, n_min, p_min, sync, "own": every
+               type's own parameters by type name, synth_len and synth_rates: synthetic
+               acceptance, absent in older files), "sampler": SamplerSettings (logit_bias as
                [token, bias] pairs; a bias of -inf is written -Infinity, as Python's json
                does), "n_predict": int, "prompt": str, "chat": bool, "system": str | null}
     models    {"target": identity, "draft": identity | null}; an identity is
@@ -62,6 +63,7 @@ from pathlib import Path
 from typing import Iterable
 
 from specscope.core.engine.engine import EngineSettings, SpecSettings
+from specscope.core.engine.settings import earlier_spec
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
@@ -75,7 +77,7 @@ from specscope.core.plain import PlainError, from_plain, to_plain
 from specscope.core.session.baseline_check import check_baseline
 
 FORMAT = "specscope-session"
-VERSION = 3             # 3: a drafter's additions are a round's "detail"; 2: its batch is its "shape"
+VERSION = 4             # 4: spec.own; 3: a drafter's additions are a round's "detail"; 2: its "shape"
 RUN_KINDS = ("spec", "baseline")
 
 
@@ -135,7 +137,8 @@ class RunSettings:
         try:
             # fields added since a file was written (synthetic acceptance, placement ...) take
             # their defaults (plain.from_plain)
-            spec = None if d["spec"] is None else from_plain(SpecSettings, d["spec"], "settings.spec")
+            spec = None if d["spec"] is None else from_plain(SpecSettings, earlier_spec(d["spec"]),
+                                                              "settings.spec")
             return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
                        d["n_predict"], d["prompt"], d["chat"], d["system"],
@@ -151,7 +154,7 @@ class RunSettings:
             d["turn"] = len(self.history) + 1
         if self.spec is not None:
             d.update(spec_type=list(self.spec.types), n_max=self.spec.n_max, n_min=self.spec.n_min,
-                     p_min=self.spec.p_min, sync=self.spec.sync, ngram=self.spec.ngram_params(),
+                     p_min=self.spec.p_min, sync=self.spec.sync, params=self.spec.own_params(),
                      draft_policy=self.spec.draft_policy)
             if self.spec.synthetic:
                 d.update(synthetic_rates=list(self.spec.synth_rates_resolved()), warning=WARNING)

@@ -101,8 +101,8 @@ def chain_after_ngram_simple(qtbot, w, drafter: str) -> None:
     and the acceptance curves and the drafter table have one entry each."""
     d = w.params.drafter
     d.set_types([drafter, "ngram-simple"])
-    d.knobs["ngram_simple.size_n"].setValue(2)
-    d.knobs["ngram_simple.size_m"].setValue(6)
+    d.knobs["ngram-simple.size_n"].setValue(2)
+    d.knobs["ngram-simple.size_m"].setValue(6)
     w.prompt.set_text("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\n")
     assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
     assert {e.drafter for e in w.shown.events if e.drafted} == {"ngram-simple", drafter}

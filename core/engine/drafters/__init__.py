@@ -15,8 +15,7 @@ import time
 
 import numpy as np
 
-from specscope.core.engine.drafters.base import (Drafter, NgramCacheParams, NgramMapParams,
-                                                 NgramModParams, Proposal)
+from specscope.core.engine.drafters.base import Drafter, Proposal
 from specscope.core.engine.drafters.registry import TYPES, SpecType, names, spec_type
 from specscope.core.errors import ConfigError
 
@@ -133,4 +132,4 @@ class Chain:
 __all__ = ["SPEC_TYPES", "TYPES", "NGRAM_TYPES", "DRAFT_MODEL", "BLOCK_TYPES", "MD_TYPES", "MODEL_TYPES",
            "SpecType", "spec_type", "names",
            "DESCRIPTIONS", "Chain", "Drafter", "Proposal",
-           "NgramMapParams", "NgramModParams", "NgramCacheParams", "parse_types", "type_label"]
+           "parse_types", "type_label"]

@@ -15,7 +15,6 @@ afresh.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -122,50 +121,7 @@ class Drafter:
 
 
 # --------------------------------------------------------------------------- parameters
-def _check_size(value: int, what: str) -> None:
+def check_size(value: int, what: str) -> None:
+    """An n-gram size flag's range (llama.cpp's NGRAM_MAX bound)."""
     if not 1 <= value <= NGRAM_MAX:
         raise ConfigError(f"{what} must be between 1 and {NGRAM_MAX} inclusive, not {value}")
-
-
-@dataclass(frozen=True)
-class NgramMapParams:
-    """ngram-simple, ngram-map-k, ngram-map-k4v (``common_params_speculative_ngram_map``)."""
-    size_n: int = 12      # length of the n-gram looked up
-    size_m: int = 48      # length of the m-gram drafted after it
-    min_hits: int = 1     # ngram-map-k4v: hits a key needs before its values are drafted
-
-    def validate(self, type_name: str) -> None:
-        _check_size(self.size_n, f"{type_name} size N")
-        _check_size(self.size_m, f"{type_name} size M")
-        if self.min_hits < 1:
-            raise ConfigError(f"{type_name} min hits must be at least 1, not {self.min_hits}")
-
-
-@dataclass(frozen=True)
-class NgramModParams:
-    """ngram-mod (``common_params_speculative_ngram_mod``)."""
-    n_match: int = 24     # lookup length
-    n_min: int = 48       # fewer drafted tokens than this: no draft
-    n_max: int = 64       # most drafted tokens
-
-    def validate(self, type_name: str = "ngram-mod") -> None:
-        _check_size(self.n_match, f"{type_name} n-match")
-        for name, value in (("n-min", self.n_min), ("n-max", self.n_max)):
-            if not 0 <= value <= NGRAM_MAX:
-                raise ConfigError(f"{type_name} {name} must be between 0 and {NGRAM_MAX} "
-                                  f"inclusive, not {value}")
-
-
-@dataclass(frozen=True)
-class NgramCacheParams:
-    """ngram-cache: llama.cpp drafts up to 8 tokens (fixed) from 1- to 4-gram statistics of the
-    context, optionally backed by lookup caches saved by llama.cpp's lookup tools
-    (``-lcs/--lookup-cache-static``, ``-lcd/--lookup-cache-dynamic``)."""
-    lookup_cache_static: str = ""
-    lookup_cache_dynamic: str = ""
-
-    def validate(self, type_name: str = "ngram-cache") -> None:
-        for flag, path in (("--lookup-cache-static", self.lookup_cache_static),
-                           ("--lookup-cache-dynamic", self.lookup_cache_dynamic)):
-            if path and not Path(path).is_file():
-                raise ConfigError(f"{path}: {flag}: no such file")

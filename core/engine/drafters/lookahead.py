@@ -48,7 +48,8 @@ class LookaheadParams:
         return self.w + self.g + 1
 
 
-FLAGS = tuple(Flag(f"lookahead.{k}", (f"--lookahead-{k}",),
+PARAMS = LookaheadParams
+FLAGS = tuple(Flag(f"{NAME}.{k}", (f"--lookahead-{k}",),
                    f"{NAME}: {what} (llama-lookahead fixes it at {getattr(LookaheadParams(), k)})",
                    lo, 64, types=(NAME,), metavar=k.upper(), label=k.upper())
               for k, what, lo in (("w", "the window, W positions guessed ahead", 1),
@@ -89,7 +90,7 @@ class Lookahead(Drafter):
     resumes = False
 
     def __init__(self, engine, spec):
-        p = spec.lookahead
+        p = spec.params(NAME)
         self.p, self.ctx = p, engine.tgt
         if self.ctx.n_seq < p.n_seq:
             raise ConfigError(f"lookahead with W = {p.w} and G = {p.g} needs {p.n_seq} sequences "

@@ -29,12 +29,40 @@ those n-grams count as not found here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from specscope.core.engine.drafters.base import Drafter, NgramCacheParams, Proposal
+from specscope.core.engine.drafters.base import Drafter, Proposal
+from specscope.core.engine.flag import LOOKUP, SERVER, Flag
 from specscope.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class NgramCacheParams:
+    """ngram-cache: llama.cpp drafts up to 8 tokens (fixed) from 1- to 4-gram statistics of the
+    context, optionally backed by lookup caches saved by llama.cpp's lookup tools
+    (``-lcs/--lookup-cache-static``, ``-lcd/--lookup-cache-dynamic``)."""
+    lookup_cache_static: str = ""
+    lookup_cache_dynamic: str = ""
+
+    def validate(self, type_name: str = "ngram-cache") -> None:
+        for flag, path in (("--lookup-cache-static", self.lookup_cache_static),
+                           ("--lookup-cache-dynamic", self.lookup_cache_dynamic)):
+            if path and not Path(path).is_file():
+                raise ConfigError(f"{path}: {flag}: no such file")
+
+
+PARAMS = NgramCacheParams
+FLAGS = (
+    Flag("ngram-cache.lookup_cache_static", ("-lcs", "--lookup-cache-static"),
+         "ngram-cache: static lookup cache saved by llama.cpp's lookup tools",
+         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset="", label="static"),
+    Flag("ngram-cache.lookup_cache_dynamic", ("-lcd", "--lookup-cache-dynamic"),
+         "ngram-cache: dynamic lookup cache saved by llama.cpp's lookup tools",
+         types=("ngram-cache",), tools=(LOOKUP, SERVER), metavar="FILE", unset="", label="dynamic"),
+)
 
 N_DRAFT = 8           # create_state_ngram_cache: n_draft fixed
 LLAMA_NGRAM_MAX = 4   # llama.cpp's longest cached n-gram (LLAMA_NGRAM_MIN is 1)

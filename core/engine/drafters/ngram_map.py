@@ -34,11 +34,47 @@ tokens. llama.cpp's answers, without its scans.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 
 import numpy as np
 
-from specscope.core.engine.drafters.base import Drafter, NgramMapParams, Proposal
+from specscope.core.engine.drafters.base import NGRAM_MAX, Drafter, Proposal, check_size
 from specscope.core.engine.events import NgramMatch
+from specscope.core.engine.flag import SPEC_TOOLS, Flag
+from specscope.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class NgramMapParams:
+    """ngram-simple, ngram-map-k, ngram-map-k4v (``common_params_speculative_ngram_map``)."""
+    size_n: int = 12      # length of the n-gram looked up
+    size_m: int = 48      # length of the m-gram drafted after it
+    min_hits: int = 1     # ngram-map-k4v: hits a key needs before its values are drafted
+
+    def validate(self, type_name: str) -> None:
+        check_size(self.size_n, f"{type_name} size N")
+        check_size(self.size_m, f"{type_name} size M")
+        if self.min_hits < 1:
+            raise ConfigError(f"{type_name} min hits must be at least 1, not {self.min_hits}")
+
+
+def map_flags(t: str) -> tuple[Flag, ...]:
+    """The flags of one of the types that read NgramMapParams (llama.cpp's ``--spec-ngram-*``)."""
+    key = t.removeprefix("ngram-")
+    hits = "" if t == "ngram-map-k4v" else "; unused, as in llama.cpp"
+    return (Flag(f"{t}.size_n", (f"--spec-ngram-{key}-size-n",),
+                 f"{t}: length of the n-gram looked up", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
+                 metavar="N", label="n"),
+            Flag(f"{t}.size_m", (f"--spec-ngram-{key}-size-m",),
+                 f"{t}: length of the m-gram drafted", 1, NGRAM_MAX, types=(t,), tools=SPEC_TOOLS,
+                 metavar="M", label="m"),
+            Flag(f"{t}.min_hits", (f"--spec-ngram-{key}-min-hits",),
+                 f"{t}: key hits before drafting{hits}", 1, 1_000_000, types=(t,), tools=SPEC_TOOLS,
+                 metavar="N", label="" if hits else "min hits"))
+
+
+PARAMS = NgramMapParams
+FLAGS = (*map_flags("ngram-map-k"), *map_flags("ngram-map-k4v"))
 
 LCG_FACTOR = 2654435761              # llama.cpp's LCG_FACTOR
 KEY_MAP_SIZE = 1 << 18               # COMMON_NGRAM_HASH_MAP_SIZE

@@ -23,10 +23,41 @@ first drafted token was copied from.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from specscope.core.engine.drafters.base import Drafter, NgramModParams, Proposal
+from specscope.core.engine.drafters.base import NGRAM_MAX, Drafter, Proposal, check_size
 from specscope.core.engine.events import NgramMatch
+from specscope.core.engine.flag import SPEC_TOOLS, Flag
+from specscope.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class NgramModParams:
+    """ngram-mod (``common_params_speculative_ngram_mod``)."""
+    n_match: int = 24     # lookup length
+    n_min: int = 48       # fewer drafted tokens than this: no draft
+    n_max: int = 64       # most drafted tokens
+
+    def validate(self, type_name: str = "ngram-mod") -> None:
+        check_size(self.n_match, f"{type_name} n-match")
+        for name, value in (("n-min", self.n_min), ("n-max", self.n_max)):
+            if not 0 <= value <= NGRAM_MAX:
+                raise ConfigError(f"{type_name} {name} must be between 0 and {NGRAM_MAX} "
+                                  f"inclusive, not {value}")
+
+
+PARAMS = NgramModParams
+FLAGS = (
+    Flag("ngram-mod.n_match", ("--spec-ngram-mod-n-match",), "ngram-mod: lookup length",
+         1, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="match"),
+    Flag("ngram-mod.n_min", ("--spec-ngram-mod-n-min",),
+         "ngram-mod: fewer drafted tokens than this is no draft",
+         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="min"),
+    Flag("ngram-mod.n_max", ("--spec-ngram-mod-n-max",), "ngram-mod: most tokens drafted",
+         0, NGRAM_MAX, types=("ngram-mod",), tools=SPEC_TOOLS, metavar="N", label="max"),
+)
 
 TABLE_SIZE = 4 * 1024 * 1024          # llama.cpp: mod(n_match, 4*1024*1024)
 _MASK = TABLE_SIZE - 1                # a power of two: slot = hash & _MASK

@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from specscope.core.engine.drafters.base import Drafter, NgramMapParams, Proposal
+from specscope.core.engine.drafters.base import Drafter, Proposal
+from specscope.core.engine.drafters.ngram_map import NgramMapParams, map_flags
 from specscope.core.engine.events import NgramMatch
+
+PARAMS = NgramMapParams
+FLAGS = map_flags("ngram-simple")
 
 
 class NgramSimple(Drafter):

@@ -103,8 +103,15 @@ class SpecType:
         return getattr(self.drafter_module(), self.drafter.split(":")[1])
 
     def flags(self) -> tuple:
-        """Its own settings' flags (core/engine/flag.py), declared in its drafter module."""
-        return getattr(self.drafter_module(), "FLAGS", ())
+        """Its own settings' flags (core/engine/flag.py), declared in its drafter module (those
+        of its module's ``FLAGS`` that steer it: a module may serve several types)."""
+        return tuple(f for f in getattr(self.drafter_module(), "FLAGS", ()) if self.name in f.types)
+
+    @property
+    def params(self):
+        """The dataclass of its own parameters (its drafter module's ``PARAMS``; None: it has
+        none beside the shared settings). SpecSettings.params(name) holds one per type."""
+        return getattr(self.drafter_module(), "PARAMS", None)
 
     def sequences(self, spec) -> int:
         return self.seqs(spec) if self.seqs else 1
@@ -114,26 +121,31 @@ def _n_max(spec) -> int:
     return spec.n_max
 
 
-def _size_m(field: str) -> Callable:
-    return lambda spec: getattr(spec, field).size_m
+def _lookahead_batch(p) -> int:
+    """lookahead's batch beside the token: its n-grams and its window, N - 1 tokens each."""
+    return (p.n - 1) * (p.w + p.g)
+
+
+def _size_m(name: str) -> Callable:
+    return lambda spec: spec.params(name).size_m
 
 
 TYPES: dict[str, SpecType] = {t.name: t for t in (
     SpecType("ngram-simple", LOOKUP, "ngram_simple:NgramSimple",
              "copies what followed the last time the latest n tokens occurred",
-             _size_m("ngram_simple"), ("#713f12", "#fde68a", "#d4a106")),           # amber
+             _size_m("ngram-simple"), ("#713f12", "#fde68a", "#d4a106")),           # amber
     SpecType("ngram-map-k", LOOKUP, "ngram_map:NgramMap",
              "like ngram-simple, through a hash map of earlier n-grams; drafts as many tokens "
              "as were accepted the last time that n-gram drafted",
-             _size_m("ngram_map_k"), ("#581c87", "#e9d5ff", "#8b5cf6")),            # violet
+             _size_m("ngram-map-k"), ("#581c87", "#e9d5ff", "#8b5cf6")),            # violet
     SpecType("ngram-map-k4v", LOOKUP, "ngram_map:NgramMap",
              "keeps up to 4 different continuations per n-gram and drafts only when one "
              "clearly dominates",
-             _size_m("ngram_map_k4v"), ("#164e63", "#a5f3fc", "#0891b2")),          # cyan
+             _size_m("ngram-map-k4v"), ("#164e63", "#a5f3fc", "#0891b2")),          # cyan
     SpecType("ngram-mod", LOOKUP, "ngram_mod:NgramMod",
              "a 4M-entry hash table from n-grams to their next token, drafted one token at a "
              "time (n-min..n-max tokens or nothing)",
-             lambda spec: spec.ngram_mod.n_max, ("#831843", "#fbcfe8", "#db2777")),  # pink
+             lambda spec: spec.params("ngram-mod").n_max, ("#831843", "#fbcfe8", "#db2777")),  # pink
     SpecType("ngram-cache", LOOKUP, "ngram_cache:NgramCache",
              "1- to 4-gram statistics of the context: each drafted token is the most frequent "
              "follower (up to 8 tokens)",
@@ -142,7 +154,7 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              "suffix trees over the prompt, the reply and a corpus draft the most frequent "
              "continuation, longer the longer the match (SuffixDecoding; vLLM's method=suffix); "
              "with -np > 1 a tree of continuations",
-             lambda spec: spec.suffix.longest, ("#312e81", "#c7d2fe", "#4f46e5"),   # indigo
+             lambda spec: spec.params("suffix").longest, ("#312e81", "#c7d2fe", "#4f46e5"),   # indigo
              p_note="p: how often the suffix trees saw it", origin="vLLM (Arctic Inference)",
              rounds="suffix_round:suffix_rounds", rounds_np=2,
              np=("leaves (-np)", 1, "suffix: the most leaves of its tree, llama.cpp's -np: each is "
@@ -199,11 +211,11 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
     SpecType("lookahead", SELF, "lookahead:Lookahead",
              "the target guesses a window of W positions ahead (Jacobi iterations); n-grams of its "
              "guesses that follow the token are verified in the same batch (llama-lookahead)",
-             lambda spec: spec.lookahead.n - 1, ("#1f2937", "#cbd5e1", "#475569"),   # slate
+             lambda spec: spec.params("lookahead").n - 1, ("#1f2937", "#cbd5e1", "#475569"),   # slate
              who=("the target's", "lookahead window"), what="the target's own guesses",
              program="llama-lookahead", rounds="lookahead_round:lookahead_rounds", priced="batch",
-             seqs=lambda spec: spec.lookahead.n_seq,          # W + G + 1
-             batch=lambda spec, n_seq: (spec.lookahead.n - 1) * (spec.lookahead.w + spec.lookahead.g),
+             seqs=lambda spec: spec.params("lookahead").n_seq,          # W + G + 1
+             batch=lambda spec, n_seq: _lookahead_batch(spec.params("lookahead")),
              note="Drafts with nothing but the target: beside each token it decodes a window of W "
                   "guesses and verifies up to G n-grams of N tokens from them in the same batch "
                   "(W + G + 1 sequences: changing W or G reloads the target).",

@@ -77,26 +77,27 @@ class SuffixParams:
 
 
 NAME = "suffix"
+PARAMS = SuffixParams
 FLAGS = (
-    Flag("suffix.max_depth", ("--spec-suffix-max-depth",),
+    Flag(f"{NAME}.max_depth", ("--spec-suffix-max-depth",),
          f"{NAME}: the suffix trees' depth, the matched text and the draft together (vLLM's "
          "suffix_decoding_max_tree_depth)", 1, 1024, types=(NAME,), metavar="N", label="depth"),
-    Flag("suffix.max_spec_tokens", ("--spec-suffix-max-spec-tokens",),
+    Flag(f"{NAME}.max_spec_tokens", ("--spec-suffix-max-spec-tokens",),
          f"{NAME}: the most tokens drafted (nodes, with -np > 1) per round (vLLM's "
          "num_speculative_tokens)", 1, 1024, types=(NAME,), metavar="N", label="tokens"),
-    Flag("suffix.max_spec_factor", ("--spec-suffix-max-spec-factor",),
+    Flag(f"{NAME}.max_spec_factor", ("--spec-suffix-max-spec-factor",),
          f"{NAME}: tokens drafted per matched token: a match of k tokens drafts at most "
          "k x factor + offset (vLLM's suffix_decoding_max_spec_factor)", 0.0, 16.0,
          types=(NAME,), metavar="F", write=fmt, label="factor", step=0.25),
-    Flag("suffix.max_spec_offset", ("--spec-suffix-max-spec-offset",),
+    Flag(f"{NAME}.max_spec_offset", ("--spec-suffix-max-spec-offset",),
          f"{NAME}: tokens drafted beside those (Arctic Inference's max_spec_offset)", -16.0, 64.0,
          types=(NAME,), metavar="K", write=fmt),
-    Flag("suffix.min_token_prob", ("--spec-suffix-min-token-prob",),
+    Flag(f"{NAME}.min_token_prob", ("--spec-suffix-min-token-prob",),
          f"{NAME}: stop drafting where the trees' estimate of the continuation (its count over "
          "the matched text's, multiplied along the draft) falls below this (vLLM's "
          "suffix_decoding_min_token_prob)", 0.0, 1.0, types=(NAME,), metavar="P",
          write=fmt, label="min p"),
-    Flag("suffix.corpus", ("--spec-suffix-corpus",),
+    Flag(f"{NAME}.corpus", ("--spec-suffix-corpus",),
          f"{NAME}: a text file of earlier replies (documents separated by blank lines) for the "
          "global suffix tree, as vLLM's cache of earlier requests", types=(NAME,),
          metavar="FILE", unset="", label="corpus"),

@@ -31,7 +31,20 @@ from specscope.core.models.seqs import SeqBatch, candidates, row_logits, seq_cp,
 SPLIT_RANKS = 8      # llama-speculative looks at candidates 1..7 for a split
 NAME = "draft-tree"
 
-FLAGS = (Flag("p_split", ("--spec-draft-p-split", "--draft-p-split"),
+
+
+@dataclass(frozen=True)
+class TreeParams:
+    """draft-tree's own setting (llama-speculative's ``p_split``)."""
+    p_split: float = 0.1      # --spec-draft-p-split: a branch splits where a runner-up holds more
+
+    def validate(self, type_name: str = NAME) -> None:
+        if not 0.0 <= self.p_split <= 1.0:
+            raise ConfigError(f"p_split must be in [0, 1], not {self.p_split}")
+
+
+PARAMS = TreeParams
+FLAGS = (Flag(f"{NAME}.p_split", ("--spec-draft-p-split", "--draft-p-split"),
               f"{NAME}: a branch splits where a runner-up candidate holds more than this "
               "probability (up to -np branches; greedy, the draft keeps one candidate and never splits)",
               0.0, 1.0, types=(NAME,), tools=SPEC_TOOLS, metavar="P", write=fmt, label="p_split"),)
@@ -63,7 +76,7 @@ class TreeDrafter(Drafter):
         self.n_seq = engine.dft.n_seq
         if engine.tgt.n_seq < self.n_seq:
             raise ConfigError(f"{NAME}: the target's context has fewer sequences than the draft's")
-        self.p_split = spec.p_split
+        self.p_split = spec.params(NAME).p_split
         self.dbatch = SeqBatch(max(self.n_seq, 1) * 2, self.n_seq)
         self.tbatch = SeqBatch(engine.tgt.n_batch, self.n_seq)
         self.prefill_batch = engine.dbatch

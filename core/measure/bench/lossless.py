@@ -248,7 +248,7 @@ def is_deterministic(settings) -> bool:
     return getattr(settings, "kv_type", "") == "f32" and getattr(settings, "flash_attn", "") == "off"
 
 
-def classify(baseline: Candidates, spec: Candidates, baseline_token: int, spec_token: int) -> dict:
+def classify(baseline: DistRow, spec: DistRow, baseline_token: int, spec_token: int) -> dict:
     """Kind and figures of a greedy run's divergence (module docs), as Divergence fields: numerical
     when the batched row picks the speculative token and the one-token row the baseline's."""
     numerical = baseline.best() == baseline_token and spec.best() == spec_token
@@ -286,7 +286,7 @@ def dist_draw(seed: int, index: int) -> float:
 
 
 @dataclass(frozen=True)
-class Candidates:
+class DistRow:
     """One logits row after the sampler chain's transforms, in the order llama.cpp's dist
     sampler walks it, with its running sum of exp(logit − max) (float32 terms summed in
     double, as ``llama_sampler_dist_apply`` sums them)."""
@@ -295,7 +295,7 @@ class Candidates:
     logits: np.ndarray
 
     @classmethod
-    def from_logits(cls, ids, logits, is_sorted: bool) -> "Candidates":
+    def from_logits(cls, ids, logits, is_sorted: bool) -> "DistRow":
         logits = np.asarray(logits, dtype=np.float32)
         top = logits[0] if is_sorted else logits.max()
         p = np.exp(logits - top, dtype=np.float32)
@@ -329,7 +329,7 @@ class Candidates:
         return (float(self.cum[i - 1] / self.cum[-1]) if i else 0.0, float(self.cum[i] / self.cum[-1]))
 
 
-def disagreement(a: Candidates, b: Candidates) -> float:
+def disagreement(a: DistRow, b: DistRow) -> float:
     """The share of all draws u in [0, 1) for which the two rows pick different tokens."""
     edges = np.unique(np.concatenate([[0.0, 1.0], a.cum / a.cum[-1], b.cum / b.cum[-1]]))
     edges = edges[(edges >= 0.0) & (edges <= 1.0)]
@@ -339,7 +339,7 @@ def disagreement(a: Candidates, b: Candidates) -> float:
     return float(np.diff(edges)[picks_a != picks_b].sum())
 
 
-def classify_sampled(baseline: Candidates, spec: Candidates, u: float, baseline_token: int,
+def classify_sampled(baseline: DistRow, spec: DistRow, u: float, baseline_token: int,
                      spec_token: int) -> dict:
     """Kind and figures of a sampled run's divergence (see the module docs), as Divergence fields."""
     b_pick, s_pick = baseline.pick(u), spec.pick(u)
@@ -368,7 +368,7 @@ def execute(run) -> list[RoundEvent]:
     return list(run)
 
 
-def candidates(engine, sampler, row: np.ndarray, history: Sequence[int]) -> Candidates:
+def dist_row(engine, sampler, row: np.ndarray, history: Sequence[int]) -> DistRow:
     """``row`` after the target's sampler chain without its final dist sampler, applied by
     llama.cpp itself (logit bias, penalties and grammar having accepted ``history``)."""
     with build_chain(engine.target, sampler) as chain:
@@ -386,7 +386,7 @@ def candidates(engine, sampler, row: np.ndarray, history: Sequence[int]) -> Cand
         size = int(arr.size)
         ids = view[0:3 * size:3].copy()
         logits = view.view(np.float32)[1:3 * size:3].copy()
-        return Candidates.from_logits(ids, logits, bool(arr.sorted))
+        return DistRow.from_logits(ids, logits, bool(arr.sorted))
 
 
 def baseline_logits_at(engine, prompt_tokens: Sequence[int], generated: Sequence[int]) -> np.ndarray:
@@ -496,7 +496,7 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
     s_tok = spec_tokens[pos] if pos < len(spec_tokens) else None
     text = engine.target.detokenize
     common = list(baseline_tokens[:pos])
-    base = candidates(engine, sampler, baseline_logits_at(engine, prompt_tokens, common), common)
+    base = dist_row(engine, sampler, baseline_logits_at(engine, prompt_tokens, common), common)
     (top1, l1), (top2, l2) = base.top(2)
     if b_tok is None or s_tok is None:
         div = Divergence(pos, b_tok, s_tok, text([b_tok]) if b_tok is not None else "",
@@ -506,7 +506,7 @@ def check_lossless(engine, prompt_tokens: Sequence[int], baseline_tokens: Sequen
     spec_raw = spec_logits_at(engine, prompt_tokens, spec_events, pos, before, reused)
     fields: dict = {"kind": "mismatch", "baseline_top": base.top()}
     if spec_raw is not None:
-        spec = candidates(engine, sampler, spec_raw, common)
+        spec = dist_row(engine, sampler, spec_raw, common)
         fields = classify(base, spec, b_tok, s_tok)
         if not sampler.greedy and sampler.seed & 0xFFFFFFFF != 0xFFFFFFFF:   # (that seed: a random one)
             fields.update(classify_sampled(base, spec, dist_draw(sampler.seed, pos), b_tok, s_tok))

@@ -91,7 +91,7 @@ class SweepResult:
             "settings": {"n_values": list(s.n_values), "n_predict": s.n_predict, "sync": s.sync,
                          "chat": s.chat, "system": s.system,
                          "spec_types": [type_label(c) for c in s.chains],
-                         "spec_params": s.spec.ngram_params() if s.spec is not None else {},
+                         "spec_params": s.spec.own_params() if s.spec is not None else {},
                          "draft_policy": s.spec.draft_policy if s.spec is not None else "fixed",
                          "p_min": s.p_min, "p_min_values": list(s.p_mins), "repeats": s.repeats, "alpha": s.alpha,
                          "ignore_eos": s.ignore_eos,

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from specscope.core.engine.drafters import DRAFT_MODEL
-from specscope.core.engine.drafters.base import NgramMapParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
 from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings, build_chain
@@ -163,7 +163,7 @@ def _measure_overheads(engine, k_max: int, sampler, stop, k_draft: int = -1,
     lengths = sorted({1, max(1, (k_spec - 1) // 2), max(1, k_spec - 1)})
     for n in lengths:
         spec = SpecSettings(n_max=n, types=(kind,)) if kind is not None else SpecSettings(
-            types=("ngram-simple",), ngram_simple=NgramMapParams(size_n=2, size_m=max(2, n)))
+            types=("ngram-simple",), own={"ngram-simple": NgramMapParams(size_n=2, size_m=max(2, n))})
         run = engine.speculative(prompt, spec, sampler, n_tokens, stop)
         for i, ev in enumerate(run):
             # without a draft model the rounds no n-gram drafted for count too (length 0)

@@ -21,7 +21,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, Chain
-from specscope.core.engine.drafters.base import NgramMapParams, NgramModParams
+from specscope.core.engine.drafters.ngram_map import NgramMapParams
+from specscope.core.engine.drafters.ngram_mod import NgramModParams
 from specscope.core.engine.drafters.registry import LLAMA_TYPES
 from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.drafters.build import make_chain
@@ -123,8 +124,8 @@ def config_label(spec: SpecSettings) -> str:
     from llama.cpp's defaults."""
     parts = []
     for t in spec.types:
-        p, default = spec.params(t), SpecSettings().params(t)
-        changed = [f"{k}={v}" for k, v in vars(p).items() if getattr(default, k) != v]
+        p = spec.own.given().get(t)
+        changed = [f"{k}={v}" for k, v in vars(p).items() if getattr(type(p)(), k) != v] if p else []
         parts.append(f"{t}({', '.join(changed)})" if changed else t)
     return ">".join(parts)
 
@@ -133,17 +134,15 @@ def configurations() -> list[SpecSettings]:
     """Every n-gram type alone over a few parameter sets (suffix too), and every chain of two of
     llama.cpp's at its defaults."""
     out = []
-    fields = {"ngram-simple": "ngram_simple", "ngram-map-k": "ngram_map_k",
-              "ngram-map-k4v": "ngram_map_k4v"}
-    for t, field in fields.items():
+    for t in ("ngram-simple", "ngram-map-k", "ngram-map-k4v"):
         for n, m in MAP_SIZES:
-            out.append(SpecSettings(types=(t,), **{field: NgramMapParams(n, m)}))
+            out.append(SpecSettings(types=(t,), own={t: NgramMapParams(n, m)}))
     for match, lo, hi in MOD_SIZES:
-        out.append(SpecSettings(types=("ngram-mod",), ngram_mod=NgramModParams(match, lo, hi)))
+        out.append(SpecSettings(types=("ngram-mod",), own={"ngram-mod": NgramModParams(match, lo, hi)}))
     out.append(SpecSettings(types=("ngram-cache",)))
     for factor, min_p in SUFFIX_SETTINGS:
-        out.append(SpecSettings(types=("suffix",),
-                                suffix=SuffixParams(max_spec_factor=factor, min_token_prob=min_p)))
+        out.append(SpecSettings(types=("suffix",), own={"suffix": SuffixParams(
+            max_spec_factor=factor, min_token_prob=min_p)}))
     for i, a in enumerate(LLAMA_NGRAM):
         for b in LLAMA_NGRAM[i + 1:]:
             out.append(SpecSettings(types=(a, b)))
