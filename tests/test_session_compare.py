@@ -109,3 +109,23 @@ def test_no_system_message_is_the_same_prompt_whoever_wrote_it(sessions):
     assert compare_sessions(a, b).differences == ("n_max 3 vs 8",)
     c = replace(b, settings=replace(b.settings, system="Be brief."))
     assert "the prompts differ" in compare_sessions(a, c).differences
+
+
+def test_the_settings_of_types_with_and_without_parameters_of_their_own_are_compared():
+    """Each type's own parameters are compared where it has some (draft-tree's p_split), and a
+    type with none (an EAGLE-3 head) is compared by its name alone."""
+    from types import SimpleNamespace
+    from specscope.core.engine.drafters.tree import TreeParams
+    from specscope.core.engine.engine import EngineSettings, SpecSettings
+    from specscope.core.engine.sampling import SamplerSettings
+    from specscope.core.session.comparison import _differences
+    from specscope.core.session.session import RunSettings
+
+    def side(spec):
+        return SimpleNamespace(settings=RunSettings("t.gguf", "d.gguf", EngineSettings(), spec,
+                                                    SamplerSettings(), 48, PROMPT, False, None))
+    eagle = side(SpecSettings(types=("draft-eagle3",)))
+    tree = side(SpecSettings(types=("draft-tree",), own={"draft-tree": TreeParams(0.3)}))
+    assert _differences(eagle, eagle) == ()
+    assert _differences(eagle, tree) == ("drafters draft-eagle3 vs draft-tree",
+                                         "draft-tree p_split 0.1 vs p_split 0.3")
