@@ -16,9 +16,9 @@ from specscope.core.errors import ConfigError
 from specscope.core.models.llama import ContextSettings
 from specscope.core.plain import PlainError, from_plain, to_plain
 
-# the fields an earlier SpecSettings had for a type's own parameters (read from session files
-# and the window's saved knobs): a field per type, and single parameters beside n_max
-# (its name with underscores)
+# where an earlier SpecSettings kept a type's own parameters (session files and the window's
+# saved knobs still read them): a field per type, named as the type with underscores, and
+# draft-simple's neighbours that belong to one type alone
 EARLIER_FIELDS = {n.replace("-", "_"): n for n, t in TYPES.items() if t.params is not None}
 EARLIER_SINGLE = ("p_split",)
 
