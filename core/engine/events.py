@@ -156,12 +156,12 @@ class RoundEvent:
     n_past: int                      # position of the seed token
     seed: int                        # id_last, evaluated this round at n_past
     drafted: tuple[int, ...]         # the verified draft (empty: none)
-    draft_probs: tuple[float, ...]   # draft-simple: top-10 renormalized probability of each
+    draft_probs: tuple[float, ...]   # each drafted token's probability (Proposal.probs; empty: none)
     n_accepted: int                  # leading drafted tokens the target sampled too
     emitted: tuple[int, ...]         # tokens this round adds to the output
     mode: str                        # spec | plain | checkpoint | replay | baseline
     draft_stop: str = ""             # why drafting stopped: n_max | policy | budget | p_min | n_min | none
-                                     # (draft-simple); lookup | budget (n-gram drafters)
+                                     # (a model drafter); lookup | budget (n-gram drafters)
     drafter: str = ""                # llama.cpp type that proposed ``drafted`` ("" when none)
     draft_note: str = ""             # that drafter's reason, in words (which n-gram matched where)
     t_lookup: float = 0.0            # seconds in n-gram drafters (Python; part of t_draft)
@@ -178,10 +178,10 @@ class RoundEvent:
     counterfactual: tuple[float, ...] = ()  # at temperature: per drafted position, the chance the
                                      # other acceptance rule keeps it (core/engine/accept_rules.py)
     counterfactual_rule: str = ""    # that rule: "ratio" in a match run, "match" in a ratio run
-    draft_ranks: tuple[int, ...] = ()   # draft-simple: the rank (0-9, -1: lower) of the target's
+    draft_ranks: tuple[int, ...] = ()   # a model drafter: the rank (0-9, -1: lower) of the target's
                                      # token among the draft's top-10 at each drafted position up to
                                      # and with the first rejection (drafters.base.Proposal.ranks)
-    draft_limit: int = 0             # draft-simple: the most tokens the draft-length policy allowed
+    draft_limit: int = 0             # a model drafter: the most tokens the draft-length policy allowed
                                      # this round (n_max under llama.cpp's fixed policy; draft_policy)
     discarded: tuple[int, ...] = ()  # tokens the target sampled after an end-of-generation token
                                      # this round: not output (the bonus token after an accepted

@@ -30,15 +30,18 @@ class Proposal:             # and frozen fields cost a µs more to set
     drafter: str                        # llama.cpp's type name: "ngram-simple", "draft-simple" …
     tokens: tuple[int, ...] = ()
     note: str = ""                      # why, in words: which earlier n-gram matched where
-    probs: tuple[float, ...] = ()       # draft-simple: top-10 renormalised probability of each
+    # the fields below are a model drafter's (the draft model, a head, the MTP blocks: every
+    # type that drafts with a model's layers), but probs (suffix's estimates too) and dropped
+    # (ngram-mod's too)
+    probs: tuple[float, ...] = ()       # each token's probability: its top-10 renormalised share
     stop: str = ""                      # why drafting stopped (events.RoundEvent.draft_stop)
-    dropped: int = 0                    # draft-simple: length of a draft shorter than n_min
-    rows: int = 0                       # draft-simple: rows decoded on the draft from n_past on
-    t_decode: float = 0.0               # draft-simple: seconds inside llama.cpp
-    dists: tuple = ()                   # draft-simple: its q per token (accept_rules.DraftDist)
-    limit: int = 0                      # draft-simple: the most tokens its policy allowed
-    top_ids: tuple[tuple[int, ...], ...] = ()   # draft-simple: the top-10 ids at each position,
-                                                # most probable first (tokens[i] == top_ids[i][0])
+    dropped: int = 0                    # length of a draft shorter than n_min (none was proposed)
+    rows: int = 0                       # rows decoded on the draft's cache from n_past on
+    t_decode: float = 0.0               # seconds inside llama.cpp
+    dists: tuple = ()                   # the draft model's q per token (accept_rules.DraftDist)
+    limit: int = 0                      # the most tokens its length policy allowed
+    top_ids: tuple[tuple[int, ...], ...] = ()   # the top-10 ids at each position, most
+                                                # probable first (tokens[i] == top_ids[i][0])
     detail: Detail | None = None        # what its kind adds (events.NgramMatch, HeadIds, OwnVocab)
 
     def truncated(self, n: int) -> "Proposal":
@@ -50,7 +53,7 @@ class Proposal:             # and frozen fields cost a µs more to set
                        detail=self.detail and self.detail.truncated(n), stop="budget")
 
     def ranks(self, ids) -> tuple[int, ...]:
-        """Tree headroom (draft-simple): the rank of the target's token ``ids[i]`` among the
+        """Tree headroom (a model drafter's): the rank of the target's token ``ids[i]`` among the
         draft's top-10 at each drafted position i (0: the draft's own choice; -1: not among
         them), up to and with the first rejection. Later positions were drafted after a token
         the target did not take, so they say nothing about the target's path. A drafted end of
