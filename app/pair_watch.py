@@ -56,6 +56,7 @@ class PairWatch(QObject):
         worker.engine_loaded.connect(self._engine_loaded)
         worker.failed.connect(self._load_failed)
         worker.crashed.connect(self._model_crashed)
+        controller.subscribe(self._heard)
 
     def use_demo_pair(self) -> None:
         demo = demo_pair_or_none()
@@ -170,6 +171,17 @@ class PairWatch(QObject):
         s = self.controller.session
         if not self.controller.busy and not (s is not None and s.is_recording):
             self.state.emit("Ready")
+
+    def _heard(self, what: str, payload) -> None:
+        """After a run, the loaded pair's thread line says the counts its contexts hold now: the
+        last round's (threads "auto" moves them as the load changes)."""
+        if what != "finished" or payload.session is None or not self.facts.get("threads"):
+            return
+        events = payload.session.run.events
+        now = dict(zip(("target", "draft"), events[-1].threads)) if events else {}
+        self.facts["threads"] = {role: (now.get(role) or n, auto)      # 0: no draft context ran
+                                 for role, (n, auto) in self.facts["threads"].items()}
+        self.panel.set_load_facts(self.facts)
 
     @Slot(int, object, str)
     def _load_failed(self, run_id: int, exc, tb: str) -> None:

@@ -73,9 +73,17 @@ def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path,
         assert w.pair_panel.engine_label.isVisible()
         assert "repacking off" in w.pair_panel.engine_label.text()
         assert w.pair_panel.engine_label.text().startswith("Threads: target auto (")
+        # the line says the counts the contexts hold now: after a run, its last round's (auto
+        # moves them with the load; here the facts are made stale, as a count changed since)
+        w.pairs.facts["threads"] = {role: (99, True) for role in ("target", "draft")}
+        w.pair_panel.set_load_facts(w.pairs.facts)
+        assert "(99 now)" in w.pair_panel.engine_label.text()
         with qtbot.waitSignal(w.run_done, timeout=60_000) as done:   # the loaded pair runs again
             w.run_clicked()
         assert done.args[1] in ("n_predict", "eog"), w.banner.message
+        t, d = w.controller.session.run.events[-1].threads
+        assert w.pair_panel.engine_label.text().startswith(
+            f"Threads: target auto ({t} now), draft auto ({d} now)"), w.pair_panel.engine_label.text()
     finally:
         w.close()
     again = MainWindow(settings=settings, preload=False)
