@@ -211,6 +211,8 @@ def measure(args) -> int:
     loaded = {}
     w.worker.engine_loaded.connect(loaded.update)
     window_run(app, w, 16)          # warm-up: loads the models
+    from specscope.app.main import settle_heap
+    settle_heap()                   # as the app does once its window is built
     PLOT_PAINTS.clear()
     from specscope.app.pair_panel import threads_line
     print(threads_line(loaded.get("threads", {})) + " (the window's, when the pair loaded)")
