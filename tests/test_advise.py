@@ -399,3 +399,34 @@ def test_a_budget_too_short_for_every_category_plans_them_in_turn(smollm2):
         assert c.needs_s and c.needs_s > 0
         assert f"about {c.needs_s:.0f} s more would give it advice" in c.decision().why
     assert all(c.left_out == 6 - len(c.prompts) for c in a.categories)
+
+
+def test_an_advice_saved_before_the_types_own_parameters_moved_opens_the_same(judged):
+    """Version 2 kept each candidate's type parameters as fields of its spec ("ngram_mod",
+    "suffix", ..., "p_split"); version 3 under "own". A version-2 document opens with the same
+    candidates (the window's last advice and Open advice... read it)."""
+    from specscope.core.measure.advise.report import VERSION, from_dict
+    from specscope.core.plain import to_plain
+    doc = to_dict(judged)
+    assert doc["version"] == VERSION == 3
+    specs = []
+
+    def as_version_2(x):
+        if isinstance(x, dict):
+            if "own" in x and "types" in x:           # a candidate's spec
+                specs.append(x)
+                own = x.pop("own")
+                x.update({t.replace("-", "_"): p for t, p in own.items() if t != "draft-tree"},
+                         p_split=own["draft-tree"]["p_split"])
+            for v in x.values():
+                as_version_2(v)
+        elif isinstance(x, list):
+            for v in x:
+                as_version_2(v)
+    old = json.loads(json.dumps(doc))
+    old["version"] = 2
+    as_version_2(old)
+    assert specs, "no candidate kept its spec"
+    again, now = from_dict(old), from_dict(doc)
+    assert [[to_plain(c.spec) for c in cat.candidates] for cat in again.categories] == \
+           [[to_plain(c.spec) for c in cat.candidates] for cat in now.categories]

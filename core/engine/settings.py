@@ -110,6 +110,12 @@ def earlier_spec(d: dict) -> dict:
     return {**d, "own": own} if own else d
 
 
+def spec_from_plain(d, what: str) -> "SpecSettings":
+    """The SpecSettings a file holds (a session's, an advice's), in today's form or an earlier
+    one (``earlier_spec``); ``plain.PlainError`` names what does not fit."""
+    return from_plain(SpecSettings, earlier_spec(d), what)
+
+
 @dataclass(frozen=True)
 class SpecSettings:
     """What drafts, and how. ``types`` are llama.cpp's ``--spec-type`` names (drafters.TYPES),

@@ -62,8 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from specscope.core.engine.engine import EngineSettings, SpecSettings
-from specscope.core.engine.settings import earlier_spec
+from specscope.core.engine.engine import EngineSettings
+from specscope.core.engine.settings import spec_from_plain
 from specscope.core.engine.events import RoundEvent
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.engine.synth import WARNING
@@ -137,8 +137,7 @@ class RunSettings:
         try:
             # fields added since a file was written (synthetic acceptance, placement ...) take
             # their defaults (plain.from_plain)
-            spec = None if d["spec"] is None else from_plain(SpecSettings, earlier_spec(d["spec"]),
-                                                              "settings.spec")
+            spec = None if d["spec"] is None else spec_from_plain(d["spec"], "settings.spec")
             return cls(d["target"], d["draft"], from_plain(EngineSettings, d["engine"], "settings.engine"),
                        spec, from_plain(SamplerSettings, d["sampler"], "settings.sampler"),
                        d["n_predict"], d["prompt"], d["chat"], d["system"],

@@ -11,6 +11,7 @@ from pathlib import Path
 from specscope.core.engine.draft_policy import POLICIES
 from specscope.core.engine.drafters import DRAFT_MODEL
 from specscope.core.engine.engine import EngineSettings, SpecSettings
+from specscope.core.engine.settings import spec_from_plain
 from specscope.core.errors import ConfigError
 from specscope.core.measure.advise.advice import (Advice, AdviseSettings, Candidate, CategoryAdvice,
                                                   MeasuredCandidate, Pair, Prompt)
@@ -23,7 +24,8 @@ from specscope.core.measure.bench.workloads import Workload
 from specscope.core.plain import from_plain, to_plain
 
 TOOLS = ("llama-server", "llama-speculative-simple")
-FORMAT, VERSION = "specscope-advice", 2     # to_dict's document (version 1: before it said so)
+FORMAT, VERSION = "specscope-advice", 3     # to_dict's document (version 1: before it said so;
+                                            # 3: a spec's own parameters under "own", settings.py)
 INTERVAL_NOTE = ("measured: passes over the category's prompts (each prompt's speculative run and "
                  "target-alone run back to back, in alternating order), computed as `specscope "
                  "bench` computes its speed-up with each pass a repetition (per prompt the median "
@@ -192,7 +194,7 @@ def _spec_of(d: dict) -> SpecSettings:
     """A candidate's SpecSettings: saved whole since the format's version 2; before, found again
     from its name (the what-ifs' n-gram configurations) or its n_max, p_min and policy."""
     if "spec" in d:
-        return from_plain(SpecSettings, d["spec"], f"{d['name']}: spec")
+        return spec_from_plain(d["spec"], f"{d['name']}: spec")
     types = tuple(d["types"])
     if DRAFT_MODEL not in types:
         return next((c for c in configurations() if config_label(c) == d["name"]),
