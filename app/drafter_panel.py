@@ -472,13 +472,13 @@ def _earlier_form(d: dict) -> tuple[dict, dict]:
     knobs: dict = {}
     for key in ("size_n", "size_m"):
         for t, v in (d.get(key) if isinstance(d.get(key), dict) else {}).items():
-            knobs[f"{str(t).replace('-', '_')}.{key}"] = v
-    for key, fields in (("mod", ("ngram_mod.n_match", "ngram_mod.n_min", "ngram_mod.n_max")),
-                        ("cache", ("ngram_cache.lookup_cache_static",
-                                   "ngram_cache.lookup_cache_dynamic"))):
+            knobs[f"{t}.{key}"] = v
+    for key, fields in (("mod", ("ngram-mod.n_match", "ngram-mod.n_min", "ngram-mod.n_max")),
+                        ("cache", ("ngram-cache.lookup_cache_static",
+                                   "ngram-cache.lookup_cache_dynamic"))):
         if isinstance(d.get(key), list) and len(d[key]) == len(fields):
             knobs.update(zip(fields, d[key]))
-    renamed = {"min_hits": "ngram_map_k4v.min_hits", "policy": "draft_policy"}
+    renamed = {"min_hits": "ngram-map-k4v.min_hits", "policy": "draft_policy"}
     np_ = {}
     for key, v in d.items():
         if isinstance(v, dict) and key not in ("size_n", "size_m"):   # a type's parameters

@@ -84,8 +84,8 @@ def test_settling_the_heap_takes_the_startup_objects_out_of_the_collectors_reach
     from specscope.app.main import settle_heap
     gc.unfreeze()
     try:
-        tracked = len(gc.get_objects())
         settle_heap()
-        assert gc.get_freeze_count() >= tracked > 0
+        left = len(gc.get_objects())          # what a collection still walks: made since
+        assert gc.get_freeze_count() > 10 * left, (gc.get_freeze_count(), left)
     finally:
         gc.unfreeze()               # the test process keeps collecting what it made

@@ -112,8 +112,8 @@ def test_no_system_message_is_the_same_prompt_whoever_wrote_it(sessions):
 
 
 def test_the_settings_of_types_with_and_without_parameters_of_their_own_are_compared():
-    """Each type's own parameters are compared where it has some (draft-tree's p_split), and a
-    type with none (an EAGLE-3 head) is compared by its name alone."""
+    """Each type's own parameters are compared where it has some (draft-tree's p_split), a type
+    with none (an EAGLE-3 head) by its name alone, and a shared setting where a type reads it."""
     from types import SimpleNamespace
     from specscope.core.engine.drafters.tree import TreeParams
     from specscope.core.engine.engine import EngineSettings, SpecSettings
@@ -129,3 +129,6 @@ def test_the_settings_of_types_with_and_without_parameters_of_their_own_are_comp
     assert _differences(eagle, eagle) == ()
     assert _differences(eagle, tree) == ("drafters draft-eagle3 vs draft-tree",
                                          "draft-tree p_split 0.1 vs p_split 0.3")
+    # the settings the types share are compared where either reads them (draft-tree its n_max)
+    longer = side(SpecSettings(types=("draft-tree",), n_max=5, own={"draft-tree": TreeParams(0.3)}))
+    assert _differences(tree, longer) == ("n_max 3 vs 5",)

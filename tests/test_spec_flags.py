@@ -145,7 +145,7 @@ def test_a_types_own_parameters_are_a_value_held_by_its_name():
     assert a.own.given() == {"ngram-simple": NgramMapParams(3, 11)}
     with pytest.raises(ConfigError, match="NgramMapParams, not a NgramModParams"):
         TypeParams({"ngram-simple": NgramModParams()})
-    with pytest.raises(ConfigError, match="no speculative type with parameters"):
-        a.params("draft-simple")
+    with pytest.raises(KeyError, match="no speculative type with parameters"):
+        a.params("draft-simple")                                        # a programming error
     with pytest.raises(ConfigError, match="size N"):
         SpecSettings(types=("ngram-simple",), own={"ngram-simple": NgramMapParams(0)}).validate()

@@ -19,30 +19,31 @@ from specscope.core.plain import PlainError, from_plain, to_plain
 # where an earlier SpecSettings kept a type's own parameters (session files and the window's
 # saved knobs still read them): a field per type, named as the type with underscores, and
 # draft-simple's neighbours that belong to one type alone
-EARLIER_FIELDS = {n.replace("-", "_"): n for n, t in TYPES.items() if t.params is not None}
+EARLIER_FIELDS = {n.replace("-", "_"): n for n, t in TYPES.items() if t.params_class is not None}
 EARLIER_SINGLE = ("p_split",)
 
 
 def _owner(field: str) -> str:
     """The type whose own parameters hold ``field`` (one of EARLIER_SINGLE)."""
-    return next(n for n, t in TYPES.items() if t.params and field in t.params.__dataclass_fields__)
+    return next(n for n, t in TYPES.items()
+                if t.params_class and field in t.params_class.__dataclass_fields__)
 
 
 _DEFAULTS: dict = {}
 
 
 def _default(name: str):
-    """``name``'s default parameters (its PARAMS())."""
+    """``name``'s default parameters (its PARAMS()); KeyError: no type of that name has any."""
     if name not in _DEFAULTS:
-        if name not in TYPES or TYPES[name].params is None:
-            raise ConfigError(f"{name!r} is no speculative type with parameters of its own")
-        _DEFAULTS[name] = TYPES[name].params()
+        if name not in TYPES or TYPES[name].params_class is None:
+            raise KeyError(f"{name!r} is no speculative type with parameters of its own")
+        _DEFAULTS[name] = TYPES[name].params_class()
     return _DEFAULTS[name]
 
 
 class TypeParams:
-    """Each type's own parameters (its drafter module's ``PARAMS``, registry.SpecType.params) by
-    type name: those given, the type's defaults for the rest. A value, compared and hashed by
+    """Each type's own parameters (its drafter module's ``PARAMS``: registry.SpecType.params_class)
+    by type name: those given, the type's defaults for the rest. A value, compared and hashed by
     what differs from the defaults."""
     __slots__ = ("_given",)
 
@@ -76,16 +77,16 @@ class TypeParams:
 
     def to_plain(self) -> dict:
         """Every type's parameters, defaults included (a session file says what ran)."""
-        return {n: to_plain(self[n]) for n, t in TYPES.items() if t.params is not None}
+        return {n: to_plain(self[n]) for n, t in TYPES.items() if t.params_class is not None}
 
     @classmethod
     def from_plain(cls, d, what: str = "own") -> "TypeParams":
         if not isinstance(d, dict):
             raise PlainError(f"{what} is not a JSON object")
-        unknown = [n for n in d if n not in TYPES or TYPES[n].params is None]
+        unknown = [n for n in d if n not in TYPES or TYPES[n].params_class is None]
         if unknown:
             raise PlainError(f"{what} has an unknown type {unknown[0]!r}")
-        return cls({n: from_plain(TYPES[n].params, v, f"{what}.{n}") for n, v in d.items()})
+        return cls({n: from_plain(TYPES[n].params_class, v, f"{what}.{n}") for n, v in d.items()})
 
 
 def earlier_field(path: str) -> str:
@@ -201,12 +202,12 @@ class SpecSettings:
         return type_label(self.types)
 
     def params(self, type_name: str):
-        """A type's own parameters (registry.SpecType.params: ``ngram-map-k``'s NgramMapParams)."""
+        """A type's own parameters (``ngram-map-k``'s NgramMapParams: SpecType.params_class)."""
         return self.own[type_name]
 
     def own_params(self) -> dict:
         """The enabled types' own parameters, for JSON output."""
-        return {t: asdict(self.own[t]) for t in self.types if TYPES[t].params is not None}
+        return {t: asdict(self.own[t]) for t in self.types if TYPES[t].params_class is not None}
 
     def sequences(self) -> int:
         """The sequences a context needs for these types beside -np (registry.SpecType.seqs)."""

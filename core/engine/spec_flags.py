@@ -94,8 +94,8 @@ def settings_fields() -> set[str]:
     parameters field by field ("ngram-mod.n_match")."""
     out = {f.name for f in fields(SpecSettings) if f.name not in ("types", "own")}
     for name, t in TYPES.items():
-        if t.params is not None:
-            out |= {f"{name}.{g.name}" for g in fields(t.params)}
+        if t.params_class is not None:
+            out |= {f"{name}.{g.name}" for g in fields(t.params_class)}
     return out
 
 

@@ -175,9 +175,9 @@ class TokenTable:
         return [[t, _bytes_out(p), _bytes_out(x), eog] for t, (p, x, eog) in sorted(self.entries.items())]
 
     @classmethod
-    def from_plain(cls, rows) -> "TokenTable":
+    def from_plain(cls, rows, what: str = "tokens") -> "TokenTable":
         if not isinstance(rows, list):
-            raise PlainError("tokens is not a list")
+            raise PlainError(f"{what} is not a list")
         entries = {}
         for row in rows:
             if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], int)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from specscope.core.engine.drafters.registry import TYPES
+from specscope.core.engine.spec_flags import flag
 from specscope.core.models.tokentext import text_of
 
 SHOWN_CONTEXT_CHARS = 40      # shared text quoted before a divergence
@@ -89,11 +90,11 @@ def _differences(a, b) -> tuple[str, ...]:
     differ("drafters", ",".join(spa.types) if spa else "none", ",".join(spb.types) if spb else "none")
     if spa is not None and spb is not None:
         types = set(spa.types) | set(spb.types)
-        if "draft-simple" in types:
-            for field in ("n_max", "n_min", "p_min", "sync", "draft_policy"):
+        for field in ("n_max", "n_min", "p_min", "sync", "draft_policy"):   # where either reads it
+            if flag(field).applies(spa) or flag(field).applies(spb):
                 differ(field, getattr(spa, field), getattr(spb, field))
-        for t in sorted(t for t in types if TYPES[t].params is not None):
-            differ(t, _params(spa.params(t)), _params(spb.params(t)))
+        for t in sorted(t for t in types if TYPES[t].params_class is not None):
+            differ(t, _params(t, spa.params(t)), _params(t, spb.params(t)))
     differ("sampler", sa.sampler.describe() if hasattr(sa.sampler, "describe") else sa.sampler,
            sb.sampler.describe() if hasattr(sb.sampler, "describe") else sb.sampler)
     differ("n_predict", sa.n_predict, sb.n_predict)
@@ -106,12 +107,9 @@ def _differences(a, b) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _params(p) -> str:
-    """A type's own parameters in a few words (the flags' names, shortened)."""
-    words = {"size_n": "n", "size_m": "m", "min_hits": "min-hits", "n_match": "match",
-             "n_min": "min", "n_max": "max", "lookup_cache_static": "static",
-             "lookup_cache_dynamic": "dynamic"}
-    return " ".join(f"{words.get(k, k)} {Path(v).name if isinstance(v, str) else v}"
+def _params(t: str, p) -> str:
+    """A type's own parameters in a few words (each by its label in the window)."""
+    return " ".join(f"{flag(f'{t}.{k}').label or k} {Path(v).name if isinstance(v, str) else v}"
                     for k, v in asdict(p).items() if v != "")
 
 

@@ -104,11 +104,12 @@ class SpecType:
 
     def flags(self) -> tuple:
         """Its own settings' flags (core/engine/flag.py), declared in its drafter module (those
-        of its module's ``FLAGS`` that steer it: a module may serve several types)."""
-        return tuple(f for f in getattr(self.drafter_module(), "FLAGS", ()) if self.name in f.types)
+        of its module's ``FLAGS`` that it owns, its name first in their types: a module may
+        serve several types, and a flag they share is gathered once)."""
+        return tuple(f for f in getattr(self.drafter_module(), "FLAGS", ()) if f.types[0] == self.name)
 
     @property
-    def params(self):
+    def params_class(self):
         """The dataclass of its own parameters (its drafter module's ``PARAMS``; None: it has
         none beside the shared settings). SpecSettings.params(name) holds one per type."""
         return getattr(self.drafter_module(), "PARAMS", None)

@@ -32,7 +32,6 @@ SPLIT_RANKS = 8      # llama-speculative looks at candidates 1..7 for a split
 NAME = "draft-tree"
 
 
-
 @dataclass(frozen=True)
 class TreeParams:
     """draft-tree's own setting (llama-speculative's ``p_split``)."""

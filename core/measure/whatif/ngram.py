@@ -23,7 +23,7 @@ import numpy as np
 from specscope.core.engine.drafters import DRAFT_MODEL, NGRAM_TYPES, Chain
 from specscope.core.engine.drafters.ngram_map import NgramMapParams
 from specscope.core.engine.drafters.ngram_mod import NgramModParams
-from specscope.core.engine.drafters.registry import LLAMA_TYPES
+from specscope.core.engine.drafters.registry import LLAMA_TYPES, TYPES
 from specscope.core.engine.drafters.suffix import SuffixParams
 from specscope.core.engine.drafters.build import make_chain
 from specscope.core.engine.engine import SpecSettings
@@ -124,8 +124,9 @@ def config_label(spec: SpecSettings) -> str:
     from llama.cpp's defaults."""
     parts = []
     for t in spec.types:
-        p = spec.own.given().get(t)
-        changed = [f"{k}={v}" for k, v in vars(p).items() if getattr(type(p)(), k) != v] if p else []
+        params = TYPES[t].params_class
+        changed = [f"{k}={v}" for k, v in vars(spec.params(t)).items()
+                   if getattr(params(), k) != v] if params else []
         parts.append(f"{t}({', '.join(changed)})" if changed else t)
     return ">".join(parts)
 
