@@ -120,9 +120,20 @@ def window_run(app, w, n_predict: int, heartbeat: bool = True) -> dict:
             "wall_s": wall, "stall_p50": percentile(stalls, 50), "stall_p99": percentile(stalls, 99),
             "stall_max": max(stalls or [0.0]), "ticks": len(gaps),
             "refreshes": w.shown.refresh_count - refresh0, "acceptance": s.acceptance_rate,
+            "threads": _counts(w.controller.session.run.events),
             "ui_cpu_share": ui_cpu / wall,
             "refresh_cpu_p99": percentile([c for _, c in w.shown.refresh_costs], 99) * 1e3,
             "refresh_wall_p99": percentile([t for t, _ in w.shown.refresh_costs], 99) * 1e3}
+
+
+def _counts(events) -> str:
+    """The thread counts a run's rounds ran with: "2+2", or "2+2→1+1" where auto moved them."""
+    seen = []
+    for ev in events:
+        c = "+".join(str(n) for n in ev.threads if n)
+        if c and (not seen or seen[-1] != c):
+            seen.append(c)
+    return "→".join(seen) or "?"
 
 
 def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool) -> dict:
@@ -134,7 +145,9 @@ def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool)
            "-p", PROMPT, "--json", *(["--chat"] if chat else [])]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
     doc = json.loads(out)
-    return {"tokens": doc["stats"]["n_tokens"], "tps": doc["stats"]["tokens_per_s"], "finish": doc["finish"]}
+    spans = doc["stats"].get("threads", [])          # [round, target, draft] where counts changed
+    return {"tokens": doc["stats"]["n_tokens"], "tps": doc["stats"]["tokens_per_s"], "finish": doc["finish"],
+            "threads": "→".join("+".join(str(n) for n in s[1:] if n) for s in spans) or "?"}
 
 
 def startup_ms() -> float | None:
@@ -235,7 +248,8 @@ def measure(args) -> int:
         clis.append(c)
         print(f"  run {i + 1}: window {r['tps']:7.1f} tok/s ({r['tokens']} tokens, {r['finish']}, "
               f"{r['refreshes']} refreshes in {r['wall_s']:.2f} s, UI thread busy "
-              f"{100 * r['ui_cpu_share']:.0f} %) | CLI {c['tps']:7.1f} tok/s ({c['tokens']} tokens) | "
+              f"{100 * r['ui_cpu_share']:.0f} %, threads {r['threads']}) | CLI {c['tps']:7.1f} tok/s ({c['tokens']} "
+              f"tokens, threads {c['threads']}) | "
               f"steal {100 * r['steal']:.0f} % | with the heartbeat: {st['tps']:.1f} tok/s, stalls p50 "
               f"{st['stall_p50']:.1f} ms, p99 {st['stall_p99']:.1f} ms, max {st['stall_max']:.1f} ms, "
               f"refresh p99 {st['refresh_wall_p99']:.1f} ms wall, {st['refresh_cpu_p99']:.1f} ms CPU")
