@@ -120,7 +120,7 @@ def window_run(app, w, n_predict: int, heartbeat: bool = True) -> dict:
             "wall_s": wall, "stall_p50": percentile(stalls, 50), "stall_p99": percentile(stalls, 99),
             "stall_max": max(stalls or [0.0]), "ticks": len(gaps),
             "refreshes": w.shown.refresh_count - refresh0, "acceptance": s.acceptance_rate,
-            "threads": _counts(w.controller.session.run.events),
+            "threads": _counts(w.controller.session.run.events if w.controller.session else ()),
             "ui_cpu_share": ui_cpu / wall,
             "refresh_cpu_p99": percentile([c for _, c in w.shown.refresh_costs], 99) * 1e3,
             "refresh_wall_p99": percentile([t for t, _ in w.shown.refresh_costs], 99) * 1e3}
