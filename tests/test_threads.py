@@ -83,6 +83,25 @@ def test_load_moves_to_one_thread_and_back_when_it_goes():
     assert g.current == 2 and [(c.old, c.new) for c in g.changes] == [(2, 1), (1, 2)]
 
 
+def test_a_blip_that_moved_to_fewer_threads_is_undone_soon():
+    """A stall of a few decodes (the window painting, a blip on the host) moves down as a load
+    does; while moves up hold, more threads are tried again BACK_UP_S later, not a full interval."""
+    m = Machine()
+    g = governor(m)
+    m.run(g, 500)
+    m.loaded = True
+    for _ in range(400):                        # until it moves down (within a few rounds)
+        if g.current == 1:
+            break
+        m.run(g, 1)
+    assert g.current == 1
+    m.loaded = False
+    moved_at = m.now
+    while g.current == 1 and m.now - moved_at < 5:
+        m.run(g, 1)
+    assert g.current == 2 and m.now - moved_at < 2 * g.BACK_UP_S < g.FIRST_TRIAL_S, m.now - moved_at
+
+
 def test_a_load_present_from_the_start_is_left_within_the_first_decodes():
     m = Machine()
     m.loaded = True

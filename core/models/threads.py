@@ -11,7 +11,8 @@ run goes on, so a context whose threads are "auto" carries a :class:`ThreadGover
 - when the mean of the last ``STEADY`` decodes of one shape is more than ``SLOW`` times the
   best that count gave for that shape, the load has changed: the other counts are tried now;
 - otherwise the other counts are tried now and then (``FIRST_TRIAL_S``, doubling to
-  ``MAX_TRIAL_S`` while the current count keeps winning, ``MAX_UP_S`` for more threads), so
+  ``MAX_TRIAL_S`` while the current count keeps winning, ``MAX_UP_S`` for more threads; more
+  ``BACK_UP_S`` after a move to fewer while moves up hold, as a blip moves down too), so
   that the count that fits an idle machine comes back when the load goes; more threads are
   not tried while other processes' runnable threads hold the cores they would need;
 - a trial runs a few decodes at the other count and compares them with the current count's
@@ -147,6 +148,9 @@ class ThreadGovernor:
     MAX_TRIAL_S = 16.0    # the longest interval between trials of fewer threads
     MAX_UP_S = 32.0       # ... and of more threads (each one under load can cost a stall)
     HELD_S = 8.0          # a move to more threads that holds this long resets their interval
+    BACK_UP_S = 0.1       # after a move to fewer: the first trial of more, while moves up hold (a
+                          # blip moves down as a load does: 2 of 7 window runs went 2+2 -> 1+1 on
+                          # an idle VM and stayed there 0.5 s, at 60 % of the speed)
 
     def __init__(self, counts: tuple[int, ...], start: int | None = None,
                  clock: Callable[[], float] = time.perf_counter):
@@ -304,7 +308,10 @@ class ThreadGovernor:
         else:
             self._back_off(kind)
         self._forget(self.current)        # the current count's best is learnt anew: the load moved
-        self._schedule(down=now + self._interval["down"], up=now + self._interval["up"])
+        up = self._interval["up"]
+        if self._won and kind == "down" and up <= self.FIRST_TRIAL_S:
+            up = self.BACK_UP_S            # moved down, and moves up have held: look back soon
+        self._schedule(down=now + self._interval["down"], up=now + up)
 
     def _moved(self, new: int, now: float) -> None:
         """To ``new`` threads. More threads are tried again ever more rarely while the moves
