@@ -1,11 +1,11 @@
 """Frozen dataclasses to plain JSON values and back, strictly (the session file's records).
 
 ``to_plain`` turns a dataclass into a dict of JSON values (tuples become lists; floats stay
-floats, which JSON round-trips exactly through ``repr``; a field whose class is no dataclass but
-has ``to_plain()`` and a classmethod ``from_plain(value, what)`` writes and reads itself). ``from_plain`` rebuilds it from
-the field type hints and raises ``PlainError`` naming the field when a key is missing (a
-field with a default may be: files written before it was added still load), unknown or of
-the wrong type."""
+floats, which JSON round-trips exactly through ``repr``; a field whose class is no dataclass
+but has ``to_plain()`` and a classmethod ``from_plain(value, what)`` writes and reads itself).
+``from_plain`` rebuilds it from the field type hints and raises ``PlainError`` naming the
+field when a key is missing (a field with a default may be: files written before it was added
+still load), unknown or of the wrong type."""
 
 from __future__ import annotations
 

@@ -120,20 +120,16 @@ def window_run(app, w, n_predict: int, heartbeat: bool = True) -> dict:
             "wall_s": wall, "stall_p50": percentile(stalls, 50), "stall_p99": percentile(stalls, 99),
             "stall_max": max(stalls or [0.0]), "ticks": len(gaps),
             "refreshes": w.shown.refresh_count - refresh0, "acceptance": s.acceptance_rate,
-            "threads": _counts(w.controller.session.run.events if w.controller.session else ()),
+            "threads": _counts(s.threads),
             "ui_cpu_share": ui_cpu / wall,
             "refresh_cpu_p99": percentile([c for _, c in w.shown.refresh_costs], 99) * 1e3,
             "refresh_wall_p99": percentile([t for t, _ in w.shown.refresh_costs], 99) * 1e3}
 
 
-def _counts(events) -> str:
-    """The thread counts a run's rounds ran with: "2+2", or "2+2→1+1" where auto moved them."""
-    seen = []
-    for ev in events:
-        c = "+".join(str(n) for n in ev.threads if n)
-        if c and (not seen or seen[-1] != c):
-            seen.append(c)
-    return "→".join(seen) or "?"
+def _counts(spans) -> str:
+    """Thread counts as a run's stats keep them ([first round, target, draft] per stretch):
+    "2+2", or "2+2→1+1" where auto moved them."""
+    return "→".join("+".join(str(n) for n in s[1:] if n) for s in spans) or "?"
 
 
 def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool) -> dict:
@@ -145,9 +141,8 @@ def cli_run(target, draft, n_predict: int, n_ctx: int, threads: int, chat: bool)
            "-p", PROMPT, "--json", *(["--chat"] if chat else [])]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
     doc = json.loads(out)
-    spans = doc["stats"].get("threads", [])          # [round, target, draft] where counts changed
     return {"tokens": doc["stats"]["n_tokens"], "tps": doc["stats"]["tokens_per_s"], "finish": doc["finish"],
-            "threads": "→".join("+".join(str(n) for n in s[1:] if n) for s in spans) or "?"}
+            "threads": _counts(doc["stats"].get("threads", []))}
 
 
 def startup_ms() -> float | None:

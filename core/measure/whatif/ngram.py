@@ -125,8 +125,9 @@ def config_label(spec: SpecSettings) -> str:
     parts = []
     for t in spec.types:
         params = TYPES[t].params_class
+        default = params() if params else None
         changed = [f"{k}={v}" for k, v in vars(spec.params(t)).items()
-                   if getattr(params(), k) != v] if params else []
+                   if getattr(default, k) != v] if params else []
         parts.append(f"{t}({', '.join(changed)})" if changed else t)
     return ">".join(parts)
 
