@@ -174,13 +174,17 @@ class PairWatch(QObject):
 
     def _heard(self, what: str, payload) -> None:
         """After a run, the loaded pair's thread line says the counts its contexts hold now: the
-        last round's (threads "auto" moves them as the load changes)."""
-        if what != "finished" or payload.session is None or not self.facts.get("threads"):
+        last round's (threads "auto" moves them as the load changes). A baseline's rounds run
+        no draft; a draft on auto beside a target on auto shares its governor, so its count."""
+        threads = self.facts.get("threads")
+        events = payload.session.run.events if what == "finished" and payload.session else ()
+        if not threads or not events:
             return
-        events = payload.session.run.events
-        now = dict(zip(("target", "draft"), events[-1].threads)) if events else {}
-        self.facts["threads"] = {role: (now.get(role) or n, auto)      # 0: no draft context ran
-                                 for role, (n, auto) in self.facts["threads"].items()}
+        target, draft = events[-1].threads
+        if not draft and all(auto for _, auto in threads.values()):
+            draft = target
+        now = {"target": target, "draft": draft}
+        self.facts["threads"] = {role: (now[role] or n, auto) for role, (n, auto) in threads.items()}
         self.panel.set_load_facts(self.facts)
 
     @Slot(int, object, str)

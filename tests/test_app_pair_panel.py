@@ -84,6 +84,17 @@ def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path,
         t, d = w.controller.session.run.events[-1].threads
         assert w.pair_panel.engine_label.text().startswith(
             f"Threads: target auto ({t} now), draft auto ({d} now)"), w.pair_panel.engine_label.text()
+        # a baseline decodes no draft: the draft on auto shares the target's governor, its count
+        w.pairs.facts["threads"] = {role: (99, True) for role in ("target", "draft")}
+        ended = []
+        w.controller.subscribe(lambda what, payload: ended.append(payload) if what == "finished" else None)
+        with qtbot.waitSignal(w.run_done, timeout=60_000) as done:
+            w.baseline_clicked()
+        assert done.args[1] in ("n_predict", "eog"), w.banner.message
+        t, d = ended[-1].session.run.events[-1].threads
+        assert ended[-1].session.kind == "baseline" and d == 0
+        assert w.pair_panel.engine_label.text().startswith(
+            f"Threads: target auto ({t} now), draft auto ({t} now)"), w.pair_panel.engine_label.text()
     finally:
         w.close()
     again = MainWindow(settings=settings, preload=False)
