@@ -27,6 +27,22 @@ def test_shares_give_each_token_its_part():
     assert shares([b"\xad"]) == ["⟨AD⟩"]
 
 
+def test_shares_of_whole_characters_are_the_pieces_read_character_by_character():
+    """The fast path (every piece whole characters) says what the character walk says, and a
+    piece that splits a character still takes the walk."""
+    import random
+    from specscope.core.models.tokentext import _split_shares
+    rng = random.Random(7)
+    chars = ["a", " ", "\n", "é", "中", "😀", "ß", "\t", "{"]
+    for _ in range(300):
+        pieces = ["".join(rng.choices(chars, k=rng.randint(0, 4))).encode() for _ in range(rng.randint(1, 5))]
+        assert shares(pieces) == _split_shares(pieces, b"") == [p.decode() for p in pieces]
+        cut = b"".join(pieces)
+        k = rng.randint(0, len(cut))
+        split = [cut[:k], cut[k:]]
+        assert shares(split) == _split_shares(split, b"")
+
+
 @pytest.mark.parametrize("model", ["llama", "gpt2"])
 def test_cli_stream_on_real_vocabularies(tmp_path, model):
     kw = dict(model="llama", tokens=ggufgen.spm_vocab(), bos=1, eos=2) if model == "llama" else {}

@@ -91,6 +91,16 @@ def shares(pieces: Sequence[bytes], prefix: bytes = b"") -> list[str]:
     (bytes of an unfinished character before them): its own whole characters, and a character
     split over tokens on every token that holds part of it, with the token's share, e.g.
     "中 (2/3)". Bytes that make no character show as ⟨E4⟩."""
+    if not prefix:
+        try:        # the common case: each piece whole characters (UTF-8 resynchronises at
+            return [p.decode("utf-8") for p in pieces]   # every character, so they are the same)
+        except UnicodeDecodeError:
+            pass
+    return _split_shares(pieces, prefix)
+
+
+def _split_shares(pieces: Sequence[bytes], prefix: bytes) -> list[str]:
+    """``shares`` character by character."""
     data = prefix + b"".join(pieces)
     owner = [-1] * len(prefix)                  # -1: the text before these tokens
     for k, p in enumerate(pieces):
