@@ -44,34 +44,28 @@ COLORS = TOKEN_COLORS   # kind -> (foreground, background), the palette's (app/p
 MATCH_COLORS = ("#ffffff", "#c2410c")     # the matched n-gram, earlier and now (fg, bg)
 SOURCE_COLORS = ("#ffffff", "#3b82f6")    # the tokens the draft was copied from
 COPIED_COLORS = ("#ffffff", "#172554")    # the one the hovered token was copied from
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class TokenSpan:
-    kind: str            # prompt | accepted | target | rejected | unchecked
+    """One token as the view shows it: who made it, its text, and where that text is in the
+    document, [start, end) (-1 while it is hidden: a rejected token with rejected tokens
+    hidden). The view keeps one per token it was given, shown or not, and places them again
+    when the rejected tokens are shown or hidden (a live run appends thousands a second, so
+    this is one plain object per token)."""
+    kind: str            # prompt | message | accepted | target | rejected | unchecked
     token: int           # -1 for the prompt
     round: int           # -1 for the prompt
     position: int        # KV position the token has (or would have had)
-    start: int           # document positions [start, end)
-    end: int
-    describe: Callable[[], str] = field(repr=False, compare=False)
+    text: str
+    describe: Callable[[], str] = field(repr=False)     # its tooltip, written on demand
     drafter: str = ""    # drafted tokens: the llama.cpp type that proposed them
-    event: object = field(default=None, repr=False, compare=False)   # its round's RoundEvent
+    event: object = field(default=None, repr=False)   # its round's RoundEvent
+    start: int = -1
+    end: int = -1
 
     @property
     def tooltip(self) -> str:
         """What hovering the token shows (HTML), written on demand."""
         return self.describe()
-
-
-@dataclass(frozen=True, slots=True)
-class _Piece:
-    kind: str
-    token: int
-    round: int
-    position: int
-    text: str
-    describe: Callable[[], str]         # its tooltip, on demand
-    drafter: str = ""
-    event: object = None
 
 
 def visible(text: str) -> str:
@@ -147,7 +141,7 @@ class TokenView(QPlainTextEdit):
         self._pos_span: dict[int, TokenSpan] = {}    # position -> its shown prompt/kept token
         self.highlighted: TokenSpan | None = None    # the hovered n-gram token, highlighted
         self._show_rejected = True
-        self._pieces: list[_Piece] = []
+        self._pieces: list[TokenSpan] = []     # every token given, shown or not (spans: the shown)
         self.spans: list[TokenSpan] = []
         self._starts: list[int] = []
         self._vocab = None
@@ -193,7 +187,7 @@ class TokenView(QPlainTextEdit):
         for k, (text, made) in enumerate(turns, 1):
             pieces.append(self._message(text, k, document, pieces))
             if isinstance(made, str):           # only its text is known (a session file)
-                pieces.append(_Piece(PROMPT, -1, -1, -1, made, lambda k=k: f"the reply of turn {k}"))
+                pieces.append(TokenSpan(PROMPT, -1, -1, -1, made, lambda k=k: f"the reply of turn {k}"))
             else:
                 pieces += self._earlier_reply(made, k)
         pieces.append(self._message(message, len(turns) + 1, document, pieces))
@@ -201,19 +195,19 @@ class TokenView(QPlainTextEdit):
         self._stream = TokenText()
         self._append(pieces)
 
-    def _message(self, text: str, turn: int, document: bool, before: list) -> "_Piece":
+    def _message(self, text: str, turn: int, document: bool, before: list) -> "TokenSpan":
         shown = next((p.text for p in reversed(before) if p.text), "")    # what the text ends with
         if document:        # the document goes on: a new line unless it ends with one
             sep = "" if not shown or shown.endswith(("\n", " ")) else "\n"
-            return _Piece(PROMPT, -1, -1, -1, sep + text,
+            return TokenSpan(PROMPT, -1, -1, -1, sep + text,
                           lambda: f"your text of turn {turn}: this target has no chat template, "
                                   "so each message continues one document")
         sep = "" if not shown else ("\n" if shown.endswith("\n") else "\n\n")
-        return _Piece(MESSAGE, -1, -1, -1, f"{sep}You: {text}\n",
+        return TokenSpan(MESSAGE, -1, -1, -1, f"{sep}You: {text}\n",
                       lambda: f"your message of turn {turn} (the chat template's tokens around "
                               "it are hidden: <i>show template</i> shows them)")
 
-    def _earlier_reply(self, session, turn: int) -> list["_Piece"]:
+    def _earlier_reply(self, session, turn: int) -> list["TokenSpan"]:
         """An earlier turn's reply, from its own rounds and vocabulary (its rounds are not
         this session's: they take no round number)."""
         vocab, history = self._vocab, self._history
@@ -230,14 +224,14 @@ class TokenView(QPlainTextEdit):
         self._vocab = vocab
         self._prompt = prompt
         if not prompt_tokens:
-            self._append([_Piece(PROMPT, -1, -1, -1, prompt, lambda: "the prompt")])
+            self._append([TokenSpan(PROMPT, -1, -1, -1, prompt, lambda: "the prompt")])
             return
         pieces = []
         n = len(prompt_tokens)
         self._history.extend(prompt_tokens)
         for i, tok in enumerate(prompt_tokens):
             text, joined = self._stream.feed(tok, vocab.piece(tok))
-            pieces.append(_Piece(PROMPT, tok, -1, i, text,
+            pieces.append(TokenSpan(PROMPT, tok, -1, i, text,
                                  partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
         self._append(pieces)
 
@@ -261,9 +255,10 @@ class TokenView(QPlainTextEdit):
         self._append(pieces)
 
     def _text(self, token: int) -> tuple[str, tuple[int, ...]]:
-        """The text an emitted token adds, and the earlier tokens its first character joins."""
+        """The text an emitted token shows, and the earlier tokens its first character joins
+        (an end of generation shows as a mark and adds nothing to the text)."""
         if self._vocab.is_eog(token):
-            return "", ()
+            return "⟨end of text⟩", ()
         return self._stream.feed(token, self._vocab.piece(token))
 
     def _piece_text(self, token: int) -> str:
@@ -274,7 +269,7 @@ class TokenView(QPlainTextEdit):
         except UnicodeDecodeError:
             return hex_bytes(piece)
 
-    def _round_pieces(self, ev) -> list[_Piece]:
+    def _round_pieces(self, ev) -> list[TokenSpan]:
         out = []
         k, a = len(ev.drafted), ev.n_accepted
         pos0 = ev.n_past + len(ev.replayed) + 1      # position of emitted[0]
@@ -282,10 +277,10 @@ class TokenView(QPlainTextEdit):
         self._history.extend(ev.emitted)
         for i, tok in enumerate(ev.emitted):
             if i < a and ev.drafted:
-                text, joined = ("⟨end of text⟩", ()) if self._vocab.is_eog(tok) else self._text(tok)
-                out.append(_Piece(ACCEPTED, tok, ev.index, pos0 + i, text,
-                                  partial(self._describe, ev, ACCEPTED, i, (joined, text[:1])),
-                                  drafter, ev))
+                text, joined = self._text(tok)
+                out.append(TokenSpan(ACCEPTED, tok, ev.index, pos0 + i, text,
+                                 partial(self._describe, ev, ACCEPTED, i, (joined, text[:1])),
+                                 drafter, ev))
                 continue
             # the target's own token: replacement, bonus, or a plain/baseline token;
             # the rejected drafted tokens come first, struck through, each with its share
@@ -293,14 +288,14 @@ class TokenView(QPlainTextEdit):
             # that was drafted too is not a rejection: ``RoundEvent.eog_ends_draft``)
             first = a + ev.eog_ends_draft
             rejected = ev.drafted[first:k] if ev.drafted else ()
-            labels = shares([self._vocab.piece(t) for t in rejected], self._stream.pending)
+            labels = shares([self._vocab.piece(t) for t in rejected], self._stream.pending) if rejected else ()
             for j, (tok_j, label) in enumerate(zip(rejected, labels), start=first):
                 kind = REJECTED if j == a else UNCHECKED
-                out.append(_Piece(kind, tok_j, ev.index, pos0 + j, visible(label),
-                                  partial(self._describe, ev, kind, j), drafter, ev))
-            text, joined = ("⟨end of text⟩", ()) if self._vocab.is_eog(tok) else self._text(tok)
-            out.append(_Piece(TARGET, tok, ev.index, pos0 + i, text,
-                              partial(self._describe, ev, TARGET, i, (joined, text[:1])), "", ev))
+                out.append(TokenSpan(kind, tok_j, ev.index, pos0 + j, visible(label),
+                                 partial(self._describe, ev, kind, j), drafter, ev))
+            text, joined = self._text(tok)
+            out.append(TokenSpan(TARGET, tok, ev.index, pos0 + i, text,
+                                 partial(self._describe, ev, TARGET, i, (joined, text[:1])), "", ev))
         return out
 
     def _describe_prompt(self, i: int, n: int, token: int, split=((), "")) -> str:
@@ -422,7 +417,7 @@ class TokenView(QPlainTextEdit):
         return f"<br><span style='color:#666'>{line}</span>"
 
     # ------------------------------------------------------------------ document
-    def _append(self, pieces: list[_Piece], record: bool = True) -> None:
+    def _append(self, pieces: list[TokenSpan], record: bool = True) -> None:
         if not pieces:
             return
         bar = self.verticalScrollBar()
@@ -441,22 +436,24 @@ class TokenView(QPlainTextEdit):
         if at_end:
             bar.setValue(bar.maximum())
 
-    def _insert(self, cursor: QTextCursor, p: _Piece) -> None:
+    def _insert(self, cursor: QTextCursor, p: TokenSpan) -> None:
         if p.kind in (REJECTED, UNCHECKED) and not self._show_rejected:
+            p.start = p.end = -1
             return
-        start = cursor.position()
+        p.start = start = cursor.position()
         if p.text:
             text = p.text
             if p.kind in (ACCEPTED, TARGET) and "\n" in text:
                 text = text.replace("\n", "↵\n")      # a line break shows whose token it was
             fmt = self._drafter_formats.get(p.drafter) if p.kind == ACCEPTED else None
             cursor.insertText(text, fmt or self._formats[p.kind])
-        span = TokenSpan(p.kind, p.token, p.round, p.position, start, cursor.position(), p.describe,
-                         p.drafter, p.event)
-        self.spans.append(span)
+            p.end = cursor.position()
+        else:
+            p.end = start
+        self.spans.append(p)
         self._starts.append(start)
         if p.kind in (PROMPT, ACCEPTED, TARGET) and p.position >= 0:
-            self._pos_span[p.position] = span
+            self._pos_span[p.position] = p
 
     def _rebuild(self) -> None:
         self.clear()
