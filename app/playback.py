@@ -154,6 +154,9 @@ class PaceControl(QtWidgets.QWidget):
                                 "have not shown yet" if n else "")
 
 
+LABEL_WIDEST = "00000 of 00000 (live)"     # the scrubber's label at its widest
+
+
 class Scrubber(QtWidgets.QWidget):
     """A slider over the rounds shown so far; moving it asks to see the run after k rounds."""
 
@@ -166,6 +169,8 @@ class Scrubber(QtWidgets.QWidget):
         self.slider.setToolTip("Drag to see the text, the KV picture and the statistics as they "
                                "were after any round; the end is live again")
         self.label = QtWidgets.QLabel("no rounds")
+        # a fixed width: a count that grows during a run must not re-lay out (and repaint) the row
+        self.label.setMinimumWidth(self.label.fontMetrics().horizontalAdvance(LABEL_WIDEST) + 4)
         lay = QtWidgets.QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QtWidgets.QLabel("Round"))

@@ -26,8 +26,8 @@ FIELDS = (
 
 STATE_MAX_PX = 330        # the state text's widest (elided beyond; whole in its tooltip)
 STATE_MIN_PX = 180        # ... and narrowest: below it the fields after it wrap
-WIDTH_SAMPLES = {"tokens": "0000 (000 rounds)", "n_drafted": "00000", "n_accept": "00000",
-                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "000.0",
+WIDTH_SAMPLES = {"tokens": "00000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
+                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0",
                  "threads": "0+0→0+0"}   # the numbers
 
 

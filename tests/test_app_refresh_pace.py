@@ -31,3 +31,37 @@ def test_a_costly_refresh_waits_its_cost_over_the_share():
 def test_the_text_never_waits_longer_than_a_quarter_second():
     assert not refresh_due((10.0, 1.0), 10.0 + REFRESH_MAX_WAIT_S * 0.9, 1.1)     # 100 ms of UI time
     assert refresh_due((10.0, 1.0), 10.0 + REFRESH_MAX_WAIT_S, 1.1)
+
+
+def test_growing_counts_do_not_re_lay_out_the_scrubber_or_the_stats_bar(qtbot):
+    """A live refresh changes the scrubber's count and the stats bar's numbers; a label that
+    widened with them would re-lay out its row and repaint the widgets around it at every
+    refresh (seen: the scrubber at 43, 193 rounds, tokens/s at 1963.4)."""
+    from types import SimpleNamespace
+
+    from specscope.app.playback import Scrubber
+    from specscope.app.stats_bar import StatsBar
+    scrubber, bar = Scrubber(), StatsBar()
+    for w in (scrubber, bar):
+        qtbot.addWidget(w)
+        w.resize(1200, 40)
+        w.show()
+    qtbot.waitExposed(bar)
+
+    def widths():
+        return ([scrubber.label.width()] +
+                [bar.values[k].width() for k in ("tokens", "n_drafted", "n_accept", "tps")])
+
+    def show(n: int, tps: float):
+        scrubber.show_at(n, n)
+        stats = SimpleNamespace(n_tokens=4 * n, n_rounds=n, n_drafted=3 * n, n_accept=2 * n,
+                                acceptance_rate=2 / 3, mean_accepted_length=3.0, n_draft_rounds=n,
+                                tokens_per_s=tps, t_total=1.0, threads=((0, 1, 1),), synthetic=False)
+        bar.update_stats(stats, None)
+        qtbot.wait(1)
+
+    show(1, 9.5)
+    first = widths()
+    for n, tps in ((43, 123.4), (193, 1963.4), (2400, 3456.7)):
+        show(n, tps)
+        assert widths() == first, (n, tps)
