@@ -71,4 +71,4 @@ def build_chain(model: Model, s: SamplerSettings) -> SamplerChain:
         samplers.append(ll.llama_sampler_init_min_p(s.min_p, 1))
         samplers.append(ll.llama_sampler_init_temp(s.temperature))
         samplers.append(ll.llama_sampler_init_dist(s.seed & 0xFFFFFFFF))
-    return SamplerChain.build(samplers)
+    return SamplerChain.build(samplers, argmax=s.greedy and len(samplers) == 1)
