@@ -176,6 +176,7 @@ class Model(Handle):
         if devices is not None:
             params.devices = ctypes.cast(devices, ctypes.c_void_p)
         self._progress_cb = None
+        self._eog: dict[int, bool] = {}     # is_eog's answers (a round asks several times a token)
         if progress is not None:
             def _progress(fraction, _user):
                 try:
@@ -205,7 +206,10 @@ class Model(Handle):
     add_eos = _fact(ll.llama_vocab_get_add_eos, bool, "vocab")
 
     def is_eog(self, token: int) -> bool:
-        return bool(quick.llama_vocab_is_eog(self.vocab, token))
+        known = self._eog.get(token)
+        if known is None:
+            known = self._eog[token] = bool(quick.llama_vocab_is_eog(self.vocab, token))
+        return known
 
     def meta(self, key: str) -> str | None:
         buf = ctypes.create_string_buffer(512)
