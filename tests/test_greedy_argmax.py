@@ -1,4 +1,4 @@
-"""The greedy chain's argmax (core/models/llama.py ``SamplerChain.argmax``): a chain that is
+"""The greedy chain's argmax (core/models/sampler_chain.py ``SamplerChain.argmax``): a chain that is
 llama.cpp's greedy sampler alone samples with numpy's argmax of the row, which must be the
 token llama.cpp's own ``llama_sampler_sample`` picks on every row: the first largest logit in
 id order, ties and rows with a NaN included (a NaN goes to llama.cpp)."""

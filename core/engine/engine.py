@@ -75,9 +75,9 @@ from specscope.core.models.devices import (add_rpc_servers, device_array, hold, 
 from specscope.core.models.dflash import DFlashHead, check_dflash, is_dflash
 from specscope.core.models.eagle3 import Head, check_head, is_eagle3
 from specscope.core.models.gguf_file import check_gguf
-from specscope.core.models.llama import (Batch, Checkpoint, Closing, Context, Model, SamplerChain,
-                                         resolve_repack)
+from specscope.core.models.llama import Batch, Checkpoint, Closing, Context, Model, resolve_repack
 from specscope.core.models.mtp import MtpHead, nextn_layers, require_nextn
+from specscope.core.models.sampler_chain import SamplerChain
 from specscope.core.models.vocab_gate import require_vocabulary, vocab_rules
 
 

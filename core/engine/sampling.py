@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import llama_cpp.llama_cpp as ll
 
 from specscope.core.errors import ConfigError
-from specscope.core.models.llama import Model, SamplerChain
+from specscope.core.models.llama import Model
+from specscope.core.models.sampler_chain import SamplerChain
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ import numpy as np
 
 from specscope.core.errors import ConfigError
 from specscope.core.models.candidates import scratch
-from specscope.core.models.llama import Context, Handle, SamplerChain
+from specscope.core.models.llama import Context, Handle
+from specscope.core.models.sampler_chain import SamplerChain
 from specscope.core.models.quick import quick
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from specscope.core.engine.drafters.base import Drafter
 from specscope.core.engine.flag import SPEC_TOOLS, Flag, fmt
 from specscope.core.errors import ConfigError
-from specscope.core.models.llama import SamplerChain
+from specscope.core.models.sampler_chain import SamplerChain
 from specscope.core.models.seqs import SeqBatch, candidates, row_logits, seq_cp, seq_keep, seq_rm
 
 SPLIT_RANKS = 8      # llama-speculative looks at candidates 1..7 for a split
