@@ -200,12 +200,12 @@ class TokenView(QPlainTextEdit):
         if document:        # the document goes on: a new line unless it ends with one
             sep = "" if not shown or shown.endswith(("\n", " ")) else "\n"
             return TokenSpan(PROMPT, -1, -1, -1, sep + text,
-                          lambda: f"your text of turn {turn}: this target has no chat template, "
-                                  "so each message continues one document")
+                             lambda: f"your text of turn {turn}: this target has no chat template, "
+                                     "so each message continues one document")
         sep = "" if not shown else ("\n" if shown.endswith("\n") else "\n\n")
         return TokenSpan(MESSAGE, -1, -1, -1, f"{sep}You: {text}\n",
-                      lambda: f"your message of turn {turn} (the chat template's tokens around "
-                              "it are hidden: <i>show template</i> shows them)")
+                         lambda: f"your message of turn {turn} (the chat template's tokens around "
+                                 "it are hidden: <i>show template</i> shows them)")
 
     def _earlier_reply(self, session, turn: int) -> list["TokenSpan"]:
         """An earlier turn's reply, from its own rounds and vocabulary (its rounds are not
@@ -232,7 +232,7 @@ class TokenView(QPlainTextEdit):
         for i, tok in enumerate(prompt_tokens):
             text, joined = self._stream.feed(tok, vocab.piece(tok))
             pieces.append(TokenSpan(PROMPT, tok, -1, i, text,
-                                 partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
+                                    partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
         self._append(pieces)
 
     @property
@@ -288,7 +288,8 @@ class TokenView(QPlainTextEdit):
             # that was drafted too is not a rejection: ``RoundEvent.eog_ends_draft``)
             first = a + ev.eog_ends_draft
             rejected = ev.drafted[first:k] if ev.drafted else ()
-            labels = shares([self._vocab.piece(t) for t in rejected], self._stream.pending) if rejected else ()
+            labels = (shares([self._vocab.piece(t) for t in rejected], self._stream.pending)
+                      if rejected else ())
             for j, (tok_j, label) in enumerate(zip(rejected, labels), start=first):
                 kind = REJECTED if j == a else UNCHECKED
                 out.append(TokenSpan(kind, tok_j, ev.index, pos0 + j, visible(label),
