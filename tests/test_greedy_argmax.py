@@ -44,10 +44,10 @@ def test_argmax_picks_llama_cpp_s_greedy_token_on_real_rows_ties_and_nans(engine
         assert np.shares_memory(row, ctx.logits(len(tokens))[i])
         assert chain.sample(ctx, i) == llama_cpp_greedy(chain, ctx, i) == int(np.argmax(row))
     # llama.cpp's buffer, edited in place: a tie for the largest logit, then NaNs before and at it
-    top = int(np.argmax(rows[0]))
-    rows[0][top + 7] = rows[0][top]
-    rows[0][top - 3] = rows[0][top]
-    assert chain.sample(ctx, 0) == llama_cpp_greedy(chain, ctx, 0) == top - 3
+    top, n = int(np.argmax(rows[0])), rows[0].size
+    early, late = (top - 3) % n, (top + 7) % n
+    rows[0][early] = rows[0][late] = rows[0][top]
+    assert chain.sample(ctx, 0) == llama_cpp_greedy(chain, ctx, 0) == min(top, early, late)
     rows[1][2] = np.nan                      # argmax stops at a NaN, llama.cpp's comparison skips it
     assert int(np.argmax(rows[1])) == 2
     assert chain.sample(ctx, 1) == llama_cpp_greedy(chain, ctx, 1) != 2

@@ -1,7 +1,7 @@
 """Owners of llama.cpp handles: one small class per handle kind.
 
-Every pointer llama.cpp hands out is held by exactly one object here
-(``Model``, ``Context``, ``Batch``, ``SamplerChain``: each a :class:`Handle`) and freed by
+Every pointer llama.cpp hands out is held by exactly one object (``Model``, ``Context``,
+``Batch`` here, ``SamplerChain`` in core/models/sampler_chain.py: each a :class:`Handle`) and freed by
 that object's ``close()``, once. Contexts must be closed before the model they were made from;
 ``Engine`` and the tests do that with an ``ExitStack``.
 
@@ -429,12 +429,12 @@ class Context(Handle):
         addr = _get_logits_ith_address(self.ptr, i)
         if not addr:
             raise RuntimeError(f"llama.cpp has no logits for batch entry {i} of the last decode")
-        view = self._views.get((addr, 0))
+        view = self._views.get(("row", addr))
         if view is None:
             if len(self._views) > 64:
                 self._views.clear()
             raw = (ctypes.c_float * self.n_vocab).from_address(addr)
-            view = self._views[(addr, 0)] = np.frombuffer(raw, np.float32)
+            view = self._views[("row", addr)] = np.frombuffer(raw, np.float32)
         return view
 
     def seq_rm(self, p0: int, p1: int = -1) -> bool:
