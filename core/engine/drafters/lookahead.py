@@ -47,6 +47,11 @@ class LookaheadParams:
         """The sequences its context needs: W + G + 1."""
         return self.w + self.g + 1
 
+    @property
+    def beside(self) -> int:
+        """The batch rows beside the token: its n-grams and its window, N - 1 tokens each."""
+        return (self.n - 1) * (self.w + self.g)
+
 
 PARAMS = LookaheadParams
 FLAGS = tuple(Flag(f"{NAME}.{k}", (f"--lookahead-{k}",),
@@ -99,7 +104,7 @@ class Lookahead(Drafter):
         # the window: N - 1 levels of W guesses, and the oldest level as it was before a move
         self.levels = [[WINDOW_START + i for i in range(p.w)] for _ in range(p.n - 1)]
         self.before = [0] * p.w
-        self.batch = SeqBatch(1 + p.g * (p.n - 1) + p.w * (p.n - 1), p.n_seq)
+        self.batch = SeqBatch(1 + p.beside, p.n_seq)
         self.verified: list[tuple[int, ...]] = []      # this round's n-grams (after the token)
         self.rows: list[list[int]] = []                # and the batch rows of their tokens
 

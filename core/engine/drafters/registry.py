@@ -122,11 +122,6 @@ def _n_max(spec) -> int:
     return spec.n_max
 
 
-def _lookahead_batch(p) -> int:
-    """lookahead's batch beside the token: its n-grams and its window, N - 1 tokens each."""
-    return (p.n - 1) * (p.w + p.g)
-
-
 def _size_m(name: str) -> Callable:
     return lambda spec: spec.params(name).size_m
 
@@ -216,7 +211,7 @@ TYPES: dict[str, SpecType] = {t.name: t for t in (
              who=("the target's", "lookahead window"), what="the target's own guesses",
              program="llama-lookahead", rounds="lookahead_round:lookahead_rounds", priced="batch",
              seqs=lambda spec: spec.params("lookahead").n_seq,          # W + G + 1
-             batch=lambda spec, n_seq: _lookahead_batch(spec.params("lookahead")),
+             batch=lambda spec, n_seq: spec.params("lookahead").beside,
              note="Drafts with nothing but the target: beside each token it decodes a window of W "
                   "guesses and verifies up to G n-grams of N tokens from them in the same batch "
                   "(W + G + 1 sequences: changing W or G reloads the target).",
