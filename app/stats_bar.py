@@ -6,6 +6,8 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
+from specscope.core.models.threads import cores
+
 from .desktop import ElidedLabel, FlowLayout
 
 FIELDS = (
@@ -25,10 +27,16 @@ FIELDS = (
 
 
 STATE_MAX_PX = 330        # the state text's widest (elided beyond; whole in its tooltip)
-STATE_MIN_PX = 180        # ... and narrowest: below it the fields after it wrap
+STATE_MIN_PX = 150        # ... and narrowest: below it the fields after it wrap
 WIDTH_SAMPLES = {"tokens": "00000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
-                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0",
-                 "threads": "0+0→0+0"}   # the numbers
+                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0"}   # the numbers
+
+
+def threads_sample(n_cores: int) -> str:
+    """The widest thread counts this machine shows: "0+0→0+0" in its core count's digits
+    (a 16-core machine's auto can move 16+16→15+15)."""
+    d = "0" * len(str(max(1, n_cores)))
+    return f"{d}+{d}→{d}+{d}"
 
 
 class StateLabel(ElidedLabel):
@@ -86,8 +94,9 @@ class StatsBar(QFrame):
             v.setToolTip(tip)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             # fixed widths: a changing number must not re-lay out (and repaint) the window
-            if key in WIDTH_SAMPLES:
-                v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(WIDTH_SAMPLES[key]) + 4)
+            sample = threads_sample(cores()) if key == "threads" else WIDTH_SAMPLES.get(key)
+            if sample:
+                v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(sample) + 4)
             row.addWidget(v)
             self.values[key] = v
             lay.addWidget(v if key == "state" else field)

@@ -65,3 +65,30 @@ def test_growing_counts_do_not_re_lay_out_the_scrubber_or_the_stats_bar(qtbot):
     for n, tps in ((43, 123.4), (193, 1963.4), (2400, 3456.7)):
         show(n, tps)
         assert widths() == first, (n, tps)
+
+
+@pytest.mark.parametrize("n_cores", [2, 16, 128])
+def test_the_threads_field_holds_this_machine_s_widest_counts(qtbot, monkeypatch, n_cores):
+    """On a machine with more cores, auto's counts have more digits ("16+16→15+15"): the
+    field is as wide as they are from the start, so a change of count neither widens it nor
+    re-lays out the bar."""
+    from types import SimpleNamespace
+
+    import specscope.app.stats_bar as stats_bar
+    monkeypatch.setattr(stats_bar, "cores", lambda: n_cores)
+    bar = stats_bar.StatsBar()
+    qtbot.addWidget(bar)
+    bar.resize(1300, 40)
+    bar.show()
+    qtbot.waitExposed(bar)
+    label = bar.values["threads"]
+    first = label.width()
+    widest = ((0, n_cores, n_cores), (7, n_cores - 1 or 1, n_cores - 1 or 1))
+    stats = SimpleNamespace(n_tokens=8, n_rounds=2, n_drafted=6, n_accept=4, acceptance_rate=2 / 3,
+                            mean_accepted_length=3.0, n_draft_rounds=2, tokens_per_s=99.0,
+                            t_total=1.0, threads=widest, synthetic=False)
+    bar.update_stats(stats, None)
+    qtbot.wait(1)
+    assert label.text() == f"{n_cores}+{n_cores}→{n_cores - 1 or 1}+{n_cores - 1 or 1}"
+    assert label.width() == first
+    assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width()
