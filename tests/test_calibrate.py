@@ -313,7 +313,7 @@ def test_a_busy_process_beside_the_calibration_is_seen_as_load(tiny_models, tmp_
     if LoadMeter().others_share() is None:
         pytest.skip("no /proc/stat: the load cannot be read here")
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
-    procs = spinners(2 * (os.cpu_count() or 1))
+    procs = spinners(2 * len(os.sched_getaffinity(0)))     # the cores this process may use
     try:
         with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
             cal, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5)
@@ -324,6 +324,45 @@ def test_a_busy_process_beside_the_calibration_is_seen_as_load(tiny_models, tmp_
     assert cal.under_load and not cached
     assert cal.load_reading.others_cores > cal.load_reading.cores - 1
     assert not list((tmp_path / "calibration").glob("*.json"))
+
+
+AFFINITY_PROBE = """
+import json, os, subprocess, sys, time
+from specscope.core.measure.cpuload import LoadMeter
+os.sched_setaffinity(0, {0})
+def spin(cpu):
+    return subprocess.Popen([sys.executable, "-c",
+                             f"import os; os.sched_setaffinity(0, {{{cpu}}})\\nwhile True: pass"])
+out = {}
+for where in (1, 0):
+    p = spin(where)
+    time.sleep(0.3)
+    meter = LoadMeter()
+    time.sleep(1.0)
+    reading = meter.reading()
+    p.kill(); p.wait()
+    out[where] = (reading.others, reading.cores)
+print(json.dumps(out))
+"""
+
+
+def test_load_is_read_on_the_cores_this_process_may_use():
+    """In a process limited to CPU 0 (a container given some of a host's cores), a busy process
+    on CPU 1 is not load: it takes nothing from llama.cpp's threads. One on CPU 0 is."""
+    import json
+    import os
+    import subprocess
+    import sys
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip("needs CPUs 0 and 1")
+    if LoadMeter().others_share() is None:
+        pytest.skip("no /proc/stat: the load cannot be read here")
+    p = subprocess.run([sys.executable, "-c", AFFINITY_PROBE], capture_output=True, text=True,
+                       timeout=60, check=True)
+    out = json.loads(p.stdout)
+    (elsewhere, cores1), (beside, cores0) = out["1"], out["0"]
+    assert cores1 == cores0 == 1
+    assert elsewhere < 0.3 and beside > 0.7, out
 
 
 def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models, tmp_path, monkeypatch):

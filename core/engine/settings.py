@@ -224,7 +224,7 @@ class EngineSettings:
     n_batch: int = 512
     flash_attn: str = "auto"               # auto | on | off
     kv_type: str = "f16"                   # f16 | f32
-    target_threads: int = 0                # 0: all cores
+    target_threads: int = 0                # 0: auto, the count fastest under the load now
     draft_threads: int = 0
     target_gpu_layers: int = 0
     draft_gpu_layers: int = 0

@@ -3,8 +3,10 @@
 A timing taken while other processes compete for the cores llama.cpp's threads run on is
 not a timing of this machine: the threads meet at a barrier after almost every operation
 (core/models/threads.py), so one that loses its core stalls the others. :class:`LoadMeter` reads,
-over a window, the CPU time all processes spent busy (``/proc/stat``'s first line) minus this
-process's own CPU time (``os.times()``, every thread), as a share of all cores.
+over a window, the CPU time all processes spent busy on the cores this process may run on
+(``/proc/stat``: its first line, or the lines of the CPUs in its affinity mask where that is
+not all of them, as in a container limited to a few of a host's cores) minus this process's own
+CPU time (``os.times()``, every thread), as a share of those cores.
 """
 
 from __future__ import annotations
@@ -14,19 +16,39 @@ import time
 from dataclasses import dataclass
 
 
-def _busy_seconds() -> float | None:
-    """CPU seconds all processes have spent busy since boot (Linux /proc/stat), or None."""
+def our_cpus() -> frozenset[int] | None:
+    """The CPUs this process may run on, where that is fewer than the machine has (its affinity
+    mask); None: all of them, or unknown."""
+    try:
+        mine = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return None
+    return frozenset(mine) if len(mine) < (os.cpu_count() or 0) else None
+
+
+def _busy(fields: list[str]) -> int:
+    """Busy ticks of one /proc/stat cpu line: all but idle and iowait."""
+    values = [int(v) for v in fields[1:9]]
+    return sum(values) - values[3] - (values[4] if len(values) > 4 else 0)
+
+
+def _busy_seconds(cpus: frozenset[int] | None = None) -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux /proc/stat) on ``cpus``
+    (None: every CPU, the first line), or None where it cannot be read."""
     try:
         with open("/proc/stat", encoding="ascii") as f:
-            fields = f.readline().split()
+            lines = [f.readline()] if cpus is None else f.readlines()
         ticks = os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError):
         return None
-    if not fields or fields[0] != "cpu":
+    rows = [line.split() for line in lines if line.startswith("cpu")]
+    if cpus is None:
+        rows = [r for r in rows if r[0] == "cpu"]
+    else:
+        rows = [r for r in rows if r[0][3:].isdigit() and int(r[0][3:]) in cpus]
+    if not rows:
         return None
-    values = [int(v) for v in fields[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)     # idle + iowait
-    return (sum(values[:8]) - idle) / ticks
+    return sum(_busy(r) for r in rows) / ticks
 
 
 def _own_seconds() -> float:
@@ -82,21 +104,23 @@ class LoadMeter:
     """How much CPU other processes took while we measured (their share of all cores)."""
 
     def __init__(self):
+        self.cpus = our_cpus()
+        self.cores = len(self.cpus) if self.cpus else max(1, os.cpu_count() or 1)
         self.t0 = time.perf_counter()
-        self.busy0 = _busy_seconds()
+        self.busy0 = _busy_seconds(self.cpus)
         self.own0 = _own_seconds()
 
     def others_share(self) -> float | None:
-        busy = _busy_seconds()
+        busy = _busy_seconds(self.cpus)
         if busy is None or self.busy0 is None:
             return None
         wall = time.perf_counter() - self.t0
         if wall <= 0:
             return None
         others = (busy - self.busy0) - (_own_seconds() - self.own0)
-        return max(0.0, min(1.0, others / (wall * (os.cpu_count() or 1))))
+        return max(0.0, min(1.0, others / (wall * self.cores)))
 
     def reading(self) -> LoadReading:
         """The window so far as a :class:`LoadReading`."""
-        return LoadReading(others=self.others_share(), cores=os.cpu_count() or 1,
+        return LoadReading(others=self.others_share(), cores=self.cores,
                            seconds=time.perf_counter() - self.t0, loadavg=load_average())
