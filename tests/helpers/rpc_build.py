@@ -54,9 +54,29 @@ def bin_dir() -> Path:
     return CACHE / "build" / "bin"
 
 
+def cpu_signature() -> str:
+    """This CPU's instruction-set flags, hashed: llama.cpp's default build is native (-march=
+    native), so a build made on another CPU (a cache shared between machines) may hold
+    instructions this one lacks (AMX, AVX-512) and die of SIGILL."""
+    import hashlib
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line for line in f if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        flags = ""
+    return hashlib.sha1(" ".join(sorted(flags.split(":")[-1].split())).encode()).hexdigest()[:12]
+
+
+def _stamp() -> str:
+    return f"{VERSION} {cpu_signature()}\n"
+
+
 def built() -> bool:
+    """Built here, on this CPU (the stamp names both)."""
     b = bin_dir()
-    return (b / "libllama.so").exists() and (b / "ggml-rpc-server").exists() and (CACHE / "ok").exists()
+    ok = CACHE / "ok"
+    return ((b / "libllama.so").exists() and (b / "ggml-rpc-server").exists() and ok.exists()
+            and ok.read_text() == _stamp())
 
 
 def _run(cmd: list[str], log, cwd=None) -> None:
@@ -111,13 +131,17 @@ def ensure(jobs: int | None = None) -> Path:
             return bin_dir()
         with open(CACHE / "build.log", "a") as log:
             build = CACHE / "build"
+            ok = CACHE / "ok"
+            if ok.exists() and ok.read_text() != _stamp():    # built on another CPU: again
+                shutil.rmtree(build, ignore_errors=True)
+                ok.unlink()
             if not (build / "CMakeCache.txt").exists():
                 src = _source(log)
                 gen = ["-G", "Ninja"] if shutil.which("ninja") else []
                 _run([cmake, "-S", str(src), "-B", str(build), *gen, *CMAKE_ARGS], log)
             _run([cmake, "--build", str(build), "--target", *TARGETS,
                   "-j", str(jobs or os.cpu_count() or 2)], log)
-        (CACHE / "ok").write_text(VERSION + "\n")
+        (CACHE / "ok").write_text(_stamp())
     return bin_dir()
 
 
