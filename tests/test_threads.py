@@ -125,14 +125,54 @@ def test_a_hold_tries_nothing_and_says_when_the_load_changed():
 
 
 def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
+    import os
+
     from specscope.core.models import threads
-    monkeypatch.setattr(threads, "cores", lambda: 4)
+    monkeypatch.setattr(threads, "cores", lambda: 4)          # a 4-core machine, whatever this is
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
     for busy, start in ((0.0, 4), (0.6, 4), (0.9, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
         monkeypatch.setattr(threads, "runnable_others", lambda samples=5, busy=busy: busy)
         assert ThreadGovernor((4, 3, 2)).current == start
     assert threads.runnable_others.__name__ == "<lambda>"
     monkeypatch.undo()
     assert threads.runnable_others() >= 0.0            # Linux /proc/loadavg, or 0 elsewhere
+
+
+@pytest.mark.parametrize("files, quota", [
+    ({"v2": "200000 100000"}, 2), ({"v2": "150000 100000"}, 2), ({"v2": "max 100000"}, None),
+    ({"q1": "400000", "p1": "100000"}, 4), ({"q1": "-1", "p1": "100000"}, None), ({}, None)])
+def test_a_container_s_cpu_quota_caps_the_cores(tmp_path, monkeypatch, files, quota):
+    """docker --cpus=2 on a bigger host: the affinity mask shows every core, the cgroup's
+    quota allows two (rounded up); auto's counts are cut to them."""
+    import os
+
+    import specscope.core.models.threads as th
+    paths = {k: tmp_path / k for k in ("v2", "q1", "p1")}
+    for k, text in files.items():
+        paths[k].write_text(text + "\n")
+    monkeypatch.setattr(th, "CGROUP_CPU_MAX", str(paths["v2"]))
+    monkeypatch.setattr(th, "CGROUP_V1_QUOTA", (str(paths["q1"]), str(paths["p1"])))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert th.cpu_quota() == quota
+    assert th.cores() == (quota or 16)
+    assert th.candidates() == ((2, 1) if quota == 2 else (4, 3, 2) if quota == 4 else (16, 15, 8))
+
+
+def test_where_this_process_has_some_of_the_cores_it_counts_its_share_of_the_others(monkeypatch):
+    """Linux counts runnable threads machine-wide: 12 busy threads on a 16-core host leave a
+    container with 4 of its cores about 3 of them busy, not all."""
+    import os
+
+    import specscope.core.models.threads as th
+    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 12.0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(th, "cores", lambda: 4)
+    assert th.fitting((4, 3, 2)) == 2           # 12 × 4/16 = 3 busy: one core free, at least 2
+    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 4.0)
+    assert th.fitting((4, 3, 2)) == 3           # one busy: three free
+    monkeypatch.setattr(th, "cores", lambda: 16)
+    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 4.0)
+    assert th.fitting((16, 15, 8)) == 8         # the whole machine: 4 busy, 12 free
 
 
 def test_more_threads_are_tried_ever_more_rarely_while_the_load_comes_and_goes():
@@ -152,7 +192,11 @@ def test_more_threads_are_tried_ever_more_rarely_while_the_load_comes_and_goes()
 
 
 def test_more_threads_are_not_tried_while_other_processes_hold_the_cores(monkeypatch):
+    import os
+
     from specscope.core.models import threads
+    monkeypatch.setattr(threads, "cores", lambda: 2)          # the table's 2-core machine
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     m = Machine()
     m.loaded = True
     monkeypatch.setattr(threads, "runnable_others", lambda samples=5: 1.0)

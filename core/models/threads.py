@@ -51,12 +51,44 @@ from itertools import islice
 from typing import Callable
 
 
-def cores() -> int:
-    """The cores this process may run on (its affinity mask where the OS has one)."""
+# a container's CPU quota (Docker's --cpus): cgroup v2, then v1 (quota and period in µs)
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+CGROUP_V1_QUOTA = ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+
+
+def _read(path: str) -> str | None:
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def cpu_quota() -> int | None:
+    """The CPUs a cgroup CPU quota lets this process use (quota ÷ period, rounded up), or None
+    where there is none: a container started with --cpus=2 on a 16-core host sees 16 cores in
+    its affinity mask, and 16 threads there would be throttled by the quota."""
+    v2 = _read(CGROUP_CPU_MAX)
+    if v2:
+        quota, _, period = v2.partition(" ")
+    else:
+        quota, period = (_read(path) for path in CGROUP_V1_QUOTA)
+    try:
+        q, p = int(quota), int(period)
+    except (TypeError, ValueError):     # "max", -1, unreadable: no quota
+        return None
+    return max(1, math.ceil(q / p)) if q > 0 and p > 0 else None
+
+
+def cores() -> int:
+    """The cores this process may run on: its affinity mask where the OS has one, at most what
+    a container's CPU quota allows."""
+    try:
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        n = os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(n, quota) if quota else n)
 
 
 def candidates(n_cores: int | None = None) -> tuple[int, ...]:
@@ -105,9 +137,13 @@ def _own_running() -> int:
 
 def fitting(counts: tuple[int, ...], samples: int = 5) -> int:
     """The most threads that the cores other work leaves free can run (at least the fewest):
-    where a context starts, and how far a trial of more threads may go."""
-    busy = int(runnable_others(samples) + 0.2)    # a core busy in most readings (not a blip)
-    free = max(1, cores() - busy)
+    where a context starts, and how far a trial of more threads may go. Linux counts runnable
+    threads machine-wide: where this process may use only some of the machine's cores (an
+    affinity mask, a container's quota) its share of them is counted, the others spread evenly."""
+    mine, machine = cores(), max(1, os.cpu_count() or 1)
+    others = runnable_others(samples) * min(1.0, mine / machine)
+    busy = int(others + 0.2)                      # a core busy in most readings (not a blip)
+    free = max(1, mine - busy)
     return max((n for n in counts if n <= free), default=min(counts))
 
 
