@@ -93,9 +93,10 @@ def resolve_repack(mode: str) -> tuple[bool, str]:
     """(repack?, why) for ``--repack auto|on|off``.
 
     ``auto`` turns llama.cpp's extra buffer types off where it reports AMX: there it repacks
-    quantized weights into AMX buffers and ``ggml_backend_amx_mul_mat`` crashes on the first
-    decode (llama.cpp issue 20824). F16/F32 weights are never repacked, so nothing changes
-    for them."""
+    weights into AMX buffers (its quantized types, and F16: ``amx.cpp``'s ``supports_op``) and
+    ``ggml_backend_amx_mul_mat`` crashes on the first decode (llama.cpp issue 20824). Without
+    AMX, x86's repacking takes only some quantized types (Q4_0, IQ4_NL, some K-quants; not F16,
+    F32, Q4_1 or Q8_0, so neither the demo pair nor SmolLM2 Q4_1 changes)."""
     if mode == "on":
         return True, "repacking on (--repack on)"
     if mode == "off":
