@@ -128,7 +128,8 @@ def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
     import os
 
     from specscope.core.models import threads
-    monkeypatch.setattr(threads, "cores", lambda: 4)          # a 4-core machine, whatever this is
+    monkeypatch.setattr(threads, "_affinity", lambda: 4)      # a 4-core machine, whatever this is
+    monkeypatch.setattr(threads, "cpu_quota", lambda: None)
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     for busy, start in ((0.0, 4), (0.6, 4), (0.9, 3), (1.2, 3), (2.0, 2), (3.4, 2)):
         monkeypatch.setattr(threads, "runnable_others", lambda samples=5, busy=busy: busy)
@@ -138,41 +139,53 @@ def test_a_new_context_starts_at_the_count_the_free_cores_can_run(monkeypatch):
     assert threads.runnable_others() >= 0.0            # Linux /proc/loadavg, or 0 elsewhere
 
 
-@pytest.mark.parametrize("files, quota", [
-    ({"v2": "200000 100000"}, 2), ({"v2": "150000 100000"}, 2), ({"v2": "max 100000"}, None),
-    ({"q1": "400000", "p1": "100000"}, 4), ({"q1": "-1", "p1": "100000"}, None), ({}, None)])
-def test_a_container_s_cpu_quota_caps_the_cores(tmp_path, monkeypatch, files, quota):
+@pytest.mark.parametrize("cgroup, files, quota", [
+    ("0::/", {"cpu.max": "200000 100000"}, 2),
+    ("0::/", {"cpu.max": "150000 100000"}, 1),                 # 1.5 CPUs: one thread, not two
+    ("0::/", {"cpu.max": "max 100000"}, None),
+    ("0::/system.slice/x.service", {"system.slice/cpu.max": "400000 100000",
+                                    "system.slice/x.service/cpu.max": "max 100000"}, 4),
+    ("4:cpu,cpuacct:/docker/abc", {"cpu,cpuacct/cpu.cfs_quota_us": "300000",
+                                   "cpu,cpuacct/cpu.cfs_period_us": "100000"}, 3),
+    ("4:cpu,cpuacct:/docker/abc", {"cpu,cpuacct/cpu.cfs_quota_us": "-1",
+                                   "cpu,cpuacct/cpu.cfs_period_us": "100000"}, None),
+    ("", {}, None)])
+def test_a_cpu_quota_caps_the_cores(tmp_path, monkeypatch, cgroup, files, quota):
     """docker --cpus=2 on a bigger host: the affinity mask shows every core, the cgroup's
-    quota allows two (rounded up); auto's counts are cut to them."""
-    import os
-
+    quota (its own or a parent's, v2 or v1) allows two; auto's counts are cut to them."""
     import specscope.core.models.threads as th
-    paths = {k: tmp_path / k for k in ("v2", "q1", "p1")}
-    for k, text in files.items():
-        paths[k].write_text(text + "\n")
-    monkeypatch.setattr(th, "CGROUP_CPU_MAX", str(paths["v2"]))
-    monkeypatch.setattr(th, "CGROUP_V1_QUOTA", (str(paths["q1"]), str(paths["p1"])))
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    (tmp_path / "self-cgroup").write_text(cgroup + "\n")
+    for name, text in files.items():
+        (tmp_path / "fs" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "fs" / name).write_text(text + "\n")
+    monkeypatch.setattr(th, "CGROUP_ROOT", str(tmp_path / "fs"))
+    monkeypatch.setattr(th, "PROC_CGROUP", str(tmp_path / "self-cgroup"))
+    monkeypatch.setattr(th, "_affinity", lambda: 16)
     assert th.cpu_quota() == quota
     assert th.cores() == (quota or 16)
-    assert th.candidates() == ((2, 1) if quota == 2 else (4, 3, 2) if quota == 4 else (16, 15, 8))
+    expected = {1: (1,), 2: (2, 1), 3: (3, 2, 1), 4: (4, 3, 2), None: (16, 15, 8)}[quota]
+    assert th.candidates() == expected
 
 
-def test_where_this_process_has_some_of_the_cores_it_counts_its_share_of_the_others(monkeypatch):
-    """Linux counts runnable threads machine-wide: 12 busy threads on a 16-core host leave a
-    container with 4 of its cores about 3 of them busy, not all."""
+def test_the_free_cores_count_this_process_s_share_of_the_machine_s_runnable_threads(monkeypatch):
+    """Linux counts runnable threads machine-wide: 12 on a 16-core host leave a process whose
+    affinity mask holds 4 of the cores about 3 of them busy, not all. Under a quota its
+    threads may run on any idle core: 8 busy of 16 leave its 2 free."""
     import os
 
     import specscope.core.models.threads as th
-    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 12.0)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(th, "cores", lambda: 4)
-    assert th.fitting((4, 3, 2)) == 2           # 12 × 4/16 = 3 busy: one core free, at least 2
+    monkeypatch.setattr(th, "cpu_quota", lambda: None)
+    monkeypatch.setattr(th, "_affinity", lambda: 4)
+    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 12.0)
+    assert th.fitting((4, 3, 2)) == 2           # 12 × 4/16 = 3 busy: one free, at least 2
     monkeypatch.setattr(th, "runnable_others", lambda samples=5: 4.0)
     assert th.fitting((4, 3, 2)) == 3           # one busy: three free
-    monkeypatch.setattr(th, "cores", lambda: 16)
-    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 4.0)
+    monkeypatch.setattr(th, "_affinity", lambda: 16)
     assert th.fitting((16, 15, 8)) == 8         # the whole machine: 4 busy, 12 free
+    monkeypatch.setattr(th, "cpu_quota", lambda: 2)
+    monkeypatch.setattr(th, "runnable_others", lambda samples=5: 8.0)
+    assert th.fitting((2, 1)) == 2              # --cpus=2: 8 busy, 8 idle cores for its 2
 
 
 def test_more_threads_are_tried_ever_more_rarely_while_the_load_comes_and_goes():
@@ -195,7 +208,8 @@ def test_more_threads_are_not_tried_while_other_processes_hold_the_cores(monkeyp
     import os
 
     from specscope.core.models import threads
-    monkeypatch.setattr(threads, "cores", lambda: 2)          # the table's 2-core machine
+    monkeypatch.setattr(threads, "_affinity", lambda: 2)      # the table's 2-core machine
+    monkeypatch.setattr(threads, "cpu_quota", lambda: None)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     m = Machine()
     m.loaded = True

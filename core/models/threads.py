@@ -51,9 +51,10 @@ from itertools import islice
 from typing import Callable
 
 
-# a container's CPU quota (Docker's --cpus): cgroup v2, then v1 (quota and period in µs)
-CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
-CGROUP_V1_QUOTA = ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+# a CPU quota (Docker's --cpus, systemd's CPUQuota=): the cgroup folders, and which ones hold
+# this process (cgroup v2: "0::/path"; v1: "N:cpu,cpuacct:/path")
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_CGROUP = "/proc/self/cgroup"
 
 
 def _read(path: str) -> str | None:
@@ -64,31 +65,61 @@ def _read(path: str) -> str | None:
         return None
 
 
-def cpu_quota() -> int | None:
-    """The CPUs a cgroup CPU quota lets this process use (quota ÷ period, rounded up), or None
-    where there is none: a container started with --cpus=2 on a 16-core host sees 16 cores in
-    its affinity mask, and 16 threads there would be throttled by the quota."""
-    v2 = _read(CGROUP_CPU_MAX)
+def _cgroup_dirs() -> list[str]:
+    """This process's cgroup folders that may hold a CPU quota, each from its own up to its
+    hierarchy's root (a limit on a parent holds too): v2's unified hierarchy and v1's cpu
+    controller; the roots alone where /proc/self/cgroup cannot be read."""
+    dirs = []
+    for line in (_read(PROC_CGROUP) or "").splitlines():
+        hid, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hid == "0" and not controllers:
+            bases = [CGROUP_ROOT]
+        elif "cpu" in controllers.split(","):
+            bases = [f"{CGROUP_ROOT}/{controllers}", f"{CGROUP_ROOT}/cpu", f"{CGROUP_ROOT}/cpu,cpuacct"]
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        for base in dict.fromkeys(bases):
+            dirs += ["/".join([base, *parts[:i]]) for i in range(len(parts), -1, -1)]
+    return list(dict.fromkeys(dirs)) or [CGROUP_ROOT, f"{CGROUP_ROOT}/cpu", f"{CGROUP_ROOT}/cpu,cpuacct"]
+
+
+def _quota_in(folder: str) -> float | None:
+    """CPUs of the quota set in one cgroup folder (v2 cpu.max, v1 cfs quota ÷ period), or None."""
+    v2 = _read(f"{folder}/cpu.max")
     if v2:
         quota, _, period = v2.partition(" ")
     else:
-        quota, period = (_read(path) for path in CGROUP_V1_QUOTA)
+        quota, period = _read(f"{folder}/cpu.cfs_quota_us"), _read(f"{folder}/cpu.cfs_period_us")
     try:
         q, p = int(quota), int(period)
-    except (TypeError, ValueError):     # "max", -1, unreadable: no quota
+    except (TypeError, ValueError):     # "max", unreadable: none here
         return None
-    return max(1, math.ceil(q / p)) if q > 0 and p > 0 else None
+    return q / p if q > 0 and p > 0 else None
+
+
+def cpu_quota() -> int | None:
+    """The CPUs a cgroup CPU quota lets this process keep busy (the smallest quota on its
+    cgroup's path, rounded down, at least 1), or None where there is none. A container started
+    with --cpus=2 on a 16-core host sees 16 cores in its affinity mask; 16 threads there, or 2
+    under --cpus=1.5, would meet at their barriers throttled for the rest of each period."""
+    quotas = [q for q in map(_quota_in, _cgroup_dirs()) if q is not None]
+    return max(1, math.floor(min(quotas))) if quotas else None
+
+
+def _affinity() -> int:
+    """The cores in this process's affinity mask (all of the machine's where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def cores() -> int:
-    """The cores this process may run on: its affinity mask where the OS has one, at most what
-    a container's CPU quota allows."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    quota = cpu_quota()
-    return max(1, min(n, quota) if quota else n)
+    """The cores this process may run on: its affinity mask, at most what a CPU quota allows."""
+    n, quota = _affinity(), cpu_quota()
+    return min(n, quota) if quota else n
 
 
 def candidates(n_cores: int | None = None) -> tuple[int, ...]:
@@ -138,12 +169,12 @@ def _own_running() -> int:
 def fitting(counts: tuple[int, ...], samples: int = 5) -> int:
     """The most threads that the cores other work leaves free can run (at least the fewest):
     where a context starts, and how far a trial of more threads may go. Linux counts runnable
-    threads machine-wide: where this process may use only some of the machine's cores (an
-    affinity mask, a container's quota) its share of them is counted, the others spread evenly."""
-    mine, machine = cores(), max(1, os.cpu_count() or 1)
-    others = runnable_others(samples) * min(1.0, mine / machine)
+    threads machine-wide: where this process's affinity mask holds only some of the machine's
+    cores, its share of them is counted, the others spread evenly."""
+    mask, machine = _affinity(), max(1, os.cpu_count() or 1)
+    others = runnable_others(samples) * min(1.0, mask / machine)
     busy = int(others + 0.2)                      # a core busy in most readings (not a blip)
-    free = max(1, mine - busy)
+    free = max(1, min(cores(), mask - busy))      # under a quota its threads may use any idle core
     return max((n for n in counts if n <= free), default=min(counts))
 
 
