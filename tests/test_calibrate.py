@@ -313,7 +313,8 @@ def test_a_busy_process_beside_the_calibration_is_seen_as_load(tiny_models, tmp_
     if LoadMeter().others_share() is None:
         pytest.skip("no /proc/stat: the load cannot be read here")
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
-    procs = spinners(2 * len(os.sched_getaffinity(0)))     # the cores this process may use
+    procs = spinners(2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1))      # the cores this process may use
     try:
         with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
             cal, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5)
@@ -330,17 +331,20 @@ AFFINITY_PROBE = """
 import json, os, subprocess, sys, time
 from specscope.core.measure.cpuload import LoadMeter
 os.sched_setaffinity(0, {0})
-def spin(cpu):
+def spin(cpu):                      # at most 10 s, should this probe die before it kills it
     return subprocess.Popen([sys.executable, "-c",
-                             f"import os; os.sched_setaffinity(0, {{{cpu}}})\\nwhile True: pass"])
+                             f"import os, time; os.sched_setaffinity(0, {{{cpu}}}); end = time.time() + 10"
+                             "\\nwhile time.time() < end: pass"])
 out = {}
 for where in (1, 0):
     p = spin(where)
-    time.sleep(0.3)
-    meter = LoadMeter()
-    time.sleep(1.0)
-    reading = meter.reading()
-    p.kill(); p.wait()
+    try:
+        time.sleep(0.3)
+        meter = LoadMeter()
+        time.sleep(1.0)
+        reading = meter.reading()
+    finally:
+        p.kill(); p.wait()
     out[where] = (reading.others, reading.cores)
 print(json.dumps(out))
 """
@@ -353,10 +357,10 @@ def test_load_is_read_on_the_cores_this_process_may_use():
     import os
     import subprocess
     import sys
-    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+    if LoadMeter().others_share() is None or not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no /proc/stat or affinity masks: the load cannot be read per core here")
+    if not {0, 1} <= os.sched_getaffinity(0):
         pytest.skip("needs CPUs 0 and 1")
-    if LoadMeter().others_share() is None:
-        pytest.skip("no /proc/stat: the load cannot be read here")
     p = subprocess.run([sys.executable, "-c", AFFINITY_PROBE], capture_output=True, text=True,
                        timeout=60, check=True)
     out = json.loads(p.stdout)

@@ -66,7 +66,8 @@ def load_average() -> tuple[float, float, float] | None:
 
 @dataclass(frozen=True)
 class LoadReading:
-    """Other processes' CPU use over a window: ``others`` is their share of all ``cores``
+    """Other processes' CPU use over a window: ``others`` is their share of the ``cores`` this
+    process may run on
     (0..1; None where /proc/stat cannot be read), ``loadavg`` the 1/5/15-minute load
     averages at its end (context only: they count our own threads too)."""
     others: float | None
@@ -101,7 +102,8 @@ class LoadReading:
 
 
 class LoadMeter:
-    """How much CPU other processes took while we measured (their share of all cores)."""
+    """How much CPU other processes took while we measured (their share of the cores this
+    process may run on)."""
 
     def __init__(self):
         self.cpus = our_cpus()

@@ -54,17 +54,25 @@ def bin_dir() -> Path:
     return CACHE / "build" / "bin"
 
 
+# x86 flags a native build may compile for (not the kernel's mitigations, which change with it)
+ISA_PREFIXES = ("avx", "amx", "sse", "ssse", "fma", "f16c", "bmi", "popcnt", "movbe", "adx",
+                "abm", "lzcnt", "gfni", "vaes", "vpclmul", "sha_ni", "aes", "pclmul")
+
+
 def cpu_signature() -> str:
-    """This CPU's instruction-set flags, hashed: llama.cpp's default build is native (-march=
+    """This CPU's instruction sets, hashed: llama.cpp's default build is native (-march=
     native), so a build made on another CPU (a cache shared between machines) may hold
     instructions this one lacks (AMX, AVX-512) and die of SIGILL."""
     import hashlib
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            flags = next((line for line in f if line.startswith(("flags", "Features"))), "")
+            line = next((line for line in f if line.startswith(("flags", "Features"))), "")
     except OSError:
-        flags = ""
-    return hashlib.sha1(" ".join(sorted(flags.split(":")[-1].split())).encode()).hexdigest()[:12]
+        line = ""
+    flags = line.split(":")[-1].split()
+    if line.startswith("flags"):                          # x86: the instruction sets only
+        flags = [f for f in flags if f.startswith(ISA_PREFIXES)]
+    return hashlib.sha1(" ".join(sorted(flags)).encode()).hexdigest()[:12]
 
 
 def _stamp() -> str:
@@ -131,14 +139,15 @@ def ensure(jobs: int | None = None) -> Path:
             return bin_dir()
         with open(CACHE / "build.log", "a") as log:
             build = CACHE / "build"
-            ok = CACHE / "ok"
-            if ok.exists() and ok.read_text() != _stamp():    # built on another CPU: again
-                shutil.rmtree(build, ignore_errors=True)
-                ok.unlink()
+            began = build / "stamp"          # the CPU a build (finished or not) began on
+            if build.exists() and (not began.exists() or began.read_text() != _stamp()):
+                shutil.rmtree(build, ignore_errors=True)           # another CPU's: again
+                (CACHE / "ok").unlink(missing_ok=True)
             if not (build / "CMakeCache.txt").exists():
                 src = _source(log)
                 gen = ["-G", "Ninja"] if shutil.which("ninja") else []
                 _run([cmake, "-S", str(src), "-B", str(build), *gen, *CMAKE_ARGS], log)
+                began.write_text(_stamp())
             _run([cmake, "--build", str(build), "--target", *TARGETS,
                   "-j", str(jobs or os.cpu_count() or 2)], log)
         (CACHE / "ok").write_text(_stamp())
