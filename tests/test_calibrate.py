@@ -187,6 +187,25 @@ def test_calibration_is_cached_per_pair_and_settings(tiny_models, tmp_path, monk
     assert key_f32 != first.key
 
 
+def test_on_threads_auto_a_calibration_is_kept_per_thread_count(tiny_models, tmp_path, monkeypatch):
+    """Threads auto moves 2+2 to 1+1 when the load comes: a calibration taken at one count
+    prices nothing of a run at the other, so each count has its own key (the drift check alone
+    let a 2+2 calibration price 1+1 runs under load, when one 1-thread decode under load took
+    about as long as a 2-thread one idle). A pinned count's key does not move."""
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], EngineSettings(n_ctx=256)) as engine:
+        governor = engine.tgt.governor
+        assert governor is not None and engine.dft.governor is governor
+        governor.current = 2
+        two, desc = cc.calibration_key(engine, 3)
+        governor.current = 1
+        one, desc1 = cc.calibration_key(engine, 3)
+        assert two != one and desc["threads_now"] == [2, 2] and desc1["threads_now"] == [1, 1]
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        pinned, desc = cc.calibration_key(engine, 3)
+        assert desc["threads_now"] == [1, 1] and cc.calibration_key(engine, 3)[0] == pinned
+
+
 def demo_pair_or_skip():
     from specscope.core.models.demo import demo_pair
     try:

@@ -242,11 +242,11 @@ def loaded_after(ctx, load):
     real = g.after
     g.clock = m.clock
 
-    def after(n_tokens, seconds, tag=0):
+    def after(n_tokens, seconds, tag=0, outputs=True):
         m.loaded = load()
         t = m.seconds(g.running, n_tokens)
         m.now += t
-        real(n_tokens, t, tag)
+        real(n_tokens, t, tag, outputs)
     g.after = after
 
 
@@ -312,14 +312,38 @@ def test_a_calibration_holds_the_counts_and_calls_a_slow_down_meanwhile_load(eng
     g = engine.tgt.governor                  # shared by both contexts
     real = g.after
 
-    def after(n_tokens, seconds, tag=0):
+    def after(n_tokens, seconds, tag=0, outputs=True):
         decodes.append(g.running)
-        real(n_tokens, seconds + (0.02 if len(decodes) > 60 else 0.0), tag)
+        real(n_tokens, seconds + (0.02 if len(decodes) > 60 else 0.0), tag, outputs)
     g.after = after
     cal = calibrate(engine, 3, reps=2, overhead_runs=False, meter=FixedLoad(0.0))
     assert set(decodes) == {2} and len(decodes) > 100       # no trial of another count meanwhile
     assert cal.under_load                                      # the slow-down is called load
     assert not g.held
+
+
+def test_a_measurement_s_own_mix_of_decodes_is_not_load_but_a_slow_down_is():
+    """A calibration mixes decodes of one token count on purpose: draft rows without logits
+    (cheap: no output head), draft steps with them, and the first step after the draft's
+    batch of another size (llama.cpp rebuilds its graph: dear). On an idle machine that mix
+    is not load; every decode taking three times as long is. (Compared by token count alone,
+    with the mean of three, the mix alone was called load: every calibration on threads auto.)"""
+    def measure(slow_from: int) -> bool:
+        clock = [0.0]
+        g = ThreadGovernor((2, 1), start=2, clock=lambda: clock[0])
+        with g.hold():
+            for i in range(60):
+                factor = 3.0 if i >= slow_from else 1.0
+                draft = ([(1, False, 60e-6)] * 3 if i < 10 else          # rows without logits
+                         [(1, True, 200e-6), (1, True, 100e-6), (1, True, 100e-6),
+                          (4, False, 150e-6)])    # after its batch: a rebuild; steps; a batch
+                for tag, (n, outputs, seconds) in [(0, (4, True, 600e-6))] + [(1, d) for d in draft]:
+                    clock[0] += seconds * factor
+                    g.after(n, seconds * factor, tag=tag, outputs=outputs)
+            return g.slow_while_held
+
+    assert not measure(slow_from=10**6)
+    assert measure(slow_from=30)
 
 
 def test_bench_says_when_threads_moved_during_its_runs():

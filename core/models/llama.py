@@ -369,7 +369,9 @@ class Context(Handle):
         """Decode and wait for it: on an asynchronous backend (a model on an rpc-server)
         llama_decode returns once the graph is sent, and the computation would otherwise be
         waited for, and timed, wherever the logits are read next."""
-        self._run(ll.llama_decode, batch.ptr, batch.ptr.n_tokens, what)
+        b = batch.ptr                    # a Batch's or a SeqBatch's llama_batch
+        n = b.n_tokens
+        self._run(ll.llama_decode, b, n, what, outputs=bool(n and b.logits[n - 1]))
 
     def process(self, batch: "ExtBatch", what: str, *, encode: bool = False) -> None:
         """``llama_process`` an extended batch (tokens with embeddings, or embeddings alone)
@@ -377,9 +379,9 @@ class Context(Handle):
         kind = ll.LLAMA_PROCESS_TYPE_ENCODE if encode else ll.LLAMA_PROCESS_TYPE_DECODE
         self._run(lambda ctx, b: ll.llama_process(ctx, kind, b), batch.ptr, batch.size, what)
 
-    def _run(self, call, batch_ptr, n_tokens: int, what: str) -> None:
+    def _run(self, call, batch_ptr, n_tokens: int, what: str, outputs: bool = True) -> None:
         """One decode, through the governor when threads are auto: it picks the count, and
-        learns from the time the decode took."""
+        learns from the time the decode took (``outputs``: whether it computed logits)."""
         g = self.governor
         if g is not None:
             n = g.before()
@@ -391,7 +393,7 @@ class Context(Handle):
             raise DecodeError(what, status)
         ll.llama_synchronize(self.ptr)
         if g is not None:
-            g.after(n_tokens, g.clock() - t0, id(self))
+            g.after(n_tokens, g.clock() - t0, id(self), outputs)
 
 
     def prefill(self, tokens, batch: "Batch", what: str, after=None, keep: int = 0) -> None:

@@ -229,10 +229,12 @@ class ThreadGovernor:
         self.changes: list[ThreadChange] = []
         self.decodes = self.trials = 0
         self.held = 0                  # > 0: no trials (a measurement is timing this count)
-        self.slow_while_held = False   # the load changed while held (STEADY slow checks in a row)
-        self._slow_run = 0
+        self.slow_while_held = False   # the load changed while held (_held_check)
         self._recent: dict[tuple[int, int, int], deque] = {}     # (count, context, shape)
         self._shapes: set[tuple[int, int]] = set()
+        self._last_size: dict[int, tuple[int, bool]] = {}   # per context: its last decode's shape
+        self._held: dict[tuple, deque] = {}            # held: recent decodes of each kind
+        self._best_typical: dict[tuple, float] = {}    # ... and each kind's lowest median
         self._best: dict[tuple[int, int, int], float] = {}
         self._trial: list[int] = []            # counts still to try; the first runs now
         self._kind = "down"                    # the running trial's: fewer or more threads
@@ -253,11 +255,16 @@ class ThreadGovernor:
         self._applied = self._trial[0] if self._trial else self.current
         return self._applied
 
-    def after(self, n_tokens: int, seconds: float, tag: int = 0) -> None:
+    def after(self, n_tokens: int, seconds: float, tag: int = 0, outputs: bool = True) -> None:
         """Called after a decode of ``n_tokens`` that took ``seconds``; ``tag``: which of the
-        contexts that share this governor decoded (each has its own shapes)."""
+        contexts that share this governor decoded (each has its own shapes); ``outputs``:
+        whether it computed logits."""
         self.decodes += 1
         key = (self._applied, tag, n_tokens if n_tokens <= 8 else shape(n_tokens))
+        size = (key[2], outputs)
+        rebuilt, self._last_size[tag] = self._last_size.get(tag) != size, size
+        if self.held:
+            self._held_check((*key, outputs, rebuilt), seconds)
         recent = self._recent.get(key)
         if recent is None:
             if key[1:] not in self._shapes:  # the first decode of a shape builds its graph: untimed
@@ -277,10 +284,28 @@ class ThreadGovernor:
         level = sum(islice(reversed(recent), self.STEADY)) / self.STEADY
         best = self._best.get(key)
         slow = best is not None and level > self.SLOW * best
-        self._slow_run = self._slow_run + 1 if slow else 0
-        if slow:
-            self._note_slow()
+        if slow and not self.held:
+            self._schedule(down=self.clock())          # the load changed: try fewer threads now
         self._best[key] = level if best is None else min(best, level)
+
+    def _held_check(self, key: tuple, seconds: float) -> None:
+        """During a measurement the load changed when the typical decode of a kind (the median
+        of its last 2·STEADY) is SLOW times the kind's best typical one. A measurement mixes
+        decodes on purpose, so a kind here is also whether the decode computed logits (a tiny
+        model's output head is much of its decode) and whether it followed a decode of another
+        shape (llama.cpp then rebuilds its graph: on the demo pair's draft 200-270 µs against a
+        step's 60-110). Compared by shape alone, with the mean of three, every calibration on
+        threads auto was called loaded on an idle machine."""
+        recent = self._held.get(key)
+        if recent is None:
+            recent = self._held[key] = deque(maxlen=2 * self.STEADY)
+        recent.append(seconds)
+        if len(recent) < recent.maxlen:
+            return
+        typical = statistics.median(recent)
+        low = self._best_typical.get(key)
+        self.slow_while_held |= low is not None and typical > self.SLOW * low
+        self._best_typical[key] = typical if low is None else min(low, typical)
 
     @property
     def running(self) -> int:
@@ -329,12 +354,6 @@ class ThreadGovernor:
             self._kind, self._trial = kind, counts
             self._pairs, self._trial_n, self._won = [], 0, {}
             return
-
-    def _note_slow(self) -> None:
-        if self.held:                       # a measurement: load only when it lasts
-            self.slow_while_held |= self._slow_run >= self.STEADY
-        else:
-            self._schedule(down=self.clock())          # the load changed: try fewer threads now
 
     def _trial_decode(self, key: tuple[int, int, int], seconds: float) -> None:
         """One decode at the trial count, against the current count's recent ones of its shape."""

@@ -48,6 +48,9 @@ def calibration_key(engine, k_max: int, sampler=None, n_past: int = DEFAULT_N_PA
         "target": file_id(engine.target.path),
         "draft": file_id(engine.draft.path) if engine.draft is not None else None,
         "engine": asdict(engine.settings),       # with the placement (--rpc, --device, -ngl)
+        # threads auto: the counts decoding now (a calibration at 2+2 idle prices nothing of
+        # a run at 1+1 under load); a pinned count is in the settings already
+        "threads_now": threads_now(engine),
         "placement": getattr(engine, "placement", None),
         "sampler": sampler.describe() if sampler is not None else "greedy",
         "k_max": k_max, "n_past": n_past, "k_draft": k_draft,
@@ -105,11 +108,20 @@ def drift_of(cal: Calibration, now_s: float) -> str | None:
             f"check {cal.check_t * 1e3:.2f} ms ({100 * drift:+.0f}%, beyond ±{100 * DRIFT_TOLERANCE:.0f}%)")
 
 
+def _contexts(engine) -> list:
+    return [c for c in (engine.tgt, engine.dft, engine.mtp.ctx if engine.mtp is not None else None)
+            if c is not None]
+
+
+def threads_now(engine) -> list[int]:
+    """The thread count of each of the engine's contexts now (target, draft, MTP blocks; threads
+    auto: the governors' current counts, core/models/threads.py)."""
+    return [c.threads for c in _contexts(engine)]
+
+
 def threads_used(engine) -> int:
-    """The most threads a decode of this engine runs on now (threads auto: the governors'
-    current counts, core/models/threads.py)."""
-    contexts = [engine.tgt, engine.dft, engine.mtp.ctx if engine.mtp is not None else None]
-    return max(c.threads for c in contexts if c is not None)
+    """The most threads a decode of this engine runs on now."""
+    return max(threads_now(engine))
 
 
 def is_under_load(reading: LoadReading, threads: int) -> bool:
