@@ -15,15 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 
-
-def our_cpus() -> frozenset[int] | None:
-    """The CPUs this process may run on, where that is fewer than the machine has (its affinity
-    mask); None: all of them, or unknown."""
-    try:
-        mine = os.sched_getaffinity(0)
-    except (AttributeError, OSError):
-        return None
-    return frozenset(mine) if len(mine) < (os.cpu_count() or 0) else None
+from specscope.core.models.threads import affinity_mask
 
 
 def _busy(fields: list[str]) -> int:
@@ -106,7 +98,7 @@ class LoadMeter:
     process may run on)."""
 
     def __init__(self):
-        self.cpus = our_cpus()
+        self.cpus = affinity_mask()
         self.cores = len(self.cpus) if self.cpus else max(1, os.cpu_count() or 1)
         self.t0 = time.perf_counter()
         self.busy0 = _busy_seconds(self.cpus)

@@ -108,12 +108,20 @@ def cpu_quota() -> int | None:
     return max(1, math.floor(min(quotas))) if quotas else None
 
 
+def affinity_mask() -> frozenset[int] | None:
+    """The CPUs this process may run on, where its affinity mask holds fewer than the machine
+    has (taskset, a container's cpuset); None: all of them, or no mask to read."""
+    try:
+        mine = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return None
+    return frozenset(mine) if len(mine) < (os.cpu_count() or 0) else None
+
+
 def _affinity() -> int:
     """The cores in this process's affinity mask (all of the machine's where there is none)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    mask = affinity_mask()
+    return len(mask) if mask else max(1, os.cpu_count() or 1)
 
 
 def cores() -> int:
@@ -232,7 +240,7 @@ class ThreadGovernor:
         self.slow_while_held = False   # the load changed while held (_held_check)
         self._recent: dict[tuple[int, int, int], deque] = {}     # (count, context, shape)
         self._shapes: set[tuple[int, int]] = set()
-        self._last_size: dict[int, tuple[int, bool]] = {}   # per context: its last decode's shape
+        self._last_size: dict[int, tuple[int, bool]] = {}   # held: each context's last decode
         self._held: dict[tuple, deque] = {}            # held: recent decodes of each kind
         self._best_typical: dict[tuple, float] = {}    # ... and each kind's lowest median
         self._best: dict[tuple[int, int, int], float] = {}
@@ -261,10 +269,8 @@ class ThreadGovernor:
         whether it computed logits."""
         self.decodes += 1
         key = (self._applied, tag, n_tokens if n_tokens <= 8 else shape(n_tokens))
-        size = (key[2], outputs)
-        rebuilt, self._last_size[tag] = self._last_size.get(tag) != size, size
         if self.held:
-            self._held_check((*key, outputs, rebuilt), seconds)
+            self._held_check(key, outputs, seconds)
         recent = self._recent.get(key)
         if recent is None:
             if key[1:] not in self._shapes:  # the first decode of a shape builds its graph: untimed
@@ -288,7 +294,7 @@ class ThreadGovernor:
             self._schedule(down=self.clock())          # the load changed: try fewer threads now
         self._best[key] = level if best is None else min(best, level)
 
-    def _held_check(self, key: tuple, seconds: float) -> None:
+    def _held_check(self, key: tuple[int, int, int], outputs: bool, seconds: float) -> None:
         """During a measurement the load changed when the typical decode of a kind (the median
         of its last 2·STEADY) is SLOW times the kind's best typical one. A measurement mixes
         decodes on purpose, so a kind here is also whether the decode computed logits (a tiny
@@ -296,6 +302,9 @@ class ThreadGovernor:
         shape (llama.cpp then rebuilds its graph: on the demo pair's draft 200-270 µs against a
         step's 60-110). Compared by shape alone, with the mean of three, every calibration on
         threads auto was called loaded on an idle machine."""
+        size = (key[2], outputs)
+        rebuilt, self._last_size[key[1]] = self._last_size.get(key[1]) != size, size
+        key = (*key, *size[1:], rebuilt)
         recent = self._held.get(key)
         if recent is None:
             recent = self._held[key] = deque(maxlen=2 * self.STEADY)
