@@ -13,8 +13,8 @@ import pytest
 from specscope.core.cli.generate import policy_lines
 from specscope.core.measure.cost.model import Calibration
 from specscope.core.models.demo import demo_pair
-from specscope.core.engine.draft_policy import (DROP, LAST, TAKE, BestPredicted, FixedLength, HfHeuristic,
-                                               make_policy)
+from specscope.core.engine.draft_policy import (DROP, EXPLORE_POSITIONS, LAST, TAKE, BestPredicted, FixedLength,
+                                               HfHeuristic, make_policy)
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings
@@ -83,19 +83,52 @@ def test_cost_policy_drafts_shorter_where_draft_tokens_and_verification_cost_mor
     assert lengths[0] == 8 and 1 < lengths[1] < 6
 
 
+def judged(p, positions: int, kept: int, share: float = 0.9) -> None:
+    """Rounds of one drafted token at ``share``, ``kept`` of ``positions`` kept."""
+    for k in range(positions):
+        p.update(1, int(k < kept), [share])
+
+
 def test_cost_policy_tries_a_confidence_it_has_not_seen_where_drafting_could_pay():
-    """At the prior rate (0.7) one token does not pay on this machine (a draft token 0.3, a
-    verified one 0.6), at certain acceptance it would: a confidence not yet seen is drafted,
-    to learn its rate; once seen rejected twice it is dropped. Where not even certain
-    acceptance would pay (a draft token as dear as the target's), it is dropped unseen."""
+    """At about the prior rate (0.7) one token does not pay on this machine (a draft token 0.3,
+    a verified one 0.6), at certain acceptance it would: once the run's rate is known (a
+    confidence of 0.9 judged 8 times, 6 kept), a confidence not yet seen is drafted, to learn
+    its rate; once seen rejected twice it is dropped. Where not even certain acceptance would
+    pay (a draft token as dear as the target's), it is dropped unseen."""
     p = BestPredicted(8, calibration(f=0.3, slope=0.6))
+    judged(p, EXPLORE_POSITIONS, 6)
     assert steps(p, [0.5]) == [LAST]
     p.update(1, 0, [0.5])
     assert steps(p, [0.5]) == [LAST]
     p.update(1, 0, [0.5])
     assert steps(p, [0.5]) == [DROP]
-    assert steps(p, [0.9]) == [LAST]                       # another band: still unseen
+    assert steps(p, [0.3]) == [LAST]                       # another band: still unseen
     assert steps(BestPredicted(8, calibration(f=1.0, slope=1.0)), [0.9]) == [DROP]
+
+
+def test_cost_policy_drafts_before_it_knows_the_run_where_a_draft_kept_whole_would_pay():
+    """A draft that costs 0.6 of the target's token (verification 0.05 a token more) pays only
+    when it is almost always kept (a model beside its own harder-quantized copy: 0.97 kept). At
+    the prior rate (0.7) no draft pays, so a policy that asked at the prior drafted nothing all run and never learned the
+    rate. Until the target has judged EXPLORE_POSITIONS drafted positions it asks whether a
+    draft kept whole would pay, drafts, learns the rate and drafts long; where the drafts are
+    mostly rejected it learns that too and stops drafting."""
+    for kept_rate, drafts_after in ((1.0, True), (0.3, False)):
+        at_prior = BestPredicted(8, calibration(f=0.6, slope=0.05))
+        judged(at_prior, EXPLORE_POSITIONS, round(0.7 * EXPLORE_POSITIONS))
+        assert at_prior.next_n() == 0                       # at about the prior: no draft pays
+        p = BestPredicted(8, calibration(f=0.6, slope=0.05))
+        rounds = 0
+        while p.exploring:
+            assert p.next_n() == 8
+            assert steps(p, [0.9] * 8)[-1] in (LAST, TAKE)    # it drafts, at least one token
+            drafted = len(p.whole)
+            p.update(drafted, drafted if kept_rate == 1.0 else 0, [0.9] * drafted)
+            rounds += 1
+        assert rounds <= EXPLORE_POSITIONS
+        assert (p.next_n() > 0) == drafts_after
+        if drafts_after:
+            assert len(steps(p, [0.9] * 8)) > 2
 
 
 def test_cost_policy_learns_what_its_empty_rounds_cost():
@@ -116,23 +149,39 @@ def test_cost_policy_learns_what_its_empty_rounds_cost():
 
 
 def test_cost_policy_skips_a_round_where_no_draft_could_pay_and_prices_the_target_token_alone():
-    dear = calibration(f=1.0, slope=1.0)          # a draft token costs a target token
+    """A skipped round is the target's token alone: after a drafted round (or the prompt) a
+    single-token decode after another shape, c(1) and the rebuild; after another skipped round,
+    a token of the target-alone stream (B)."""
+    dear = replace(calibration(f=1.0, slope=1.0), b=0.8, shape=0.2)   # a draft token costs a target token
     p = BestPredicted(8, dear)
     assert p.next_n() == 0
-    assert p.per_token == pytest.approx(dear.cost(1) + dear.s + dear.r + dear.o0)
+    assert p.per_token == pytest.approx(dear.cost(1) + dear.s + dear.o_base + dear.shape)
+    assert p.next_n() == 0
+    assert p.spent[1] == pytest.approx(dear.cost(1) + dear.s + dear.o_base + dear.shape
+                                       + dear.baseline_token)
     assert BestPredicted(8, calibration()).next_n() == 8      # a cheap draft: drafting may pay
 
 
-def test_cost_policy_decides_whether_to_draft_by_a_threshold_as_its_plan_would():
-    """``next_n`` compares V with a threshold worked out once per rates and batch size; over
-    random states, machines and lengths it decides as the full plan from the first token does."""
+def test_cost_policy_decides_whether_to_draft_by_a_threshold_against_skipping_the_round():
+    """``next_n`` compares the price of a skipped round (its one token: the target's alone,
+    nothing decoded on the draft) with a threshold worked out once per rates and batch size;
+    over random states, machines and lengths it drafts exactly where some length, its first
+    token at the best confidence seen and the rest at the pooled rate, makes tokens that cost
+    less each, whatever a token has cost the run so far."""
     rng = random.Random(7)
     for _ in range(3000):
         p = BestPredicted(8, calibration(f=rng.uniform(0.01, 1.5), slope=rng.uniform(0.0, 1.0)))
+        p.pool = [EXPLORE_POSITIONS, 0]      # past the first positions: the run's rates decide
         p.best_rate, p.pooled, p.last_k = rng.random(), rng.random(), rng.randint(1, 9)
         p.per_token = rng.uniform(0.2, 6.0)
-        plan = p._plan(0, p.best_rate, p.pooled, 8)      # before next_n: a skip is spent
-        assert (p.next_n() > 0) == (plan > 0)
+        skip = p._skipped()
+        best, e, a = -math.inf, 0.0, p.best_rate
+        for m in range(1, 9):
+            e += a
+            best = max(best, skip * (1 + e) - p.round_price(m, e, a, False) - p._reshape(m))
+            a *= p.pooled
+        if abs(best) > 1e-9:
+            assert (p.next_n() > 0) == (best > 0)
 
 
 def test_cost_policy_keeps_its_length_where_changing_it_costs_a_graph_rebuild():

@@ -36,12 +36,18 @@ stopped on a token it proposed has decoded that row in vain, as a p_min stop doe
 
 A dropped token teaches nothing (the target never judges it), so a rate learned from the prior
 alone could keep the policy from drafting for good. It therefore drafts a token whose band it
-has seen fewer than ``PRIOR_WEIGHT`` times when drafting could pay there: when the plan with
-that token, and every token after it, certain to be kept would not drop it. Where not even
-that pays (a draft token as dear as the target's), it drops it unseen.
+has seen fewer than ``PRIOR_WEIGHT`` times, or any token before the target has judged
+``EXPLORE_POSITIONS`` drafted positions of the run, when drafting could pay there: when the
+plan with that token, and every token after it, certain to be kept would not drop it. Where
+not even that pays (a draft token as dear as the target's), it drops it unseen.
 
-Where not even a draft whose first token has the best confidence seen would pay, ``next_n``
-is 0 and the round drafts nothing: the draft model then decodes nothing either, and catches its
+Where not even a draft whose first token has the best confidence seen would make tokens that
+cost less each than a skipped round's (the target's token alone; after another skipped round a
+token of the target-alone stream), ``next_n`` is 0 and the round drafts nothing (until the target has judged ``EXPLORE_POSITIONS`` drafted
+positions, the question is whether a draft kept whole would pay: a pair whose drafts are
+dear but almost always kept, such as a model beside its own harder-quantized copy, pays only
+at its real rate, far above the prior, and a policy that asked at the prior never drafted
+there, so never learned it): the draft model then decodes nothing either, and catches its
 cache up in one batch when it drafts again (core/engine/drafters/model.py). Such a round costs
 the target's token alone, so a pair whose drafts cannot pay on this machine runs at about the
 target's own speed instead of paying the draft's decode every round.
@@ -71,6 +77,7 @@ HF_STEP_DOWN = 1
 PRIOR_RATE = 0.7        # the cost policy's per-token acceptance before any observation
 PRIOR_WEIGHT = 2.0      # pseudo-observations behind each prior
 CONFIDENCE_BANDS = (0.2, 0.4, 0.6, 0.8)   # the cost policy keeps acceptance per fifth of p
+EXPLORE_POSITIONS = 8   # drafted positions the target judges before the cost policy trusts its rates
 TAKE, LAST, DROP = "take", "last", "drop"  # a draft step: keep the token and draft on, keep it
                                            # and stop, stop without it
 
@@ -144,7 +151,7 @@ class BestPredicted(FixedLength):
         self.whole: list[float] = []    # this round: a_1..a_i, the chance the draft so far is kept
         self.dropped = False            # this round stopped on a token it proposed
         self.last_k = n_max + 1         # the last verification batch's size (a change costs shape)
-        self._threshold: tuple = (None, 0.0)   # (rates and size, the V above which a draft pays)
+        self._threshold: tuple = (None, 0.0)   # (rates and size, the skip price above which a draft pays)
         self._learn()
         self._price()
 
@@ -208,31 +215,55 @@ class BestPredicted(FixedLength):
         """n_max, or 0 where no draft would pay even with its first token at the best
         confidence seen (module docs): the round is priced as the target's token alone."""
         self.whole = []
-        if self.per_token > self._pays_above():
+        skip = self._skipped()
+        if skip > self._pays_above():
             return self.n_max
-        cal = self.cal
-        self._spend(1, cal.cost(1) + cal.s + cal.r + cal.o0 + self._reshape(0))
+        self._spend(1, skip)
         self.last_k = 1
         return 0
 
+    def _skipped(self) -> float:
+        """A round that drafts nothing: the target's token alone, and the draft decodes nothing.
+        After another such round that is a token of the target-alone stream (B: llama.cpp keeps
+        the graph of a single-token decode after another); after a drafted round, a single-token
+        decode after another shape (c(1), and the graph's rebuild)."""
+        cal = self.cal
+        if self.last_k == 1:
+            return cal.baseline_token
+        return cal.cost(1) + cal.s + cal.o_base + self._reshape(0)
+
     def _pays_above(self) -> float:
-        """The V above which some draft pays where ``next_n`` asks, i.e. where ``_plan(0,
-        best_rate, pooled, n_max)`` would choose a length over 0: a length m beats none when
-        V·E_m > cost_m − cost_0, E_m its expected kept tokens. It depends on the rates and the
-        last batch's size only, so it is worked out again only when they change (a round that
-        drafts nothing then costs a comparison, not a plan)."""
-        key = (self.best_rate, self.pooled, self.last_k)
+        """The price of a skipped round (S, its one token) above which some draft pays where
+        ``next_n`` asks: a length m beats skipping when S·(1 + E_m) > cost_m, i.e. when its
+        round's tokens cost less each than the skipped round's, E_m its expected kept tokens
+        with the first at the best confidence seen. Tokens per cost, round against round: both
+        can be repeated for the rest of the run. Not what a token has cost the run so far (V,
+        which ``step`` weighs its tokens by): after rounds whose drafts were kept whole V was
+        lower than any round's own price and a draft's value fell below the skip's, so a pair
+        whose drafts paid 25 % skipped for rounds on end; after dear rounds V was higher, and
+        a run whose drafts were dropped at their first token went on paying that decode.
+        Skipping, not a draft dropped at its first token: asked before the draft decodes
+        anything, the first decode is not yet spent. It depends on the rates and the last
+        batch's size only, so it is worked out again only when they change (a round that drafts
+        nothing then costs a comparison, not a plan)."""
+        first_rate, rate = (1.0, 1.0) if self.exploring else (self.best_rate, self.pooled)
+        key = (first_rate, rate, self.last_k)
         if self._threshold[0] != key:
-            none = self.round_price(0, 0.0, 0.0, True) + self._reshape(0)
-            best, e, a = float("inf"), 0.0, self.best_rate
+            none = self._skipped()
+            best, e, a = float("inf"), 0.0, first_rate
             for m in range(1, self.n_max + 1):
                 e += a
                 zero, first, last = self._terms[m - 1]
                 extra = zero + first * (e - a) + last * a + self._reshape(m) - none
                 best = min(best, extra / e)       # e > 0: every rate is shrunk towards a prior > 0
-                a *= self.pooled
+                a *= rate
             self._threshold = (key, best)
         return self._threshold[1]
+
+    @property
+    def exploring(self) -> bool:
+        """The target has judged too few drafted positions of this run to trust its rates."""
+        return self.pool[0] < EXPLORE_POSITIONS
 
     def step(self, i: int, p: float, cap: int) -> str:
         if i == 0:
@@ -241,8 +272,9 @@ class BestPredicted(FixedLength):
         before = self.whole[-1] if self.whole else 1.0
         kept = before * self.rates[band]           # the chance all so far and this one are kept
         choice = self._plan(i, kept, self.pooled, cap)
-        if choice == i and self.reached[band] < PRIOR_WEIGHT and self._plan(i, before, 1.0, cap) > i:
-            choice = i + 1      # a band it has hardly seen, where drafting could pay: learn it
+        if choice == i and (self.exploring or self.reached[band] < PRIOR_WEIGHT) \
+                and self._plan(i, before, 1.0, cap) > i:
+            choice = i + 1      # a run or a band it has hardly seen, where drafting could pay: learn it
         if choice == i:
             self.dropped = True
             if i == 0:          # no draft: update() does not hear of this round, its cost counts
