@@ -1,13 +1,16 @@
 """Benchmark (not a test): adaptive draft length (core/engine/draft_policy.py) against the best fixed
 n_max, on the shipped bench prompts.
 
-    python tests/bench/bench_adaptive.py [-m TARGET -md DRAFT] [--n-max 8] [-n 96] [--repeats 5]
+    python tests/bench/bench_adaptive.py [-m TARGET -md DRAFT | --pair demo|smollm2|smollm2-f32]
+                                   [--n-max 8] [-n 96] [--repeats 5]
                                    [--prompts FILE] [-t THREADS] [--json OUT.json]
 
 Configurations: llama.cpp's fixed policy at every n_max in 1..N (the sweep the best fixed n is
 picked from, after the fact: an oracle the adaptive policies do not have), and the ``hf`` and
 ``cost`` policies with n_max = N (they choose within 1..N each round). Greedy, end of
-generation banned (every run generates exactly -n tokens), the demo pair by default.
+generation banned (every run generates exactly -n tokens), the demo pair by default
+(``--pair``: also SmolLM2-135M-Instruct's Q4_1 file drafting for itself, or for its own
+weights widened to F32, made once beside it by llama.cpp: a real pair where drafting pays).
 
 Per repetition and prompt: the target alone, every configuration once in an order rotated per
 repetition, the target alone again (the two baselines bracket the runs in time, so slow drift in
@@ -33,6 +36,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
+
+PAIRS = ("demo", "smollm2", "smollm2-f32")
+
+
+def named_pair(name: str) -> tuple[Path, Path]:
+    """(target, draft) of ``--pair``; the SmolLM2 files as the real-model tier has them."""
+    from specscope.core.models.demo import demo_pair
+    if name == "demo":
+        return demo_pair()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers.realmodel import smollm2_f32_path, smollm2_path
+    q4 = smollm2_path()
+    return (smollm2_f32_path() if name == "smollm2-f32" else q4), q4
 
 
 @dataclass
@@ -123,7 +140,6 @@ def report(configs, tallies, base, reps, pair, prompts, args, others=None, elaps
 
 
 def main(argv=None) -> int:
-    from specscope.core.models.demo import demo_pair
     from specscope.core.measure.cost.calibrate import policy_calibration
     from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
     from specscope.core.engine.sampling import SamplerSettings
@@ -134,6 +150,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-m", "--model", type=Path)
     ap.add_argument("-md", "--model-draft", type=Path)
+    ap.add_argument("--pair", choices=PAIRS, default="demo",
+                    help="without -m: the demo pair; SmolLM2-135M-Instruct Q4_1 as its own draft (no "
+                         "draft pays); or drafting for its own weights widened to F32 (drafts cost "
+                         "about half a target token and are almost always kept)")
     ap.add_argument("--n-max", type=int, default=8, help="fixed n swept 1..N; the policies' n_max")
     ap.add_argument("-n", "--n-predict", type=int, default=96)
     ap.add_argument("-r", "--repeats", type=int, default=3)
@@ -143,7 +163,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
 
-    target, draft = (args.model, args.model_draft) if args.model else demo_pair()
+    target, draft = (args.model, args.model_draft) if args.model else named_pair(args.pair)
     prompts = load_prompts(args.prompts)
     pair = f"target {Path(target).name}, draft {Path(draft).name}"
     sampler = SamplerSettings(logit_bias=eog_bias(target))
