@@ -13,8 +13,8 @@ import pytest
 from specscope.core.cli.generate import policy_lines
 from specscope.core.measure.cost.model import Calibration
 from specscope.core.models.demo import demo_pair
-from specscope.core.engine.draft_policy import (DROP, EXPLORE_POSITIONS, LAST, TAKE, BestPredicted, FixedLength,
-                                               HfHeuristic, make_policy)
+from specscope.core.engine.draft_policy import (DROP, EXPLORE_POSITIONS, LAST, MEMORY_POSITIONS, PRIOR_RATE,
+                                               TAKE, BestPredicted, FixedLength, HfHeuristic, make_policy)
 from specscope.core.engine.engine import Engine, EngineSettings, SpecSettings
 from specscope.core.errors import ConfigError
 from specscope.core.engine.sampling import SamplerSettings
@@ -171,7 +171,7 @@ def test_cost_policy_decides_whether_to_draft_by_a_threshold_against_skipping_th
     rng = random.Random(7)
     for _ in range(3000):
         p = BestPredicted(8, calibration(f=rng.uniform(0.01, 1.5), slope=rng.uniform(0.0, 1.0)))
-        p.pool = [EXPLORE_POSITIONS, 0]      # past the first positions: the run's rates decide
+        p.seen = EXPLORE_POSITIONS           # past the first positions: the run's rates decide
         p.best_rate, p.pooled, p.last_k = rng.random(), rng.random(), rng.randint(1, 9)
         p.per_token = rng.uniform(0.2, 6.0)
         skip = p._skipped()
@@ -353,6 +353,7 @@ def test_the_engine_follows_the_hf_rule(demo, greedy):
 
 
 def test_the_cost_policy_picks_n_in_bounds_and_learns_from_the_run(demo, greedy):
+    demo.forget_learned()                   # from the prior: its counts are this run's alone
     run, events = spec_run(demo, greedy, "cost")
     limits = [e.draft_limit for e in events if e.drafted]
     assert all(1 <= n <= N_MAX for n in limits)
@@ -367,6 +368,35 @@ def test_the_cost_policy_picks_n_in_bounds_and_learns_from_the_run(demo, greedy)
     counts = Counter(len(e.drafted) for e in events if e.draft_limit)
     assert policy_lines(session) == ["draft policy cost: rounds per draft length "
                                      + " ".join(f"{n}:{c}" for n, c in sorted(counts.items()))]
+
+
+def test_a_cost_run_starts_from_what_the_engines_last_run_learned_of_the_pair(demo, greedy, baseline):
+    """The next run's policy starts from the last one's counts, scaled to MEMORY_POSITIONS judged
+    positions (its rates, not the prior), still asks whether to draft at all of a draft kept
+    whole until its own drafts had EXPLORE_POSITIONS judged, and stays lossless; a run with
+    another sampler starts from the prior, and so does every run after forget_learned()."""
+    demo.forget_learned()
+    first, _ = spec_run(demo, greedy, "cost")
+    judged = first.policy.pool[0]
+    assert judged > MEMORY_POSITIONS
+    carried = first.policy.learned()
+    assert carried.pool[0] == pytest.approx(MEMORY_POSITIONS)
+    assert carried.pool[1] / carried.pool[0] == pytest.approx(first.policy.pool[1] / judged)
+    assert sum(carried.reached) == pytest.approx(sum(first.policy.reached) * MEMORY_POSITIONS / judged)
+    second, events = spec_run(demo, greedy, "cost")
+    assert second.tokens == baseline
+    assert second.policy.seen == sum(min(len(e.drafted), e.n_accepted + 1) for e in events if e.drafted)
+    assert second.policy.pool[0] == pytest.approx(MEMORY_POSITIONS + second.policy.seen)
+    fresh = BestPredicted(N_MAX, calibration(), learned=carried)
+    assert fresh.pooled == pytest.approx((carried.pool[1] + 2 * PRIOR_RATE) / (carried.pool[0] + 2))
+    assert fresh.exploring and fresh.pooled != pytest.approx(PRIOR_RATE)
+    other = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"),
+                             replace(greedy, seed=7), 120, calibration=calibration())
+    assert other.policy.pool == [0, 0]
+    demo.forget_learned()
+    after = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"), greedy, 120,
+                             calibration=calibration())
+    assert after.policy.pool == [0, 0] and after.policy.pooled == pytest.approx(PRIOR_RATE)
 
 
 # ----------------------------------------------------------------------------- the CLI

@@ -54,6 +54,7 @@ def pair():
 
 
 def real_rounds(engine, text, spec):
+    engine.forget_learned()             # a replay's cost policy starts from the prior
     run = engine.speculative(text, spec, SamplerSettings(), N, calibration=CAL)
     events = list(run)
     return run, [(e.drafter if e.drafted else "", len(e.drafted), e.n_accepted, e.emitted)

@@ -52,6 +52,15 @@ cache up in one batch when it drafts again (core/engine/drafters/model.py). Such
 the target's token alone, so a pair whose drafts cannot pay on this machine runs at about the
 target's own speed instead of paying the draft's decode every round.
 
+What a run learned carries into the engine's next run with the same sampler and acceptance
+rule (``Engine.speculative``: ``Learned``, the counts scaled to at most ``MEMORY_POSITIONS``
+judged positions): a run starts from the pair's rates instead of the prior, so it does not
+spend its first rounds learning them again (on a 64-token run of a pair whose drafts pay
+25 %, its first three rounds drafted 1, 3 and 5 tokens where 8 paid), and its own rounds
+outweigh them within a few rounds where the text changes. Whether to draft at all is still
+asked of a draft kept whole until the run's own drafts have had ``EXPLORE_POSITIONS`` positions
+judged, so an earlier run that found no draft paying does not keep a later one from trying.
+
 A policy sees what llama.cpp's drafters see (``Drafter.accept``): the draft model's own
 rounds, with the number of its tokens the target kept, and while drafting the share of each
 token it proposes. (On a target whose memory needs
@@ -62,6 +71,7 @@ after it, one token more than was kept: the policy hears the same.)
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 
 from specscope.core.errors import ConfigError
 
@@ -78,8 +88,19 @@ PRIOR_RATE = 0.7        # the cost policy's per-token acceptance before any obse
 PRIOR_WEIGHT = 2.0      # pseudo-observations behind each prior
 CONFIDENCE_BANDS = (0.2, 0.4, 0.6, 0.8)   # the cost policy keeps acceptance per fifth of p
 EXPLORE_POSITIONS = 8   # drafted positions the target judges before the cost policy trusts its rates
+MEMORY_POSITIONS = 32   # judged positions a cost policy's rates carry into the engine's next run
 TAKE, LAST, DROP = "take", "last", "drop"  # a draft step: keep the token and draft on, keep it
                                            # and stop, stop without it
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What a ``cost`` policy learned of the pair's acceptance (its counts: judged positions and
+    those kept, pooled and per confidence band), which the engine's next run with the same
+    sampler and acceptance rule starts from (module docs)."""
+    pool: tuple[float, float]
+    reached: tuple[float, ...]
+    kept: tuple[float, ...]
 
 
 def check_policy(name: str) -> None:
@@ -134,7 +155,7 @@ class BestPredicted(FixedLength):
     name = "cost"
     reads_shares = True
 
-    def __init__(self, n_max: int, calibration, sync: str = "reuse"):
+    def __init__(self, n_max: int, calibration, sync: str = "reuse", learned: Learned | None = None):
         super().__init__(n_max)
         if calibration is None:
             raise ConfigError("the cost draft policy needs a calibration of this pair")
@@ -146,6 +167,9 @@ class BestPredicted(FixedLength):
         self.reached = [0] * bands      # positions reached with all before accepted, per band
         self.kept = [0] * bands         # ... and accepted
         self.pool = [0, 0]              # the same over every position (shares known or not)
+        if learned is not None:         # an earlier run's, on the same engine
+            self.pool, self.reached, self.kept = list(learned.pool), list(learned.reached), list(learned.kept)
+        self.seen = 0                   # positions this run's drafts had judged
         self.spent = [0, 0.0]           # the tokens of the run's drafted rounds, their cost
         self._terms = [self._affine(n) for n in range(1, n_max + 1)]
         self.whole: list[float] = []    # this round: a_1..a_i, the chance the draft so far is kept
@@ -263,7 +287,14 @@ class BestPredicted(FixedLength):
     @property
     def exploring(self) -> bool:
         """The target has judged too few drafted positions of this run to trust its rates."""
-        return self.pool[0] < EXPLORE_POSITIONS
+        return self.seen < EXPLORE_POSITIONS
+
+    def learned(self) -> Learned:
+        """Its counts so far, scaled down to at most MEMORY_POSITIONS judged positions: the
+        next run starts from these rates, and its own rounds soon outweigh them."""
+        k = min(1.0, MEMORY_POSITIONS / self.pool[0]) if self.pool[0] else 1.0
+        return Learned((self.pool[0] * k, self.pool[1] * k), tuple(r * k for r in self.reached),
+                       tuple(x * k for x in self.kept))
 
     def step(self, i: int, p: float, cap: int) -> str:
         if i == 0:
@@ -287,6 +318,7 @@ class BestPredicted(FixedLength):
     def update(self, n_drafted: int, n_accepted: int, probs=()) -> None:
         if n_drafted <= 0:
             return
+        self.seen += min(n_drafted, n_accepted + 1)
         for i in range(min(n_drafted, n_accepted + 1)):
             self.pool[0] += 1
             self.pool[1] += i < n_accepted
@@ -307,11 +339,12 @@ class BestPredicted(FixedLength):
         self._price()
 
 
-def make_policy(spec, calibration=None) -> FixedLength:
-    """The draft-length policy of a run's SpecSettings (``calibration``: for ``cost``)."""
+def make_policy(spec, calibration=None, learned: Learned | None = None) -> FixedLength:
+    """The draft-length policy of a run's SpecSettings (``calibration``: for ``cost``, which
+    starts from ``learned`` where given)."""
     check_policy(spec.draft_policy)
     if spec.draft_policy == "hf":
         return HfHeuristic(spec.n_max)
     if spec.draft_policy == "cost":
-        return BestPredicted(spec.n_max, calibration, spec.sync)
+        return BestPredicted(spec.n_max, calibration, spec.sync, learned)
     return FixedLength(spec.n_max)

@@ -107,6 +107,7 @@ class Engine(Closing):
         # each hold of the contexts gets an epoch, unique across engines: a Held is good for the
         # next hold of the same engine only (nothing else used its caches in between)
         self.epoch = self.epoch_before = 0
+        self._policies: dict = {}    # the last cost policy per sampler, rule and vocabulary mode
         try:
             self._open(Path(target), Path(draft) if draft else None, progress)
         except BaseException:
@@ -227,8 +228,22 @@ class Engine(Closing):
         if spec.draft_policy == "cost" and spec.uses_draft_model and calibration is None:
             raise ConfigError("the cost draft policy needs the pair's calibration "
                               "(measure.cost.calibrate.policy_calibration)")
-        policy = make_policy(spec, calibration) if spec.uses_draft_model else None
+        policy = self._policy(spec, calibration, sampler, vocab) if spec.uses_draft_model else None
         return Run(self, prompt, spec, sampler, n_predict, stop, policy, vocab, resume, teach)
+
+    def _policy(self, spec: SpecSettings, calibration, sampler: SamplerSettings, vocab: str):
+        """The run's draft-length policy; ``cost`` starts from what the last run with the same
+        sampler, acceptance rule and vocabulary mode learned of this pair (draft_policy.Learned)."""
+        key = (sampler, spec.accept_rule, vocab)
+        before = self._policies.get(key)
+        policy = make_policy(spec, calibration, before.learned() if before is not None else None)
+        if hasattr(policy, "learned"):
+            self._policies[key] = policy
+        return policy
+
+    def forget_learned(self) -> None:
+        """The next runs' cost policies start from the prior (what a what-if replay assumes)."""
+        self._policies.clear()
 
     def _check_draft_kind(self, spec: SpecSettings) -> None:
         """Each type drafts with what its registry entry says: a head type with a head of its
