@@ -73,7 +73,13 @@ def test_rounds_the_cost_policy_skips_are_replayed_and_priced_as_the_target_toke
     rounds = replay_draft(traces[0], spec, n_ctx=N_CTX, n_predict=N, cal=dear)
     assert [len(r.draft) for r in rounds] == [n for _, n in real] == [0] * len(real)
     assert all(r.skipped for r in rounds) and all(stop == "policy" for stop, _ in real[:-1])
-    assert price(dear, rounds) == pytest.approx(dear.baseline_token / (dear.cost(1) + dear.s + dear.r + dear.o0))
+    # the first after the prompt's batch is a single-token decode after another shape, every
+    # later one a token of the target-alone stream (B), as the policy prices them
+    tokens = sum(len(r.emitted) for r in rounds)
+    dear_b = replace(dear, b=0.8, s=0.02, r=0.03, o0=0.2, o_base=0.01)
+    assert price(dear_b, rounds) == pytest.approx(
+        tokens * dear_b.baseline_token / (dear_b.cost(1) + dear_b.s + dear_b.o_base
+                                          + (len(rounds) - 1) * dear_b.baseline_token))
 
 
 @pytest.mark.parametrize("spec", CASES, ids=lambda s: draft_label(s) + f" n_min={s.n_min}")
@@ -187,11 +193,22 @@ def test_a_replays_excess_over_the_ceiling_adds_up_over_its_rounds_too_long_or_t
 def test_the_ceiling_also_stops_on_a_row_decoded_in_vain_where_that_is_cheaper():
     """A draft that never matches, on a machine where a draft step (f) costs less than the sync
     decode of a kept token: stopping each round on a row in vain (p_min 0.9, every share 0.5)
-    is the cheapest way through, and the ceiling must reach it."""
+    is the cheapest way through where a skipped round is dear (here the target-alone loop's
+    own Python), and the ceiling must reach it. Where skipping is cheap, skipping every round
+    (the cost policy's way on a draft as dear as the target: the draft decodes nothing) is
+    cheaper still, and the ceiling reaches that."""
     from specscope.core.measure.whatif.draft import DraftTrace
     trace = DraftTrace(prompt=(1, 2), cont=(5, 6, 7, 8), top=(9,) * 5, p=(0.5,) * 5,
                        margin=(1.0,) * 5, tails={})
-    cal = replace(CAL, f=0.05)                    # the sync decode draft_batch(1) is 0.1
-    rounds = replay_draft(trace, replace(BASE, n_max=4, p_min=0.9), n_ctx=N_CTX)
-    assert all(r.extra == 1 for r in rounds[:-1])
-    assert hindsight(trace, cal, n_ctx=N_CTX).speedup == pytest.approx(price(cal, rounds))
+    in_vain = replay_draft(trace, replace(BASE, n_max=4, p_min=0.9), n_ctx=N_CTX)
+    assert all(r.extra == 1 for r in in_vain[:-1])
+    dear_skip = replace(CAL, f=0.05, o_base=1.0)         # the sync decode draft_batch(1) is 0.1
+    assert hindsight(trace, dear_skip, n_ctx=N_CTX).speedup == pytest.approx(price(dear_skip, in_vain))
+    cheap_skip = replace(CAL, f=0.05, b=0.7)
+    dear_draft = replace(cheap_skip, f=1.0, f_batch=tuple(1.0 * k for k in range(1, 11)))
+    skipped = replay_draft(trace, replace(BASE, n_max=4, draft_policy="cost"), n_ctx=N_CTX, cal=dear_draft)
+    assert all(r.skipped and not r.draft for r in skipped)
+    ceiling = hindsight(trace, cheap_skip, n_ctx=N_CTX)
+    assert ceiling.speedup == pytest.approx(price(cheap_skip, skipped))
+    assert price(cheap_skip, skipped) > price(cheap_skip, in_vain)
+    assert ceiling.best[0] == ceiling.best_single[1] == -1 and ceiling.lengths == (0,) * len(skipped)

@@ -231,14 +231,19 @@ def replay_draft(trace: DraftTrace, spec: SpecSettings, *, n_ctx: int,
 
 
 def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync: str,
-                 skipped: bool = False) -> float:
+                 skipped: bool = False, after_single: bool = False) -> float:
     """One round's cost in target-token units: a drafted round as :func:`round_cost` prices it
     (its own length, its accepted positions), an empty one as the target's token and the draft's
     decode of it; each decoded row that proposed nothing costs a draft token f. The draft's cache
     must hold every kept token (``DraftModel.accept``): under reuse a row decoded without
     proposing already holds the last one, so neither an empty round nor a whole accepted draft
-    then decodes it again."""
-    held = extra > 0 and sync == "reuse" or skipped      # skipped: the draft decodes nothing
+    then decodes it again. A skipped round (the draft decodes nothing) is the target's token
+    alone, as the cost policy prices it (``BestPredicted._skipped``): ``after_single``, after a
+    round that verified one token, a token of the target-alone stream (B), else a single-token
+    decode after another shape (c(1); :func:`price` adds the rebuild of a change of size)."""
+    if skipped:
+        return cal.baseline_token if after_single else cal.cost(1) + cal.s + cal.o_base
+    held = extra > 0 and sync == "reuse"
     if drafted == 0:
         cost = cal.cost(1) + cal.s + cal.r + cal.o0 + (0.0 if held else cal.draft_batch(1))
     else:
@@ -247,11 +252,20 @@ def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync
     return cost + extra * cal.f
 
 
+def _prices(cal: Calibration, rounds: Sequence[Replayed], sync: str) -> list[float]:
+    """Each round's :func:`_round_price`, a skipped one after the round before it."""
+    out, single = [], False            # the prompt's batch came before the first round
+    for r in rounds:
+        out.append(_round_price(cal, len(r.draft), r.accepted, r.extra, sync, r.skipped, single))
+        single = not r.draft
+    return out
+
+
 def price(cal: Calibration, rounds: Sequence[Replayed], sync: str = "reuse") -> float:
     """The calibrated speed-up over the target alone of these replayed rounds; a round whose
     verification batch has another size than the round before's also pays ``cal.shape`` (the
     target's graph rebuilt)."""
-    cost = sum(_round_price(cal, len(r.draft), r.accepted, r.extra, sync, r.skipped) for r in rounds)
+    cost = sum(_prices(cal, rounds, sync))
     cost += cal.shape * sum(len(a.draft) != len(b.draft) for a, b in zip(rounds, rounds[1:]))
     tokens = sum(len(r.emitted) for r in rounds)
     return tokens * cal.baseline_token / cost if cost > 0 else 1.0
@@ -307,53 +321,70 @@ def draft_whatifs(trace: DraftTrace, *, n_ctx: int, n_predict: int | None = None
 @dataclass(frozen=True)
 class Hindsight:
     """The best draft length of every round, chosen knowing the continuation. ``best[j]``: the
-    best length for a round starting at continuation position j, ``to_end[j]``: the cheapest
-    cost from there to the end (target-token units)."""
+    best length for a round starting at continuation position j (-1: skip it, the draft
+    decoding nothing), ``to_end[j]``: the cheapest cost from there to the end (target-token
+    units), both after a round that verified more than one token (or the prompt);
+    ``best_single`` and ``to_end_single`` the same after a round that verified one."""
     speedup: float
     lengths: tuple[int, ...]       # the draft length of each round on the best path (0: none)
     best: tuple[int, ...] = ()
     to_end: tuple[float, ...] = ()
+    best_single: tuple[int, ...] = ()
+    to_end_single: tuple[float, ...] = ()
+
+
+SKIP = -1     # Hindsight.best: the round is skipped (reuse sync: the draft decodes nothing)
 
 
 def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RANGE),
               n_ctx: int, n_predict: int | None = None, sync: str = "reuse") -> Hindsight:
     """The ceiling: over every way to pick each round's draft length in 0..n_max, and whether it
     stops on one more row decoded in vain (under reuse that row holds the last kept token, so it
-    may cost less than the sync decode), the cheapest way through the continuation (the tokens
-    are the same whatever the lengths), by dynamic programming from its end (module docs)."""
+    may cost less than the sync decode), or (under reuse, as the cost policy does) to skip the
+    round, the draft decoding nothing, the cheapest way through the continuation (the tokens are
+    the same whatever the lengths), by dynamic programming from its end (module docs). A skipped
+    round costs less after a round that verified one token (:func:`_round_price`), so each
+    position is solved after either kind of round."""
     cont, n_past0 = trace.cont, len(trace.prompt) - 1
     n_predict = len(cont) if n_predict is None else n_predict
     size = len(cont)
     run = [0] * (size + 1)                  # run[j]: the draft's matches from j on
     for j in range(size - 1, -1, -1):
         run[j] = run[j + 1] + 1 if trace.top[j] == cont[j] else 0
-    best, choice = [0.0] * (size + 1), [0] * (size + 1)
+    # best[single][pos]: the cheapest way from pos on, after a round that verified one token or not
+    best = [[0.0] * (size + 1), [0.0] * (size + 1)]
+    choice = [[0] * (size + 1), [0] * (size + 1)]
     for pos in range(size - 1, -1, -1):
         budget = max(0, min(n_ctx - n_past0 - pos - 2, n_predict - pos - 1))
-        options = []
         cap = min(n_max, budget)
+        drafted = []                        # (price, n, next position): the same after either kind
         for n in range(0, cap + 1):
             acc = min(n, run[pos])
-            nxt = min(size, pos + acc + 1)
             # short of the cap a draft may also stop on a row decoded in vain (p_min, cost)
             price_n = min(_round_price(cal, n, acc, extra, sync) for extra in ((0, 1) if n < cap else (0,)))
-            options.append((price_n + best[nxt], n))
-        best[pos], choice[pos] = min(options)
-    lengths, pos = [], 0
+            drafted.append((price_n, n, min(size, pos + acc + 1)))
+        for single in (0, 1):
+            options = [(p + best[n == 0][nxt], n) for p, n, nxt in drafted]
+            if sync == "reuse":       # (at budget 0 the engine skips only after skipped rounds:
+                                      # the ceiling may skip there anyway, a bound still)
+                skip = _round_price(cal, 0, 0, 0, sync, True, bool(single))
+                options.append((skip + best[1][min(size, pos + 1)], SKIP))
+            best[single][pos], choice[single][pos] = min(options)
+    lengths, pos, single = [], 0, 0
     while pos < size:
-        n = choice[pos]
-        lengths.append(n)
-        pos = min(size, pos + min(n, run[pos]) + 1)
-    return Hindsight(size * cal.baseline_token / best[0] if best[0] > 0 else 1.0, tuple(lengths),
-                     tuple(choice), tuple(best))
+        n = choice[single][pos]
+        lengths.append(max(n, 0))
+        pos, single = min(size, pos + min(max(n, 0), run[pos]) + 1), int(n <= 0)
+    return Hindsight(size * cal.baseline_token / best[0][0] if best[0][0] > 0 else 1.0, tuple(lengths),
+                     tuple(choice[0]), tuple(best[0]), tuple(choice[1]), tuple(best[1]))
 
 
 @dataclass(frozen=True)
 class Missed:
     """Where a replay loses against the hindsight-best: its rounds longer and shorter than the
-    best length at their start, and the cost each kind adds to the ceiling's (target-token
-    units; a round of the best length that paid for a row it need not have decoded adds to the
-    long side's cost)."""
+    best length at their start (a skipped round counts as shorter than any draft, longer than
+    a skip), and the cost each kind adds to the ceiling's (target-token units; a round of the
+    best length that paid for a row it need not have decoded adds to the long side's cost)."""
     rounds: int
     too_long: int
     too_short: int
@@ -368,16 +399,18 @@ def missed(rounds: Sequence[Replayed], ceiling: Hindsight, cal: Calibration,
     to the replay's whole cost over the ceiling's."""
     long = short = 0
     cost_long = cost_short = 0.0
-    pos = 0
-    for r in rounds:
+    pos, single = 0, False
+    for r, price_r in zip(rounds, _prices(cal, rounds, sync)):
+        best, to_end = (ceiling.best_single, ceiling.to_end_single) if single else (ceiling.best, ceiling.to_end)
         nxt = min(len(ceiling.to_end) - 1, pos + len(r.emitted))
-        excess = _round_price(cal, len(r.draft), r.accepted, r.extra, sync, r.skipped) \
-            + ceiling.to_end[nxt] - ceiling.to_end[pos]
-        if len(r.draft) < ceiling.best[pos]:
+        after = ceiling.to_end_single if not r.draft else ceiling.to_end
+        excess = price_r + after[nxt] - to_end[pos]
+        length = SKIP if r.skipped else len(r.draft)
+        if length < best[pos]:
             short += 1
             cost_short += excess
         else:
-            long += len(r.draft) > ceiling.best[pos]
+            long += length > best[pos]
             cost_long += excess
-        pos = nxt
+        pos, single = nxt, not r.draft
     return Missed(len(rounds), long, short, cost_long, cost_short)
