@@ -118,14 +118,11 @@ def test_cost_policy_drafts_before_it_knows_the_run_where_a_draft_kept_whole_wou
         judged(at_prior, EXPLORE_POSITIONS, round(0.7 * EXPLORE_POSITIONS))
         assert at_prior.next_n() == 0                       # at about the prior: no draft pays
         p = BestPredicted(8, calibration(f=0.6, slope=0.05))
-        rounds = 0
         while p.exploring:
             assert p.next_n() == 8
             assert steps(p, [0.9] * 8)[-1] in (LAST, TAKE)    # it drafts, at least one token
             drafted = len(p.whole)
             p.update(drafted, drafted if kept_rate == 1.0 else 0, [0.9] * drafted)
-            rounds += 1
-        assert rounds <= EXPLORE_POSITIONS
         assert (p.next_n() > 0) == drafts_after
         if drafts_after:
             assert len(steps(p, [0.9] * 8)) > 2
@@ -160,6 +157,20 @@ def test_cost_policy_skips_a_round_where_no_draft_could_pay_and_prices_the_targe
     assert p.spent[1] == pytest.approx(dear.cost(1) + dear.s + dear.o_base + dear.shape
                                        + dear.baseline_token)
     assert BestPredicted(8, calibration()).next_n() == 8      # a cheap draft: drafting may pay
+
+
+def test_under_replay_sync_a_round_without_a_draft_pays_the_drafts_decode_of_the_kept_token():
+    """Replay sync cannot leave the draft's cache behind: a round the policy gives no draft is
+    an empty round whose kept token the draft decodes, priced as the what-if prices it; only
+    reuse sync skips it for the target's token alone."""
+    cal = replace(calibration(f=1.0, slope=1.0), b=0.8, shape=0.2)
+    replayed = BestPredicted(8, cal, "replay")
+    assert replayed.next_n() == 0
+    assert replayed.spent[1] == pytest.approx(cal.cost(1) + cal.s + cal.r + cal.o0 + cal.draft_batch(1)
+                                              + cal.shape)
+    assert replayed.next_n() == 0
+    assert replayed.spent[1] == pytest.approx(2 * (cal.cost(1) + cal.s + cal.r + cal.o0 + cal.draft_batch(1))
+                                              + cal.shape)
 
 
 def test_cost_policy_decides_whether_to_draft_by_a_threshold_against_skipping_the_round():
@@ -373,8 +384,9 @@ def test_the_cost_policy_picks_n_in_bounds_and_learns_from_the_run(demo, greedy)
 def test_a_cost_run_starts_from_what_the_engines_last_run_learned_of_the_pair(demo, greedy, baseline):
     """The next run's policy starts from the last one's counts, scaled to MEMORY_POSITIONS judged
     positions (its rates, not the prior), still asks whether to draft at all of a draft kept
-    whole until its own drafts had EXPLORE_POSITIONS judged, and stays lossless; a run with
-    another sampler starts from the prior, and so does every run after forget_learned()."""
+    whole until its own drafts had EXPLORE_POSITIONS judged, and stays lossless; a greedy run
+    with another seed shares it, a run at a temperature starts from the prior, and so does
+    every run after forget_learned()."""
     demo.forget_learned()
     first, _ = spec_run(demo, greedy, "cost")
     judged = first.policy.pool[0]
@@ -390,8 +402,11 @@ def test_a_cost_run_starts_from_what_the_engines_last_run_learned_of_the_pair(de
     fresh = BestPredicted(N_MAX, calibration(), learned=carried)
     assert fresh.pooled == pytest.approx((carried.pool[1] + 2 * PRIOR_RATE) / (carried.pool[0] + 2))
     assert fresh.exploring and fresh.pooled != pytest.approx(PRIOR_RATE)
+    reseeded = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"),
+                                replace(greedy, seed=7), 120, calibration=calibration())
+    assert reseeded.policy.pool[0] > 0          # greedy: the seed samples nothing
     other = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"),
-                             replace(greedy, seed=7), 120, calibration=calibration())
+                             replace(greedy, temperature=0.8), 120, calibration=calibration())
     assert other.policy.pool == [0, 0]
     demo.forget_learned()
     after = demo.speculative(PROMPT, SpecSettings(n_max=N_MAX, draft_policy="cost"), greedy, 120,

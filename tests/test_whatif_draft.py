@@ -68,6 +68,7 @@ def test_rounds_the_cost_policy_skips_are_replayed_and_priced_as_the_target_toke
     dear = replace(CAL, f=1.0, f_batch=tuple(1.0 * k for k in range(1, 11)),
                    c=tuple(1.0 + k for k in range(10)), c_raw=tuple(1.0 + k for k in range(10)))
     spec = replace(BASE, n_max=8, draft_policy="cost")
+    engine.forget_learned()             # a replay's cost policy starts from the prior
     run = engine.speculative(PROMPTS[0], spec, SamplerSettings(), N, calibration=dear)
     real = [(e.draft_stop, len(e.drafted)) for e in run]
     rounds = replay_draft(traces[0], spec, n_ctx=N_CTX, n_predict=N, cal=dear)

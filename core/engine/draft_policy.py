@@ -52,8 +52,8 @@ cache up in one batch when it drafts again (core/engine/drafters/model.py). Such
 the target's token alone, so a pair whose drafts cannot pay on this machine runs at about the
 target's own speed instead of paying the draft's decode every round.
 
-What a run learned carries into the engine's next run with the same sampler and acceptance
-rule (``Engine.speculative``: ``Learned``, the counts scaled to at most ``MEMORY_POSITIONS``
+What a run learned carries into the engine's next run with the same sampler (its seed aside
+where it is greedy), acceptance rule and vocabulary mode (``Engine.speculative``: ``Learned``, the counts scaled to at most ``MEMORY_POSITIONS``
 judged positions): a run starts from the pair's rates instead of the prior, so it does not
 spend its first rounds learning them again (on a 64-token run of a pair whose drafts pay
 25 %, its first three rounds drafted 1, 3 and 5 tokens where 8 paid), and its own rounds
@@ -237,7 +237,8 @@ class BestPredicted(FixedLength):
 
     def next_n(self) -> int:
         """n_max, or 0 where no draft would pay even with its first token at the best
-        confidence seen (module docs): the round is priced as the target's token alone."""
+        confidence seen (while ``exploring``: even kept whole; module docs): the round is
+        priced as :meth:`_skipped` prices it."""
         self.whole = []
         skip = self._skipped()
         if skip > self._pays_above():
@@ -247,11 +248,15 @@ class BestPredicted(FixedLength):
         return 0
 
     def _skipped(self) -> float:
-        """A round that drafts nothing: the target's token alone, and the draft decodes nothing.
-        After another such round that is a token of the target-alone stream (B: llama.cpp keeps
-        the graph of a single-token decode after another); after a drafted round, a single-token
-        decode after another shape (c(1), and the graph's rebuild)."""
+        """A round that drafts nothing: the target's token alone, and under reuse sync the draft
+        decodes nothing. After a round that verified one token (skipped, or its first token
+        dropped) that is a token of the target-alone stream (B: llama.cpp keeps the graph of a
+        single-token decode after another); after a drafted round, a single-token decode after
+        another shape (c(1), and the graph's rebuild). Under replay sync the draft cannot wait:
+        the round is an empty one, whose kept token the draft decodes (as the what-if prices it)."""
         cal = self.cal
+        if self.sync != "reuse":
+            return cal.cost(1) + cal.s + cal.r + cal.o0 + cal.draft_batch(1) + self._reshape(0)
         if self.last_k == 1:
             return cal.baseline_token
         return cal.cost(1) + cal.s + cal.o_base + self._reshape(0)

@@ -52,7 +52,7 @@ import itertools
 import threading
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -233,8 +233,9 @@ class Engine(Closing):
 
     def _policy(self, spec: SpecSettings, calibration, sampler: SamplerSettings, vocab: str):
         """The run's draft-length policy; ``cost`` starts from what the last run with the same
-        sampler, acceptance rule and vocabulary mode learned of this pair (draft_policy.Learned)."""
-        key = (sampler, spec.accept_rule, vocab)
+        sampler (a greedy one's seed aside), acceptance rule and vocabulary mode learned of this
+        pair (draft_policy.Learned)."""
+        key = (replace(sampler, seed=0) if sampler.greedy else sampler, spec.accept_rule, vocab)
         before = self._policies.get(key)
         policy = make_policy(spec, calibration, before.learned() if before is not None else None)
         if hasattr(policy, "learned"):

@@ -84,20 +84,23 @@ sys.exit(ll.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), cty
 
 def smollm2_f32_path() -> Path:
     """SmolLM2-135M-Instruct with its Q4_1 weights widened to F32 by llama.cpp's own
-    ``llama_model_quantize`` (made once beside the Q4_1 file, 540 MB): the same model, about
+    ``llama_model_quantize`` (made once in the test-models folder, 540 MB): the same model, about
     twice as dear a token on a CPU, so the Q4_1 file drafting for it is a pair whose drafts
     cost half a target token and are almost always kept (the benchmarks' real pair where
     drafting pays). Nothing is downloaded beyond the Q4_1 file."""
     source = smollm2_path()
-    path = source.with_name(F32_NAME)
+    path = folder() / F32_NAME
     if path.is_file():
         return path
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part")
-    proc = subprocess.run([sys.executable, "-c", _DEQUANTIZE, str(source), str(tmp)],
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0 or not tmp.is_file():
+    try:
+        proc = subprocess.run([sys.executable, "-c", _DEQUANTIZE, str(source), str(tmp)],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0 or not tmp.is_file():
+            raise RuntimeError(f"llama.cpp could not widen {source} to F32: "
+                               + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+        tmp.replace(path)
+    finally:
         tmp.unlink(missing_ok=True)
-        raise RuntimeError(f"llama.cpp could not widen {source} to F32: "
-                           + (proc.stderr.strip().splitlines() or ["no output"])[-1])
-    tmp.replace(path)
     return path

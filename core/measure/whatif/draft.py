@@ -326,7 +326,7 @@ class Hindsight:
     units), both after a round that verified more than one token (or the prompt);
     ``best_single`` and ``to_end_single`` the same after a round that verified one."""
     speedup: float
-    lengths: tuple[int, ...]       # the draft length of each round on the best path (0: none)
+    lengths: tuple[int, ...]       # the draft length of each round on the best path (0: none, or skipped)
     best: tuple[int, ...] = ()
     to_end: tuple[float, ...] = ()
     best_single: tuple[int, ...] = ()
@@ -382,9 +382,10 @@ def hindsight(trace: DraftTrace, cal: Calibration, *, n_max: int = max(N_MAX_RAN
 @dataclass(frozen=True)
 class Missed:
     """Where a replay loses against the hindsight-best: its rounds longer and shorter than the
-    best length at their start (a skipped round counts as shorter than any draft, longer than
-    a skip), and the cost each kind adds to the ceiling's (target-token units; a round of the
-    best length that paid for a row it need not have decoded adds to the long side's cost)."""
+    best length at their start (a skipped round counts as shorter than any length, an empty
+    round as longer than a skip), and the cost each kind adds to the ceiling's (target-token
+    units; a round of the best length that paid for a row it need not have decoded adds to the
+    long side's cost)."""
     rounds: int
     too_long: int
     too_short: int
@@ -396,7 +397,8 @@ def missed(rounds: Sequence[Replayed], ceiling: Hindsight, cal: Calibration,
            sync: str = "reuse") -> Missed:
     """Each round's excess over the hindsight-best from where it starts (its price plus the
     cheapest way on from where it ends, less the cheapest from its start): the excesses add up
-    to the replay's whole cost over the ceiling's."""
+    to the replay's whole cost over the ceiling's, the rebuilds that :func:`price` adds for a
+    change of size left out (the ceiling does not count them)."""
     long = short = 0
     cost_long = cost_short = 0.0
     pos, single = 0, False
