@@ -124,8 +124,16 @@ def test_the_ceiling_bounds_every_policy_and_pricing_follows_the_rounds(pair):
         assert all(w.predicted <= ceiling.speedup + 1e-9 for w in ws)
         best_fixed = max(w.predicted for w in ws if w.spec.draft_policy == "fixed" and w.spec.p_min == 0)
         assert ceiling.speedup > best_fixed
-        # the ceiling's own lengths, replayed as a schedule, price to the ceiling
-        assert sum(1 for n in ceiling.lengths) <= len(trace.cont)
+        # the ceiling's path walks the whole continuation: each round keeps the draft's matches,
+        # up to its length, and the target's own token, and the last round ends it
+        pos = 0
+        for n in ceiling.lengths:
+            assert pos < len(trace.cont) and 0 <= n <= 8
+            kept = 0
+            while kept < n and pos + kept < len(trace.cont) and trace.top[pos + kept] == trace.cont[pos + kept]:
+                kept += 1
+            pos = min(len(trace.cont), pos + kept + 1)
+        assert pos == len(trace.cont) and any(ceiling.lengths)
         one = replay_draft(trace, replace(BASE, n_max=1), n_ctx=N_CTX, n_predict=N)
         assert price(CAL, one) == pytest.approx(next(w.predicted for w in ws if w.name == "draft-simple n=1"))
 
