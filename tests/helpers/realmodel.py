@@ -10,6 +10,7 @@ name a copy of the file instead. Nothing else is downloaded.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -73,13 +74,6 @@ def smollm2_path() -> Path:
 
 
 F32_NAME = "SmolLM2-135M-Instruct.F32.gguf"
-_DEQUANTIZE = """
-import ctypes, sys
-import llama_cpp.llama_cpp as ll
-params = ll.llama_model_quantize_default_params()
-params.ftype, params.allow_requantize, params.nthread = 0, True, 0    # LLAMA_FTYPE_ALL_F32
-sys.exit(ll.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(params)))
-"""
 
 
 def smollm2_f32_path() -> Path:
@@ -95,7 +89,11 @@ def smollm2_f32_path() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part")
     try:
-        proc = subprocess.run([sys.executable, "-c", _DEQUANTIZE, str(source), str(tmp)],
+        # the quantize command's own child process (core/models/quantize.py): ftype 0 is
+        # LLAMA_FTYPE_ALL_F32, from an already quantized source
+        spec = {"source": str(source), "dest": str(tmp), "ftype": 0, "nthread": 0,
+                "allow_requantize": True}
+        proc = subprocess.run([sys.executable, "-m", "specscope.core.models.quantize", json.dumps(spec)],
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0 or not tmp.is_file():
             raise RuntimeError(f"llama.cpp could not widen {source} to F32: "
