@@ -254,12 +254,9 @@ class BestPredicted(FixedLength):
         single-token decode after another); after a drafted round, a single-token decode after
         another shape (c(1), and the graph's rebuild). Under replay sync the draft cannot wait:
         the round is an empty one, whose kept token the draft decodes (as the what-if prices it)."""
-        cal = self.cal
         if self.sync != "reuse":
-            return cal.cost(1) + cal.s + cal.r + cal.o0 + cal.draft_batch(1) + self._reshape(0)
-        if self.last_k == 1:
-            return cal.baseline_token
-        return cal.cost(1) + cal.s + cal.o_base + self._reshape(0)
+            return self.round_price(0, 0.0, 0.0, False) + self._reshape(0)
+        return self.cal.skipped_round(self.last_k == 1) + self._reshape(0)
 
     def _pays_above(self) -> float:
         """The price of a skipped round (S, its one token) above which some draft pays where

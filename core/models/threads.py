@@ -304,7 +304,7 @@ class ThreadGovernor:
         threads auto was called loaded on an idle machine."""
         size = (key[2], outputs)
         rebuilt, self._last_size[key[1]] = self._last_size.get(key[1]) != size, size
-        key = (*key, *size[1:], rebuilt)
+        key = (*key, outputs, rebuilt)
         recent = self._held.get(key)
         if recent is None:
             recent = self._held[key] = deque(maxlen=2 * self.STEADY)

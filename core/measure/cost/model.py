@@ -138,6 +138,13 @@ class Calibration:
         shape (c(1) = 1, timed in calibration blocks); 1 where ``b`` was not measured."""
         return max(0.0, self.b - self.s) if self.b > 0 else 1.0
 
+    def skipped_round(self, after_single: bool) -> float:
+        """A round the ``cost`` policy skips under reuse sync: the target's token alone, the draft
+        decoding nothing. ``after_single``: after a round that verified one token, a token of the
+        target-alone stream (B: llama.cpp keeps a single-token decode's graph); else a
+        single-token decode after another shape (c(1); the rebuild is ``shape``, priced apart)."""
+        return self.baseline_token if after_single else self.cost(1) + self.s + self.o_base
+
     def draft_batch(self, k: int) -> float:
         """f_batch(k), the draft's cost of a k-token batch without logits."""
         return _at(self.f_batch, k, "f_batch")

@@ -237,12 +237,11 @@ def _round_price(cal: Calibration, drafted: int, accepted: int, extra: int, sync
     decode of it; each decoded row that proposed nothing costs a draft token f. The draft's cache
     must hold every kept token (``DraftModel.accept``): under reuse a row decoded without
     proposing already holds the last one, so neither an empty round nor a whole accepted draft
-    then decodes it again. A skipped round (the draft decodes nothing) is the target's token
-    alone, as the cost policy prices it (``BestPredicted._skipped``): ``after_single``, after a
-    round that verified one token, a token of the target-alone stream (B), else a single-token
-    decode after another shape (c(1); :func:`price` adds the rebuild of a change of size)."""
+    then decodes it again. A skipped round (the draft decodes nothing) is priced as the cost
+    policy prices it (``Calibration.skipped_round``; :func:`price` adds the rebuild of a change
+    of size)."""
     if skipped:
-        return cal.baseline_token if after_single else cal.cost(1) + cal.s + cal.o_base
+        return cal.skipped_round(after_single)
     held = extra > 0 and sync == "reuse"
     if drafted == 0:
         cost = cal.cost(1) + cal.s + cal.r + cal.o0 + (0.0 if held else cal.draft_batch(1))
