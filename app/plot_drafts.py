@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.core.engine.drafters.registry import listing
-from specscope.core.measure.stats import Stats
+from specscope.core.measure.stats import TREE_WIDTHS, Stats
 
 from .drafter_style import drafter_colors
 from .palette import plot_colour
@@ -334,9 +334,11 @@ class TreePlot(_DraftBars):
         lay.setSpacing(2)
         lay.addWidget(self.widget, 1)
         lay.addWidget(self.numbers)
+        self.numbers.setText("line<br>" * len(TREE_WIDTHS) + "line")  # its lines' room, kept while it is
+        self.numbers.setMinimumHeight(self.numbers.sizeHint().height())  # empty: no relayout of the
+        self.numbers.setText("")                                         # plots when a run starts
 
     def show(self, tree) -> None:
-        from specscope.core.measure.stats import TREE_WIDTHS
         counts = np.asarray(tree.rank_hist, dtype=float)
         self.bars.setOpts(height=counts)
         measured = counts.sum()
@@ -387,6 +389,10 @@ class DrafterTable(QtWidgets.QTableWidget):
         self.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setToolTip("Each drafter's share of the run: the rounds its draft won "
                         "(llama.cpp's first non-empty draft in priority order)")
+        policy = self.sizePolicy()            # hidden, it keeps its room: a run that starts (its
+        policy.setRetainSizeWhenHidden(True)  # rows not yet known) does not lay the plots out twice
+        self.setSizePolicy(policy)
+        self.setFixedHeight(0)                # (no room before its first rows)
         self.setVisible(False)
         self._rows: tuple = ()
 
@@ -412,5 +418,6 @@ class DrafterTable(QtWidgets.QTableWidget):
                 else:
                     item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
                 self.setItem(r, c, item)
-        self.setFixedHeight(self.horizontalHeader().height() + 22 * len(rows) + 4)
-        self.setVisible(bool(rows))         # (after its height: showing it lays the plots out at once)
+        if rows:                            # (its height first: showing it lays the plots out at once)
+            self.setFixedHeight(self.horizontalHeader().height() + 22 * len(rows) + 4)
+        self.setVisible(bool(rows))

@@ -277,3 +277,26 @@ def test_tree_headroom_shows_the_rank_histogram_and_the_width_numbers(panel):
     assert f"w=2</b>: {5 / 9:.0%} measured" in tree["numbers"]
     panel.clear()
     assert panel.shown()["tree"]["numbers"] == "" and not panel.shown()["tree"]["height"].any()
+
+
+def test_a_run_that_starts_after_another_leaves_the_plots_where_they_are(panel, qtbot):
+    """A new run clears the plots before its first rounds: the drafter table and the tree's
+    numbers keep their room, so the plots are not laid out (and repainted) again at every run's
+    start and end (each pyqtgraph relayout repaints every plot, several ms on the UI thread)."""
+    from dataclasses import replace
+    events = [replace(spec_round(i, 3, i % 4), drafter="draft-simple", draft_ranks=(0, 1))
+              for i in range(6)]
+    panel.show()
+    panel.update_stats(fold(events), events)
+    qtbot.waitUntil(panel.drafter_table.isVisible)
+    qtbot.wait(20)
+    sizes = {name: panel.plot_widget(name).size() for name in panel.plot_names()}
+    assert panel.shown()["tree"]["numbers"]
+    panel.clear(update_period_s=1.0)                  # the next run starts
+    qtbot.wait(20)
+    assert not panel.drafter_table.isVisible() and panel.shown()["tree"]["numbers"] == ""
+    assert {name: panel.plot_widget(name).size() for name in panel.plot_names()} == sizes
+    panel.update_stats(fold(events[:2]), events[:2])  # its first rounds
+    qtbot.wait(20)
+    assert panel.drafter_table.isVisible()
+    assert {name: panel.plot_widget(name).size() for name in panel.plot_names()} == sizes
