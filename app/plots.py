@@ -174,11 +174,10 @@ class PlotsPanel(QtWidgets.QWidget):
         ex.export(str(path))
         return path
 
-    def clear(self, update_period_s: float | None = None) -> None:
-        """Forget everything shown. ``update_period_s``: a run has started, and the plots will
-        be updated this often (the empty plots say so)."""
-        self._idle_note = ("No run yet" if update_period_s is None else
-                           f"Run in progress: the plots update every {update_period_s:g} s")
+    def clear(self, running_note: str | None = None) -> None:
+        """Forget everything shown. ``running_note``: a run has started, and the empty plots
+        say this (how often they will update)."""
+        self._idle_note = running_note or "No run yet"
         self._rounds.clear()
         self._n_seen = 0
         self._last_event = None

@@ -9,22 +9,28 @@ replays, opened sessions, seeks and a switched pair all go through it. It listen
 controller (core/session/controller.py) and owns the pace of the views (``playback``: the
 engine's rounds are in the session already; the pace only says how far the views show them).
 
-While a run is in progress the views follow on a timer (``tick``, every REFRESH_PERIOD_MS):
-the text each tick, the stats bar's numbers 4 times a second, the visible tab of the plots,
-round and timeline once a second (a hidden tab catches up when it is shown); a tick waits while
-the UI thread has used more than UI_SHARE of the time since the last refresh began. Otherwise
-``draw`` brings them to the round at once.
+While a run is in progress the views follow on a timer (``tick``, every REFRESH_PERIOD_MS), at
+a ``Cadence``: the text each tick, the stats bar's numbers 4 times a second, the visible tab of
+the plots, round and timeline once a second (a hidden tab catches up when it is shown); a tick
+waits while the UI thread has used more than its share of the time since the last refresh
+began. Where no core is spare (another program, or llama.cpp's threads on every core), each
+wake of the UI thread takes time from a thread that computes, so the views follow at
+BUSY_CADENCE: the text twice a second, the plots every 3 s (on 2 cores with one busy, the UI
+thread took 8-10 % of a core at the other cadence, and the engine thread lost as much).
+Otherwise ``draw`` brings them to the round at once.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QTimer, Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from specscope.core.measure.cpuload import SpareCores
 from specscope.core.session.run_state import RunState
 
 from .chat_bar import ChatBar
@@ -35,28 +41,47 @@ from .token_view import TokenView
 
 REFRESH_PERIOD_MS = 50           # the views take new rounds 20 times a second (the text view
                                  # repaint is most of a tick: 30 Hz took 17 % of a core in a run)
-STATS_PERIOD_MS = 250            # the stats bar's numbers: 4 times a second
-PANEL_PERIOD_MS = 1000           # the visible plot / round / timeline tab redraws once a second in
-                                 # a run (the four plots' update and repaint cost ~10-20 ms of UI CPU)
-UI_SHARE = 0.05                  # in a live run the views take at most this share of the UI
-                                 # thread's time (a refresh and its repaint waits that many times
-                                 # its cost): on a small machine that thread takes a core from
-                                 # llama.cpp's threads, and a fast run updates less often instead
-REFRESH_MAX_WAIT_S = 0.25        # ... but the text takes new rounds at least 4 times a second
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """How a live run's views follow it: the text at least every ``text_s`` seconds, and more
+    often only while the views took at most ``share`` of the UI thread's time (a refresh and
+    its repaint wait that many times their cost); the stats bar's numbers every ``stats_s``;
+    the visible plot / round / timeline tab every ``panels_s`` (the plots' update and repaint
+    cost 20-40 ms of UI CPU)."""
+    text_s: float
+    share: float
+    stats_s: float
+    panels_s: float
+
+
+CADENCE = Cadence(text_s=0.25, share=0.05, stats_s=0.25, panels_s=1.0)
+BUSY_CADENCE = Cadence(text_s=0.5, share=0.02, stats_s=0.5, panels_s=3.0)   # no core spare
+SPARE_CORE_MIN = 0.5             # fewer cores unused than this over the last second: BUSY_CADENCE
+LOOK_PERIOD_S = 1.0              # how often a live run looks at the cores
+PLOTS_NOTE = (f"Run in progress: the plots update every {CADENCE.panels_s:g} s "
+              f"({BUSY_CADENCE.panels_s:g} s while no core is spare)")
 TEXT_MIN_LINES = 5               # the generated text never gets fewer lines than this
 FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "n_predict reached",
                 "context": "the context is full", "stopped": "stopped"}
 
 
 def refresh_due(last: tuple[float, float] | None, wall: float, cpu: float,
-                share: float = UI_SHARE) -> bool:
+                cadence: Cadence = CADENCE) -> bool:
     """A live refresh may begin at ``wall`` (perf_counter) with the UI thread at ``cpu``
     (thread_time): the UI thread's time since the last began (``last``: its wall and CPU; the
-    refresh, its repaint, the rest) is at most ``share`` of the time gone since, or
-    REFRESH_MAX_WAIT_S has gone by (the text never waits longer)."""
-    if last is None or wall - last[0] >= REFRESH_MAX_WAIT_S:
+    refresh, its repaint, the rest) is at most the cadence's share of the time gone since, or
+    its ``text_s`` has gone by (the text never waits longer)."""
+    if last is None or wall - last[0] >= cadence.text_s:
         return True
-    return (cpu - last[1]) <= share * (wall - last[0])
+    return (cpu - last[1]) <= cadence.share * (wall - last[0])
+
+
+def cadence_for(spare_cores: float | None) -> Cadence:
+    """The views' cadence where ``spare_cores`` cores went unused over the last look (None:
+    unknown, as on a system without /proc/stat)."""
+    return BUSY_CADENCE if spare_cores is not None and spare_cores < SPARE_CORE_MIN else CADENCE
 
 
 class ShownRun(QWidget):
@@ -77,6 +102,10 @@ class ShownRun(QWidget):
         self._dirty_tabs: set = set()
         self._stats_shown_at = self._panels_shown_at = 0.0
         self._refreshed: tuple[float, float] | None = None   # (wall, UI CPU) when the last began
+        self.cadence = CADENCE           # how the views follow a live run (the last look's)
+        self.spare_cores: float | None = None    # cores unused over the last look
+        self._cores: SpareCores | None = None    # this run's watch (None: none yet)
+        self._looked_at = 0.0
         self.refresh_count = 0
         self.refresh_costs: deque = deque(maxlen=10_000)   # (wall s, UI-thread CPU s) per live tick
         self.timer = QTimer(self)
@@ -156,13 +185,13 @@ class ShownRun(QWidget):
         panel's measurement, stats bar and scrubber. ``running``: a run starts (the plots say
         they will update, and hold their repaints; the cost panel keeps the what-if sliders
         until the run measures)."""
-        self.drawn, self.stats, self._refreshed = 0, None, None
+        self.drawn, self.stats, self._refreshed, self._cores = 0, None, None, None
         self._panels_dirty = self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
         self.legend.setText(legend_html(self.drafter_types()))
         if self.plots is not None:
-            self.plots.clear(update_period_s=PANEL_PERIOD_MS / 1e3 if running else None)
+            self.plots.clear(running_note=PLOTS_NOTE if running else None)
             if running:
                 self.plots.hold_repaints()
             else:
@@ -223,14 +252,14 @@ class ShownRun(QWidget):
         now = time.perf_counter()
         self.scrubber.show_at(k, k if c.busy else len(events))
         self._stats_stale = True
-        if not live or now - self._stats_shown_at >= STATS_PERIOD_MS / 1e3:
+        if not live or now - self._stats_shown_at >= self.cadence.stats_s:
             self._stats_shown_at = now
             self._fold()
         if k == 0:
             self.stats_bar.clear()
         self._panels_dirty = True
         self._dirty_tabs = self._panel_tabs()
-        if not live or now - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
+        if not live or now - self._panels_shown_at >= self.cadence.panels_s:
             self.update_panels()
         if point and self.timeline is not None and k:
             self.timeline.highlight_round(k - 1)
@@ -240,18 +269,31 @@ class ShownRun(QWidget):
         if self.plots is not None:
             self.plots.release_repaint()
         c = self.controller
+        if c.busy:
+            self._look_at_cores()
         if not c.busy or self.session is None or c.session is not self.session \
                 or c.shown_upto == self.drawn:
-            if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= PANEL_PERIOD_MS / 1e3:
+            if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= self.cadence.panels_s:
                 self.update_panels()
             return
         t_wall, t_cpu = time.perf_counter(), time.thread_time()
-        if not refresh_due(self._refreshed, t_wall, t_cpu):
+        if not refresh_due(self._refreshed, t_wall, t_cpu, self.cadence):
             return
         self._refreshed = (t_wall, t_cpu)
         self.refresh_count += 1
         self.draw(live=True)
         self.refresh_costs.append((time.perf_counter() - t_wall, time.thread_time() - t_cpu))
+
+    def _look_at_cores(self) -> None:
+        """During a run, once every LOOK_PERIOD_S: the views' cadence for the cores that went
+        unused since the last look (a run's first look starts a new watch)."""
+        now = time.perf_counter()
+        if self._cores is None:
+            self._cores, self._looked_at = SpareCores(), now
+        elif now - self._looked_at >= LOOK_PERIOD_S:
+            self._looked_at = now
+            self.spare_cores = self._cores.look()
+            self.cadence = cadence_for(self.spare_cores)
 
     def _fold(self) -> None:
         if self._stats_stale and self.session is not None:

@@ -292,7 +292,7 @@ def test_a_run_that_starts_after_another_leaves_the_plots_where_they_are(panel, 
     qtbot.wait(20)
     sizes = {name: panel.plot_widget(name).size() for name in panel.plot_names()}
     assert panel.shown()["tree"]["numbers"]
-    panel.clear(update_period_s=1.0)                  # the next run starts
+    panel.clear(running_note="Run in progress")                  # the next run starts
     qtbot.wait(20)
     assert not panel.drafter_table.isVisible() and panel.shown()["tree"]["numbers"] == ""
     assert {name: panel.plot_widget(name).size() for name in panel.plot_names()} == sizes

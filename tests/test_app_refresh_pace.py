@@ -1,5 +1,6 @@
-"""A live run's refresh pace (app/shown_run.py): the views take at most UI_SHARE of the UI
-thread's time, so that on a small machine the window leaves llama.cpp its cores."""
+"""A live run's refresh pace (app/shown_run.py): the views take at most their cadence's share of
+the UI thread's time, and follow at BUSY_CADENCE where no core is spare, so that on a small or
+busy machine the window leaves llama.cpp its cores."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from specscope.app.shown_run import (REFRESH_MAX_WAIT_S, REFRESH_PERIOD_MS, UI_SHARE,  # noqa: E402
-                                     refresh_due)
+import specscope.app.shown_run as shown_run  # noqa: E402
+from specscope.app.shown_run import (BUSY_CADENCE, CADENCE, REFRESH_PERIOD_MS,  # noqa: E402
+                                     SPARE_CORE_MIN, cadence_for, refresh_due)
+from specscope.core.measure import cpuload  # noqa: E402
+
+from helpers.window import run_and_wait  # noqa: E402
 
 
 def test_the_first_refresh_of_a_run_is_due_at_once():
@@ -20,17 +25,63 @@ def test_a_cheap_refresh_keeps_the_timer_s_pace():
     assert refresh_due((10.0, 1.0), 10.0 + REFRESH_PERIOD_MS / 1e3, 1.001)
 
 
-def test_a_costly_refresh_waits_its_cost_over_the_share():
-    cost = 0.010                                   # a refresh and its repaint: 10 ms of UI time
-    wait = cost / UI_SHARE                         # 0.2 s at 5 %
-    assert not refresh_due((10.0, 1.0), 10.0 + 0.05, 1.0 + cost)
-    assert not refresh_due((10.0, 1.0), 10.0 + wait * 0.9, 1.0 + cost)
-    assert refresh_due((10.0, 1.0), 10.0 + wait * 1.01, 1.0 + cost)
+@pytest.mark.parametrize("cadence", [CADENCE, BUSY_CADENCE], ids=["spare core", "no spare core"])
+def test_a_costly_refresh_waits_its_cost_over_the_share(cadence):
+    cost = 0.004                                   # a refresh and its repaint: 4 ms of UI time
+    wait = cost / cadence.share                    # 80 ms at 5 %, 200 ms at 2 %
+    assert wait < cadence.text_s
+    assert not refresh_due((10.0, 1.0), 10.0 + 0.05, 1.0 + cost, cadence)
+    assert not refresh_due((10.0, 1.0), 10.0 + wait * 0.9, 1.0 + cost, cadence)
+    assert refresh_due((10.0, 1.0), 10.0 + wait * 1.01, 1.0 + cost, cadence)
 
 
-def test_the_text_never_waits_longer_than_a_quarter_second():
-    assert not refresh_due((10.0, 1.0), 10.0 + REFRESH_MAX_WAIT_S * 0.9, 1.1)     # 100 ms of UI time
-    assert refresh_due((10.0, 1.0), 10.0 + REFRESH_MAX_WAIT_S, 1.1)
+@pytest.mark.parametrize("cadence", [CADENCE, BUSY_CADENCE], ids=["spare core", "no spare core"])
+def test_the_text_never_waits_longer_than_its_cadence(cadence):
+    assert not refresh_due((10.0, 1.0), 10.0 + cadence.text_s * 0.9, 1.1, cadence)   # 100 ms of UI time
+    assert refresh_due((10.0, 1.0), 10.0 + cadence.text_s, 1.1, cadence)
+
+
+def test_where_no_core_is_spare_every_view_follows_less_often():
+    assert cadence_for(None) is CADENCE                       # no /proc/stat: as before
+    assert cadence_for(SPARE_CORE_MIN) is CADENCE
+    assert cadence_for(SPARE_CORE_MIN * 0.9) is BUSY_CADENCE
+    assert cadence_for(0.0) is BUSY_CADENCE
+    for part in ("text_s", "stats_s", "panels_s"):
+        assert getattr(BUSY_CADENCE, part) > getattr(CADENCE, part)
+    assert BUSY_CADENCE.share < CADENCE.share
+
+
+def test_spare_cores_are_what_no_process_used_between_two_looks(monkeypatch):
+    clock, busy = [100.0], [50.0]
+    monkeypatch.setattr(cpuload.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(cpuload, "_busy_seconds", lambda cpus=None: busy[0])
+    watch = cpuload.SpareCores()
+    clock[0], busy[0] = 102.0, 50.0 + 2.0 * (watch.cores - 0.25)     # 2 s, all but a quarter core busy
+    assert watch.look() == pytest.approx(0.25)
+    clock[0], busy[0] = 103.0, busy[0] + 0.5                         # the next second: half a core
+    assert watch.look() == pytest.approx(watch.cores - 0.5)
+    monkeypatch.setattr(cpuload, "_busy_seconds", lambda cpus=None: None)
+    assert watch.look() is None
+
+
+def test_a_live_run_on_a_machine_with_no_spare_core_follows_at_the_busy_cadence(qtbot, window, monkeypatch):
+    """The window looks at the cores during a run; where none was spare it refreshes at
+    BUSY_CADENCE (and a run on a machine with a core spare goes back to CADENCE)."""
+    monkeypatch.setattr(shown_run, "LOOK_PERIOD_S", 0.0)
+    cadences = []
+    real_due = shown_run.refresh_due
+
+    def due(last, wall, cpu, cadence=CADENCE):
+        cadences.append(cadence)
+        return real_due(last, wall, cpu, cadence)
+    monkeypatch.setattr(shown_run, "refresh_due", due)
+    window.params.n_predict.setValue(400)
+    for spare, expected in ((0.1, BUSY_CADENCE), (1.5, CADENCE)):
+        monkeypatch.setattr(shown_run.SpareCores, "look", lambda self, spare=spare: spare)
+        cadences.clear()
+        assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+        assert window.shown.spare_cores == spare and window.shown.cadence is expected
+        assert expected in cadences
 
 
 def test_growing_counts_do_not_re_lay_out_the_scrubber_or_the_stats_bar(qtbot):

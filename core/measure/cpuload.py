@@ -118,3 +118,22 @@ class LoadMeter:
         """The window so far as a :class:`LoadReading`."""
         return LoadReading(others=self.others_share(), cores=self.cores,
                            seconds=time.perf_counter() - self.t0, loadavg=load_average())
+
+
+class SpareCores:
+    """The cores no process used (this one's threads included) between one look and the next:
+    where none is spare, a thread that wakes takes its time from one that computes, llama.cpp's
+    or another program's (the window slows its live views then: app/shown_run.py)."""
+
+    def __init__(self):
+        self.cpus = affinity_mask()
+        self.cores = len(self.cpus) if self.cpus else max(1, os.cpu_count() or 1)
+        self._last = (time.perf_counter(), _busy_seconds(self.cpus))
+
+    def look(self) -> float | None:
+        """Cores left unused since the last look (None where /proc/stat cannot be read)."""
+        now, busy = time.perf_counter(), _busy_seconds(self.cpus)
+        (then, before), self._last = self._last, (now, busy)
+        if busy is None or before is None or now <= then:
+            return None
+        return max(0.0, self.cores - (busy - before) / (now - then))
