@@ -48,6 +48,12 @@ def _own_seconds() -> float:
     return t.user + t.system
 
 
+def own_cores() -> tuple[frozenset[int] | None, int]:
+    """The CPUs this process may run on (its affinity mask; None: all of them) and how many."""
+    cpus = affinity_mask()
+    return cpus, len(cpus) if cpus else max(1, os.cpu_count() or 1)
+
+
 def load_average() -> tuple[float, float, float] | None:
     """os.getloadavg() (runnable processes over 1, 5 and 15 minutes), or None where missing."""
     try:
@@ -98,8 +104,7 @@ class LoadMeter:
     process may run on)."""
 
     def __init__(self):
-        self.cpus = affinity_mask()
-        self.cores = len(self.cpus) if self.cpus else max(1, os.cpu_count() or 1)
+        self.cpus, self.cores = own_cores()
         self.t0 = time.perf_counter()
         self.busy0 = _busy_seconds(self.cpus)
         self.own0 = _own_seconds()
@@ -126,8 +131,7 @@ class SpareCores:
     or another program's (the window slows its live views then: app/shown_run.py)."""
 
     def __init__(self):
-        self.cpus = affinity_mask()
-        self.cores = len(self.cpus) if self.cpus else max(1, os.cpu_count() or 1)
+        self.cpus, self.cores = own_cores()
         self._last = (time.perf_counter(), _busy_seconds(self.cpus))
 
     def look(self) -> float | None:
