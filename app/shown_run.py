@@ -102,8 +102,7 @@ class ShownRun(QWidget):
         self._dirty_tabs: set = set()
         self._stats_shown_at = self._panels_shown_at = 0.0
         self._refreshed: tuple[float, float] | None = None   # (wall, UI CPU) when the last began
-        self.cadence = CADENCE           # how the views follow a live run (the last look's)
-        self.spare_cores: float | None = None    # cores unused over the last look
+        self.spare_cores: float | None = None    # cores unused over the last look (cadence)
         self._cores: SpareCores | None = None    # this run's watch (None: none yet)
         self._looked_at = 0.0
         self.refresh_count = 0
@@ -293,7 +292,11 @@ class ShownRun(QWidget):
         elif now - self._looked_at >= LOOK_PERIOD_S:
             self._looked_at = now
             self.spare_cores = self._cores.look()
-            self.cadence = cadence_for(self.spare_cores)
+
+    @property
+    def cadence(self) -> Cadence:
+        """How the views follow a live run: for the cores the last look found spare."""
+        return cadence_for(self.spare_cores)
 
     def _fold(self) -> None:
         if self._stats_stale and self.session is not None:
