@@ -1,6 +1,7 @@
 """Calibration: the prediction formulas on plain numbers, and c(k), f measured on real models."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -397,7 +398,7 @@ def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models,
         doc["check_t"] = first.check_t * 1000          # as if this machine had been 1000× slower
         path.write_text(json.dumps(doc))
         fresh, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
-        assert not cached and fresh.note.startswith("recalibrated: a target token now takes")
+        assert not cached and fresh.note.startswith("recalibrated: a target token took")
         assert "measured now" in fresh.status(False) and fresh.note in fresh.status(False)
         # the fresh figures replaced the drifted ones in the cache, without the note
         stored = json.loads(path.read_text())
@@ -405,6 +406,31 @@ def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models,
         monkeypatch.setattr(cc, "DRIFT_TOLERANCE", float("inf"))   # the check passes: the cache is used
         again, cached = cb.get_calibration(engine, 3)
         assert cached and again.check_t == fresh.check_t
+        # a token in a stream as fast as ever, one after a batch 1000× faster: measured again too
+        # (a tolerance of 10×, far above a tiny model's timing noise)
+        monkeypatch.setattr(cc, "DRIFT_TOLERANCE", 10.0)
+        doc = json.loads(path.read_text())
+        doc["check_switch"] = fresh.check_switch / 1000      # (30 µs apart: beyond the floor too)
+        path.write_text(json.dumps(doc))
+        third, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        assert not cached and third.note.startswith("recalibrated: a target token after a batch took")
+        assert json.loads(path.read_text())["check_switch"] == third.check_switch > 0
+
+
+def test_the_drift_check_compares_both_timings_with_the_calibrations():
+    """A VM state that slows llama.cpp's decodes after a batch of another size (the demo pair's c(2)
+    3.2 target tokens against 1.1, its stream decodes unchanged) must not pass the check."""
+    cal = Calibration(k_max=2, n_past=16, t1=1e-3, c_raw=(1.0, 1.2), c=(1.0, 1.2), f=0.2,
+                      f_batch=(0.2, 0.3), check_t=350e-6, check_switch=595e-6)
+    assert cc.drift_of(cal, cc.CheckTiming(stream=355e-6, switch=600e-6)) is None
+    assert cc.drift_of(cal, cc.CheckTiming(stream=355e-6, switch=383e-6)) == (
+        "recalibrated: a target token after a batch took 0.60 ms when the calibration was cached, "
+        "0.38 ms now (-36%, beyond ±15%)")
+    assert cc.drift_of(cal, cc.CheckTiming(stream=500e-6, switch=600e-6)).startswith(
+        "recalibrated: a target token took 0.35 ms when the calibration was cached, 0.50 ms now")
+    # a calibration cached before the check timed a token after a batch: measured again
+    assert cc.drift_of(replace(cal, check_switch=0.0), cc.CheckTiming(355e-6, 600e-6)) == \
+        "the cached calibration has no drift-check timing: measured again"
 
 
 def test_an_old_version_cache_is_measured_again(tiny_models, tmp_path, monkeypatch, steady):

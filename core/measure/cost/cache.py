@@ -17,15 +17,18 @@ import os
 import platform
 from dataclasses import asdict
 from pathlib import Path
+from typing import NamedTuple
 
 from specscope.core.cache import cache_root, file_id, read_json, write_json
 from specscope.core.measure.cost.model import Calibration
 from specscope.core.measure.cpuload import LoadReading
 
-CALIBRATION_VERSION = 12      # a cache file of another version is measured again (12: a draft
-                              # step's Python is cheaper on a small vocabulary: o1 measured again)
+CALIBRATION_VERSION = 13      # a cache file of another version is measured again (13: the drift
+                              # check also times a token after a batch, ``check_switch``)
 DEFAULT_N_PAST = 128          # calibrate at the position of a typical round
 DRIFT_TOLERANCE = 0.15        # the check's median further than this from the cached one: recalibrate
+DRIFT_FLOOR_S = 20e-6         # ... and by more seconds than this (less is a scheduler's noise on a
+                              # tiny model's 30 µs decodes)
 LOAD_SLACK_CORES = 0.2        # other processes may take this much of the cores llama.cpp's threads
                               # need before a calibration counts as taken under load
 
@@ -96,16 +99,26 @@ def save_cached(cal: Calibration) -> Path | None:
     return write_json(cache_dir() / f"{cal.key}.json", cal.to_dict())
 
 
-def drift_of(cal: Calibration, now_s: float) -> str | None:
-    """None when the drift check's timing now (seconds) agrees with the one ``cal`` recorded
-    within DRIFT_TOLERANCE; else the reason to measure again, in one line."""
-    if cal.check_t <= 0 or now_s <= 0:
+class CheckTiming(NamedTuple):
+    """The drift check's timings, seconds (:func:`.calibrate.check_timing`): a single-token
+    decode in a stream of them, and one after a batch of another size."""
+    stream: float
+    switch: float
+
+
+def drift_of(cal: Calibration, now: CheckTiming) -> str | None:
+    """None when both of the drift check's timings now agree with the ones ``cal`` recorded
+    within DRIFT_TOLERANCE (or DRIFT_FLOOR_S); else the reason to measure again, in one line."""
+    if cal.check_t <= 0 or cal.check_switch <= 0 or min(now) <= 0:
         return "the cached calibration has no drift-check timing: measured again"
-    drift = now_s / cal.check_t - 1.0
-    if abs(drift) <= DRIFT_TOLERANCE:
-        return None
-    return (f"recalibrated: a target token now takes {now_s * 1e3:.2f} ms, the cached calibration's "
-            f"check {cal.check_t * 1e3:.2f} ms ({100 * drift:+.0f}%, beyond ±{100 * DRIFT_TOLERANCE:.0f}%)")
+    for what, then, now_s in (("a target token", cal.check_t, now.stream),
+                              ("a target token after a batch", cal.check_switch, now.switch)):
+        drift = now_s / then - 1.0
+        if abs(drift) > DRIFT_TOLERANCE and abs(now_s - then) > DRIFT_FLOOR_S:
+            return (f"recalibrated: {what} took {then * 1e3:.2f} ms when the calibration was "
+                    f"cached, {now_s * 1e3:.2f} ms now ({100 * drift:+.0f}%, beyond "
+                    f"±{100 * DRIFT_TOLERANCE:.0f}%)")
+    return None
 
 
 def _contexts(engine) -> list:

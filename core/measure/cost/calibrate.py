@@ -26,7 +26,7 @@ from specscope.core.engine.drafters.model import SYNC_MODES
 from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.errors import ConfigError
-from specscope.core.measure.cost.cache import (CALIBRATION_VERSION, DEFAULT_N_PAST,
+from specscope.core.measure.cost.cache import (CALIBRATION_VERSION, DEFAULT_N_PAST, CheckTiming,
                                                calibration_key, drift_of, is_under_load,
                                                load_cached, save_cached, threads_used)
 from specscope.core.measure.cost.model import Calibration
@@ -44,6 +44,8 @@ OVERHEAD_TOKENS = 96          # tokens per overhead-calibration run
 CHECK_POSITION = 16           # the drift check decodes one target token here (a short prefix: cheap)
 CHECK_REPS = 7                # ... this many times (median), after CHECK_WARMUP untimed decodes
 CHECK_WARMUP = 2
+CHECK_BATCH = 5               # ... then CHECK_SWITCHES times a batch of this many and three
+CHECK_SWITCHES = 4            # single tokens (the second and third timed)
 
 def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
               reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
@@ -88,10 +90,10 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         done_reps = timing.repeat(reps, time_budget_s, random.Random(seed), stop, say)
         timing.draft_alone()
         sample_times = timing.sampling(sampler)
-        check_t = _check_timing(engine, _filler_tokens(engine, CHECK_POSITION + 1))   # clears the target
+        check = _check_timing(engine, _filler_tokens(engine, CHECK_POSITION + CHECK_BATCH))  # clears the target
         if has_draft:
             timing.dctx.clear()
-    cal = timing.figures(sample_times, done_reps, check_t)
+    cal = timing.figures(sample_times, done_reps, check)
     if overhead_runs:
         say(0.85, 1, "timing the engine's loop")
         # a head's rounds' sync holds its process of the batch (f_batch), timed apart
@@ -108,31 +110,43 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                    under_load=moved or is_under_load(reading, threads_used(engine)))
 
 
-def _check_timing(engine, tokens: Sequence[int]) -> float:
-    """The drift check's timing (seconds): the median of CHECK_REPS single-token target
-    decodes at CHECK_POSITION (after CHECK_WARMUP untimed ones: the first after another shape
-    rebuilds llama.cpp's graph), the cache rolled back after each. Clears the target's memory.
-    The caller holds the engine."""
+def _check_timing(engine, tokens: Sequence[int]) -> CheckTiming:
+    """The drift check's timings (seconds) at CHECK_POSITION, the cache rolled back after each
+    decode; clears the target's memory. The caller holds the engine.
+
+    ``stream``: the median of CHECK_REPS single-token target decodes in a row (after
+    CHECK_WARMUP untimed ones: the first after another shape rebuilds llama.cpp's graph).
+    ``switch``: the median of the second and third single-token decodes after a batch of
+    CHECK_BATCH tokens, CHECK_SWITCHES times: c(1) is timed so (a block's later rounds, after a
+    block of another size). On some VMs llama.cpp stays slow for many decodes after a batch of another
+    size, a state that comes and goes within the hour and moves every c(k) with it while a
+    stream's decodes keep their speed (docs/calibration.md): ``stream`` alone passed a
+    calibration whose c(2) was 3.2 B where a fresh one measured 1.1."""
     tgt, batch = engine.tgt, engine.batch
-    pos = max(1, min(CHECK_POSITION, tgt.n_ctx - 2))
+    size = max(1, min(CHECK_BATCH, tgt.n_batch, len(tokens) - 1))
+    pos = max(1, min(CHECK_POSITION, tgt.n_ctx - size - 1, len(tokens) - size))
     tgt.prefill(tokens[:pos], batch, "the calibration check's prefix")
-    times = []
-    for i in range(CHECK_WARMUP + CHECK_REPS):
-        batch.fill(tokens[pos:pos + 1], pos, logits="all")
+
+    def decode(k: int) -> float:
+        batch.fill(tokens[pos:pos + k], pos, logits="all")
         t = time.perf_counter()
         tgt.decode(batch, "the calibration check")
         dt = time.perf_counter() - t
         tgt.seq_rm(pos, -1)
-        if i >= CHECK_WARMUP:
-            times.append(dt)
+        return dt
+    stream = [decode(1) for _ in range(CHECK_WARMUP + CHECK_REPS)][CHECK_WARMUP:]
+    switch = []
+    for _ in range(CHECK_SWITCHES):
+        decode(size)
+        switch += [decode(1) for _ in range(3)][1:]
     tgt.clear()
-    return _median(times)
+    return CheckTiming(_median(stream), _median(switch))
 
 
-def check_timing(engine) -> float:
-    """The drift check on its own (a cached calibration's ``check_t`` is the same procedure,
-    taken when it was measured): well under a second on the demo pair."""
-    tokens = _filler_tokens(engine, CHECK_POSITION + 1)
+def check_timing(engine) -> CheckTiming:
+    """The drift check on its own (a cached calibration's ``check_t`` and ``check_switch`` are
+    the same procedure, taken when it was measured): well under a second on the demo pair."""
+    tokens = _filler_tokens(engine, CHECK_POSITION + CHECK_BATCH)
     with engine.exclusive("the calibration check"):
         return _check_timing(engine, tokens)
 
@@ -209,7 +223,7 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
     ``k_draft``, ``mtp``: see :func:`calibrate`.
 
     A cached calibration is trusted only after the drift check (:func:`check_timing`, a few
-    single-token decodes) agrees with the timing it recorded (:func:`cost.cache.drift_of`);
+    single-token decodes, in a row and after a batch) agrees with the timings it recorded (:func:`cost.cache.drift_of`);
     otherwise it is measured again and ``note`` says why. A fresh calibration is cached unless it
     was taken under load (``under_load``: it is still returned, for this run). ``meter``: see
     :func:`calibrate`."""

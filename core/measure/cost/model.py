@@ -97,7 +97,8 @@ class Calibration:
     version: int = 0                   # CALIBRATION_VERSION when measured (0: unknown)
     load: dict = field(default_factory=dict)   # cpuload.LoadReading over the calibration's window
     under_load: bool = False           # taken while other processes competed for llama.cpp's cores
-    check_t: float = 0.0               # seconds: the drift check's timing, taken with the calibration
+    check_t: float = 0.0               # seconds: the drift check's timings, taken with the calibration:
+    check_switch: float = 0.0          # a token in a stream, and one after a batch (cache.CheckTiming)
     note: str = ""                     # why this calibration was measured now (not cached)
     reuse_rebuilds: bool = False       # measured with calibrate(legacy=True): reuse's sync row
                                        # without logits, a draft graph rebuild after it

@@ -19,6 +19,7 @@ from specscope.core.engine.drafters.registry import TARGET, names
 from specscope.core.engine.sampling import build_chain
 from specscope.core.engine.settings import SpecSettings
 from specscope.core.errors import ConfigError
+from specscope.core.measure.cost.cache import CheckTiming
 from specscope.core.measure.cost.model import Calibration, cost_fit, monotone_fit
 from specscope.core.measure.progress import Progress
 from specscope.core.models.dflash import DFlashHead
@@ -239,7 +240,7 @@ class _Timing:
         e.tgt.seq_rm(self.n_past, -1)
         return out
 
-    def figures(self, sample_times: Sequence[float], reps: int, check_t: float) -> Calibration:
+    def figures(self, sample_times: Sequence[float], reps: int, check: CheckTiming) -> Calibration:
         """The medians in target-token units (÷ t1)."""
         est, times, k_max, has_draft = ESTIMATOR, self.times, self.k_max, self.has_draft
         t1 = est(times[("t", 1)])
@@ -258,7 +259,8 @@ class _Timing:
             f_first=est(times[("d0", 1)] or times[("d", 1)]) / t1 if has_draft else 0.0,
             f_batch=monotone_fit(_fill_between(per_k("db"), first=est(times[("db", 1)]) / t1))
             if has_draft else (0.0,) * k_max,
-            s=s, reps=reps, k_draft=self.k_draft, check_t=check_t, reuse_rebuilds=self.legacy,
+            s=s, reps=reps, k_draft=self.k_draft, check_t=check.stream, check_switch=check.switch,
+            reuse_rebuilds=self.legacy,
             b=est(times[("b", 1)]) / t1 + s if times[("b", 1)] else 0.0, head=self.head,
             shape=max(0.0, _median(shape)) if shape else 0.0)
 
