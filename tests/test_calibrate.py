@@ -417,6 +417,27 @@ def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models,
         assert json.loads(path.read_text())["check_switch"] == third.check_switch > 0
 
 
+def test_a_calibration_taken_beside_other_work_serves_until_the_machine_is_quiet(tiny_models, tmp_path,
+                                                                             monkeypatch, steady):
+    """One busy core of two is no load for one thread per model, yet a calibration taken beside it
+    priced the demo pair's batches up to 75 % higher; cached, it priced idle runs later."""
+    monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
+    with Engine(tiny_models["target"], tiny_models["draft"], SETTINGS) as engine:
+        first, _ = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.5))
+        assert not first.under_load                                    # cached
+        monkeypatch.setattr(cb, "_load_now", lambda: FixedLoad(0.5).reading())   # busy still
+        again, cached = cb.get_calibration(engine, 3)
+        assert cached and again.created == first.created
+        monkeypatch.setattr(cb, "_load_now", lambda: FixedLoad(0.02).reading())  # quiet now
+        fresh, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
+        assert not cached and fresh.note == ("recalibrated: the cached calibration was taken while "
+                                             "other processes used 1.00 of 2 cores; the machine is quiet now")
+        # the quiet one replaced it and is trusted without a look at the load
+        monkeypatch.setattr(cb, "_load_now", lambda: pytest.fail("looked at the load"))
+        last, cached = cb.get_calibration(engine, 3)
+        assert cached and last.created == fresh.created
+
+
 def test_the_drift_check_compares_both_timings_with_the_calibrations():
     """A VM state that slows llama.cpp's decodes after a batch of another size (the demo pair's c(2)
     3.2 target tokens against 1.1, its stream decodes unchanged) must not pass the check."""

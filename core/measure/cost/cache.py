@@ -6,7 +6,8 @@ A calibration is kept as JSON in the user's cache directory (``$SPECSCOPE_CACHE_
 (paths, sizes, modification times), the engine settings and placement, the sampler, k_max,
 n_past and the machine. A file of another CALIBRATION_VERSION is measured again; one taken
 under load (:func:`is_under_load`) is never written; a cached one is used only while the drift
-check agrees with it (:func:`drift_of`). Why these thresholds: docs/calibration.md.
+check agrees with it (:func:`drift_of`), and one taken beside other processes' work only until
+the machine is quiet (:func:`busy_then_quiet_now`). Why these thresholds: docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import platform
 from dataclasses import asdict
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from specscope.core.cache import cache_root, file_id, read_json, write_json
 from specscope.core.measure.cost.model import Calibration
@@ -119,6 +120,23 @@ def drift_of(cal: Calibration, now: CheckTiming) -> str | None:
                     f"cached, {now_s * 1e3:.2f} ms now ({100 * drift:+.0f}%, beyond "
                     f"±{100 * DRIFT_TOLERANCE:.0f}%)")
     return None
+
+
+def busy_then_quiet_now(cal: Calibration, look: Callable[[], LoadReading]) -> str | None:
+    """The reason to measure again a cached calibration that was taken beside other processes'
+    work (more than LOAD_SLACK_CORES of the CPU, on cores llama.cpp's threads left free too:
+    not load by :func:`is_under_load`, yet a busy neighbour moved the demo pair's c(2) from
+    1.2 to 2.2 target tokens, docs/calibration.md) where the machine is quiet now (``look``:
+    other processes' use now, read only for such a calibration); None where it was quiet
+    then, or is busy still (it serves while the load lasts)."""
+    then = cal.load_reading
+    if then is None or then.others_cores is None or then.others_cores <= LOAD_SLACK_CORES:
+        return None
+    now = look()
+    if now.others_cores is None or now.others_cores > LOAD_SLACK_CORES:
+        return None
+    return (f"recalibrated: the cached calibration was taken while other processes used "
+            f"{then.others_cores:.2f} of {then.cores} cores; the machine is quiet now")
 
 
 def _contexts(engine) -> list:

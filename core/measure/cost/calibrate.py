@@ -27,13 +27,14 @@ from specscope.core.engine.engine import Engine, SpecSettings
 from specscope.core.engine.sampling import SamplerSettings, build_chain
 from specscope.core.errors import ConfigError
 from specscope.core.measure.cost.cache import (CALIBRATION_VERSION, DEFAULT_N_PAST, CheckTiming,
-                                               calibration_key, drift_of, is_under_load,
+                                               busy_then_quiet_now, calibration_key, drift_of,
+                                               is_under_load,
                                                load_cached, save_cached, threads_used)
 from specscope.core.measure.cost.model import Calibration
 from specscope.core.measure.cost.timing import (CALIBRATION_PROMPT, DEFAULT_REPS, MIN_REPS,
                                                 TIME_BUDGET_S, CalibrationStopped, _filler_tokens,
                                                 _median, _timing, timed_batches, trimmed_mean)
-from specscope.core.measure.cpuload import LoadMeter
+from specscope.core.measure.cpuload import LoadMeter, LoadReading
 from specscope.core.measure.progress import Progress, quiet
 
 __all__ = ["CalibrationStopped", "DEFAULT_N_PAST", "MIN_REPS", "SYNC_MODES", "TIME_BUDGET_S",
@@ -46,6 +47,8 @@ CHECK_REPS = 7                # ... this many times (median), after CHECK_WARMUP
 CHECK_WARMUP = 2
 CHECK_BATCH = 5               # ... then CHECK_SWITCHES times a batch of this many and three
 CHECK_SWITCHES = 4            # single tokens (the second and third timed)
+LOAD_LOOK_S = 0.2             # how long to read the load before trusting a calibration taken beside
+                              # other work (/proc/stat counts in 10 ms ticks)
 
 def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
               reps: int = DEFAULT_REPS, time_budget_s: float = TIME_BUDGET_S,
@@ -223,8 +226,10 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
     ``k_draft``, ``mtp``: see :func:`calibrate`.
 
     A cached calibration is trusted only after the drift check (:func:`check_timing`, a few
-    single-token decodes, in a row and after a batch) agrees with the timings it recorded (:func:`cost.cache.drift_of`);
-    otherwise it is measured again and ``note`` says why. A fresh calibration is cached unless it
+    single-token decodes, in a row and after a batch) agrees with the timings it recorded
+    (:func:`cost.cache.drift_of`), and one taken beside other processes' work only while they
+    still work (:func:`cost.cache.busy_then_quiet_now`); otherwise it is measured again and
+    ``note`` says why. A fresh calibration is cached unless it
     was taken under load (``under_load``: it is still returned, for this run). ``meter``: see
     :func:`calibrate`."""
     key, desc = calibration_key(engine, k_max, sampler, n_past, k_draft, mtp)
@@ -232,7 +237,7 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
     if use_cache and not refresh:
         cal = load_cached(key, k_max=k_max)
         if cal is not None:
-            drift = drift_of(cal, check_timing(engine))
+            drift = drift_of(cal, check_timing(engine)) or busy_then_quiet_now(cal, _load_now)
             if drift is None:
                 return cal, True
             note = drift
@@ -242,6 +247,13 @@ def get_calibration(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N
     if use_cache and not cal.under_load:
         save_cached(cal)
     return replace(cal, note=note), False
+
+
+def _load_now() -> LoadReading:
+    """Other processes' CPU use over the next LOAD_LOOK_S."""
+    meter = LoadMeter()
+    time.sleep(LOAD_LOOK_S)
+    return meter.reading()
 
 
 def calibrate_pair(target, draft, settings, k_max: int, *, sampler=None, n_past: int | None = None,
