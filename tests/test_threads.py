@@ -3,6 +3,8 @@
 from a table, a clock that advances by them), and in real runs of the demo pair whose decode
 times jump as they do when another process takes a core."""
 
+import math
+
 import pytest
 
 from specscope.core.models.demo import demo_pair
@@ -100,6 +102,82 @@ def test_a_blip_that_moved_to_fewer_threads_is_undone_soon():
     while g.current == 1 and m.now - moved_at < 5:
         m.run(g, 1)
     assert g.current == 2 and m.now - moved_at < 2 * g.BACK_UP_S < g.FIRST_TRIAL_S, m.now - moved_at
+
+
+def test_a_new_run_tries_more_threads_soon_whatever_the_interval_had_grown_to():
+    """Moves up that did not hold made trials of more threads rare (up to MAX_UP_S apart); a run
+    that starts on an idle machine must not spend itself at fewer threads waiting for one."""
+    m = Machine()
+    g = governor(m)
+    m.run(g, 500)
+    for cycle in range(4):              # the load comes and goes: moves up do not hold
+        m.loaded = True
+        m.run(g, 3_000)
+        m.loaded = False
+        m.run(g, 1_000)
+    m.loaded = True
+    m.run(g, 3_000)
+    assert g.current == 1 and g._interval["up"] >= 8
+    m.loaded = False                    # idle from here; a new run begins
+    g.run_starts()
+    started = m.now
+    while g.current == 1 and m.now - started < 5:
+        m.run(g, 1)
+    assert g.current == 2 and m.now - started < 2 * g.BACK_UP_S, m.now - started
+    g.run_starts()                      # at the most threads already: nothing to try
+    assert g._next["up"] == math.inf or g._next["up"] > m.now + g.BACK_UP_S
+
+
+class Rounds(Machine):
+    """The demo pair idle as measured: one more thread does not speed up a single-token decode
+    (a draft step: slower), it speeds up the round's 4-token verification batch, and the first
+    decode after more threads were set wakes the ones that slept (~40 % slower)."""
+    TABLE = {1: {2: 0.42e-3, 1: 0.39e-3}, 4: {2: 0.9e-3, 1: 1.6e-3}}
+
+    def __init__(self):
+        super().__init__()
+        self.last = None
+
+    def seconds(self, count: int, n_tokens: int) -> float:
+        t = self.TABLE[n_tokens][count] * (1.4 if self.last is not None and count > self.last else 1.0)
+        self.last = count
+        return t
+
+
+def test_a_trial_of_more_threads_is_judged_over_whole_rounds_not_its_first_draft_steps():
+    m = Rounds()
+    g = governor(m)
+    g.current = 1                       # moved down by a blip during the run before
+    m.run(g, 400)
+    assert g.current == 1 and not g.changes
+    g.run_starts()
+    trials = g.trials
+    while g.trials == trials or g._trial:
+        m.run(g, 4)                     # rounds, until the first trial of more threads has ended
+    assert g.current == 2 and [(c.old, c.new) for c in g.changes] == [(1, 2)]
+    m.run(g, 4_000)                     # and 2 threads stay: a round costs 2.16 ms against 2.77
+    assert g.current == 2 and len(g.changes) == 1
+
+
+def test_a_trial_does_not_judge_a_round_by_the_decodes_it_can_compare_alone():
+    """Early in a run the current count has run some shapes only: a trial of one thread compared
+    the draft's steps (one thread as fast as two) and not the verification batch of a size not
+    seen yet (two threads twice as fast), and moved an idle run to fewer threads."""
+    m = Machine()
+    table = {(1, 1): {2: 0.1e-3, 1: 0.075e-3},          # the draft's steps (tag 1)
+             (0, 5): {2: 0.8e-3, 1: 1.6e-3}, (0, 4): {2: 0.7e-3, 1: 1.4e-3}}
+    g = governor(m)
+
+    def rounds(n: int, verify: int) -> None:
+        for _ in range(n):
+            for tag, k in [(1, 1)] * (verify - 1) + [(0, verify)]:
+                g.before()
+                t = table[(tag, k)][g.running]
+                m.now += t
+                g.after(k, t, tag=tag)
+    rounds(4, 5)            # the first rounds verify 5 tokens: a trial of one thread is due
+    rounds(400, 4)          # then 4: a size two threads have not run when the trial starts
+    assert g.current == 2 and not g.changes, [c.describe() for c in g.changes]
 
 
 def test_a_load_present_from_the_start_is_left_within_the_first_decodes():

@@ -571,6 +571,8 @@ class Run:
             roles.append(("draft", draft))
         self._governors = [(role, ctx.governor) for role, ctx in roles if ctx.governor is not None]
         self._changes_seen = [len(g.changes) for _, g in self._governors]
+        for _, g in self._governors:
+            g.run_starts()
 
     def _threads(self) -> tuple[tuple[int, ...], str]:
         """(the counts now, the changes since the last round's event, in words)."""
