@@ -409,8 +409,9 @@ def test_a_cached_calibration_whose_check_drifted_is_measured_again(tiny_models,
         # a token in a stream as fast as ever, one after a batch 1000× faster: measured again too
         # (a tolerance of 10×, far above a tiny model's timing noise)
         monkeypatch.setattr(cc, "DRIFT_TOLERANCE", 10.0)
+        monkeypatch.setattr(cc, "DRIFT_FLOOR_S", 0.0)     # however fast this CPU runs the model
         doc = json.loads(path.read_text())
-        doc["check_switch"] = fresh.check_switch / 1000      # (30 µs apart: beyond the floor too)
+        doc["check_switch"] = fresh.check_switch / 1000
         path.write_text(json.dumps(doc))
         third, cached = cb.get_calibration(engine, 3, reps=5, time_budget_s=0.5, meter=FixedLoad(0.0))
         assert not cached and third.note.startswith("recalibrated: a target token after a batch took")
@@ -436,6 +437,18 @@ def test_a_calibration_taken_beside_other_work_serves_until_the_machine_is_quiet
         monkeypatch.setattr(cb, "_load_now", lambda: pytest.fail("looked at the load"))
         last, cached = cb.get_calibration(engine, 3)
         assert cached and last.created == fresh.created
+
+
+def test_the_drift_check_times_the_count_threads_auto_runs_now(tiny_models):
+    """The check's decodes go through the governor: a trial of another count due meanwhile would
+    time that count instead (and move it on a batch of 5)."""
+    with Engine(tiny_models["target"], tiny_models["draft"], EngineSettings(n_ctx=256)) as engine:
+        g = engine.tgt.governor
+        assert g is not None
+        g._schedule(down=0.0, up=0.0)                     # every kind of trial due now
+        trials = g.trials
+        cb.check_timing(engine)
+        assert g.trials == trials and not g.held
 
 
 def test_the_drift_check_compares_both_timings_with_the_calibrations():

@@ -53,6 +53,18 @@ def quiet(monkeypatch):
     monkeypatch.setattr("specscope.core.models.threads.runnable_others", lambda samples=5: 0.0)
 
 
+@pytest.fixture
+def two_cores(monkeypatch):
+    """The simulated machine's 2 cores, whatever this one has (trials of more threads are
+    tried only where the cores are free)."""
+    import os
+
+    from specscope.core.models import threads
+    monkeypatch.setattr(threads, "_affinity", lambda: 2)
+    monkeypatch.setattr(threads, "cpu_quota", lambda: None)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+
 def governor(m: Machine) -> ThreadGovernor:
     return ThreadGovernor((2, 1), clock=m.clock)
 
@@ -104,7 +116,7 @@ def test_a_blip_that_moved_to_fewer_threads_is_undone_soon():
     assert g.current == 2 and m.now - moved_at < 2 * g.BACK_UP_S < g.FIRST_TRIAL_S, m.now - moved_at
 
 
-def test_a_new_run_tries_more_threads_soon_whatever_the_interval_had_grown_to():
+def test_a_new_run_tries_more_threads_soon_whatever_the_interval_had_grown_to(two_cores):
     """Moves up that did not hold made trials of more threads rare (up to MAX_UP_S apart); a run
     that starts on an idle machine must not spend itself at fewer threads waiting for one."""
     m = Machine()
@@ -144,7 +156,7 @@ class Rounds(Machine):
         return t
 
 
-def test_a_trial_of_more_threads_is_judged_over_whole_rounds_not_its_first_draft_steps():
+def test_a_trial_of_more_threads_is_judged_over_whole_rounds_not_its_first_draft_steps(two_cores):
     m = Rounds()
     g = governor(m)
     g.current = 1                       # moved down by a blip during the run before
@@ -152,8 +164,10 @@ def test_a_trial_of_more_threads_is_judged_over_whole_rounds_not_its_first_draft
     assert g.current == 1 and not g.changes
     g.run_starts()
     trials = g.trials
-    while g.trials == trials or g._trial:
-        m.run(g, 4)                     # rounds, until the first trial of more threads has ended
+    for _ in range(1_000):              # rounds, until the first trial of more threads has ended
+        if g.trials > trials and not g._trial:
+            break
+        m.run(g, 4)
     assert g.current == 2 and [(c.old, c.new) for c in g.changes] == [(1, 2)]
     m.run(g, 4_000)                     # and 2 threads stay: a round costs 2.16 ms against 2.77
     assert g.current == 2 and len(g.changes) == 1
@@ -175,9 +189,22 @@ def test_a_trial_does_not_judge_a_round_by_the_decodes_it_can_compare_alone():
                 t = table[(tag, k)][g.running]
                 m.now += t
                 g.after(k, t, tag=tag)
-    rounds(4, 5)            # the first rounds verify 5 tokens: a trial of one thread is due
-    rounds(400, 4)          # then 4: a size two threads have not run when the trial starts
+    rounds(4, 5)            # the first rounds verify 5 tokens: a trial of one thread starts in
+    rounds(1_500, 4)        # them and meets 4, a size two threads have not run: no verdict; the
+    assert g.trials >= 2    # trials after it (1.3 s of rounds) compare whole rounds, and lose
     assert g.current == 2 and not g.changes, [c.describe() for c in g.changes]
+
+
+def test_a_trial_of_more_threads_far_slower_stops_after_three_decodes(two_cores):
+    m = Machine()
+    g = governor(m)
+    g.current = 1
+    m.run(g, 400)
+    m.loaded = True                     # 2 threads 40× slower (ABORT ends that at once): 1.6×
+    m.seconds = lambda count, n: {2: 1.6e-3, 1: 1.0e-3}[count] * (1 + 0.3 * (n - 1))
+    g.run_starts()
+    used = m.run(g, 400)
+    assert g.current == 1 and 3 <= used.count(2) <= 4, used.count(2)   # its wake-up decode and three
 
 
 def test_a_load_present_from_the_start_is_left_within_the_first_decodes():

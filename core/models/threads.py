@@ -23,7 +23,8 @@ run goes on, so a context whose threads are "auto" carries a :class:`ThreadGover
   more than being at too few on an idle machine);
 - a context starts at the most threads the cores that other work leaves free can run (Linux's
   count of runnable threads, read when it is made), so that a run on a busy machine does not
-  begin with stalls; trials of more threads come ever more rarely while moves up do not hold.
+  begin with stalls; trials of more threads come ever more rarely while moves up do not hold,
+  except that each run tries them soon after it starts (``run_starts``).
 
 Timings are compared by their means, not medians: under load most decodes at all cores may be
 quick and one in a few stalls for milliseconds, and the stalls are what a run pays.
@@ -219,6 +220,7 @@ class ThreadGovernor:
     ABORT = 3.0           # a trial decode this much slower than the current count's ends it
     FASTER = 0.85         # a trial count whose decodes take less than this share takes over
     DECISIVE = 0.5        # ... after two decodes when it has fewer threads (the harmless way)
+    UP_LOST = 1.5         # a trial of more threads this much slower over three decodes ends
     FIRST_TRIAL_S = 0.5   # the first periodic trial, and the interval after a change
     MAX_TRIAL_S = 16.0    # the longest interval between trials of fewer threads
     MAX_UP_S = 32.0       # ... and of more threads (each one under load can cost a stall)
@@ -390,7 +392,7 @@ class ThreadGovernor:
         down = self._kind == "down"
         mine = self._recent.get((self.current, *key[1:]))
         if not mine:                # a shape the current count has not run: the trial cannot
-            return self._end_trial()    # judge the round (below), so it judges nothing
+            return self._end_trial(soon=True)    # judge the round (below): it judges nothing
         ref = mean_without_slowest(mine)
         if seconds > self.ABORT * ref:
             return self._next_count()                      # far slower: no more of it
@@ -400,7 +402,8 @@ class ThreadGovernor:
         enough = self.TRIAL_DECODES * (1 if down else self.UP)
         timed = sum(r for _, r in self._pairs) >= self.MIN_TRIAL_S     # tiny decodes: more of them
         decisive = down and len(self._pairs) >= 2 and timed and share < self.DECISIVE
-        lost = down and len(self._pairs) >= 2 and share > 1.0           # slower so far: no more
+        lost = (len(self._pairs) >= 2 and share > 1.0) if down else \
+            (len(self._pairs) >= 3 and share > self.UP_LOST)             # slower so far: no more
         if (decisive or lost or (len(self._pairs) >= enough and timed)
                 or self._trial_n >= self.MAX_TRIAL_DECODES):
             if self._pairs and share < self.FASTER:
@@ -447,10 +450,13 @@ class ThreadGovernor:
         limit = self.MAX_TRIAL_S if kind == "down" else self.MAX_UP_S
         self._interval[kind] = min(2 * self._interval[kind], limit)
 
-    def _end_trial(self) -> None:
+    def _end_trial(self, soon: bool = False) -> None:
+        """No verdict: that kind is tried again after its interval (``soon``: at most
+        FIRST_TRIAL_S, the trial having been cut short by a shape it could not compare)."""
         if self._trial:
             self._trial = []
-            self._schedule(**{self._kind: self.clock() + self._interval[self._kind]})
+            wait = self._interval[self._kind]
+            self._schedule(**{self._kind: self.clock() + (min(wait, self.FIRST_TRIAL_S) if soon else wait)})
 
     def _schedule(self, **due: float) -> None:
         self._next.update(due)

@@ -127,13 +127,14 @@ def busy_then_quiet_now(cal: Calibration, look: Callable[[], LoadReading]) -> st
     work (more than LOAD_SLACK_CORES of the CPU, on cores llama.cpp's threads left free too:
     not load by :func:`is_under_load`, yet a busy neighbour moved the demo pair's c(2) from
     1.2 to 2.2 target tokens, docs/calibration.md) where the machine is quiet now (``look``:
-    other processes' use now, read only for such a calibration); None where it was quiet
-    then, or is busy still (it serves while the load lasts)."""
+    other processes' use now, read only for such a calibration; quiet: at most half of
+    LOAD_SLACK_CORES); None where it was quiet then, or is busy still (it serves while the load
+    lasts)."""
     then = cal.load_reading
     if then is None or then.others_cores is None or then.others_cores <= LOAD_SLACK_CORES:
         return None
-    now = look()
-    if now.others_cores is None or now.others_cores > LOAD_SLACK_CORES:
+    now = look()          # quiet: half the slack, so that a steady 0.2 core measures nothing twice
+    if now.others_cores is None or now.others_cores > LOAD_SLACK_CORES / 2:
         return None
     return (f"recalibrated: the cached calibration was taken while other processes used "
             f"{then.others_cores:.2f} of {then.cores} cores; the machine is quiet now")

@@ -126,7 +126,7 @@ def _check_timing(engine, tokens: Sequence[int]) -> CheckTiming:
     stream's decodes keep their speed (docs/calibration.md): ``stream`` alone passed a
     calibration whose c(2) was 3.2 B where a fresh one measured 1.1."""
     tgt, batch = engine.tgt, engine.batch
-    size = max(1, min(CHECK_BATCH, tgt.n_batch, len(tokens) - 1))
+    size = max(1, min(CHECK_BATCH, tgt.n_batch, tgt.n_ctx - 2, len(tokens) - 1))
     pos = max(1, min(CHECK_POSITION, tgt.n_ctx - size - 1, len(tokens) - size))
     tgt.prefill(tokens[:pos], batch, "the calibration check's prefix")
 
@@ -150,7 +150,9 @@ def check_timing(engine) -> CheckTiming:
     """The drift check on its own (a cached calibration's ``check_t`` and ``check_switch`` are
     the same procedure, taken when it was measured): well under a second on the demo pair."""
     tokens = _filler_tokens(engine, CHECK_POSITION + CHECK_BATCH)
-    with engine.exclusive("the calibration check"):
+    with engine.exclusive("the calibration check"), ExitStack() as held:
+        if engine.tgt.governor is not None:      # threads auto: no trial of another count meanwhile
+            held.enter_context(engine.tgt.governor.hold())
         return _check_timing(engine, tokens)
 
 
