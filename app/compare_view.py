@@ -362,7 +362,7 @@ class CompareView(QWidget):
         for name, cal in self.calibrations.items():
             ks = range(1, cal.k_max + 1)
             when = ("TAKEN UNDER LOAD, not cached" if cal.under_load else "cached" if self.from_cache.get(name)
-                    else "measured again: drifted" if cal.note else "measured now")
+                    else "measured again (why: tooltip)" if cal.note else "measured now")
             ks = [k for k in ks if k <= 6 or k == cal.k_max]     # all of them in the tooltip
             draft = f"f {cal.f:.3f}" if cal.has_draft else "no draft model"
             parts.append(f"{name or 'target alone (n-gram drafters)'} ({when}): t1 {cal.t1 * 1e3:.2f} ms, "
