@@ -380,11 +380,11 @@ class ThreadGovernor:
     def _trial_decode(self, key: tuple[int, int, int], seconds: float) -> None:
         """One decode at the trial count, against the current count's recent ones of its shape.
         A trial of more threads does not count its first decode (it wakes the threads that
-        slept: 30-50 % slower on the demo pair) and is not called lost before it has run
-        ``enough``: a round's draft steps come first, which more threads do not speed up
-        where its verification batch gains most (the window, once down at 1+1 on an idle VM,
-        lost every trial of 2+2 on its first two draft steps and stayed at 1+1, 700 tokens/s
-        against 1,000-1,170 at 2+2). A decode of a shape the current count has not run yet
+        slept: 30-50 % slower on the demo pair) and is called lost early only when UP_LOST times
+        slower over three, not when slower over two: a round's draft steps come first, which
+        more threads do not speed up where its verification batch gains most (the window, once
+        down at 1+1 on an idle VM, lost every trial of 2+2 on its first two draft steps and
+        stayed at 1+1, 700 tokens/s against 1,000-1,170 at 2+2). A decode of a shape the current count has not run yet
         ends the trial without a verdict: judged on the rest, a trial of one thread early in a
         run compared the draft steps alone (one thread's as fast) and moved the CLI to 1+1 at
         its sixth round in 3 of 9 idle runs, at 45-65 % of 2+2's speed."""
@@ -456,7 +456,9 @@ class ThreadGovernor:
         if self._trial:
             self._trial = []
             wait = self._interval[self._kind]
-            self._schedule(**{self._kind: self.clock() + (min(wait, self.FIRST_TRIAL_S) if soon else wait)})
+            if soon:
+                wait = min(wait, self.FIRST_TRIAL_S)
+            self._schedule(**{self._kind: self.clock() + wait})
 
     def _schedule(self, **due: float) -> None:
         self._next.update(due)

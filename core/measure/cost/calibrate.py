@@ -93,7 +93,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
         done_reps = timing.repeat(reps, time_budget_s, random.Random(seed), stop, say)
         timing.draft_alone()
         sample_times = timing.sampling(sampler)
-        check = _check_timing(engine, _filler_tokens(engine, CHECK_POSITION + CHECK_BATCH))  # clears the target
+        check = _check_timing(engine)                       # (clears the target)
         if has_draft:
             timing.dctx.clear()
     cal = timing.figures(sample_times, done_reps, check)
@@ -113,7 +113,7 @@ def calibrate(engine, k_max: int, *, sampler=None, n_past: int = DEFAULT_N_PAST,
                    under_load=moved or is_under_load(reading, threads_used(engine)))
 
 
-def _check_timing(engine, tokens: Sequence[int]) -> CheckTiming:
+def _check_timing(engine) -> CheckTiming:
     """The drift check's timings (seconds) at CHECK_POSITION, the cache rolled back after each
     decode; clears the target's memory. The caller holds the engine.
 
@@ -121,11 +121,12 @@ def _check_timing(engine, tokens: Sequence[int]) -> CheckTiming:
     CHECK_WARMUP untimed ones: the first after another shape rebuilds llama.cpp's graph).
     ``switch``: the median of the second and third single-token decodes after a batch of
     CHECK_BATCH tokens, CHECK_SWITCHES times: c(1) is timed so (a block's later rounds, after a
-    block of another size). On some VMs llama.cpp stays slow for many decodes after a batch of another
-    size, a state that comes and goes within the hour and moves every c(k) with it while a
-    stream's decodes keep their speed (docs/calibration.md): ``stream`` alone passed a
+    block of another size). On some VMs llama.cpp stays slow for many decodes after a batch of
+    another size, a state that comes and goes within the hour and moves every c(k) with it while
+    a stream's decodes keep their speed (docs/calibration.md): ``stream`` alone passed a
     calibration whose c(2) was 3.2 B where a fresh one measured 1.1."""
     tgt, batch = engine.tgt, engine.batch
+    tokens = _filler_tokens(engine, CHECK_POSITION + CHECK_BATCH)
     size = max(1, min(CHECK_BATCH, tgt.n_batch, tgt.n_ctx - 2, len(tokens) - 1))
     pos = max(1, min(CHECK_POSITION, tgt.n_ctx - size - 1, len(tokens) - size))
     tgt.prefill(tokens[:pos], batch, "the calibration check's prefix")
@@ -149,11 +150,10 @@ def _check_timing(engine, tokens: Sequence[int]) -> CheckTiming:
 def check_timing(engine) -> CheckTiming:
     """The drift check on its own (a cached calibration's ``check_t`` and ``check_switch`` are
     the same procedure, taken when it was measured): well under a second on the demo pair."""
-    tokens = _filler_tokens(engine, CHECK_POSITION + CHECK_BATCH)
     with engine.exclusive("the calibration check"), ExitStack() as held:
         if engine.tgt.governor is not None:      # threads auto: no trial of another count meanwhile
             held.enter_context(engine.tgt.governor.hold())
-        return _check_timing(engine, tokens)
+        return _check_timing(engine)
 
 
 # ============================================================================ the engine's own time

@@ -240,7 +240,8 @@ class _Timing:
         e.tgt.seq_rm(self.n_past, -1)
         return out
 
-    def figures(self, sample_times: Sequence[float], reps: int, check: CheckTiming) -> Calibration:
+    def figures(self, sample_times: Sequence[float], reps: int,
+                check: CheckTiming) -> Calibration:
         """The medians in target-token units (÷ t1)."""
         est, times, k_max, has_draft = ESTIMATOR, self.times, self.k_max, self.has_draft
         t1 = est(times[("t", 1)])
