@@ -195,6 +195,53 @@ def test_cost_policy_decides_whether_to_draft_by_a_threshold_against_skipping_th
             assert (p.next_n() > 0) == (best > 0)
 
 
+def _best_length(p, i, kept, rate, cap) -> int:
+    """The first best final length i..cap by every length's value, as the policy defines it
+    (module docs), written out in full: what the policy's quicker plan must agree with."""
+    e, before = sum(p.whole), (p.whole[-1] if p.whole else 0.0)
+    values = [p.per_token * (1 + e) - p.round_price(i, e, before, True) - p._reshape(i)]
+    a = kept
+    for m in range(i + 1, cap + 1):
+        e += a
+        values.append(p.per_token * (1 + e) - p.round_price(m, e, a, False) - p._reshape(m))
+        a *= rate
+    return i + values.index(max(values))
+
+
+def test_cost_policy_steps_take_the_best_length_s_answer_though_they_stop_looking_early():
+    """A draft step plans a round's final length, but only asks whether it is the token before
+    (DROP), this one (LAST) or longer (TAKE), so it stops at the first longer length that beats
+    both. Over random machines, rates and states its answer is the full search's, shape rebuilds
+    and the learning rule included."""
+    rng = random.Random(11)
+    answers = Counter()
+    for _ in range(4000):
+        cal = replace(calibration(f=rng.uniform(0.01, 1.0), slope=rng.uniform(0.0, 0.8)),
+                      shape=rng.choice((0.0, rng.uniform(0.0, 0.5))))
+        p = BestPredicted(8, cal)
+        p.per_token = rng.uniform(0.2, 3.0)
+        p.pooled = rng.random()
+        p.rates = [rng.random() for _ in p.rates]
+        p.reached = [rng.choice((0, 1, 5, 50)) for _ in p.reached]
+        p.seen = rng.choice((0, EXPLORE_POSITIONS + 3))
+        p.last_k = rng.randint(1, 9)
+        i, cap = rng.randint(0, 6), rng.randint(1, 8)
+        i = min(i, cap - 1)
+        p.whole = [rng.uniform(0.1, 1.0) for _ in range(i)]
+        share = rng.random()
+        before = p.whole[-1] if p.whole else 1.0
+        band_rate = p.rates[sum(share >= b for b in (0.2, 0.4, 0.6, 0.8))]
+        best = _best_length(p, i, before * band_rate, p.pooled, cap)
+        unseen = p.exploring or p.reached[sum(share >= b for b in (0.2, 0.4, 0.6, 0.8))] < 2
+        if best == i and unseen and _best_length(p, i, before, 1.0, cap) > i:
+            best = i + 1
+        expected = DROP if best == i else LAST if best == i + 1 else TAKE
+        got = p.step(i, share, cap)
+        answers[got] += 1
+        assert got == expected
+    assert min(answers[k] for k in (DROP, LAST, TAKE)) > 200      # every answer was tried
+
+
 def test_cost_policy_keeps_its_length_where_changing_it_costs_a_graph_rebuild():
     """llama.cpp rebuilds the target's graph for a verification batch of a new size
     (``Calibration.shape``). On a cheap machine the policy drafts a confident run to the cap;
