@@ -131,7 +131,15 @@ def make_app(argv=None):
     app.setDesktopFileName(DESKTOP_FILE)
     from PySide6.QtGui import QIcon
     app.setWindowIcon(QIcon(str(icon_path())))
+    follow_ui_thread()
     return app
+
+
+def follow_ui_thread() -> None:
+    """Threads auto reads this (the UI) thread's CPU time after each decode, so that decodes
+    which shared a core with it do not count as load (``threads.Foreground``)."""
+    from specscope.core.models.threads import FOREGROUND
+    FOREGROUND.follow()
 
 
 def icon_path() -> Path:

@@ -475,3 +475,58 @@ def test_a_pair_on_auto_shares_one_governor_and_a_pinned_one_none():
         assert e.tgt.governor is not None and e.dft.governor is e.tgt.governor
     with Engine(*demo_pair(), EngineSettings(n_ctx=256, draft_threads=1)) as e:
         assert e.tgt.governor is not None and e.dft.governor is None and e.dft.threads == 1
+
+
+class PaintingMachine(Machine):
+    """The simulated machine with a window's UI thread that works 50 ms of every 500 ms on a
+    core (10 %; the window's was busy 6-9 % of a run): decodes on both cores stall meanwhile
+    (5x), on one they do not; and its CPU clock."""
+
+    def __init__(self):
+        super().__init__()
+        self.ui_cpu = 0.0
+
+    def seconds(self, count: int, n_tokens: int) -> float:
+        t = super().seconds(count, n_tokens)
+        if self.now % 0.5 < 0.05:
+            t *= 5 if count == 2 else 1
+            self.ui_cpu += t
+        return t
+
+
+def test_decodes_that_shared_a_core_with_the_window_s_own_painting_are_not_a_load():
+    """Judged with the decodes the window's painting stalled, trials of one thread win and the
+    window runs at one thread per model on an idle machine; with the UI thread's CPU time read
+    after each decode (``Foreground``), those decodes are left out and two threads stay."""
+    from types import SimpleNamespace
+
+    from specscope.core.models.threads import Foreground
+    moves = {}
+    for seen in (True, False):
+        m = PaintingMachine()
+        ui = SimpleNamespace(SHARE=Foreground.SHARE, cpu=(lambda: m.ui_cpu) if seen else (lambda: None))
+        g = ThreadGovernor((2, 1), clock=m.clock, foreground=ui)
+        used = m.run(g, 30_000)
+        moves[seen] = ([(c.old, c.new) for c in g.changes], used.count(2) / len(used), g.trials)
+    assert moves[True][0] == [] and moves[True][1] > 0.99 and moves[True][2] <= 10, moves[True]
+    # the same machine with the UI thread unseen: down to one thread, and mostly kept there
+    assert (2, 1) in moves[False][0] and moves[False][1] < 0.5, moves[False]
+
+
+def test_the_ui_thread_s_clock_reads_another_thread_s_time_and_not_its_own():
+    import threading
+    import time
+
+    from specscope.core.models.threads import Foreground
+    fg = Foreground()
+    assert fg.cpu() is None                             # not following any thread yet
+    fg.follow()                                         # this thread is the "UI thread"
+    assert fg.cpu() is None                             # its own decodes: not read
+    seen = []
+    t0 = time.thread_time()
+    while time.thread_time() - t0 < 0.02:               # the UI thread works 20 ms
+        pass
+    worker = threading.Thread(target=lambda: seen.append(fg.cpu()))
+    worker.start()
+    worker.join()
+    assert seen[0] is not None and seen[0] >= time.thread_time() - 0.02 - 1e-3 >= 0.0

@@ -21,6 +21,9 @@ run goes on, so a context whose threads are "auto" carries a :class:`ThreadGover
   less than ``FASTER`` of the current count's time takes over (a count with fewer threads at
   once when two decodes took less than half: being at too many threads under load costs far
   more than being at too few on an idle machine);
+- a decode during which this process's own UI thread worked (a window painting) is left out:
+  those short stretches are not a load, and over a run the count that fits an idle machine
+  stays the fastest (``Foreground``);
 - a context starts at the most threads the cores that other work leaves free can run (Linux's
   count of runnable threads, read when it is made), so that a run on a busy machine does not
   begin with stalls; trials of more threads come ever more rarely while moves up do not hold,
@@ -44,6 +47,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -195,6 +199,45 @@ def mean_without_slowest(times) -> float:
     return (sum(times) - max(times)) / (len(times) - 1)
 
 
+class Foreground:
+    """This process's UI thread, where it has one (a window's), whose CPU time a governor reads
+    after each decode, so that it can leave out the decodes that shared a core with it. With as
+    many threads as cores, the UI thread takes a core from llama.cpp's team while it works, and
+    the team's decodes stall meanwhile as under another process's load; but that work comes in
+    short stretches a few times a second, and a count that fits an idle machine stays the
+    fastest over a run. Judged with those decodes, trials moved the window to one thread per
+    model on an idle machine in 3 of 8 runs of ``bench_gui.py`` (two of them stayed there, at
+    54-73 % of the CLI). Read with ``clock_gettime`` on the thread's CPU clock (0.2 µs)."""
+    SHARE = 0.1       # the UI thread ran for this share of a decode's time or more: it shared
+
+    def __init__(self):
+        self._clock: int | None = None
+        self.ident: int | None = None
+
+    def follow(self) -> None:
+        """Called on the UI thread (app/main.py): from now on its CPU time is read."""
+        try:
+            self._clock = time.pthread_getcpuclockid(threading.get_ident())
+        except (AttributeError, OSError):      # no per-thread CPU clocks here (not POSIX)
+            return
+        self.ident = threading.get_ident()
+
+    def cpu(self) -> float | None:
+        """The UI thread's CPU seconds so far; None without one, or on that thread itself (a
+        decode there is the UI's own work, as in the tests' main thread)."""
+        clock = self._clock
+        if clock is None or threading.get_ident() == self.ident:
+            return None
+        try:
+            return time.clock_gettime(clock)
+        except OSError:                        # that thread has ended
+            self._clock = None
+            return None
+
+
+FOREGROUND = Foreground()     # this process's UI thread, where it has one (app/main.py)
+
+
 @dataclass(frozen=True)
 class ThreadChange:
     """The count a context moved to, after which of its decodes, and why (in words)."""
@@ -230,9 +273,9 @@ class ThreadGovernor:
                           # an idle VM and stayed there 0.5 s, at 60 % of the speed)
 
     def __init__(self, counts: tuple[int, ...], start: int | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, foreground: Foreground | None = None):
         self.counts = tuple(sorted(set(counts), reverse=True))
-        self.clock = clock
+        self.clock, self.foreground = clock, foreground or FOREGROUND
         if start is None:
             start = fitting(self.counts)
         self.current = start if start in self.counts else self.counts[0]
@@ -256,6 +299,7 @@ class ThreadGovernor:
         self._due = math.inf                         # the earliest of them
         self._moved_up_at = None
         self._applied = self.current
+        self._ui_cpu: float | None = None     # the UI thread's CPU time at the last decode
 
     # ------------------------------------------------------------------ the decode's hooks
     def before(self) -> int:
@@ -270,6 +314,12 @@ class ThreadGovernor:
         contexts that share this governor decoded (each has its own shapes); ``outputs``:
         whether it computed logits."""
         self.decodes += 1
+        ui = self.foreground.cpu()
+        if ui is not None:                     # the UI thread's CPU time since the last decode
+            before, self._ui_cpu = self._ui_cpu, ui
+            if before is not None and ui - before >= self.foreground.SHARE * seconds:
+                return                         # it took a core meanwhile: not a load
+
         key = (self._applied, tag, n_tokens if n_tokens <= 8 else shape(n_tokens))
         if self.held:
             self._held_check(key, outputs, seconds)
