@@ -482,19 +482,19 @@ class PaintingMachine(Machine):
     core (10 %; the window's was busy 6-9 % of a run): decodes on both cores stall meanwhile
     (5x), on one they do not; and its CPU clock."""
 
-    def __init__(self):
+    def __init__(self, working_s: float = 0.05):
         super().__init__()
-        self.ui_cpu = 0.0
+        self.ui_cpu, self.working_s = 0.0, working_s
 
     def seconds(self, count: int, n_tokens: int) -> float:
         t = super().seconds(count, n_tokens)
-        if self.now % 0.5 < 0.05:
+        if self.now % 0.5 < self.working_s:
             t *= 5 if count == 2 else 1
             self.ui_cpu += t
         return t
 
 
-def test_decodes_that_shared_a_core_with_the_window_s_own_painting_are_not_a_load():
+def test_decodes_that_shared_a_core_with_the_window_s_own_painting_are_not_a_load(two_cores):
     """Judged with the decodes the window's painting stalled, trials of one thread win and the
     window runs at one thread per model on an idle machine; with the UI thread's CPU time read
     after each decode (``Foreground``), those decodes are left out and two threads stay."""
@@ -530,3 +530,32 @@ def test_the_ui_thread_s_clock_reads_another_thread_s_time_and_not_its_own():
     worker.start()
     worker.join()
     assert seen[0] is not None and seen[0] >= time.thread_time() - 0.02 - 1e-3 >= 0.0
+
+
+def test_a_ui_thread_that_works_all_the_time_is_a_load_like_any_other(two_cores):
+    """Decodes that shared a core with the UI thread are left out only while they are few: where
+    it works without pause (as another process would), fewer threads take over."""
+    from types import SimpleNamespace
+
+    from specscope.core.models.threads import Foreground
+    m = PaintingMachine(working_s=0.5)
+    g = ThreadGovernor((2, 1), clock=m.clock, foreground=SimpleNamespace(SHARE=Foreground.SHARE,
+                                                                         cpu=lambda: m.ui_cpu))
+    used = m.run(g, 5_000)
+    assert (2, 1) in [(c.old, c.new) for c in g.changes] and used[-1000:].count(1) > 900
+
+
+def test_a_trial_whose_decodes_all_shared_a_core_with_the_ui_thread_still_ends(two_cores):
+    """Left-out decodes still count towards a trial's MAX_TRIAL_DECODES: a trial that meets the
+    UI thread's work throughout ends without a verdict instead of running on."""
+    from types import SimpleNamespace
+
+    from specscope.core.models.threads import Foreground
+    m = PaintingMachine(working_s=0.0)
+    g = ThreadGovernor((2, 1), clock=m.clock, foreground=SimpleNamespace(SHARE=Foreground.SHARE,
+                                                                         cpu=lambda: m.ui_cpu))
+    m.run(g, 200)
+    g._schedule(down=m.now)                      # a trial of one thread is due ...
+    m.working_s = 0.5                            # ... and the UI thread works from now on
+    used = m.run(g, g.MAX_TRIAL_DECODES + 2)
+    assert used[0] == 1 and used[-1] == 2 and g.current == 2 and not g.changes

@@ -215,10 +215,11 @@ class BestPredicted(FixedLength):
         self.per_token = self.spent[1] / self.spent[0] if self.spent[0] else self.cal.baseline_token
 
     def _plan(self, i: int, kept: float, rate: float, cap: int) -> int:
-        """The best final length, i (this token dropped) to cap, when the draft so far with this
-        token is kept whole with chance ``kept``, each token after it with ``rate``. A step only
-        asks whether that is i, i + 1 or longer, so the first length past i + 1 that beats both
-        is returned at once: the best length is then past i + 1 too. (Run every draft step, this
+        """Where the best final length, i (this token dropped) to cap, lies, when the draft so
+        far with this token is kept whole with chance ``kept``, each token after it with
+        ``rate``: i, i + 1, or a length past i + 1. A step asks no more, so the first length past
+        i + 1 that beats both is returned at once, not the best one (which is then past i + 1
+        too). (Run every draft step, this
         loop was most of the policy's time: on the demo pair the policy's Python took 3 % of a
         round, the gap to the best fixed n.)"""
         v, e = self.per_token, sum(self.whole)

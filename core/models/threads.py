@@ -207,7 +207,9 @@ class Foreground:
     short stretches a few times a second, and a count that fits an idle machine stays the
     fastest over a run. Judged with those decodes, trials moved the window to one thread per
     model on an idle machine in 3 of 8 runs of ``bench_gui.py`` (two of them stayed there, at
-    54-73 % of the CLI). Read with ``clock_gettime`` on the thread's CPU clock (0.2 µs)."""
+    54-73 % of the CLI). Read with ``clock_gettime`` on the thread's CPU clock (0.2 µs), before
+    and after each decode. Where Python has no ``pthread_getcpuclockid`` (Windows, macOS) it
+    follows nothing, and every decode is judged as before."""
     SHARE = 0.1       # the UI thread ran for this share of a decode's time or more: it shared
 
     def __init__(self):
@@ -268,6 +270,9 @@ class ThreadGovernor:
     MAX_TRIAL_S = 16.0    # the longest interval between trials of fewer threads
     MAX_UP_S = 32.0       # ... and of more threads (each one under load can cost a stall)
     HELD_S = 8.0          # a move to more threads that holds this long resets their interval
+    UI_WINDOW = 256       # decodes over which ...
+    UI_MOST = 0.25        # ... at most this share that shared a core with the UI thread are left
+                          # out (Foreground); more is a load
     BACK_UP_S = 0.1       # after a move to fewer: the first trial of more, while moves up hold (a
                           # blip moves down as a load does: 2 of 7 window runs went 2+2 -> 1+1 on
                           # an idle VM and stayed there 0.5 s, at 60 % of the speed)
@@ -299,7 +304,9 @@ class ThreadGovernor:
         self._due = math.inf                         # the earliest of them
         self._moved_up_at = None
         self._applied = self.current
-        self._ui_cpu: float | None = None     # the UI thread's CPU time at the last decode
+        self._ui_cpu: float | None = None     # the UI thread's CPU time when this decode began
+        self._ui_recent: deque = deque(maxlen=self.UI_WINDOW)   # whether each decode shared
+        self._ui_many = 0                                      # ... and how many did
 
     # ------------------------------------------------------------------ the decode's hooks
     def before(self) -> int:
@@ -307,6 +314,7 @@ class ThreadGovernor:
         if not self._trial and not self.held and self.clock() >= self._due:
             self._start_due_trial()
         self._applied = self._trial[0] if self._trial else self.current
+        self._ui_cpu = self.foreground.cpu()
         return self._applied
 
     def after(self, n_tokens: int, seconds: float, tag: int = 0, outputs: bool = True) -> None:
@@ -314,13 +322,15 @@ class ThreadGovernor:
         contexts that share this governor decoded (each has its own shapes); ``outputs``:
         whether it computed logits."""
         self.decodes += 1
-        ui = self.foreground.cpu()
-        if ui is not None:                     # the UI thread's CPU time since the last decode
-            before, self._ui_cpu = self._ui_cpu, ui
-            if before is not None and ui - before >= self.foreground.SHARE * seconds:
-                return                         # it took a core meanwhile: not a load
-
         key = (self._applied, tag, n_tokens if n_tokens <= 8 else shape(n_tokens))
+        if self._ui_shared(seconds):          # the UI thread took a core meanwhile: not a load
+            if self.held:                     # the next decode of this context follows this one
+                self._last_size[tag] = (key[2], outputs)
+            elif self._trial:                 # a trial still ends within MAX_TRIAL_DECODES
+                self._trial_n += 1
+                if self._trial_n >= self.MAX_TRIAL_DECODES:
+                    self._end_trial(soon=True)
+            return
         if self.held:
             self._held_check(key, outputs, seconds)
         recent = self._recent.get(key)
@@ -345,6 +355,21 @@ class ThreadGovernor:
         if slow and not self.held:
             self._schedule(down=self.clock())          # the load changed: try fewer threads now
         self._best[key] = level if best is None else min(best, level)
+
+    def _ui_shared(self, seconds: float) -> bool:
+        """Whether this process's UI thread ran for SHARE of this decode's time or more (its CPU
+        clock read before and after the decode), while such decodes stay a few (UI_MOST of the
+        last UI_WINDOW): a UI thread that works all the time is a load like any other."""
+        ui, start = self.foreground.cpu(), self._ui_cpu
+        if ui is None or start is None:
+            return False
+        shared = ui - start >= self.foreground.SHARE * seconds
+        recent = self._ui_recent
+        if len(recent) == recent.maxlen:
+            self._ui_many -= recent[0]
+        recent.append(shared)
+        self._ui_many += shared
+        return shared and self._ui_many <= self.UI_MOST * recent.maxlen
 
     def _held_check(self, key: tuple[int, int, int], outputs: bool, seconds: float) -> None:
         """During a measurement the load changed when the typical decode of a kind (the median
