@@ -136,7 +136,7 @@ def make_app(argv=None):
 
 
 def follow_ui_thread() -> None:
-    """Threads auto reads this (the UI) thread's CPU time after each decode, so that decodes
+    """Threads auto reads this (the UI) thread's CPU time around each decode, so that decodes
     which shared a core with it do not count as load (``threads.Foreground``)."""
     from specscope.core.models.threads import FOREGROUND
     FOREGROUND.follow()

@@ -201,7 +201,7 @@ def mean_without_slowest(times) -> float:
 
 class Foreground:
     """This process's UI thread, where it has one (a window's), whose CPU time a governor reads
-    after each decode, so that it can leave out the decodes that shared a core with it. With as
+    around each decode, so that it can leave out the decodes that shared a core with it. With as
     many threads as cores, the UI thread takes a core from llama.cpp's team while it works, and
     the team's decodes stall meanwhile as under another process's load; but that work comes in
     short stretches a few times a second, and a count that fits an idle machine stays the
