@@ -90,6 +90,39 @@ class ElidedLabel(QLabel):
                                                           max(self.MIN_PX, self.width())))
 
 
+class SteadyLabel(QLabel):
+    """A label as wide as the widest text it is meant to show (``sample``), whatever it shows
+    now, so that a new text repaints the label and nothing else. Qt takes any other label's new
+    text as a request to lay out again every widget around it, up to the window, and repaint
+    them (during a run: the tab bars, the chat bar, the scroll bars, 2 % of the UI thread's
+    CPU at each refresh); a widget of fixed size stops that request. A text wider than the
+    sample widens it once. Its size follows its font (presenter mode)."""
+
+    def __init__(self, text: str, sample: str):
+        super().__init__(text)
+        self._sample = sample
+        self._fit()
+
+    def _width(self, text: str) -> int:
+        m = self.contentsMargins()
+        return QFontMetrics(self.font()).horizontalAdvance(text) + 4 + m.left() + m.right()
+
+    def _fit(self) -> None:
+        self._widest = self._width(self._sample)
+        self.setFixedSize(self._widest, QLabel.sizeHint(self).height())
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        if self._width(text) > self._widest:
+            self._sample = text
+            self._fit()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit()
+
+
 class FlowLayout(QLayout):
     """Widgets in a row that wraps onto further lines when the width is short (Qt's flow-layout
     example), so a bar of fields fits a 1024-pixel screen without overlapping. The ``filler``

@@ -23,6 +23,8 @@ from typing import Sequence
 
 from PySide6 import QtCore, QtWidgets
 
+from .desktop import SteadyLabel
+
 PACES = ("fast", "rate", "step")
 # the key "step" stays (what callers and tests pass); its label is not "Step": the toolbar's Step
 # runs one round of the engine, this only paces the views
@@ -125,6 +127,7 @@ class PaceControl(QtWidgets.QWidget):
         self.next.setText("Next ▸")
         self.next.setToolTip("Show the next recorded round")
         self.waiting = QtWidgets.QLabel()
+        self._backlog = 0
         lay = QtWidgets.QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QtWidgets.QLabel("Pace"))
@@ -149,6 +152,9 @@ class PaceControl(QtWidgets.QWidget):
         self.playback.set_pace(pace, self.rate.value())
 
     def _show_backlog(self, n: int) -> None:
+        if n == self._backlog:          # told after every batch of a live run: mostly 0 again
+            return
+        self._backlog = n
         self.waiting.setText(f"{n} waiting" if n else "")
         self.waiting.setToolTip(f"{n} round{'s' if n != 1 else ''} the engine ran that the views "
                                 "have not shown yet" if n else "")
@@ -168,9 +174,8 @@ class Scrubber(QtWidgets.QWidget):
         self.slider.setRange(0, 0)
         self.slider.setToolTip("Drag to see the text, the KV picture and the statistics as they "
                                "were after any round; the end is live again")
-        self.label = QtWidgets.QLabel("no rounds")
-        # a fixed width: a count that grows during a run must not re-lay out (and repaint) the row
-        self.label.setMinimumWidth(self.label.fontMetrics().horizontalAdvance(LABEL_WIDEST) + 4)
+        # a fixed size: a count that grows during a run must not re-lay out (and repaint) the window
+        self.label = SteadyLabel("no rounds", LABEL_WIDEST)
         lay = QtWidgets.QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QtWidgets.QLabel("Round"))

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolBut
 
 from specscope.core.models.threads import cores
 
-from .desktop import ElidedLabel, FlowLayout
+from .desktop import ElidedLabel, FlowLayout, SteadyLabel
 
 FIELDS = (
     ("state", "", "what the engine is doing"),
@@ -28,8 +28,10 @@ FIELDS = (
 
 STATE_MAX_PX = 330        # the state text's widest (elided beyond; whole in its tooltip)
 STATE_MIN_PX = 150        # ... and narrowest: below it the fields after it wrap
+NO_SPEEDUP = "– (no baseline yet)"
 WIDTH_SAMPLES = {"tokens": "00000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
-                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0"}   # the numbers
+                 "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0",
+                 "speedup": NO_SPEEDUP}   # the widest each field shows (a wider text widens it)
 
 
 def threads_sample(n_cores: int) -> str:
@@ -89,14 +91,12 @@ class StatsBar(QFrame):
                 n.setPalette(grey)
                 n.setToolTip(tip)
                 row.addWidget(n)
-            v = StateLabel() if key == "state" else QLabel("–")
+            # fixed sizes: a changing number must not re-lay out (and repaint) the window
+            sample = threads_sample(cores()) if key == "threads" else WIDTH_SAMPLES.get(key)
+            v = StateLabel() if key == "state" else SteadyLabel("–", sample)
             v.setFont(bold)
             v.setToolTip(tip)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            # fixed widths: a changing number must not re-lay out (and repaint) the window
-            sample = threads_sample(cores()) if key == "threads" else WIDTH_SAMPLES.get(key)
-            if sample:
-                v.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(sample) + 4)
             row.addWidget(v)
             self.values[key] = v
             lay.addWidget(v if key == "state" else field)
@@ -143,7 +143,7 @@ class StatsBar(QFrame):
         self.remeasure_button.setVisible(bool(check and check.stale))
 
     def update_stats(self, stats, speedup: float | None, baseline: bool = False,
-                     no_speedup: str = "– (no baseline yet)", check=None) -> None:
+                     no_speedup: str = NO_SPEEDUP, check=None) -> None:
         """``check``: how the speed-up's baseline stands to the run (a BaselineCheck, or None)."""
         v = self.values
         self.synthetic.setVisible(bool(getattr(stats, "synthetic", False)))

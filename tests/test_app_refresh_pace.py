@@ -118,6 +118,68 @@ def test_growing_counts_do_not_re_lay_out_the_scrubber_or_the_stats_bar(qtbot):
         assert widths() == first, (n, tps)
 
 
+def test_a_live_refresh_does_not_ask_the_window_to_lay_out_again(qtbot):
+    """Qt passes a label's new text up as a request to lay out every widget around it, up to
+    the window, which then repaints them (during a run: the tab bars, the chat bar, the scroll
+    bars, 18 times in a 2,048-token run). The scrubber's count and the stats bar's numbers are
+    of fixed size, so a refresh repaints them and asks nothing of the widget that holds them;
+    a text wider than the sample widens its label once."""
+    from types import SimpleNamespace
+
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from specscope.app.playback import Scrubber
+    from specscope.app.stats_bar import StatsBar
+    holder = QWidget()
+    qtbot.addWidget(holder)
+    scrubber, bar = Scrubber(), StatsBar()
+    lay = QVBoxLayout(holder)
+    lay.addWidget(scrubber)
+    lay.addWidget(bar)
+    holder.resize(1300, 120)
+    holder.show()
+    qtbot.waitExposed(holder)
+
+    class Requests(QObject):
+        n = 0
+
+        def eventFilter(self, obj, event):  # noqa: N802 - Qt override
+            self.n += event.type() == QEvent.Type.LayoutRequest
+            return False
+    requests = Requests()
+    holder.installEventFilter(requests)
+
+    def show(n: int, tps: float, speedup=None):
+        scrubber.show_at(n, n)
+        stats = SimpleNamespace(n_tokens=4 * n, n_rounds=n, n_drafted=3 * n, n_accept=2 * n,
+                                acceptance_rate=n / (n + 1), mean_accepted_length=1 + 1 / n,
+                                n_draft_rounds=n, tokens_per_s=tps, t_total=1.0,
+                                threads=((0, 2, 2),), synthetic=False)
+        bar.update_stats(stats, speedup)
+        qtbot.wait(5)
+
+    show(1, 9.5)
+    requests.n = 0
+    for n, tps in ((43, 123.4), (193, 1963.4), (2400, 3456.7)):
+        show(n, tps, speedup=tps / 1000)
+    assert requests.n == 0
+    label = bar.values["tokens"]
+    width = label.width()
+    bar.update_stats(SimpleNamespace(n_tokens=1234567, n_rounds=654321, n_drafted=0, n_accept=0,
+                                     acceptance_rate=0.0, mean_accepted_length=0.0,
+                                     n_draft_rounds=0, tokens_per_s=1.0, t_total=1.0,
+                                     threads=(), synthetic=False), None)
+    qtbot.wait(5)
+    assert label.width() > width
+    assert label.fontMetrics().horizontalAdvance(label.text()) < label.width()
+    font = label.font()                      # presenter mode: a larger font, a larger label
+    font.setPointSizeF(font.pointSizeF() * 2)
+    wide, high = label.width(), label.height()
+    label.setFont(font)
+    assert label.width() > wide and label.height() > high
+
+
 @pytest.mark.parametrize("n_cores", [2, 16, 128])
 def test_the_threads_field_holds_this_machine_s_widest_counts(qtbot, monkeypatch, n_cores):
     """On a machine with more cores, auto's counts have more digits ("16+16→15+15"): the
