@@ -31,7 +31,7 @@ STATE_MIN_PX = 150        # ... and narrowest: below it the fields after it wrap
 NO_SPEEDUP = "– (no baseline yet)"
 WIDTH_SAMPLES = {"tokens": "00000 (0000 rounds)", "n_drafted": "00000", "n_accept": "00000",
                  "acceptance": "100.0 %", "mean_len": "0.00", "tps": "0000.0",
-                 "speedup": NO_SPEEDUP}   # the widest each field shows (a wider text widens it)
+                 "speedup": "00.00×"}     # the widest each shows during a run (a wider text widens it)
 
 
 def threads_sample(n_cores: int) -> str:

@@ -159,20 +159,23 @@ def test_a_live_refresh_does_not_ask_the_window_to_lay_out_again(qtbot):
         bar.update_stats(stats, speedup)
         qtbot.wait(5)
 
-    show(1, 9.5)
+    show(1, 9.5, speedup=0.0095)
     requests.n = 0
     for n, tps in ((43, 123.4), (193, 1963.4), (2400, 3456.7)):
         show(n, tps, speedup=tps / 1000)
     assert requests.n == 0
-    label = bar.values["tokens"]
-    width = label.width()
+    label, speedup = bar.values["tokens"], bar.values["speedup"]
+    width, speedup_width = label.width(), speedup.width()
     bar.update_stats(SimpleNamespace(n_tokens=1234567, n_rounds=654321, n_drafted=0, n_accept=0,
                                      acceptance_rate=0.0, mean_accepted_length=0.0,
                                      n_draft_rounds=0, tokens_per_s=1.0, t_total=1.0,
                                      threads=(), synthetic=False), None)
     qtbot.wait(5)
-    assert label.width() > width
-    assert label.fontMetrics().horizontalAdvance(label.text()) < label.width()
+    assert label.width() > width and speedup.width() > speedup_width    # "– (no baseline yet)"
+    for w in (label, speedup):
+        assert w.fontMetrics().horizontalAdvance(w.text()) < w.width()
+    show(2400, 3456.7, speedup=3.4567)         # back to a number: back to the sample's width
+    assert (label.width(), speedup.width()) == (width, speedup_width)
     font = label.font()                      # presenter mode: a larger font, a larger label
     font.setPointSizeF(font.pointSizeF() * 2)
     wide, high = label.width(), label.height()
