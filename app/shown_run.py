@@ -13,10 +13,11 @@ While a run is in progress the views follow on a timer (``tick``, every REFRESH_
 a ``Cadence``: the text each tick, the stats bar's numbers 4 times a second, the visible tab of
 the plots, round and timeline once a second (a hidden tab catches up when it is shown); a tick
 waits while the UI thread has used more than its share of the time since the last refresh
-began. Where no core is spare (another program, or llama.cpp's threads on every core), each
-wake of the UI thread takes time from a thread that computes, so the views follow at
-BUSY_CADENCE: the text twice a second, the plots every 3 s (on 2 cores with one busy, the UI
-thread took 8-10 % of a core at the other cadence, and the engine thread lost as much).
+began, and the first waits FIRST_REFRESH_S after the run's first rounds came. Where no core is
+spare (another program, or llama.cpp's threads on every core), each wake of the UI thread takes
+time from a thread that computes, so the views follow at BUSY_CADENCE: the text twice a second,
+the plots every 3 s (on 2 cores with one busy, the UI thread took 8-10 % of a core at the other
+cadence, and the engine thread lost as much).
 Otherwise ``draw`` brings them to the round at once.
 """
 
@@ -58,6 +59,9 @@ class Cadence:
 
 CADENCE = Cadence(text_s=0.25, share=0.05, stats_s=0.25, panels_s=1.0)
 BUSY_CADENCE = Cadence(text_s=0.5, share=0.02, stats_s=0.5, panels_s=3.0)   # no core spare
+FIRST_REFRESH_S = 0.1            # a live run's first refresh waits this long after its first rounds
+                                 # came: a run shorter than that (the demo pair's 128 tokens take
+                                 # 70 ms) shows at its end, with no refresh taking a core from it
 SPARE_CORE_MIN = 0.5             # fewer cores unused than this over the last second: BUSY_CADENCE
 LOOK_PERIOD_S = 1.0              # how often a live run looks at the cores
 PLOTS_NOTE = (f"Run in progress: the plots update every {CADENCE.panels_s:g} s "
@@ -102,6 +106,7 @@ class ShownRun(QWidget):
         self._dirty_tabs: set = set()
         self._stats_shown_at = self._panels_shown_at = 0.0
         self._refreshed: tuple[float, float] | None = None   # (wall, UI CPU) when the last began
+        self._first_news: float | None = None     # when this run's first rounds came (wall)
         self.spare_cores: float | None = None    # cores unused over the last look (cadence)
         self._cores: SpareCores | None = None    # this run's watch (None: none yet)
         self._looked_at = 0.0
@@ -185,6 +190,7 @@ class ShownRun(QWidget):
         they will update, and hold their repaints; the cost panel keeps the what-if sliders
         until the run measures)."""
         self.drawn, self.stats, self._refreshed, self._cores = 0, None, None, None
+        self._first_news = None
         self._panels_dirty = self._stats_stale = False
         self._dirty_tabs = set()
         self.token_view.clear_tokens()
@@ -275,7 +281,11 @@ class ShownRun(QWidget):
             if self._panels_dirty and time.perf_counter() - self._panels_shown_at >= self.cadence.panels_s:
                 self.update_panels()
             return
-        t_wall, t_cpu = time.perf_counter(), time.thread_time()
+        t_wall = time.perf_counter()
+        first = self._first_news
+        if self._refreshed is None and first is not None and t_wall - first < FIRST_REFRESH_S:
+            return
+        t_cpu = time.thread_time()
         if not refresh_due(self._refreshed, t_wall, t_cpu, self.cadence):
             return
         self._refreshed = (t_wall, t_cpu)
@@ -472,6 +482,8 @@ class ShownRun(QWidget):
         self.controller.active.ui_ready.set()
 
     def _on_events(self, batch: list) -> None:
+        if self._first_news is None:
+            self._first_news = time.perf_counter()
         if not self.controller.active.step:      # a step's round is shown at once
             self.playback.feed(batch)
 

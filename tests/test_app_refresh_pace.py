@@ -68,6 +68,7 @@ def test_a_live_run_on_a_machine_with_no_spare_core_follows_at_the_busy_cadence(
     """The window looks at the cores during a run; where none was spare it refreshes at
     BUSY_CADENCE (and a run on a machine with a core spare goes back to CADENCE)."""
     monkeypatch.setattr(shown_run, "LOOK_PERIOD_S", 0.0)
+    monkeypatch.setattr(shown_run, "FIRST_REFRESH_S", 0.0)     # a fast machine's run is short
     cadences = []
     real_due = shown_run.refresh_due
 
@@ -82,6 +83,21 @@ def test_a_live_run_on_a_machine_with_no_spare_core_follows_at_the_busy_cadence(
         assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
         assert window.shown.spare_cores == spare and window.shown.cadence is expected
         assert expected in cadences
+
+
+def test_a_run_shorter_than_the_first_refresh_s_wait_is_shown_at_its_end(qtbot, window, monkeypatch):
+    """A live run's first refresh waits FIRST_REFRESH_S after its first rounds came, so a short
+    run (the demo pair's 128 tokens take 70 ms) has no refresh taking a core from it; its end
+    shows every round."""
+    monkeypatch.setattr(shown_run, "FIRST_REFRESH_S", 3600.0)
+    window.params.n_predict.setValue(400)
+    before = window.shown.refresh_count
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    shown = window.shown
+    assert shown.refresh_count == before
+    assert shown.drawn == len(shown.session.run.events) > 0
+    prompt = len(shown.session.prompt_tokens)
+    assert len(shown.token_view.history) - prompt == shown.stats.n_tokens > 0     # all the text
 
 
 def test_growing_counts_do_not_re_lay_out_the_scrubber_or_the_stats_bar(qtbot):
