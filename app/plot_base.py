@@ -102,10 +102,22 @@ def styled_plot(title: str, left: str, bottom: str, tip: str = "",
 
 
 def empty_note(plot: pg.PlotItem) -> pg.TextItem:
-    """A grey note in the middle of a plot (while it has nothing to show)."""
+    """A grey note in the middle of a plot (while it has nothing to show), its lines centred
+    (``wrap_note`` fits them to the plot's width)."""
     t = pg.TextItem("", color="#888888", anchor=(0.5, 0.5))
+    option = QtGui.QTextOption(QtCore.Qt.AlignmentFlag.AlignHCenter)
+    option.setWrapMode(QtGui.QTextOption.WrapMode.WordWrap)
+    t.textItem.document().setDefaultTextOption(option)
     plot.addItem(t, ignoreBounds=True)
     return t
+
+
+def wrap_note(note: pg.TextItem, view: pg.ViewBox) -> None:
+    """Wrap ``note`` to the width of ``view`` (a narrow plot's note in two or three lines,
+    not cut at both ends)."""
+    width = view.width()
+    if width > 1:
+        note.setTextWidth(max(60.0, width - 40.0))
 
 
 def set_text(label: pg.TextItem, text: str) -> None:

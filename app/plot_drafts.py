@@ -13,7 +13,7 @@ from specscope.core.measure.stats import TREE_WIDTHS, Stats
 
 from .drafter_style import drafter_colors
 from .palette import plot_colour
-from .plot_base import (LivePlot, empty_note, grow_labels, rgba,
+from .plot_base import (LivePlot, empty_note, grow_labels, rgba, wrap_note,
                         set_text, small_legend, styled_plot)
 
 __all__ = ["AcceptancePlot", "HistogramPlot", "TreePlot", "DrafterTable"]
@@ -76,6 +76,11 @@ class _DraftBars(LivePlot):
     def reserve_px(self) -> float:
         return self.label_px + 4.0
 
+    def resized(self) -> None:
+        super().resized()
+        if getattr(self, "note", None) is not None:
+            wrap_note(self.note, self.view)
+
     NOTE_AT = (2.5, (0.4, 4.6))           # the note's x, and the x range while it shows
 
     def show_note(self, text: str) -> None:
@@ -83,6 +88,7 @@ class _DraftBars(LivePlot):
         self.note.setText(text)
         self.note.setVisible(bool(text))
         if text:
+            wrap_note(self.note, self.view)
             x, (lo, hi) = self.NOTE_AT
             self.plot.setXRange(lo, hi, padding=0)
             self.plot.getAxis("bottom").setTicks([[]])

@@ -237,6 +237,25 @@ def test_count_labels_turn_upright_when_bars_are_narrow(panel, qtbot):
     assert len(visible) == 16 and all(t.angle == 90 for t in visible)
 
 
+def test_a_long_note_wraps_inside_a_narrow_plot(panel, qtbot):
+    """The running note ("Run in progress: the plots update every 1 s ...") is wider than a
+    draft plot on a 1280x720 screen: it wraps to the plot's width instead of being cut at
+    both ends."""
+    from specscope.app.shown_run import PLOTS_NOTE
+    panel.resize(700, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.clear(running_note=PLOTS_NOTE)
+    for plot in (panel.acceptance, panel.histogram):
+        qtbot.waitUntil(lambda plot=plot: plot.view.width() > 1)
+        view = plot.view.width()
+        note = plot.note.textItem
+        assert note.toPlainText() == PLOTS_NOTE
+        assert note.boundingRect().width() <= view
+        assert note.boundingRect().height() > 1.5 * QtGui.QFontMetrics(note.font()).lineSpacing()
+        assert QtGui.QFontMetrics(note.font()).horizontalAdvance(PLOTS_NOTE) > view   # it had to
+
+
 def test_notes_while_there_is_no_draft(panel):
     assert panel.acceptance.note.isVisible() and panel.acceptance.note.toPlainText() == "No run yet"
     baseline = [RoundEvent(i, 10 + i, 1, (), (), 0, (5,), "baseline", t_verify=0.01, t_round=0.01)
