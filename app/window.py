@@ -321,6 +321,8 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
                              (w.run_finished, c.on_finished), (w.failed, c.on_failed)):
             on_ui_thread(signal, news, self)                # the run's news: to the controller
         w.calibration_progressed.connect(self.shown.calibration_progressed)
+        # the views' pace sets the worker's batch period directly (its loop holds its thread)
+        self.shown.wakes_changed.connect(lambda s: setattr(w, "batch_period_s", s))
         self.pairs = self._pair_watch()                     # the doctor, loading the pair
         self.warm_up_requested.emit()
 

@@ -28,7 +28,7 @@ from specscope.core.models.tokentext import TokenTable
 if TYPE_CHECKING:       # the controller builds the requests (core/session/controller.py)
     from specscope.core.session.controller import RunRequest
 
-BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms
+BATCH_PERIOD_S = 0.05      # the worker emits at most one batch of events per 50 ms (by default)
 UI_READY_TIMEOUT_S = 0.5   # the longest a run waits for the window to show its cleared panels
 
 
@@ -91,6 +91,9 @@ class EngineWorker(QObject):
         self._vocab = None
         self._held = None                       # what the last run left in the caches (Run.held)
         self.rounds_done = 0                    # rounds the current run has yielded (for tests)
+        # set from the UI thread (a float: its views' pace, ShownRun.wakes_changed): no core
+        # spare, the window wakes for the events 4 times a second instead of 20
+        self.batch_period_s = BATCH_PERIOD_S
 
     # ------------------------------------------------------------------ engine
     @property
@@ -322,7 +325,7 @@ class EngineWorker(QObject):
                     self._send_prefill()
                 batch.append(ev)
                 now = time.perf_counter()
-                if now - last >= BATCH_PERIOD_S:
+                if now - last >= self.batch_period_s:
                     self.events_ready.emit(run_id, batch)
                     batch, last = [], now
         except Exception as exc:  # noqa: BLE001

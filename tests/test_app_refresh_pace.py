@@ -77,12 +77,33 @@ def test_a_live_run_on_a_machine_with_no_spare_core_follows_at_the_busy_cadence(
         return real_due(last, wall, cpu, cadence)
     monkeypatch.setattr(shown_run, "refresh_due", due)
     window.params.n_predict.setValue(400)
-    for spare, expected in ((0.1, BUSY_CADENCE), (1.5, CADENCE)):
+    wakes = []
+    window.shown.wakes_changed.connect(wakes.append)
+    batch_periods = []
+    real_tick = window.shown.tick
+
+    def tick():
+        real_tick()
+        if window.controller.busy:
+            batch_periods.append((window.worker.batch_period_s, window.shown.timer.interval()))
+    window.shown.timer.timeout.disconnect()
+    window.shown.timer.timeout.connect(tick)
+    # runs long enough for a look at the cores (two, 0.25 s apart at the busy cadence: the
+    # second run starts at the first's) and then refreshes at 4 batches a second
+    window.params.n_ctx.setValue(2048)
+    for spare, expected, n in ((0.1, BUSY_CADENCE, 1500), (1.5, CADENCE, 1500)):
         monkeypatch.setattr(shown_run.SpareCores, "look", lambda self, spare=spare: spare)
+        window.params.n_predict.setValue(n)
         cadences.clear()
+        batch_periods.clear()
         assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
         assert window.shown.spare_cores == spare and window.shown.cadence is expected
         assert expected in cadences
+        # the timer and the engine's batches at the cadence's wake period, while the run went on
+        assert (expected.wake_s, round(expected.wake_s * 1000)) in batch_periods
+    assert wakes == [BUSY_CADENCE.wake_s, CADENCE.wake_s]      # the busy run, then back
+    qtbot.waitUntil(lambda: window.shown.timer.interval() == REFRESH_PERIOD_MS)
+    assert window.worker.batch_period_s == CADENCE.wake_s
 
 
 def test_a_run_shorter_than_the_first_refresh_s_wait_is_shown_at_its_end(qtbot, window, monkeypatch):
