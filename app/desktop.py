@@ -103,18 +103,21 @@ class SteadyLabel(QLabel):
     def __init__(self, text: str, sample: str):
         super().__init__(text)
         self._sample = sample
-        self._fit(text)
+        self._measure()
 
     def _width(self, text: str) -> int:
         m = self.contentsMargins()
         return QFontMetrics(self.font()).horizontalAdvance(text) + 4 + m.left() + m.right()
 
+    def _measure(self) -> None:
+        """The sample's size in the label's font (one line), then the size for the text."""
+        self._least = QSize(self._width(self._sample), QLabel.sizeHint(self).height())
+        self._fit(self.text())
+
     def _fit(self, text: str) -> None:
-        width = max(self._width(self._sample), self._width(text))
-        height = QLabel.sizeHint(self).height()
-        if (width, height) != (self.minimumWidth(), self.minimumHeight()) \
-                or self.maximumWidth() != width:
-            self.setFixedSize(width, height)
+        size = QSize(max(self._least.width(), self._width(text)), self._least.height())
+        if self.minimumSize() != size or self.maximumSize() != size:
+            self.setFixedSize(size)
 
     def setText(self, text: str) -> None:  # noqa: N802 - Qt override
         super().setText(text)
@@ -123,7 +126,7 @@ class SteadyLabel(QLabel):
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().changeEvent(event)
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._fit(self.text())
+            self._measure()
 
 
 class FlowLayout(QLayout):

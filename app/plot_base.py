@@ -116,7 +116,7 @@ def wrap_note(note: pg.TextItem, view: pg.ViewBox) -> None:
     """Wrap ``note`` to the width of ``view`` (a narrow plot's note in two or three lines,
     not cut at both ends)."""
     width = view.width()
-    if width > 1:
+    if width > 1:       # 20 px spare each side: the note is centred on a data x, not the pixels
         note.setTextWidth(max(60.0, width - 40.0))
 
 

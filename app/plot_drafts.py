@@ -78,8 +78,7 @@ class _DraftBars(LivePlot):
 
     def resized(self) -> None:
         super().resized()
-        if getattr(self, "note", None) is not None:
-            wrap_note(self.note, self.view)
+        wrap_note(self.note, self.view)
 
     NOTE_AT = (2.5, (0.4, 4.6))           # the note's x, and the x range while it shows
 
