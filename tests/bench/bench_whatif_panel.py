@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="specscope-bench-whatif-"))
     os.environ.setdefault("SPECSCOPE_LOG_DIR", str(tmp / "log"))
 
-    from PySide6.QtCore import QEventLoop, QSettings
+    from PySide6.QtCore import QEventLoop, QSettings, QTimer
     from specscope.app.main import make_app
     from specscope.app.window import MainWindow
     from specscope.core.models.demo import demo_pair
@@ -60,10 +60,16 @@ def main(argv=None) -> int:
     w.resize(1366, 768)
     w.show()
 
+    idle = QEventLoop()
+
     def wait(cond, timeout=300.0) -> bool:
+        """Let the window work until ``cond()``, asleep between its events (a loop of
+        processEvents returns at once when none is pending and keeps a core busy: a load on the
+        run it waits for, as app/screenshots.py found)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end and not cond():
-            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 30)
+            QTimer.singleShot(10, idle.quit)
+            idle.exec()
         return cond()
 
     wait(lambda: w.panels_ready and w.pairs.report is not None, 60)
