@@ -31,7 +31,11 @@ COMMANDS = ("/regen", "/edit", "/reset", "/stats", "/quit")
 
 def add_parser(sub) -> None:
     p = sub.add_parser("chat", help="a conversation that keeps its cache between turns",
-                       description=__doc__.split("\n\n")[0])
+                       description="A conversation with speculative decoding, headless: both "
+                                   "models keep their caches between turns. Type one message "
+                                   "per line; /regen generates the last reply again, /edit TEXT "
+                                   "replaces the last message, /reset starts anew, /stats prints "
+                                   "the figures, /quit ends.")
     add_model_args(p)
     add_spec_args(p)
     add_generation_args(p)

@@ -20,7 +20,10 @@ from specscope.core.models.library import Library, params_text, scan_library, si
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="the GGUF models you already have, and what can draft for one",
-                       description=__doc__.split("\n\n")[0])
+                       description="List the GGUF files you already have (LM Studio, Ollama, the "
+                                   "Hugging Face cache, llama.cpp's cache, Jan, GPT4All and the "
+                                   "folders you add) and, with --for TARGET, rank what can draft "
+                                   "for that target among them, as the pair doctor does.")
     p.add_argument("--folder", type=Path, action="append", default=[], metavar="DIR",
                    help="also look in this folder (and its subfolders); repeatable")
     p.add_argument("--for", dest="target", type=Path, metavar="TARGET",
