@@ -153,3 +153,25 @@ def test_the_window_s_library_lists_them_and_sets_the_pair(qtbot, window, home, 
     dialog.filter.setText("ollama")
     assert [dialog.table.isRowHidden(r) for r in range(5)].count(False) == 1
     dialog.close()
+
+
+def test_models_with_none_found_names_the_demo_pair(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    target, draft = demo_pair()
+    assert "No GGUF model found" in out and str(target) in out and str(draft) in out
+
+
+def test_a_long_name_keeps_its_file_name_in_the_listing(tmp_path, monkeypatch, capsys):
+    deep = tmp_path / "mine" / ("a-very-long-publisher-folder-name" * 2) / "the-variant-Q4_K_M.gguf"
+    deep.parent.mkdir(parents=True)
+    shutil.copy(demo_pair()[1], deep)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for var in ("XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["models", "--folder", str(tmp_path / "mine")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "…" in x and "folder" in x)
+    assert line.split()[0].endswith("Q4_K_M.gguf") and len(line.split()[0]) == 44

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from specscope.core.measure.doctor.draft_choice import rank_for
+from specscope.core.models.demo import demo_pair
 from specscope.core.models.library import Library, params_text, scan_library, size_text
 
 
@@ -58,12 +59,14 @@ def format_library(lib: Library) -> str:
         out += ["", f"{'name':44} {'store':12} {'arch':10} {'params':>6} {'quant':8} {'size':>9} "
                     f"{'ctx':>7} chat  drafts with"]
         for m in lib.models:
-            out.append(f"{_cut(m.name, 44):44} {m.store:12} {_cut(m.architecture, 10):10} "
+            out.append(f"{_middle(m.name, 44):44} {m.store:12} {_cut(m.architecture, 10):10} "
                        f"{params_text(m.params):>6} {_cut(m.quantization, 8):8} {size_text(m.size):>9} "
                        f"{m.context_length or '?':>7} {'yes ' if m.chat_template else 'no  '}  "
                        f"{m.drafts_with}")
     else:
-        out += ["", "No GGUF model found."]
+        target, draft = demo_pair()
+        out += ["", "No GGUF model found. SpecScope's own demo pair (what `specscope run` and the "
+                    "window use without -m) is", f"  {target}", f"  {draft}"]
     if lib.problems:
         out += ["", f"Problems ({len(lib.problems)}):"] + [f"  {p}" for p in lib.problems]
     return "\n".join(out) + "\n"
@@ -71,4 +74,13 @@ def format_library(lib: Library) -> str:
 
 def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _middle(name: str, n: int) -> str:
+    """A long name cut in its middle: a store's folder names start it and the file's own name
+    (the quantization, the variant) ends it."""
+    if len(name) <= n:
+        return name
+    tail = (n - 1) // 2
+    return name[:n - 1 - tail] + "…" + name[-tail:]
 
