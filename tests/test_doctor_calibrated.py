@@ -82,7 +82,7 @@ def test_the_pairs_own_calibration_prices_the_doctor(pair_cache, cache, capsys):
     best = _best(cal)
     assert (f"Cost estimate (calibrated on this machine): f ≈ {cal.f:.4f}  (measured: this pair's "
             "calibration)") in out
-    figure = re.search(r"textbook speed-up 1\.75x at α = 0\.7 with n = 3; calibrated on this machine "
+    figure = re.search(r"at α = 0\.7: textbook speed-up 1\.75x with n = 3, calibrated on this machine "
                        r"(\d+\.\d\d)x", out)
     assert figure and abs(float(figure[1]) - best) <= 0.005 + 1e-9, out   # to its 2 decimals
     assert f"break-even here: {summary(cal)}" in out

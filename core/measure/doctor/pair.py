@@ -235,11 +235,12 @@ class CostEstimate:
     block: bool = False  # a block drafter (a DFlash head): f per round, (E+1)/(f+1)
 
     def figures(self) -> str:
-        """"textbook speed-up 1.33x at α = 0.7 with n = 2; calibrated here 0.81x with n = 1"."""
+        """"at α = 0.7: textbook speed-up 1.33x with n = 2, calibrated on this machine 0.81x with
+        n = 1": both at the same assumed acceptance, not this pair's (a run measures that)."""
         a = str(RANK_ALPHA)
         b, c = self.best[a], self.calibrated.best[a] if self.calibrated else None
-        return (f"textbook speed-up {b['speedup']:.2f}x at α = {a} with n = {b['n']}"
-                + (f"; calibrated on this machine {c['speedup']:.2f}x with n = {c['n']}" if c else ""))
+        return (f"at α = {a}: textbook speed-up {b['speedup']:.2f}x with n = {b['n']}"
+                + (f", calibrated on this machine {c['speedup']:.2f}x with n = {c['n']}" if c else ""))
 
     @property
     def rank_key(self) -> tuple[int, float]:
