@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import struct
@@ -105,7 +106,6 @@ def ours(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> d
 
 def theirs(binary: Path, shim: Path, target: Path, draft: Path, flags: list[str], n: int,
            threads: int, out: Path) -> dict:
-    import re
     cmd = [str(binary), "-m", str(target), "-md", str(draft), *flags, "-p", PROMPT, "-n", str(n),
            "--temp", "0", "-c", "2048", "-t", str(threads), "-td", str(threads)]
     env = {**os.environ, "LLAMA_ARG_REPACK": "0", "LD_PRELOAD": str(shim), "SPECSCOPE_SHIM_OUT": str(out)}
