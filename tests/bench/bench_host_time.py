@@ -17,10 +17,8 @@ X less those decodes, over the rounds (ours: the run's; llama.cpp's: its target'
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import struct
@@ -29,8 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_load import PROMPT, RUN_TIMEOUT_S, pairs   # (this folder is on the path when run as a script)
-from bench_vs_llama import MODES
+from bench_load import RUN_TIMEOUT_S, llama_run   # (this folder is on the path when run as a script)
+from bench_vs_llama import MODES, parse_args, run_args
 
 RECORD = struct.Struct("=ddQ")       # a decode: start, end (seconds, CLOCK_MONOTONIC), context
 
@@ -92,9 +90,7 @@ def split(calls: list[tuple[float, float, int]], seconds: float) -> tuple[list, 
 
 
 def ours(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> dict:
-    cmd = [sys.executable, "-c", OURS, "run", "-m", str(target), "-md", str(draft), "-p", PROMPT,
-           "-n", str(n), "--json", "-t", str(threads), "-td", str(threads), "--repack", "off",
-           "--no-probe", *flags]
+    cmd = [sys.executable, "-c", OURS, *run_args(target, draft, flags, n, threads)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     if p.returncode:
         raise SystemExit(f"{' '.join(cmd[:2])} ... {' '.join(cmd[3:])}:\n{p.stderr[-2000:]}")
@@ -106,23 +102,14 @@ def ours(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> d
 
 def theirs(binary: Path, shim: Path, target: Path, draft: Path, flags: list[str], n: int,
            threads: int, out: Path) -> dict:
-    cmd = [str(binary), "-m", str(target), "-md", str(draft), *flags, "-p", PROMPT, "-n", str(n),
-           "--temp", "0", "-c", "2048", "-t", str(threads), "-td", str(threads)]
-    env = {**os.environ, "LLAMA_ARG_REPACK": "0", "LD_PRELOAD": str(shim), "SPECSCOPE_SHIM_OUT": str(out)}
-    for _ in range(10):      # llama.cpp's log thread may lose the last lines at exit: again
-        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                           timeout=RUN_TIMEOUT_S, env=env)
-        m = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds", p.stderr)
-        if m:
-            break
-    else:
-        raise SystemExit(f"no speed line from {' '.join(cmd)}:\n{p.stderr[-2000:]}")
+    env = {**os.environ, "LD_PRELOAD": str(shim), "SPECSCOPE_SHIM_OUT": str(out)}
+    tokens, seconds, _ = llama_run(binary, target, draft, n, env,
+                                   [*flags, "-t", str(threads), "-td", str(threads)])
     raw = out.read_bytes()
     calls = [RECORD.unpack_from(raw, i) for i in range(0, len(raw), RECORD.size)]
-    seconds = float(m.group(2))
     inside, host = split(calls, seconds)
     target_ctx = calls[0][2]          # common_init warms the target up first
-    return {"tokens": int(m.group(1)), "rounds": sum(c[2] == target_ctx for c in inside),
+    return {"tokens": tokens, "rounds": sum(c[2] == target_ctx for c in inside),
             "decodes": len(inside), "decode_s": seconds - host, "host_s": host, "seconds": seconds}
 
 
@@ -137,19 +124,7 @@ def compile_shim(folder: Path) -> Path:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--llama-bin", type=Path, required=True, help="folder with llama-speculative-simple")
-    ap.add_argument("-n", type=int, default=256)
-    ap.add_argument("-r", "--repeats", type=int, default=5)
-    ap.add_argument("-t", "--threads", type=int, default=1)
-    ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--pair", default="demo", choices=("demo", "smollm2"))
-    a = ap.parse_args()
-    found = pairs([a.pair])
-    if not found:
-        raise SystemExit(f"no {a.pair} pair here")
-    (label, (target, draft)), = found.items()
-    binary = a.llama_bin / "llama-speculative-simple"
+    a, label, target, draft, binary = parse_args(__doc__, threads=1)
     print(f"{os.cpu_count()} cores; {label}, -n {a.n}, -t {a.threads}, {a.repeats} runs each, "
           "alternating; medians per run")
     print("| mode | program | tokens/s | rounds | decodes | decode ms | host ms | host µs per round |\n"

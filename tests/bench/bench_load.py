@@ -85,15 +85,23 @@ def specscope(target: Path, draft: Path, n: int, threads: int, env: dict) -> tup
 def llama_cpp(binary: Path, target: Path, draft: Path, n: int, env: dict,
               flags=("--spec-type", "draft-simple")) -> float:
     """tokens/s of one ``llama-speculative-simple`` run (generation only, as it reports it)."""
+    return llama_run(binary, target, draft, n, env, flags)[2]
+
+
+def llama_run(binary: Path, target: Path, draft: Path, n: int, env: dict,
+              flags=("--spec-type", "draft-simple")) -> tuple[int, float, float]:
+    """One ``llama-speculative-simple`` run: the tokens it generated, their seconds and tokens/s,
+    as it reports them (prompt processing excluded)."""
     cmd = [str(binary), "-m", str(target), "-md", str(draft), *flags,
            "-p", PROMPT, "-n", str(n),
            "--temp", "0", "-c", "2048"]
     for _ in range(10):      # llama.cpp's log thread may lose the last lines at exit: again
         p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                            timeout=RUN_TIMEOUT_S, env={**env, "LLAMA_ARG_REPACK": "0"})
-        m = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", p.stderr)
+        m = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds, speed:\s+([\d.]+) t/s",
+                      p.stderr)
         if m:
-            return float(m.group(1))
+            return int(m.group(1)), float(m.group(2)), float(m.group(3))
     raise SystemExit(f"no speed line from {' '.join(cmd)}:\n{p.stderr[-2000:]}")
 
 

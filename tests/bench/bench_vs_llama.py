@@ -31,10 +31,15 @@ MODES = {"draft-simple reuse": (["--spec-type", "draft-simple"], ["--sync", "reu
             ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")}}
 
 
+def run_args(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> list[str]:
+    """``specscope run``'s arguments for one run beside llama.cpp's (repacking off as there)."""
+    return ["run", "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n), "--json",
+            "-t", str(threads), "-td", str(threads), "--repack", "off", "--no-probe", *flags]
+
+
 def ours(target: Path, draft: Path, flags: list[str], n: int, threads: int) -> float:
     cmd = [sys.executable, "-c", "import sys; from specscope.core.cli.main import main; sys.exit(main())",
-           "run", "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n), "--json",
-           "-t", str(threads), "-td", str(threads), "--repack", "off", "--no-probe", *flags]
+           *run_args(target, draft, flags, n, threads)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode:
         raise SystemExit(f"{' '.join(cmd)}:\n{p.stderr[-2000:]}")
@@ -46,12 +51,14 @@ def theirs(binary: Path, target: Path, draft: Path, flags: list[str], n: int, th
                      [*flags, "-t", str(threads), "-td", str(threads)])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(doc: str, threads: int):
+    """The options this benchmark and bench_host_time.py share: (the arguments, the pair's label,
+    target, draft, llama-speculative-simple's path)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--llama-bin", type=Path, required=True, help="folder with llama-speculative-simple")
     ap.add_argument("-n", type=int, default=256)
     ap.add_argument("-r", "--repeats", type=int, default=5)
-    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-t", "--threads", type=int, default=threads)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--pair", default="demo", choices=("demo", "smollm2"),
                     help="the demo pair, or SmolLM2-135M-Instruct as its own draft (a token ~10x dearer)")
@@ -60,7 +67,11 @@ def main() -> None:
     if not found:
         raise SystemExit(f"no {a.pair} pair here")
     (label, (target, draft)), = found.items()
-    binary = a.llama_bin / "llama-speculative-simple"
+    return a, label, target, draft, a.llama_bin / "llama-speculative-simple"
+
+
+def main() -> None:
+    a, label, target, draft, binary = parse_args(__doc__, threads=2)
     print(f"{os.cpu_count()} cores; {label}, -n {a.n}, -t {a.threads}, {a.repeats} runs each, alternating")
     print("| mode | SpecScope tokens/s | llama.cpp tokens/s | SpecScope / llama.cpp | paired ratios: "
           "median (90 % interval) |\n|---|---|---|---|---|")
