@@ -95,6 +95,17 @@ def test_bad_input_exits_2_with_one_line(capsys, tmp_path, tiny_models):
             assert any(n in lines[0] or n.split("/")[-1] in lines[0] for n in named), (what, err)
 
 
+def test_a_bad_target_without_a_draft_is_named_before_the_missing_draft(capsys, tmp_path,
+                                                                       tiny_models):
+    """A target file that is missing or broken is the first problem, not the -md left out."""
+    for what, args in bad_inputs(tmp_path, tiny_models).items():
+        if what in ("missing", "not GGUF", "truncated", "directory"):
+            for command in ("run", "chat"):
+                code, _, err = run_cli(capsys, command, *args, "-n", "4")
+                assert code == 2 and "needs a draft model" not in err, (what, command, err)
+                assert err.startswith(f"specscope: error: {args[1]}: "), (what, command, err)
+
+
 def test_bad_input_in_a_real_process_has_no_traceback(tmp_path, tiny_models):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)

@@ -114,6 +114,16 @@ def test_bad_input_exits_2_with_one_line(files, tmp_path, capsys, kind, side):
     assert cap.out == ""
 
 
+def test_a_head_as_the_target_is_one_line(capsys):
+    """An EAGLE-3 head makes no text: as the target it is refused, not called compatible."""
+    from specscope.core.models.demo import demo_eagle3_head, demo_pair
+    head, draft = demo_eagle3_head(), demo_pair()[1]
+    assert main(["doctor", str(head), str(draft)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1, cap.err
+    assert f"{head}: this is an EAGLE-3 head" in cap.err and "-md" in cap.err
+
+
 def test_bad_input_with_json_still_exits_2(tmp_path, files, capsys):
     good, _, _ = files
     assert main(["doctor", str(tmp_path / "nope.gguf"), str(good), "--json"]) == 2

@@ -153,6 +153,9 @@ def test_a_head_with_the_wrong_type_or_target_is_one_line(capsys, eagle3, tiny_m
         (["-m", eagle3["hybrid"], "-md", eagle3["hybrid_head"], "--spec-type", "draft-eagle3"],
          f"{eagle3['hybrid']}: draft-eagle3 on a recurrent or hybrid target"),
         (["-m", eagle3["target"], "--spec-type", "draft-eagle3"], "needs a draft model"),
+        (["-m", eagle3["head"], "-md", tiny_models["draft"]],
+         f"{eagle3['head']}: this is an EAGLE-3 head, which drafts on a target's hidden states"),
+        (["-m", eagle3["head"]], f"{eagle3['head']}: this is an EAGLE-3 head"),
     ]
     for argv, says in cases:
         code = main(["run", *map(str, argv), "-n", "4", "--no-probe"])

@@ -14,6 +14,8 @@ from specscope.core.errors import SpecScopeError
 from specscope.core.measure.bench.lossless import DETERMINISTIC_GUARANTEE
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import demo_eagle3_head, demo_pair
+from specscope.core.models.eagle3 import require_generating
+from specscope.core.models.gguf_file import check_gguf
 
 
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
@@ -78,6 +80,7 @@ def resolve_models(args, *, draft: bool = True, head: bool = False) -> tuple[Pat
     target = args.model
     dft = getattr(args, "model_draft", None) if draft else None
     if draft and dft is None and target is not None:
+        require_generating(check_gguf(target))      # a bad target file is the first problem
         raise SpecScopeError(f"{target}: draft-simple (or draft-eagle3) needs a draft model for "
                              "this target: give -md FILE, or draft without one with an n-gram type "
                              "(--spec-type ngram-mod, ngram-simple, ...)")

@@ -73,7 +73,7 @@ from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePai
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
 from specscope.core.models.dflash import DFlashHead, check_dflash, is_dflash
-from specscope.core.models.eagle3 import Head, check_head, is_eagle3
+from specscope.core.models.eagle3 import Head, check_head, is_eagle3, require_generating
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import Batch, Checkpoint, Closing, Context, Model, resolve_repack
 from specscope.core.models.mtp import MtpHead, nextn_layers, require_nextn
@@ -126,6 +126,7 @@ class Engine(Closing):
         self.placement = {"target": placement(s.target_devices, s.target_gpu_layers, s.rpc)}
         # a target with MTP blocks loads them (llama.cpp's load_mtp) for draft-mtp's context
         self.target_info = check_gguf(target)
+        require_generating(self.target_info)
         self.target = self._own(Model(target, n_gpu_layers=s.target_gpu_layers, repack=self.repack,
                                       progress=on("target"), check_file=False,
                                       devices=device_array(s.target_devices, "target"),

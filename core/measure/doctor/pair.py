@@ -39,7 +39,7 @@ from specscope.core.measure.doctor.estimate import (RANK_ALPHA, CalibratedEstima
                                                     machine_costs)
 from specscope.core.measure.doctor.heads import head_notes, head_rules, head_spec_type, nextn_notes
 from specscope.core.models.dflash import DFlashFacts
-from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts
+from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts, require_generating
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.llama import Closing, Model, ensure_backend
 from specscope.core.models.mtp import nextn_layers
@@ -427,8 +427,10 @@ class _Loaded(Closing):
             self._keys = token_keys(self.model)
         return self._keys
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, target: bool = False):
         self.info = check_gguf(path)
+        if target:
+            require_generating(self.info)
         if not self.info.has_tokenizer:
             raise ModelFileError(str(path), NO_TOKENIZER)
         if self.info.architecture is None:
@@ -540,7 +542,7 @@ def _load_both(target_path, draft_path) -> tuple[_Loaded, _Loaded]:
 
     ensure_backend()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="specscope-doctor") as pool:
-        futures = [pool.submit(_Loaded, target_path), pool.submit(_Loaded, draft_path)]
+        futures = [pool.submit(_Loaded, target_path, True), pool.submit(_Loaded, draft_path)]
     loaded, errors = [], []
     for fut in futures:
         exc = fut.exception()
@@ -551,11 +553,11 @@ def _load_both(target_path, draft_path) -> tuple[_Loaded, _Loaded]:
     for x in loaded:
         if x is not None:
             x.close()
-    for path, exc in zip((target_path, draft_path), errors):
+    for path, exc, target in zip((target_path, draft_path), errors, (True, False)):
         if exc is None:
             continue
         if getattr(exc, "native", False):
-            _Loaded(path).close()  # raises again, this time with its own log line
+            _Loaded(path, target).close()  # raises again, this time with its own log line
         raise exc
     raise AssertionError("unreachable")
 

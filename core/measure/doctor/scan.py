@@ -68,7 +68,7 @@ def scan_files(target_path: str | os.PathLike, files, where: str) -> ScanReport:
     bad: list[ScanEntry] = []
     skipped: list[str] = []
     here = machine_costs(target_path)
-    with _Loaded(target_path) as t:
+    with _Loaded(target_path, target=True) as t:
         for p in files:
             try:
                 if p.samefile(target_path):
