@@ -14,6 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from specscope.core.cli.args import output_path, write_or_say
+from specscope.core.errors import SpecScopeError
+
 from .gif import each_round, fit, write_gif, write_svg
 
 SIZE = (1280, 720)
@@ -62,6 +65,21 @@ def frames(session: Path, size: tuple[int, int] = SIZE):
         yield fit(w.grab().toImage(), size)
 
 
+OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints()"
+
+
+def quiet_offscreen() -> None:
+    """Qt's offscreen platform says each time a window is shown that it passes no size hints
+    to a window system (there is none): noise in a command's output. Every other Qt message is
+    written as Qt writes it."""
+    from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
+
+    def handler(mode, context, message):
+        if message != OFFSCREEN_NOISE:
+            sys.stderr.write(qFormatLogMessage(mode, context, message) + "\n")
+    qInstallMessageHandler(handler)
+
+
 def _fail(text: str) -> int:
     print(f"specscope: error: {text}", file=sys.stderr)
     return 2
@@ -80,29 +98,40 @@ def export(args) -> int:
         return _fail(f"--pace-ms {args.pace_ms}: a frame shows for more than 0 ms")
     if not Path(args.session).is_file():
         return _fail(f"{args.session}: no such file")
+    try:        # every output checked before the rounds are drawn
+        output_path(args.gif, "the GIF", (".gif",))
+        output_path(args.mp4, "the video", (".mp4",))
+        output_path(args.frames, "the frames", folder=True)
+    except SpecScopeError as exc:
+        return _fail(str(exc))
     if args.mp4:
         from .video import NO_FFMPEG, ffmpeg_exe
         if ffmpeg_exe() is None:
             return _fail(f"--mp4: {NO_FFMPEG}")
     out = Path(args.frames) if args.frames else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
     images = []
     try:
+        if out is not None:
+            write_or_say(out, "the frames", lambda p: p.mkdir(parents=True, exist_ok=True))
         for w, k, n in walk(Path(args.session), size):
             if args.gif or args.mp4 or args.format == "png":
                 images.append(fit(w.grab().toImage(), size))
             if out is not None and args.format == "svg":
                 write_svg(w, out / f"round_{k:04d}.svg", f"round {k} of {n}")
-            elif out is not None:
-                images[-1].save(str(out / f"round_{k:04d}.png"))
-    except ValueError as exc:
+            elif out is not None and not images[-1].save(str(out / f"round_{k:04d}.png")):
+                return _fail(f"{out / f'round_{k:04d}.png'}: cannot write the frame")
+    except (ValueError, SpecScopeError) as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{out}: cannot write the frames ({exc.strerror or exc})")
     n = len(images) or k
     if out is not None:
         print(f"{n} frames: {out}/round_0001.{args.format} …")
     if args.gif:
-        write_gif(images, Path(args.gif), args.pace_ms)
+        try:
+            write_or_say(Path(args.gif), "the GIF", lambda p: write_gif(images, p, args.pace_ms))
+        except SpecScopeError as exc:
+            return _fail(str(exc))
         print(f"{args.gif}: {n} frames, {size[0]}x{size[1]}, {args.pace_ms} ms each")
     if args.mp4:
         from .video import write_mp4

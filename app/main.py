@@ -160,7 +160,8 @@ def _open(args) -> int:
     if getattr(args, "command", None) == "export":      # a session's rounds as pictures
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")   # no window is shown
         make_app()
-        from .export import export
+        from .export import export, quiet_offscreen
+        quiet_offscreen()
         return export(args)
     try:
         import pyqtgraph  # noqa: F401  (the window's plots)

@@ -96,6 +96,20 @@ def test_bad_input_is_one_line_and_exit_status_2(qtbot, tmp_path, capsys):
     assert not (tmp_path / "x.gif").exists()
 
 
+def test_an_output_that_cannot_be_written_is_one_line_before_any_frame(qtbot, session, tmp_path,
+                                                                        capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for argv, says in [(["--gif", str(tmp_path)], f"{tmp_path}: the GIF is written as a .gif file"),
+                       (["--gif", str(a_file)], "the GIF is written as a .gif file"),
+                       (["--mp4", str(tmp_path / "x.gif")], "the video is written as a .mp4 file"),
+                       (["--frames", str(a_file)], f"{a_file}: this is a file; the frames need a folder"),
+                       (["--gif", str(a_file / "x.gif")], f"({a_file} is not a folder)")]:
+        assert cli(["export", str(session), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, (argv, err)
+
+
 def test_the_window_exports_the_run_shown_and_comes_back(qtbot, pair, settings, session, tmp_path, monkeypatch):
     from helpers.window import open_window
     w = open_window(qtbot, pair, settings, preload=False)

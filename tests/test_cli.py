@@ -106,6 +106,40 @@ def test_a_bad_target_without_a_draft_is_named_before_the_missing_draft(capsys, 
                 assert err.startswith(f"specscope: error: {args[1]}: "), (what, command, err)
 
 
+def test_an_output_that_cannot_be_written_is_one_line_before_the_run(capsys, models, tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for argv, says in [(["run", *models, "--record", str(tmp_path)], "this is a folder; the session"),
+                       (["baseline", "--record", str(a_file / "x.jsonl")], f"({a_file} is not a folder)"),
+                       (["chat", *models, "-p", "hi", "--save", str(tmp_path)], "the conversation"),
+                       (["bench", *models, "--csv", str(tmp_path)], "this is a folder; the table"),
+                       (["advise", *models, "--report", str(a_file / "y.md")], "the report")]:
+        code, out, err = run_cli(capsys, *argv, "-n", "4")
+        assert code == 2 and out == "", (argv, out)
+        assert err.count("\n") == 1 and says in err and str(tmp_path) in err, (argv, err)
+
+
+def test_a_session_that_fails_to_save_keeps_the_results_shown(capsys, models, tmp_path, monkeypatch):
+    from specscope.core.session.session import Session
+
+    def full_disk(self, path):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Session, "save", full_disk)
+    code, out, err = run_cli(capsys, "run", *models, "-n", "4", "--record", str(tmp_path / "r.jsonl"))
+    assert code == 2 and "accept" in out, out
+    assert err == f"specscope: error: {tmp_path / 'r.jsonl'}: cannot write the session (No space left on device)\n"
+
+
+def test_a_reader_that_leaves_ends_the_command_quietly(tiny_models):
+    """``specscope run | head -1``: the pipe closes under the command; no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "specscope.core.cli.main", "run", "-m",
+                             str(tiny_models["target"]), "-md", str(tiny_models["draft"]), "-n", "64",
+                             "--stream"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()            # before the model has loaded: its first write finds no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err
+
+
 def test_bad_input_in_a_real_process_has_no_traceback(tmp_path, tiny_models):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)

@@ -103,3 +103,15 @@ def test_the_cli_refuses_a_sampled_run(tmp_path, capsys):
     assert cli_main(["whatif", str(rec)]) == 2
     err = capsys.readouterr().err
     assert "greedy" in err and "hot.jsonl" in err
+
+
+def test_the_cli_refuses_a_synthetic_acceptance_run(tmp_path, capsys):
+    """Synthetic acceptance keeps drafts at random: the text is not the target's, so nothing
+    can be replayed against it (the window refuses it too)."""
+    rec = tmp_path / "synth.jsonl"
+    assert cli_main(["run", "-p", PROMPT, "-n", "16", "--spec-synth-len", "3",
+                     "--record", str(rec)]) == 0
+    capsys.readouterr()
+    assert cli_main(["whatif", str(rec)]) == 2
+    err = capsys.readouterr().err
+    assert "synth.jsonl" in err and "synthetic-acceptance" in err and err.count("\n") == 1

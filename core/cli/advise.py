@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from specscope.core.cli.args import add_model_args, engine_settings
+from specscope.core.cli.args import add_model_args, engine_settings, output_path, write_or_say
 from specscope.core.errors import ConfigError
 from specscope.core.measure.advise.advice import MIN_PASSES, AdviseSettings
 from specscope.core.measure.advise.advisor import advise
@@ -69,6 +69,7 @@ def settings_from_args(args) -> AdviseSettings:
         drafts = drafts or [demo_draft]
     if args.report is not None and args.report.suffix.lower() not in (".md", ".html", ".htm"):
         raise ConfigError(f"{args.report}: the report is Markdown (.md) or HTML (.html)")
+    output_path(args.report, "the report")
     named = args.categories if args.categories is not None else (
         [] if args.prompts is not None else list(CATEGORIES))
     unknown = [c for c in named if c not in CATEGORIES]
@@ -90,7 +91,9 @@ def run(args) -> int:
         guard(s.engine, s.target, draft)
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     result = advise(s, say)
-    written = write_report(result, args.report) if args.report is not None else []
+    written = []
+    if args.report is not None:
+        write_or_say(args.report, "the report", lambda p: written.extend(write_report(result, p)))
     if args.json:
         print(json.dumps(to_dict(result), indent=1))
     else:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from specscope.core.cli.devices import add_placement_args, placement_kwargs
@@ -89,6 +90,42 @@ def resolve_models(args, *, draft: bool = True, head: bool = False) -> tuple[Pat
         target = target or demo_target
         dft = (dft or (demo_eagle3_head() if head else demo_draft)) if draft else None
     return target, dft
+
+
+def output_path(path: Path | None, what: str, suffixes: tuple[str, ...] = (),
+                folder: bool = False) -> Path | None:
+    """``path`` checked before any work is done, for ``what`` to be written there (a file, or
+    with ``folder`` a folder, made where missing): SpecScopeError, one line, where it is a
+    folder (a file where ``folder``), its suffix is not one of ``suffixes``, or the nearest
+    folder that exists above it is not one or cannot be written."""
+    if path is None:
+        return None
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise SpecScopeError(f"{path}: {what} is written as a {' or '.join(suffixes)} file")
+    if folder and path.exists() and not path.is_dir():
+        raise SpecScopeError(f"{path}: this is a file; {what} need a folder")
+    if not folder and path.is_dir():
+        raise SpecScopeError(f"{path}: this is a folder; {what} needs a file name")
+    above = path if folder and path.is_dir() else path.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise SpecScopeError(f"{path}: cannot write {what} there ({above} is not a folder)")
+    if not os.access(above, os.W_OK | os.X_OK) or (not folder and path.exists()
+                                                    and not os.access(path, os.W_OK)):
+        raise SpecScopeError(f"{path}: cannot write {what} there (permission denied)")
+    return path
+
+
+def write_or_say(path: Path, what: str, write) -> None:
+    """``write(path)``, its folder made where missing, an OSError made one line naming the file
+    (a check before the work cannot foresee every failure: a full disk, a file system that
+    refuses)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as exc:
+        raise SpecScopeError(f"{path}: cannot write {what} ({exc.strerror or exc})") from None
 
 
 def read_prompt(args) -> str:

@@ -35,7 +35,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from specscope.core.cli.args import add_model_args, engine_settings
+from specscope.core.cli.args import add_model_args, engine_settings, output_path, write_or_say
 from specscope.core.cli.spec import add_spec_args, spec_from_args
 from specscope.core.engine.drafters.registry import drafts_with
 from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, MODEL_TYPES, parse_types, type_label
@@ -378,6 +378,8 @@ def run_synth(args, settings) -> int:
 
 def run(args) -> int:
     settings = settings_from_args(args)
+    output_path(args.csv, "the table")
+    output_path(args.out_json, "the JSON document")
     for draft in () if args.no_probe else settings.drafts or (None,):
         guard(settings.engine, settings.target, draft)
     if args.synth_sweep:
@@ -394,21 +396,20 @@ def run(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    try:
-        if args.csv:
-            args.csv.write_text(result.to_csv(), encoding="utf-8")
-        if args.out_json:
-            args.out_json.write_text(result.to_json() + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write the results ({exc.strerror}: {exc.filename})")
     if args.json:
         sys.stdout.write(result.to_json() + "\n")
     else:
         print("\n".join(report_lines(result)))
         if args.per_prompt:
             print("\nper prompt:\n" + format_table(result, per_prompt=True))
-        if args.csv:
+    # after the results are shown: a failure to write them loses nothing
+    if args.csv:
+        write_or_say(args.csv, "the table", lambda p: p.write_text(result.to_csv(), encoding="utf-8"))
+        if not args.json:
             print(f"\nCSV: {args.csv}")
+    if args.out_json:
+        write_or_say(args.out_json, "the JSON document",
+                     lambda p: p.write_text(result.to_json() + "\n", encoding="utf-8"))
     return 0
 
 

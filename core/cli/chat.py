@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from specscope.core.cli.args import (add_generation_args, add_model_args, engine_settings,
-                                     resolve_models, sampler_settings)
+                                     output_path, resolve_models, sampler_settings, write_or_say)
 from specscope.core.cli.spec import add_spec_args, spec_from_args
 from specscope.core.engine.engine import Engine
 from specscope.core.errors import SpecScopeError
@@ -53,6 +53,7 @@ def run(args) -> int:
     target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft),
                                    head=bool(spec and spec.head_kind == "eagle3"))
     settings = engine_settings(args, spec)
+    output_path(args.save, "the conversation")
     if not args.no_probe:
         guard(settings, target, draft)
     out = sys.stdout
@@ -87,7 +88,7 @@ def run(args) -> int:
                 continue
             _play(turn_run, conv, out, args)
             if args.save is not None:
-                conv.turns[-1].session.save(args.save)
+                write_or_say(args.save, "the conversation", conv.turns[-1].session.save)
     return 0
 
 

@@ -6,8 +6,8 @@ import json
 import sys
 from collections import Counter
 
-from specscope.core.cli.args import (chat_prompt, engine_settings, read_prompt, resolve_models,
-                                     sampler_settings)
+from specscope.core.cli.args import (chat_prompt, engine_settings, output_path, read_prompt,
+                                     resolve_models, sampler_settings, write_or_say)
 from specscope.core.cli.spec import spec_from_args
 from specscope.core.engine.engine import Engine
 from specscope.core.engine.events import Prefill
@@ -138,6 +138,7 @@ def cmd_generate(args) -> int:
     target, draft = resolve_models(args, draft=bool(spec and spec.needs_draft),
                                    head=bool(spec and spec.head_kind == "eagle3"))
     prompt = read_prompt(args)
+    output_path(args.record, "the session")
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
     settings = engine_settings(args, spec)
@@ -183,9 +184,9 @@ def cmd_generate(args) -> int:
             session.baseline.append(base)
             session.baseline.prefill_s = base.prefill.seconds
             session.baseline.end(base.finish)
-        if args.record is not None:
-            session.save(args.record)
         print_session(session, args)
+        if args.record is not None:          # after the results are shown: a failure loses nothing
+            write_or_say(args.record, "the session", session.save)
     return 0
 
 

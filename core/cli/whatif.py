@@ -12,6 +12,7 @@ from specscope.core.errors import ConfigError
 from specscope.core.measure.cost.calibrate import get_calibration
 from specscope.core.measure.bench.sweep import uncalibratable
 from specscope.core.measure.whatif.ngram import longest_drafted, priced, ranked, whatifs
+from specscope.core.measure.whatif.run import unreplayable
 from specscope.core.session.session import Session
 
 HEADER = f"{'configuration':44} {'rounds':>6} {'accept':>7} {'tokens/round':>12} " \
@@ -48,12 +49,10 @@ def _calibration(session: Session, k_max: int):
 def run(args) -> int:
     session = Session.load(args.session)
     s = session.settings
-    if not s.sampler.greedy:
-        raise ConfigError(f"{args.session}: a sampled run (temperature {s.sampler.temperature}); "
-                          "what-ifs are exact for greedy runs only")
+    why = unreplayable(session)     # sampled, synthetic acceptance, or no tokens: the window's rule
+    if why:
+        raise ConfigError(f"{args.session}: {why}")
     cont = session.run.tokens
-    if not cont:
-        raise ConfigError(f"{args.session}: the run emitted no tokens")
     ws = whatifs(list(session.prompt_tokens), cont, n_ctx=s.engine.n_ctx, n_predict=s.n_predict)
     cal = _calibration(session, longest_drafted(ws) + 1) if args.calibrate else None
     ws = ranked(priced(w, cal) for w in ws)
