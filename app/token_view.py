@@ -33,7 +33,7 @@ from specscope.core.engine.drafters import DRAFT_MODEL, TYPES, spec_type
 from specscope.core.models.tokentext import TokenText, hex_bytes, shares
 
 from .drafter_style import drafter_colors, drafter_html
-from .palette import TOKEN_COLORS
+from .palette import TOKEN_COLORS, active_name
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
 MESSAGE = "message"      # a conversation's user message (the chat template's tokens hidden)
@@ -135,8 +135,7 @@ class TokenView(QPlainTextEdit):
         self.viewport().installEventFilter(self)
         self.setPlaceholderText("Generated text appears here, token by token. Press Run (Ctrl+R) "
                                 "or Step (F10).")
-        self._formats = {k: char_format(k) for k in COLORS}
-        self._drafter_formats = {t: char_format(ACCEPTED, drafter=t) for t in TYPES}
+        self._styles: dict[str, tuple[dict, dict]] = {}   # palette -> its token formats
         self._history: list[int] = []       # the token at each position (prompt, then emitted)
         self._pos_span: dict[int, TokenSpan] = {}    # position -> its shown prompt/kept token
         self.highlighted: TokenSpan | None = None    # the hovered n-gram token, highlighted
@@ -426,18 +425,28 @@ class TokenView(QPlainTextEdit):
         cursor = QTextCursor(self.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.beginEditBlock()
+        formats = self._formats()
         for p in pieces:
             if record:
                 self._pieces.append(p)
                 if p.kind in (ACCEPTED, TARGET) and p.round >= 0 and p.text \
                         and not self._vocab.is_eog(p.token):
                     self._generated.append(p.text)
-            self._insert(cursor, p)
+            self._insert(cursor, p, formats)
         cursor.endEditBlock()
         if at_end:
             bar.setValue(bar.maximum())
 
-    def _insert(self, cursor: QTextCursor, p: TokenSpan) -> None:
+    def _formats(self) -> tuple[dict, dict]:
+        """(kind -> format, drafter -> an accepted token's format) in the palette in use now
+        (View ▸ Colour-blind safe palette switches it at any time), made once per palette."""
+        name = active_name()
+        if name not in self._styles:
+            self._styles[name] = ({k: char_format(k) for k in COLORS},
+                                  {t: char_format(ACCEPTED, drafter=t) for t in TYPES})
+        return self._styles[name]
+
+    def _insert(self, cursor: QTextCursor, p: TokenSpan, formats: tuple[dict, dict]) -> None:
         if p.kind in (REJECTED, UNCHECKED) and not self._show_rejected:
             p.start = p.end = -1
             return
@@ -446,8 +455,9 @@ class TokenView(QPlainTextEdit):
             text = p.text
             if p.kind in (ACCEPTED, TARGET) and "\n" in text:
                 text = text.replace("\n", "↵\n")      # a line break shows whose token it was
-            fmt = self._drafter_formats.get(p.drafter) if p.kind == ACCEPTED else None
-            cursor.insertText(text, fmt or self._formats[p.kind])
+            kinds, drafters = formats
+            fmt = drafters.get(p.drafter) if p.kind == ACCEPTED else None
+            cursor.insertText(text, fmt or kinds[p.kind])
             p.end = cursor.position()
         else:
             p.end = start

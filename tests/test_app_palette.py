@@ -49,3 +49,32 @@ def test_switching_recolours_the_tokens_the_drafters_and_the_legend():
     finally:
         palette.use(palette.STANDARD)
     assert COLORS["accepted"] == ("#14532d", "#bbf0c6") and drafter_colors("ngram-mod")[1] != COLORS["accepted"][1]
+
+
+def test_a_switch_after_a_run_recolours_the_text_shown_at_once(qtbot, window):
+    """View ▸ Colour-blind safe palette after a run: the text's tokens take the palette's colours
+    at once, as the legend does (the view once kept the formats it was made with)."""
+    from PySide6.QtGui import QTextCursor
+    from helpers.window import run_and_wait
+
+    def backgrounds(kind: str) -> set[str]:
+        view = window.shown.token_view
+        out = set()
+        for span in view.spans:
+            if span.kind == kind and span.end > span.start:
+                cursor = QTextCursor(view.document())
+                cursor.setPosition(span.start + 1)
+                out.add(cursor.charFormat().background().color().name())
+        return out
+
+    assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+    assert backgrounds("accepted") == {"#bbf0c6"} and backgrounds("target") == {"#c9dcff"}
+    try:
+        window.act_safe_palette.setChecked(True)
+        qtbot.waitUntil(lambda: backgrounds("accepted") == {"#8fd0f7"}, timeout=5_000)
+        assert backgrounds("target") == {"#f7d46a"}
+        assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+        assert backgrounds("accepted") == {"#8fd0f7"}          # a new run's text too
+    finally:
+        window.act_safe_palette.setChecked(False)
+    qtbot.waitUntil(lambda: backgrounds("accepted") == {"#bbf0c6"}, timeout=5_000)
