@@ -38,7 +38,10 @@ COLUMN_TIPS = {
                   "mean accepted length (1 + accepted per round it won)",
     "Accept": "accepted ÷ drafted tokens (llama.cpp's accept%)",
     "Mean len": "tokens per round that drafted: 1 + accepted",
-    "tok/s": "speculative tokens per second, generation only (prompt processing excluded)",
+    "tok/s": "speculative tokens per second, generation only (prompt processing excluded); with "
+             "repeats, each prompt's median time per token, so a run stalled by load from elsewhere "
+             "counts little here (Measured takes each repetition as it ran: its spread shows such a "
+             "run)",
     "Base tok/s": "the target alone on the same prompts and settings",
     "Measured (spread)": "tok/s ÷ base tok/s: per repetition, against the baselines measured just before "
                          "and after it; the median over the repetitions, and in brackets the lowest and the "

@@ -51,6 +51,9 @@ def test_spread_and_within_noise():
     assert not sr.within_noise(1.5, (1.4, 1.6))         # 0.2 wide, 0.5 from 1x
     assert not sr.within_noise(0.5, (0.45, 0.6))        # slower, and surely so
     assert not sr.within_noise(1.05, None)              # one repetition: unknown, not flagged
+    assert sr.within_noise(0.05, (0.03, 0.83))          # runs stalled by load: 28x apart
+    assert not sr.within_noise(0.2, (0.18, 0.22))       # surely 5x slower
+    assert sr.within_noise(2.0, (1.5, 4.0))             # 2.7x apart, 2x from 1x
 
 
 def test_rows_carry_the_spread_and_say_what_the_figures_cannot():

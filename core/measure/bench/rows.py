@@ -4,6 +4,7 @@ the calibrated model's predictions, the spread over repetitions. The columns: do
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
@@ -199,9 +200,16 @@ def spread_of(values: Sequence[float]) -> tuple[float, float] | None:
 
 def within_noise(speedup: float, spread: tuple[float, float] | None) -> bool:
     """A speed-up whose repetitions disagree by more than the gain or loss they measure: their
-    spread (highest − lowest) is wider than its distance from 1×. Unknown (one repetition): not
-    flagged."""
-    return spread is not None and spread[1] - spread[0] > abs(speedup - 1.0)
+    spread is wider than its distance from 1×, both on the ratio scale a speed-up lives on
+    (highest ÷ lowest against speed-up or 1 ÷ speed-up: 0.5× is as far from 1× as 2×, and a
+    0.05× whose repetitions ran from 0.03× to 0.83×, a run stalled by load, is noise, not a
+    twentyfold loss). Unknown (one repetition): not flagged."""
+    if spread is None:
+        return False
+    low, high = spread
+    if low <= 0 or speedup <= 0:
+        return True
+    return math.log(high / low) > abs(math.log(speedup))
 
 
 def make_row(draft: str, n: int, prompt: str, cells: Sequence[Cell], cal: Calibration | None,
