@@ -123,16 +123,16 @@ def _check_rejection(w, _notes):
     if ev is None:
         return False, "No round is shown yet: press Step (F10) to run one."
     if not ev.drafted:
-        return False, (f"Round {ev.index} had no draft (the target decoded one token alone). Press "
+        return False, (f"Round {ev.index + 1} had no draft (the target decoded one token alone). Press "
                        "Step again.")
     n, k = len(ev.drafted), ev.n_accepted
     if k < n and ev.eog_ends_draft:
-        return False, (f"Round {ev.index} ended at an end-of-text token the target took too: nothing "
+        return False, (f"Round {ev.index + 1} ended at an end-of-text token the target took too: nothing "
                        "was rejected. Step on (or press Run again).")
     if k == n:
-        return False, (f"In round {ev.index} the target kept all {n} drafted tokens (and added a bonus "
+        return False, (f"In round {ev.index + 1} the target kept all {n} drafted tokens (and added a bonus "
                        "token of its own). Step on until it rejects one.")
-    return True, (f"Round {ev.index}: one target decode checked {n} drafted tokens; it kept {k}, and "
+    return True, (f"Round {ev.index + 1}: one target decode checked {n} drafted tokens; it kept {k}, and "
                   f"at position {k + 1} its own token replaced the draft's. {k + 1} tokens for one "
                   "pass of the target.")
 
@@ -332,19 +332,19 @@ def _check_tree(w, _notes):
         return False, "No tree round is shown: press Step (F10) with draft-tree set up."
     tree = ev.tree
     if len(tree.branches) < 2:
-        return False, (f"Round {ev.index}'s tree did not split (one branch): the draft was sure of "
+        return False, (f"Round {ev.index + 1}'s tree did not split (one branch): the draft was sure of "
                        "every token. Step on.")
     from .tree_view import mismatch
     if mismatch(ev) >= 0:
-        return False, (f"Round {ev.index} shows llama-speculative's slip (the words under the "
+        return False, (f"Round {ev.index + 1} shows llama-speculative's slip (the words under the "
                        "picture explain it): its kept branch is not the path the text took. "
                        "Step on to a round whose kept branch is the path taken.")
     a = ev.n_accepted
     first = tree.branches[0]
     if a == 0 or list(ev.emitted[:a]) == list(first[:a]):
-        return False, (f"In round {ev.index} the tokens the target kept ({a}) are the draft's first "
+        return False, (f"In round {ev.index + 1} the tokens the target kept ({a}) are the draft's first "
                        f"choices (branch 0's), so a chain would have done as well. Step on.")
-    return True, (f"Round {ev.index}: {len(tree.branches)} branches, {tree.nodes} drafted tokens in one "
+    return True, (f"Round {ev.index + 1}: {len(tree.branches)} branches, {tree.nodes} drafted tokens in one "
                   f"verification batch; the target kept {a} token{'s' if a != 1 else ''} along branch "
                   f"{tree.kept}, off the draft's first choices: a single chain of them would have "
                   "lost at the split.")

@@ -183,6 +183,12 @@ class Scrubber(QtWidgets.QWidget):
         lay.addWidget(self.label)
         self.slider.valueChanged.connect(self._moved)
         self._total = 0
+        self._live = False         # a run is going: the slider's end follows its rounds
+
+    def set_live(self, live: bool) -> None:
+        """Whether a run is going (its end is "live"); once it ended, its end is its last round."""
+        self._live = live
+        self._label()
 
     @property
     def at_end(self) -> bool:
@@ -209,4 +215,4 @@ class Scrubber(QtWidgets.QWidget):
     def _label(self) -> None:
         k = self.slider.value()
         self.label.setText("no rounds" if not self._total else
-                           f"{k} of {self._total}" + ("" if k < self._total else " (live)"))
+                           f"{k} of {self._total}" + (" (live)" if self._live and k == self._total else ""))

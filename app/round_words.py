@@ -220,7 +220,7 @@ def explain(ev, vocab, history=(), types=()) -> str:
     n_past, k = ev.n_past, len(ev.drafted)
     origin = ("the prompt's last token, left out of the prefill" if ev.index == 0
               else "sampled last round")
-    lines = [f"<b>Round {ev.index}</b> ({ev.mode}). {_caches(ev, types)} held positions 0–{n_past - 1}; "
+    lines = [f"<b>Round {ev.index + 1}</b> ({ev.mode}). {_caches(ev, types)} held positions 0–{n_past - 1}; "
              f"the seed <i>id_last</i> = {seed} (id {ev.seed}) sits at "
              f"<i>n_past</i> = {n_past}: "
              f"{origin}, not yet evaluated."]

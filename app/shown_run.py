@@ -210,6 +210,7 @@ class ShownRun(QWidget):
         self.round_view.clear()
         self.stats_bar.clear()
         self.synth_warning.setVisible(False)
+        self.scrubber.set_live(running)
         self.scrubber.show_at(0, 0)
 
     def _begin(self) -> None:
@@ -505,10 +506,11 @@ class ShownRun(QWidget):
 
     def _on_paused(self, _run_id: int) -> None:
         self.draw()
-        self.stats_bar.set_state(f"Paused after round {len(self.events) - 1}",
+        self.stats_bar.set_state(f"Paused after round {len(self.events)}",
                                  "F10: the next round · Ctrl+R: run on · Esc: stop")
 
     def _on_finished(self, ended) -> None:
+        self.scrubber.set_live(False)
         self.draw()
         if ended.session is not None and self.stats is not None:
             self.show_measured()
@@ -518,6 +520,7 @@ class ShownRun(QWidget):
                                  "Stopped while calibrating: no round was run")
 
     def _on_failed(self, _failure) -> None:
+        self.scrubber.set_live(False)
         self.playback.clear()                # the controller shows every round that ran
         self.draw()
         self.stats_bar.set_state("Failed — see the message above")

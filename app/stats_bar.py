@@ -172,7 +172,7 @@ class StatsBar(QFrame):
         tip = dict((k, t) for k, _, t in FIELDS)["threads"]
         if len(counts) > 1:
             tip += "\nThis run: " + ", ".join(
-                [f"{counts[0]} from the start"] + [f"{c} from round {t[0]}" for c, t in
+                [f"{counts[0]} from the start"] + [f"{c} from round {t[0] + 1}" for c, t in
                                                    zip(counts[1:], spans[1:])])
         label.setToolTip(tip)
 

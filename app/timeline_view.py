@@ -180,7 +180,7 @@ class TimelineView(QtWidgets.QWidget):
         ev = self._events[index]
         times = ", ".join(f"{LANE_NAMES[lane]} {1e3 * self.spans[lane + '_w'][index]:.2f} ms"
                           for lane in LANES if self.spans[lane + "_w"][index] or lane != "translate")
-        self.plot.setToolTip(f"Round {ev.index}: {times}. Verified {batch_of(ev)}; "
+        self.plot.setToolTip(f"Round {ev.index + 1}: {times}. Verified {batch_of(ev)}; "
                              f"{ev.n_accepted} accepted, {len(ev.emitted)} emitted.")
 
     def _clicked(self, event) -> None:

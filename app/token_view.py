@@ -308,7 +308,7 @@ class TokenView(QPlainTextEdit):
         ``ev.emitted`` (accepted, target) or ``ev.drafted`` (rejected, unchecked)."""
         k, a = len(ev.drafted), ev.n_accepted
         pos = ev.n_past + len(ev.replayed) + 1 + i
-        head = f"<b>round {ev.index}</b>, position {pos}<br>"
+        head = f"<b>round {ev.index + 1}</b>, position {pos}<br>"
         p = ev.draft_probs[i] if kind != TARGET and i < len(ev.draft_probs) else None
         by = f"by {drafter_html(ev.drafter)} " if ev.drafted else ""
         if kind == ACCEPTED:

@@ -64,7 +64,7 @@ def test_the_scrubber_shows_the_run_as_it_was_after_any_round(qtbot, window):
     w.tabs.setCurrentWidget(w.round_view)
     assert w.round_view.shown_event == events[k - 1]          # the KV picture of round k
     w.scrubber.slider.setValue(len(events))                    # the end: the whole run again
-    assert w.shown.events == events and w.shown.stats == fold(events) and w.scrubber.label.text().endswith("(live)")
+    assert w.shown.events == events and w.shown.stats == fold(events) and w.scrubber.label.text() == f"{len(events)} of {len(events)}"
 
 
 def test_a_replay_plays_the_rounds_again_at_the_pace_and_ends_where_the_run_did(qtbot, window):

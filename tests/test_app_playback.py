@@ -68,6 +68,7 @@ def test_the_pace_control_drives_the_playback_and_shows_the_backlog(qtbot):
 def test_the_scrubber_follows_live_rounds_until_moved(qtbot):
     s = Scrubber()
     qtbot.addWidget(s)
+    s.set_live(True)
     s.set_total(3)
     assert s.slider.value() == 3 and s.label.text() == "3 of 3 (live)"
     s.set_total(5)
@@ -77,3 +78,6 @@ def test_the_scrubber_follows_live_rounds_until_moved(qtbot):
     assert got.args == [2] and s.label.text() == "2 of 5"
     s.set_total(9)
     assert s.slider.value() == 2 and s.label.text() == "2 of 9"   # moved away: it stays
+    s.slider.setValue(9)
+    s.set_live(False)                  # the run ended: its end is its last round, not live
+    assert s.label.text() == "9 of 9"

@@ -119,4 +119,4 @@ def test_hovering_a_round_names_its_verification_batch(qtbot):
                      (1, "a batch of 4 tokens: the seed and a tree of 3 in 2 branches (branch 0 kept)")):
         mid = (view.spans["start"][i] + view.spans["end"][i]) / 2 * 1e3
         view._hovered(vb.mapViewToScene(QPointF(mid, 2.0)))
-        assert f"Round {i}:" in view.plot.toolTip() and words in view.plot.toolTip()
+        assert f"Round {i + 1}:" in view.plot.toolTip() and words in view.plot.toolTip()

@@ -86,7 +86,7 @@ def test_document_formats_match_spans(view):
 def test_hover_text(view):
     view.append_events(ROUNDS[:2])
     spans = {(s.kind, s.token): s for s in view.spans}
-    assert "round 0" in spans[(ACCEPTED, 2)].tooltip and "0.500" in spans[(ACCEPTED, 2)].tooltip
+    assert "round 1</b>" in spans[(ACCEPTED, 2)].tooltip and "0.500" in spans[(ACCEPTED, 2)].tooltip
     assert "bonus" in spans[(TARGET, 5)].tooltip
     rep = spans[(TARGET, 10)].tooltip
     assert "replacement" in rep and "proposed <code>h</code>" in rep    # token 7 is "h"
@@ -126,7 +126,7 @@ def test_explainer_words(qtbot):
     qtbot.addWidget(w)
     w.show_round(ROUNDS[1], VOCAB)
     text = explain(ROUNDS[1], VOCAB)
-    assert "Round 1" in text and "n_past</i> = 8" in text
+    assert "Round 2</b>" in text and "n_past</i> = 8" in text
     assert "first mismatch" in text and "draft position 2" in text
     assert "id_last = <code>k</code> at n_past = 10" in text     # next seed: the replacement
     full = explain(ROUNDS[0], VOCAB)

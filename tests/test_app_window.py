@@ -138,7 +138,7 @@ def test_step_advances_exactly_one_round(qtbot, window):
         window.step_clicked()
     assert len(window.shown.events) == 1 and window.controller.state is RunState.PAUSED
     assert window.round_view.shown_event is window.shown.events[0]
-    assert "Round 0" in window.round_view.text.text()
+    assert "Round 1</b>" in window.round_view.text.text()             # counted from 1, as the slider
     # nothing runs while paused: the worker's thread is idle (it runs a call queued to it now)
     # and did one round; no event arrived after the step's
     from PySide6.QtCore import QTimer
@@ -150,7 +150,8 @@ def test_step_advances_exactly_one_round(qtbot, window):
     with qtbot.waitSignal(window.step_done, timeout=RUN_TIMEOUT_MS):
         window.step_clicked()
     assert [e.index for e in window.shown.events] == [0, 1]
-    assert "Round 1" in window.round_view.text.text()
+    assert "Round 2</b>" in window.round_view.text.text()
+    assert window.stats_bar.text("state").startswith("Paused after round 2")
     assert window.tabs.currentWidget() is window.round_view
     shown = [(s.kind, s.token, s.round) for s in window.token_view.spans if s.kind != PROMPT]
     assert shown == expected_kinds(window.shown.events)
@@ -428,7 +429,7 @@ def test_hover_shows_the_token(qtbot, window):
     assert view.span_at_point(point) == span
     event = QHelpEvent(QEvent.Type.ToolTip, point, view.viewport().mapToGlobal(point))
     view.eventFilter(view.viewport(), event)
-    assert QToolTip.isVisible() and f"round {span.round}" in QToolTip.text()
+    assert QToolTip.isVisible() and f"round {span.round + 1}</b>" in QToolTip.text()
     QToolTip.hideText()
 
 

@@ -123,7 +123,7 @@ def rerun_verdict(recorded, rerun) -> tuple[bool, str]:
     if a != b:
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         return False, (f"The re-run differs from the recording: the tokens part at generated "
-                       f"token {at} ({len(a)} recorded, {len(b)} now).")
+                       f"token {at + 1} ({len(a)} recorded, {len(b)} now).")
     r = next((i for i, (x, y) in enumerate(zip(counts, again)) if x != y), min(len(counts), len(again)))
     was = counts[r] if r < len(counts) else None
     now = again[r] if r < len(again) else None
@@ -131,7 +131,7 @@ def rerun_verdict(recorded, rerun) -> tuple[bool, str]:
     def words(c):
         return "no round" if c is None else f"{c[0]} drafted, {c[1]} accepted"
     return False, (f"The re-run made the same {len(a)} tokens, but its rounds differ from round "
-                   f"{r} on (recorded: {words(was)}; now: {words(now)}).")
+                   f"{r + 1} on (recorded: {words(was)}; now: {words(now)}).")
 
 
 class RunController:
