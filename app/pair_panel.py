@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGridLayout,
                                QVBoxLayout, QWidget, QHeaderView, QAbstractItemView)
 
 from specscope.core.engine.drafters import TYPES
+from specscope.core.models.library import size_text
 
 from .drafter_style import drafter_colors
 
@@ -49,12 +50,8 @@ def human_count(n: int | None) -> str:
 
 
 def human_bytes(n: int | None) -> str:
-    if not n:
-        return "–"
-    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:.3g} {unit}"
-    return f"{n} B"
+    """A file's size as the model library writes it (decimal units, as a file manager does)."""
+    return size_text(n) if n else "–"
 
 
 def gguf_paths(mime) -> list[Path]:
@@ -402,8 +399,9 @@ class PairPanel(QGroupBox):
 
     def set_report(self, report) -> None:
         cross = report.cross
-        if report.compatible:
-            head = (f"<b style='color:#15803d'>✔ {breakable(html.escape(report.verdict))}</b>")
+        if report.compatible:       # green where it may pay; amber where it fits but may not
+            color = "#15803d" if report.cost.may_pay else "#a15c00"
+            head = (f"<b style='color:{color}'>✔ {breakable(html.escape(report.verdict))}</b>")
         elif report.cross_modes:     # llama.cpp's verdict, then what SpecScope drafts with
             llama, _, ours = report.verdict.partition(". SpecScope")
             head = (f"<b style='color:#b42318'>✘ {breakable(html.escape(llama))}</b><br>"

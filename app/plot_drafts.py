@@ -347,7 +347,7 @@ class TreePlot(_DraftBars):
         counts = np.asarray(tree.rank_hist, dtype=float)
         self.bars.setOpts(height=counts)
         measured = counts.sum()
-        self.note.setText("" if measured else "No draft model, head or MTP draft yet")
+        self.note.setText("" if measured else "No round drafted by a draft model, head or MTP yet")
         self.note.setVisible(not measured)
         self.texts = [f"{int(c)}" if c else "" for c in counts]
         self.top = max(float(counts.max()), 1.0)

@@ -102,3 +102,27 @@ def test_the_window_loads_with_the_chosen_repacking_and_says_so(qtbot, tmp_path,
         assert again.pair_panel.repack.currentText() == "off"
     finally:
         again.close()
+
+
+def test_a_compatible_pair_is_green_only_where_a_speed_up_is_in_sight(qtbot, tmp_path):
+    """✔ COMPATIBLE says llama.cpp takes the draft; its colour says whether it may pay: green,
+    or amber for a draft as dear as its target (or one this machine's calibration prices under
+    1× at the assumed acceptance)."""
+    from dataclasses import replace
+
+    from helpers.vocab_gguf import write_vocab_gguf
+    from specscope.core.measure.doctor.pair import check_pair
+    from specscope.core.models.demo import demo_pair
+    panel = PairPanel()
+    qtbot.addWidget(panel)
+    demo = check_pair(*demo_pair())
+    demo = replace(demo, cost=replace(demo.cost, calibrated=None))    # the textbook's 1.75x
+    same = check_pair(write_vocab_gguf(tmp_path / "t.gguf"), write_vocab_gguf(tmp_path / "d.gguf"))
+    assert demo.compatible and same.compatible and same.cost.warning
+    panel.set_report(demo)
+    assert "color:#15803d'>✔ COMPATIBLE" in panel.verdict.text()
+    panel.set_report(same)
+    assert "color:#a15c00'>✔ COMPATIBLE" in panel.verdict.text()
+    slow = replace(demo.cost, best={k: {**v, "speedup": 0.9} for k, v in demo.cost.best.items()})
+    panel.set_report(replace(demo, cost=slow))
+    assert "color:#a15c00'>✔ COMPATIBLE" in panel.verdict.text()

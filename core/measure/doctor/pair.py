@@ -243,6 +243,15 @@ class CostEstimate:
                 + (f", calibrated on this machine {c['speedup']:.2f}x with n = {c['n']}" if c else ""))
 
     @property
+    def may_pay(self) -> bool:
+        """Whether a speed-up is in sight at α = RANK_ALPHA: no warning (a draft as dear as the
+        target), and above 1× on this machine's calibration where there is one, else in the
+        textbook."""
+        a = str(RANK_ALPHA)
+        best = self.calibrated.best[a] if self.calibrated else self.best[a]
+        return self.warning is None and best["speedup"] > 1.0
+
+    @property
     def rank_key(self) -> tuple[int, float]:
         """What the scan ranks by: the calibrated speed-up at α = RANK_ALPHA where there is one
         (higher first), else f (cheaper first: the textbook speed-up falls with f)."""
