@@ -130,6 +130,27 @@ def test_a_session_that_fails_to_save_keeps_the_results_shown(capsys, models, tm
     assert err == f"specscope: error: {tmp_path / 'r.jsonl'}: cannot write the session (No space left on device)\n"
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["-t", "-2"], "argument -t/--threads: must be at least 0, not -2 (0: auto)"),
+    (["-td", "-1"], "argument -td/--threads-draft: must be at least 0"),
+    (["-c", "0"], "argument -c/--ctx-size: must be at least 1, not 0 (llama.cpp's -c 0"),
+    (["-c", "-10"], "argument -c/--ctx-size: must be at least 1, not -10"),
+    (["-b", "0"], "argument -b/--batch-size: must be at least 1, not 0"),
+    (["-np", "0"], "argument -np/--parallel: must be at least 1, not 0"),
+    (["-b", "x"], "argument -b/--batch-size: 'x' is not a whole number"),
+])
+def test_a_count_out_of_range_is_refused_before_any_load(capsys, argv, says):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", *argv, "-n", "4"])
+    assert stop.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_a_context_rounded_up_says_so(capsys, tiny_models):
+    code, _, err = run_cli(capsys, "baseline", "-m", str(tiny_models["target"]), "-c", "64",
+                           "-p", "x = 1\n" * 100)
+    assert code == 2 and "but the context holds 256 (64 asked, rounded up by llama.cpp)" in err, err
+
+
 def test_a_reader_that_leaves_ends_the_command_quietly(tiny_models):
     """``specscope run | head -1``: the pipe closes under the command; no traceback."""
     proc = subprocess.Popen([sys.executable, "-m", "specscope.core.cli.main", "run", "-m",

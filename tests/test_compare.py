@@ -318,6 +318,8 @@ def test_parse_n_values():
     for bad in ("0", "a", "", "3-x", "100"):
         with pytest.raises(ConfigError):
             ss.parse_n_values(bad)
+    with pytest.raises(ConfigError, match="the range 3-1 of draft lengths runs backwards: write 1-3"):
+        ss.parse_n_values("3-1")
 
 
 def test_demo_pair_is_lossless_under_deterministic_numerics():

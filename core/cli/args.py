@@ -19,19 +19,34 @@ from specscope.core.models.eagle3 import require_generating
 from specscope.core.models.gguf_file import check_gguf
 
 
+def at_least(low: int, why: str = ""):
+    """An argparse type: an integer of at least ``low`` (argparse names the flag in its error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}{why}")
+        return value
+    return parse
+
+
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g = p.add_argument_group("models (default: the bundled demo pair)")
     g.add_argument("-m", "--model", type=Path, help="target model (GGUF)")
     if draft:
         g.add_argument("-md", "--model-draft", type=Path, help="draft model (GGUF)")
-    g.add_argument("-c", "--ctx-size", type=int, default=2048, help="context size of both models (default 2048)")
-    g.add_argument("-b", "--batch-size", type=int, default=512, help="logical batch size (default 512)")
-    g.add_argument("-np", "--parallel", type=int, default=1,
+    g.add_argument("-c", "--ctx-size", default=2048,
+                   type=at_least(1, " (llama.cpp's -c 0, the model's own context length, is not "
+                                    "taken: give the size)"), help="context size of both models (default 2048)")
+    g.add_argument("-b", "--batch-size", type=at_least(1), default=512, help="logical batch size (default 512)")
+    g.add_argument("-np", "--parallel", type=at_least(1), default=1,
                    help="sequences per context, llama.cpp's -np: the branches of --spec-type "
                         f"{listing(lambda t: bool(t.np), last=' or ')} (default 1: a chain)")
-    g.add_argument("-t", "--threads", type=int, default=0, help="target threads (default 0, auto: the count that is fastest now, "
+    g.add_argument("-t", "--threads", type=at_least(0, " (0: auto)"), default=0, help="target threads (default 0, auto: the count that is fastest now, "
                         "followed as the machine's load changes; N pins N)")
-    g.add_argument("-td", "--threads-draft", type=int, default=0, help="draft threads (default 0, auto, as -t)")
+    g.add_argument("-td", "--threads-draft", type=at_least(0, " (0: auto)"), default=0, help="draft threads (default 0, auto, as -t)")
     add_placement_args(g)
     g.add_argument("-fa", "--flash-attn", choices=("auto", "on", "off"), default="auto")
     g.add_argument("--kv-type", choices=("f16", "f32"), default="f16", help="KV cache type (default f16)")

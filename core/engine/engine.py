@@ -294,8 +294,10 @@ class Engine(Closing):
         if not tokens:
             raise ConfigError("the prompt is empty")
         if len(tokens) >= self.tgt.n_ctx:
+            asked = self.settings.n_ctx
+            rounded = f" ({asked} asked, rounded up by llama.cpp)" if asked < self.tgt.n_ctx else ""
             raise ContextFullError(
-                f"the prompt is {len(tokens)} tokens but the context holds {self.tgt.n_ctx}: "
+                f"the prompt is {len(tokens)} tokens but the context holds {self.tgt.n_ctx}{rounded}: "
                 "shorten the prompt or raise the context size")
         return tokens
 

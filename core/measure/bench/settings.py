@@ -96,6 +96,9 @@ def parse_n_values(text: str) -> tuple[int, ...]:
                 continue
             if "-" in part:
                 lo, hi = part.split("-", 1)
+                if int(lo) > int(hi):
+                    raise ConfigError(f"the range {part} of draft lengths runs backwards: "
+                                      f"write {int(hi)}-{int(lo)}")
                 values.update(range(int(lo), int(hi) + 1))
             else:
                 values.add(int(part))
