@@ -224,3 +224,18 @@ def test_a_tokenizer_that_does_not_fit_the_vocabulary_is_one_line_not_an_abort(t
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"specscope: error: {bad}: "), proc.stderr
         assert "tokenizer.ggml.model = 'llama'" in lines[0]
+
+
+def test_a_speed_up_measured_under_load_says_it_may_be_off():
+    from types import SimpleNamespace
+
+    from specscope.core.cli.generate import baseline_doubts
+    from specscope.core.measure.cpuload import LoadReading
+
+    def record(others):
+        return SimpleNamespace(started_at=None, ended_at=None, load=LoadReading(others, 2, 0.6))
+    busy = SimpleNamespace(run=record(0.45), baseline=record(0.0))
+    assert baseline_doubts(busy) == [
+        "other processes used 0.90 of 2 cores during the run (0.6 s): the speed-up may be off "
+        "(specscope bench repeats the runs and says how far they agree)"]
+    assert baseline_doubts(SimpleNamespace(run=record(0.1), baseline=record(0.0))) == []

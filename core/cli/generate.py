@@ -17,6 +17,7 @@ from specscope.core.measure.cost.calibrate import policy_calibration
 from specscope.core.measure.stats import TREE_WIDTHS
 from specscope.core.models.probe import guard
 from specscope.core.models.tokentext import TextStream
+from specscope.core.session.baseline_check import check_baseline, load_gap_limit
 from specscope.core.session.session import RunRecord, RunSettings, Session
 
 
@@ -216,6 +217,24 @@ def print_session(session, args) -> None:
         print(f"speed-up:  {session.speedup:.2f}x against the baseline "
               f"({base.tokens_per_s:.1f} tokens/s"
               + (f", {base.threads_text}" if base.threads else "") + ")")
+        for line in baseline_doubts(session):
+            print(f"           {line}")
+
+
+def baseline_doubts(session) -> list[str]:
+    """Why the speed-up printed may be off: the baseline is stale beside the run (the window's
+    rule, core/session/baseline_check.py), or other processes took a core's worth of CPU or more
+    during either run (read over however short a run: a warning, not a verdict)."""
+    check = check_baseline(session.run, session.baseline)
+    out = [check.describe()] if check is not None and check.stale else []
+    busy = [f"{r.others_cores:.2f} of {r.cores} cores during {name} ({r.seconds:.1f} s)"
+            for name, rec in (("the run", session.run), ("the baseline", session.baseline))
+            if (r := rec.load) is not None and r.others_cores is not None
+            and r.others_cores >= load_gap_limit(r.cores)]
+    if busy:
+        out.append("other processes used " + " and ".join(busy) + ": the speed-up may be off "
+                   "(specscope bench repeats the runs and says how far they agree)")
+    return out
 
 
 def synth_banner(spec) -> str:
