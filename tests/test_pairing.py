@@ -299,7 +299,7 @@ def test_base_draft_for_instruct_target_warns(pair):
     assert "acceptance may disappoint" in note
     assert "general.finetune = 'Instruct'" in note
     r = pair(target={"finetune": "Instruct"}, draft={"finetune": "Instruct"})
-    assert "same tuning lineage" in [n for n in r.notes if n.startswith("tuning")][0]
+    assert "both instruct (the same kind of tuning" in [n for n in r.notes if n.startswith("tuning")][0]
 
 
 # ============================================================================ cost estimate

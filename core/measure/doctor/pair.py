@@ -396,12 +396,12 @@ def _notes(t: ModelSummary, d: ModelSummary) -> list[str]:
     lineage = f"tuning: target {t.tuning} ({t.tuning_evidence}); draft {d.tuning} ({d.tuning_evidence})"
     if "base" in kinds and kinds & {"instruct", "fine-tuned"}:
         base_side = "draft" if d.tuning == "base" else "target"
-        lineage += (f" — a base {base_side} paired with a tuned model: the vocabulary check passes, "
-                    "but acceptance may disappoint; measure it before deciding")
+        lineage += (f" — a base {base_side} paired with a tuned model: however well the "
+                    "vocabularies fit, acceptance may disappoint; measure it before deciding")
     elif "unknown" in kinds:
         lineage += " — lineage not recorded; measure acceptance"
     elif t.tuning == d.tuning:
-        lineage += " — same tuning lineage"
+        lineage += f" — both {t.tuning} (the same kind of tuning, not necessarily the same family)"
     notes.append(lineage)
     return notes
 
