@@ -175,3 +175,16 @@ def test_a_long_name_keeps_its_file_name_in_the_listing(tmp_path, monkeypatch, c
     assert main(["models", "--folder", str(tmp_path / "mine")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "…" in x and "folder" in x)
     assert line.split()[0].endswith("Q4_K_M.gguf") and len(line.split()[0]) == 44
+
+
+def test_a_draft_as_big_as_its_target_is_ranked_with_its_warning(tmp_path, capsys):
+    import shutil
+
+    from specscope.core.models.demo import demo_pair
+    target, draft = demo_pair()
+    shutil.copy(target, tmp_path / "twin.gguf")            # fits, but costs a target pass
+    shutil.copy(draft, tmp_path / "small.gguf")
+    assert main(["models", "--folder", str(tmp_path), "--for", str(tmp_path / "small.gguf")]) == 0
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if "twin.gguf" in x and "--spec-type" in x)
+    assert line.endswith("the draft is not smaller than the target: speculation cannot pay"), line

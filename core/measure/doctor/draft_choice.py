@@ -26,16 +26,19 @@ def rank_for(target: Path, lib: Library) -> dict:
     others = [m.path for m in lib.models if _other(m.path, target)]
     report = scan_files(target, others, "the model library")
     names = {m.path: f"{m.name} ({m.store})" for m in lib.models}
-    lines = [f"What can draft for {target.name} ({report.ranking}):"]
+    lines = [f"What can draft for {target.name} ({report.ranking}"
+             + ("; then drafts of another vocabulary, cheapest f first" if report.cross else "") + "):"]
     rows = []
     for e in report.compatible:
         spec = e.report.spec_type
+        cost = e.report.cost
         rows.append({"path": e.path, "name": names.get(e.path, e.path), "spec_type": spec,
-                     "verdict": e.report.cost.figures()})
+                     "verdict": cost.figures() + (f"; {cost.warning}" if cost.warning else "")})
     for e in report.cross:
         rows.append({"path": e.path, "name": names.get(e.path, e.path), "spec_type": "draft-simple",
                      "verdict": f"another vocabulary: {e.report.cross.summary()} "
-                                f"(--spec-vocab {e.report.cross.mode})"})
+                                f"(--spec-vocab {e.report.cross.mode})"
+                                + (f"; {e.report.cost.warning}" if e.report.cost.warning else "")})
     for i, r in enumerate(rows, 1):
         lines.append(f"  {i}. {r['name']}: --spec-type {r['spec_type']}; {r['verdict']}")
     mtp = nextn_layers(info)
