@@ -239,3 +239,17 @@ def test_a_speed_up_measured_under_load_says_it_may_be_off():
         "other processes used 0.90 of 2 cores during the run (0.6 s): the speed-up may be off "
         "(specscope bench repeats the runs and says how far they agree)"]
     assert baseline_doubts(SimpleNamespace(run=record(0.1), baseline=record(0.0))) == []
+
+
+def test_flags_the_run_does_not_use_are_named(capsys, tiny_models):
+    t, d = str(tiny_models["target"]), str(tiny_models["draft"])
+    for argv, note in [
+        (["baseline", "-m", t, "-td", "3", "-ngld", "2"], "-td, -ngld not used: the target runs alone"),
+        (["run", "-m", t, "-md", d, "--spec-type", "ngram-simple"],
+         f"-md {d} not used: ngram-simple drafts without a draft model"),
+        (["run", "-m", t, "-md", d, "-np", "4"], "-np 4 not used: only suffix and draft-tree draft"),
+        (["run", "-m", t, "-md", d], None),
+    ]:
+        code, _, err = run_cli(capsys, *argv, "-n", "4", "--no-probe")
+        assert code == 0, (argv, err)
+        assert (f"specscope: note: {note}" in err) if note else "note:" not in err, (argv, err)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from specscope.core.cli.devices import add_placement_args, placement_kwargs
-from specscope.core.engine.drafters.registry import listing
+from specscope.core.engine.drafters.registry import TYPES, listing
 from specscope.core.engine.engine import EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import SpecScopeError
@@ -130,6 +130,26 @@ def output_path(path: Path | None, what: str, suffixes: tuple[str, ...] = (),
                                                     and not os.access(path, os.W_OK)):
         raise SpecScopeError(f"{path}: cannot write {what} there (permission denied)")
     return path
+
+
+def unused_flags(args, spec) -> list[str]:
+    """The flags given that this run does not use (``spec`` None: the target alone), each as a
+    sentence saying why: a flag accepted and then ignored in silence misleads."""
+    out = []
+    if spec is None:
+        given = [flag for flag, value in (("-md", getattr(args, "model_draft", None)),
+                                          ("-td", args.threads_draft),
+                                          ("-ngld", args.gpu_layers_draft),
+                                          ("-devd", args.device_draft)) if value]
+        if given:
+            out.append(f"{', '.join(given)} not used: the target runs alone")
+        return out
+    if getattr(args, "model_draft", None) is not None and not spec.needs_draft:
+        out.append(f"-md {args.model_draft} not used: {spec.label} drafts without a draft model")
+    if args.parallel > 1 and not any(TYPES[t].np for t in spec.types):
+        out.append(f"-np {args.parallel} not used: only "
+                   f"{listing(lambda t: bool(t.np), last=' and ')} draft in branches")
+    return out
 
 
 def write_or_say(path: Path, what: str, write) -> None:
