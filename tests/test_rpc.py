@@ -94,6 +94,19 @@ def test_an_unknown_device_is_named(capsys):
     assert len(err) == 1 and "device 'RPC7' is not one llama.cpp offers" in err[0]
 
 
+def test_the_cpu_as_a_device_says_why_not(capsys):
+    """llama.cpp's --device refuses the CPU too; `specscope devices` lists it, and says so."""
+    from specscope.core.cli.main import main
+    assert main(["run", "-n", "2", "--no-probe", "-devd", "CPU"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the draft's device 'CPU' is not a --device: the CPU holds every " \
+        "layer that is not offloaded" in err[0]
+    assert main(["devices"]) == 0
+    cpu = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("CPU "))
+    assert cpu.endswith("not a --device: the CPU holds every layer that is not offloaded "
+                        "(-ngl 0, the default, keeps them all there)")
+
+
 # ---------------------------------------------------------------------------- on loopback
 
 def _cli(lib, *args, timeout=300):

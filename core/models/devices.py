@@ -54,6 +54,8 @@ _RPC_CONN_CAPS = 24
 _RPC_PROTO_MAJOR, _RPC_PROTO_MINOR = 7, 0     # ggml-rpc.h RPC_PROTO_*_VERSION of llama.cpp 0.3.36
 
 DEVICE_TYPES = {0: "CPU", 1: "GPU", 2: "iGPU", 3: "accelerator", 4: "meta"}
+CPU_NOTE = ("not a --device: the CPU holds every layer that is not offloaded "
+            "(-ngl 0, the default, keeps them all there)")
 
 
 def rpc_supported() -> bool:
@@ -239,7 +241,7 @@ class Device:
     def line(self) -> str:
         mib = 1024 * 1024
         return (f"{self.name:<8} {self.type:<11} {self.free // mib:>9} / {self.total // mib:>7} MiB  "
-                f"{self.description}")
+                f"{self.description}" + (f"; {CPU_NOTE}" if self.type == "CPU" else ""))
 
 
 def list_devices() -> list[Device]:
@@ -285,7 +287,10 @@ def device_array(names: tuple[str, ...] | None, role: str):
     devs = []
     for name in names:
         dev = lib.ggml_backend_dev_by_name(name.encode())
-        if not dev or lib.ggml_backend_dev_type(dev) == 0:
+        if dev and lib.ggml_backend_dev_type(dev) == 0:
+            raise ConfigError(f"the {role}'s device {name!r} is {CPU_NOTE}; llama.cpp's --device "
+                              "refuses it too")
+        if not dev:
             known = ", ".join(d.name for d in list_devices() if d.type != "CPU") or "none"
             raise ConfigError(f"the {role}'s device {name!r} is not one llama.cpp offers "
                               f"(devices: {known}; RPC devices appear once --rpc names their "
