@@ -430,3 +430,14 @@ def test_an_advice_saved_before_the_types_own_parameters_moved_opens_the_same(ju
     again, now = from_dict(old), from_dict(doc)
     assert [[to_plain(c.spec) for c in cat.candidates] for cat in again.categories] == \
            [[to_plain(c.spec) for c in cat.candidates] for cat in now.categories]
+
+
+def test_the_time_a_category_still_needs_counts_the_calibrations_not_taken():
+    """A budget that ended during the pair's calibration: "about N s more" includes it (the
+    longest calibration of the run, at least what the stopped one had taken)."""
+    from specscope.core.measure.advise.advisor import Advisor
+    a = Advisor.__new__(Advisor)
+    a.engines, a.cals, a.cal_s = {"": None, "draft.gguf": None}, {"": object()}, [25.0, 3.0]
+    assert a.calibrations_left_s() == 25.0
+    a.cals["draft.gguf"] = None                    # taken (or not calibratable): nothing left
+    assert a.calibrations_left_s() == 0.0

@@ -73,6 +73,7 @@ class Advisor:
         self.t0 = time.monotonic()
         self.engines: dict[str, Engine] = {}
         self.cals: dict[str, Calibration | None] = {}
+        self.cal_s: list[float] = []      # seconds each calibration took (or had taken when stopped)
         self.traced = 0                   # teacher-forced passes done (for share())
         self.t_token = self.t_prompt = 0.0    # the target's measured seconds per token, per prompt
         self.measured_pairs: set = set()      # (candidate, pass, prompt) measured
@@ -123,10 +124,16 @@ class Advisor:
             timer.cancel()
         for cat in self.result.categories:   # not judged when the run ended: how much longer
             if cat.needs_s is None and not cat.decision().judged and self.t_token:
-                cat.needs_s = self.cost(len(cat.prompts), self.s.n_predict, cat)
+                cat.needs_s = self.cost(len(cat.prompts), self.s.n_predict, cat) + self.calibrations_left_s()
         self.result.stopped = self.stop.is_set() and not self.result.out_of_time
         self.result.seconds = time.monotonic() - self.t0
         return self.result
+
+    def calibrations_left_s(self) -> float:
+        """The calibrations still to take, priced as the longest one this run took (or had taken
+        when the budget stopped it: at least that long)."""
+        left = sum(1 for name in self.engines if name not in self.cals)
+        return left * max(self.cal_s, default=0.0)
 
     def out_of_time(self) -> None:
         """The budget is spent: the run under way stops (a measuring pair is dropped)."""
@@ -253,8 +260,12 @@ class Advisor:
         if not uncalibratable(engine):
             self.say(f"calibrating {name or self.s.target.name} up to {k_max} tokens "
                      "(cached, unless taken under load)")
-            cal, _ = get_calibration(engine, k_max, sampler=SamplerSettings(), stop=self.stop,
-                                     k_draft=max(self.s.n_values) + 1 if name else None)
+            t = time.monotonic()
+            try:
+                cal, _ = get_calibration(engine, k_max, sampler=SamplerSettings(), stop=self.stop,
+                                         k_draft=max(self.s.n_values) + 1 if name else None)
+            finally:
+                self.cal_s.append(time.monotonic() - t)
             self.result.calibrations[name or self.s.target.name] = cal
         self.cals[name] = cal
         return cal
