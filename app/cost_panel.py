@@ -43,9 +43,10 @@ TARGET_TIME_TIP_BASELINE = (
     "(t_verify / n_tokens of the target-only run).")
 TARGET_TIME_TIP_ESTIMATE = (
     "No baseline run yet, so the target time per token is estimated from this run: "
-    "verify time ÷ rounds (t_verify / n_rounds), i.e. one verification batch is taken "
-    "to cost one target token, as the textbook model assumes. Run a baseline with the "
-    "same prompt and settings for a real measurement.")
+    "verify time ÷ rounds (t_verify / n_rounds), the time of one verification batch of "
+    "1 + the mean draft length tokens, taken to cost one target token as the textbook model "
+    "assumes. A batch costs more than one token, so this overstates the target's token and "
+    "understates f. Run a baseline with the same prompt and settings for a real measurement.")
 F_TIP = (
     "f = cost of one draft token ÷ cost of one target token.\n"
     "Draft time per token = draft time ÷ drafted tokens (t_draft / n_drafted).\n"
@@ -462,7 +463,8 @@ class CostPanel(QtWidgets.QWidget):
             v["target"].setText(f"{_ms(m.target_s_per_token)}   (baseline run)")
             self._set_tip("target", TARGET_TIME_TIP_BASELINE)
         else:
-            v["target"].setText(f"{_ms(m.target_s_per_token)}   (estimated: verify ÷ rounds)")
+            v["target"].setText(f"{_ms(m.target_s_per_token)}   (a batch of {m.mean_batch:.1f} "
+                                "verified; no baseline yet)")
             self._set_tip("target", TARGET_TIME_TIP_ESTIMATE)
         v["f"].setText(f"{m.f:.3f}")
         b = self._baseline

@@ -140,7 +140,8 @@ def test_measured_point_only_with_a_baseline(panel):
     panel.update_measured(spec, None, 4)
     assert panel.measured_point() is None
     assert "Measured:" not in panel.summary_text()
-    assert "verify ÷ rounds" in panel._values["target"].text()
+    assert "verified; no baseline yet" in panel._values["target"].text()
+    assert "understates f" in panel._values["target"].toolTip()
     assert "No baseline run" in panel._values["target"].toolTip()
 
     base = baseline_run(30)
