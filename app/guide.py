@@ -39,7 +39,7 @@ drafter; <i>show rejected drafts</i> (Ctrl+H) hides the struck-through ones.</p>
 whose token the target kept (green) or not (pale red); the numbers are kept / drafted. At
 temperature, a dashed curve shows the other acceptance rule's expected share on the same
 drafts.</li>
-<li><b>Accepted drafted tokens per round</b>: how many rounds kept 0, 1, 2, … of their drafted
+<li><b>Accepted per round</b>: how many rounds kept 0, 1, 2, … of their drafted
 tokens (red: the first drafted token was rejected).</li>
 <li><b>Generation speed</b>: tokens per second over the last 2 s and over the whole run.</li>
 <li><b>Time per round</b>: each round's draft, translate (a draft of another vocabulary: its

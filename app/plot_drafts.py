@@ -102,8 +102,8 @@ class AcceptancePlot(_DraftBars):
     exact = True                          # a share: the range ends at 1 plus the labels' room
 
     def __init__(self, title: str):
-        super().__init__(styled_plot(title, "Share kept by the target",
-                                     "Draft position (1 = first drafted token)", TIPS["acceptance"]))
+        super().__init__(styled_plot(title, "Share kept",
+                                     "Draft position", TIPS["acceptance"]))
         p = self.plot
         self.rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
                                         brush=pg.mkBrush(rgba(plot_colour("rejected"), 70)), pen=pg.mkPen(None))
@@ -232,7 +232,7 @@ class HistogramPlot(_DraftBars):
     """2. How many rounds accepted 0, 1, 2, … of their drafted tokens; red: none."""
 
     def __init__(self, title: str):
-        super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted in the round",
+        super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted",
                                      TIPS["accepted_length"]))
         p = self.plot
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(plot_colour("accepted")),
@@ -308,7 +308,7 @@ class TreePlot(_DraftBars):
     (``numbers``; ``box`` holds both)."""
 
     def __init__(self, title: str):
-        super().__init__(styled_plot(title, "Positions", "Target's token was the draft's k-th choice",
+        super().__init__(styled_plot(title, "Positions", "Target token's rank in draft",
                                      TIPS["tree"]))
         p = self.plot
         self.bars = pg.BarGraphItem(

@@ -148,7 +148,7 @@ class SpeedPlot(_LegendPlot):
 
     def __init__(self, title: str):
         super().__init__(styled_plot(
-            title, "Tokens per second", "Generation time (s, prompt excluded)",
+            title, "Tokens/s", "Time (s, prompt excluded)",
             f"Tokens generated per second: over the last {SPEED_WINDOW_S:g} s (at least "
             f"{SPEED_WINDOW_MIN_ROUNDS} rounds), and over the whole run so far.", antialias=True))
         p = self.plot
@@ -205,7 +205,7 @@ class TimeSplitPlot(_LegendPlot):
 
     def show(self, rounds: RoundSeries) -> None:
         lo = max(0, rounds.n - TIME_SPLIT_ROUNDS)
-        x = rounds["index"][lo:]
+        x = rounds["index"][lo:] + 1           # rounds counted from 1, as everywhere in the window
         y0 = np.zeros(len(x))
         for part in SPLIT_PARTS:
             h = rounds[part][lo:]

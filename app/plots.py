@@ -5,7 +5,7 @@
 - **Acceptance by draft position** — for each draft position k (1 = the first
   drafted token), the share of drafts reaching k whose k-th token the target
   kept, with the counts ``accepted/drafted`` written above each bar;
-- **Accepted drafted tokens per round** — how many verified rounds accepted
+- **Accepted per round** — how many verified rounds accepted
   0, 1, 2, … of their drafted tokens;
 - **Generation speed** — tokens per second over generation time, rolling and
   whole-run;
@@ -52,7 +52,7 @@ PLOT_MIN_SIZE = QtCore.QSize(260, 140)   # the text above keeps its lines on a 7
 # (key, title) in display order; export() accepts either
 PLOTS = (
     ("acceptance", "Acceptance by draft position"),
-    ("accepted_length", "Accepted drafted tokens per round"),
+    ("accepted_length", "Accepted per round"),
     ("speed", "Generation speed"),
     ("time_split", "Time per round"),
     ("tree", "Tree headroom"),

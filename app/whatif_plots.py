@@ -32,7 +32,7 @@ class CurvesPlot:
 
     def __init__(self):
         self.widget = styled_plot("Acceptance by position", "Share kept",
-                                  "Draft position (1 = first drafted)",
+                                  "Draft position",
                                   "Of the drafts that reached each position, the share whose token "
                                   "the target kept: the what-if (blue) and this run as measured "
                                   "(red, dashed); the table below names both", antialias=True)

@@ -65,7 +65,7 @@ def panel(qtbot):
 
 
 def test_plot_names_are_the_five_titles(panel):
-    assert panel.plot_names() == ["Acceptance by draft position", "Accepted drafted tokens per round",
+    assert panel.plot_names() == ["Acceptance by draft position", "Accepted per round",
                                   "Generation speed", "Time per round", "Tree headroom"]
     for name in panel.plot_names():
         assert panel.plot_widget(name).getPlotItem().titleLabel.text == name
@@ -103,7 +103,7 @@ def test_time_split_stacks_the_latest_rounds(panel):
     split = panel.shown()["time_split"]
     latest = events[-TIME_SPLIT_ROUNDS:]
     for part in SPLIT_PARTS:
-        np.testing.assert_allclose(split[part]["x"], [e.index for e in latest])
+        np.testing.assert_allclose(split[part]["x"], [e.index + 1 for e in latest])
     np.testing.assert_allclose(split["draft"]["height"], [e.t_draft * 1e3 for e in latest])
     np.testing.assert_allclose(split["verify"]["height"], [e.t_verify * 1e3 for e in latest])
     # stacked: each part starts where the one below ends, and the stack is the round's time
@@ -155,7 +155,7 @@ def test_another_runs_events_start_over(panel):
     second = random_run(30, seed=5)
     panel.update_stats(fold(second), second)
     assert len(panel.shown()["speed"]["x"]) == 30
-    np.testing.assert_allclose(panel.shown()["time_split"]["draft"]["x"], range(30))
+    np.testing.assert_allclose(panel.shown()["time_split"]["draft"]["x"], range(1, 31))      # rounds counted from 1
 
 
 def test_clear_empties_every_plot(panel):
@@ -178,7 +178,7 @@ def test_empty_run_is_fine(panel):
     assert len(panel.shown()["speed"]["x"]) == 0
 
 
-@pytest.mark.parametrize("name", ["Acceptance by draft position", "Accepted drafted tokens per round",
+@pytest.mark.parametrize("name", ["Acceptance by draft position", "Accepted per round",
                                   "Generation speed", "Time per round"])
 def test_export_png_and_svg(panel, qtbot, tmp_path, name):
     panel.show()
