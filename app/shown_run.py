@@ -71,7 +71,7 @@ LOOK_PERIOD_S = 1.0              # how often a live run looks at the cores
 PLOTS_NOTE = (f"Run in progress: the plots update every {CADENCE.panels_s:g} s "
               f"({BUSY_CADENCE.panels_s:g} s while no core is spare)")
 TEXT_MIN_LINES = 5               # the generated text never gets fewer lines than this
-FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "n_predict reached",
+FINISH_WORDS = {"eog": "the model ended the text", "n_predict": "Max tokens reached",
                 "context": "the context is full", "stopped": "stopped"}
 
 
