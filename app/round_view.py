@@ -36,6 +36,7 @@ from .token_view import COLORS, REJECTED, TARGET, UNCHECKED
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ZOOM = [1.0]           # the round picture's scale (presenter mode's; RoundDiagram.zoom)
 DIAGRAM_MIN_PX = 110      # the round's diagram scrolls below this height (a 600-pixel screen)
+PRESENTER_SHARE = 0.3     # in presenter mode its minimum is its whole height, up to this share of the screen's
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
 
 
@@ -334,11 +335,17 @@ class RoundExplainer(QWidget):
 
     def fit_diagram(self) -> None:
         """The picture's whole height where there is room (on a short screen it scrolls); in
-        presenter mode all of it, the words below scrolling instead (a projector's screen is
-        at least 720 pixels tall)."""
+        presenter mode all of it, the words below scrolling instead, up to PRESENTER_SHARE of
+        the screen's height: a taller minimum made the window taller than a 720-pixel
+        projector at 1.5x, and the text above it overlapped."""
         h = self.diagram.sizeHint().height() + self.diagram_scroll.horizontalScrollBar().sizeHint().height()
         self.diagram_scroll.setMaximumHeight(h)
-        self.diagram_scroll.setMinimumHeight(h if self.diagram.zoom() > 1 else DIAGRAM_MIN_PX)
+        if self.diagram.zoom() > 1:
+            screen = self.screen().availableGeometry().height()
+            low = min(h, max(DIAGRAM_MIN_PX, int(PRESENTER_SHARE * screen)))
+        else:
+            low = DIAGRAM_MIN_PX
+        self.diagram_scroll.setMinimumHeight(low)
 
     def rezoom(self) -> None:
         """Presenter mode's scale changed: the picture takes its new size."""

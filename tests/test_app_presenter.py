@@ -30,7 +30,16 @@ def test_presenter_mode_scales_the_type_and_hides_the_panel_then_restores(qtbot,
         assert w.presenter.on and w.isFullScreen() and not w.left_panel_shown()
         # the round picture zooms whole, cells with their type
         assert w.round_view.diagram.sizeHint().height() == pytest.approx(2 * picture.height(), abs=1)
-        assert w.round_view.diagram_scroll.minimumHeight() >= w.round_view.diagram.sizeHint().height()
+        # its whole height where there is room, at least up to a share of the screen's: the
+        # window's minimum stays within the screen (a taller one overlapped its parts)
+        from specscope.app.round_view import PRESENTER_SHARE
+        screen = w.screen().availableGeometry().height()
+        whole = w.round_view.diagram.sizeHint().height()
+        assert w.round_view.diagram_scroll.minimumHeight() == min(
+            whole + w.round_view.diagram_scroll.horizontalScrollBar().sizeHint().height(),
+            int(PRESENTER_SHARE * screen))
+        assert w.round_view.diagram_scroll.maximumHeight() >= whole
+        assert w.minimumSizeHint().height() <= screen
         assert QApplication.font().pointSizeF() == pytest.approx(app_font.pointSizeF() * 2)
         assert w.token_view.font().pointSizeF() == pytest.approx(text * 2)
         assert _tick_size(w) == pytest.approx(tick * 2, rel=0.01)
