@@ -71,6 +71,8 @@ class LibraryDialog(QDialog):
         close.clicked.connect(self.accept)
         buttons.addWidget(close)
         lay.addLayout(buttons)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        self._selection_changed()
         self.ranking = QPlainTextEdit()
         self.ranking.setReadOnly(True)
         self.ranking.setPlaceholderText("The problems found, and what can draft for the target, "
@@ -101,7 +103,9 @@ class LibraryDialog(QDialog):
         self.where.setText(
             (f"{len(lib.models)} GGUF model{'s' if len(lib.models) != 1 else ''} in "
              + ", ".join(stores) if lib.searched else
-             "No model store found (LM Studio, Ollama, Hugging Face, llama.cpp, Jan, GPT4All)")
+             "No model store found (LM Studio, Ollama, Hugging Face, llama.cpp, Jan, GPT4All): "
+             "add a folder of your GGUF files, or go on with the bundled demo pair (Demo pair, "
+             "beside the models)")
             + ". Double-click a model to use it as the target; drop a .gguf file on the "
               "window to open it.")
         self.table.setRowCount(len(lib.models))
@@ -135,6 +139,12 @@ class LibraryDialog(QDialog):
             self.rescan()
 
     # ------------------------------------------------------------------ choosing
+    def _selection_changed(self) -> None:
+        """Use as target / draft: only with a model selected."""
+        chosen = bool(self.table.selectionModel().selectedRows())
+        self.as_target.setEnabled(chosen)
+        self.as_draft.setEnabled(chosen)
+
     def selected(self):
         rows = self.table.selectionModel().selectedRows() if self.library else []
         return self.library.models[rows[0].row()] if rows else None

@@ -140,7 +140,9 @@ def test_the_window_s_library_lists_them_and_sets_the_pair(qtbot, window, home, 
     assert "Problems (4)" in dialog.ranking.toPlainText()
     names = [dialog.table.item(r, 0).text() for r in range(5)]
     row = names.index("specscope/demo/demo-target.gguf")
+    assert not dialog.as_target.isEnabled() and not dialog.as_draft.isEnabled()   # nothing chosen
     dialog.table.selectRow(row)
+    assert dialog.as_target.isEnabled() and dialog.as_draft.isEnabled()
     dialog.as_target.click()
     assert w.pair_panel.pair()[0] == home / ".lmstudio/models/specscope/demo/demo-target.gguf"
     dialog.table.selectRow(names.index("specscope/demo-draft-GGUF/demo-draft.gguf"))
