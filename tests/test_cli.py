@@ -253,3 +253,15 @@ def test_flags_the_run_does_not_use_are_named(capsys, tiny_models):
         code, _, err = run_cli(capsys, *argv, "-n", "4", "--no-probe")
         assert code == 0, (argv, err)
         assert (f"specscope: note: {note}" in err) if note else "note:" not in err, (argv, err)
+
+
+def test_a_piped_chat_separates_its_replies_and_stops_at_a_line_it_cannot_take(capsys, monkeypatch):
+    import io
+    monkeypatch.setattr("sys.stdin", io.StringIO("def add(a, b):\ndef sub(a, b):\n"))
+    assert main(["chat", "-n", "6", "--no-probe", "--ignore-eos"]) == 0
+    out, err = capsys.readouterr()
+    assert out.endswith("\n\n") and len(out.rstrip("\n").split("\n\n")) >= 2, out
+    assert err.count("[turn ") == 2
+    monkeypatch.setattr("sys.stdin", io.StringIO("def add(a, b):\n/foo\ndef sub(a, b):\n"))
+    assert main(["chat", "-n", "6", "--no-probe"]) == 2
+    assert "unknown command /foo" in capsys.readouterr().err

@@ -143,7 +143,7 @@ def _play(turn_run, conv: Conversation, out, args) -> None:
         json.dump(turn_document(turn, index), out)
         out.write("\n")
     else:
-        out.write(stream.flush() + "\n")
+        out.write(stream.flush() + "\n\n")          # a blank line between the replies
         print(turn_line(turn, index), file=sys.stderr)
     out.flush()
 
