@@ -265,3 +265,10 @@ def test_a_piped_chat_separates_its_replies_and_stops_at_a_line_it_cannot_take(c
     monkeypatch.setattr("sys.stdin", io.StringIO("def add(a, b):\n/foo\ndef sub(a, b):\n"))
     assert main(["chat", "-n", "6", "--no-probe"]) == 2
     assert "unknown command /foo" in capsys.readouterr().err
+
+
+def test_a_missing_session_file_is_named_before_any_window(capsys):
+    for argv in (["/nowhere/run.jsonl"], ["gui", "--session", "/nowhere/run.jsonl"],
+                 ["replay", "/nowhere/run.jsonl"], ["export", "/nowhere/run.jsonl", "--gif", "x.gif"]):
+        assert main(argv, gui=lambda args: pytest.fail("the window was opened")) == 2
+        assert capsys.readouterr().err == "specscope: error: /nowhere/run.jsonl: no such file\n"

@@ -187,6 +187,7 @@ def test_a_session_path_alone_opens_the_window_on_it(monkeypatch, tmp_path):
     import specscope.app.main as app_main
     seen = []
     monkeypatch.setattr(app_main, "_open", lambda args: seen.append(args) or 0)
+    (tmp_path / "run.jsonl").write_text("")       # (the window reads it; only its being there is checked first)
     assert app_main.cli([str(tmp_path / "run.jsonl")]) == 0
     assert seen[0].command == "gui" and seen[0].session == tmp_path / "run.jsonl"
 

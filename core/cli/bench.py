@@ -108,7 +108,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="run the sweep once per placement and compare them side by side: local, "
                         "target-remote, draft-remote, both-remote (remote: every layer on the "
                         "devices of the first --rpc endpoint); prints the cost of distance per k")
-    s = p.add_argument_group("sampling (the target's; drafts are always greedy)")
+    s = p.add_argument_group("sampling (the target's; drafts are greedy, except under --accept-rule ratio "
+                             "at temperature, which samples them)")
     s.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy (default)")
     s.add_argument("--top-k", type=int, default=40)
     s.add_argument("--top-p", type=float, default=0.95)

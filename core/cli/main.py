@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None, gui=None) -> int:
     logging.getLogger("specscope.llama").setLevel(
         logging.INFO if getattr(args, "verbose", False) else logging.CRITICAL)
     try:
+        session = getattr(args, "session", None)
+        if args.command in ("gui", "export", "replay") and session is not None \
+                and not Path(session).is_file():        # before the window or its display
+            raise SpecScopeError(f"{session}: no such file")
         if args.command in (None, "gui", "export"):     # the window's, or its pictures
             if gui is None:
                 raise SpecScopeError("the window is SpecScope's desktop app (the specscope command); "

@@ -19,7 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from specscope.core.models.quantize import DEFAULT_TYPES, TYPES, Quantization
+from specscope.core.errors import ModelFileError
+from specscope.core.models.quantize import DEFAULT_TYPES, EXISTS, TYPES, Quantization
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -44,9 +45,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    q = Quantization(args.model, args.type, args.out, overwrite=args.overwrite,
-                     nthread=args.threads, allow_requantize=args.allow_requantize,
-                     pure=args.pure)
+    try:
+        q = Quantization(args.model, args.type, args.out, overwrite=args.overwrite,
+                         nthread=args.threads, allow_requantize=args.allow_requantize,
+                         pure=args.pure)
+    except ModelFileError as exc:
+        if exc.problem != EXISTS:
+            raise
+        raise ModelFileError(exc.path, f"{EXISTS}, or pass --overwrite") from None
     tty = sys.stderr.isatty()
 
     def progress(i, n, frac, path):

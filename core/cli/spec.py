@@ -47,15 +47,16 @@ def add_spec_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
 
 
 def _typed(f):
-    """argparse's type for a flag: its parser, or its default's type; a bad value is argparse's
-    "invalid value"."""
+    """argparse's type for a flag: its parser, or its default's type; a bad value is named, with
+    the form the flag takes (its metavar, else its type)."""
     parse = f.parse or type(f.default)
+    form = f.metavar or {int: "a whole number", float: "a number"}.get(type(f.default), "a value")
 
     def convert(text: str):
         try:
             return parse(text)
         except ValueError:
-            raise argparse.ArgumentTypeError("invalid value") from None
+            raise argparse.ArgumentTypeError(f"invalid value {text!r} (expected {form})") from None
     convert.__name__ = getattr(parse, "__name__", "value")
     return convert
 

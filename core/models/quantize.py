@@ -58,6 +58,9 @@ _PART = ".part"
 Progress = Callable[[int, int, float, str], None]   # file index, files, fraction of file, dest
 
 
+EXISTS = "already exists and is not overwritten: choose another folder or delete it"
+
+
 @dataclass
 class QuantResult:
     qtype: str
@@ -149,8 +152,7 @@ class Quantization:
         if not overwrite:
             for r in self.results:
                 if r.path.exists():
-                    raise ModelFileError(r.path, "already exists and is not overwritten: choose "
-                                         "another folder or delete it")
+                    raise ModelFileError(r.path, EXISTS)
 
     def expected_bytes(self, qtype: str) -> int:
         return int(self.info.n_params * TYPES[qtype][1] / 8 * 1.1) + 1_000_000
