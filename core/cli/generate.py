@@ -33,7 +33,8 @@ def summary_lines(stats, prefill, finish: str, speculative: bool, events=()) -> 
         lines += [f"n_drafted: {stats.n_drafted}",
                   f"n_accept:  {stats.n_accept}",
                   f"accept:    {100 * stats.acceptance_rate:.1f}%",
-                  f"mean accepted length: {stats.mean_accepted_length:.2f} tokens per round",
+                  f"mean accepted length: {stats.mean_accepted_length:.2f} tokens per round that "
+                  f"drafted ({stats.n_draft_rounds} of {stats.n_rounds})",
                   f"acceptance by draft position: {per_pos}",
                   *counterfactual_lines(stats),
                   *tree_lines(stats.tree),
