@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem
 
 from .compare_table import measured_tip, row_color
 from .plot_base import TEXT_COLOR, cache_static_parts, styled_plot
@@ -88,7 +88,10 @@ class SpeedupChart:
     def __init__(self):
         self.widget = styled_plot("Speed-up against the target alone", "speed-up (×)", "draft length n",
                                   antialias=True)
-        self.widget.setMinimumSize(280, 220)
+        self.widget.setMinimumSize(280, 160)     # the column fits a 1280x720 window
+        policy = self.widget.sizePolicy()         # pyqtgraph asks for 480 pixels: in its scrolling
+        policy.setVerticalPolicy(QSizePolicy.Policy.Ignored)   # column the chart took them all
+        self.widget.setSizePolicy(policy)
         p = self.widget.getPlotItem()
         self.one_line = pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#999999", width=1,
                                                                         style=Qt.PenStyle.DotLine))
@@ -96,7 +99,10 @@ class SpeedupChart:
         self.legend = p.addLegend(offset=(-10, 10), labelTextColor=TEXT_COLOR, labelTextSize="8pt")
         self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
         self.legend.setPen(pg.mkPen("#cccccc"))
+        self.legend.setVisible(False)          # until a sweep draws its configurations
         self.curves: list = []
+        p.getAxis("bottom").setTicks([[(n, str(n)) for n in (1, 2, 4, 8)]])   # draft lengths: whole
+        p.setXRange(0.6, 8.4, padding=0)
         cache_static_parts(p)
 
     def fill(self, shown, name) -> None:
@@ -112,6 +118,7 @@ class SpeedupChart:
             rows = sorted((r for r in pooled if r.config == draft), key=lambda r: r.n_max)
             if rows:
                 self._configuration(p, rows, ns, DRAFT_COLORS[k % len(DRAFT_COLORS)], name(draft))
+        self.legend.setVisible(bool(self.curves))
         if pooled:
             p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
             values = [v for r in pooled for v in (math.nan if r.never_drafted else r.measured_speedup,

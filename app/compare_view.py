@@ -28,7 +28,7 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton,
-                               QSizePolicy, QSplitter, QVBoxLayout, QWidget)
+                               QScrollArea, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from .compare_charts import SpeedupChart, SpeedupHeatmap
 from .compare_form import SweepForm
@@ -96,8 +96,9 @@ class CompareView(QWidget):
         self.alpha_on, self.alpha = f.alpha_on, f.alpha
         root.addWidget(self.form)
         root.addLayout(self._run_bar())
-        self.calibration_label = QLabel("Calibration: not measured yet (Run measures c(k) and f first, "
-                                        "a few seconds per draft, cached afterwards).")
+        self.calibration_label = QLabel("Calibration: not measured yet (Run sweep first times this "
+                                        "machine's target batches and draft tokens, a few seconds "
+                                        "per draft, and keeps them).")
         self.calibration_label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.calibration_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.calibration_label.setWordWrap(False)
@@ -121,7 +122,7 @@ class CompareView(QWidget):
         self.progress = QProgressBar()
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
-        self.progress.setFormat("%v / %m")
+        self.progress.setFormat("no sweep yet")        # "%v / %m" once one starts
         self.status = QLabel("")
         self.status.setMinimumWidth(200)
         self.csv_button = QPushButton("Export CSV…")
@@ -176,7 +177,14 @@ class CompareView(QWidget):
         key.setStyleSheet(f"color:{AXIS_COLOR}")
         key.setWordWrap(True)
         rv.addWidget(key)
-        return right
+        # where the window is short (1280x720) the column scrolls: squeezed, its wrapped words
+        # were drawn over the chart's axis
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(right)
+        return scroll
 
     # ------------------------------------------------------------------ public API
     @property
@@ -241,6 +249,7 @@ class CompareView(QWidget):
         self._fill_all()
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        self.progress.setFormat("%v / %m")
         self.status.setText("starting…")
         self.task.start(settings)
         self._update_buttons()
