@@ -248,6 +248,8 @@ def test_flags_the_run_does_not_use_are_named(capsys, tiny_models):
         (["run", "-m", t, "-md", d, "--spec-type", "ngram-simple"],
          f"-md {d} not used: ngram-simple drafts without a draft model"),
         (["run", "-m", t, "-md", d, "-np", "4"], "-np 4 not used: only suffix and draft-tree draft"),
+        (["run", "-m", t, "-md", d, "--spec-draft-n-max", "0"],
+         "--spec-draft-n-max 0: draft-simple drafts nothing"),
         (["run", "-m", t, "-md", d], None),
     ]:
         code, _, err = run_cli(capsys, *argv, "-n", "4", "--no-probe")

@@ -146,6 +146,9 @@ def unused_flags(args, spec) -> list[str]:
         return out
     if getattr(args, "model_draft", None) is not None and not spec.needs_draft:
         out.append(f"-md {args.model_draft} not used: {spec.label} drafts without a draft model")
+    if spec.uses_draft_model and spec.n_max == 0 and not spec.synthetic:
+        out.append("--spec-draft-n-max 0: draft-simple drafts nothing, so the draft model is "
+                   "loaded and kept in step for no draft")
     if args.parallel > 1 and not any(TYPES[t].np for t in spec.types):
         out.append(f"-np {args.parallel} not used: only "
                    f"{listing(lambda t: bool(t.np), last=' and ')} draft in branches")
