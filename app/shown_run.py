@@ -515,8 +515,12 @@ class ShownRun(QWidget):
         if ended.session is not None and self.stats is not None:
             self.show_measured()
         words = FINISH_WORDS.get(ended.finish, ended.finish)
-        self.stats_bar.set_state(("Baseline measured" if ended.beside else "Finished") + f": {words}"
-                                 if ended.session is not None else
+        s = ended.session
+        # a conversation's turn: the stats bar's figures are that turn's (the chat line's, all turns')
+        done = f"Turn {len(s.settings.history) + 1} finished" if s is not None and s.settings.history \
+            else "Finished"
+        self.stats_bar.set_state(("Baseline measured" if ended.beside else done) + f": {words}"
+                                 if s is not None else
                                  "Stopped while calibrating: no round was run")
 
     def _on_failed(self, _failure) -> None:

@@ -90,8 +90,10 @@ def test_a_target_without_a_template_continues_one_document(qtbot, window):
     w = window
     assert run_and_wait(qtbot, w, w.run_clicked) in ("eog", "n_predict")
     assert "no chat template" in w.chat_bar.reply.placeholderText()
+    assert w.stats_bar.text("state").startswith("Finished: ")
     first = w.controller.session
     assert run_and_wait(qtbot, w, lambda: w.chat_send("def sub(a, b):")) in ("eog", "n_predict")
+    assert w.stats_bar.text("state").startswith("Turn 2 finished: ")    # the bar's figures: this turn's
     s = w.controller.session
     assert not s.settings.chat and s.run.reused > 0
     assert s.prompt_text.startswith("def add(a, b):\n    " + first.text())
