@@ -23,6 +23,7 @@ POINTER_BLINKS = 6               # on/off halves, 400 ms each
 SOLVED_STYLE = "color:#1b5e20; background:#e8f5e9; border-radius:4px; padding:6px"
 NOT_YET_STYLE = "color:#6d4c00; background:#fff8e1; border-radius:4px; padding:6px"
 PANEL_WIDTH = 340
+ROOM_PX = 1500        # narrower, the settings panel makes way for the lessons (unless pointed at)
 
 
 def reveal(widget: QWidget) -> None:
@@ -110,8 +111,10 @@ class LessonPanel(QDockWidget):
         self.pointer = Pointer(window)
         self.notes: list[RunNote] = []       # the runs since this lesson opened
         self.index = -1
+        self.hid_settings = False            # the lessons hid the settings panel (shown on closing)
         self._build()
         window.controller.subscribe(self._heard)
+        self.visibilityChanged.connect(self._visibility)
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
@@ -251,13 +254,24 @@ class LessonPanel(QDockWidget):
             QTimer.singleShot(300, self.point)
 
     def point(self) -> None:
-        """Frame what the lesson is about (the settings panel comes back if it was hidden)."""
+        """Frame what the lesson is about: the settings panel comes back if it was hidden and
+        holds it; on a window narrower than ROOM_PX it makes way otherwise (beside the lessons
+        the text and the tabs had 500 pixels: the What-if tab hid behind the tab bar's arrows)."""
         if self.index < 0:
             return
         widget = self.lesson.point(self.w)
         if widget is not None and self.w.left_panel.isAncestorOf(widget):
             self.w.set_left_panel_shown(True)
+        elif self.w.width() < ROOM_PX and self.w.left_panel_shown():
+            self.w.set_left_panel_shown(False)
+            self.hid_settings = True
         self.pointer.point_at(widget)
+
+    def _visibility(self, shown: bool) -> None:
+        """Closed: the settings panel the lessons hid comes back."""
+        if not shown and self.hid_settings:
+            self.hid_settings = False
+            self.w.set_left_panel_shown(True)
 
     def check(self) -> bool:
         ok, sentence = self.lesson.check(self.w, list(self.notes))

@@ -320,3 +320,18 @@ def test_lesson_1_does_not_count_a_round_that_ended_at_end_of_text():
     rejected = RoundEvent(3, 20, 5, (6, 2, 7), (0.9, 0.8, 0.7), 1, (6, 9), "spec", drafter="draft-simple")
     ok, words = check(SimpleNamespace(round_view=SimpleNamespace(shown_event=rejected)), [])
     assert ok and "it kept 1" in words
+
+
+def test_beside_a_narrow_window_the_settings_make_way_until_the_lessons_close(qtbot, lesson_window):
+    """At 1280 pixels the text and the tabs had 500 beside the lessons: the settings panel makes
+    way, comes back for a lesson that points into it, and when the lessons close."""
+    w = lesson_window
+    w.resize(1280, 720)
+    panel = open_lesson(qtbot, w, 0)                 # points at the toolbar's Step
+    qtbot.waitUntil(lambda: not w.left_panel_shown(), timeout=5_000)
+    panel.open(4)                                    # points at a drafter box, on the left
+    qtbot.waitUntil(lambda: w.left_panel_shown(), timeout=5_000)
+    panel.open(0)
+    qtbot.waitUntil(lambda: not w.left_panel_shown(), timeout=5_000)
+    panel.close()
+    assert w.left_panel_shown()
