@@ -42,6 +42,7 @@ class PairWatch(QObject):
         self.report = None                   # the doctor's PairReport of the pair (None: none yet)
         self.facts: dict = {}                # the loaded pair's facts (the worker's)
         self._check_id = 0
+        self._facts_of: tuple[int, int] | None = None   # (check id, column): one file's facts alone
         self.doctor = DoctorWorker()
         self.doctor_thread = start_thread(self.doctor, "specscope-doctor")
         self.check_requested.connect(self.doctor.check)
@@ -106,6 +107,10 @@ class PairWatch(QObject):
 
     @Slot(int, object)
     def _checked(self, req_id: int, report) -> None:
+        if self._facts_of is not None and req_id == self._facts_of[0]:   # the good file of a bad pair
+            if req_id == self._check_id:                                 # (and still this pair)
+                self.panel.set_model_facts(self._facts_of[1], report.target)
+            return
         if req_id != self._check_id:
             return
         panel = self.panel
@@ -130,6 +135,18 @@ class PairWatch(QObject):
         self.panel.set_verdict_text(describe(exc), "#b42318")
         self.error.emit(exc, tb, "The pair cannot be checked")
         self.report_shown.emit(exc)
+        self._facts_of_the_other(getattr(exc, "path", None))
+
+    def _facts_of_the_other(self, bad: str | None) -> None:
+        """One file of the pair is bad: the other's facts are still shown (the doctor reads a
+        file as its own draft for them)."""
+        t, d = self.panel.pair()
+        if t is None or d is None or bad is None or Path(bad) not in (Path(t), Path(d)):
+            return
+        good, column = (d, 1) if Path(bad) == Path(t) else (t, 0)
+        self._check_id += 1
+        self._facts_of = (self._check_id, column)
+        self.check_requested.emit(self._check_id, str(good), str(good))
 
     def _show_mtp(self, blocks: int | None) -> None:
         """The target's MTP blocks (None: not read yet), to the pair panel and the picker."""

@@ -54,3 +54,16 @@ def test_bad_models_get_one_clean_line_and_the_window_keeps_working(qtbot, windo
         assert window.controller.state is RunState.IDLE
     window.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
     assert run_and_wait(qtbot, window, window.run_clicked) in ("n_predict", "eog")
+
+
+def test_a_bad_file_keeps_the_good_one_s_facts(qtbot, window, pair, tmp_path):
+    """A missing draft: its column stays empty, the target's facts are shown (and the other way
+    round); the verdict says what is wrong."""
+    missing = tmp_path / "missing.gguf"
+    panel = window.pair_panel
+    for target, draft, good in ((Path(pair[0]), missing, 0), (missing, Path(pair[1]), 1)):
+        with qtbot.waitSignal(window.pairs.report_shown, timeout=30_000):
+            panel.set_pair(target, draft)
+        qtbot.waitUntil(lambda: panel.facts.item(0, good).text() == "llama", timeout=30_000)
+        assert panel.facts.item(0, 1 - good).text() == "–"
+        assert "missing.gguf: no such file" in panel.verdict.text()
