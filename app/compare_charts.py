@@ -5,6 +5,7 @@ repetitions' spread, calibrated and textbook predictions, a colour per configura
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -20,6 +21,10 @@ __all__ = ["SpeedupHeatmap", "SpeedupChart", "DRAFT_COLORS"]
 
 DRAFT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
 LEGEND_CHARS = 44           # longer configuration names are cut in the chart's legend
+KEY = "● measured &nbsp;┬ spread &nbsp;━ calibrated &nbsp;╌ textbook"
+KEY_TIP = ("● measured, ┬ the repetitions' spread, ━ the calibrated prediction, ╌ the textbook "
+           "prediction (E+1)/(n·f+1); one colour per configuration (n-gram drafters alone: flat, "
+           "n is the draft model's)")
 
 
 class SpeedupHeatmap(QTableWidget):
@@ -96,10 +101,11 @@ class SpeedupChart:
         self.one_line = pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#999999", width=1,
                                                                         style=Qt.PenStyle.DotLine))
         p.addItem(self.one_line)
+        # the names and their colours are in the key under the chart (``key_html``): in the chart
+        # a legend of three configurations covered the curves of a chart 150 pixels tall
         self.legend = p.addLegend(offset=(-10, 10), labelTextColor=TEXT_COLOR, labelTextSize="8pt")
-        self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
-        self.legend.setPen(pg.mkPen("#cccccc"))
-        self.legend.setVisible(False)          # until a sweep draws its configurations
+        self.legend.setVisible(False)
+        self.named: list[tuple[str, str]] = []   # (configuration's name, colour), drawn order
         self.curves: list = []
         p.getAxis("bottom").setTicks([[(n, str(n)) for n in (1, 2, 4, 8)]])   # draft lengths: whole
         p.setXRange(0.6, 8.4, padding=0)
@@ -111,6 +117,7 @@ class SpeedupChart:
         for c in self.curves:
             p.removeItem(c)
         self.curves = []
+        self.named = []
         self.legend.clear()
         pooled = shown.pooled()
         ns = sorted({r.n_max for r in pooled if r.n_max}) or [1]
@@ -118,7 +125,6 @@ class SpeedupChart:
             rows = sorted((r for r in pooled if r.config == draft), key=lambda r: r.n_max)
             if rows:
                 self._configuration(p, rows, ns, DRAFT_COLORS[k % len(DRAFT_COLORS)], name(draft))
-        self.legend.setVisible(bool(self.curves))
         if pooled:
             p.getAxis("bottom").setTicks([[(n, str(n)) for n in ns]])
             values = [v for r in pooled for v in (math.nan if r.never_drafted else r.measured_speedup,
@@ -129,11 +135,18 @@ class SpeedupChart:
             p.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
             p.setXRange(min(ns) - 0.4, max(ns) + 0.4, padding=0)
 
+    def key_html(self) -> str:
+        """The chart's key: each configuration's name in its colour, then what the marks mean."""
+        names = "&nbsp;&nbsp; ".join(f"<span style='color:{c}'>■</span>&nbsp;{html.escape(n)}"
+                                     for n, c in self.named)
+        return (names + "<br>" if names else "") + KEY
+
     def _configuration(self, p: pg.PlotItem, rows: list, ns: list[int], color: str, name: str) -> None:
         xs = [r.n_max for r in rows]
         if rows[0].n_max == 0:                 # an n-gram-only chain: the same at every n
             xs, rows = ns, rows * len(ns)
         short = name if len(name) <= LEGEND_CHARS else name[:LEGEND_CHARS - 1] + "…"
+        self.named.append((short, color))
         # a drafter that never drafted measured the target alone: no point of its own
         drafted = [(x, r.measured_speedup) for x, r in zip(xs, rows) if not r.never_drafted]
         measured = p.plot([x for x, _ in drafted], [y for _, y in drafted], pen=pg.mkPen(color, width=1),

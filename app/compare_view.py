@@ -30,7 +30,7 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton,
                                QScrollArea, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
-from .compare_charts import SpeedupChart, SpeedupHeatmap
+from .compare_charts import KEY_TIP, SpeedupChart, SpeedupHeatmap
 from .compare_form import SweepForm
 from .compare_table import SweepTable, measured_text
 from .plot_base import AXIS_COLOR
@@ -171,9 +171,9 @@ class CompareView(QWidget):
         self.chart = SpeedupChart()
         self.plot, self.legend = self.chart.widget, self.chart.legend
         rv.addWidget(self.plot, 1)
-        key = QLabel("● measured, ┬ the repetitions' spread   ━ calibrated prediction   ╌ textbook "
-                     "prediction (E+1)/(n·f+1); one colour per configuration (n-gram drafters alone: flat, "
-                     "n is the draft model's)")
+        key = self.key = QLabel(self.chart.key_html())
+        key.setTextFormat(Qt.TextFormat.RichText)
+        key.setToolTip(KEY_TIP)
         key.setStyleSheet(f"color:{AXIS_COLOR}")
         key.setWordWrap(True)
         rv.addWidget(key)
@@ -360,6 +360,7 @@ class CompareView(QWidget):
         self._fill_table()
         self.heatmap.fill(self._shown(), self._name)
         self.chart.fill(self._shown(), self._name)
+        self.key.setText(self.chart.key_html())
         self._fill_summary()
 
     def _fill_calibration(self) -> None:

@@ -278,6 +278,9 @@ def test_the_table_shows_each_rows_spread_under_the_heatmaps_names(view, qtbot):
     labels = [one_line(view.heatmap.verticalHeaderItem(r).text()) for r in range(view.heatmap.rowCount())]
     legend = [label.text for _, label in view.legend.items]
     assert names == labels == legend == ["ngram-simple", "draft-simple"]     # one draft file
+    # the chart's key under it names them in their colours (no legend over the curves)
+    assert [n for n, _ in view.chart.named] == names and not view.legend.isVisible()
+    assert all(f"■</span>&nbsp;{n}" in view.key.text() for n in names)
     view.per_prompt.setChecked(True)
     assert view.table.rowCount() == len(result.rows) == 6
     for i, row in enumerate(result.rows):
