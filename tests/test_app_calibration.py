@@ -100,3 +100,18 @@ def test_a_cost_run_shows_its_calibration_then_uses_the_cached_one(qtbot, cost_w
     log = seen.take()
     assert log and not any(e[0] == "progress" for e in log)
     assert "cached" in w.cost_panel.calibration_text()
+
+
+def test_the_cost_tab_draws_the_pair_s_cached_calibration_without_a_run(qtbot, cost_window, monkeypatch, pair):
+    """A calibration of this pair cached on this machine is drawn as soon as the pair is chosen
+    (the Cost model tab once waited for its button, while the pair panel and What-if used it)."""
+    from pathlib import Path
+    from specscope.core.measure.cost import calibrate as cb
+    w = cost_window
+    monkeypatch.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
+    assert run_and_wait(qtbot, w, w.run_clicked) == "n_predict"      # calibrates, and caches it
+    w.pair_panel.set_pair(Path(pair[0]), None)                        # the target alone: none
+    qtbot.waitUntil(lambda: w.cost_panel.calibrated is None, timeout=5_000)
+    w.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))               # back: the cached one, at once
+    qtbot.waitUntil(lambda: w.cost_panel.calibrated is not None, timeout=5_000)
+    assert "cached" in w.cost_panel.calibration_text()
