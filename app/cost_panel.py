@@ -260,13 +260,18 @@ class CostPanel(QtWidgets.QWidget):
         if wide:
             lay.addWidget(self._box, 0, 0)
             lay.addWidget(self._controls, 1, 0)
-            lay.addWidget(self._summary, 2, 0)
-            lay.addWidget(self._calibration_note, 3, 0)
-            lay.addWidget(self._plot, 0, 1, 5, 1)
-            lay.setRowStretch(4, 1)
+            lay.addWidget(self._plot, 0, 1, 3, 1)
+            # the sentence and the calibration's line under both, in as few lines as they can:
+            # in the column they took 8 lines and pushed the plot's axis below a 768-pixel screen
+            lay.addWidget(self._summary, 3, 0, 1, 2)
+            lay.addWidget(self._calibration_note, 4, 0, 1, 2)
+            lay.setRowStretch(2, 1)
             lay.setColumnStretch(1, 1)
-            for w in (self._box, self._controls, self._summary, self._calibration_note):
-                w.setFixedWidth(WIDE_COLUMN_PX)       # the sentence in as few lines as it can
+            for w in (self._box, self._controls):
+                w.setFixedWidth(WIDE_COLUMN_PX)
+            for w in (self._summary, self._calibration_note):
+                w.setMinimumWidth(0)
+                w.setMaximumWidth(_NO_MAX_PX)
         else:
             lay.addWidget(self._box, 0, 0)
             lay.addWidget(self._plot, 1, 0)
