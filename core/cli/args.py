@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from specscope.core.cli.devices import add_placement_args, placement_kwargs
-from specscope.core.engine.drafters.registry import TYPES, listing
+from specscope.core.engine.drafters.registry import TYPES, listing, require_generating
 from specscope.core.engine.engine import EngineSettings
 from specscope.core.engine.sampling import SamplerSettings
 from specscope.core.errors import SpecScopeError
 from specscope.core.measure.bench.lossless import DETERMINISTIC_GUARANTEE
 from specscope.core.models.chat import render_chat
 from specscope.core.models.demo import demo_eagle3_head, demo_pair
-from specscope.core.models.eagle3 import require_generating
 from specscope.core.models.gguf_file import check_gguf
 
 
@@ -130,6 +130,12 @@ def output_path(path: Path | None, what: str, suffixes: tuple[str, ...] = (),
                                                     and not os.access(path, os.W_OK)):
         raise SpecScopeError(f"{path}: cannot write {what} there (permission denied)")
     return path
+
+
+def note_unused_flags(args, spec) -> None:
+    """A ``specscope: note:`` line on stderr for each flag given that the run does not use."""
+    for note in unused_flags(args, spec):
+        print(f"specscope: note: {note}", file=sys.stderr)
 
 
 def unused_flags(args, spec) -> list[str]:

@@ -62,7 +62,8 @@ from specscope.core.engine.accept_rules import make_rule
 from specscope.core.engine.draft_policy import make_policy
 from specscope.core.engine.drafters import MD_TYPES, MODEL_TYPES
 from specscope.core.engine.drafters.build import make_chain
-from specscope.core.engine.drafters.registry import HEAD, HEAD_KINDS, MODEL, TARGET, TYPES, alone, listing
+from specscope.core.engine.drafters.registry import (HEAD, HEAD_KINDS, MODEL, TARGET, TYPES, alone, listing,
+                                                     require_generating)
 from specscope.core.engine.drafters.xvocab import choose_mode
 from specscope.core.engine.events import Prefill, RoundEvent
 from specscope.core.engine.round_record import Recorder, RoundCheckpoint, RoundState
@@ -73,7 +74,7 @@ from specscope.core.errors import ConfigError, ContextFullError, IncompatiblePai
 from specscope.core.models.devices import (add_rpc_servers, device_array, hold, is_remote,
                                            placement, release)
 from specscope.core.models.dflash import DFlashHead, check_dflash, is_dflash
-from specscope.core.models.eagle3 import Head, check_head, is_eagle3, require_generating
+from specscope.core.models.eagle3 import Head, check_head, is_eagle3
 from specscope.core.models.gguf_file import check_gguf
 from specscope.core.models.llama import Batch, Checkpoint, Closing, Context, Model, resolve_repack
 from specscope.core.models.mtp import MtpHead, nextn_layers, require_nextn

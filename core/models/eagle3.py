@@ -39,18 +39,6 @@ def is_eagle3(model: Model) -> bool:
     return model.meta("general.architecture") == ARCH
 
 
-def require_generating(info: GGUFInfo) -> None:
-    """ModelFileError where the file is a head (EAGLE-3, DFlash) given as the target: a head
-    drafts on a target's hidden states and makes no text of its own."""
-    kind = {ARCH: ("an EAGLE-3 head", "draft-eagle3"),
-            DFLASH: ("a DFlash head", "draft-dflash")}.get(info.architecture)
-    if kind is not None:
-        raise ModelFileError(info.path, f"this is {kind[0]}, which drafts on a target's hidden "
-                                        "states and generates no text of its own: give it as the "
-                                        f"draft (-md) with --spec-type {kind[1]}, and a model as "
-                                        "the target (-m)")
-
-
 def target_layer_ids(head: Model) -> tuple[int, ...]:
     """The target layers whose inputs the head reads (``llama_model_target_layer_ids``)."""
     n = function("llama_model_target_layer_ids_n")(head.ptr)

@@ -16,6 +16,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from specscope.core.errors import ModelFileError
+
 # what a type drafts with (SpecType.source)
 LOOKUP = "lookup"     # the tokens so far: no model
 MODEL = "model"       # the -md model as a language model (draft-simple)
@@ -244,6 +246,18 @@ def listing(test: Callable[[SpecType], bool], sep: str = ", ", last: str = " and
     return sep.join(found[:-1]) + last + found[-1] if len(found) > 1 else "".join(found)
 
 
+def require_generating(info) -> None:
+    """ModelFileError where ``info`` (a GGUFInfo) is a head given as the target: a head (its
+    architecture one of HEAD_KINDS) drafts on a target's hidden states and makes no text."""
+    kind = info.architecture
+    if kind in HEAD_KINDS:
+        spec = names(lambda t: t.head == kind and not t.markov)[0]
+        raise ModelFileError(info.path, f"this is {HEAD_KINDS[kind]}, which drafts on a target's "
+                                        "hidden states and generates no text of its own: give it "
+                                        f"as the draft (-md) with --spec-type {spec}, and a model "
+                                        "as the target (-m)")
+
+
 def drafts_with() -> str:
     """Each model drafter and what it drafts with, in words ("draft-simple with a draft
     model, draft-eagle3 with an EAGLE-3 head, ...")."""
@@ -251,4 +265,4 @@ def drafts_with() -> str:
 
 
 __all__ = ["alone", "drafts_with", "SpecType", "TYPES", "LLAMA_TYPES", "HEAD_KINDS", "LOOKUP", "MODEL", "HEAD", "TARGET",
-           "SELF", "spec_type", "names", "listing"]
+           "SELF", "spec_type", "names", "listing", "require_generating"]

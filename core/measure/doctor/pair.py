@@ -32,6 +32,7 @@ from typing import Any
 import llama_cpp.llama_cpp as ll
 
 from specscope.core.engine.drafters import DRAFT_MODEL
+from specscope.core.engine.drafters.registry import require_generating
 from specscope.core.errors import ModelFileError, printable
 from specscope.core.measure.cost.model import ALPHAS, N_MAX, best_n, speedup_table
 from specscope.core.measure.doctor.cross_vocab import CrossVocabReport, cross_vocab
@@ -39,7 +40,7 @@ from specscope.core.measure.doctor.estimate import (RANK_ALPHA, CalibratedEstima
                                                     machine_costs)
 from specscope.core.measure.doctor.heads import head_notes, head_rules, head_spec_type, nextn_notes
 from specscope.core.models.dflash import DFlashFacts
-from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts, require_generating
+from specscope.core.models.eagle3 import ARCH as EAGLE3, DFLASH, HeadFacts
 from specscope.core.models.gguf_file import GGUFInfo, check_gguf
 from specscope.core.models.llama import Closing, Model, ensure_backend
 from specscope.core.models.mtp import nextn_layers
