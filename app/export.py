@@ -96,8 +96,6 @@ def export(args) -> int:
         return _fail(str(exc))
     if args.pace_ms <= 0:
         return _fail(f"--pace-ms {args.pace_ms}: a frame shows for more than 0 ms")
-    if not Path(args.session).is_file():
-        return _fail(f"{args.session}: no such file")
     try:        # every output checked before the rounds are drawn
         output_path(args.gif, "the GIF", (".gif",))
         output_path(args.mp4, "the video", (".mp4",))

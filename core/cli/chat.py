@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from specscope.core.cli.args import (add_generation_args, add_model_args, engine_settings,
-                                     output_path, resolve_models, sampler_settings, unused_flags,
-                                     write_or_say)
+                                     note_unused_flags, output_path, resolve_models,
+                                     sampler_settings, write_or_say)
 from specscope.core.cli.spec import add_spec_args, spec_from_args
 from specscope.core.engine.engine import Engine
 from specscope.core.errors import SpecScopeError
@@ -55,8 +55,7 @@ def run(args) -> int:
                                    head=bool(spec and spec.head_kind == "eagle3"))
     settings = engine_settings(args, spec)
     output_path(args.save, "the conversation")
-    for note in unused_flags(args, spec):
-        print(f"specscope: note: {note}", file=sys.stderr)
+    note_unused_flags(args, spec)
     if not args.no_probe:
         guard(settings, target, draft)
     out = sys.stdout

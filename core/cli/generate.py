@@ -6,9 +6,8 @@ import json
 import sys
 from collections import Counter
 
-from specscope.core.cli.args import (chat_prompt, engine_settings, output_path, read_prompt,
-                                     resolve_models, sampler_settings, unused_flags,
-                                     write_or_say)
+from specscope.core.cli.args import (chat_prompt, engine_settings, note_unused_flags, output_path,
+                                     read_prompt, resolve_models, sampler_settings, write_or_say)
 from specscope.core.cli.spec import spec_from_args
 from specscope.core.engine.engine import Engine
 from specscope.core.engine.events import Prefill
@@ -145,8 +144,7 @@ def cmd_generate(args) -> int:
     if args.system is not None and not args.chat:
         raise SpecScopeError("--system needs --chat (it is a message in the chat template)")
     settings = engine_settings(args, spec)
-    for note in unused_flags(args, spec):
-        print(f"specscope: note: {note}", file=sys.stderr)
+    note_unused_flags(args, spec)
     if not args.no_probe:            # the crash probe (core/models/probe.py), before this process loads
         guard(settings, target, draft)
     with Engine(target, draft, settings) as engine:
