@@ -115,6 +115,14 @@ class CostTab(QScrollArea):
                                n_past=request["n_past"], k_draft=request["k_max"],
                                progress=progress, stop=stop)
 
+    def show_cached(self, target, draft) -> None:
+        """Draw the newest calibration of this pair cached on this machine (bench, advise, Compare
+        or the Calibrate button took it), or none: a new pair, or the window's first."""
+        from specscope.core.measure.cost.cache import cached_pair
+        cal = cached_pair(target, draft) if target is not None and draft is not None else None
+        self.cost_panel.show_calibrated(cal, self.controls.params.sync.currentData() if cal else "reuse")
+        self.cost_panel.set_calibration(Path(draft).name if cal else "", cal, True)
+
     def calibrate(self) -> None:
         """The cost panel's Calibrate: this pair timed on this machine in the window's own engine
         (on the engine's thread; cached), then drawn beside the textbook curve. Pressed while it

@@ -161,7 +161,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.panels_ready = True
         guard_wheel(self)
         self.shown.attach(self.plots, self.cost_panel, self.timeline, self.distance_view)
-        self._show_cached_calibration(*self.pair_panel.pair())
+        self.cost_tab.show_cached(*self.pair_panel.pair())
 
     def _sweep_workspace(self, view, key: str, title: str, who: str, tip: str):
         """``view`` (Compare or the Advisor: ``who`` holds the cores from start to end) as a
@@ -361,19 +361,11 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         """Another pair: the cost tab draws the newest calibration of this pair cached on this
         machine (bench, advise, Compare or its own button took it), or none; the Compare and
         Advisor workspaces follow, unless they are running."""
-        self._show_cached_calibration(target, draft)
+        if self.cost_tab is not None:
+            self.cost_tab.show_cached(target, draft)
         for view in (self.compare, self.advisor):
             if view is not None and not view.running and target is not None:
                 view.set_pair(target, draft)
-
-    def _show_cached_calibration(self, target, draft) -> None:
-        """The cost tab draws the newest calibration of the pair cached here, or none."""
-        if self.cost_panel is None:
-            return
-        from specscope.core.measure.cost.cache import cached_pair
-        cal = cached_pair(target, draft) if target is not None and draft is not None else None
-        self.cost_panel.show_calibrated(cal, self.params.sync.currentData() if cal else "reuse")
-        self.cost_panel.set_calibration(Path(draft).name if cal else "", cal, True)
 
     # ================================================================== settings
     def save_settings(self) -> None:
