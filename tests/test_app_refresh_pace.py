@@ -101,7 +101,10 @@ def test_a_live_run_on_a_machine_with_no_spare_core_follows_at_the_busy_cadence(
         assert expected in cadences
         # the timer and the engine's batches at the cadence's wake period, while the run went on
         assert (expected.wake_s, round(expected.wake_s * 1000)) in batch_periods
-    assert wakes == [BUSY_CADENCE.wake_s, CADENCE.wake_s]      # the busy run, then back
+    # the busy run's wake, then back; a timer tick between the runs may already go back to
+    # CADENCE, and the second run then starts at the first's cadence until its own look
+    assert wakes[0] == BUSY_CADENCE.wake_s and wakes[-1] == CADENCE.wake_s
+    assert set(wakes) == {BUSY_CADENCE.wake_s, CADENCE.wake_s}
     qtbot.waitUntil(lambda: window.shown.timer.interval() == REFRESH_PERIOD_MS)
     assert window.worker.batch_period_s == CADENCE.wake_s
 
