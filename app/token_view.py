@@ -36,6 +36,7 @@ from .drafter_style import drafter_colors, drafter_html
 from .palette import TOKEN_COLORS, active_name
 
 PROMPT, ACCEPTED, TARGET, REJECTED, UNCHECKED = "prompt", "accepted", "target", "rejected", "unchecked"
+BOS_MARK = "⟨BOS⟩"        # the start-of-text token llama.cpp adds before a prompt, as shown
 MESSAGE = "message"      # a conversation's user message (the chat template's tokens hidden)
 
 COLORS = TOKEN_COLORS   # kind -> (foreground, background), the palette's (app/palette.py); the legend's too
@@ -230,6 +231,10 @@ class TokenView(QPlainTextEdit):
         self._history.extend(prompt_tokens)
         for i, tok in enumerate(prompt_tokens):
             text, joined = self._stream.feed(tok, vocab.piece(tok))
+            if i == 0 and text and not prompt.startswith(text):     # not typed: llama.cpp's BOS
+                pieces.append(TokenSpan(PROMPT, tok, -1, i, BOS_MARK,
+                                        partial(self._describe_bos, n, tok)))
+                continue
             pieces.append(TokenSpan(PROMPT, tok, -1, i, text,
                                     partial(self._describe_prompt, i, n, tok, (joined, text[:1]))))
         self._append(pieces)
@@ -300,6 +305,10 @@ class TokenView(QPlainTextEdit):
 
     def _describe_prompt(self, i: int, n: int, token: int, split=((), "")) -> str:
         return f"<b>prompt</b> token {i + 1} of {n}, position {i}" + self._tok_line(token, split)
+
+    def _describe_bos(self, n: int, token: int) -> str:
+        return (f"<b>prompt</b> token 1 of {n}, position 0: the start-of-text token (BOS) that "
+                "llama.cpp puts before the prompt for this vocabulary" + self._tok_line(token))
 
     def _describe(self, ev, kind: str, i: int, split=((), "")) -> str:
         """``split``: (earlier tokens, character) when this token completes a character

@@ -253,8 +253,11 @@ def test_prompt_is_shown_token_by_token(qtbot, real_vocabs):
     view.begin(TEXT, vocab, [1, *tokens])          # <s> and the prompt's tokens
     prompt = [s for s in view.spans if s.kind == PROMPT]
     assert [s.token for s in prompt] == [1, *tokens]
-    assert view.toPlainText() == "<s> " + TEXT
+    # the BOS llama.cpp adds is not text the user typed: a mark, its tooltip says what it is
+    assert view.toPlainText() == "⟨BOS⟩ " + TEXT
     assert "prompt</b> token 1 of" in prompt[0].tooltip and "&lt;s&gt;" in prompt[0].tooltip
+    assert "start-of-text token (BOS)" in prompt[0].tooltip
+    assert "prompt</b> token 2 of" in prompt[1].tooltip and "BOS" not in prompt[1].tooltip
     assert view.full_text() == TEXT                # what the target was given, as text
 
 

@@ -87,10 +87,10 @@ def test_chat_toggle_follows_the_target_and_the_run_uses_the_template(qtbot, set
         finally:
             m.close()
         # the messages and the reply, the template's tokens hidden; shown on request (this
-        # vocabulary adds a BOS, <|endoftext|>, before the template's text)
+        # vocabulary adds a BOS, <|endoftext|>, before the template's text: shown as its mark)
         assert w.token_view.toPlainText().startswith("You: Name a colour.\n")
         w.shown.show_template.setChecked(True)
-        assert w.token_view.toPlainText().startswith("<|endoftext|><|im_start|>system\nBe brief.<|im_end|>")
+        assert w.token_view.toPlainText().startswith("⟨BOS⟩<|im_start|>system\nBe brief.<|im_end|>")
         w.shown.show_template.setChecked(False)
         assert w.controller.stats_document()["run"]["chat"] is True
 
