@@ -194,6 +194,14 @@ class LivePlot:
         """Pixels to keep free above the data."""
         return 0.0
 
+    def empty_axes(self, x_range: tuple[float, float]) -> None:
+        """No data any more: the axes of an empty plot, not the last run's ranges (x follows
+        the next run's data again)."""
+        self.top = None
+        self.plot.setXRange(*x_range, padding=0)
+        self.plot.setYRange(0.0, 1.0, padding=0)
+        self.plot.enableAutoRange(axis="x")
+
     def px_per_unit(self) -> float | None:
         """Pixels per x unit, or None before the plot has been laid out."""
         (x0, x1), _ = self.view.viewRange()

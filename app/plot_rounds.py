@@ -166,7 +166,7 @@ class SpeedPlot(_LegendPlot):
     def clear(self) -> None:
         self.roll.setData([], [])
         self.mean.setData([], [])
-        self.top = None
+        self.empty_axes((0.0, 1.0))
 
     def show(self, rounds: RoundSeries) -> None:
         n = rounds.n
@@ -201,7 +201,7 @@ class TimeSplitPlot(_LegendPlot):
     def clear(self) -> None:
         for bar in self.bars.values():
             bar.setOpts(x=[], height=[], y0=[])
-        self.top = None
+        self.empty_axes((0.4, 10.6))
 
     def show(self, rounds: RoundSeries) -> None:
         lo = max(0, rounds.n - TIME_SPLIT_ROUNDS)

@@ -319,3 +319,24 @@ def test_a_run_that_starts_after_another_leaves_the_plots_where_they_are(panel, 
     qtbot.wait(20)
     assert panel.drafter_table.isVisible()
     assert {name: panel.plot_widget(name).size() for name in panel.plot_names()} == sizes
+
+
+def test_clear_gives_the_speed_and_time_plots_empty_axes_and_the_next_run_its_own(panel, qtbot):
+    """After Reset the speed and time plots showed the last run's axes (2,000 tokens/s over
+    0.07 s) around no data; the next run's data sets them again."""
+    events = random_run(300, seed=3)
+    panel.update_stats(fold(events), events)
+    for plot in (panel.speed, panel.time_split):
+        (x0, x1), (_, y1) = plot.view.viewRange()
+        assert x1 > 50 or plot is panel.speed and y1 > 10
+    panel.clear()
+    assert panel.speed.view.viewRange() == [[0.0, 1.0], [0.0, 1.0]]
+    assert panel.time_split.view.viewRange() == [[0.4, 10.6], [0.0, 1.0]]
+    short = random_run(5, seed=4)
+    panel.update_stats(fold(short), short)
+    panel.show()                                    # x follows the data when the plots paint
+    qtbot.waitUntil(lambda: panel.time_split.view.viewRange()[0][1] < 10)
+    (_, x1), (_, y1) = panel.time_split.view.viewRange()
+    assert x1 < 10 and y1 > 1.0                    # five rounds of 30-odd ms each
+    (_, x1), (_, y1) = panel.speed.view.viewRange()
+    assert x1 < 1.0 and y1 > 10                     # 0.2 s of tokens at some 100 tokens/s
