@@ -65,6 +65,18 @@ ALPHA_TIP = (
     "(accepted ÷ drafted) because a rejection discards the rest of the draft.")
 
 
+KEY_TIP = ("Blue circles: the textbook model (E + 1)/(n·f + 1) at the sliders' α and f. Green "
+           "squares: the speed-up calibrated on this machine (Calibrate), at the slider's α.")
+
+
+def key_html(calibrated: bool) -> str:
+    """The curves' names in their colours (the calibrated one where it is drawn)."""
+    parts = [(CURVE_COLOR, "●", "textbook (E + 1)/(n·f + 1)")]
+    if calibrated:
+        parts.append((CALIBRATED_COLOR, "■", "calibrated on this machine"))
+    return "&nbsp;&nbsp;".join(f"<span style='color:{c}'>━{m}━</span>&nbsp;{text}" for c, m, text in parts)
+
+
 def _ms(seconds: float) -> str:
     ms = seconds * 1e3
     return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
@@ -161,13 +173,20 @@ class CostPanel(QtWidgets.QWidget):
             label="n_max", labelOpts={"position": 0.03, "color": "#777777", "anchors": [(0, 1), (0, 1)]})
         p.addItem(self._nmax_line)
         self._nmax_line.setVisible(False)
-        p.addLegend(offset=(-10, -10))       # bottom right: the curves start high on the left
         self._curve = p.plot([], [], pen=pg.mkPen(CURVE_COLOR, width=2), symbol="o", symbolSize=6,
-                             symbolBrush=CURVE_COLOR, symbolPen=None,
-                             name="textbook (E + 1)/(n·f + 1), α and f of the sliders")
+                             symbolBrush=CURVE_COLOR, symbolPen=None)
         self._cal_curve = p.plot([], [], pen=pg.mkPen(CALIBRATED_COLOR, width=2), symbol="s",
-                                 symbolSize=6, symbolBrush=CALIBRATED_COLOR, symbolPen=None,
-                                 name="calibrated on this machine, α of the slider")
+                                 symbolSize=6, symbolBrush=CALIBRATED_COLOR, symbolPen=None)
+        # the curves' names under the plot: a legend inside it covered its lower part, and
+        # with it the n_max line's label
+        self._key = QtWidgets.QLabel()
+        self._key.setToolTip(KEY_TIP)
+        self._chart = QtWidgets.QWidget()
+        column = QtWidgets.QVBoxLayout(self._chart)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(self._plot, 1)
+        column.addWidget(self._key)
         self._best = pg.ScatterPlotItem(size=16, symbol="star", brush=pg.mkBrush(BEST_COLOR),
                                         pen=pg.mkPen("#7a5200"))
         p.addItem(self._best)
@@ -251,7 +270,7 @@ class CostPanel(QtWidgets.QWidget):
             return
         self._wide = wide
         lay = self._layout
-        for w in (self._box, self._plot, self._controls, self._summary, self._calibration_note):
+        for w in (self._box, self._chart, self._controls, self._summary, self._calibration_note):
             lay.removeWidget(w)
         for i in range(5):
             lay.setRowStretch(i, 0)
@@ -260,7 +279,7 @@ class CostPanel(QtWidgets.QWidget):
         if wide:
             lay.addWidget(self._box, 0, 0)
             lay.addWidget(self._controls, 1, 0)
-            lay.addWidget(self._plot, 0, 1, 3, 1)
+            lay.addWidget(self._chart, 0, 1, 3, 1)
             # the sentence and the calibration's line under both, in as few lines as they can:
             # in the column they took 8 lines and pushed the plot's axis below a 768-pixel screen
             lay.addWidget(self._summary, 3, 0, 1, 2)
@@ -274,7 +293,7 @@ class CostPanel(QtWidgets.QWidget):
                 w.setMaximumWidth(_NO_MAX_PX)
         else:
             lay.addWidget(self._box, 0, 0)
-            lay.addWidget(self._plot, 1, 0)
+            lay.addWidget(self._chart, 1, 0)
             lay.addWidget(self._controls, 2, 0)
             lay.addWidget(self._summary, 3, 0)
             lay.addWidget(self._calibration_note, 4, 0)
@@ -518,6 +537,7 @@ class CostPanel(QtWidgets.QWidget):
             top = max(top, max(cal_at.values()))
         else:
             self._cal_curve.setData([], [])
+        self._key.setText(key_html(bool(cal_at)))
         right_half = self._n_max > n_top / 2
         if self._n_max > 0:
             self._nmax_line.setVisible(True)   # first: a hidden label ignores a new format

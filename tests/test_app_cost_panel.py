@@ -206,10 +206,10 @@ def test_sentence_doubts_a_slow_baseline(panel):
 def test_wide_and_tall_arrangements(panel, qtbot):
     panel.show()
     panel.resize(1000, 480)
-    qtbot.waitUntil(lambda: panel._plot.geometry().left() > panel._box.geometry().right())  # beside
+    qtbot.waitUntil(lambda: panel._chart.geometry().left() > panel._box.geometry().right())  # beside
     assert panel._wide is True
     panel.resize(500, 650)
-    qtbot.waitUntil(lambda: panel._plot.geometry().top() > panel._box.geometry().bottom())  # below
+    qtbot.waitUntil(lambda: panel._chart.geometry().top() > panel._box.geometry().bottom())  # below
     assert panel._wide is False
 
 
@@ -260,8 +260,14 @@ def test_the_calibrated_curve_follows_alpha_and_covers_what_was_timed(panel):
     cal = Calibration(k_max=5, n_past=64, t1=1e-3, c_raw=c, c=c, f=0.2, f_batch=(0.25,) * 5,
                       s=0.01, o_base=0.02, o0=0.1, o1=0.05, b=0.7, k_draft=5)
     assert panel.calibrated_curve()[0].size == 0
+    panel.set_alpha(0.7)
+    # the curves are named under the plot (a legend in it covered the n_max line's label),
+    # the calibrated one once it is drawn
+    assert "textbook" in panel._key.text() and "calibrated" not in panel._key.text()
+    assert panel._plot.getPlotItem().legend is None
     panel.show_calibrated(cal, "reuse")
     panel.set_alpha(0.8)
+    assert "calibrated on this machine" in panel._key.text()
     x, y = panel.calibrated_curve()
     assert list(x) == [1, 2, 3, 4]
     assert y == pytest.approx([calibrated_speedup(cal, n, alpha=0.8) for n in (1, 2, 3, 4)])
@@ -272,3 +278,4 @@ def test_the_calibrated_curve_follows_alpha_and_covers_what_was_timed(panel):
     assert panel.calibrated_curve()[1][0] == pytest.approx(calibrated_speedup(cal, 1, alpha=0.3))
     panel.show_calibrated(None)
     assert panel.calibrated_curve()[0].size == 0 and "Calibrated" not in panel.summary_text()
+    assert "calibrated" not in panel._key.text()

@@ -93,7 +93,7 @@ def test_after_a_run_on_a_laptop_screen_the_text_the_table_and_the_cost_model_fi
         w.tabs.setCurrentIndex(w.tabs.indexOf(cost.parentWidget().parentWidget().parentWidget()))
         qtbot.wait(50)
         viewport = cost.parentWidget().parentWidget()
-        for part in (cost._plot, cost._alpha_slider, cost._f_slider):
+        for part in (cost._chart, cost._alpha_slider, cost._f_slider):     # the plot and its key
             shown = QRect(part.mapTo(viewport, QPoint(0, 0)), part.size())
             assert viewport.rect().contains(shown), (part, shown, viewport.rect())
     finally:

@@ -65,7 +65,7 @@ def test_presenter_mode_scales_the_legends_and_value_labels_too(qtbot, pair, set
         assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
         w.tabs.setCurrentWidget(w.plots)
         w.shown.refresh_panels()
-        legend = w.cost_panel._plot.getPlotItem().legend
+        legend = w.plots.speed.legend
         values = [t for t in w.plots.acceptance.labels if t.textItem.toPlainText()]
         star = w.cost_panel._best_label
         before = (float(legend.opts["labelTextSize"].rstrip("pt")), values[0].textItem.font().pointSizeF(),
