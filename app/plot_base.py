@@ -60,9 +60,15 @@ class FittedPlot(pg.PlotWidget):
         if self.full_title is None:
             return
         p, k = self.getPlotItem(), FONT_SCALE[0]
+        if p is None:                   # being deleted
+            return
         title_font = QtGui.QFont(p.titleLabel.item.font())     # the font it is drawn in
         title_font.setPointSizeF(11 * k)
-        title = _elided(self.full_title, title_font, self.width() - 40)
+        # the title starts over the plot's left edge, right of the y axis, and is cut at the
+        # widget's right edge
+        axis = p.getAxis("left")
+        title = _elided(self.full_title, title_font,
+                        self.width() - (axis.width() if axis.isVisible() else 0) - 16)
         if force or title != p.titleLabel.text:
             p.setTitle(title, color=TEXT_COLOR, size=f"{11 * k:g}pt")
         label_font = QtGui.QFont(p.getAxis("bottom").label.font())

@@ -340,3 +340,22 @@ def test_clear_gives_the_speed_and_time_plots_empty_axes_and_the_next_run_its_ow
     assert x1 < 10 and y1 > 1.0                    # five rounds of 30-odd ms each
     (_, x1), (_, y1) = panel.speed.view.viewRange()
     assert x1 < 1.0 and y1 > 10                     # 0.2 s of tokens at some 100 tokens/s
+
+
+def test_a_narrow_plots_title_is_elided_to_the_room_right_of_its_y_axis(qtbot):
+    """The title starts over the plot, right of the y axis, and Qt cuts it at the widget's edge:
+    the What-if tab's "Acceptance by position" at 1280×720 read "Acceptance by positic"."""
+    from specscope.app.plot_base import styled_plot
+    w = styled_plot("Acceptance by position", "Share kept", "Draft position")
+    qtbot.addWidget(w)
+    w.resize(220, 180)
+    w.show()
+    qtbot.waitExposed(w)
+    item = w.getPlotItem()
+    qtbot.waitUntil(lambda: item.titleLabel.text.endswith("…"))
+    label = item.titleLabel.item
+    margin = label.document().documentMargin()
+    right = label.mapToScene(label.boundingRect().topRight()).x() - margin
+    assert right <= w.width()                                   # drawn whole, not cut
+    w.resize(480, 180)
+    qtbot.waitUntil(lambda: item.titleLabel.text == "Acceptance by position")
