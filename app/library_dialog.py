@@ -14,6 +14,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QDialog, QFileDialog, QHBoxLay
 
 from specscope.core.models.library import params_text, size_text
 
+from .session_files import PAIR_BUSY
+
 COLUMNS = ("Name", "Store", "Architecture", "Params", "Quant", "Size", "Context", "Chat",
            "Drafts with")
 FOLDERS_KEY = "library/folders"
@@ -30,6 +32,8 @@ class LibraryDialog(QDialog):
         self.resize(1000, 560)
         self.settings, self.target = settings, target
         self.library = None
+        self._busy = False                 # a run is going: the pair cannot change (set_busy)
+        self._problems = ""                # the scan's problems, kept beside a ranking
         lay = QVBoxLayout(self)
         self.where = QLabel("Looking for models…")
         self.where.setWordWrap(True)
@@ -121,9 +125,10 @@ class LibraryDialog(QDialog):
                 self.table.setItem(row, col, item)
         self.table.resizeColumnsToContents()
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        if lib.problems:
-            self.ranking.setPlainText(f"Problems ({len(lib.problems)}):\n"
-                                      + "\n".join(f"  {p}" for p in lib.problems))
+        self._problems = (f"Problems ({len(lib.problems)}):\n" + "\n".join(f"  {p}" for p in lib.problems)
+                          if lib.problems else "")
+        if self._problems:
+            self.ranking.setPlainText(self._problems)
         self._filter(self.filter.text())
 
     def _filter(self, text: str) -> None:
@@ -142,8 +147,14 @@ class LibraryDialog(QDialog):
     def _selection_changed(self) -> None:
         """Use as target / draft: only with a model selected."""
         chosen = bool(self.table.selectionModel().selectedRows())
-        self.as_target.setEnabled(chosen)
-        self.as_draft.setEnabled(chosen)
+        for b in (self.as_target, self.as_draft):
+            b.setEnabled(chosen and not self._busy)
+            b.setToolTip(PAIR_BUSY if self._busy else "")
+
+    def set_busy(self, busy: bool) -> None:
+        """A run started or ended in the window: the pair cannot change while it goes."""
+        self._busy = busy
+        self._selection_changed()
 
     def selected(self):
         rows = self.table.selectionModel().selectedRows() if self.library else []
@@ -151,7 +162,7 @@ class LibraryDialog(QDialog):
 
     def _use(self, role: str) -> None:
         m = self.selected()
-        if m is None:
+        if m is None or self._busy:
             return
         if role == "target":
             self.target = Path(m.path)
@@ -175,4 +186,5 @@ class LibraryDialog(QDialog):
 
     def _show_ranking(self, result) -> None:
         self.rank.setEnabled(True)
-        self.ranking.setPlainText(str(result) if isinstance(result, Exception) else "\n".join(result))
+        text = str(result) if isinstance(result, Exception) else "\n".join(result)
+        self.ranking.setPlainText(text + (f"\n\n{self._problems}" if self._problems else ""))

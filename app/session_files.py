@@ -26,6 +26,9 @@ AUTOSAVE_NAME = "last-session.jsonl"
 SESSION_FILTER = "SpecScope sessions (*.jsonl);;All files (*)"
 
 
+PAIR_BUSY = "Stop the run before choosing another model: the pair cannot change during a run."
+
+
 def data_dir() -> Path:
     env = os.environ.get("SPECSCOPE_DATA_DIR")
     if env:
@@ -156,6 +159,9 @@ class SessionFiles(QObject):
         paths = gguf_paths(mime)
         if not paths:
             return False
+        if self.controller.busy:     # the pair panel is off during a run: a drop is no way round
+            self.message.emit("info", PAIR_BUSY)
+            return True
         panel = self.controls.pair_panel
         if len(paths) >= 2:
             a, b = sorted(paths[:2], key=lambda p: p.stat().st_size if p.exists() else 0, reverse=True)

@@ -80,6 +80,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.controller = RunController()           # the runs, the session shown, the cores
         self.closing = False
         self.lessons = None                         # Help ▸ Lessons, made when first opened
+        self.library_dialog = None                  # File ▸ Model library, made when opened
 
         self._build_ui()                            # (the views hear the controller first)
         self.files = self._session_files()
@@ -523,6 +524,8 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.scrubber.setEnabled(not busy and c.has_rounds)
         for controls in (self.pair_panel, self.params, self.params.drafter):
             controls.setEnabled(not busy)
+        if self.library_dialog is not None:
+            self.library_dialog.set_busy(busy)
         self.prompt.set_read_only(busy)
         self._update_chat()
 

@@ -276,6 +276,7 @@ class WindowActions:
             self.pair_panel.set_pair(Path(path) if role == "target" else t,
                                      Path(path) if role == "draft" else d)
         dialog.use.connect(use)
+        dialog.set_busy(self.controller.busy)
         dialog.setModal(False)
         dialog.show()
         self.library_dialog = dialog

@@ -378,6 +378,41 @@ def test_dropping_two_files_sets_the_pair(qtbot, window, pair):
     assert window.pair_panel.pair() == (Path(pair[0]), Path(pair[1]))   # the larger file is the target
 
 
+def test_the_pair_cannot_change_during_a_run_by_a_drop_or_the_library(qtbot, window, pair):
+    """The pair panel is off during a run; a dropped file and the model library's Use as target
+    went round it, and the next turn of the conversation ran on another target."""
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    from specscope.app.session_files import PAIR_BUSY
+    w = window
+    w.params.n_predict.setValue(64)
+    w.step_clicked()                                      # a run, paused after its first round
+    qtbot.waitUntil(lambda: w.controller.paused, timeout=60_000)
+    dialog = w.model_library()
+    try:
+        before = w.pair_panel.pair()
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(pair[1]))])
+        w.dropEvent(QDropEvent(QPointF(700, 400), Qt.DropAction.CopyAction, mime,
+                               Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier))
+        assert w.pair_panel.pair() == before and w.banner.message == PAIR_BUSY
+        qtbot.waitUntil(lambda: dialog.library is not None, timeout=30_000)
+        if dialog.table.rowCount():
+            dialog.table.selectRow(0)
+        assert not dialog.as_target.isEnabled() and not dialog.as_draft.isEnabled()
+        dialog._use("target")                             # a double-click: refused too
+        assert w.pair_panel.pair() == before
+        w.stop_clicked()
+        qtbot.waitUntil(lambda: not w.controller.busy, timeout=60_000)
+        assert dialog.as_target.isEnabled() == bool(dialog.table.selectionModel().selectedRows())
+    finally:
+        dialog.close()
+    w.dropEvent(QDropEvent(QPointF(700, 400), Qt.DropAction.CopyAction, mime,
+                           Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier))
+    assert w.pair_panel.pair()[0] == Path(pair[1])        # idle: the drop is taken
+
+
 def test_reset_clears_the_views(qtbot, window):
     window.params.n_predict.setValue(8)
     run_and_wait(qtbot, window, window.run_clicked)

@@ -152,6 +152,7 @@ def test_the_window_s_library_lists_them_and_sets_the_pair(qtbot, window, home, 
     qtbot.waitUntil(lambda: dialog.rank.isEnabled(), timeout=60_000)
     text = dialog.ranking.toPlainText()
     assert text.startswith("What can draft for demo-target.gguf") and "draft-eagle3" in text
+    assert "Problems (4)" in text                       # the scan's problems stay beside it
     dialog.filter.setText("ollama")
     assert [dialog.table.isRowHidden(r) for r in range(5)].count(False) == 1
     dialog.close()
