@@ -102,6 +102,13 @@ class ChatBar(QWidget):
         self.reply.clear()
         self.send.emit(text, editing, step)
 
+    def put_back(self, message: str, editing: bool) -> None:
+        """A message whose turn did not run (refused, or its run failed): back in the box,
+        unless something else was typed there since."""
+        if not self.reply.text():
+            self.reply.setText(message)
+            self.editing = message if editing else ""
+
     def start_edit(self, message: str) -> None:
         self.editing = message
         self.reply.setText(message)

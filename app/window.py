@@ -81,6 +81,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.closing = False
         self.lessons = None                         # Help ▸ Lessons, made when first opened
         self.library_dialog = None                  # File ▸ Model library, made when opened
+        self._unsent = None                         # (message, editing) of a turn not yet run
 
         self._build_ui()                            # (the views hear the controller first)
         self.files = self._session_files()
@@ -551,9 +552,11 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
             self.pair_panel.end_loading("The models could not be loaded.")
             self.banner.show_error(exc, tb, "The baseline run failed" if req.kind == "baseline"
                                    else "The run failed", run_failure_hint(exc))
+            self.put_back_unsent()
             self.run_done.emit(req.run_id, "error")
 
     def _run_ended(self, ended) -> None:
+        self._unsent = None
         if ended.session is not None and not ended.beside:
             self.chat_log.ended(ended.session)      # the conversation's turn (a Run: its first)
             self._update_chat()

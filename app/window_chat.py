@@ -24,7 +24,16 @@ class WindowChat:
     def chat_send(self, message: str, editing: bool = False, step: bool = False) -> None:
         """Continue the conversation shown with ``message`` (``editing``: in place of the last)."""
         turns = self.chat_log.turns
-        self._chat_turn(message, turns[:-1] if editing else turns, step=step)
+        self._unsent = (message, editing)        # back in the box if its turn does not run
+        if not self._chat_turn(message, turns[:-1] if editing else turns, step=step):
+            self.put_back_unsent()
+
+    def put_back_unsent(self) -> None:
+        """The message sent last did not become a turn (refused, or its run failed): the
+        chat bar gets it back, so nothing typed is lost."""
+        if self._unsent is not None:
+            self.chat_bar.put_back(*self._unsent)
+            self._unsent = None
 
     def chat_regenerate(self) -> None:
         turns = self.chat_log.turns
@@ -38,21 +47,23 @@ class WindowChat:
         self.stats_bar.set_state("New conversation: type the first message in the prompt box "
                                  "and press Run")
 
-    def _chat_turn(self, message: str, turns, regenerate: int = 0, step: bool = False) -> None:
+    def _chat_turn(self, message: str, turns, regenerate: int = 0, step: bool = False) -> bool:
         """A run given the turns before (the engine keeps both caches from the turn before);
-        a regenerate draws with the next seed."""
+        a regenerate draws with the next seed. False when it was not started (the banner says
+        why)."""
         from dataclasses import replace
         from specscope.core.session.conversation import ChatLog
         if self.controller.busy or self._refused():
-            return
+            return False
         req = self.request("spec", step=step, prompt=message)
         if req is None:
-            return
+            return False
         sampler = replace(req.sampler, seed=req.sampler.seed + regenerate) if regenerate else req.sampler
         req = replace(req, history=ChatLog.history(turns), turns=tuple(turns), sampler=sampler)
         if step:
             self.tabs.setCurrentWidget(self.round_view)
         self._start(req)
+        return True
 
     def advise_on_conversation(self) -> None:
         """The Advisor measures the conversation (ChatLog.write_prompts: each turn's message with

@@ -202,20 +202,21 @@ class EngineWorker(QObject):
             self._ensure_engine(request.target, request.draft, request.engine_settings,
                                 need_draft=request.kind == "spec" and request.spec.needs_draft)
             e = self._engine
-            prompt = request.prompt
+            prompt = given = request.prompt
             if request.chat or request.history:    # a chat message, or a conversation's next turn
-                from specscope.core.session.conversation import conversation_prompt
+                from specscope.core.session.conversation import conversation_prompt, turn_tokens
                 prompt = conversation_prompt(e.target, request.chat, request.system or None,
                                              request.history, prompt)
+                given = turn_tokens(e, prompt) if request.history else prompt
             calibration = self._policy_calibration(request)
             # a conversation's next turn keeps what the turn before left in the caches
             resume = self._held if request.history else None
             if request.kind == "spec":
-                run = e.speculative(prompt, request.spec, request.sampler, request.n_predict,
+                run = e.speculative(given, request.spec, request.sampler, request.n_predict,
                                     request.stop, calibration[0] if calibration else None,
                                     resume=resume, teach=request.step)
             else:
-                run = e.baseline(prompt, request.sampler, request.n_predict, request.stop,
+                run = e.baseline(given, request.sampler, request.n_predict, request.stop,
                                  resume=resume)
         except CalibrationStopped:           # Stop while calibrating: a stopped run, not a failure
             self.run_finished.emit(request.run_id, "stopped")

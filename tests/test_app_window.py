@@ -413,6 +413,33 @@ def test_the_pair_cannot_change_during_a_run_by_a_drop_or_the_library(qtbot, win
     assert w.pair_panel.pair()[0] == Path(pair[1])        # idle: the drop is taken
 
 
+def test_a_reply_whose_turn_does_not_run_stays_in_the_box_and_an_outgrown_conversation_says_so(
+        qtbot, window):
+    """The chat bar emptied its box before the window checked anything: a refused turn (bad
+    drafter settings) or a failed one (the conversation outgrew the context) lost the reply, and
+    the failure blamed "the prompt"."""
+    w = window
+    w.params.n_ctx.setValue(256)
+    w.prompt.set_text("def f(x):\n    return x\n\n" * 14)
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    n_max, n_min = w.params.n_max.value(), w.params.n_min.value()
+    w.params.n_max.setValue(2)
+    w.params.n_min.setValue(3)                            # n_min above n_max: refused
+    reply = "and now a much longer reply " * 4
+    w.chat_bar.reply.setText(reply)
+    w.chat_bar.send_button.click()
+    assert "n_min" in w.banner.message and w.chat_bar.reply.text() == reply
+    w.params.n_min.setValue(n_min)
+    w.params.n_max.setValue(n_max)
+    w.chat_bar.reply.setText("x " * 200)                  # the turns and this: over 256 tokens
+    with qtbot.waitSignal(w.run_done, timeout=60_000):
+        w.chat_bar.send_button.click()
+    assert "the conversation no longer fits the context" in w.banner.message, w.banner.message
+    assert "start a new conversation" in w.banner.message
+    assert w.chat_bar.reply.text() == "x " * 200          # back in the box
+    assert len(w.chat_log.turns) == 1
+
+
 def test_reset_clears_the_views(qtbot, window):
     window.params.n_predict.setValue(8)
     run_and_wait(qtbot, window, window.run_clicked)

@@ -128,15 +128,7 @@ class Conversation:
 
     def _start(self, before: list[Turn], user: str, regenerated: int, stop) -> "TurnRun":
         s, e = self.settings, self.engine
-        text = self.prompt_text(before, user)
-        try:
-            tokens = e.tokenize(text)
-        except ContextFullError:
-            n = len(e.target.tokenize(text))
-            raise ContextFullError(f"the conversation no longer fits the context: it is {n} "
-                                   f"tokens and the context holds {e.tgt.n_ctx}; start a new "
-                                   "conversation or raise the context size (every turn is "
-                                   "kept)") from None
+        tokens = turn_tokens(e, self.prompt_text(before, user))
         sampler = replace(s.sampler, seed=s.sampler.seed + regenerated) if regenerated else s.sampler
         if s.spec is None:
             run = e.baseline(tokens, sampler, s.n_predict, stop, resume=self._held)
@@ -199,6 +191,18 @@ class TurnRun:
 def history_of(turns: list[Turn]) -> tuple[tuple[str, str], ...]:
     """The turns as (user message, reply) texts (``RunSettings.history``)."""
     return tuple((t.user, t.reply) for t in turns)
+
+
+def turn_tokens(engine, text: str) -> list[int]:
+    """The target's tokens for a turn after others (``text``: the turns before it and its
+    message); a conversation that outgrew the context says so, not that "the prompt" is long."""
+    try:
+        return engine.tokenize(text)
+    except ContextFullError:
+        n = len(engine.target.tokenize(text))
+        raise ContextFullError(f"the conversation no longer fits the context: it is {n} tokens "
+                               f"and the context holds {engine.tgt.n_ctx}; start a new "
+                               "conversation or raise the context size (every turn is kept)") from None
 
 
 def conversation_prompt(model, chat: bool, system: str | None, history, user: str) -> str:
