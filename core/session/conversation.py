@@ -128,7 +128,8 @@ class Conversation:
 
     def _start(self, before: list[Turn], user: str, regenerated: int, stop) -> "TurnRun":
         s, e = self.settings, self.engine
-        tokens = turn_tokens(e, self.prompt_text(before, user))
+        text = self.prompt_text(before, user)
+        tokens = turn_tokens(e, text)
         sampler = replace(s.sampler, seed=s.sampler.seed + regenerated) if regenerated else s.sampler
         if s.spec is None:
             run = e.baseline(tokens, sampler, s.n_predict, stop, resume=self._held)
