@@ -195,6 +195,12 @@ class MessageBanner(QFrame):
         self.dialog.setModal(False)
         self.dialog.show()
 
+    def dismiss_if(self, context: str) -> None:
+        """Hide the banner if it shows an error about ``context`` (its message starts with it):
+        that thing succeeded since, and the error would read as if the new action failed."""
+        if self.isVisible() and self.level == "error" and self.message.startswith(context):
+            self.dismiss()
+
     def dismiss(self) -> None:
         self.hide()
         self.count = 0

@@ -15,6 +15,14 @@ from .window_settings import demo_pair_or_none, remember_pair
 from .worker import DoctorWorker, start_thread
 
 PRELOAD_DELAY_MS = 150           # load the pair this long after it is chosen (the window shown)
+PAIR_UNCHECKED = "The pair cannot be checked"     # the banner's context of a bad file's error
+LOAD_FAILED = "Loading the models failed"
+
+
+def _pair_of(session) -> tuple[Path | None, Path | None]:
+    """The (target, draft) paths a session ran with."""
+    s = session.settings
+    return Path(s.target), Path(s.draft) if s.draft else None
 
 
 class PairWatch(QObject):
@@ -32,7 +40,8 @@ class PairWatch(QObject):
     draft_kind = Signal(object, str, str)    # the draft slot's path, architecture, llama.cpp's refusal
     state = Signal(str)                      # what the window is doing now, for the stats bar
     message = Signal(str, str, str)          # level, message, details: for the banner
-    error = Signal(object, str, str)         # an exception, its traceback, what failed
+    error = Signal(object, str, str, str)    # an exception, its traceback, what failed, a hint
+    resolved = Signal(str)                   # what failed before (an error's context) is fine now
 
     def __init__(self, pair_panel, controller, worker, settings, preload=None,
                  closing=lambda: False, parent=None):
@@ -43,6 +52,7 @@ class PairWatch(QObject):
         self.facts: dict = {}                # the loaded pair's facts (the worker's)
         self._check_id = 0
         self._facts_of: tuple[int, int] | None = None   # (check id, column): one file's facts alone
+        self._cleared = None                 # the run cleared for another pair (its pair brings it back)
         self.doctor = DoctorWorker()
         self.doctor_thread = start_thread(self.doctor, "specscope-doctor")
         self.check_requested.connect(self.doctor.check)
@@ -67,7 +77,7 @@ class PairWatch(QObject):
                 from specscope.core.models.demo import demo_pair
                 demo_pair()
             except ConfigError as exc:
-                self.error.emit(exc, "", "")
+                self.error.emit(exc, "", "", "")
             return
         self.panel.set_pair(*demo)
 
@@ -77,12 +87,22 @@ class PairWatch(QObject):
         t, d = panel.pair()
         shown = c.session
         if not c.busy:
-            c.show(None)
-            if shown is not None:           # said, not done silently
+            # the run cleared for another pair comes back with its pair (a bad file picked by
+            # mistake loses nothing): its text, plots and conversation
+            back = self._cleared if self._cleared is not None and _pair_of(self._cleared) == (t, d) \
+                else None
+            c.show(back)
+            if shown is not None and not shown.is_recording:
+                self._cleared = shown
+            if back is not None:
+                self.message.emit("info", "Back to the pair of the run shown before: it is shown "
+                                          "again", "")
+                self._cleared = None
+            elif shown is not None:           # said, not done silently
                 what = (f"the recording {Path(shown.path).name} was closed (File ▸ Open session… "
                         "opens it again)" if shown.is_recording else
-                        "the run shown was cleared (it is kept as last-session.jsonl in "
-                        "SpecScope's data folder: File ▸ Open session… opens it)")
+                        "the run shown was cleared; choosing its pair again shows it again (it "
+                        "is also kept as last-session.jsonl: File ▸ Open session… opens it)")
                 self.message.emit("info", f"Another pair: {what}", "")
                 self.state.emit("Idle")
         self.pair_switched.emit(t, d)
@@ -114,6 +134,7 @@ class PairWatch(QObject):
         if req_id != self._check_id:
             return
         panel = self.panel
+        self.resolved.emit(PAIR_UNCHECKED)
         self.template_available.emit(report.target.has_chat_template)
         self._show_mtp(report.target.nextn_layers)    # the target's MTP blocks, from its header
         if panel.pair()[1] is None:          # a target alone: its facts, no verdict
@@ -133,7 +154,9 @@ class PairWatch(QObject):
         if req_id != self._check_id:
             return
         self.panel.set_verdict_text(describe(exc), "#b42318")
-        self.error.emit(exc, tb, "The pair cannot be checked")
+        self.error.emit(exc, tb, PAIR_UNCHECKED,
+                        "The run shown before comes back when its pair is chosen again"
+                        if self._cleared is not None else "")
         self.report_shown.emit(exc)
         self._facts_of_the_other(getattr(exc, "path", None))
 
@@ -182,6 +205,7 @@ class PairWatch(QObject):
     @Slot(dict)
     def _engine_loaded(self, facts: dict) -> None:
         self.facts = facts
+        self.resolved.emit(LOAD_FAILED)
         names = " + ".join(Path(facts[r]["path"]).name for r in ("target", "draft") if r in facts)
         self.panel.set_load_state("idle", f"Loaded {names} (context {facts['n_ctx']})")
         self.panel.set_load_facts(facts)
@@ -210,7 +234,7 @@ class PairWatch(QObject):
         if self.closing() or run_id != 0:
             return
         self.panel.set_load_state("idle", "The models could not be loaded.")
-        self.error.emit(exc, tb, "Loading the models failed")
+        self.error.emit(exc, tb, LOAD_FAILED, "")
         if not self.controller.busy:
             self.state.emit("Idle")
 

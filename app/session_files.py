@@ -26,6 +26,7 @@ AUTOSAVE_NAME = "last-session.jsonl"
 SESSION_FILTER = "SpecScope sessions (*.jsonl);;All files (*)"
 
 
+SESSION_UNOPENED = "The session cannot be opened"
 PAIR_BUSY = "Stop the run before choosing another model: the pair cannot change during a run."
 
 
@@ -52,6 +53,7 @@ class SessionFiles(QObject):
     hears through the signals; ``text()`` and ``export_plot(name, path)`` give what is saved."""
 
     message = Signal(str, str)               # level, message: for the banner
+    resolved = Signal(str)                   # what failed before (a message's start) is fine now
     error = Signal(object, str)              # an exception, what failed
     saved = Signal(str)                      # a file was written (its path)
     compared = Signal(object)                # two sessions side by side (a SessionComparison)
@@ -104,8 +106,9 @@ class SessionFiles(QObject):
         try:
             session = Session.load(path)
         except SpecScopeError as exc:
-            self.message.emit("error", f"The session cannot be opened: {exc}")
+            self.message.emit("error", f"{SESSION_UNOPENED}: {exc}")
             return False
+        self.resolved.emit(SESSION_UNOPENED)   # an earlier file's error is not about this one
         self.controller.show(session)          # the views show it (app/shown_run.py)
         self.controls.params.show_run_settings(session.settings)     # the controls as it ran
         self.controls.prompt.show_run_settings(session.settings)

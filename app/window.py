@@ -340,6 +340,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         pw.state.connect(self.stats_bar.set_state)
         pw.message.connect(self.banner.show_message)
         pw.error.connect(self.banner.show_error)
+        pw.resolved.connect(self.banner.dismiss_if)
         pw.pair_switched.connect(self._pair_switched)
         return pw
 
@@ -350,6 +351,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         files.export_plot = lambda name, path: self.plots.export(name, path)
         files.can_compare = lambda: self.session_compare is not None
         files.message.connect(self.banner.show_message)
+        files.resolved.connect(self.banner.dismiss_if)
         files.error.connect(lambda exc, context: self.banner.show_error(exc, context=context))
         files.saved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 4000))
         files.compared.connect(self._show_comparison)

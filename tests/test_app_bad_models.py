@@ -67,3 +67,29 @@ def test_a_bad_file_keeps_the_good_one_s_facts(qtbot, window, pair, tmp_path):
         qtbot.waitUntil(lambda: panel.facts.item(0, good).text() == "llama", timeout=30_000)
         assert panel.facts.item(0, 1 - good).text() == "–"
         assert "missing.gguf: no such file" in panel.verdict.text()
+
+
+def test_a_bad_file_picked_by_mistake_loses_nothing_and_its_error_goes_with_it(qtbot, window,
+                                                                              pair, tmp_path):
+    """A truncated target picked after a run cleared the run and its conversation, and the
+    banner's error hid where they went; choosing the pair again did not bring them back, and
+    the error stayed above a compatible pair."""
+    w = window
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    assert run_and_wait(qtbot, w, lambda: w.chat_send("and more")) in ("n_predict", "eog")
+    run, turns = w.controller.session, list(w.chat_log.turns)
+    text = w.token_view.toPlainText()
+    trunc = tmp_path / "trunc.gguf"
+    trunc.write_bytes(Path(pair[0]).read_bytes()[:100_000])
+    with qtbot.waitSignal(w.pairs.report_shown, timeout=30_000):
+        w.pair_panel.set_pair(trunc, Path(pair[1]))
+    assert w.controller.session is None                        # not this pair's run
+    assert w.banner.level == "error" and "trunc.gguf" in w.banner.message
+    assert "comes back when its pair is chosen again" in w.banner.message
+    with qtbot.waitSignal(w.pairs.report_shown, timeout=30_000):
+        w.pair_panel.set_pair(Path(pair[0]), Path(pair[1]))
+    assert w.controller.session is run and w.token_view.toPlainText() == text
+    assert w.chat_log.turns == turns and w.chat_bar.reply.isEnabled()      # the conversation goes on
+    assert w.banner.level != "error" or not w.banner.isVisible()           # the error went
+    assert run_and_wait(qtbot, w, lambda: w.chat_send("third")) in ("n_predict", "eog")
+    assert len(w.chat_log.turns) == 3

@@ -104,6 +104,8 @@ def test_a_recorded_run_replays_in_a_fresh_window_without_its_models(qtbot, tmp_
         assert f.banner.level == "error"
         assert f"{bad}, line 2" in f.banner.message and "\n" not in f.banner.message
         assert views(f) == live
+        assert f.files.open_session(saved)             # a good one: the error was not about it
+        assert not f.banner.isVisible()
 
         # drag and drop opens a session too
         f.reset_clicked()
