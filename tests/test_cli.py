@@ -142,7 +142,10 @@ def test_a_session_that_fails_to_save_keeps_the_results_shown(capsys, models, tm
 def test_a_count_out_of_range_is_refused_before_any_load(capsys, argv, says):
     with pytest.raises(SystemExit) as stop:
         main(["run", *argv, "-n", "4"])
-    assert stop.value.code == 2 and says in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and says in err
+    # one line, as the docs promise (argparse put its 40-line usage first)
+    assert err.count("\n") == 1 and err.endswith("(see specscope run --help)\n"), err
 
 
 def test_a_context_rounded_up_says_so(capsys, tiny_models):
@@ -245,6 +248,8 @@ def test_flags_the_run_does_not_use_are_named(capsys, tiny_models):
     t, d = str(tiny_models["target"]), str(tiny_models["draft"])
     for argv, note in [
         (["baseline", "-m", t, "-td", "3", "-ngld", "2"], "-td, -ngld not used: the target runs alone"),
+        # -md was read as -m d, and the error named the draft file as a stray argument
+        (["baseline", "-m", t, "-md", d], "-md not used: the target runs alone"),
         (["run", "-m", t, "-md", d, "--spec-type", "ngram-simple"],
          f"-md {d} not used: ngram-simple drafts without a draft model"),
         (["run", "-m", t, "-md", d, "-np", "4"], "-np 4 not used: only suffix and draft-tree draft"),

@@ -465,8 +465,14 @@ def test_bench_says_when_threads_moved_during_its_runs():
     moved = Cell("draft-simple", 4, "p")
     moved.add(run((0, 2, 2), (4, 1, 1)), run((0, 1, 0)))
     line = thread_lines([steady, moved])[1]
-    assert line.startswith("threads auto changed during 1 of 4 runs (the target mostly on 2 and 1 "
+    assert line.startswith("threads auto changed during 1 of 4 runs (the target on 2 and 1 "
                            "threads, the draft on 2 and 1): the machine's load changed")
+    # no run changed, but the runs started on different counts: not "changed during 0 of 4"
+    between = Cell("draft-simple", 5, "p")
+    between.add(run((0, 1, 1)), run((0, 1, 0)))
+    line = thread_lines([steady, between])[1]
+    assert line.startswith("threads auto started the runs on different counts (the target on 2 "
+                           "and 1 threads, the draft on 2 and 1)"), line
 
 
 def test_a_pair_on_auto_shares_one_governor_and_a_pinned_one_none():

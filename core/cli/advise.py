@@ -23,7 +23,7 @@ DESCRIPTION = ("Run the target alone once per workload prompt, replay every n-gr
                "draft-simple setting against it (what-ifs priced with this machine's calibration), "
                "then measure the best candidates of each category for real until the budget is "
                "spent. Reports per category the best setup with its measured speed-up and the range a "
-               "re-measurement lands in 95%% of the time, or \"don't speculate\", and the llama.cpp command line to copy. Ctrl-C "
+               "re-measurement lands in 95 % of the time, or \"don't speculate\", and the llama.cpp command line to copy. Ctrl-C "
                "keeps what was measured.")
 
 

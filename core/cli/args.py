@@ -19,6 +19,14 @@ from specscope.core.models.demo import demo_eagle3_head, demo_pair
 from specscope.core.models.gguf_file import check_gguf
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with bad input in one line: its usage block (41 lines for ``run``) is behind
+    ``--help``, which the line names."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def at_least(low: int, why: str = ""):
     """An argparse type: an integer of at least ``low`` (argparse names the flag in its error)."""
     def parse(text: str) -> int:
@@ -62,7 +70,7 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool = True) -> None:
     g.add_argument("--deterministic", action="store_true", help=DETERMINISTIC_GUARANTEE.replace("%", "%%"))
 
 
-def add_generation_args(p: argparse.ArgumentParser) -> None:
+def add_generation_args(p: argparse.ArgumentParser, json_help: str = "print one JSON document") -> None:
     g = p.add_argument_group("prompt and sampling")
     src = g.add_mutually_exclusive_group()
     src.add_argument("-p", "--prompt", help="prompt text")
@@ -85,7 +93,7 @@ def add_generation_args(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output")
     mode = o.add_mutually_exclusive_group()
     mode.add_argument("--stream", action="store_true", help="print text as it is produced")
-    mode.add_argument("--json", action="store_true", help="print one JSON document")
+    mode.add_argument("--json", action="store_true", help=json_help)
     o.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's log")
 
 

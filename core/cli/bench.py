@@ -315,8 +315,9 @@ def thread_lines(cells) -> list[str]:
     if not moved and len(target) <= 1 and len(draft) <= 1:
         return []
     on = lambda counts: " and ".join(map(str, counts))          # noqa: E731
-    return ["", f"threads auto changed during {moved} of {len(runs)} runs (the target mostly on "
-                f"{on(target)} threads" + (f", the draft on {on(draft)}" if draft else "") + "): "
+    during = (f"threads auto changed during {moved} of {len(runs)} runs" if moved else
+              "threads auto started the runs on different counts")
+    return ["", f"{during} (the target on {on(target)} threads" + (f", the draft on {on(draft)}" if draft else "") + "): "
                 "the machine's load changed while measuring; rerun on a steadier "
                 "machine, or pin the counts (-t/-td) to compare like with like"]
 

@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
                                    "the figures, /quit ends.")
     add_model_args(p)
     add_spec_args(p)
-    add_generation_args(p)
+    add_generation_args(p, json_help="print one JSON object per turn")
     p.add_argument("--baseline", action="store_true",
                    help="the same conversation with the target alone (what each turn is "
                         "checked against)")

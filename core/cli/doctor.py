@@ -299,7 +299,8 @@ def _scan_figures(c) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m specscope.core.cli.doctor TARGET DRAFT``: the doctor on its own."""
-    parser = argparse.ArgumentParser(prog="specscope")
+    from specscope.core.cli.args import Parser
+    parser = Parser(prog="specscope")
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["doctor", *(sys.argv[1:] if argv is None else argv)])
     logging.getLogger("specscope.llama").setLevel(logging.CRITICAL)

@@ -26,7 +26,7 @@ from pathlib import Path
 from specscope.core.cli import (advise as cli_advise, bench as cli_bench, chat as cli_chat,
                                 devices as cli_devices, doctor as cli_doctor, models as cli_models,
                                 quantize as cli_quantize, whatif as cli_whatif)
-from specscope.core.cli.args import add_generation_args, add_model_args
+from specscope.core.cli.args import Parser, add_generation_args, add_model_args
 from specscope.core.cli.generate import cmd_generate, cmd_replay
 from specscope.core.cli.spec import add_spec_args
 from specscope.core.errors import SpecScopeError
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     SUBCOMMANDS.update(doctor=cli_doctor, bench=cli_bench, quantize=cli_quantize, devices=cli_devices,
                        whatif=cli_whatif, advise=cli_advise, chat=cli_chat,
                        models=cli_models)
-    parser = argparse.ArgumentParser(prog="specscope", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="specscope", description=__doc__.split("\n\n")[0])
     lesson_help = "open the window on lesson N of Help ▸ Lessons (from 1)"
     parser.add_argument("--lesson", type=int, metavar="N", help=lesson_help)
     sub = parser.add_subparsers(dest="command")
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_spec_args(run)
     add_generation_args(run)
     base = sub.add_parser("baseline", help="the target alone, same sampler and stop rules")
-    add_model_args(base, draft=False)
+    add_model_args(base)       # -md taken (and noted as unused), not read as -m d
     add_generation_args(base)
     for p in (run, base):
         p.add_argument("--record", type=Path, metavar="FILE",
