@@ -183,7 +183,11 @@ class MessageBanner(QFrame):
             message = f"{message}. {hint}"
         tb = tb or "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         log.error("%s\n%s", message, tb.rstrip())
-        self.show_message("error", message, tb)
+        # a setting or a prompt the user can change says all there is in its line: no
+        # traceback behind Details (the log keeps it)
+        from specscope.core.errors import ConfigError, ContextFullError
+        plain = isinstance(exc, (ConfigError, ContextFullError))
+        self.show_message("error", message, "" if plain else tb)
 
     def show_details(self) -> None:
         if self.dialog is not None and self.dialog.isVisible():
