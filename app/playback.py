@@ -147,8 +147,10 @@ class PaceControl(QtWidgets.QWidget):
 
     def _changed(self, *_args) -> None:
         pace = self.mode.currentData()
-        self.rate.setEnabled(pace == "rate")
-        self.next.setEnabled(pace != "fast")
+        # shown only where they act: at full speed the toolbar has their room (presenter mode's
+        # larger text at 1.5x pushed Replay behind the toolbar's » on a 1280-pixel projector)
+        self.rate.setVisible(pace == "rate")
+        self.next.setVisible(pace != "fast")
         self.playback.set_pace(pace, self.rate.value())
 
     def _show_backlog(self, n: int) -> None:

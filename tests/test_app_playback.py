@@ -52,17 +52,19 @@ def test_the_pace_control_drives_the_playback_and_shows_the_backlog(qtbot):
     pb = Playback()
     control = PaceControl(pb)
     qtbot.addWidget(control)
+    control.show()
+    assert not control.rate.isVisible() and not control.next.isVisible()      # full speed
     control.set_pace("step")
-    assert pb.pace == "step" and not control.rate.isEnabled() and control.next.isEnabled()
+    assert pb.pace == "step" and not control.rate.isVisible() and control.next.isVisible()
     pb.feed([7, 8])
     assert control.waiting.text() == "2 waiting"
     got = collect(pb)
     control.next.click()
     assert got == [[7]] and control.waiting.text() == "1 waiting"
     control.set_pace("rate", 3.0)
-    assert pb.pace == "rate" and pb.rounds_per_s == 3.0 and control.rate.isEnabled()
+    assert pb.pace == "rate" and pb.rounds_per_s == 3.0 and control.rate.isVisible()
     control.set_pace("fast")
-    assert got == [[7], [8]] and control.waiting.text() == "" and not control.next.isEnabled()
+    assert got == [[7], [8]] and control.waiting.text() == "" and not control.next.isVisible()
 
 
 def test_the_scrubber_follows_live_rounds_until_moved(qtbot):

@@ -82,3 +82,24 @@ def test_presenter_mode_scales_the_legends_and_value_labels_too(qtbot, pair, set
     finally:
         QApplication.setFont(app_font)
         w.close()
+
+
+def test_presenter_mode_at_1_5x_keeps_every_toolbar_button_on_a_1280_pixel_screen(qtbot, pair, settings):
+    """Replay went behind the toolbar's » at 1.5× on a 1280×720 projector; at full speed the
+    pace's rate and Next ▸ (which act only at another pace) now leave it their room."""
+    from PySide6.QtWidgets import QToolButton
+    w = open_window(qtbot, pair, settings, preload=False)
+    app_font = QApplication.font()
+    try:
+        w.set_presenter_scale(1.5)
+        w.act_presenter.trigger()
+        w.showNormal()                                    # the projector's width, not this screen's
+        w.resize(1280, 720)
+        qtbot.waitUntil(lambda: w.run_toolbar.width() <= 1280)
+        qtbot.wait(50)
+        more = w.run_toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
+        assert more is None or not more.isVisible()
+        assert w.run_toolbar.widgetForAction(w.act_replay).isVisible()
+    finally:
+        QApplication.setFont(app_font)
+        w.close()
