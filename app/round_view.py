@@ -158,7 +158,7 @@ class RoundDiagram(QWidget):
         off, a = 1 + len(ev.replayed), ev.n_accepted
         ends = ev.eog_ends_draft              # drafted ⟨end⟩, sampled too: the round stops there
         for i, t in enumerate(ev.drafted):
-            prob = (f"p {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
+            prob = (f"q {ev.draft_probs[i]:.2f}" if i < len(ev.draft_probs) else
                     f"from pos {ev.ngram.source + i}" if ev.ngram and ev.ngram.source >= 0 else
                     "translated" if ev.xvocab and ev.xvocab.mode == "translate" else "drafted")
             if i < len(ev.target_p):                     # a run that teaches: q (the draft's) and p
@@ -266,7 +266,7 @@ class _Cells:
         if words:
             self.terms.append((rect, words))
         p.setPen(QPen(QColor(border or "#d0d0d0"), 1.5 if border else 1))
-        p.setBrush(QColor(bg))
+        p.setBrush(QColor(bg or "#f2f2f2"))     # a palette's token with no background: a plain cell
         p.drawRoundedRect(rect, 5, 5)
         f = QFont(self.font)
         f.setStrikeOut(strike)

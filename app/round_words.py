@@ -123,7 +123,7 @@ def model_draft_words(ev, drafted: list[str], texts=()) -> str:
            "eog": "it drafted an end-of-text token", "none": "the draft ended"}.get(
         ev.draft_stop, ev.draft_stop or "the draft ended")
     def prob(i: int, p: float) -> str:     # a run that teaches: the draft's q beside the target's p
-        return f"q {p:.2f}, the target's p {ev.target_p[i]:.2f}" if i < len(ev.target_p) else f"p {p:.2f}"
+        return f"q {p:.2f}, the target's p {ev.target_p[i]:.2f}" if i < len(ev.target_p) else f"q {p:.2f}"
     items = [f"draft id {ev.head_ids[i]} → target id {t} {text} ({prob(i, p)})" if i < len(ev.head_ids)
              else f"{text} ({prob(i, p)})"
              for i, (t, text, p) in enumerate(zip(ev.drafted, drafted, ev.draft_probs))]

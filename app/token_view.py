@@ -353,7 +353,7 @@ class TokenView(QPlainTextEdit):
                               "ends here and counts it as the target's own token, not as accepted")
             elif ev.drafted and a < k:
                 d = ev.drafted[a]
-                pd = f" (p {ev.draft_probs[a]:.3f})" if a < len(ev.draft_probs) else ""
+                pd = f" (q {ev.draft_probs[a]:.3f})" if a < len(ev.draft_probs) else ""
                 tip = head + (f"<b>replacement</b>: the target's own token at the first mismatch<br>"
                               f"{drafter_html(ev.drafter)} had proposed "
                               f"<code>{self._esc(d)}</code>{pd}")

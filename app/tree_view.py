@@ -111,7 +111,7 @@ def paint_tree(c, ev, short_of, label_w: float, cell_w: float, cell_h: float, ga
             state = node_state(branch, d, ev.emitted, ev.n_accepted)
             fg, bg = {ACCEPTED_NODE: (accepted_fg, accepted_bg),
                       REJECTED_NODE: COLORS[REJECTED]}.get(state, (COLORS[UNCHECKED][0], "#f7efee"))
-            c.cell(1 + d, row, short_of(branch[d]), fg=fg, bg=bg, sub=f"p {probs[d]:.2f}",
+            c.cell(1 + d, row, short_of(branch[d]), fg=fg, bg=bg, sub=f"q {probs[d]:.2f}",
                    strike=state != ACCEPTED_NODE, token=branch[d], rect=rect(1 + d, row))
     target_row = n_rows - 1
     fg, bg = COLORS[TARGET]
@@ -136,7 +136,7 @@ def paint_tree(c, ev, short_of, label_w: float, cell_w: float, cell_h: float, ga
 
 def node_tooltip(ev, token: int, vocab) -> str:
     """Hovering a tree token: its id and piece, and for each branch holding it, where."""
-    where = [f"branch {j} at depth {d + 1}, p {ev.tree.probs[j][d]:.3f}"
+    where = [f"branch {j} at depth {d + 1}, q {ev.tree.probs[j][d]:.3f}"
              for j, b in enumerate(ev.tree.branches) for d, t in enumerate(b) if t == token]
     return (f"token {token} · vocabulary piece <code>{html.escape(vocab.text(token))}</code>"
             + "".join(f"<br>{w}" for w in where[:6]))

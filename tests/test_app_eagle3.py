@@ -102,7 +102,7 @@ def test_step_mode_tells_a_head_s_draft_in_words(qtbot, window):
     assert "the inputs of the target's layers 0, 1 and 3" in text
     assert "reduced vocabulary of 200 tokens" in text
     for d, t, p in zip(ev.head_ids, ev.drafted, ev.draft_probs):
-        assert f"draft id {d} → target id {t} <code>" in text and (f"(p {p:.2f})" in text or f"(q {p:.2f}, the target" in text)   # step mode: q beside p
+        assert f"draft id {d} → target id {t} <code>" in text and (f"(q {p:.2f})" in text or f"(q {p:.2f}, the target" in text)   # step mode: q beside p
     assert "the EAGLE-3 head's cache" in text
     window.stop_clicked()
     qtbot.waitUntil(lambda: window.controller.state is RunState.IDLE, timeout=RUN_TIMEOUT_MS)

@@ -78,3 +78,28 @@ def test_a_switch_after_a_run_recolours_the_text_shown_at_once(qtbot, window):
     finally:
         window.act_safe_palette.setChecked(False)
     qtbot.waitUntil(lambda: backgrounds("accepted") == {"#bbf0c6"}, timeout=5_000)
+
+
+def test_the_step_picture_s_rejected_cell_is_not_black_in_the_safe_palette(qtbot):
+    """The safe palette gives a rejected token no background (struck through in orange, as
+    the legend shows); the step picture filled its cell with QColor(None): black."""
+    from PySide6.QtGui import QColor
+
+    from specscope.app.round_view import RoundExplainer
+    from specscope.core.engine.events import RoundEvent
+    from test_app_token_view import VOCAB
+    palette.use(palette.SAFE)
+    try:
+        w = RoundExplainer()
+        qtbot.addWidget(w)
+        w.resize(900, 400)
+        w.show()
+        ev = RoundEvent(1, 8, 5, (6, 7, 8), (0.5, 0.5, 0.5), 1, (6, 10), "spec")
+        w.show_round(ev, VOCAB)
+        qtbot.waitUntil(lambda: bool(w.diagram._cells))
+        rejected = next(rect for rect, tok in w.diagram._cells if tok == 7)
+        image = w.diagram.grab().toImage()
+        inside = rejected.adjusted(4, 4, -4, -4).topLeft().toPoint()
+        assert QColor(image.pixel(inside)).lightness() > 200      # a light cell, not black
+    finally:
+        palette.use(palette.STANDARD)

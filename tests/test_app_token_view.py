@@ -278,7 +278,7 @@ def test_step_mode_shows_split_characters_and_hover(qtbot, real_vocabs):
     rejected = ev(2, 5, newline, han, 1, (han[0], newline))
     assert round_labels(rejected, vocab) == (["\n", "⟨E4⟩", "中 (2/3)", "中 (3/3)"], ["⟨E4⟩", "\n"])
     text = explain(e, vocab)
-    assert "<code>中 (1/3)</code> (p 0.50)" in text and "<code>↵</code>" in text
+    assert "<code>中 (1/3)</code> (q 0.50)" in text and "<code>↵</code>" in text
     w = RoundExplainer()
     qtbot.addWidget(w)
     w.resize(900, 400)

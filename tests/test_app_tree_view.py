@@ -49,7 +49,7 @@ def test_step_mode_draws_every_tree_token_once_and_the_targets_samples(qtbot):
     assert "a <b>tree</b>" in text and "kept branch 2: all 2 of its tokens" in text
     assert "bonus token <code>h</code>" in text and "5 tree tokens in <b>one batch</b>" in text
     tip = node_tooltip(ROUND, 4, VOCAB)
-    assert "branch 1 at depth 1, p 0.300" in tip and "branch 2 at depth 1" in tip
+    assert "branch 1 at depth 1, q 0.300" in tip and "branch 2 at depth 1" in tip
 
 
 def test_a_kept_branch_that_is_not_the_path_taken_is_said(qtbot):
