@@ -221,7 +221,8 @@ class AcceptancePlot(_DraftBars):
                     else:
                         label.setAngle(0)
                         label.setAnchor((0.5, 1.0))   # centred above the bar
-                    label.setPos(i + 1.0, 0.98 if rotated else 1.0)
+                # placed every time: a new label starts upright, at (0, 0), out of view
+                label.setPos(i + 1.0, 0.98 if rotated else 1.0)
                 set_text(label, texts[i])
                 label.setVisible(True)
             else:

@@ -81,6 +81,9 @@ def test_bars_hold_position_acceptance_and_counts(panel):
     np.testing.assert_allclose(shown["acceptance"]["height"], [0.75, 0.5, 0.25])
     np.testing.assert_allclose(shown["acceptance"]["height"], stats.position_acceptance)
     assert shown["acceptance"]["labels"] == ["3/4", "2/4", "1/4"]
+    # each count over its bar (they sat at (0, 0), out of view, and were never drawn)
+    placed = [(t.pos().x(), t.pos().y()) for t in panel.acceptance.labels if t.isVisible()]
+    assert [x for x, _ in placed] == [1.0, 2.0, 3.0] and all(y >= 0.98 for _, y in placed)
     # histogram: one round each accepted 0, 1, 2 and 3 drafted tokens
     np.testing.assert_allclose(shown["accepted_length"]["x"], [0, 1, 2, 3])
     np.testing.assert_allclose(shown["accepted_length"]["height"], [1, 1, 1, 1])
