@@ -61,6 +61,7 @@ class ChatBar(QWidget):
                 w.setMinimumWidth(w.fontMetrics().horizontalAdvance(w.text()) + 16)
             row.addWidget(w, 1 if w is self.reply else 0)
         lay.addLayout(row)
+        self.compact = False                    # presenter mode: no figures line (set_compact)
         self.figures = ElidedLabel()            # one line: it neither widens nor heightens the bar
         self.figures.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.figures.setStyleSheet("color:#555")
@@ -92,7 +93,13 @@ class ChatBar(QWidget):
             self.editing = ""
         self.figures.set_full(figures)
         self.figures.setToolTip(figures)
-        self.figures.setVisible(bool(figures))
+        self.figures.setVisible(bool(figures) and not self.compact)
+
+    def set_compact(self, on: bool) -> None:
+        """Presenter mode: the figures line gives its room to the pictures (the stats bar
+        has the same figures)."""
+        self.compact = on
+        self.figures.setVisible(bool(self.figures.full) and not on)
 
     def _send(self, step: bool = False) -> None:
         text = self.reply.text()

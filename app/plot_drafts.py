@@ -112,7 +112,8 @@ class AcceptancePlot(_DraftBars):
         p.addItem(self.rejected)
         p.addItem(self.accepted)
         p.setLimits(yMin=0.0)
-        p.getAxis("left").setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)]])
+        self.share_ticks: tuple[float, ...] = ()
+        self._tick_shares()
         p.getViewBox().setMouseEnabled(x=False, y=False)
         self._add_note()
         self.texts: list[str] = []
@@ -134,6 +135,21 @@ class AcceptancePlot(_DraftBars):
             t.setVisible(False)
         self.n_bars = -1
         self.top = 1.0
+
+    def _tick_shares(self) -> None:
+        """Quarters on the y axis where they fit, else halves (a short plot, presenter mode's
+        large type: 0.75 and 0.5 were drawn over each other)."""
+        axis = self.plot.getAxis("left")
+        line = QtGui.QFontMetrics(axis.style.get("tickFont") or axis.font()).height()
+        ticks = (0, 0.25, 0.5, 0.75, 1.0) if self.view.height() <= 1 or \
+            self.view.height() >= 5.5 * line else (0, 0.5, 1.0)
+        if ticks != self.share_ticks:
+            self.share_ticks = ticks
+            axis.setTicks([[(v, f"{v:g}") for v in ticks]])
+
+    def resized(self) -> None:
+        self._tick_shares()
+        super().resized()
 
     def reserve_px(self) -> float:
         legend = self.legend.boundingRect().height() + 4.0 \

@@ -116,6 +116,7 @@ class Presenter:
         _restyle(w)
         w.token_view.setFont(_scaled(self.saved["text_font"], self.scale))
         w.set_left_panel_shown(False)
+        w.shown.set_presenting(True)
         w.showFullScreen()
 
     def leave(self) -> None:
@@ -130,6 +131,7 @@ class Presenter:
         round_view.ZOOM[0] = 1.0
         w.round_view.rezoom()
         w.set_left_panel_shown(saved["left"])
+        w.shown.set_presenting(False)
         w.showNormal()
         w.restoreGeometry(saved["geometry"])
         if saved["maximized"]:

@@ -36,7 +36,8 @@ from .token_view import COLORS, REJECTED, TARGET, UNCHECKED
 CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ZOOM = [1.0]           # the round picture's scale (presenter mode's; RoundDiagram.zoom)
 DIAGRAM_MIN_PX = 110      # the round's diagram scrolls below this height (a 600-pixel screen)
-PRESENTER_SHARE = 0.3     # in presenter mode its minimum is its whole height, up to this share of the screen's
+PRESENTER_WHOLE = 0.37    # in presenter mode its minimum is its whole height up to this share of the screen's,
+PRESENTER_SHARE = 0.3     # and this share where it must scroll anyway (the words keep their room)
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
 
 
@@ -333,6 +334,14 @@ class RoundExplainer(QWidget):
         self.fit_diagram()
         self.text.setText(explain(ev, vocab, history, types))
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self.fit_diagram()
+
+    def hideEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().hideEvent(event)
+        self.fit_diagram()
+
     def fit_diagram(self) -> None:
         """The picture's whole height where there is room (on a short screen it scrolls); in
         presenter mode all of it, the words below scrolling instead, up to PRESENTER_SHARE of
@@ -340,9 +349,9 @@ class RoundExplainer(QWidget):
         projector at 1.5x, and the text above it overlapped."""
         h = self.diagram.sizeHint().height() + self.diagram_scroll.horizontalScrollBar().sizeHint().height()
         self.diagram_scroll.setMaximumHeight(h)
-        if self.diagram.zoom() > 1:
+        if self.diagram.zoom() > 1 and self.isVisible():   # another tab shown: no claim on the room
             screen = self.screen().availableGeometry().height()
-            low = min(h, max(DIAGRAM_MIN_PX, int(PRESENTER_SHARE * screen)))
+            low = h if h <= PRESENTER_WHOLE * screen else max(DIAGRAM_MIN_PX, int(PRESENTER_SHARE * screen))
         else:
             low = DIAGRAM_MIN_PX
         self.diagram_scroll.setMinimumHeight(low)

@@ -68,6 +68,9 @@ FIRST_REFRESH_S = 0.1            # a live run's first refresh waits this long af
                                  # 70 ms) shows at its end, with no refresh taking a core from it
 SPARE_CORE_MIN = 0.5             # fewer cores unused than this over the last second: BUSY_CADENCE
 LOOK_PERIOD_S = 1.0              # how often a live run looks at the cores
+TITLE = "<b>Generated text</b>"
+TITLE_HINT = (" <span style='color:#777'>— hover a token for its round, position, drafter and why "
+              "it was drafted</span>")
 PLOTS_NOTE = (f"Run in progress: the plots update every {CADENCE.panels_s:g} s "
               f"({BUSY_CADENCE.panels_s:g} s while no core is spare)")
 TEXT_MIN_LINES = 5               # the generated text never gets fewer lines than this
@@ -143,8 +146,7 @@ class ShownRun(QWidget):
         self.show_template.toggled.connect(self._template_toggled)
         tl = QVBoxLayout(self)
         tl.setContentsMargins(8, 4, 8, 4)
-        title = QLabel("<b>Generated text</b> <span style='color:#777'>— hover a token for its round, "
-                       "position, drafter and why it was drafted</span>")
+        title = self.title = QLabel(TITLE + TITLE_HINT)
         title.setWordWrap(True)                          # two lines on a narrow screen
         title_row = QHBoxLayout()
         title_row.addWidget(title, 1)
@@ -166,6 +168,12 @@ class ShownRun(QWidget):
         tl.addWidget(self.scrubber)
         self.chat_bar = ChatBar()                        # the conversation goes on (the window's)
         tl.addWidget(self.chat_bar)
+
+    def set_presenting(self, on: bool) -> None:
+        """Presenter mode: the title without its hover hint and the chat bar without its
+        figures line, for the pictures' room on a 720-pixel projector."""
+        self.title.setText(TITLE if on else TITLE + TITLE_HINT)
+        self.chat_bar.set_compact(on)
 
     def attach(self, plots, cost_panel, timeline, distance_view) -> None:
         """The pyqtgraph views, once built (after the window shows)."""

@@ -597,6 +597,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
 
     def closeEvent(self, event):  # noqa: N802
         try:
+            self.presenter.leave()      # the window's own geometry saved, the picture's zoom reset
             self.save_settings()
         except Exception:  # noqa: BLE001 - never block closing
             log.exception("saving the settings failed")
