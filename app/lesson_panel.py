@@ -40,8 +40,9 @@ def reveal(widget: QWidget) -> None:
         child, parent = parent, parent.parentWidget()
     parent = widget.parentWidget()
     while parent is not None:
-        if isinstance(parent, QScrollArea):
-            parent.ensureWidgetVisible(widget, 20, 20)
+        if isinstance(parent, QScrollArea):      # from the top, as little as it takes: what is
+            parent.verticalScrollBar().setValue(0)     # above it (the plot a lesson talks of)
+            parent.ensureWidgetVisible(widget, 20, 20)     # stays in view where it can
         parent = parent.parentWidget()
 
 
@@ -67,6 +68,10 @@ class Pointer(QWidget):
             return False
         reveal(widget)
         QTimer.singleShot(0, self._place)        # after the tabs and scroll areas moved
+        # once more when the page shown has laid itself out for its room (the cost panel puts
+        # its plot beside the sliders when wide): scrolled for its tall layout, the plot's top
+        # stayed hidden
+        QTimer.singleShot(100, lambda: self.target is widget and (reveal(widget), self._place()))
         self._left = POINTER_BLINKS
         self._timer.start()
         return True

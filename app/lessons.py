@@ -254,6 +254,7 @@ def _check_break_even(w, _notes):
     if abs(c.f - BREAK_EVEN_F) > F_TOLERANCE:
         return False, f"Set f to {BREAK_EVEN_F:.2f} first (it is {c.f:.2f})."
     n, best = c.best_point()
+    best = round(best, 2)                # as it is shown: 1.0501 reads 1.05, inside the band
     lo, hi = BREAK_EVEN_BAND
     if best > hi:
         return False, (f"At α = {c.alpha:.2f} the best draft (n = {n}) still gives {best:.2f}×: move "

@@ -129,6 +129,15 @@ def test_lesson_4_break_even_on_the_sliders(qtbot, lesson_window):
     refused(panel, "no draft length pays")
     c.set_alpha(0.52)
     assert "n = 1" in accepted(panel)
+    c.set_alpha(0.575)                   # 1.0501×, shown as 1.05×: inside the band, as it reads
+    assert "1.05×" in accepted(panel)
+    # the pointer's page shows the plot the lesson talks of: scrolled to the f slider for the
+    # panel's tall layout, the plot's top (the star) stayed hidden once it went wide
+    from PySide6.QtCore import QPoint
+    viewport = c.parentWidget().parentWidget()
+    panel = open_lesson(qtbot, w, 3)                     # opened afresh: pointed, laid out
+    qtbot.wait(400)
+    assert c._chart.mapTo(viewport, QPoint(0, 0)).y() >= 0
 
 
 def test_lesson_5_a_draftless_drafter_on_a_text_that_repeats(qtbot, lesson_window):
