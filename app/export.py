@@ -45,6 +45,7 @@ def walk(session: Path, size: tuple[int, int] = SIZE):
         try:
             w.resize(*size)
             w.set_left_panel_shown(False)
+            slide(w)
             w.show()
             said: list[str] = []
             w.files.message.connect(lambda _level, text: said.append(text))
@@ -53,10 +54,37 @@ def walk(session: Path, size: tuple[int, int] = SIZE):
             if not w.controller.session.run.events:
                 raise ValueError(f"{session}: the session holds no rounds")
             for k, n in each_round(w, settle=3):
+                fit_words(w)
                 yield w, k, n
         finally:
             w.close()
             w.shutdown()
+
+
+TEXT_MIN_PX = 150      # a slide keeps this much for the generated text
+
+
+def slide(w) -> None:
+    """A frame for a slide: the text, the round's picture and its words, the stats; not the
+    window's menus, toolbar, workspace tabs, the chat bar nor the title's hover hint (nothing
+    to click on a slide), whose room the words need."""
+    for part in (w.menuBar(), w.run_toolbar, w.workspace.tabBar(), w.chat_bar):
+        part.hide()
+    w.shown.set_presenting(True)
+
+
+def fit_words(w) -> None:
+    """The tabs as tall as the round's picture and all its words (a slide cannot scroll; the
+    last lines were cut), the text the rest (at least TEXT_MIN_PX)."""
+    from PySide6.QtWidgets import QApplication
+    rv, split = w.round_view, w.right_split
+    words = rv.text.heightForWidth(max(rv.text.width(), 200)) + 16
+    need = w.tabs.tabBar().height() + rv.diagram_scroll.maximumHeight() + words
+    total = sum(split.sizes())
+    tabs = min(need, total - TEXT_MIN_PX)
+    if split.sizes()[1] != tabs:
+        split.setSizes([total - tabs, tabs])
+        QApplication.processEvents()
 
 
 def frames(session: Path, size: tuple[int, int] = SIZE):

@@ -131,3 +131,19 @@ def test_the_window_exports_the_run_shown_and_comes_back(qtbot, pair, settings, 
         assert w.controller.shown_upto == n
     finally:
         w.close()
+
+
+def test_each_frame_shows_all_of_its_round_s_words_and_nothing_to_click(qtbot, session):
+    """A slide cannot scroll: the words under the picture were cut ("Next: id_last = …" half
+    drawn) beside a scroll bar, below the window's menus, toolbar and an idle chat bar."""
+    from specscope.app.export import walk
+    seen = 0
+    for w, k, n in walk(session, (1280, 720)):
+        words = w.round_view.text
+        area = words.parentWidget().parentWidget().parentWidget()        # its QScrollArea
+        assert not area.verticalScrollBar().isVisible(), k
+        assert words.height() >= words.heightForWidth(words.width()), k
+        assert not w.chat_bar.isVisible() and not w.menuBar().isVisible()
+        assert not w.run_toolbar.isVisible() and w.token_view.height() >= 100
+        seen += 1
+    assert seen == n >= 3
