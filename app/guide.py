@@ -10,6 +10,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMessageBox, QTextBrowser, QVBoxLayout, QWidget
 
 from .legend import legend_html
+from .palette import colour_word
 
 TITLE = "SpecScope guide"
 
@@ -28,7 +29,8 @@ hope is fewer, cheaper target passes.</p>
 <p>{legend_html()}</p>
 <p>Grey is the prompt. Where n-gram drafters, a head (an EAGLE-3, DFlash or DSpark head) or the
 target's own MTP blocks (offered when the target carries them, with no draft model) draft, each
-drafter's accepted tokens take its own colour (the legend above the text names them). The target's
+drafter's accepted tokens take its own colour (the legend above the text names them; in the
+colour-blind safe palette all of them are the accepted tokens' one colour). The target's
 own token is the replacement at the first mismatch, or the bonus token after a draft it accepted
 whole. ↵ marks a line break. Hover a token for its round, draft position, draft probability and
 drafter; <i>show rejected drafts</i> (Ctrl+H) hides the struck-through ones.</p>
@@ -36,11 +38,11 @@ drafter; <i>show rejected drafts</i> (Ctrl+H) hides the struck-through ones.</p>
 <h3>The plots</h3>
 <ul>
 <li><b>Acceptance by draft position</b>: of the drafts that reached position k, the share
-whose token the target kept (green) or not (pale red); the numbers are kept / drafted. At
+whose token the target kept ({colour_word("accepted")}) or not ({colour_word("rejected_pale")}); the numbers are kept / drafted. At
 temperature, a dashed curve shows the other acceptance rule's expected share on the same
 drafts.</li>
 <li><b>Accepted per round</b>: how many rounds kept 0, 1, 2, … of their drafted
-tokens (red: the first drafted token was rejected).</li>
+tokens ({colour_word("rejected")}: the first drafted token was rejected).</li>
 <li><b>Generation speed</b>: tokens per second over the last 2 s and over the whole run.</li>
 <li><b>Time per round</b>: each round's draft, translate (a draft of another vocabulary: its
 text re-tokenized between the two vocabularies), verify, sync (rolling the caches back) and

@@ -23,6 +23,7 @@ class Palette:
     tokens: dict[str, tuple[str, str | None]]   # kind -> (foreground, background)
     plots: dict[str, str]                        # accepted / target / rejected -> colour
     per_drafter: bool                            # accepted tokens take their drafter's colours
+    names: dict[str, str]                        # the plots' colours in words (the Guide, tooltips)
 
 
 PALETTES = {
@@ -30,12 +31,14 @@ PALETTES = {
         tokens={"accepted": ("#14532d", "#bbf0c6"), "target": ("#1e3a8a", "#c9dcff"),
                 "rejected": ("#b42318", "#fde4e1"), "unchecked": ("#b0837d", None)},
         plots={"accepted": "#2e9d4b", "target": "#3b6fd8", "rejected": "#d64545"},
-        per_drafter=True),
+        per_drafter=True,
+        names={"accepted": "green", "rejected": "red", "rejected_pale": "pale red"}),
     SAFE: Palette(
         tokens={"accepted": ("#0b3954", "#8fd0f7"), "target": ("#4a3b00", "#f7d46a"),
                 "rejected": ("#c75a1e", None), "unchecked": ("#9a9a9a", None)},
         plots={"accepted": "#0072b2", "target": "#e69f00", "rejected": "#999999"},
-        per_drafter=False),
+        per_drafter=False,
+        names={"accepted": "blue", "rejected": "grey", "rejected_pale": "light grey"}),
 }
 _active = [STANDARD]
 # the token view's colours, kind -> (foreground, background): the one dict the token view, the
@@ -68,10 +71,16 @@ def use(name: str) -> None:
     TOKEN_COLORS.update(active().tokens)
 
 
+def colour_word(kind: str) -> str:
+    """The plots' colour of ``kind`` (accepted, rejected, rejected_pale) in words, in the
+    palette in use: what the Guide and the plots' tooltips say."""
+    return active().names[kind]
+
+
 def plot_colour(kind: str) -> str:
     """The plots' colour of accepted, target or rejected tokens in the palette in use."""
     return active().plots[kind]
 
 
 __all__ = ["Palette", "PALETTES", "STANDARD", "SAFE", "TOKEN_COLORS", "token_classes", "active",
-           "active_name", "use", "plot_colour"]
+           "active_name", "use", "plot_colour", "colour_word"]

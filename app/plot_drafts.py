@@ -12,7 +12,7 @@ from specscope.core.engine.drafters.registry import listing
 from specscope.core.measure.stats import TREE_WIDTHS, Stats
 
 from .drafter_style import drafter_colors
-from .palette import plot_colour
+from .palette import colour_word, plot_colour
 from .plot_base import (LivePlot, empty_note, grow_labels, rgba, wrap_note,
                         set_text, small_legend, styled_plot)
 
@@ -22,21 +22,25 @@ CF_COLOR = "#6a3d9a"          # the counterfactual curve (purple: neither kept n
 CF_LABELS = {"ratio": "ratio rule, expected (counterfactual)",
              "match": "match rule, expected (counterfactual)"}
 TREE_TICKS = [str(r) for r in range(1, 11)] + [">10"]   # the draft's 1st .. 10th choice, lower
-TIPS = {
-    "acceptance": "For each position in the draft: of the drafts that reached it, the share whose "
-                  "token the target kept (green) or not (pale red).\nThe numbers are kept / drafted.\n"
-                  "At temperature, the dashed curve is the other acceptance rule's expected share on "
-                  "the same drafts (a counterfactual: llama.cpp's match rule against speculative "
-                  "sampling's ratio rule).",
-    "accepted_length": "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without "
-                       "a draft are not counted).\nRed: the target rejected the first drafted token.",
-    "tree": "At each drafted position up to the first rejection (the positions drafted from the "
-            "target's own path): the rank of the target's token among the draft's top-10.\n"
-            "1 (green): the draft's own choice, i.e. accepted. 2 and up (red): a rejection where a "
-            "draft tree holding the draft's top-k would have had the target's token.\n"
-            f"Only the model drafters' rounds ({listing(lambda t: not t.ngram, last=', ')}) are "
-            "counted.",
-}
+def tips() -> dict[str, str]:
+    """The plots' tooltips, their colours named as the palette in use draws them."""
+    kept, pale, red = colour_word("accepted"), colour_word("rejected_pale"), colour_word("rejected")
+    return {
+        "acceptance": "For each position in the draft: of the drafts that reached it, the share whose "
+                      f"token the target kept ({kept}) or not ({pale}).\nThe numbers are kept / drafted.\n"
+                      "At temperature, the dashed curve is the other acceptance rule's expected share on "
+                      "the same drafts (a counterfactual: llama.cpp's match rule against speculative "
+                      "sampling's ratio rule).",
+        "accepted_length": "How many rounds accepted 0, 1, 2, … of their drafted tokens (rounds without "
+                           f"a draft are not counted).\n{red.capitalize()}: the target rejected the first "
+                           "drafted token.",
+        "tree": "At each drafted position up to the first rejection (the positions drafted from the "
+                "target's own path): the rank of the target's token among the draft's top-10.\n"
+                f"1 ({kept}): the draft's own choice, i.e. accepted. 2 and up ({red}): a rejection where a "
+                "draft tree holding the draft's top-k would have had the target's token.\n"
+                f"Only the model drafters' rounds ({listing(lambda t: not t.ngram, last=', ')}) are "
+                "counted.",
+    }
 DRAFTER_COLUMNS = (
     ("drafter", "llama.cpp's speculative type"),
     ("drafts", "rounds this drafter's draft was verified"),
@@ -103,7 +107,7 @@ class AcceptancePlot(_DraftBars):
 
     def __init__(self, title: str):
         super().__init__(styled_plot(title, "Share kept",
-                                     "Draft position", TIPS["acceptance"]))
+                                     "Draft position", tips()["acceptance"]))
         p = self.plot
         self.rejected = pg.BarGraphItem(x=[], height=[], y0=[], width=0.7,
                                         brush=pg.mkBrush(rgba(plot_colour("rejected"), 70)), pen=pg.mkPen(None))
@@ -250,7 +254,7 @@ class HistogramPlot(_DraftBars):
 
     def __init__(self, title: str):
         super().__init__(styled_plot(title, "Rounds", "Drafted tokens accepted",
-                                     TIPS["accepted_length"]))
+                                     tips()["accepted_length"]))
         p = self.plot
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush(plot_colour("accepted")),
                                     pen=pg.mkPen(None))
@@ -326,7 +330,7 @@ class TreePlot(_DraftBars):
 
     def __init__(self, title: str):
         super().__init__(styled_plot(title, "Positions", "Target token's rank in draft",
-                                     TIPS["tree"]))
+                                     tips()["tree"]))
         p = self.plot
         self.bars = pg.BarGraphItem(
             x=np.arange(1, 12, dtype=float), height=np.zeros(11), width=0.7, pen=pg.mkPen(None),

@@ -103,3 +103,18 @@ def test_the_step_picture_s_rejected_cell_is_not_black_in_the_safe_palette(qtbot
         assert QColor(image.pixel(inside)).lightness() > 200      # a light cell, not black
     finally:
         palette.use(palette.STANDARD)
+
+
+def test_the_guide_and_the_plot_tips_name_the_colours_of_the_palette_in_use():
+    """In the safe palette the Guide said "kept (green) or not (pale red)" beside blue and grey
+    bars."""
+    from specscope.app.guide import guide_html
+    from specscope.app.plot_drafts import tips
+    assert "kept (green) or not (pale red)" in guide_html() and "(green)" in tips()["acceptance"]
+    palette.use(palette.SAFE)
+    try:
+        text, tip = guide_html(), tips()
+        assert "kept (blue) or not (light grey)" in text and "(grey: the first drafted" in text
+        assert "green" not in tip["acceptance"] + tip["tree"] and "Grey: the target" in tip["accepted_length"]
+    finally:
+        palette.use(palette.STANDARD)
