@@ -487,8 +487,9 @@ class CostPanel(QtWidgets.QWidget):
             v["target"].setText(f"{_ms(m.target_s_per_token)}   (baseline run)")
             self._set_tip("target", TARGET_TIME_TIP_BASELINE)
         else:
+            why = "its baseline is stale" if self._baseline is not None else "no baseline yet"
             v["target"].setText(f"{_ms(m.target_s_per_token)}   (a batch of {m.mean_batch:.1f} "
-                                "verified; no baseline yet)")
+                                f"verified; {why})")
             self._set_tip("target", TARGET_TIME_TIP_ESTIMATE)
         v["f"].setText(f"{m.f:.3f}")
         b = self._baseline

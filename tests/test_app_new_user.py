@@ -52,6 +52,10 @@ def test_the_what_if_table_says_when_its_measured_speed_up_rests_on_a_stale_base
     assert s.baseline_check().stale
     readout = w.whatif._readout()
     assert f"{s.speedup:.2f}× measured" in readout and "⚠ stale baseline" in readout
+    # the cost panel, told again, says the baseline is stale, not that there is none
+    w.shown.show_measured()
+    text = w.cost_panel._values["target"].text()
+    assert "its baseline is stale" in text and "no baseline yet" not in text, text
 
 
 def test_sixty_four_draft_positions_get_a_readable_axis(qtbot, window):

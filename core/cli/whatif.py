@@ -16,7 +16,7 @@ from specscope.core.measure.whatif.run import unreplayable
 from specscope.core.session.session import Session
 
 HEADER = f"{'configuration':44} {'rounds':>6} {'accept':>7} {'tokens/round':>12} " \
-         f"{'lookup µs':>9} {'speed-up':>8}"
+         f"{'lookup µs':>9} {'predicted':>9}"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -63,10 +63,11 @@ def run(args) -> int:
                           "configurations": [w.to_dict() for w in shown]}, indent=1))
         return 0
     print(f"{args.session}: {len(cont)} tokens, {len(ws)} configurations replayed"
-          + ("" if cal else " (speed-ups need --calibrate)"))
+          + (f"; predicted: the speed-up this machine's calibration (k up to {cal.k_max}, at "
+             f"position {cal.n_past}) gives for each" if cal else " (speed-ups need --calibrate)"))
     print(HEADER)
     for w in shown:
-        speedup = f"{w.predicted:7.2f}x" if w.predicted is not None else f"{'-':>8}"
+        speedup = f"{w.predicted:8.2f}x" if w.predicted is not None else f"{'-':>9}"
         print(f"{w.name[:44]:44} {w.stats.n_rounds:6d} {w.stats.acceptance_rate:7.1%} "
               f"{w.tokens_per_round:12.2f} {w.lookup_s * 1e6:9.0f} {speedup}")
     return 0
