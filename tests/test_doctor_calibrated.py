@@ -147,3 +147,20 @@ def cache_dir_of(folder):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPECSCOPE_CACHE_DIR", str(folder))
         return cache_dir()
+
+
+def test_a_calibration_of_short_drafts_says_how_far_its_figures_go(cache, capsys, tmp_path):
+    """After `bench --spec-draft-n-max 1,2` the doctor's calibrated table stopped at n = 2 and
+    said "1.5× is out of reach at any α" without saying that n ≤ 2 was all it had timed."""
+    target, draft = demo_pair()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path / "short"))
+        mp.setattr(cb, "LoadMeter", lambda: FixedLoad(0.0))
+        calibrate_pair(target, draft, EngineSettings(target_threads=1, draft_threads=1), 3)
+    cache(tmp_path / "short")
+    assert main(["doctor", str(target), str(draft)]) == 0
+    out = capsys.readouterr().out
+    assert "batches up to 3 at position" in out
+    assert "(n ≤ 2 only: the calibration timed batches up to 3;" in out
+    assert "(of n ≤ 2 it timed)" in out
+    assert "out of reach at any α with n ≤ 2" in out or "1.5× needs α ≥" in out

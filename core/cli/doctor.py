@@ -230,11 +230,15 @@ def format_cost(c) -> list[str]:
     k = c.calibrated
     if k is None:
         return out + ["", f"Cost estimate (calibrated on this machine): none: {NO_CALIBRATION}."]
-    needed = "; ".join(f"{s}× needs α ≥ {a:.2f}" if a is not None else f"{s}× is out of reach at any α"
+    upto = f" with n ≤ {k.n_max}" if k.n_max < c.n_max else ""
+    needed = "; ".join(f"{s}× needs α ≥ {a:.2f}" if a is not None else f"{s}× is out of reach at any α{upto}"
                        for s, a in k.alpha_needed.items())
+    short = ([f"  (n ≤ {k.n_max} only: the calibration timed batches up to {k.n_max + 1}; "
+              f"`specscope bench --spec-draft-n-max 1,2,4,{c.n_max}` or Calibrate in the window times "
+              "longer drafts)"] if upto else [])
     return out + ["", f"Cost estimate (calibrated on this machine): f ≈ {k.f:.4f}  ({k.f_basis})",
                   f"  priced with {k.source}: the calibrated round (docs/calibration.md):",
-                  *_speedup_table(c.alphas, k.n_max, k.speedups, k.best),
+                  *_speedup_table(c.alphas, k.n_max, k.speedups, k.best), *short,
                   f"  break-even here: {k.break_even}",
                   f"  this draft: {needed}; at α = {RANK_ALPHA}: {k.verdict}"]
 

@@ -71,7 +71,8 @@ def describe(cal: Calibration) -> str:
     draft = desc.get("draft")
     what = _name(desc.get("target")) + (f" with {_name(draft)}" if draft else " alone")
     threads = "".join(f"{flag} {engine[key]}, " for flag, key in THREAD_FLAGS if engine.get(key))
-    return f"the calibration of {what} ({threads}cached {cal.cached_age_s / 60:.0f} min ago)"
+    return (f"the calibration of {what} ({threads}batches up to {cal.k_max} at position "
+            f"{cal.n_past}, cached {cal.cached_age_s / 60:.0f} min ago)")
 
 
 @dataclass(frozen=True)

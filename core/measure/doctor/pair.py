@@ -241,7 +241,9 @@ class CostEstimate:
         a = str(RANK_ALPHA)
         b, c = self.best[a], self.calibrated.best[a] if self.calibrated else None
         return (f"at α = {a}: textbook speed-up {b['speedup']:.2f}x with n = {b['n']}"
-                + (f", calibrated on this machine {c['speedup']:.2f}x with n = {c['n']}" if c else ""))
+                + (f", calibrated on this machine {c['speedup']:.2f}x with n = {c['n']}"
+                   + (f" (of n ≤ {self.calibrated.n_max} it timed)" if self.calibrated.n_max < self.n_max
+                      else "") if c else ""))
 
     @property
     def may_pay(self) -> bool:
