@@ -197,6 +197,11 @@ def test_advise_reports_every_category_with_measured_candidates(advice, tmp_path
     assert "hindsight ceiling" in md
     summary = "\n".join(summary_lines(a))
     assert all(c in summary for c in CATS) and "hindsight ceiling" in summary
+    # no chain one of whose types drafted no round on the category's prompts (its command would
+    # carry a flag that does nothing); chains whose types each drafted are still candidates
+    for cat in a.categories:
+        assert all(not c.silent for c in cat.candidates)
+    assert any(len(c.spec.types) > 1 for cat in a.categories for c in cat.candidates)
 
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -441,3 +446,20 @@ def test_the_time_a_category_still_needs_counts_the_calibrations_not_taken():
     assert a.calibrations_left_s() == 25.0
     a.cals["draft.gguf"] = None                    # taken (or not calibratable): nothing left
     assert a.calibrations_left_s() == 0.0
+
+
+def test_a_chain_member_that_never_drafts_is_named_silent():
+    from specscope.core.engine.drafters import DRAFT_MODEL
+    from specscope.core.engine.engine import SpecSettings
+    from specscope.core.measure.advise.advice import pool
+    from specscope.core.measure.stats import DrafterStats, Stats
+
+    def whatif(*won):
+        stats = Stats(n_rounds=10, n_tokens=30, by_drafter=tuple(DrafterStats(t, n_draft_rounds=5)
+                                                                  for t in won))
+        return SimpleNamespace(stats=stats, predicted=1.1)
+    chain = SpecSettings(types=("ngram-mod", DRAFT_MODEL))
+    assert pool("c", "d", chain, [whatif(DRAFT_MODEL), whatif(DRAFT_MODEL)]).silent == ("ngram-mod",)
+    assert pool("c", "d", chain, [whatif(DRAFT_MODEL), whatif("ngram-mod")]).silent == ()
+    alone = SpecSettings(types=(DRAFT_MODEL,))
+    assert pool("a", "d", alone, [whatif()]).silent == ()            # one type: nothing to drop

@@ -81,6 +81,7 @@ class Candidate:
     tokens_per_round: float
     drafted_at: tuple[int, ...] = ()  # over the category's prompts: drafts reaching each position
     accepted_at: tuple[int, ...] = ()  # ... and accepted there (the greedy replays: the real runs' counts)
+    silent: tuple[str, ...] = ()      # a chain's types that drafted no round on these prompts
 
     @property
     def position_acceptance(self) -> tuple[float, ...]:
@@ -278,10 +279,12 @@ def pool(name: str, draft: str, spec: SpecSettings, ws: Sequence[WhatIf]) -> Can
     cost = sum(w.stats.n_tokens / w.predicted for w in ws) if all_priced else 0.0
     drafted = sum(w.stats.n_drafted for w in ws)
     rounds = sum(w.stats.n_rounds for w in ws)
+    won = {d.name for w in ws for d in w.stats.by_drafter if d.n_draft_rounds}
+    silent = tuple(t for t in spec.types if t not in won) if len(spec.types) > 1 else ()
     return Candidate(draft, spec, name, tokens / cost if all_priced and cost else None,
                      sum(w.stats.n_accept for w in ws) / drafted if drafted else 0.0,
                      tokens / rounds if rounds else 0.0, _summed(w.stats.drafted_at for w in ws),
-                     _summed(w.stats.accepted_at for w in ws))
+                     _summed(w.stats.accepted_at for w in ws), silent)
 
 
 def _summed(counts: Iterable[Sequence[int]]) -> tuple[int, ...]:

@@ -292,6 +292,10 @@ class Advisor:
                 if any(id(p) in ceilings for p in mine):
                     cat.ceilings[name] = pooled_speedup([(len(p.cont), ceilings[id(p)])
                                                          for p in mine if id(p) in ceilings])
+            # a chain one of whose types never drafts on the category's prompts is its other
+            # types' configuration under a longer name (the copied command would carry a flag
+            # that does nothing): left out; draft-simple alone at each n is a candidate of its own
+            cands = [c for c in cands if not c.silent]
             cat.candidates = sorted(cands, key=lambda c: -(c.predicted or c.tokens_per_round))
 
     def draft_whatifs(self, name: str, prompts: list[Prompt]):
