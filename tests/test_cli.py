@@ -279,3 +279,24 @@ def test_a_missing_session_file_is_named_before_any_window(capsys):
                  ["replay", "/nowhere/run.jsonl"], ["export", "/nowhere/run.jsonl", "--gif", "x.gif"]):
         assert main(argv, gui=lambda args: pytest.fail("the window was opened")) == 2
         assert capsys.readouterr().err == "specscope: error: /nowhere/run.jsonl: no such file\n"
+
+
+def test_a_table_or_document_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """`bench --out-json` on a disk that filled up left 8 KB of a JSON document behind."""
+    from pathlib import Path
+
+    from specscope.core.cli.args import write_text_whole
+    out = tmp_path / "b.json"
+    out.write_text("the earlier document")
+    real = Path.write_text
+
+    def full_disk(self, text, **kw):
+        real(self, text[:5], **kw)
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError):
+        write_text_whole(out, '{"a": 1}')
+    monkeypatch.setattr(Path, "write_text", real)
+    assert out.read_text() == "the earlier document" and sorted(tmp_path.iterdir()) == [out]
+    write_text_whole(out, '{"a": 1}')
+    assert out.read_text() == '{"a": 1}'

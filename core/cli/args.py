@@ -180,6 +180,21 @@ def write_or_say(path: Path, what: str, write) -> None:
         raise SpecScopeError(f"{path}: cannot write {what} ({exc.strerror or exc})") from None
 
 
+def write_text_whole(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all: through a file beside it, renamed over it
+    (a disk that filled up mid-write left half a JSON document); a device such as /dev/null is
+    written in place."""
+    if path.exists() and not path.is_file():
+        path.write_text(text, encoding="utf-8")
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def read_prompt(args) -> str:
     if args.file is not None:
         try:

@@ -35,7 +35,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from specscope.core.cli.args import add_model_args, engine_settings, output_path, write_or_say
+from specscope.core.cli.args import (add_model_args, engine_settings, output_path, write_or_say,
+                                     write_text_whole)
 from specscope.core.cli.spec import add_spec_args, spec_from_args
 from specscope.core.engine.drafters.registry import drafts_with
 from specscope.core.engine.drafters import DRAFT_MODEL, MD_TYPES, MODEL_TYPES, parse_types, type_label
@@ -406,12 +407,12 @@ def run(args) -> int:
             print("\nper prompt:\n" + format_table(result, per_prompt=True))
     # after the results are shown: a failure to write them loses nothing
     if args.csv:
-        write_or_say(args.csv, "the table", lambda p: p.write_text(result.to_csv(), encoding="utf-8"))
+        write_or_say(args.csv, "the table", lambda p: write_text_whole(p, result.to_csv()))
         if not args.json:
             print(f"\nCSV: {args.csv}")
     if args.out_json:
         write_or_say(args.out_json, "the JSON document",
-                     lambda p: p.write_text(result.to_json() + "\n", encoding="utf-8"))
+                     lambda p: write_text_whole(p, result.to_json() + "\n"))
     return 0
 
 
