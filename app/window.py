@@ -80,8 +80,6 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.controller = RunController()           # the runs, the session shown, the cores
         self.closing = False
         self.lessons = None                         # Help ▸ Lessons, made when first opened
-        self.library_dialog = None                  # File ▸ Model library, made when opened
-        self._unsent = None                         # (message, editing) of a turn not yet run
 
         self._build_ui()                            # (the views hear the controller first)
         self.files = self._session_files()
@@ -558,10 +556,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
             self.run_done.emit(req.run_id, "error")
 
     def _run_ended(self, ended) -> None:
-        self._unsent = None
-        if ended.session is not None and not ended.beside:
-            self.chat_log.ended(ended.session)      # the conversation's turn (a Run: its first)
-            self._update_chat()
+        self._turn_ended(ended)
         if ended.session is not None:
             self.files.autosave(ended.session)
             if ended.verdict is not None:

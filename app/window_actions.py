@@ -22,6 +22,8 @@ PRESENTER_SCALE_KEY = "view/presenter_scale"
 class WindowActions:
     """MainWindow's actions and menus; ``act_*`` are the actions the window enables."""
 
+    library_dialog = None        # File ▸ Model library, made when first opened
+
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
         a = QAction(text, self)
         if shortcut:

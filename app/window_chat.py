@@ -10,6 +10,15 @@ from pathlib import Path
 class WindowChat:
     """MainWindow's conversation: each turn a run given the turns before it."""
 
+    _unsent = None               # (message, editing) of the turn sent last, until it has run
+
+    def _turn_ended(self, ended) -> None:
+        """A run ended: the conversation's turn (a Run: its first)."""
+        self._unsent = None
+        if ended.session is not None and not ended.beside:
+            self.chat_log.ended(ended.session)
+            self._update_chat()
+
     def _update_chat(self) -> None:
         c, log = self.controller, self.chat_log
         s = c.session
