@@ -46,6 +46,8 @@ class FittedPlot(pg.PlotWidget):
     in the tooltip and in exports) instead of being clipped mid-word."""
     full_title: str | None = None          # (pyqtgraph resizes it before __init__ sets these)
     full_labels: dict = {}
+    keys: tuple = ()                       # (plain, html) keys for the x axis's label, widest first
+    key_shown = False                      # the plot's legend is hidden: a key takes the x label
 
     def __init__(self, title: str, labels: dict[str, str], **kw):
         super().__init__(**kw)
@@ -74,11 +76,35 @@ class FittedPlot(pg.PlotWidget):
         label_font = QtGui.QFont(p.getAxis("bottom").label.font())
         label_font.setPointSizeF(9 * k)
         room = {"bottom": self.width() - 70, "left": self.height() - 60}
+        key_font = QtGui.QFont(label_font)
+        key_font.setPointSizeF(8 * k)
         for name, text in self.full_labels.items():
-            shown = _elided(text, label_font, room[name])
+            shown, size = _elided(text, label_font, room[name]), 9 * k
+            if name == "bottom" and self.key_shown:     # the widest key that fits, else the label
+                fits = QtGui.QFontMetrics(key_font)
+                key = next((html for plain, html in self.keys
+                            if fits.horizontalAdvance(plain) <= room[name]), None)
+                shown, size = (key, 8 * k) if key else (shown, size)
             ax = p.getAxis(name)
             if force or shown != ax.labelText:
-                p.setLabel(name, shown, color=LABEL_COLOR, **{"font-size": f"{9 * k:g}pt"})
+                p.setLabel(name, shown, color=LABEL_COLOR, **{"font-size": f"{size:g}pt"})
+
+    def show_key(self, on: bool) -> None:
+        """The legend was hidden (``on``) or shown again: the key in the x label, or the label."""
+        if on != self.key_shown:
+            self.key_shown = on
+            self.fit_text(force=True)
+
+
+def key_variants(label: str, parts: list[tuple[str, str, str]]) -> tuple:
+    """(plain, html) keys for an x label, widest first: the label and the parts, the parts,
+    the parts packed closer; ``parts``: (colour, mark, name)."""
+    def key(gap: str, sep: str, html_gap: str, html_sep: str):
+        plain = sep.join(f"{m}{gap}{n}" for _c, m, n in parts)
+        html = html_sep.join(f"<span style='color:{c}'>{m}</span>{html_gap}{n}" for c, m, n in parts)
+        return plain, html
+    plain, html = key(" ", "  ", "&nbsp;", "&nbsp; ")
+    return ((f"{label} · {plain}", f"{label} · {html}"), (plain, html), key("", " ", "", " "))
 
 
 def _elided(text: str, font: QtGui.QFont, width: int) -> str:

@@ -14,7 +14,7 @@ from PySide6 import QtCore
 from specscope.core.engine.events import RoundEvent
 
 from .palette import plot_colour
-from .plot_base import LivePlot, small_legend, styled_plot
+from .plot_base import LivePlot, key_variants, small_legend, styled_plot
 
 __all__ = ["RoundSeries", "SpeedPlot", "TimeSplitPlot", "SPLIT_COLORS", "SPLIT_PARTS",
            "TIME_SPLIT_ROUNDS", "SPEED_WINDOW_S", "SPEED_WINDOW_MIN_ROUNDS"]
@@ -127,7 +127,8 @@ class RoundSeries:
         self.roll[i] = np.divide(cum[i] - c0, dt, out=np.zeros(len(i)), where=dt > 0)
 
 
-LEGEND_MAX_SHARE = 0.45    # a legend taller than this share of the plot is hidden (its tooltip says it)
+LEGEND_MAX_SHARE = 0.45    # a legend taller than this share of the plot is hidden: a key in the x
+                           # label names the parts where it fits (the tooltip always does)
 
 
 class _LegendPlot(LivePlot):
@@ -140,6 +141,7 @@ class _LegendPlot(LivePlot):
         fits = height <= 1 or need <= LEGEND_MAX_SHARE * height
         if self.legend.isVisible() != fits:
             self.legend.setVisible(fits)
+            self.widget.show_key(not fits)      # the parts' colours named under the plot instead
         return need if fits else 0.0
 
 
@@ -156,6 +158,8 @@ class SpeedPlot(_LegendPlot):
         self.roll = p.plot([], [], pen=pg.mkPen(plot_colour("target"), width=2), name=f"last {SPEED_WINDOW_S:g} s")
         self.mean = p.plot([], [], pen=pg.mkPen("#444444", width=1.5, style=QtCore.Qt.PenStyle.DashLine),
                            name="whole run")
+        self.widget.keys = key_variants("Time (s)", [(plot_colour("target"), "━", f"last {SPEED_WINDOW_S:g} s"),
+                                                     ("#444444", "╌", "whole run")])
         for item in (self.roll, self.mean):
             item.setClipToView(True)
             item.setDownsampling(auto=True, method="peak")
@@ -197,6 +201,8 @@ class TimeSplitPlot(_LegendPlot):
         p.setLimits(yMin=0.0)
         p.enableAutoRange(axis="x")
         p.getViewBox().setMouseEnabled(x=True, y=False)
+        shown = [part for part in SPLIT_PARTS if part != "translate"]     # (a rare part: tooltip)
+        self.widget.keys = key_variants("Round", [(SPLIT_COLORS[part], "■", part) for part in shown])
 
     def clear(self) -> None:
         for bar in self.bars.values():

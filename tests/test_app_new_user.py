@@ -91,6 +91,9 @@ def test_a_legend_never_covers_the_bars_it_names(qtbot, window):
         qtbot.wait(30)
         plot.refit(force=True)
         assert plot.legend.isVisible() is shown, height
+        # hidden, the parts' colours are named in the x axis's label instead (where they fit)
+        label = plot.plot.getAxis("bottom").labelText
+        assert ("verify" in label and "overhead" in label) is not shown, (height, label)
         if shown:       # the data's top lies below the legend
             top_px = plot.view.height() * (1 - plot.top / plot.view.viewRange()[1][1])
             assert top_px >= plot.legend.boundingRect().height()
