@@ -231,7 +231,8 @@ def format_cost(c) -> list[str]:
     if k is None:
         return out + ["", f"Cost estimate (calibrated on this machine): none: {NO_CALIBRATION}."]
     upto = f" with n ≤ {k.n_max}" if k.n_max < c.n_max else ""
-    needed = "; ".join(f"{s}× needs α ≥ {a:.2f}" if a is not None else f"{s}× is out of reach at any α{upto}"
+    needed = "; ".join(f"{s}× needs α ≥ {a:.3f}" if a is not None and a > 0.995 else    # not "1.00"
+                       f"{s}× needs α ≥ {a:.2f}" if a is not None else f"{s}× is out of reach at any α{upto}"
                        for s, a in k.alpha_needed.items())
     short = ([f"  (n ≤ {k.n_max} only: the calibration timed batches up to {k.n_max + 1}; "
               f"`specscope bench --spec-draft-n-max 1,2,4,{c.n_max}` or Calibrate in the window times "
