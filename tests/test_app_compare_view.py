@@ -178,9 +178,19 @@ def test_run_needs_a_pair(qtbot):
     assert v.shutdown()
 
 
-def test_failure_reaches_the_banner(view, qtbot, tmp_path):
+def test_a_bad_draft_file_is_refused_before_anything_runs(view, qtbot, tmp_path, tiny_models):
+    """A corrupt draft after a good one: the sweep measured the good one, then failed on it and
+    kept no result (nothing to export). Every file is checked first."""
     bad = tmp_path / "broken.gguf"
-    bad.write_bytes(b"GGUF" + b"\0" * 8)
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00garbage" * 10)
+    settings = replace(view.settings(), **QUICK, drafts=(tiny_models["draft"], bad))
+    assert not view.start(settings)
+    assert "broken.gguf" in view.banner.message and not view.running and not view.rows
+
+
+def test_failure_reaches_the_banner(view, qtbot, tmp_path):
+    from helpers import ggufgen
+    bad = ggufgen.write_llama(tmp_path / "novocab.gguf", n_layer=1, model="no_vocab")  # loads: fails
     settings = replace(view.settings(), **QUICK, drafts=(bad,))
     with qtbot.waitSignal(view.sweep_failed, timeout=60_000):
         view.start(settings)

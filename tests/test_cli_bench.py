@@ -95,6 +95,18 @@ def test_bench_missing_model_exits_2(tmp_path, capsys):
     assert capsys.readouterr().err.strip().startswith("specscope: error:")
 
 
+def test_a_bad_draft_among_good_ones_is_refused_before_anything_is_measured(tiny_models, tmp_path, capsys):
+    """The window's sweep measured the good draft for minutes, then failed on the bad one and
+    kept no result: every file is checked first."""
+    bad = tmp_path / "broken-draft.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00garbage" * 10)
+    rc = cli.main(["bench", "-m", str(tiny_models["target"]), "-md", str(tiny_models["draft"]),
+                   "-md", str(bad), "--spec-draft-n-max", "1", "-n", "8", "-q"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "broken-draft.gguf" in err and len(err.strip().splitlines()) == 1, err
+    assert "draft-simple" not in out                      # no row was measured
+
+
 def test_progress_line():
     buf = io.StringIO()
     bar = ProgressLine(buf)

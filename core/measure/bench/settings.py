@@ -160,6 +160,8 @@ class SweepSettings:
     def validate(self) -> None:
         if not self.chains:
             raise ConfigError("a sweep needs at least one speculative type")
+        for path in (self.target, *self.drafts):     # a bad file: one line before anything runs
+            check_gguf(path)                          # (not after the other drafts were measured)
         for chain in self.chains:
             if parse_types(chain) != tuple(chain):
                 raise ConfigError(f"{type_label(chain)}: types must be given in llama.cpp's "
