@@ -19,8 +19,8 @@ from specscope.core.engine.engine import EngineSettings, SpecSettings
 from specscope.core.measure.advise.advice import (MIN_PASSES, AdviseSettings, Candidate, CategoryAdvice,
                                                   MeasuredCandidate, Pair, Prompt, bench_figure, decide)
 from specscope.core.measure.advise.advisor import Advisor, advise, schedule
-from specscope.core.measure.advise.report import (TOOLS, llama_command, markdown, summary_lines,
-                                                  to_dict, write_report)
+from specscope.core.measure.advise.report import (TOOLS, from_dict, llama_command, markdown,
+                                                  summary_lines, to_dict, write_report)
 from specscope.core.measure.cost.break_even import summary as break_even_summary, verdict
 from specscope.core.measure.cost.model import Calibration, extended, fit_alpha
 from specscope.core.measure.bench.rows import robust_time
@@ -297,6 +297,12 @@ def test_a_stop_midway_keeps_what_was_measured():
     assert a.stopped and a.phase == "measure"
     assert sum(m.pairs for c in a.categories for m in c.measured) == 3
     assert "STOPPED" in summary_lines(a)[0] and "partial results" in markdown(a)
+    # the category says it was stopped and how far it got, not that the budget ran out before
+    # it was measured (also once saved and opened again)
+    for cat in (a.categories[0], from_dict(json.loads(json.dumps(to_dict(a)))).categories[0]):
+        d = cat.decision()
+        assert not d.judged and d.why.startswith("stopped "), d.why
+        assert "budget" not in d.why and d.verdict == "no advice (not measured on 6 passes)"
 
 
 def test_the_budget_ends_the_run_without_calling_it_a_stop():

@@ -204,7 +204,7 @@ class Decision:
     @property
     def verdict(self) -> str:
         return self.best.candidate.name if self.best else "don't speculate" if self.judged else \
-            "no advice (not measured)"
+            f"no advice (not measured on {MIN_PASSES} passes)"
 
 
 def decide(measured: Sequence[MeasuredCandidate]) -> Decision:
@@ -237,6 +237,7 @@ class CategoryAdvice:
     measured: list[MeasuredCandidate] = field(default_factory=list)
     needs_s: float | None = None      # not done in the budget: about this many seconds more
     left_out: int = 0                 # prompts the budget's plan left out
+    stopped: bool = False             # the user stopped the advice (else the budget ended it)
 
     def to_measure(self, top: int) -> list[Candidate]:
         """The best runnable configuration of each family; of those, the best of each kind first
@@ -257,8 +258,12 @@ class CategoryAdvice:
     def decision(self) -> Decision:
         d = decide(self.measured)
         if self.needs_s is not None and not d.judged:
-            return replace(d, why=f"the budget ran out before it was measured: about "
-                                  f"{self.needs_s:.0f} s more would give it advice")
+            passes = max((len(m.passes()) for m in self.measured), default=0)
+            so_far = (f"measured on {passes} of the {MIN_PASSES} passes a range needs" if passes
+                      else "before it was measured")
+            ended = "stopped" if self.stopped else "the budget ran out"
+            return replace(d, why=f"{ended} {so_far}: about {self.needs_s:.0f} s more would give it "
+                                  "advice")
         return d
 
     def policies(self, draft: str) -> dict[str, Candidate]:

@@ -126,6 +126,8 @@ class Advisor:
             if cat.needs_s is None and not cat.decision().judged and self.t_token:
                 cat.needs_s = self.cost(len(cat.prompts), self.s.n_predict, cat) + self.calibrations_left_s()
         self.result.stopped = self.stop.is_set() and not self.result.out_of_time
+        for cat in self.result.categories:
+            cat.stopped = self.result.stopped
         self.result.seconds = time.monotonic() - self.t0
         return self.result
 

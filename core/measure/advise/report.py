@@ -139,6 +139,8 @@ def from_dict(doc: dict) -> Advice:
             raise ConfigError(f"written by a newer SpecScope (advice version {version}; this one "
                               f"reads up to {VERSION}): update SpecScope to open it")
         cats = [_category_of(c) for c in doc["categories"]]
+        for c in cats:            # the advice stopped by the user, not by its budget
+            c.stopped = bool(doc["stopped"])
         engine = from_plain(EngineSettings, doc["engine"], "engine") if "engine" in doc else EngineSettings()
         settings = AdviseSettings(Path(doc["target"]), tuple(Path(d) for d in doc["drafts"]),
                                   tuple(c.category for c in cats), float(doc["budget_s"]),
