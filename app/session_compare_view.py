@@ -23,6 +23,10 @@ class SessionCompareView(QtWidgets.QWidget):
         self.title = QtWidgets.QLabel("Open two sessions to compare them: File → Compare with "
                                       "session… compares the run shown with a recorded one.")
         self.title.setWordWrap(True)
+        self.problem = QtWidgets.QLabel()        # a session that could not be compared (show_problem)
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color:#b42318")
+        self.problem.hide()
         self.differences = QtWidgets.QLabel()
         self.differences.setWordWrap(True)
         self.divergence = QtWidgets.QLabel()
@@ -48,13 +52,20 @@ class SessionCompareView(QtWidgets.QWidget):
         plots.addWidget(self.position)
         plots.addWidget(self.lengths)
         lay = QtWidgets.QVBoxLayout(self)
-        for w in (self.title, self.table, self.differences, self.divergence):
+        for w in (self.problem, self.title, self.table, self.differences, self.divergence):
             lay.addWidget(w)
         lay.addLayout(plots, 1)
         self.comparison = None
 
+    def show_problem(self, text: str) -> None:
+        """A session that could not be compared, said here (the Run workspace's banner is out
+        of sight); what was compared before stays."""
+        self.problem.setText(text)
+        self.problem.show()
+
     def show_comparison(self, cmp) -> None:
         self.comparison = cmp
+        self.problem.hide()
         sides = (("A", cmp.a), ("B", cmp.b))
         self.title.setText("<b>A</b> " + html.escape(cmp.a.label) + " &nbsp; vs &nbsp; <b>B</b> "
                            + html.escape(cmp.b.label))

@@ -57,6 +57,7 @@ class SessionFiles(QObject):
     error = Signal(object, str)              # an exception, what failed
     saved = Signal(str)                      # a file was written (its path)
     compared = Signal(object)                # two sessions side by side (a SessionComparison)
+    compare_failed = Signal(str)             # why a session could not be compared
 
     def __init__(self, controller, controls, settings, parent):
         super().__init__(parent)
@@ -144,6 +145,7 @@ class SessionFiles(QObject):
             loaded = [Session.load(p) for p in picked]
         except SpecScopeError as exc:
             self.message.emit("error", f"The session cannot be compared: {exc}")
+            self.compare_failed.emit(f"The session cannot be compared: {exc}")
             return
         a, b = ([first] if first is not None else []) + loaded
         self.compared.emit(compare_sessions(a, b))

@@ -353,6 +353,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         files.error.connect(lambda exc, context: self.banner.show_error(exc, context=context))
         files.saved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 4000))
         files.compared.connect(self._show_comparison)
+        files.compare_failed.connect(lambda text: self.session_compare.show_problem(text))
         return files
 
     def _show_comparison(self, comparison) -> None:

@@ -127,6 +127,13 @@ def test_two_recordings_side_by_side(qtbot, window, tmp_path, monkeypatch):
     assert shown["differences"] == "Settings that differ: n_max 2 vs 6"
     assert shown["divergence"] == "The outputs agree on all 32 tokens both generated."
     assert len(shown["curves"]) == 2 and len(shown["curves"][1]) == 6
+    # a bad file picked from the Compare sessions workspace: said there, the comparison kept
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(a.read_text().splitlines()[0][:40])
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kw: (str(bad), ""))
+    w.files.compare_session_dialog()
+    assert w.session_compare.problem.isVisible() and "bad.jsonl" in w.session_compare.problem.text()
+    assert w.session_compare.shown()["differences"] == "Settings that differ: n_max 2 vs 6"
 
 
 def test_file_quantize_the_draft_opens_the_dialog_on_the_windows_draft(qtbot, window):
