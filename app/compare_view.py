@@ -202,6 +202,8 @@ class CompareView(QWidget):
     def set_pair(self, target_path, draft_path=None, extra_drafts=()) -> None:
         """The pair to benchmark (the window's current pair), plus optional other drafts."""
         self.form.set_pair(target_path, draft_path, extra_drafts)
+        if self.rows and not self.running:       # the results shown say they are another pair's
+            self._fill_summary()
 
     def add_draft(self, path) -> None:
         self.form.add_draft(path)
@@ -423,13 +425,19 @@ class CompareView(QWidget):
         return row.name(self._with_draft()) if row is not None else config
 
     def _fill_summary(self) -> None:
-        shown = self._shown()
-        parts = []
+        shown, s = self._shown(), self._settings
+        parts = [self._measured_pair()] if self.rows else []
+        stopped = self.result is not None and self.result.stopped
         for d, b in shown.best_n().items():
             picks = (f"the calibrated model picks n = {b['calibrated']}, " if b["calibrated"] is not None
                      else "not calibrated, ")
-            parts.append(f"<b>{self._name(d)}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×); "
-                         f"{picks}the textbook n = {b['textbook']}")
+            done = {r.n_max for r in shown.pooled(d) if r.n_max > 0}
+            missing = sorted(set(s.n_values) - done) if s is not None else []
+            among = (f" <span style='color:#8a6d00'>(of the n measured: n = {', '.join(map(str, missing))} "
+                     f"{'never ran: the sweep was stopped' if stopped else 'not yet'})</span>"
+                     if missing else "")
+            parts.append(f"<b>{self._name(d)}</b>: best measured n = {b['measured']} ({b['measured_speedup']:.2f}×)"
+                         f"{among}; {picks}the textbook n = {b['textbook']}")
         pooled = shown.pooled()
         for r in pooled:
             if not r.n_max:
@@ -470,16 +478,32 @@ class CompareView(QWidget):
             color = "#b00020" if len(bad) > near else "#8a6d00"
             self.lossless_label.setText(f"<span style='color:{color}'>{text}</span>")
 
+    def _measured_pair(self) -> str:
+        """Which target and drafts the results shown were measured on; amber where the window's
+        pair is another now (the form names the new one above the old results)."""
+        s = self._settings
+        what = (f"Measured: {Path(s.target).name} drafted by "
+                + (", ".join(Path(d).name for d in s.drafts) or "n-gram types alone"))
+        now = self.form.target
+        if now is not None and Path(now) != Path(s.target) or \
+                {Path(d) for d in s.drafts} - {Path(d) for d in self.draft_paths()}:
+            return (f"<span style='color:#8a6d00'>{what}: not the pair chosen now (Run sweep "
+                    "measures that one)</span>")
+        return what
+
     def _flags(self, pooled) -> str:
         """In words, the pooled figures the repetitions cannot back: within noise, never drafted,
         drafted on some prompts only; or that one repetition gives no spread at all."""
         if not pooled:
             return ""
-        if all(r.spread is None for r in pooled):
-            return ("One repetition: the spread is unknown. Set repeats to 3 or more to know how far to "
-                    "trust these figures.")
         def label(r):
             return self._name(r.config) + (f" n={r.n_max}" if r.n_max else "")
+        asked = self._settings.repeats if self._settings is not None else 1
+        short = [f"{label(r)} ({r.repeats} of {asked})" for r in pooled if r.repeats < asked]
+        short_text = f"Fewer repetitions than asked (stopped): {', '.join(short)}. " if short else ""
+        if all(r.spread is None for r in pooled):
+            return short_text + ("One repetition: the spread is unknown. Set repeats to 3 or more to "
+                                 "know how far to trust these figures.")
         groups = (("Within noise (≈, grey: the repetitions' spread is wider than the distance from 1×)",
                    [label(r) for r in pooled if r.within_noise and not r.never_drafted]),
                   ("never drafted (the figure is the target alone plus the lookups)",
@@ -489,7 +513,7 @@ class CompareView(QWidget):
                     if not r.never_drafted and r.prompts_drafted < r.prompts]))
         said = [f"{what}: {', '.join(names)}" for what, names in groups if names]
         text = "; ".join(said)
-        return text[:1].upper() + text[1:] + "." if said else ""
+        return short_text + (text[:1].upper() + text[1:] + "." if said else "")
 
     def _export_dialog(self, kind: str) -> None:
         if self.result is None:

@@ -160,6 +160,18 @@ def test_stop_ends_the_sweep_between_runs(view, qtbot):
     assert "stopped" in view.status.text()
     assert len(result.rows) < 2 * 4 * 3
     assert view.run_button.isEnabled()
+    # the summary says which n never ran (its "best measured n" was the only one measured)
+    summary = view.best_label.text()
+    done = {r.n_max for r in result.rows}
+    assert "never ran: the sweep was stopped" in summary and done < {1, 2, 3, 4}, summary
+    assert summary.startswith("Measured: ")
+
+
+def test_the_results_say_which_pair_they_were_measured_on(view, qtbot, tiny_models):
+    run(view, qtbot)
+    assert view.best_label.text().startswith(f"Measured: {tiny_models['target'].name} drafted by")
+    view.set_pair(tiny_models["draft"], tiny_models["draft"])          # the window's pair changed
+    assert "not the pair chosen now" in view.best_label.text()
 
 
 def test_bad_input_is_shown_not_raised(view, qtbot):
