@@ -57,6 +57,7 @@ class SweepForm(PairRows, QGroupBox):
         self.drafters.setMaximumHeight(2 * row_h + 2 * self.drafters.frameWidth())   # 2 rows if it wraps
         self.drafters.setFlow(QListWidget.Flow.LeftToRight)
         self.drafters.setWrapping(True)
+        self.drafters.setResizeMode(QListWidget.ResizeMode.Adjust)   # re-wraps when the window narrows
         self.drafters.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         for name in SPEC_TYPES:
             item = QListWidgetItem(name)

@@ -452,3 +452,18 @@ def test_the_draftless_programs_sweep_beside_the_others(view, qtbot):
     pooled = {r.drafter: r for r in result.pooled()}
     assert set(pooled) == {"suffix", "lookahead"}
     assert all(r.lossless == "identical" for r in pooled.values())
+
+
+def test_the_drafters_checklist_re_wraps_when_the_window_narrows(view, qtbot):
+    """Opened at 1366 and narrowed to 1280, the list kept its rows: suffix was cut and
+    lookahead hidden behind a sideways scroll bar."""
+    view.resize(1366, 768)
+    view.show()
+    qtbot.waitExposed(view)
+    view.resize(1280, 720)
+    lst = view.form.drafters
+
+    def all_in_view():
+        port = lst.viewport().rect()
+        return all(port.contains(lst.visualItemRect(lst.item(i))) for i in range(lst.count()))
+    qtbot.waitUntil(all_in_view, timeout=3_000)
