@@ -54,7 +54,8 @@ class MeasuredChart:
     def key_html(self) -> str:
         """The drafters' colours, as a line under the chart (a legend would hide points)."""
         from specscope.core.measure.advise.advice import MIN_PASSES
-        dots = [f"<span style='color:{drafter_colors(d)[2]}'>●</span>&nbsp;{d}" for d in self.drafters]
+        dots = [f"<span style='color:{drafter_colors(d.split('>')[0])[2]}'>{'◆' if '>' in d else '●'}"
+                f"</span>&nbsp;{d}" for d in self.drafters]
         return ("&nbsp;&nbsp; ".join(dots) + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no range yet); "
                 "ringed: the advice") if dots else ""
 
@@ -71,11 +72,15 @@ class MeasuredChart:
                 y = rows - 1 - i + BAND * ((k + 0.5) / len(shown) - 0.5) * -1
                 iv = m.interval()
                 est = iv[0] if iv else float(np.median(m.ratios))
-                drafter = m.candidate.spec.types[0]
-                color = drafter_colors(drafter)[2]
+                # a chain is named whole and drawn as a diamond in its first type's colour (it
+                # was keyed as that type alone)
+                types = m.candidate.spec.types
+                drafter = ">".join(types)
+                color = drafter_colors(types[0])[2]
                 if drafter not in self.drafters:
                     self.drafters.append(drafter)
                 point = pg.ScatterPlotItem([est], [y], size=11 if m is best else 8,
+                                           symbol="d" if len(types) > 1 else "o",
                                            brush=pg.mkBrush(color if iv else "w"),
                                            pen=pg.mkPen("k" if m is best else color, width=2 if m is best else 1.5))
                 point.setToolTip(f"{cat.category}: {m.candidate.name}, {len(m.pass_speedups())} passes"

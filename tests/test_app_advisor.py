@@ -6,6 +6,7 @@ Run workspace's Copy command (app/copy_command.py): the advisor's spelling, flag
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from dataclasses import replace
 
 import pytest
@@ -264,3 +265,22 @@ def test_the_break_even_caption_stays_below_the_plot_on_a_small_screen(qtbot, ad
     # the key is under the plot, not a legend over its points and their labels
     assert v.caption.text().startswith("Key: ") and "demo-draft.gguf" in v.caption.text()
     assert getattr(v.break_even, "legend", None) is None
+
+
+def test_the_measured_chart_names_a_chain_whole(qtbot):
+    """A chain's point was keyed by its first type alone ("● ngram-simple" for
+    ngram-simple>draft-simple)."""
+    from specscope.app.advise_charts import MeasuredChart
+    from specscope.core.engine.engine import SpecSettings
+    from specscope.core.measure.advise.advice import CategoryAdvice, Pair
+    chain = Candidate("d.gguf", SpecSettings(types=("ngram-simple", "draft-simple")), "chain", 1.1, 0.6, 2.0)
+    alone = Candidate("", SpecSettings(types=("ngram-simple",)), "alone", 1.0, 0.3, 1.2)
+    cat = CategoryAdvice("translation", measured=[
+        MeasuredCandidate(chain, [Pair(0, 32, 0.01, 32, 0.012)]),
+        MeasuredCandidate(alone, [Pair(0, 32, 0.011, 32, 0.012)])])
+    chart = MeasuredChart()
+    qtbot.addWidget(chart.widget)
+    chart.fill(SimpleNamespace(categories=[cat]))
+    key = chart.key_html()
+    assert "ngram-simple&gt;draft-simple" in key or "ngram-simple>draft-simple" in key
+    assert "◆" in key and "●" in key
