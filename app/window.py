@@ -168,7 +168,7 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         workspace of its own, scrolling on a small screen, its controls as they were left."""
         apply_json(self.settings, f"{key}/json", view.from_dict)
         c = self.controller
-        view.blocker = self._sweep_blocker
+        view.blocker = lambda: self._sweep_blocker(who.lower())
         view.sweep_started.connect(lambda: c.sweep_started(who, title.split(" (")[0]))
         view.sweep_finished.connect(lambda _result: c.sweep_ended())
         view.sweep_failed.connect(lambda *_: c.sweep_ended())
@@ -439,10 +439,10 @@ class MainWindow(WindowActions, WindowChat, QMainWindow):
         self.banner.show_message("warning", reason)
         return True
 
-    def _sweep_blocker(self) -> str:
-        """Why the Compare view cannot start a sweep now ("" when it can)."""
+    def _sweep_blocker(self, who: str = "the sweep") -> str:
+        """Why Compare's sweep or the Advisor (``who``) cannot start now ("" when it can)."""
         return self.controller.refusal("sweep") or (
-            "The Run tab is loading the models: start the sweep once they are loaded."
+            f"The Run tab is loading the models: start {who} once they are loaded."
             if self.pair_panel.loading() else "")
 
     def _start(self, req, rerun_of=None) -> None:

@@ -558,6 +558,8 @@ def test_a_run_and_a_sweep_refuse_each_other(qtbot, window, monkeypatch, tmp_pat
     loaded = window.pair_panel.load_label.text()
     window.pair_panel.set_load_state("loading", "Loading the models…")     # as a preload shows it
     assert not compare.start(sweep) and "loading the models" in compare.banner.message
+    assert "start a sweep once" in compare.banner.message
+    assert window.advisor.blocker().endswith("start the advisor once they are loaded.")   # not "sweep"
     window.pair_panel.set_load_state("idle", loaded)
     with qtbot.waitSignal(compare.sweep_finished, timeout=RUN_TIMEOUT_MS):
         assert compare.start(sweep)
