@@ -97,7 +97,8 @@ class PromptEditor(QGroupBox):
         self.editor = QPlainTextEdit()
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.editor.setFont(font)
-        self.editor.setTabChangesFocus(False)
+        self.editor.setTabChangesFocus(True)     # Tab moves on: it typed a tab and kept the focus,
+                                                 # a trap for the keyboard (pasted tabs stay)
         self.editor.setMinimumHeight(80)
         self.editor.setMaximumHeight(130)
         lay.addWidget(self.editor)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics, QGuiApplication
-from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLabel, QLayout, QSlider, QWidget
+from PySide6.QtWidgets import (QAbstractSpinBox, QComboBox, QLabel, QLayout, QScrollArea, QSlider,
+                               QWidget)
 
 PREFERRED_SIZE = QSize(1440, 900)     # the window's size where the screen has room for it
 WHEEL_INPUTS = (QComboBox, QAbstractSpinBox, QSlider)
@@ -65,6 +66,8 @@ def guard_wheel(root: QWidget) -> None:
         for widget in root.findChildren(kind):
             widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             widget.installEventFilter(guard)
+    for area in root.findChildren(QScrollArea):   # a panel's frame: no Tab stop of its own (Tab
+        area.setFocusPolicy(Qt.FocusPolicy.NoFocus)   # stopped on it and showed no focus)
 
 
 class ElidedLabel(QLabel):

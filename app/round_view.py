@@ -37,7 +37,7 @@ CELL_W, CELL_H, LABEL_W, GAP = 92, 40, 124, 6
 ZOOM = [1.0]           # the round picture's scale (presenter mode's; RoundDiagram.zoom)
 DIAGRAM_MIN_PX = 110      # the round's diagram scrolls below this height (a 600-pixel screen)
 PRESENTER_WHOLE = 0.37    # in presenter mode its minimum is its whole height up to this share of the screen's,
-PRESENTER_SHARE = 0.3     # and this share where it must scroll anyway (the words keep their room)
+PRESENTER_SHARE = 0.22    # and this share where it must scroll anyway (the text and words keep theirs)
 ROWS = ("position", "batch / draft", "target samples", "target KV after")
 
 

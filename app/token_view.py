@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable
 
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
 
@@ -129,6 +129,9 @@ class TokenView(QPlainTextEdit):
         super().__init__(parent)
         self.setReadOnly(True)
         self.setUndoRedoEnabled(False)
+        # a caret where it has the focus: a Tab stop that shows it (and keyboard selection)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                     | Qt.TextInteractionFlag.TextSelectableByKeyboard)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setPointSizeF(max(font.pointSizeF(), 10.5))

@@ -650,3 +650,21 @@ def test_the_compare_tabs_controls_survive_a_restart(qtbot, pair, settings):
         assert s.sampler.temperature == pytest.approx(0.7) and not s.ignore_eos
     finally:
         again.close()
+
+
+def test_tab_moves_through_the_window_and_each_stop_can_show_its_focus(qtbot, window):
+    """Tab in the prompt box typed a tab and kept the focus (a trap for the keyboard); the
+    generated text, the left panel's and the round view's scroll areas were stops that showed
+    nothing."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QScrollArea
+    w = window
+    editor = w.prompt.editor
+    text = editor.toPlainText()
+    editor.setFocus()
+    qtbot.waitUntil(editor.hasFocus)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert not editor.hasFocus() and editor.toPlainText() == text
+    assert w.token_view.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByKeyboard
+    areas = [a for a in w.findChildren(QScrollArea)]
+    assert areas and all(a.focusPolicy() == Qt.FocusPolicy.NoFocus for a in areas)
