@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.app.plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts,
-                                     styled_plot)
+                                     styled_plot, with_caption)
 from specscope.core.measure.cost.model import (Measured, best_n, calibrated_speedup, measure,
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats, speedup_of
@@ -181,12 +181,7 @@ class CostPanel(QtWidgets.QWidget):
         # with it the n_max line's label
         self._key = QtWidgets.QLabel()
         self._key.setToolTip(KEY_TIP)
-        self._chart = QtWidgets.QWidget()
-        column = QtWidgets.QVBoxLayout(self._chart)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
-        column.addWidget(self._plot, 1)
-        column.addWidget(self._key)
+        self._chart = with_caption(self._plot, self._key)
         self._best = pg.ScatterPlotItem(size=16, symbol="star", brush=pg.mkBrush(BEST_COLOR),
                                         pen=pg.mkPen("#7a5200"))
         p.addItem(self._best)

@@ -133,6 +133,18 @@ def styled_plot(title: str, left: str, bottom: str, tip: str = "",
     return w
 
 
+def with_caption(plot: QtWidgets.QWidget, caption: QtWidgets.QWidget) -> QtWidgets.QWidget:
+    """``plot`` over ``caption`` (a key, a few figures) in one widget, the plot taking the
+    height: under the plot, not drawn over its data."""
+    box = QtWidgets.QWidget()
+    lay = QtWidgets.QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(2)
+    lay.addWidget(plot, 1)
+    lay.addWidget(caption)
+    return box
+
+
 def empty_note(plot: pg.PlotItem) -> pg.TextItem:
     """A grey note in the middle of a plot (while it has nothing to show), its lines centred
     (``wrap_note`` fits them to the plot's width)."""

@@ -14,7 +14,7 @@ from specscope.core.measure.stats import TREE_WIDTHS, Stats
 from .drafter_style import drafter_colors
 from .palette import colour_word, plot_colour
 from .plot_base import (LivePlot, empty_note, grow_labels, rgba, wrap_note,
-                        set_text, small_legend, styled_plot)
+                        set_text, small_legend, styled_plot, with_caption)
 
 __all__ = ["AcceptancePlot", "HistogramPlot", "TreePlot", "DrafterTable"]
 
@@ -354,12 +354,7 @@ class TreePlot(_DraftBars):
             "target's own path; estimated: the levels below a rejection the tree would have "
             "caught were never drafted, so they are taken to go as this run's rounds go from "
             "their start (as the next round does).\nw = 1 is the measured acceptance.")
-        self.box = QtWidgets.QWidget()
-        lay = QtWidgets.QVBoxLayout(self.box)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(2)
-        lay.addWidget(self.widget, 1)
-        lay.addWidget(self.numbers)
+        self.box = with_caption(self.widget, self.numbers)
         self.numbers.setText("line<br>" * len(TREE_WIDTHS) + "line")  # its lines' room, kept while it is
         self.numbers.setMinimumHeight(self.numbers.sizeHint().height())  # empty: no relayout of the
         self.numbers.setText("")                                         # plots when a run starts
