@@ -93,11 +93,12 @@ class PairWatch(QObject):
                 else None
             c.show(back)
             if shown is not None and not shown.is_recording:
-                self._cleared = shown
+                self._cleared = shown         # (this pair's run, back when this pair is)
+            elif back is not None:
+                self._cleared = None
             if back is not None:
                 self.message.emit("info", "Back to the pair of the run shown before: it is shown "
                                           "again", "")
-                self._cleared = None
             elif shown is not None:           # said, not done silently
                 what = (f"the recording {Path(shown.path).name} was closed (File ▸ Open session… "
                         "opens it again)" if shown.is_recording else

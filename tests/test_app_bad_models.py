@@ -93,3 +93,21 @@ def test_a_bad_file_picked_by_mistake_loses_nothing_and_its_error_goes_with_it(q
     assert w.banner.level != "error" or not w.banner.isVisible()           # the error went
     assert run_and_wait(qtbot, w, lambda: w.chat_send("third")) in ("n_predict", "eog")
     assert len(w.chat_log.turns) == 3
+
+
+def test_two_pairs_each_with_a_run_swap_back_and_forth(qtbot, window, pair):
+    """Each pair's run comes back with its pair: coming back to the first must not forget the
+    second's (it did: the run swapped in cleared the one to swap out)."""
+    w = window
+    target, draft = Path(pair[0]), Path(pair[1])
+    assert run_and_wait(qtbot, w, w.run_clicked) in ("n_predict", "eog")
+    first = w.controller.session
+    with qtbot.waitSignal(w.pairs.report_shown, timeout=30_000):
+        w.pair_panel.set_pair(target, None)                       # the target alone
+    assert w.controller.session is None
+    assert run_and_wait(qtbot, w, w.baseline_clicked) in ("n_predict", "eog")
+    second = w.controller.session
+    for pair_now, run in (((target, draft), first), ((target, None), second), ((target, draft), first)):
+        with qtbot.waitSignal(w.pairs.report_shown, timeout=30_000):
+            w.pair_panel.set_pair(*pair_now)
+        assert w.controller.session is run, pair_now
