@@ -5,8 +5,6 @@ with each draft model placed at its own (α, f) (Advice.draft_points, as the rep
 
 from __future__ import annotations
 
-from html import escape
-
 import math
 
 import numpy as np
@@ -15,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from .compare_charts import DRAFT_COLORS
 from .drafter_style import drafter_colors
-from .plot_base import TEXT_COLOR, cache_static_parts, empty_note, set_text, styled_plot
+from .plot_base import TEXT_COLOR, cache_static_parts, coloured_key, empty_note, set_text, styled_plot
 
 __all__ = ["MeasuredChart", "BreakEvenPlot"]
 
@@ -54,9 +52,9 @@ class MeasuredChart:
     def key_html(self) -> str:
         """The drafters' colours, as a line under the chart (a legend would hide points)."""
         from specscope.core.measure.advise.advice import MIN_PASSES
-        dots = [f"<span style='color:{drafter_colors(d.split('>')[0])[2]}'>{'◆' if '>' in d else '●'}"
-                f"</span>&nbsp;{d}" for d in self.drafters]
-        return ("&nbsp;&nbsp; ".join(dots) + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no range yet); "
+        dots = coloured_key([(drafter_colors(d.split(">")[0])[2], "◆" if ">" in d else "●", d)
+                             for d in self.drafters])
+        return (dots + f"&nbsp;&nbsp; ○ fewer than {MIN_PASSES} passes (no range yet); "
                 "ringed: the advice") if dots else ""
 
     def fill(self, advice) -> None:
@@ -187,7 +185,7 @@ class BreakEvenPlot:
     def key_html(self) -> str:
         """What the lines and dots mean (the plot's key, under it)."""
         parts = [f"{'━' if s == 1.0 else '╌'} {s:g}× break-even" for s in self.curves]
-        parts += [f"<span style='color:{DRAFT_COLORS[i % len(DRAFT_COLORS)]}'>●</span> {escape(d)}"
+        parts += [coloured_key([(DRAFT_COLORS[i % len(DRAFT_COLORS)], "●", d)], gap=" ")
                   for i, d in enumerate(self.drafts)]
         return "Key: " + ", ".join(parts) if parts else ""
 

@@ -5,7 +5,6 @@ repetitions' spread, calibrated and textbook predictions, a colour per configura
 
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
@@ -15,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem
 
 from .compare_table import measured_tip, row_color
-from .plot_base import TEXT_COLOR, cache_static_parts, styled_plot
+from .plot_base import TEXT_COLOR, cache_static_parts, coloured_key, styled_plot
 
 __all__ = ["SpeedupHeatmap", "SpeedupChart", "DRAFT_COLORS"]
 
@@ -137,8 +136,7 @@ class SpeedupChart:
 
     def key_html(self) -> str:
         """The chart's key: each configuration's name in its colour, then what the marks mean."""
-        names = "&nbsp;&nbsp; ".join(f"<span style='color:{c}'>■</span>&nbsp;{html.escape(n)}"
-                                     for n, c in self.named)
+        names = coloured_key([(c, "■", n) for n, c in self.named])
         return (names + "<br>" if names else "") + KEY
 
     def _configuration(self, p: pg.PlotItem, rows: list, ns: list[int], color: str, name: str) -> None:

@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.app.plot_base import (CALIBRATED_COLOR, MEASURED_COLOR, cache_static_parts,
-                                     styled_plot, with_caption)
+                                     coloured_key, styled_plot, with_caption)
 from specscope.core.measure.cost.model import (Measured, best_n, calibrated_speedup, measure,
                                                textbook_speedup)
 from specscope.core.measure.stats import Stats, speedup_of
@@ -71,10 +71,10 @@ KEY_TIP = ("Blue circles: the textbook model (E + 1)/(n·f + 1) at the sliders' 
 
 def key_html(calibrated: bool) -> str:
     """The curves' names in their colours (the calibrated one where it is drawn)."""
-    parts = [(CURVE_COLOR, "●", "textbook (E + 1)/(n·f + 1)")]
+    parts = [(CURVE_COLOR, "━●━", "textbook (E + 1)/(n·f + 1)")]
     if calibrated:
-        parts.append((CALIBRATED_COLOR, "■", "calibrated on this machine"))
-    return "&nbsp;&nbsp;".join(f"<span style='color:{c}'>━{m}━</span>&nbsp;{text}" for c, m, text in parts)
+        parts.append((CALIBRATED_COLOR, "━■━", "calibrated on this machine"))
+    return coloured_key(parts)
 
 
 def _ms(seconds: float) -> str:

@@ -5,6 +5,7 @@ for labels or a legend."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -96,15 +97,19 @@ class FittedPlot(pg.PlotWidget):
             self.fit_text(force=True)
 
 
+def coloured_key(parts, sep: str = "&nbsp;&nbsp; ", gap: str = "&nbsp;") -> str:
+    """A key in HTML, for a line under or beside a plot: each (colour, mark, name) of ``parts``
+    as its mark in its colour, then its name."""
+    return sep.join(f"<span style='color:{c}'>{m}</span>{gap}{html.escape(n)}" for c, m, n in parts)
+
+
 def key_variants(label: str, parts: list[tuple[str, str, str]]) -> tuple:
     """(plain, html) keys for an x label, widest first: the label and the parts, the parts,
     the parts packed closer; ``parts``: (colour, mark, name)."""
     def key(gap: str, sep: str, html_gap: str, html_sep: str):
-        plain = sep.join(f"{m}{gap}{n}" for _c, m, n in parts)
-        html = html_sep.join(f"<span style='color:{c}'>{m}</span>{html_gap}{n}" for c, m, n in parts)
-        return plain, html
-    plain, html = key(" ", "  ", "&nbsp;", "&nbsp; ")
-    return ((f"{label} · {plain}", f"{label} · {html}"), (plain, html), key("", " ", "", " "))
+        return sep.join(f"{m}{gap}{n}" for _c, m, n in parts), coloured_key(parts, html_sep, html_gap)
+    plain, marked = key(" ", "  ", "&nbsp;", "&nbsp; ")
+    return ((f"{label} · {plain}", f"{label} · {marked}"), (plain, marked), key("", " ", "", " "))
 
 
 def _elided(text: str, font: QtGui.QFont, width: int) -> str:

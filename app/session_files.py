@@ -144,8 +144,9 @@ class SessionFiles(QObject):
         try:
             loaded = [Session.load(p) for p in picked]
         except SpecScopeError as exc:
-            self.message.emit("error", f"The session cannot be compared: {exc}")
-            self.compare_failed.emit(f"The session cannot be compared: {exc}")
+            why = f"The session cannot be compared: {exc}"
+            self.message.emit("error", why)
+            self.compare_failed.emit(why)
             return
         a, b = ([first] if first is not None else []) + loaded
         self.compared.emit(compare_sessions(a, b))
